@@ -1,0 +1,158 @@
+"""Canonical encoding of query keys and values, and their fingerprints.
+
+Every value a query returns is encoded to canonical JSON: the same value always gives the same
+bytes, whatever the process, platform or dict order. Fingerprints are BLAKE2b digests of that
+encoding. JSON, not pickle, so a cache file can never run code: decoding only rebuilds plain
+data and the frozen record classes registered with :func:`record`.
+
+Supported values: ``None``, ``bool``, ``int``, ``float`` (NaN and infinities included), ``str``,
+``bytes``, tuples (lists decode as tuples), dicts with canonically sortable keys, and instances
+of ``@record`` classes (frozen dataclasses, encoded field by field with their class tag).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar, dataclass_transform
+
+T = TypeVar("T")
+
+_RECORDS: dict[str, type] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+class CodecError(ValueError):
+    """Raised when bytes do not decode to a canonical value (corrupt or foreign data)."""
+
+
+@dataclass_transform(frozen_default=True)
+def record(cls: type[T]) -> type[T]:
+    """Make ``cls`` a frozen, slotted dataclass whose instances the codec can encode.
+
+    The class name is its tag in encoded form, so record class names must be unique across
+    kinac. Renaming a record class changes encodings: bump the stage versions that store it.
+    """
+    dc = dataclasses.dataclass(frozen=True, slots=True)(cls)
+    tag = dc.__name__
+    if tag in _RECORDS and _RECORDS[tag] is not dc:
+        prev = _RECORDS[tag]
+        if f"{prev.__module__}.{prev.__qualname__}" != f"{dc.__module__}.{dc.__qualname__}":
+            raise TypeError(f"record tag {tag!r} is already used by {prev.__module__}")
+    _RECORDS[tag] = dc
+    _FIELDS[dc] = tuple(f.name for f in dataclasses.fields(dc))
+    return dc
+
+
+def _to_plain(v: Any) -> Any:
+    if v is None or v is True or v is False or isinstance(v, str):
+        return v
+    t = type(v)
+    if t is int:
+        return v
+    if t is float:
+        if math.isnan(v):
+            return {"$f": "nan"}
+        if math.isinf(v):
+            return {"$f": "inf" if v > 0 else "-inf"}
+        return v
+    if t is tuple or t is list:
+        return [_to_plain(x) for x in v]
+    fields = _FIELDS.get(t)
+    if fields is not None:
+        out: dict[str, Any] = {"$t": t.__name__}
+        for name in fields:
+            out[name] = _to_plain(getattr(v, name))
+        return out
+    if t is bytes:
+        return {"$b": base64.b64encode(v).decode("ascii")}
+    if t is dict:
+        items = [(_to_plain(k), _to_plain(x)) for k, x in v.items()]
+        items.sort(key=lambda kv: json.dumps(kv[0], sort_keys=True))
+        return {"$m": [[k, x] for k, x in items]}
+    if t is frozenset or t is set:
+        elems = [_to_plain(x) for x in v]
+        elems.sort(key=lambda e: json.dumps(e, sort_keys=True))
+        return {"$s": elems}
+    if isinstance(v, bool | int):  # subclasses (e.g. numpy ints are not; IntEnum is)
+        return int(v)
+    if isinstance(v, float):
+        return _to_plain(float(v))
+    if isinstance(v, str):
+        return str(v)
+    raise TypeError(f"value of type {t.__name__} is not canonically encodable")
+
+
+def _from_plain(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_from_plain(x) for x in v)
+    if isinstance(v, dict):
+        tag = v.get("$t")
+        if tag is not None:
+            cls = _RECORDS.get(tag)
+            if cls is None:
+                raise CodecError(f"unknown record tag {tag!r}")
+            kwargs = {k: _from_plain(x) for k, x in v.items() if k != "$t"}
+            try:
+                return cls(**kwargs)
+            except TypeError as e:
+                raise CodecError(f"record {tag!r} does not match its class: {e}") from None
+        if "$b" in v:
+            return base64.b64decode(v["$b"])
+        if "$f" in v:
+            return float(v["$f"])
+        if "$m" in v:
+            return {_hashable(_from_plain(k)): _from_plain(x) for k, x in v["$m"]}
+        if "$s" in v:
+            return frozenset(_from_plain(x) for x in v["$s"])
+        raise CodecError(f"unknown object form with keys {sorted(v)[:3]}")
+    return v
+
+
+def _hashable(v: Any) -> Any:
+    return v
+
+
+def encode(value: Any) -> bytes:
+    """Canonical bytes of ``value`` (sorted keys, no whitespace, UTF-8)."""
+    return json.dumps(
+        _to_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
+
+
+def decode(data: bytes) -> Any:
+    """Inverse of :func:`encode`; raises :class:`CodecError` on anything malformed."""
+    try:
+        plain = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise CodecError(f"not canonical JSON: {e}") from None
+    try:
+        return _from_plain(plain)
+    except (TypeError, ValueError, KeyError, RecursionError) as e:
+        if isinstance(e, CodecError):
+            raise
+        raise CodecError(str(e)) from None
+
+
+def digest(data: bytes) -> str:
+    """Hex BLAKE2b-128 digest of raw bytes: the fingerprint function everywhere in kinac."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def fingerprint(value: Any) -> str:
+    """Fingerprint of a value: the digest of its canonical encoding."""
+    if type(value) is bytes:
+        return digest(b"B" + value)
+    return digest(encode(value))
+
+
+def fields_of(cls: type) -> tuple[str, ...]:
+    """Names of a record class's fields, in declaration order."""
+    return _FIELDS[cls]
+
+
+Encoder = Callable[[Any], bytes]

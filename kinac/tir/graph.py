@@ -1,0 +1,101 @@
+"""The concrete graph: the contract between checking and lowering.
+
+A :class:`Graph` is one entry point at concrete dims, in SSA form: ``nodes[i].args`` index
+earlier nodes. All defn calls are inlined, dims are integers, negative axes are normalised,
+weak scalar literals have taken their dtype, and keyword arguments are ``attrs``.
+
+Ops (``Node.op``) and their attrs:
+
+=====================  =====================================================================
+``param``              ``index``: position among the entry's tensor parameters
+``const``              ``value`` (float, int or bool): a scalar of the node's dtype; its
+                       shape is ``()`` and elementwise ops broadcast it
+unary                  ``neg exp log sqrt rsqrt tanh sigmoid relu gelu silu abs recip square``
+                       (``gelu`` is the exact erf form, as ``torch.nn.functional.gelu``)
+``cast``               to the node's dtype
+binary                 ``add sub mul div max min pow`` and ``lt le gt ge eq`` (result bool):
+                       numpy broadcasting from the right
+``where``              ``(c, a, b)``, broadcasting over the three
+``reduce_sum``         ``axis`` (>= 0), ``keepdims`` (bool); also ``reduce_mean``,
+                       ``reduce_max``, ``reduce_min``
+``matmul``             numpy ``matmul`` of two tensors of rank >= 2, batch dims broadcast
+``transpose``          ``perm``
+``reshape``            target shape is the node's shape
+``broadcast_to``       target shape is the node's shape
+``concat``             ``axis``; any number of args
+``slice``              ``axis``, ``start``, ``stop``
+``gather``             ``(table [V, D], idx int [..b])`` -> ``[..b, D]``; an index outside
+                       ``[0, V)`` is a runtime error, never garbage
+``softmax``            ``axis``
+``repeat_interleave``  ``repeats``, ``axis``
+``iota``               ``axis``: values 0..n-1 along ``axis``, broadcast along the others
+``full``               ``value``
+``to_device``          copy to the node's device; ``to_host`` copies to ``cpu``
+=====================  =====================================================================
+
+``attrs`` is a tuple of ``(name, value)`` pairs sorted by name; use :meth:`Node.attr`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinac.rules.codec import record
+
+DTYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "bool")
+FLOAT_DTYPES = ("f64", "f32", "f16", "bf16")
+
+
+@record
+class TType:
+    """A concrete tensor type: dtype name, shape, and device (``cpu`` or ``cuda:N``)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    device: str = "cpu"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@record
+class Node:
+    """One operation; see the module docstring for ops and attrs."""
+
+    op: str
+    args: tuple[int, ...]
+    attrs: tuple[tuple[str, Any], ...]
+    type: TType
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return default
+
+
+@record
+class Graph:
+    """An entry point at concrete dims.
+
+    The first ``len(params)`` nodes are ``param`` nodes, in order. ``outputs`` index ``nodes``
+    (one output for a defn; a tuple leaves room for more).
+    """
+
+    name: str
+    params: tuple[tuple[str, TType], ...]
+    nodes: tuple[Node, ...]
+    outputs: tuple[int, ...]
+
+
+def make_node(op: str, args: tuple[int, ...], ttype: TType, **attrs: Any) -> Node:
+    """Build a node with its attrs in canonical (sorted) order."""
+    return Node(op, tuple(args), tuple(sorted(attrs.items())), ttype)
