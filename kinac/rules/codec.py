@@ -143,11 +143,26 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def fingerprint(value: Any) -> str:
-    """Fingerprint of a value: the digest of its canonical encoding."""
+def pack(value: Any) -> bytes:
+    """The stored form of a value: ``B`` + raw bytes for ``bytes``, else ``J`` + canonical JSON."""
     if type(value) is bytes:
-        return digest(b"B" + value)
-    return digest(encode(value))
+        return b"B" + value
+    return b"J" + encode(value)
+
+
+def unpack(blob: bytes) -> Any:
+    """Inverse of :func:`pack`; raises :class:`CodecError` on anything malformed."""
+    tag = blob[:1]
+    if tag == b"B":
+        return blob[1:]
+    if tag == b"J":
+        return decode(blob[1:])
+    raise CodecError("unknown blob tag")
+
+
+def fingerprint(value: Any) -> str:
+    """Fingerprint of a value: the digest of its packed form (so a blob's key is its checksum)."""
+    return digest(pack(value))
 
 
 def fields_of(cls: type) -> tuple[str, ...]:

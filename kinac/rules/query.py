@@ -1,0 +1,134 @@
+"""Query definitions: what a stage registers with the engine.
+
+A query is a pure function ``(db, key) -> value`` with a name, a code version, the source
+packages whose text is part of its identity, and the tools whose versions are. Input queries are
+the only ones allowed to read the world (files, directory listings); the engine re-reads them
+when told that the world changed.
+
+The identity of a memo (``qid``) covers the query name, its version, the hash of its code, the
+versions of kinac and of its tools, and the canonical key: an upgrade of any of them can never
+serve a stale artifact, and no absolute path ever enters a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from kinac.rules.codec import digest, encode
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_REGISTRY: dict[str, Query[Any, Any]] = {}
+MISSING: Any = object()  # "no value": distinct from every legitimate value, None included
+_KINAC_DIR = Path(__file__).resolve().parent.parent
+
+
+@cache
+def tool_version(dist: str) -> str:
+    """Installed version of a distribution (``z3-solver``), or ``none``; read once per process."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+@cache
+def code_hash(package: str) -> str:
+    """Hash of the sources of ``kinac/<package>`` (a package dir or a module file), read lazily.
+
+    Part of a query's identity, so editing a stage's code invalidates that stage's memos even
+    without a version bump.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    base = _KINAC_DIR / package
+    files = sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+    for f in files:
+        if f.exists():
+            h.update(f.relative_to(_KINAC_DIR).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+@dataclass(eq=False)
+class Query(Generic[K, V]):
+    """A registered query. Use :func:`query` or :func:`input_query` to make one."""
+
+    name: str
+    fn: Callable[[Any, K], V]
+    version: int = 1
+    stage: str = "derived"
+    tools: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()
+    is_input: bool = False
+    persist: bool = True
+    _salt: str | None = field(default=None, repr=False)
+
+    def salt(self) -> str:
+        """Everything but the key that goes into a memo's identity (computed once)."""
+        if self._salt is None:
+            parts = [
+                self.name,
+                str(self.version),
+                "kinac=" + tool_version("kinac"),
+                *(f"{t}={tool_version(t)}" for t in self.tools),
+                *(f"{c}:{code_hash(c)}" for c in self.code),
+            ]
+            self._salt = "|".join(parts)
+        return self._salt
+
+    def qid(self, key: K) -> str:
+        """The memo id of this query at ``key``."""
+        return digest(self.salt().encode() + b"\x00" + encode(key))
+
+    def __call__(self, db: Any, key: K) -> V:
+        return db.get(self, key)
+
+
+def _register(q: Query[Any, Any]) -> None:
+    prev = _REGISTRY.get(q.name)
+    if prev is not None and prev.fn.__qualname__ != q.fn.__qualname__:
+        raise ValueError(f"query name {q.name!r} registered twice")
+    _REGISTRY[q.name] = q
+
+
+def query(
+    name: str,
+    *,
+    version: int = 1,
+    stage: str = "derived",
+    tools: tuple[str, ...] = (),
+    code: tuple[str, ...] = (),
+    persist: bool = True,
+) -> Callable[[Callable[[Any, K], V]], Query[K, V]]:
+    """Register a derived query: a pure function of the queries it calls through ``db``."""
+
+    def wrap(fn: Callable[[Any, K], V]) -> Query[K, V]:
+        q: Query[K, V] = Query(name, fn, version, stage, tools, code, False, persist)
+        _register(q)
+        return q
+
+    return wrap
+
+
+def input_query(name: str, *, stage: str = "input") -> Callable[[Callable[[Any, K], V]], Query[K, V]]:
+    """Register an input query: the only kind that may read files or the environment."""
+
+    def wrap(fn: Callable[[Any, K], V]) -> Query[K, V]:
+        q: Query[K, V] = Query(name, fn, 1, stage, (), (), True, False)
+        _register(q)
+        return q
+
+    return wrap
+
+
+def lookup(name: str) -> Query[Any, Any] | None:
+    """The registered query called ``name`` (used to re-run a dependency named in the cache)."""
+    return _REGISTRY.get(name)
