@@ -1,0 +1,7 @@
+"""``python -m kinac`` is the ``kinac`` command."""
+
+import sys
+
+from kinac.cli import main
+
+sys.exit(main())

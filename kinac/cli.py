@@ -1,0 +1,283 @@
+"""The ``kinac`` command line (also ``python -m kinac``).
+
+Exit codes: 0 clean, 1 errors in the program, 2 usage or configuration errors. Imports are
+lazy so that ``kinac --help`` and a no-op build start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+EXIT_OK, EXIT_PROGRAM_ERRORS, EXIT_USAGE = 0, 1, 2
+
+DESCRIPTION = """\
+kinac compiles Kina, a shape-typed tensor language, for the CPU and NVIDIA GPUs.
+Every stage is an incremental query cached on disk: rebuilds redo only what changed.
+
+common tasks:
+  kinac check model.kina            type-check one file (shape errors with counterexamples)
+  kinac build workspaces/mlp        check and build a workspace (reads its kina.toml)
+  kinac run workspaces/mlp mlp      run an entry point on random inputs and time it
+  kinac watch workspaces/mlp        rebuild on every save, redraw the diagnostics
+  kinac explain K0203               the long explanation of a diagnostic code
+  kinac cache stats                 what the cache holds (also: gc, verify, clear)
+"""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="cache directory (default: $KINAC_CACHE_DIR, kina.toml's workspace.cache_dir, "
+                        "or WORKSPACE/.kinac-cache)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kinac", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version="kinac 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check", help="type-check a file or workspace",
+                       description="Type-check a .kina file or a workspace directory; print diagnostics.")
+    p.add_argument("path", help="a .kina file or a workspace directory")
+    p.add_argument("--format", choices=["text", "json"], default="text", help="diagnostics as text or JSON")
+    p.add_argument("--types", action="store_true", help="also print the inferred type of every let binding")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    _add_common(p)
+
+    p = sub.add_parser("build", help="check and build a workspace's entry points",
+                       description="Check every file and build every entry point of kina.toml.")
+    p.add_argument("path", nargs="?", default=".", help="workspace directory or .kina file (default: .)")
+    p.add_argument("--json", action="store_true", help="print one JSON object: queries run/reused, diagnostics, artifacts")
+    p.add_argument("--why", action="store_true", help="for each query that re-ran, the change that caused it")
+    p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    _add_common(p)
+
+    p = sub.add_parser("run", help="build and run one entry point",
+                       description="Build an entry point and run it on random inputs (from --seed) or on "
+                                   "arrays from a .npz/.npy file; print a summary of the outputs and the time.")
+    p.add_argument("path", help="workspace directory or .kina file")
+    p.add_argument("entry", help="entry name from kina.toml (or a defn name with --dims)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inputs", metavar="FILE", help=".npz (arrays named after the parameters) or .npy (one input)")
+    p.add_argument("--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry")
+    p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
+    p.add_argument("--repeat", type=int, default=10, help="timed repetitions (default 10)")
+    p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")
+    _add_common(p)
+
+    p = sub.add_parser("watch", help="rebuild on every save",
+                       description="Watch a workspace; on each save rebuild only what changed and redraw "
+                                   "the diagnostics. Ctrl-C exits.")
+    p.add_argument("path", nargs="?", default=".")
+    _add_common(p)
+
+    p = sub.add_parser("cache", help="inspect or maintain the cache",
+                       description="stats: what the cache holds; gc: drop unused entries; verify: check every "
+                                   "entry's checksum; clear: delete everything.")
+    p.add_argument("action", choices=["stats", "gc", "verify", "clear"])
+    p.add_argument("path", nargs="?", default=".", help="workspace whose cache to use (default: .)")
+    _add_common(p)
+
+    p = sub.add_parser("explain", help="explain a diagnostic code",
+                       description="Print the long explanation of a diagnostic code, e.g. kinac explain K0203.")
+    p.add_argument("code")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    from kinac.session import UsageError
+
+    try:
+        handler = globals()[f"cmd_{args.command}"]
+        return int(handler(args))
+    except UsageError as e:
+        print(f"kinac: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("kinac: interrupted", file=sys.stderr)
+        return 130
+
+
+def _session(args: argparse.Namespace) -> Any:
+    from kinac.session import Session
+
+    return Session(args.path, cache_dir=args.cache_dir, no_cache=args.no_cache,
+                   target=getattr(args, "target", None))
+
+
+def _config_ok(sess: Any) -> bool:
+    errors = sess.config_errors()
+    for e in errors:
+        print(f"kinac: error: {e}", file=sys.stderr)
+    return not errors
+
+
+def _print_diags(sess: Any, diags: list[Any], color: str = "auto") -> None:
+    if not diags:
+        return
+    from kinac.diag.render import print_diagnostics
+
+    forced = {"always": True, "never": False}.get(color)
+    print_diagnostics(diags, sess.resolve, sess.source_of, color=forced)
+
+
+def _summary(diags: list[Any]) -> str:
+    errors = sum(1 for d in diags if d.severity == "error")
+    warnings = sum(1 for d in diags if d.severity == "warning")
+    if not errors and not warnings:
+        return "no errors"
+    return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    sess = _session(args)
+    if not _config_ok(sess):
+        return EXIT_USAGE
+    report = sess.build(with_artifacts=False)
+    diags = sess.diagnostics(report)
+    if args.format == "json":
+        from kinac.diag.render import dumps_json
+
+        print(dumps_json(diags, sess.resolve))
+    else:
+        _print_diags(sess, diags, args.color)
+        if args.types:
+            from kinac import pipeline_check
+
+            print(pipeline_check.format_file_types(sess.db, report))
+        print(f"checked {len(report.files)} file{'s' * (len(report.files) != 1)}: {_summary(diags)}",
+              file=sys.stderr)
+    return EXIT_PROGRAM_ERRORS if any(d.severity == "error" for d in diags) else EXIT_OK
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    sess = _session(args)
+    t0 = time.perf_counter()
+    if not _config_ok(sess):
+        return EXIT_USAGE
+    with _progress(sess, enabled=not args.json and sys.stderr.isatty()):
+        report = sess.build()
+    seconds = time.perf_counter() - t0
+    diags = sess.diagnostics(report)
+    ev = sess.db.events
+    executed = ev.executed_events
+    if args.json:
+        from kinac.diag.render import to_json
+
+        doc = {
+            "queries_executed": len(executed),
+            "queries_reused": len(ev.reused_events),
+            "executed": [{"query": e.query, "stage": e.stage, "key": _jsonable(e.key)} for e in executed],
+            "diagnostics": [to_json(d, sess.resolve) for d in diags],
+            "artifacts": [{"entry": a, "kind": k, "fingerprint": fp} for a, k, fp in report.artifacts],
+            "seconds": round(seconds, 4),
+        }
+        if args.why:
+            doc["why"] = [{"query": e.query, "chain": ev.chain(e.qid, sess.db.describe)} for e in executed]
+        print(json.dumps(doc, indent=2))
+    else:
+        _print_diags(sess, diags, args.color)
+        if args.why:
+            for e in executed:
+                print("re-ran " + "  <-  ".join(ev.chain(e.qid, sess.db.describe)))
+        print(f"built {len(report.files)} files, {len(report.artifacts)} artifacts: {_summary(diags)} "
+              f"({len(executed)} queries run, {len(ev.reused_events)} reused, {seconds * 1000:.0f} ms)",
+              file=sys.stderr)
+    return EXIT_PROGRAM_ERRORS if report.error_count else EXIT_OK
+
+
+def _jsonable(key: Any) -> Any:
+    from kinac.rules.codec import _to_plain
+
+    return _to_plain(key)
+
+
+class _progress:
+    """A rich status line while a long build runs in a terminal."""
+
+    def __init__(self, sess: Any, enabled: bool) -> None:
+        self.sess, self.enabled, self.status = sess, enabled, None
+
+    def __enter__(self) -> _progress:
+        if self.enabled:
+            from rich.console import Console
+
+            self.status = Console(stderr=True).status("building…")
+            self.status.__enter__()
+            log = self.sess.db.events
+            original = log.executed
+
+            def hook(q: Any, key: Any, *rest: Any) -> None:
+                original(q, key, *rest)
+                n = len(log.events)
+                if n % 25 == 0 and self.status is not None:
+                    self.status.update(f"building… {n} queries ({q.name})")
+
+            log.executed = hook  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.status is not None:
+            self.status.__exit__(*exc)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from kinac.watch import watch
+
+    return watch(_session(args))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kinac.run import run_entry
+
+    return run_entry(args)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    sess = _session(args)
+    store = sess.store
+    if store is None:
+        print("kinac: error: --no-cache leaves no cache to act on", file=sys.stderr)
+        return EXIT_USAGE
+    if args.action == "stats":
+        print(json.dumps(store.stats(), indent=2))
+    elif args.action == "gc":
+        print(json.dumps(store.gc(), indent=2))
+    elif args.action == "verify":
+        print(json.dumps(store.verify(), indent=2))
+    elif args.action == "clear":
+        store.clear()
+        print(f"cleared {store.directory}")
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from kinac.diag.explain import explanation
+
+    text = explanation(args.code)
+    if text is None:
+        print(f"kinac: error: no explanation for {args.code!r} (codes look like K0203)", file=sys.stderr)
+        return EXIT_USAGE
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(text))
+    else:
+        print(text)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

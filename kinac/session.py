@@ -1,0 +1,133 @@
+"""A build session: one workspace (or one file), one cache, one query database.
+
+This is where ambient things become explicit inputs: the workspace root, the config path and
+the cache directory are decided here once and handed to the engine as context; the cache
+directory is chosen by ``--cache-dir``, then ``KINAC_CACHE_DIR``, then ``kina.toml``'s
+``workspace.cache_dir``, then ``<workspace>/.kinac-cache``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kinac import pipeline
+from kinac.diag.model import Diagnostic
+from kinac.rules import Database
+from kinac.rules.store import Store
+
+
+class UsageError(Exception):
+    """A problem with how kinac was invoked or configured (exit code 2)."""
+
+
+@dataclass
+class Workspace:
+    """Where a build's inputs come from."""
+
+    root: Path
+    config_path: Path | None
+    single_file: str | None
+
+    @property
+    def name(self) -> str:
+        return Path(self.single_file).stem if self.single_file else self.root.name
+
+
+def locate(path: str | os.PathLike[str]) -> Workspace:
+    """A workspace directory (with or without ``kina.toml``) or a single ``.kina`` file."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"no such file or directory: {path}")
+    if p.is_dir():
+        root = p.resolve()
+        cfg = root / "kina.toml"
+        return Workspace(root, cfg if cfg.is_file() else None, None)
+    if p.suffix != ".kina" and p.name != "kina.toml":
+        raise UsageError(f"{path} is neither a workspace directory nor a .kina file")
+    if p.name == "kina.toml":
+        return Workspace(p.resolve().parent, p.resolve(), None)
+    return Workspace(p.resolve().parent, None, p.name)
+
+
+def choose_cache_dir(ws: Workspace, cli_dir: str | None) -> Path:
+    if cli_dir:
+        return Path(cli_dir).resolve()
+    env = os.environ.get("KINAC_CACHE_DIR")
+    if env:
+        return Path(env).resolve()
+    if ws.config_path is not None:
+        try:
+            raw = tomllib.loads(ws.config_path.read_text(encoding="utf-8"))
+            cdir = raw.get("workspace", {}).get("cache_dir")
+            if isinstance(cdir, str) and cdir:
+                return (ws.root / cdir).resolve()
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+            pass  # reported properly by the config query
+    return ws.root / ".kinac-cache"
+
+
+class Session:
+    """Builds one workspace against one cache; ``db`` persists between calls (watch mode)."""
+
+    def __init__(self, path: str | os.PathLike[str], cache_dir: str | None = None,
+                 no_cache: bool = False, target: str | None = None) -> None:
+        self.ws = locate(path)
+        self.cache_dir = choose_cache_dir(self.ws, cache_dir)
+        self.store = None if no_cache else Store(self.cache_dir)
+        context: dict[str, Any] = {
+            "root": str(self.ws.root),
+            "config_path": str(self.ws.config_path) if self.ws.config_path else None,
+            "single_file": self.ws.single_file,
+            "default_name": self.ws.name,
+        }
+        self.target_override = target
+        self.db = Database(self.store, context)
+
+    # ------------------------------------------------------------------ running
+
+    def config_errors(self) -> list[str]:
+        res = pipeline.config(self.db, ())
+        return [f"kina.toml: {e.key}: {e.message}" for e in res.errors]
+
+    def build(self, with_artifacts: bool = True) -> pipeline.BuildReport:
+        """Check every file (and build entries when ``with_artifacts``); commits the cache."""
+        try:
+            if with_artifacts:
+                report = pipeline.build(self.db, ())
+            else:
+                files = pipeline.source_files(self.db, ())
+                report = pipeline.BuildReport(tuple(pipeline.file_report(self.db, f) for f in files), ())
+        finally:
+            self.db.commit()
+        return report
+
+    def diagnostics(self, report: pipeline.BuildReport) -> list[Diagnostic]:
+        return [d for f in report.files for d in f.diagnostics]
+
+    def resolve(self, loc: Any) -> Any:
+        return pipeline.resolve_span(self.db, loc)
+
+    def source_of(self, path: str) -> str | None:
+        return pipeline.display_source(self.db, path)
+
+    def invalidate_paths(self, paths: list[Path]) -> None:
+        """Map changed filesystem paths to the inputs that read them (watch mode)."""
+        inputs: list[tuple[Any, Any]] = [(pipeline.source_listing, ())]
+        for p in paths:
+            if self.ws.config_path is not None and p.resolve() == self.ws.config_path:
+                inputs.append((pipeline.config_text, ()))
+                continue
+            try:
+                rel = p.resolve().relative_to(self.ws.root).as_posix()
+            except ValueError:
+                continue
+            inputs.append((pipeline.source_text, rel))
+        self.db.invalidate(inputs)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()

@@ -1,0 +1,66 @@
+"""``kinac watch``: rebuild on every save, redraw the diagnostics.
+
+Saves are coalesced by watchfiles (debounce 50 ms); each batch of changed paths invalidates
+exactly the inputs that read them, and the rebuild re-runs only the queries those inputs reach.
+A file that does not parse mid-edit is just another diagnostic. Ctrl-C exits cleanly.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DEBOUNCE_MS = 50
+
+
+def _rebuild(sess: Any) -> None:
+    from kinac.cli import _print_diags, _summary
+
+    sess.db.events.clear()
+    t0 = time.perf_counter()
+    errors = sess.config_errors()
+    if errors:
+        for e in errors:
+            print(f"kinac: error: {e}", file=sys.stderr)
+        return
+    report = sess.build()
+    ms = (time.perf_counter() - t0) * 1000
+    diags = sess.diagnostics(report)
+    if sys.stdout.isatty():
+        print("\x1b[2J\x1b[H", end="")
+    _print_diags(sess, diags)
+    ev = sess.db.events
+    print(f"[{time.strftime('%H:%M:%S')}] {_summary(diags)}: {len(ev.executed_events)} queries run, "
+          f"{len(ev.reused_events)} reused, {ms:.0f} ms. Watching {sess.ws.root} (Ctrl-C to stop)",
+          flush=True)
+
+
+def watch(sess: Any, stop_event: Any = None) -> int:
+    """Build once, then rebuild on each change until Ctrl-C (or ``stop_event`` is set)."""
+    from watchfiles import watch as watch_changes
+
+    _rebuild(sess)
+    try:
+        for changes in watch_changes(sess.ws.root, debounce=DEBOUNCE_MS, step=20,
+                                     stop_event=stop_event, raise_interrupt=True,
+                                     watch_filter=lambda _c, p: _relevant(sess, Path(p))):
+            sess.invalidate_paths([Path(p) for _, p in changes])
+            _rebuild(sess)
+    except KeyboardInterrupt:
+        print("\nkinac watch: stopped", flush=True)
+    finally:
+        sess.close()
+    return 0
+
+
+def _relevant(sess: Any, path: Path) -> bool:
+    if any(part.startswith(".") or part == "__pycache__" for part in path.parts[-4:-1]):
+        return False
+    try:
+        if sess.cache_dir in path.resolve().parents:
+            return False
+    except OSError:
+        return False
+    return path.suffix == ".kina" or path.name == "kina.toml"

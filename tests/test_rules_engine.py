@@ -1,0 +1,216 @@
+"""The rule engine on toy queries: memoisation, early cutoff, persistence, corruption, cycles."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinac.rules import CycleError, Database, input_query, query
+from kinac.rules.codec import decode, encode, fingerprint, record
+from kinac.rules.store import GRAPH_KEY, SafeDisk, Store
+
+WORLD: dict[str, str] = {}
+
+
+@input_query("test.text")
+def text(db: Database, name: str) -> str | None:
+    return WORLD.get(name)
+
+
+@query("test.words")
+def words(db: Database, name: str) -> int:
+    t = text(db, name)
+    return len(t.split()) if t is not None else 0
+
+
+@query("test.parity")
+def parity(db: Database, name: str) -> str:
+    return "even" if words(db, name) % 2 == 0 else "odd"
+
+
+@query("test.summary")
+def summary(db: Database, names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(parity(db, n) for n in names)
+
+
+@query("test.loop")
+def loop(db: Database, n: int) -> int:
+    return loop(db, n)
+
+
+@record
+class Pair:
+    left: int
+    right: tuple[str, ...]
+
+
+def names(db: Database) -> list[tuple[str, Any]]:
+    return db.events.executed_names()
+
+
+@pytest.fixture(autouse=True)
+def world() -> None:
+    WORLD.clear()
+    WORLD.update({"a": "one two", "b": "three"})
+
+
+def test_memoised_within_a_revision() -> None:
+    db = Database()
+    assert summary(db, ("a", "b")) == ("even", "odd")
+    first = names(db)
+    assert ("test.summary", ("a", "b")) in first
+    db.events.clear()
+    assert summary(db, ("a", "b")) == ("even", "odd")
+    assert names(db) == []
+
+
+def test_early_cutoff_stops_invalidation() -> None:
+    db = Database()
+    summary(db, ("a", "b"))
+    WORLD["a"] = "four five six seven"  # still even: parity re-runs, summary does not
+    db.invalidate()
+    db.events.clear()
+    assert summary(db, ("a", "b")) == ("even", "odd")
+    assert names(db) == [("test.words", "a"), ("test.parity", "a")]
+
+
+def test_change_propagates() -> None:
+    db = Database()
+    summary(db, ("a", "b"))
+    WORLD["b"] = "x y"
+    db.invalidate([(text, "b")])
+    db.events.clear()
+    assert summary(db, ("a", "b")) == ("even", "even")
+    assert names(db) == [("test.words", "b"), ("test.parity", "b"), ("test.summary", ("a", "b"))]
+
+
+def test_persistent_reuse_in_a_new_process(tmp_path: Path) -> None:
+    db = Database(Store(tmp_path))
+    summary(db, ("a", "b"))
+    db.commit()
+    db2 = Database(Store(tmp_path))
+    assert summary(db2, ("a", "b")) == ("even", "odd")
+    assert names(db2) == []
+    assert len(db2.events.reused_events) == 5  # summary, 2 parity, 2 words
+
+
+def test_persistent_change_reruns_only_affected(tmp_path: Path) -> None:
+    db = Database(Store(tmp_path))
+    summary(db, ("a", "b"))
+    db.commit()
+    WORLD["a"] = "just one"
+    db2 = Database(Store(tmp_path))
+    assert summary(db2, ("a", "b")) == ("even", "odd")
+    assert names(db2) == [("test.words", "a")]  # cut off: still two words
+    why = db2.events.chain(db2.events.executed_events[0].qid, db2.describe)
+    assert why[0] == "test.words(a)" and why[1] == "test.text(a)"
+
+
+def _corrupt_blobs(tmp_path: Path, how: str) -> int:
+    con = sqlite3.connect(tmp_path / "blobs" / "cache.db")
+    rows = con.execute("SELECT rowid, value FROM Cache").fetchall()
+    for rowid, value in rows:
+        v = bytes(value)
+        bad = v[: len(v) // 2] if how == "truncate" else v[:-1] + bytes([v[-1] ^ 0x40])
+        con.execute("UPDATE Cache SET value = ? WHERE rowid = ?", (bad, rowid))
+    con.commit()
+    con.close()
+    return len(rows)
+
+
+@pytest.mark.parametrize("how", ["truncate", "bitflip"])
+def test_corrupt_values_are_recomputed(tmp_path: Path, how: str) -> None:
+    db = Database(Store(tmp_path))
+    summary(db, ("a", "b"))
+    db.commit()
+    db.store.close()
+    assert _corrupt_blobs(tmp_path, how) > 0
+    warnings: list[str] = []
+    db2 = Database(Store(tmp_path, warn=warnings.append))
+    assert summary(db2, ("a", "b")) == ("even", "odd")
+    assert ("test.summary", ("a", "b")) in names(db2)
+    assert any("corrupt" in w or "decode" in w for w in warnings)
+
+
+@pytest.mark.parametrize("how", ["truncate", "bitflip", "foreign"])
+def test_corrupt_graph_starts_afresh(tmp_path: Path, how: str) -> None:
+    db = Database(Store(tmp_path))
+    summary(db, ("a", "b"))
+    db.commit()
+    db.store.close()
+    con = sqlite3.connect(tmp_path / "meta" / "cache.db")
+    (value,) = con.execute("SELECT value FROM Cache WHERE key = ?", (GRAPH_KEY,)).fetchone()
+    v = bytes(value)
+    bad = {"truncate": v[: len(v) // 2], "bitflip": v[:-5] + b"X" + v[-4:], "foreign": b"\x80\x04pickle"}[how]
+    con.execute("UPDATE Cache SET value = ? WHERE key = ?", (bad, GRAPH_KEY))
+    con.commit()
+    con.close()
+    warnings: list[str] = []
+    db2 = Database(Store(tmp_path, warn=warnings.append))
+    assert summary(db2, ("a", "b")) == ("even", "odd")
+    assert len(names(db2)) == 5 and warnings
+    db2.commit()  # and the cache heals
+    db3 = Database(Store(tmp_path))
+    summary(db3, ("a", "b"))
+    assert names(db3) == []
+
+
+def test_pickled_entries_are_refused(tmp_path: Path) -> None:
+    import pickle
+
+    db = Database(Store(tmp_path))
+    summary(db, ("a", "b"))
+    db.commit()
+    db.store.close()
+    con = sqlite3.connect(tmp_path / "blobs" / "cache.db")
+    con.execute("UPDATE Cache SET mode = 4, value = ?", (pickle.dumps(("even", "odd")),))
+    con.commit()
+    con.close()
+    warnings: list[str] = []
+    db2 = Database(Store(tmp_path, warn=warnings.append))
+    assert summary(db2, ("a", "b")) == ("even", "odd")
+    assert warnings  # refused, recomputed
+    with pytest.raises(TypeError):
+        SafeDisk(str(tmp_path / "x")).store({"a": 1}, False)
+
+
+def test_cache_deleted_between_and_during_builds(tmp_path: Path) -> None:
+    import shutil
+
+    db = Database(Store(tmp_path / "c"))
+    summary(db, ("a", "b"))
+    db.commit()
+    shutil.rmtree(tmp_path / "c")
+    db2 = Database(Store(tmp_path / "c"))
+    assert summary(db2, ("a", "b")) == ("even", "odd")
+    shutil.rmtree(tmp_path / "c")  # deleted mid-build, before the commit
+    db2.commit()
+    db3 = Database(Store(tmp_path / "c"))
+    assert summary(db3, ("a", "b")) == ("even", "odd")
+
+
+def test_cycles_are_internal_errors() -> None:
+    with pytest.raises(CycleError):
+        loop(Database(), 1)
+
+
+def test_codec_round_trip_and_canonical() -> None:
+    v = (Pair(1, ("x", "y")), {"b": 2, "a": float("-inf")}, b"\x00\xff", None, 1.5, True)
+    assert decode(encode(v)) == v
+    assert encode({"a": 1, "b": 2}) == encode({"b": 2, "a": 1})
+    assert fingerprint(Pair(1, ())) != fingerprint(Pair(2, ()))
+
+
+def test_gc_and_stats(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    db = Database(store)
+    summary(db, ("a", "b"))
+    db.commit()
+    st = store.stats()
+    assert st["memos"] >= 5 and st["values"] >= 5
+    assert store.verify() == {"ok": st["values"], "dropped": 0}
+    res = store.gc(keep_generations=0)
+    assert res["memos_dropped"] == 0
