@@ -1,0 +1,135 @@
+"""Incremental oracle tests: an edit re-runs exactly the queries it should, no more, no less.
+
+Each test builds a multi-file workspace, makes one edit, rebuilds in a *fresh* session over the
+same cache (as a new ``kinac build`` process would), and asserts on the event log.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinac.session import Session
+
+WS = Path(__file__).resolve().parent.parent / "workspaces" / "transformer"
+READ_STAGE = {"parse", "parse_diagnostics", "file_index", "defn_ast", "signature", "scope", "source_files"}
+
+
+@pytest.fixture()
+def ws(tmp_path: Path) -> Path:
+    dst = tmp_path / "ws"
+    shutil.copytree(WS, dst, ignore=shutil.ignore_patterns(".kinac-cache"))
+    return dst
+
+
+def build(ws: Path, **kw: Any) -> tuple[Session, Any]:
+    sess = Session(ws, cache_dir=str(ws.parent / "cache"), **kw)
+    report = sess.build()
+    sess.close()
+    return sess, report
+
+
+def executed(sess: Session, stage: str | None = None) -> set[tuple[str, Any]]:
+    return set(sess.db.events.executed_names(stage))
+
+
+def executed_after_reading(sess: Session) -> set[tuple[str, Any]]:
+    return {(n, k) for n, k in executed(sess) if n not in READ_STAGE}
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path.name}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_clean_workspace_checks_and_noop_reuses_everything(ws: Path) -> None:
+    sess, report = build(ws)
+    assert report.error_count == 0, [d.message for f in report.files for d in f.diagnostics]
+    assert len(report.files) == 3
+    sess2, report2 = build(ws)
+    assert executed(sess2) == set()
+    assert report2 == report
+
+
+def test_comment_and_whitespace_edit_reruns_nothing_after_reading(ws: Path) -> None:
+    build(ws)
+    edit(ws / "attention.kina", "(let [(q", ";; a new comment\n  (let   [(q")
+    edit(ws / "ffn.kina", "(swiglu", "\n\n   (swiglu")
+    sess, _ = build(ws)
+    ran = executed(sess)
+    assert ran, "the reader must re-run on an edited file"
+    assert {n for n, _ in ran} <= READ_STAGE
+    assert executed_after_reading(sess) == set()
+
+
+def test_body_edit_rechecks_that_defn_only(ws: Path) -> None:
+    from kinac.pipeline import DefnKey
+
+    build(ws)
+    edit(ws / "ffn.kina", "(swiglu (rms-norm x wn) wg wu wd)", "(swiglu (rms-norm (neg x) wn) wg wu wd)")
+    sess, report = build(ws)
+    assert report.error_count == 0
+    checks = {k for n, k in executed(sess) if n == "check_defn"}
+    assert checks == {DefnKey("ffn.kina", "ffn")}
+    assert {n for n, _ in executed_after_reading(sess)} <= {"check_defn", "solve", "file_report", "build",
+                                                             "entry_graph", "lowered", "object_code"}
+    assert ("file_report", "attention.kina") not in executed(sess)
+
+
+def test_signature_edit_rechecks_exactly_its_dependents(ws: Path) -> None:
+    from kinac.pipeline import DefnKey
+
+    build(ws)
+    # ffn's result type changes: ffn itself and its caller (block) are re-checked; attention is not.
+    edit(ws / "ffn.kina", "-> (tensor T [..b D])", "-> (tensor T [..b F])")
+    sess, report = build(ws)
+    checks = {k for n, k in executed(sess) if n == "check_defn"}
+    assert checks == {DefnKey("ffn.kina", "ffn"), DefnKey("block.kina", "block")}
+    assert report.error_count >= 1  # the body no longer matches, nor does block's use of it
+
+
+def test_adding_removing_and_renaming_a_file(ws: Path) -> None:
+    from kinac.pipeline import DefnKey
+
+    build(ws)
+    (ws / "extra.kina").write_text("(defn twice [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (add x x))\n")
+    sess, report = build(ws)
+    assert {k for n, k in executed(sess) if n == "check_defn"} == {DefnKey("extra.kina", "twice")}
+    assert len(report.files) == 4 and report.error_count == 0
+
+    (ws / "extra.kina").rename(ws / "more.kina")
+    sess, report = build(ws)
+    assert {k for n, k in executed(sess) if n == "check_defn"} == {DefnKey("more.kina", "twice")}
+    assert [f.file for f in report.files] == ["attention.kina", "block.kina", "ffn.kina", "more.kina"]
+
+    (ws / "more.kina").unlink()
+    sess, report = build(ws)
+    assert {k for n, k in executed(sess) if n == "check_defn"} == set()
+    assert len(report.files) == 3 and report.error_count == 0
+
+    # removing a file that others import is an error in the importer, and only there
+    (ws / "ffn.kina").unlink()
+    sess, report = build(ws)
+    codes = {d.code for f in report.files for d in f.diagnostics}
+    assert "K0150" in codes
+    assert {f.file for f in report.files if f.diagnostics} == {"block.kina"}
+
+
+def test_watch_style_invalidation_in_one_process(ws: Path) -> None:
+    sess = Session(ws, cache_dir=str(ws.parent / "cache"))
+    sess.build()
+    sess.db.events.clear()
+    sess.invalidate_paths([ws / "block.kina"])  # a save with no change
+    sess.build()
+    assert executed(sess) == set()
+    edit(ws / "block.kina", "(add h (ffn", "(add h (ffn")  # identical text again
+    sess.db.events.clear()
+    edit(ws / "attention.kina", "(rsqrt Dh)", "(rsqrt  Dh)")
+    sess.invalidate_paths([ws / "attention.kina"])
+    sess.build()
+    assert executed_after_reading(sess) == set()
+    sess.close()
