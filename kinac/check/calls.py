@@ -1,0 +1,307 @@
+"""Instantiating a callee's signature at a call: dims, groups and dtypes from the arguments.
+
+Why: one routine serves the symbolic check of a call inside a defn (arguments have symbolic
+types; the needs it returns become obligations under the caller's assumptions) and the
+concrete binding of an entry point to the arrays a Python caller passes (arguments have
+integer dims; the needs are then ground and just evaluated). The plan from ``sig.py`` says
+which argument dim fixes which variable; every other dim pair and every ``where`` clause is a
+need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kinac.check import dims as D
+from kinac.check.dims import Poly
+from kinac.check.formula import Rel, rel_subst
+from kinac.check.sig import SigInfo
+from kinac.check.types import (
+    WEAK_F,
+    WEAK_I,
+    SShape,
+    SType,
+    device_annot,
+    fmt_type,
+    is_dtype_var,
+    is_float,
+    subst_shape,
+)
+from kinac.rules.codec import record
+
+
+@record
+class Inst:
+    """A callee's variables in the caller's terms."""
+
+    dims: tuple[tuple[str, Poly], ...]
+    groups: tuple[tuple[str, SShape], ...]
+    dtypes: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class Need:
+    """An obligation a call creates: ``rel`` (caller's terms), what it means, where it comes
+    from (parameter index or where-clause index)."""
+
+    rel: Rel
+    code: str
+    what: str
+    param: int | None = None
+    where: int | None = None
+    shown: tuple[Poly, ...] = ()
+
+
+@dataclass
+class Issue:
+    """A failure that needs no proof (rank, dtype, placement)."""
+
+    code: str
+    message: str
+    param: int | None
+    help: str | None = None
+
+
+@dataclass
+class Bound:
+    """The result of :func:`instantiate`."""
+
+    dims: dict[str, Poly] = field(default_factory=dict)
+    groups: dict[str, SShape] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
+    needs: list[Need] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+    result: SType | None = None
+
+    def inst(self) -> Inst:
+        return Inst(
+            tuple(sorted(self.dims.items())),
+            tuple(sorted(self.groups.items())),
+            tuple(sorted(self.dtypes.items())),
+        )
+
+
+def _strong(dt: str) -> str:
+    return "f32" if dt in (WEAK_F, WEAK_I) else dt
+
+
+def _dtype_ok(pd: str, ad: str) -> bool:
+    if ad == WEAK_F:
+        return is_float(pd)
+    if ad == WEAK_I:
+        return pd != "bool"
+    return pd == ad
+
+
+def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Bound:
+    """Bind ``sig``'s variables from ``args`` (declared order; a ``Poly`` for a dim parameter)."""
+    b = Bound()
+    pairs: list[tuple[int, int, Poly, Poly]] = []
+    defining: set[tuple[int, int]] = set()
+    used_where: set[int] = set()
+    devices: list[str] = []
+    for i, (p, a) in enumerate(zip(sig.params, args, strict=True)):
+        if p.is_dim or p.type is None:
+            assert isinstance(a, Poly)
+            b.dims[p.name] = a
+            continue
+        assert isinstance(a, SType)
+        if a.is_err:
+            b.result = None
+            continue
+        pt = p.type
+        if is_dtype_var(pt.dtype):
+            ad = _strong(a.dtype)
+            if not is_float(ad):
+                b.issues.append(
+                    Issue(
+                        "K0602",
+                        f"`{p.name}` of `{callee}` has dtype `{pt.dtype}`, a "
+                        f"float dtype variable, but the argument is {ad}",
+                        i,
+                        "cast the argument: (cast … :to f32)",
+                    )
+                )
+            elif pt.dtype in b.dtypes and b.dtypes[pt.dtype] != ad:
+                b.issues.append(
+                    Issue(
+                        "K0601",
+                        f"`{p.name}` of `{callee}` needs dtype `{pt.dtype}` = "
+                        f"{b.dtypes[pt.dtype]} (fixed by an earlier argument), but "
+                        f"the argument is {ad}",
+                        i,
+                        f"cast it: (cast … :to {b.dtypes[pt.dtype]})",
+                    )
+                )
+            else:
+                b.dtypes[pt.dtype] = ad
+        elif not _dtype_ok(pt.dtype, a.dtype):
+            b.issues.append(
+                Issue(
+                    "K0601",
+                    f"`{p.name}` of `{callee}` is {pt.dtype} but the "
+                    f"argument is {_strong(a.dtype)}",
+                    i,
+                    f"cast it: (cast … :to {pt.dtype})",
+                )
+            )
+        if pt.device and a.device and pt.device != a.device:
+            fix = (
+                "(to-host …)" if pt.device == "cpu" else f"(to-device … {device_annot(pt.device)})"
+            )
+            b.issues.append(
+                Issue(
+                    "K0701",
+                    f"`{p.name}` of `{callee}` is placed on {pt.device} but the "
+                    f"argument is on {a.device}",
+                    i,
+                    f"move the argument: {fix}",
+                )
+            )
+        if a.device:
+            devices.append(a.device)
+        ps, as_ = pt.shape, a.shape
+        if a.is_weak:
+            as_ = SShape(None, ())
+        if ps.group is None:
+            if as_.group is not None or len(as_.dims) != len(ps.dims):
+                b.issues.append(
+                    Issue(
+                        "K0402",
+                        f"`{p.name}` of `{callee}` has rank {len(ps.dims)} "
+                        f"but the argument is {fmt_type(a)}",
+                        i,
+                    )
+                )
+                continue
+            k = 0
+        else:
+            k = len(as_.dims) - len(ps.dims)
+            if k < 0:
+                b.issues.append(
+                    Issue(
+                        "K0402",
+                        f"`{p.name}` of `{callee}` has at least "
+                        f"{len(ps.dims)} dims but the argument is {fmt_type(a)}",
+                        i,
+                    )
+                )
+                continue
+            gval = SShape(as_.group, as_.dims[:k])
+            prev = b.groups.get(ps.group)
+            if prev is None:
+                b.groups[ps.group] = gval
+            elif prev.group != gval.group or len(prev.dims) != len(gval.dims):
+                b.issues.append(
+                    Issue(
+                        "K0402",
+                        f"`{p.name}` of `{callee}`: group `{ps.group}` "
+                        f"stands for {_fmt_group(prev)} from an earlier argument "
+                        f"but for {_fmt_group(gval)} here",
+                        i,
+                    )
+                )
+                continue
+            else:
+                for j, (x, y) in enumerate(zip(prev.dims, gval.dims, strict=True)):
+                    b.needs.append(
+                        Need(
+                            Rel("eq", x, y),
+                            "K0408",
+                            f"dim {j} of group `{ps.group}` in `{p.name}` of "
+                            f"`{callee}` differs from an earlier argument's",
+                            i,
+                        )
+                    )
+        for j, d in enumerate(ps.dims):
+            pairs.append((i, j, d, as_.dims[k + j]))
+    if b.issues:
+        return b
+    pair_of = {(i, j): (d, v) for i, j, d, v in pairs}
+    for st in sig.plan:
+        if st.kind == "dimparam":
+            continue
+        a_ = D.subst(st.coeff, b.dims)
+        r_ = D.subst(st.rest, b.dims)
+        if st.kind == "param":
+            defining.add((st.param, st.dim))
+            target = D.sub(pair_of[(st.param, st.dim)][1], r_)
+            src = f"dim {st.dim} of `{sig.params[st.param].name}`"
+            code, pi, wi = "K0408", st.param, None
+        else:
+            used_where.add(st.param)
+            target = D.neg(r_)
+            src = f"where clause {st.param + 1}"
+            code, pi, wi = "K0409", None, st.param
+        b.dims[st.var] = D.div(target, a_)
+        if D.exact_div(target, a_) is None:
+            b.needs.append(
+                Need(
+                    Rel("dvd", a_, target),
+                    "K0410",
+                    f"`{st.var}` of `{callee}` is fixed by {src} as "
+                    f"({D.fmt_infix(target)})/({D.fmt_infix(a_)})",
+                    pi,
+                    wi,
+                )
+            )
+        if not D.all_nonneg(target):
+            b.needs.append(
+                Need(
+                    Rel("le", a_, target),
+                    code,
+                    f"`{st.var}` of `{callee}` fixed by {src} must be at least 1",
+                    pi,
+                    wi,
+                )
+            )
+    for i, j, d, v in pairs:
+        if (i, j) in defining:
+            continue
+        b.needs.append(
+            Need(
+                Rel("eq", v, D.subst(d, b.dims)),
+                "K0408",
+                f"dim {j} of `{sig.params[i].name}` of `{callee}` must be {D.fmt_infix(d)}",
+                i,
+                shown=(d,),
+            )
+        )
+    for k, (_nid, r) in enumerate(sig.where):
+        if k not in used_where:
+            b.needs.append(
+                Need(rel_subst(r, b.dims), "K0409", f"`{callee}` requires {_fmt_rel(r)}", where=k)
+            )
+    for r in sig.type_divs:
+        b.needs.append(
+            Need(
+                rel_subst(r, b.dims),
+                "K0410",
+                f"`{callee}` divides {D.fmt_infix(r.rhs)} by {D.fmt_infix(r.lhs)}",
+            )
+        )
+    ret = sig.ret
+    dt = b.dtypes.get(ret.dtype, ret.dtype)
+    dev = ret.device or (devices[0] if devices and all(x == devices[0] for x in devices) else "")
+    b.result = SType(dt, subst_shape(ret.shape, b.dims, b.groups), dev, ret.shards)
+    return b
+
+
+def _fmt_group(s: SShape) -> str:
+    items = ([s.group] if s.group else []) + [D.fmt_infix(d) for d in s.dims]
+    return "[" + " ".join(items) + "]"
+
+
+_OPS = {"eq": "=", "le": "<=", "lt": "<", "dvd": "divides"}
+
+
+def _fmt_rel(r: Rel) -> str:
+    if r.op == "dvd":
+        return f"{D.fmt_infix(r.lhs)} divides {D.fmt_infix(r.rhs)}"
+    return f"{D.fmt_infix(r.lhs)} {_OPS[r.op]} {D.fmt_infix(r.rhs)}"
+
+
+def fmt_rel(r: Rel) -> str:
+    """Infix text of a relation: ``D = H*Dh``."""
+    return _fmt_rel(r)

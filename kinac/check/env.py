@@ -1,0 +1,153 @@
+"""An in-memory environment for the checker: parsed files in a dict, the solver called directly.
+
+Why: tests, benchmarks and small tools need the whole checker without the rule engine. Name
+resolution mirrors the pipeline's (own defns first, then the defns of directly imported files,
+``std/…`` resolving to the shipped prelude as ``@kinac/std/…``); results are memoised here the
+way the engine caches its queries.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from pathlib import Path
+
+from kinac.check.formula import Formula, SolveResult
+from kinac.check.infer import check_defn
+from kinac.check.sig import DefnRef
+from kinac.check.tir import CheckedDefn
+from kinac.reader import ast
+
+PRELUDE_PREFIX = "@kinac/"
+PRELUDE_PATH = "@kinac/std/nn.kina"
+_STD_DIR = Path(__file__).resolve().parent.parent
+
+
+def prelude_text() -> str:
+    """Source of the shipped prelude ``std/nn.kina``."""
+    return (_STD_DIR / "std" / "nn.kina").read_text(encoding="utf-8")
+
+
+class InMemoryEnv:
+    """Resolves over ``files`` (path -> ParsedFile); the prelude is parsed on demand."""
+
+    def __init__(
+        self,
+        files: dict[str, ast.ParsedFile] | None = None,
+        budget_ms: int = 2000,
+        solve_cache: dict[Formula, SolveResult] | None = None,
+    ) -> None:
+        self.files: dict[str, ast.ParsedFile] = dict(files or {})
+        self.budget_ms = budget_ms
+        self.solve_cache = solve_cache if solve_cache is not None else {}
+        self.solver_calls = 0
+        self._checked: dict[DefnRef, CheckedDefn] = {}
+
+    @classmethod
+    def from_sources(cls, sources: dict[str, str], budget_ms: int = 2000) -> InMemoryEnv:
+        """Parse ``sources`` (path -> text) with the reader."""
+        from kinac.reader.parse import parse_file
+
+        return cls({p: parse_file(p, t) for p, t in sources.items()}, budget_ms)
+
+    def file(self, path: str) -> ast.ParsedFile | None:
+        pf = self.files.get(path)
+        if pf is None and path.startswith(PRELUDE_PREFIX):
+            from kinac.reader.parse import parse_file
+
+            full = _STD_DIR / path[len(PRELUDE_PREFIX) :]
+            if full.is_file():
+                pf = parse_file(path, full.read_text(encoding="utf-8"))
+                self.files[path] = pf
+        return pf
+
+    def imports(self, path: str) -> list[str]:
+        pf = self.file(path)
+        out: list[str] = []
+        if pf is None:
+            return out
+        here = posixpath.dirname(path)
+        for imp in pf.imports:
+            for cand in (posixpath.join(here, imp.path), imp.path):
+                norm = os.path.normpath(cand).replace(os.sep, "/")
+                if norm in self.files:
+                    out.append(norm)
+                    break
+            else:
+                if imp.path.startswith("std/") and (_STD_DIR / imp.path).is_file():
+                    out.append(PRELUDE_PREFIX + imp.path)
+        return out
+
+    def defn(self, ref: DefnRef) -> ast.Defn | None:
+        pf = self.file(ref.file)
+        if pf is None:
+            return None
+        return next((d for d in pf.defns if d.name == ref.name), None)
+
+    # ------------------------------------------------------------ CheckEnv
+
+    def lookup(self, file: str, name: str) -> tuple[DefnRef, ast.Signature] | None:
+        for f in (file, *self.imports(file)):
+            pf = self.file(f)
+            if pf is None:
+                continue
+            for d in pf.defns:
+                if d.name == name:
+                    return DefnRef(f, name), d.signature
+        return None
+
+    def visible(self, file: str) -> tuple[str, ...]:
+        out: list[str] = []
+        for f in (file, *self.imports(file)):
+            pf = self.file(f)
+            if pf is not None:
+                out.extend(d.name for d in pf.defns)
+        return tuple(out)
+
+    def meshes(self, file: str) -> tuple[ast.Mesh, ...]:
+        out: list[ast.Mesh] = []
+        for f in (file, *self.imports(file)):
+            pf = self.file(f)
+            if pf is not None:
+                out.extend(pf.meshes)
+        return tuple(out)
+
+    def solve(self, formula: Formula) -> SolveResult:
+        r = self.solve_cache.get(formula)
+        if r is None:
+            from kinac.check.solver import solve_formula
+
+            self.solver_calls += 1
+            r = solve_formula(formula, self.budget_ms)
+            self.solve_cache[formula] = r
+        return r
+
+    # ------------------------------------------------------------ SpecEnv / GraphEnv
+
+    def checked(self, ref: DefnRef) -> CheckedDefn:
+        c = self._checked.get(ref)
+        if c is None:
+            d = self.defn(ref)
+            if d is None:
+                raise KeyError(f"no defn {ref.name} in {ref.file}")
+            c = check_defn(ref.file, d, self)
+            self._checked[ref] = c
+        return c
+
+    def callees(self, ref: DefnRef) -> tuple[tuple[DefnRef, int], ...]:
+        from kinac.check.module import calls_of
+
+        d = self.defn(ref)
+        return calls_of(ref.file, d, self) if d is not None else ()
+
+    def check_file(self, path: str) -> list[CheckedDefn]:
+        """Check every defn of a file (first of each name)."""
+        pf = self.file(path)
+        assert pf is not None, path
+        seen: set[str] = set()
+        out: list[CheckedDefn] = []
+        for d in pf.defns:
+            if d.name not in seen:
+                seen.add(d.name)
+                out.append(self.checked(DefnRef(path, d.name)))
+        return out

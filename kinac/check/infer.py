@@ -1,0 +1,425 @@
+"""Checking one defn body against its own signature and its callees' signatures.
+
+Why this shape: :func:`check_defn` is a pure function of the defn and the environment (callee
+signatures, the solver), so the engine can cache it per defn; a body edit re-checks that defn
+only. Expressions are walked once; each primitive's rule comes from the table in ``prims``;
+every obligation goes through the :class:`Prover` (normalisation, then the solver).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from kinac.check import dims as D
+from kinac.check.calls import instantiate
+from kinac.check.codes import at, error
+from kinac.check.formula import Rel
+from kinac.check.oblig import Prover, fmt_rel
+from kinac.check.prims import Prim, find
+from kinac.check.prims.base import PRIMS, REQ
+from kinac.check.protocol import CheckEnv
+from kinac.check.sig import analyse
+from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
+from kinac.check.tir import (
+    CheckedDefn,
+    TBind,
+    TCall,
+    TConst,
+    TDim,
+    TExpr,
+    TLet,
+    TLocal,
+    TParam,
+)
+from kinac.check.types import ERR, SCALAR, WEAK_F, WEAK_I, SShape, SType, fmt_type
+from kinac.diag.model import Label, NodeRef
+from kinac.reader import ast
+from kinac.tir.graph import DTYPES
+
+
+class _Fail(Exception):
+    """An expression failed; its diagnostic is recorded (or it depends on one that is)."""
+
+
+def check_defn(file: str, defn: ast.Defn, env: CheckEnv) -> CheckedDefn:
+    """Type-check ``defn`` of ``file`` (its callees by signature only)."""
+    return _Checker(file, defn, env).run()
+
+
+class _Checker:
+    def __init__(self, file: str, defn: ast.Defn, env: CheckEnv) -> None:
+        self.file, self.defn, self.env = file, defn, env
+        self.name = defn.name
+        self.sig = analyse(file, defn.signature)
+        self.diags = list(self.sig.diagnostics)
+        self.prover = Prover(self.sig.assumptions, env.solve)
+        self.prover.diags = self.diags
+        # name -> (kind, declaration nid, type, tensor index)
+        self.scope: dict[str, tuple[str, int, SType, int]] = {}
+        k = 0
+        for p in self.sig.params:
+            if p.type is not None:
+                self.scope[p.name] = ("param", p.nid, p.type, k)
+                k += 1
+        self.dimset = frozenset(self.sig.dim_vars)
+        self.st = Statics(
+            file,
+            self.name,
+            self.dimset,
+            frozenset(self.sig.groups),
+            frozenset(self.sig.dtype_vars),
+            self.diags,
+        )
+
+    def label(self, nid: int, msg: str = "") -> Label:
+        return at(self.file, self.name, nid, msg)
+
+    def err(
+        self,
+        code: str,
+        msg: str,
+        nid: int,
+        help: str | None = None,
+        secondary: tuple[Label, ...] = (),
+        label: str = "",
+    ) -> _Fail:
+        self.diags.append(error(code, msg, self.label(nid, label), secondary, help=help))
+        return _Fail()
+
+    def run(self) -> CheckedDefn:
+        body: TExpr | None = None
+        if self.sig.ok:
+            self._check_meshes()
+            try:
+                body = self.expr(self.defn.body)
+                self.match(
+                    self.sig.ret,
+                    body.type,
+                    self.defn.body.nid,
+                    "the result",
+                    (self.label(self.defn.signature.ret.nid, "declared result type"),),
+                )
+            except _Fail:
+                body = None
+        if any(d.is_error for d in self.diags):
+            body = None
+        return CheckedDefn(self.sig.ref, self.sig, body, tuple(self.diags), self.prover.stats())
+
+    def _check_meshes(self) -> None:
+        names = {m.name for m in self.env.meshes(self.file)}
+        for p, ap in zip(self.sig.params, self.defn.signature.params, strict=True):
+            if p.type is None:
+                continue
+            for sh in p.type.shards:
+                for k, v in sh.args:
+                    if k == "mesh" and v not in names:
+                        self.diags.append(
+                            error(
+                                "K0702",
+                                f"unknown mesh `{v}` in `@{sh.name}`",
+                                self.label(ap.nid),
+                                help="declare it at top level: (mesh NAME [SIZE …])",
+                            )
+                        )
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self, e: ast.Expr) -> TExpr:
+        if isinstance(e, ast.Var):
+            return self.var(e)
+        if isinstance(e, ast.Num):
+            return TConst(e.nid, e.value, SType(WEAK_F if e.is_float else WEAK_I, SCALAR))
+        if isinstance(e, ast.Let):
+            return self.let(e)
+        if isinstance(e, ast.The):
+            return self.the(e)
+        if isinstance(e, ast.Call):
+            return self.call(e)
+        what = {ast.Str: "a string", ast.ListLit: "a list", ast.AnnotExpr: "an annotation"}
+        raise self.err(
+            "K0208",
+            f"{what.get(type(e), 'this')} is not a tensor value",
+            e.nid,
+            help="lists, strings and annotations are only static arguments of primitives",
+        )
+
+    def var(self, e: ast.Var) -> TExpr:
+        ent = self.scope.get(e.name)
+        if ent is not None:
+            kind, _nid, t, idx = ent
+            if t.is_err:
+                raise _Fail()
+            if kind == "param":
+                return TParam(e.nid, e.name, idx, t)
+            return TLocal(e.nid, e.name, t)
+        if e.name in self.dimset:
+            return TDim(e.nid, D.var(e.name), SType(WEAK_I, SCALAR))
+        if e.name in FLOAT_CONSTS:
+            return TConst(e.nid, FLOAT_CONSTS[e.name], SType(WEAK_F, SCALAR))
+        if e.name in DTYPES or e.name in self.sig.dtype_vars:
+            raise self.err(
+                "K0208",
+                f"the dtype `{e.name}` is not a value",
+                e.nid,
+                help="dtypes are static arguments, e.g. (cast x :to f32)",
+            )
+        cands = list(self.scope) + list(self.dimset)
+        raise self.err(
+            "K0202",
+            f"unknown name `{e.name}`",
+            e.nid,
+            help=_nearest(e.name, cands),
+            label="not defined here",
+        )
+
+    def let(self, e: ast.Let) -> TExpr:
+        saved = dict(self.scope)
+        binds: list[TBind] = []
+        failed = False
+        for b in e.bindings:
+            try:
+                v = self.expr(b.value)
+                self.scope[b.name] = ("local", b.nid, v.type, -1)
+                binds.append(TBind(b.nid, b.name, v))
+            except _Fail:
+                failed = True
+                self.scope[b.name] = ("local", b.nid, SType(ERR, SCALAR), -1)
+        try:
+            body = self.expr(e.body)
+        finally:
+            self.scope = saved
+        if failed:
+            raise _Fail()
+        return TLet(e.nid, tuple(binds), body, body.type)
+
+    def the(self, e: ast.The) -> TExpr:
+        from kinac.check.convert import TypeConv
+
+        conv = TypeConv(self.file, self.name, self.dimset, frozenset(self.sig.groups))
+        want = conv.type(e.type)
+        if is_bad_dtype(want.dtype, self.sig.dtype_vars):
+            conv.diags.append(
+                error("K0302", f"unknown dtype variable `{want.dtype}`", self.label(e.type.nid))
+            )
+        inner = self.expr(e.expr)
+        self.diags.extend(conv.diags)
+        for r in conv.div_rels:
+            self.require(r, "K0410", "exact division in the ascribed type", e.type.nid)
+        if conv.diags:
+            raise _Fail()
+        self.match(
+            want,
+            inner.type,
+            e.nid,
+            "the ascribed expression",
+            (self.label(e.type.nid, "ascribed type"),),
+        )
+        return inner
+
+    def require(
+        self,
+        rel: Rel,
+        code: str,
+        what: str,
+        nid: int,
+        secondary: tuple[Label, ...] = (),
+        help: str | None = None,
+        hint: tuple[Rel, ...] = (),
+    ) -> bool:
+        return self.prover.require(
+            rel, code, what, self.label(nid, f"needs {fmt_rel(rel)}"), secondary, help, hint=hint
+        )
+
+    def match(
+        self, want: SType, got: SType, nid: int, what: str, secondary: tuple[Label, ...]
+    ) -> None:
+        """``got`` must be provably ``want`` (declared result, ``the``): K0411."""
+        wt, gt = fmt_type(want), fmt_type(got)
+        if got.is_weak:
+            ok = (
+                not want.shape.dims
+                and want.shape.group is None
+                and (want.dtype not in ("i32", "i64", "bool") or got.dtype == WEAK_I)
+            )
+            if not ok:
+                raise self.err(
+                    "K0411",
+                    f"{what} is a scalar literal but the declared type is {wt}",
+                    nid,
+                    secondary=secondary,
+                )
+            return
+        if want.dtype != got.dtype:
+            raise self.err(
+                "K0411",
+                f"{what} has dtype {got.dtype} but the declared type is {wt}",
+                nid,
+                help=f"cast it: (cast … :to {want.dtype})",
+                secondary=secondary,
+            )
+        if want.device and got.device and want.device != got.device:
+            raise self.err(
+                "K0411",
+                f"{what} is on {got.device} but the declared type is {wt}",
+                nid,
+                secondary=secondary,
+            )
+        ws, gs = want.shape, got.shape
+        if ws.group != gs.group or len(ws.dims) != len(gs.dims):
+            raise self.err(
+                "K0411",
+                f"{what} has type {gt} but the declared type is {wt}",
+                nid,
+                secondary=secondary,
+                label=f"has type {gt}",
+            )
+        ok = True
+        for j, (x, y) in enumerate(zip(gs.dims, ws.dims, strict=True)):
+            if x != y:
+                ok = (
+                    self.require(
+                        Rel("eq", x, y),
+                        "K0411",
+                        f"{what} has type {gt} but the declared type is {wt}; dim {j} differs",
+                        nid,
+                        secondary,
+                    )
+                    and ok
+                )
+        if not ok:
+            raise _Fail()
+
+    # ------------------------------------------------------------ calls
+
+    def call(self, e: ast.Call) -> TExpr:
+        kw = {k.key for k in e.kwargs}
+        n_pos = len(e.args)
+        prim = find(e.head, n_pos, kw)
+        if prim is not None:
+            return self.prim(prim, e)
+        found = self.env.lookup(self.file, e.head)
+        if found is not None:
+            return self.defn_call(e, *found)
+        if e.head in ("+", "*", "/"):
+            raise self.err(
+                "K0208",
+                f"`({e.head} …)` over dims is not a tensor value",
+                e.nid,
+                help="use add/mul/div for tensors; dim arithmetic goes inside shapes",
+            )
+        cands = list(PRIMS) + list(self.env.visible(self.file))
+        raise self.err(
+            "K0202",
+            f"unknown function `{e.head}`",
+            e.head_nid,
+            help=_nearest(e.head, cands),
+            label="neither a primitive nor a defn",
+        )
+
+    def prim(self, p: Prim, e: ast.Call) -> TExpr:
+        from kinac.check.rulectx import read_prim
+
+        return read_prim(self, p, e)
+
+    def defn_call(self, e: ast.Call, ref: Any, sig_ast: ast.Signature) -> TExpr:
+        callee = analyse(ref.file, sig_ast)
+        if not callee.ok:
+            raise _Fail()
+        cref = NodeRef(ref.file, ref.name, 0)
+        if len(e.args) != len(callee.params) or e.kwargs:
+            names = " ".join(p.name for p in callee.params)
+            raise self.err(
+                "K0203",
+                f"`{e.head}` takes {len(callee.params)} arguments "
+                f"({names}), got {len(e.args)}" + (" and keyword arguments" if e.kwargs else ""),
+                e.nid,
+                secondary=(Label(cref, "defined here"),),
+                help="pass arguments in declared order, dim parameters included",
+            )
+        args: list[Any] = []
+        texprs: list[TExpr] = []
+        failed = False
+        for p, a in zip(callee.params, e.args, strict=True):
+            try:
+                if p.is_dim:
+                    args.append(self.static(lambda a=a: self.st.dim(a)))
+                else:
+                    t = self.expr(a)
+                    texprs.append(t)
+                    args.append(t.type)
+            except _Fail:
+                failed = True
+        if failed:
+            raise _Fail()
+        b = instantiate(callee, args, e.head)
+        for iss in b.issues:
+            nid = e.args[iss.param].nid if iss.param is not None else e.nid
+            sec = (
+                (
+                    Label(
+                        NodeRef(ref.file, ref.name, callee.params[iss.param].nid),
+                        "parameter declared here",
+                    ),
+                )
+                if iss.param is not None
+                else ()
+            )
+            self.err(iss.code, iss.message, nid, iss.help, sec)
+        if b.issues:
+            raise _Fail()
+        ok = True
+        for n in b.needs:
+            nid = e.args[n.param].nid if n.param is not None else e.nid
+            sec: tuple[Label, ...] = ()
+            if n.param is not None:
+                sec = (
+                    Label(
+                        NodeRef(ref.file, ref.name, callee.params[n.param].nid),
+                        "parameter declared here",
+                    ),
+                )
+            elif n.where is not None:
+                sec = (
+                    Label(NodeRef(ref.file, ref.name, callee.where[n.where][0]), "required here"),
+                )
+            ok = self.require(n.rel, n.code, n.what, nid, sec) and ok
+        if not ok or b.result is None:
+            raise _Fail()
+        r = b.result
+        shape = SShape(r.shape.group, tuple(self.tidy(d) for d in r.shape.dims))
+        return TCall(e.nid, ref, tuple(texprs), b.inst(), SType(r.dtype, shape, r.device, r.shards))
+
+    def tidy(self, p: D.Poly) -> D.Poly:
+        """Divisions that are exact under the defn's equalities become polynomials."""
+        n = self.prover.facts.normal
+        return D.map_divs(p, lambda a: D.exact_div(n(a.num), n(a.den)))
+
+    def static(self, f: Any) -> Any:
+        n0 = len(self.st.divs)
+        try:
+            v = f()
+        except Bad:
+            raise _Fail() from None
+        for r, nid in self.st.divs[n0:]:
+            self.require(
+                r,
+                "K0410",
+                f"exact division {D.fmt_infix(r.rhs)}/{D.fmt_infix(r.lhs)}",
+                nid,
+                help="state it as an assumption: (where (divides "
+                f"{D.fmt_kina(r.lhs)} {D.fmt_kina(r.rhs)}))",
+            )
+        return v
+
+
+def is_bad_dtype(dt: str, dtype_vars: tuple[str, ...]) -> bool:
+    return dt not in DTYPES and dt not in dtype_vars and dt != ERR
+
+
+def _nearest(name: str, cands: list[str]) -> str | None:
+    m = difflib.get_close_matches(name, sorted(set(cands)), n=1, cutoff=0.6)
+    return f"did you mean `{m[0]}`?" if m else None
+
+
+_ = REQ

@@ -1,0 +1,229 @@
+"""Elementwise primitives: unary float ops, ``cast``, binary arithmetic, comparisons, ``where``.
+
+Why here: they share broadcasting and the weak-scalar dtype rule (a literal or a dim used as a
+value takes the dtype of the tensor it meets; alone it stays weak and becomes f32).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
+from kinac.check.prims.common import (
+    broadcast,
+    c_broadcast,
+    c_device,
+    c_dtype,
+    join_device,
+    join_dtype,
+    need_float,
+)
+from kinac.check.types import WEAK_F, WEAK_I, SShape, SType, is_float
+from kinac.tir.graph import FLOAT_DTYPES, TType
+
+UNARY = ("neg exp log sqrt rsqrt tanh sigmoid relu gelu silu abs recip square").split()
+BINARY = ("add", "sub", "mul", "div", "max", "min", "pow")
+COMPARE = ("lt", "le", "gt", "ge", "eq")
+T1 = (("x", "tensor"),)
+T2 = (("x", "tensor"), ("y", "tensor"))
+
+
+def _unary_rule(op: str) -> Any:
+    def rule(rc: RuleCtx, a: Args) -> SType | None:
+        t = a.t[0]
+        if not need_float(rc, t, 0, op):
+            return None
+        if t.is_weak:
+            return SType(WEAK_F, SShape(None, ()))
+        return t
+
+    return rule
+
+
+def _unary_concrete(op: str) -> Any:
+    def concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+        t = a.t[0]
+        if t.dtype not in FLOAT_DTYPES and t.dtype not in (WEAK_F, WEAK_I):
+            raise ShapeError(f"{op} of {t.dtype}")
+        if t.dtype == WEAK_I:
+            return TType(WEAK_F, (), ""), {}
+        return t, {}
+
+    return concrete
+
+
+for _op in UNARY:
+    register(
+        Prim(
+            _op,
+            _op,
+            T1,
+            (),
+            _unary_rule(_op),
+            _unary_concrete(_op),
+            "elementwise",
+            doc="shape- and dtype-preserving (float dtypes)",
+        )
+    )
+
+
+def _cast_rule(rc: RuleCtx, a: Args) -> SType | None:
+    t = a.t[0]
+    dt = a.v["to"]
+    shape = SShape(None, ()) if t.is_weak else t.shape
+    return SType(dt, shape, t.device, t.shards)
+
+
+def _cast_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+    t = a.t[0]
+    return TType(a.v["to"], t.shape, t.device), {}
+
+
+register(
+    Prim(
+        "cast",
+        "cast",
+        T1,
+        (("to", "dtype", REQ),),
+        _cast_rule,
+        _cast_concrete,
+        "elementwise",
+        doc="same shape, dtype DT",
+    )
+)
+
+
+def _binary_rule(op: str, result_bool: bool) -> Any:
+    def rule(rc: RuleCtx, a: Args) -> SType | None:
+        ts = a.t
+        idx = list(range(len(ts)))
+        dt = join_dtype(rc, ts, idx)
+        if dt is None:
+            return None
+        if dt == "bool" and op != "eq":
+            rc.fail(
+                "K0602",
+                f"`{op}` is not defined on bool",
+                0,
+                help="cast the operands to a numeric dtype first",
+            )
+            return None
+        if op == "pow" and not is_float(dt):
+            rc.fail(
+                "K0602",
+                f"`pow` needs a float dtype but the operands are {dt}",
+                0,
+                help="cast the operands to a float dtype first",
+            )
+            return None
+        dev = join_device(rc, ts, idx)
+        if dev is None:
+            return None
+        shape = broadcast(rc, ts, idx)
+        if shape is None:
+            return None
+        if result_bool:
+            if dt in (WEAK_F, WEAK_I) and not shape.dims and shape.group is None:
+                return SType("bool", shape, dev)
+            return SType("bool", shape, dev)
+        if dt in (WEAK_F, WEAK_I):
+            if shape.dims or shape.group is not None:
+                return SType("f32", shape, dev)
+            return SType(dt, shape, dev)
+        return SType(dt, shape, dev)
+
+    return rule
+
+
+def _binary_concrete(op: str, result_bool: bool) -> Any:
+    def concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+        dt = c_dtype(a.t)
+        if dt == "bool" and op != "eq":
+            raise ShapeError(f"{op} on bool")
+        if op == "pow" and dt not in FLOAT_DTYPES and dt != WEAK_F:
+            raise ShapeError("pow on integers")
+        dev = c_device(a.t)
+        shape = c_broadcast([t.shape for t in a.t])
+        if result_bool:
+            dt = "bool"
+        elif dt in (WEAK_F, WEAK_I) and shape:
+            dt = "f32"
+        return TType(dt, shape, dev), {}
+
+    return concrete
+
+
+for _op in BINARY:
+    register(
+        Prim(
+            _op,
+            _op,
+            T2,
+            (),
+            _binary_rule(_op, False),
+            _binary_concrete(_op, False),
+            "elementwise",
+            doc="broadcasting; same dtype",
+        )
+    )
+for _op in COMPARE:
+    register(
+        Prim(
+            _op,
+            _op,
+            T2,
+            (),
+            _binary_rule(_op, True),
+            _binary_concrete(_op, True),
+            "elementwise",
+            doc="broadcasting; result bool",
+        )
+    )
+
+
+def _where_rule(rc: RuleCtx, a: Args) -> SType | None:
+    c, x, y = a.t
+    if c.dtype != "bool":
+        rc.fail(
+            "K0602",
+            f"the condition {rc.name(0)} of `where` must be bool, not "
+            f"{c.dtype if not c.is_weak else 'a literal'}",
+            0,
+            help="build it with a comparison such as (gt a b)",
+        )
+        return None
+    dt = join_dtype(rc, [x, y], [1, 2])
+    dev = join_device(rc, a.t, [0, 1, 2])
+    if dt is None or dev is None:
+        return None
+    shape = broadcast(rc, a.t, [0, 1, 2])
+    if shape is None:
+        return None
+    if dt in (WEAK_F, WEAK_I):
+        dt = "f32"
+    return SType(dt, shape, dev)
+
+
+def _where_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+    c, x, y = a.t
+    if c.dtype != "bool":
+        raise ShapeError("where condition is not bool")
+    dt = c_dtype([x, y])
+    if dt in (WEAK_F, WEAK_I):
+        dt = "f32"
+    dev = c_device(a.t)
+    return TType(dt, c_broadcast([t.shape for t in a.t]), dev), {}
+
+
+register(
+    Prim(
+        "where",
+        "where",
+        (("c", "tensor"), ("x", "tensor"), ("y", "tensor")),
+        (),
+        _where_rule,
+        _where_concrete,
+        "elementwise",
+        doc="broadcasting over the three",
+    )
+)

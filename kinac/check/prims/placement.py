@@ -1,0 +1,110 @@
+"""Placement and distribution primitives: ``to-device``, ``to-host``, ``reshard`` and the
+collectives.
+
+Why apart: they change where a tensor lives, not its shape. Sharding is carried in types but
+not checked yet (a later issue); ``reshard`` and the collectives are shape-preserving here and
+become no-ops in a single-device graph (op ``identity``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, register
+from kinac.check.types import SShape, SType
+from kinac.tir.graph import TType
+
+T1 = (("x", "tensor"),)
+
+
+def _tensor_only(rc: RuleCtx, t: SType, op: str) -> bool:
+    if t.is_weak:
+        rc.fail(
+            "K0208",
+            f"`{op}` moves a tensor, not a literal",
+            0,
+            help="create the value on the device instead, e.g. with `full … @cuda(0)`",
+        )
+        return False
+    return True
+
+
+def _to_device_rule(rc: RuleCtx, a: Args) -> SType | None:
+    t = a.t[0]
+    if not _tensor_only(rc, t, "to-device"):
+        return None
+    return SType(t.dtype, t.shape, a.v["device"], t.shards)
+
+
+def _to_device_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+    t = a.t[0]
+    return TType(t.dtype, t.shape, a.v["device"]), {}
+
+
+register(
+    Prim(
+        "to-device",
+        "to_device",
+        (("x", "tensor"), ("device", "device")),
+        (),
+        _to_device_rule,
+        _to_device_concrete,
+        "placement",
+        doc="copy to a device",
+    )
+)
+
+
+def _to_host_rule(rc: RuleCtx, a: Args) -> SType | None:
+    t = a.t[0]
+    if not _tensor_only(rc, t, "to-host"):
+        return None
+    return SType(t.dtype, t.shape, "cpu", t.shards)
+
+
+def _to_host_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+    t = a.t[0]
+    return TType(t.dtype, t.shape, "cpu"), {}
+
+
+register(
+    Prim(
+        "to-host",
+        "to_host",
+        T1,
+        (),
+        _to_host_rule,
+        _to_host_concrete,
+        "placement",
+        doc="copy to the host",
+    )
+)
+
+
+def _reshard_rule(rc: RuleCtx, a: Args) -> SType | None:
+    t = a.t[0]
+    if not _tensor_only(rc, t, "reshard"):
+        return None
+    return SType(t.dtype, SShape(t.shape.group, t.shape.dims), t.device, a.v["annots"])
+
+
+def _identity_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+    t = a.t[0]
+    if t.dtype.startswith("~"):
+        raise ShapeError("collective of a literal")
+    return t, {}
+
+
+for _name in ("reshard", "all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
+    register(
+        Prim(
+            _name,
+            "identity",
+            (("x", "tensor"), ("annots", "annots")),
+            (),
+            _reshard_rule,
+            _identity_concrete,
+            "placement",
+            doc="changes sharding only (checked in a later issue)",
+        )
+    )

@@ -1,0 +1,52 @@
+"""What the checker needs from its surroundings (the rule engine, or ``env.InMemoryEnv``).
+
+Why a protocol: ``kinac.check`` is a pure library; the lead's pipeline implements these
+methods as cached queries (signature lookups, solver results keyed by canonical formula,
+checked callees for specialisation), so the checker never imports the engine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from kinac.check.formula import Formula, SolveResult
+from kinac.check.sig import DefnRef
+from kinac.reader import ast
+
+if TYPE_CHECKING:
+    from kinac.check.tir import CheckedDefn
+
+
+class CheckEnv(Protocol):
+    """Name resolution and solving for checking one defn against its callees' signatures."""
+
+    budget_ms: int
+
+    def lookup(self, file: str, name: str) -> tuple[DefnRef, ast.Signature] | None:
+        """The defn ``name`` as seen from ``file``: its own defns first, then its imports
+        (the prelude included)."""
+        ...
+
+    def visible(self, file: str) -> tuple[str, ...]:
+        """Every defn name visible from ``file`` (for "did you mean" help)."""
+        ...
+
+    def meshes(self, file: str) -> tuple[ast.Mesh, ...]:
+        """The meshes declared in ``file`` (and its imports)."""
+        ...
+
+    def solve(self, formula: Formula) -> SolveResult:
+        """Decide a canonical formula (the engine caches results per formula)."""
+        ...
+
+
+class SpecEnv(CheckEnv, Protocol):
+    """Additionally gives the checked body of any defn, for specialisation (inlining)."""
+
+    def checked(self, ref: DefnRef) -> CheckedDefn: ...
+
+
+class GraphEnv(Protocol):
+    """For recursion detection: the defns a defn calls, with the call's node id."""
+
+    def callees(self, ref: DefnRef) -> tuple[tuple[DefnRef, int], ...]: ...

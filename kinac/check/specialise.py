@@ -1,0 +1,307 @@
+"""Specialisation: a checked entry defn at concrete dims -> a :class:`kinac.tir.graph.Graph`.
+
+Why: lowering wants one SSA graph per entry point with integer shapes, every call inlined,
+axes normalised, weak scalars folded into ``const`` nodes of the dtype they meet, and static
+arguments as attrs. The walk goes over the typed IR of each (already checked) defn; every node
+is also evaluated by its primitive's concrete evaluator and compared with its symbolic type at
+these dims, so a disagreement between the two rule forms is caught as an internal error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kinac.check import dims as D
+from kinac.check import fold
+from kinac.check.bind import DimValue, complete_dims
+from kinac.check.codes import at, error
+from kinac.check.prims.base import PRIMS, CArgs, Prim, ShapeError
+from kinac.check.protocol import SpecEnv
+from kinac.check.sig import DefnRef
+from kinac.check.tir import TCall, TConst, TDim, TExpr, TLet, TLocal, TParam, TPrim
+from kinac.check.types import WEAK_F, SShape, SType
+from kinac.diag.model import Diagnostic
+from kinac.rules.codec import record
+from kinac.tir.graph import FLOAT_DTYPES, Graph, Node, TType, make_node
+
+
+@record
+class Specialised:
+    """A graph (None when specialisation failed), the dims it was built at, diagnostics."""
+
+    graph: Graph | None
+    dims: tuple[tuple[str, int | tuple[int, ...]], ...]
+    dtypes: tuple[tuple[str, str], ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+class _Abort(Exception):
+    def __init__(self, diag: Diagnostic) -> None:
+        self.diag = diag
+
+
+@dataclass
+class _Weak:
+    value: float | int | bool
+    is_float: bool
+
+
+Val = int | _Weak
+
+_BY_OP: dict[str, Prim] = {}
+for _ps in PRIMS.values():
+    for _p in _ps:
+        _BY_OP.setdefault(_p.op, _p)
+
+
+def specialise(
+    ref: DefnRef,
+    dims: Mapping[str, DimValue],
+    dtypes: Mapping[str, str],
+    env: SpecEnv,
+    default_device: str = "cpu",
+) -> Specialised:
+    """Build the graph of ``ref`` at ``dims`` (free dims, dim parameters, groups as ``..b``;
+    ``where``-derived dims are completed) and ``dtypes``."""
+    cd = env.checked(ref)
+    key_dims = tuple(sorted(dims.items()))
+    key_dt = tuple(sorted(dtypes.items()))
+    if not cd.ok:
+        errs = tuple(d for d in cd.diagnostics if d.is_error)
+        return Specialised(
+            None,
+            key_dims,
+            key_dt,
+            errs
+            or (error("K0802", f"`{ref.name}` does not type-check", at(ref.file, ref.name, 0)),),
+        )
+    denv, groups, diags = complete_dims(cd.sig, dims)
+    for v in cd.sig.dtype_vars:
+        if v not in dtypes:
+            diags.append(
+                error(
+                    "K0802",
+                    f"dtype variable `{v}` of `{ref.name}` has no value",
+                    at(ref.file, ref.name, cd.sig.nid_of(v)),
+                    help=f"give `{v}` in the entry's dtypes",
+                )
+            )
+        elif dtypes[v] not in FLOAT_DTYPES:
+            diags.append(
+                error(
+                    "K0802",
+                    f"dtype variable `{v}` ranges over float dtypes, not {dtypes[v]}",
+                    at(ref.file, ref.name, cd.sig.nid_of(v)),
+                )
+            )
+    if diags:
+        return Specialised(None, key_dims, key_dt, tuple(diags))
+    em = _Emitter(env, default_device)
+    params: list[tuple[str, TType]] = []
+    args: list[Val] = []
+    for p in cd.sig.params:
+        if p.type is None:
+            continue
+        t = em.ttype(p.type, denv, groups, dict(dtypes), p.type.device or default_device)
+        params.append((p.name, t))
+        args.append(len(em.nodes))
+        em.nodes.append(make_node("param", (), t, index=len(params) - 1))
+    try:
+        out = em.defn(ref, args, denv, groups, dict(dtypes), ())
+        ret_dt = em.dtype(cd.sig.ret.dtype, dict(dtypes))
+        idx = em.materialise(
+            out,
+            ret_dt if ret_dt in FLOAT_DTYPES or ret_dt in ("i32", "i64", "bool") else "f32",
+            default_device,
+        )
+    except _Abort as a:
+        return Specialised(None, key_dims, key_dt, (a.diag,))
+    full: dict[str, DimValue] = dict(denv)
+    full.update(groups)
+    g = Graph(ref.name, tuple(params), tuple(em.nodes), (idx,))
+    return Specialised(g, tuple(sorted(full.items())), key_dt, ())
+
+
+class _Emitter:
+    def __init__(self, env: SpecEnv, default_device: str) -> None:
+        self.env, self.default = env, default_device
+        self.nodes: list[Node] = []
+
+    def dtype(self, dt: str, dts: dict[str, str]) -> str:
+        return dts.get(dt, dt)
+
+    def ttype(
+        self,
+        t: SType,
+        denv: dict[str, int],
+        groups: dict[str, tuple[int, ...]],
+        dts: dict[str, str],
+        device: str,
+    ) -> TType:
+        return TType(self.dtype(t.dtype, dts), self.shape(t.shape, denv, groups), device)
+
+    def shape(
+        self, s: SShape, denv: dict[str, int], groups: dict[str, tuple[int, ...]]
+    ) -> tuple[int, ...]:
+        lead = groups[s.group] if s.group is not None else ()
+        return tuple(lead) + tuple(D.evaluate(d, denv) for d in s.dims)
+
+    def defn(
+        self,
+        ref: DefnRef,
+        args: list[Val],
+        denv: dict[str, int],
+        groups: dict[str, tuple[int, ...]],
+        dts: dict[str, str],
+        stack: tuple[DefnRef, ...],
+    ) -> Val:
+        if ref in stack:
+            raise _Abort(error("K0204", f"`{ref.name}` is recursive", at(ref.file, ref.name, 0)))
+        cd = self.env.checked(ref)
+        if not cd.ok or cd.body is None:
+            raise _Abort(
+                error("K0802", f"`{ref.name}` does not type-check", at(ref.file, ref.name, 0))
+            )
+        ctx = _Ctx(ref, args, denv, groups, dts, (*stack, ref), {})
+        return self.expr(cd.body, ctx)
+
+    def expr(self, e: TExpr, c: _Ctx) -> Val:
+        if isinstance(e, TParam):
+            return c.args[e.index]
+        if isinstance(e, TLocal):
+            return c.locals[e.name]
+        if isinstance(e, TConst):
+            return _Weak(e.value, e.type.dtype == WEAK_F or isinstance(e.value, float))
+        if isinstance(e, TDim):
+            return _Weak(D.evaluate(e.dim, c.denv), False)
+        if isinstance(e, TLet):
+            saved = dict(c.locals)
+            for b in e.bindings:
+                c.locals[b.name] = self.expr(b.value, c)
+            v = self.expr(e.body, c)
+            c.locals = saved
+            return v
+        if isinstance(e, TCall):
+            return self.call(e, c)
+        assert isinstance(e, TPrim)
+        return self.prim(e, c)
+
+    def call(self, e: TCall, c: _Ctx) -> Val:
+        args = [self.expr(a, c) for a in e.args]
+        denv = {v: D.evaluate(p, c.denv) for v, p in e.inst.dims}
+        groups = {g: self.shape(s, c.denv, c.groups) for g, s in e.inst.groups}
+        dts = {v: self.dtype(d, c.dts) for v, d in e.inst.dtypes}
+        return self.defn(e.callee, args, denv, groups, dts, c.stack)
+
+    def prim(self, e: TPrim, c: _Ctx) -> Val:
+        args = [self.expr(a, c) for a in e.args]
+        p = _BY_OP[e.op]
+        if e.op == "identity":
+            return args[0]
+        if (
+            e.op == "cast"
+            and isinstance(args[0], int)
+            and (self.nodes[args[0]].type.dtype == self.dtype(e.attr("to"), c.dts))
+        ):
+            return args[0]
+        if all(isinstance(a, _Weak) for a in args) and args and p.family == "elementwise":
+            folded = self.fold(e, args)
+            if folded is not None:
+                return folded
+        strong = [self.nodes[a].type for a in args if isinstance(a, int)]
+        vstrong = (
+            strong
+            if e.op != "where"
+            else [self.nodes[a].type for a in args[1:] if isinstance(a, int)]
+        )
+        ctx_dt = next((t.dtype for t in vstrong), "f32")
+        if e.op in ("cast",):
+            ctx_dt = self.dtype(e.attr("to"), c.dts)
+        dev = next((t.device for t in strong), self.default)
+        idx = [self.materialise(a, ctx_dt, dev) for a in args]
+        vals = {k: self.concrete_attr(v, c) for k, v in e.attrs}
+        cargs = CArgs([self.nodes[i].type for i in idx], vals, self.default)
+        try:
+            t, gattrs = p.concrete(cargs)
+        except ShapeError as ex:
+            raise AssertionError(f"internal: {e.op} failed concretely after checking: {ex}") from ex
+        want = self.shape(e.type.shape, c.denv, c.groups) if not e.type.is_weak else ()
+        if t.shape != want:
+            raise AssertionError(f"internal: {e.op} concrete shape {t.shape} != symbolic {want}")
+        dev = t.device or self.default
+        if dev != t.device:
+            t = TType(t.dtype, t.shape, dev)
+        for i in idx:
+            at_dev = self.nodes[i].type.device
+            if at_dev != dev and e.op not in ("to_device", "to_host"):
+                raise _Abort(
+                    error(
+                        "K0803",
+                        f"`{e.op}` mixes placements at specialisation: {at_dev} and {dev}",
+                        at(c.ref.file, c.ref.name, e.nid),
+                        help="annotate the values with the same placement, or move "
+                        "one with to-device / to-host",
+                    )
+                )
+        if e.op == "matmul" and len(self.nodes[idx[0]].type.shape) == 1:
+            return self.vecmat(idx, t)
+        self.nodes.append(make_node(e.op, tuple(idx), t, **gattrs))
+        return len(self.nodes) - 1
+
+    def vecmat(self, idx: list[int], t: TType) -> int:
+        """``[K] x [K N]``: the graph's matmul wants rank >= 2, so go through ``[1 K]``."""
+        x = self.nodes[idx[0]].type
+        self.nodes.append(make_node("reshape", (idx[0],), TType(x.dtype, (1,) + x.shape, x.device)))
+        self.nodes.append(
+            make_node(
+                "matmul", (len(self.nodes) - 1, idx[1]), TType(t.dtype, (1,) + t.shape, t.device)
+            )
+        )
+        self.nodes.append(make_node("reshape", (len(self.nodes) - 1,), t))
+        return len(self.nodes) - 1
+
+    def concrete_attr(self, v: Any, c: _Ctx) -> Any:
+        if isinstance(v, D.Poly):
+            return D.evaluate(v, c.denv)
+        if isinstance(v, SShape):
+            return self.shape(v, c.denv, c.groups)
+        if isinstance(v, str) and v in c.dts:
+            return c.dts[v]
+        return v
+
+    def fold(self, e: TPrim, args: list[Val]) -> Val | None:
+        ws = [a for a in args if isinstance(a, _Weak)]
+        if e.op in fold.UNARY:
+            return _Weak(fold.UNARY[e.op](float(ws[0].value)), True)
+        if e.op in ("add", "sub", "mul", "div", "max", "min", "pow"):
+            isf = any(w.is_float for w in ws) or e.op in ("div", "pow")
+            v = fold.binary(e.op, ws[0].value, ws[1].value, isf)  # type: ignore[arg-type]
+            return _Weak(v, isf)
+        return None
+
+    def materialise(self, v: Val, dtype: str, device: str) -> int:
+        if isinstance(v, int):
+            return v
+        if isinstance(v.value, bool):
+            dtype, value = "bool", bool(v.value)
+        elif dtype in FLOAT_DTYPES:
+            value = float(v.value)
+        elif dtype in ("i32", "i64"):
+            value = int(v.value)
+        else:
+            dtype, value = "f32", float(v.value)
+        self.nodes.append(make_node("const", (), TType(dtype, (), device), value=value))
+        return len(self.nodes) - 1
+
+
+@dataclass
+class _Ctx:
+    ref: DefnRef
+    args: list[Val]
+    denv: dict[str, int]
+    groups: dict[str, tuple[int, ...]]
+    dts: dict[str, str]
+    stack: tuple[DefnRef, ...]
+    locals: dict[str, Val]
