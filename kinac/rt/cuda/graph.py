@@ -1,0 +1,103 @@
+"""CUDA graphs: capture an entry's launch sequence once, replay it with one driver call.
+
+A :class:`CapturedGraph` runs ``sequence(stream)`` under stream capture, instantiates the
+resulting graph and from then on :meth:`~CapturedGraph.replay` is one ``cuGraphLaunch``.  The
+graph remembers the argument *values* of the captured launches (pointers included), so it
+replays on the same buffers, as with PyTorch's CUDA graphs and their static inputs.
+
+If capture fails (the stream cannot be captured, or the sequence does something that capture
+forbids), the capture is ended cleanly, a :class:`GraphCaptureWarning` says so once, and every
+replay runs the sequence eagerly instead.  Errors that are not CUDA errors propagate.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from kinac.rt.cuda import driver
+from kinac.rt.cuda.device import Stream
+from kinac.rt.cuda.driver import check
+from kinac.rt.cuda.errors import CudaError, GraphCaptureWarning
+
+Sequence = Callable[[Stream], None]
+
+
+class CapturedGraph:
+    """A captured launch sequence (or its eager fallback)."""
+
+    def __init__(self, sequence: Sequence, stream: Stream, *, name: str = "entry") -> None:
+        self.sequence = sequence
+        self.name = name
+        self.stream = stream
+        self.fallback_reason: str | None = None
+        self._graph: Any = None
+        self._exec: Any = None
+        self._launch: Any = None
+        self.num_nodes = 0
+        try:
+            self._capture()
+        except CudaError as e:
+            self.fallback_reason = str(e)
+            warnings.warn(
+                f"CUDA graph capture of {name!r} failed, running its launches eagerly instead: {e}",
+                GraphCaptureWarning,
+                stacklevel=2,
+            )
+
+    def _capture(self) -> None:
+        d = driver.api()
+        mode = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        check("cuStreamBeginCapture", d.cuStreamBeginCapture(self.stream.cu, mode))
+        try:
+            self.sequence(self.stream)
+        except BaseException:
+            self._abort_capture()
+            raise
+        self._graph = check("cuStreamEndCapture", d.cuStreamEndCapture(self.stream.cu))
+        try:
+            nodes = check("cuGraphGetNodes", d.cuGraphGetNodes(self._graph, 0))
+            self.num_nodes = int(nodes[1] if isinstance(nodes, tuple) else nodes)
+        except (TypeError, ValueError, IndexError):  # bindings layout differs: count unknown
+            self.num_nodes = -1
+        self._exec = check("cuGraphInstantiate", d.cuGraphInstantiate(self._graph, 0))
+        self._launch = d.cuGraphLaunch
+
+    def _abort_capture(self) -> None:
+        """End a capture that went wrong, so the stream is usable again; drop the graph."""
+        d = driver.api()
+        res = d.cuStreamEndCapture(self.stream.cu)
+        if res[0] == driver.OK and len(res) > 1 and res[1] is not None and int(res[1]):
+            d.cuGraphDestroy(res[1])
+
+    @property
+    def captured(self) -> bool:
+        """True if replays use the graph, False if they fall back to eager launches."""
+        return self._exec is not None
+
+    def replay(self, stream: Stream | None = None) -> None:
+        """Run the captured sequence on ``stream`` (default: the capture stream)."""
+        s = stream if stream is not None else self.stream
+        ex = self._exec
+        if ex is None:
+            self.sequence(s)
+            return
+        r = self._launch(ex, s.cu)
+        if r[0] != driver.OK:
+            driver.fail("cuGraphLaunch", r[0])
+
+    def close(self) -> None:
+        """Destroy the executable graph and the graph."""
+        d = driver.api()
+        if self._exec is not None:
+            ex, self._exec = self._exec, None
+            check("cuGraphExecDestroy", d.cuGraphExecDestroy(ex))
+        if self._graph is not None:
+            g, self._graph = self._graph, None
+            check("cuGraphDestroy", d.cuGraphDestroy(g))
+
+
+def capture(sequence: Sequence, stream: Stream, *, name: str = "entry") -> CapturedGraph:
+    """Capture ``sequence`` on ``stream`` (see :class:`CapturedGraph`)."""
+    return CapturedGraph(sequence, stream, name=name)

@@ -1,0 +1,260 @@
+"""PTX modules, kernel handles and launches with pre-packed arguments.
+
+Modules are loaded with ``cuModuleLoadData`` (the driver JIT-compiles the PTX for the device)
+and cached per process by the SHA-256 of the PTX, so a kernel that the rule engine's artifact
+cache hands out twice is loaded once.  Kernel handles are looked up once per module.
+
+A :class:`Launch` is a kernel plus a fixed grid and a fixed argument layout.  Its ``void*[]``
+parameter array is built once, pointing at one ctypes cell per argument; a launch passes the
+array's address to ``cuLaunchKernel`` and only the cells whose value changed are written.  This
+keeps the host cost per launch close to the driver's own cost.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from typing import Any
+
+from kinac.rt.cuda import driver
+from kinac.rt.cuda.device import Stream, get_device
+from kinac.rt.cuda.driver import check
+
+ARG_TYPES: dict[str, type[Any]] = {
+    "ptr": ctypes.c_uint64,
+    "u64": ctypes.c_uint64,
+    "i64": ctypes.c_int64,
+    "u32": ctypes.c_uint32,
+    "i32": ctypes.c_int32,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
+
+_modules: dict[tuple[int, str], Module] = {}
+
+
+def ptx_digest(ptx: str | bytes) -> str:
+    """The cache key of a PTX text."""
+    data = ptx.encode() if isinstance(ptx, str) else ptx
+    return hashlib.sha256(data).hexdigest()
+
+
+def _ptxas_log(data: bytes, arch: str) -> str:
+    """ptxas diagnostics for a PTX the driver rejected (when ptxas is installed)."""
+    exe = shutil.which("ptxas")
+    if exe is None:
+        return ""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "wb") as f:
+            f.write(data)
+        p = subprocess.run(
+            [exe, f"-arch={arch}", src, "-o", os.devnull],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    return (p.stdout + p.stderr).strip()
+
+
+def load_module(ptx: str | bytes) -> Module:
+    """Load ``ptx`` into the current device's context, or return the cached module."""
+    dev = get_device()
+    data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+    data = data.rstrip(b"\0")
+    key = (dev.ordinal, ptx_digest(data))
+    mod = _modules.get(key)
+    if mod is not None:
+        return mod
+    d = driver.api()
+    buf = ctypes.create_string_buffer(data)  # NUL-terminated copy
+    res = d.cuModuleLoadData(ctypes.addressof(buf))
+    if res[0] != driver.OK:
+        raise driver.make_error("cuModuleLoadData", res[0], _ptxas_log(data, dev.arch))
+    mod = _modules[key] = Module(res[1], key[1])
+    return mod
+
+
+def cached_modules() -> int:
+    """How many modules this process has loaded."""
+    return len(_modules)
+
+
+class Module:
+    """A loaded module; :meth:`function` looks each kernel up once."""
+
+    def __init__(self, handle: Any, digest: str) -> None:
+        self.handle = handle
+        self.digest = digest
+        self._functions: dict[str, Kernel] = {}
+
+    def function(self, name: str) -> Kernel:
+        """The kernel ``name`` (``cuModuleGetFunction`` on first request only)."""
+        k = self._functions.get(name)
+        if k is None:
+            d = driver.api()
+            h = check("cuModuleGetFunction", d.cuModuleGetFunction(self.handle, name.encode()))
+            k = self._functions[name] = Kernel(h, name)
+        return k
+
+
+class Kernel:
+    """A kernel handle with a few attributes read once."""
+
+    def __init__(self, handle: Any, name: str) -> None:
+        self.handle = handle
+        self.address = int(handle)
+        self.name = name
+        d = driver.api()
+        a = d.CUfunction_attribute
+        self.num_regs = int(
+            check(
+                "cuFuncGetAttribute",
+                d.cuFuncGetAttribute(a.CU_FUNC_ATTRIBUTE_NUM_REGS, handle),
+            )
+        )
+        self.max_threads = int(
+            check(
+                "cuFuncGetAttribute",
+                d.cuFuncGetAttribute(a.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, handle),
+            )
+        )
+
+    def prepare(
+        self,
+        arg_types: tuple[str, ...],
+        grid: int | tuple[int, int, int],
+        block: int | tuple[int, int, int],
+        shared: int = 0,
+        args: tuple[int | float, ...] | None = None,
+        path: str | None = None,
+    ) -> Launch:
+        """A :class:`Launch` of this kernel with the given argument layout and shape."""
+        return Launch(self, arg_types, grid, block, shared, args, path)
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name!r}, regs={self.num_regs})"
+
+
+def _dim3(v: int | tuple[int, int, int]) -> tuple[int, int, int]:
+    if isinstance(v, int):
+        return (v, 1, 1)
+    x, y, z = v
+    return (int(x), int(y), int(z))
+
+
+def default_launch_path() -> str:
+    """``bindings`` (cuda-python) unless ``KINAC_CUDA_LAUNCH=ctypes`` is set."""
+    p = os.environ.get("KINAC_CUDA_LAUNCH", "bindings")
+    if p not in ("bindings", "ctypes"):
+        raise ValueError(f"KINAC_CUDA_LAUNCH must be 'bindings' or 'ctypes', not {p!r}")
+    return p
+
+
+class Launch:
+    """A kernel launch with a pre-built parameter array.
+
+    ``launch(stream)`` launches with the current argument values; ``launch(stream, *args)``
+    first writes the arguments that differ from the previous call.  ``set(i, v)`` changes one.
+    """
+
+    __slots__ = (
+        "kernel",
+        "arg_types",
+        "grid",
+        "block",
+        "shared",
+        "path",
+        "_cells",
+        "_array",
+        "_params",
+        "_last",
+        "_fn",
+        "_call",
+    )
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        arg_types: tuple[str, ...],
+        grid: int | tuple[int, int, int],
+        block: int | tuple[int, int, int],
+        shared: int = 0,
+        args: tuple[int | float, ...] | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.kernel = kernel
+        self.arg_types = tuple(arg_types)
+        try:
+            self._cells = [ARG_TYPES[t]() for t in self.arg_types]
+        except KeyError as e:
+            raise ValueError(f"unknown kernel argument type {e}; known: {sorted(ARG_TYPES)}") from e
+        n = len(self._cells)
+        self._array = (ctypes.c_void_p * max(n, 1))(*[ctypes.addressof(c) for c in self._cells])
+        self._params = ctypes.addressof(self._array) if n else None
+        self._last: tuple[int | float, ...] = tuple(c.value for c in self._cells)
+        self.grid = _dim3(grid)
+        self.block = _dim3(block)
+        self.shared = int(shared)
+        self.path = path or default_launch_path()
+        self._fn = kernel.handle if self.path == "bindings" else kernel.address
+        gx, gy, gz = self.grid
+        bx, by, bz = self.block
+        params = self._params
+        if self.path == "bindings":
+            f = driver.api().cuLaunchKernel
+            fn = self._fn
+            shm = self.shared
+
+            def call(stream: Stream) -> None:
+                r = f(fn, gx, gy, gz, bx, by, bz, shm, stream.cu, params, 0)
+                if r[0] != driver.OK:
+                    driver.fail("cuLaunchKernel", r[0])
+
+        else:
+            cf = driver.ctypes_launch()
+            fa = self._fn
+            shm = self.shared
+
+            def call(stream: Stream) -> None:
+                rc = cf(fa, gx, gy, gz, bx, by, bz, shm, stream.handle, params, None)
+                if rc:
+                    driver.fail("cuLaunchKernel", rc)
+
+        self._call = call
+        if args is not None:
+            self.update(args)
+
+    def set(self, i: int, value: int | float) -> None:
+        """Write argument ``i``."""
+        self._cells[i].value = value
+        last = list(self._last)
+        last[i] = value
+        self._last = tuple(last)
+
+    def update(self, args: tuple[int | float, ...]) -> None:
+        """Write the arguments that differ from the last values written."""
+        if len(args) != len(self._cells):
+            raise TypeError(
+                f"{self.kernel.name} takes {len(self._cells)} arguments, got {len(args)}"
+            )
+        last = self._last
+        cells = self._cells
+        for i, v in enumerate(args):
+            if v != last[i]:
+                cells[i].value = v
+        self._last = tuple(args)
+
+    def __call__(self, stream: Stream, *args: int | float) -> None:
+        if args and args != self._last:
+            self.update(args)
+        self._call(stream)
+
+    @property
+    def args(self) -> tuple[int | float, ...]:
+        """The argument values the next launch will pass."""
+        return self._last
