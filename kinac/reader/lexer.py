@@ -1,0 +1,368 @@
+"""Tokens of Kina source (spec section 1), made by one compiled regular expression.
+
+A single ``re`` with one named group per token class is run with ``finditer``; every character
+of the input falls into exactly one group (the last group takes whatever no other accepts), so
+the token stream covers the whole text and any string at all tokenizes without an exception.
+Atoms (runs of non-delimiter characters) are classified afterwards by whole-token patterns,
+which is what gives ``1.2.3`` or ``x:`` one clear diagnostic instead of a shower of fragments.
+
+A token that is wrong is still a token: its kind is ``"error"`` and the diagnostic that
+explains it is returned next to the stream, so the S-expression layer keeps its structure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from kinac.diag.model import Diagnostic
+from kinac.reader.ast import AnnotArg
+from kinac.reader.errors import make, show
+from kinac.reader.source import Source
+
+_NAME = r"[^\W\d][\w-]*"
+_SYMCHARS = r"[\w+\-*/<>=!?%&|^~$]"
+_SYMBOL = rf"(?![+-]?\.?[0-9])(?:[^\W\d]|[+\-*/<>=!?%&|^~$]){_SYMCHARS}*"
+_END = r"(?![^\s()\[\]\";\x00-\x1f\x7f])"  # the atom ends here
+_ANNOT_INNER = r"[^()\[\]\";\n]*"
+_STR_BODY = r'(?:[^"\\\n]|\\[^\n])*'
+_TOKEN = re.compile(
+    r"(?:[ \t\n\r\f\v]+|;[^\n]*)*+(?:"  # whitespace and comments, then one token or the end
+    + "|".join(
+        (
+            r"(?P<delim>[()\[\]])",
+            rf"(?P<sym>{_SYMBOL}|:){_END}",
+            rf"(?P<int>[+-]?[0-9]+){_END}",
+            rf"(?P<kw>:{_SYMBOL}){_END}",
+            rf"(?P<float>[+-]?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)){_END}",
+            rf"(?P<var>\.\.(?:\.|[^\W\d]\w*)){_END}",
+            rf'(?P<str>"{_STR_BODY}")',
+            rf'(?P<badstr>"{_STR_BODY}\\?)',
+            rf"(?P<annot>@{_NAME}(?:\({_ANNOT_INNER}\)|{_END}(?!\()))",
+            rf"(?P<annotopen>@{_NAME}\({_ANNOT_INNER})",
+            r"(?P<atom>[^\s()\[\]\";\x00-\x1f\x7f]+)",
+            r"(?P<bad>(?:[\x00-\x08\x0e-\x1f\x7f]|[^\S \t\n\r\f\v])+)",
+            r"\Z",
+        )
+    )
+    + ")"
+)
+_KINDS = ("", *sorted(_TOKEN.groupindex, key=_TOKEN.groupindex.__getitem__))
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)\Z")
+_NUMLIKE = re.compile(r"[+-]?\.?[0-9]")
+_SYM = re.compile(rf"{_SYMBOL}\Z")
+_SYMCHAR = re.compile(_SYMCHARS)
+_ANNOT_ARG = re.compile(rf"\s*(?:(?P<key>{_NAME})\s*=\s*)?(?P<val>-?[0-9]+|{_NAME})\s*\Z")
+_ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|.)")
+_SIMPLE_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+_SYMBOL_CHARS = "letters, digits, `_` and `+ - * / < > = ! ? % & | ^ ~ $`"
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+class Token(NamedTuple):
+    """One token, which is also an atom of the S-expression tree.
+
+    ``kind`` is ``(`` ``[`` ``)`` ``]`` ``int`` ``float`` ``str`` ``sym`` ``kw`` (``:axis``, value
+    ``"axis"``) ``var`` (variadic group: ``...`` -> ``""``, ``..b`` -> ``"b"``) ``annot`` (value:
+    name and :class:`AnnotArg` tuple) or ``error`` (already reported). ``start``/``end`` are
+    character offsets; ``line``/``col``/``eline``/``ecol`` 1-based, end exclusive.
+    """
+
+    kind: str
+    value: object
+    start: int
+    end: int
+    line: int
+    col: int
+    eline: int
+    ecol: int
+
+
+new_token = tuple.__new__  # Token(...) through NamedTuple.__new__ costs 3x more
+
+
+def parse_int(text: str) -> int | None:
+    """The value of an integer literal if it fits in a signed 64-bit integer, else None."""
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 19:
+        return None
+    v = int(text)
+    return v if I64_MIN <= v <= I64_MAX else None
+
+
+class _Lexer:
+    """State of one tokenization: the source, the tokens so far and the diagnostics."""
+
+    def __init__(self, src: Source) -> None:
+        self.src = src
+        self.tokens: list[Token] = []
+        self.diags: list[Diagnostic] = []
+        self.line = 1
+        self.line_start = 0
+
+    def push(self, kind: str, value: object, s: int, e: int) -> None:
+        line, col = self.line, s - self.line_start + 1
+        self.tokens.append(new_token(Token, (kind, value, s, e, line, col, line, col + e - s)))
+
+    def error(self, start: int, end: int, code: str, msg: str, label: str, help: str) -> None:
+        self.diags.append(make(code, msg, self.src.span(start, end), label, help=help))
+        self.push("error", None, start, end)
+
+    def run(self) -> None:
+        text = self.src.text
+        append = self.tokens.append
+        new = new_token
+        line, ls = 1, 0
+        pos = 1 if text.startswith("\ufeff") else 0
+        kinds = _KINDS
+        prev = pos
+        for m in _TOKEN.finditer(text, pos):
+            idx = m.lastindex
+            if idx is None:  # only whitespace and comments were left
+                break
+            s, e = m.span(idx)
+            if s != prev and (nl := text.count("\n", prev, s)):
+                line += nl
+                ls = text.rfind("\n", prev, s) + 1
+            prev = e
+            kind = kinds[idx]
+            col = s - ls + 1
+            if kind == "sym":
+                append(new(Token, ("sym", text[s:e], s, e, line, col, line, col + e - s)))
+            elif kind == "delim":
+                append(new(Token, (text[s], None, s, e, line, col, line, col + 1)))
+            elif kind == "int" and e - s < 19:
+                append(new(Token, ("int", int(text[s:e]), s, e, line, col, line, col + e - s)))
+            elif kind == "kw":
+                append(new(Token, ("kw", text[s + 1 : e], s, e, line, col, line, col + e - s)))
+            else:
+                self.line, self.line_start = line, ls
+                self.rare(kind, m, s, e)
+
+    def rare(self, kind: str | None, m: re.Match[str], s: int, e: int) -> None:
+        text = self.src.text
+        if kind == "var":
+            self.push("var", "" if e - s == 3 else text[s + 2 : e], s, e)
+        elif kind == "int" or kind == "float" or kind == "atom":
+            self.atom(text[s:e], s, e)
+        elif kind == "str":
+            self.string(text[s + 1 : e - 1], s, e)
+        elif kind == "annot":
+            self.annotation(text[s:e], s, e)
+        elif kind == "badstr":
+            self.error(
+                s,
+                e,
+                "K0104",
+                "unterminated string",
+                "this string is not closed",
+                'close it with `"` on the same line; strings cannot span lines '
+                '(write `\\n` for a newline) and a `"` inside is written `\\"`',
+            )
+        elif kind == "annotopen":
+            self.error(
+                s,
+                e,
+                "K0110",
+                "annotation arguments are not closed",
+                "no `)` before the end of the line",
+                "close the argument list with `)`, as in `@sharded(axis=0, mesh=tp)`; "
+                "arguments are integers or names",
+            )
+        else:
+            c = text[s]
+            what = "whitespace" if c.isspace() else "control character"
+            self.error(
+                s,
+                e,
+                "K0108",
+                f"invalid character U+{ord(c):04X} ({what})",
+                "not allowed in Kina source",
+                "replace it with a plain space"
+                if c.isspace()
+                else "delete it (Kina source is plain text: use spaces, newlines and tabs)",
+            )
+
+    def atom(self, t: str, s: int, e: int) -> None:
+        c = t[0]
+        if c == "@":
+            self.error(
+                s,
+                e,
+                "K0110",
+                f"malformed annotation `{show(t)}`",
+                "not an annotation",
+                "an annotation is `@name` or `@name(arg, key=value)`, with a name that starts "
+                "with a letter and no space before `(`: e.g. `@cpu`, `@cuda(0)`",
+            )
+            return
+        if _INT.match(t):
+            v = parse_int(t)
+            if v is None:
+                self.error(
+                    s,
+                    e,
+                    "K0107",
+                    f"integer literal `{show(t)}` is out of range",
+                    "does not fit in 64 bits",
+                    f"integers must lie between {I64_MIN} and {I64_MAX}",
+                )
+            else:
+                self.push("int", v, s, e)
+            return
+        if _FLOAT.match(t):
+            f = float(t)
+            if f in (float("inf"), float("-inf")):
+                self.error(
+                    s,
+                    e,
+                    "K0107",
+                    f"float literal `{show(t)}` is out of range",
+                    "too large for a 64-bit float",
+                    "use a smaller exponent (the largest finite f64 is about 1.8e308)",
+                )
+            else:
+                self.push("float", f, s, e)
+            return
+        if _NUMLIKE.match(t):
+            self.error(
+                s,
+                e,
+                "K0106",
+                f"malformed number `{show(t)}`",
+                "not a number",
+                _number_help(t),
+            )
+            return
+        if c == ":":
+            self.error(
+                s,
+                e,
+                "K0109",
+                f"invalid keyword `{show(t)}`",
+                "not a keyword",
+                "a keyword is `:` followed by a name, e.g. `:axis`; a lone `:` "
+                "separates a parameter from its type: `(x : T)`",
+            )
+            return
+        if c == ".":
+            self.error(
+                s,
+                e,
+                "K0109",
+                f"invalid token `{show(t)}`",
+                "not a variadic group",
+                "a variadic dimension group is written `...` or `..name` (e.g. `..b`)",
+            )
+            return
+        if t.endswith(":") and _SYM.match(t[:-1]):
+            help = f"put spaces around `:`: `({t[:-1]} : TYPE)`"
+        else:
+            bad = next((ch for ch in t if not _SYMCHAR.match(ch)), t[0])
+            help = f"`{show(bad)}` cannot appear in a name; names use {_SYMBOL_CHARS}"
+        self.error(s, e, "K0109", f"invalid token `{show(t)}`", "not a valid name", help)
+
+    def string(self, body: str, s: int, e: int) -> None:
+        if "\\" not in body:
+            self.push("str", body, s, e)
+            return
+        out: list[str] = []
+        last = 0
+        ok = True
+        for m in _ESCAPE.finditer(body):
+            out.append(body[last : m.start()])
+            last = m.end()
+            esc = m.group(1)
+            if esc in _SIMPLE_ESCAPES:
+                out.append(_SIMPLE_ESCAPES[esc])
+                continue
+            if esc.startswith("u{"):
+                cp = int(esc[2:-1], 16)
+                if cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF:
+                    out.append(chr(cp))
+                    continue
+            ok = False
+            a, b = s + 1 + m.start(), s + 1 + m.end()
+            self.diags.append(
+                make(
+                    "K0105",
+                    f"invalid escape `{show(m.group(0))}` in string",
+                    self.src.span(a, b),
+                    "unknown escape",
+                    help='valid escapes are `\\"` `\\\\` `\\n` `\\t` `\\r` `\\0` and '
+                    "`\\u{HEX}` (a Unicode scalar value); write `\\\\` for a backslash",
+                )
+            )
+        out.append(body[last:])
+        self.push("str" if ok else "error", "".join(out) if ok else None, s, e)
+
+    def annotation(self, text: str, s: int, e: int) -> None:
+        paren = text.find("(")
+        if paren < 0:
+            self.push("annot", (text[1:], ()), s, e)
+            return
+        name = text[1:paren]
+        inner = text[paren + 1 : -1]
+        args: list[AnnotArg] = []
+        ok = True
+        if inner.strip():
+            base = s + paren + 1
+            for part in inner.split(","):
+                am = _ANNOT_ARG.match(part)
+                if am is None:
+                    ok = False
+                    what = "empty argument" if not part.strip() else f"`{show(part.strip())}`"
+                    self.diags.append(
+                        make(
+                            "K0110",
+                            f"malformed argument {what} in annotation `@{name}`",
+                            self.src.span(base, base + len(part)),
+                            "not an argument",
+                            help="annotation arguments are integers or names, optionally as "
+                            "`key=value`, separated by commas: `@sharded(axis=0, mesh=tp)`",
+                        )
+                    )
+                else:
+                    val: int | str | None = am.group("val")
+                    if isinstance(val, str) and _INT.match(val):
+                        val = parse_int(val)
+                    if val is None:
+                        ok = False
+                        self.diags.append(
+                            make(
+                                "K0107",
+                                f"integer `{show(am.group('val'))}` is out of range",
+                                self.src.span(base, base + len(part)),
+                                "does not fit in 64 bits",
+                                help=f"integers must lie between {I64_MIN} and {I64_MAX}",
+                            )
+                        )
+                    else:
+                        args.append(AnnotArg(am.group("key"), val))
+                base += len(part) + 1
+        if ok:
+            self.push("annot", (name, tuple(args)), s, e)
+        else:
+            self.push("error", None, s, e)
+
+
+def _number_help(t: str) -> str:
+    body = t.lstrip("+-")
+    sign = t[: len(t) - len(body)]
+    if body.startswith(".") and _FLOAT.match("0" + body):
+        return f"write a digit before the point: `{sign}0{body}`"
+    if body.endswith(".") and _INT.match(body[:-1]):
+        return f"write a digit after the point: `{t}0`"
+    if "_" in body:
+        return "digit separators are not allowed: write the digits together"
+    if _NUMLIKE.match(t) and _SYM.match(t.lstrip("+-0123456789")):
+        return "separate the number from the name with a space, or start the name with a letter"
+    return "numbers are written `42`, `-7`, `1.0`, `-0.5` or `1e-6`"
+
+
+def tokenize(src: Source) -> tuple[list[Token], list[Diagnostic]]:
+    """All tokens of ``src`` (comments and whitespace dropped) and the lexical diagnostics."""
+    lx = _Lexer(src)
+    lx.run()
+    return lx.tokens, lx.diags

@@ -1,0 +1,240 @@
+"""Top-level forms of a file: ``module``, ``import``, ``mesh`` and ``defn`` dispatch.
+
+Each form is parsed on its own: one with any error is reported and skipped, so the rest of the
+file still parses. Imports and meshes number (in source order) into the file's ``top_spans``.
+"""
+
+from __future__ import annotations
+
+from kinac.diag.model import Diagnostic
+from kinac.reader.ast import Defn, DefnSpans, Import, Mesh
+from kinac.reader.defn import DefnParser
+from kinac.reader.errors import suggest
+from kinac.reader.sexpr import SAtom, SList, SNode
+from kinac.reader.sig import NAME, FormParser, describe, kind, sym
+from kinac.reader.source import Source
+
+_TOP_HELP = "top-level forms are `(module …)`, `(import …)`, `(mesh …)` and `(defn …)`"
+
+
+class TopLevel:
+    """The file-level state: module name, imports, meshes and their span table."""
+
+    def __init__(self, src: Source, diags: list[Diagnostic]) -> None:
+        self.src = src
+        self.diags = diags
+        self.top = FormParser(src, diags)
+        self.module: str | None = None
+        self.module_node: SNode | None = None
+        self.imports: list[Import] = []
+        self.meshes: list[Mesh] = []
+        self.defns: list[Defn] = []
+        self.defn_spans: list[DefnSpans] = []
+
+    def form(self, node: SNode) -> None:
+        if isinstance(node, SAtom):
+            if node.kind != "error":
+                self.top.err(
+                    "K0112",
+                    f"unexpected {describe(node)} at top level",
+                    node,
+                    "not a top-level form",
+                    _TOP_HELP + "; expressions go inside a defn",
+                )
+            return
+        if node.broken:
+            return  # an unclosed delimiter inside: already reported, structure unreliable
+        head = sym(node.items[0]) if node.items else None
+        if head == "defn":
+            p = DefnParser(self.src, self.diags)
+            p.failed = node.bad
+            d = p.parse_defn(node)
+            if d is not None and not p.failed:
+                self.defns.append(d)
+                self.defn_spans.append(p.span_table())
+            return
+        self.top.failed = node.bad
+        if head == "import":
+            self.import_(node)
+        elif head == "mesh":
+            self.mesh(node)
+        elif head == "module":
+            self.module_(node)
+        else:
+            close = suggest(head, ("defn", "import", "mesh", "module")) if head else None
+            hint = f"did you mean `({close} …)`? " if close else ""
+            self.top.err(
+                "K0112",
+                f"unknown top-level form {describe(node.items[0]) if node.items else '`()`'}",
+                node,
+                "not a top-level form",
+                hint + _TOP_HELP,
+            )
+
+    def module_(self, node: SList) -> None:
+        items = node.items
+        name = sym(items[1]) if len(items) == 2 else None
+        if name is None or not NAME.match(name):
+            self.top.err(
+                "K0113",
+                "malformed module form",
+                node,
+                "expected `(module NAME)`",
+                "write `(module nn)`: one name, starting with a letter",
+            )
+        elif self.module_node is not None:
+            self.top.err(
+                "K0113",
+                "module name given twice",
+                node,
+                "second module form",
+                "keep one `(module …)` form",
+                ((self.module_node, "first given here"),),
+            )
+        elif not self.top.failed:
+            self.module, self.module_node = name, node
+
+    def import_(self, node: SList) -> None:
+        items = node.items
+        arg = items[1] if len(items) > 1 else None
+        if len(items) != 2 or not isinstance(arg, SAtom) or arg.kind != "str":
+            help = 'write `(import "std/nn.kina")`: one quoted path per import'
+            if len(items) == 2 and (name := sym(arg)) is not None:
+                help = f'quote the path: `(import "{name}")`'
+            self.top.err("K0114", "malformed import", node, 'expected `(import "path")`', help)
+            return
+        path = str(arg.value)
+        if not path or path.startswith("/") or "\\" in path or (len(path) > 1 and path[1] == ":"):
+            self.top.err(
+                "K0114",
+                f'import path "{path}" is not workspace-relative',
+                arg,
+                "bad path",
+                "write a path relative to the workspace root, with `/` "
+                'separators, e.g. `(import "lib/attention.kina")`',
+            )
+            return
+        if not self.top.failed:
+            self.imports.append(Import(self.top.nid(node), path))
+
+    def mesh(self, node: SList) -> None:
+        items = node.items
+        t = self.top
+        example = "`(mesh tp [4])` or `(mesh grid [2 4] :axes [dp tp])`"
+        name = sym(items[1]) if len(items) > 1 else None
+        if name is None or not NAME.match(name):
+            t.err(
+                "K0115",
+                "mesh needs a name",
+                items[1] if len(items) > 1 else node,
+                "expected a name",
+                "write " + example,
+            )
+            return
+        sizes_node = items[2] if len(items) > 2 else None
+        sizes: list[int] = []
+        if not isinstance(sizes_node, SList) or not sizes_node.items:
+            t.err(
+                "K0115",
+                f"mesh `{name}` needs its device counts",
+                sizes_node or node,
+                "expected `[N …]`",
+                f"write `(mesh {name} [4])` for 4 devices",
+            )
+            return
+        for s in sizes_node.items:
+            if (
+                isinstance(s, SAtom)
+                and s.kind == "int"
+                and isinstance(s.value, int)
+                and s.value >= 1
+            ):
+                sizes.append(s.value)
+            elif not t.silent(s):
+                t.err(
+                    "K0115",
+                    f"mesh size must be a positive integer, found {describe(s)}",
+                    s,
+                    "not a device count",
+                    "write the number of devices on each mesh axis: `[2 4]`",
+                )
+        axes: tuple[str, ...] | None = None
+        i = 3
+        while i < len(items):
+            k = items[i]
+            if not (isinstance(k, SAtom) and k.kind == "kw"):
+                t.err(
+                    "K0115",
+                    f"unexpected {describe(k)} in mesh `{name}`",
+                    k,
+                    "not expected",
+                    "the only option is `:axes [NAME …]`: " + example,
+                )
+                i += 1
+                continue
+            if i + 1 >= len(items) or kind(items[i + 1]) == "kw":
+                t.err(
+                    "K0124",
+                    f"keyword `:{k.value}` has no value",
+                    k,
+                    "expected a value",
+                    f"give it a value: `:{k.value} [dp tp]`",
+                )
+                i += 1
+                continue
+            if k.value != "axes":
+                t.err(
+                    "K0115",
+                    f"unknown mesh option `:{k.value}`",
+                    k,
+                    "unknown option",
+                    "the only option is `:axes [NAME …]`: " + example,
+                )
+            else:
+                axes = self.mesh_axes(name, items[i + 1], len(sizes))
+            i += 2
+        if axes is None and len(sizes) != 1 and not t.failed:
+            t.err(
+                "K0115",
+                f"mesh `{name}` has {len(sizes)} axes but no axis names",
+                node,
+                "expected `:axes [NAME …]`",
+                f"name the axes: `(mesh {name} [{' '.join(map(str, sizes))}] :axes [{' '.join(f'a{j}' for j in range(len(sizes)))}])`",
+            )
+        if not t.failed:
+            nid = t.nid(node)
+            self.meshes.append(Mesh(nid, name, tuple(sizes), axes or (name,)))
+
+    def mesh_axes(self, name: str, node: SNode, n: int) -> tuple[str, ...] | None:
+        t = self.top
+        names = [sym(a) for a in node.items] if isinstance(node, SList) else []
+        if not isinstance(node, SList) or any(a is None or not NAME.match(a) for a in names):
+            t.err(
+                "K0115",
+                f"`:axes` of mesh `{name}` must be a list of names",
+                node,
+                "expected `[NAME …]`",
+                "write e.g. `:axes [dp tp]`",
+            )
+            return None
+        out = tuple(str(a) for a in names)
+        if len(out) != n:
+            t.err(
+                "K0115",
+                f"mesh `{name}` has {n} sizes but {len(out)} axis names",
+                node,
+                "count differs",
+                "give exactly one axis name per size",
+            )
+            return None
+        if len(set(out)) != len(out):
+            dup = next(a for a in out if out.count(a) > 1)
+            t.err(
+                "K0115",
+                f"axis name `{dup}` repeated in mesh `{name}`",
+                node,
+                "repeated",
+                "give each axis a distinct name",
+            )
+            return None
+        return out
