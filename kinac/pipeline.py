@@ -271,11 +271,99 @@ def file_report(db: Database, path: str) -> FileReport:
     return FileReport(path, tuple(diags))
 
 
+# ---------------------------------------------------------------------------- checking
+
+
+@query("solver_budget", stage="read", code=("pipeline",))
+def solver_budget(db: Database, _: tuple[()]) -> int:
+    """Firewall: the one setting the checker reads, so other kina.toml edits re-check nothing."""
+    cfg = config(db, ()).config
+    return cfg.solver_budget_ms if cfg is not None else 2000
+
+
+@query("resolve_name", stage="check", code=("pipeline",))
+def resolve_name(db: Database, key: tuple[str, str]) -> DefnKey | None:
+    """Firewall: which defn ``name`` means in ``file`` (changes only if that answer changes)."""
+    file, name = key
+    for n, ref in scope(db, file):
+        if n == name:
+            return ref
+    return None
+
+
+@query("solve", stage="check", tools=("z3-solver",), code=("check",))
+def solve(db: Database, key: tuple[Any, int]) -> Any:
+    """One canonical, alpha-renamed obligation: solved once for the whole cache."""
+    from kinac.check import solve_formula
+
+    formula, budget_ms = key
+    return solve_formula(formula, budget_ms)
+
+
+class _CheckEnv:
+    """The checker's environment (kinac.check.CheckEnv), answered by queries."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.budget_ms = solver_budget(db, ())
+
+    def lookup(self, file: str, name: str) -> Any:
+        from kinac.check import DefnRef
+
+        ref = resolve_name(self.db, (file, name))
+        if ref is None:
+            return None
+        sig = signature(self.db, ref)
+        return (DefnRef(ref.file, ref.name), sig) if sig is not None else None
+
+    def visible(self, file: str) -> tuple[str, ...]:
+        return tuple(n for n, _ in scope(self.db, file))
+
+    def meshes(self, file: str) -> tuple[Mesh, ...]:
+        idx = file_index(self.db, file)
+        return idx.meshes + tuple(m for imp in idx.imports for m in file_index(self.db, imp).meshes)
+
+    def solve(self, formula: Any) -> Any:
+        return solve(self.db, (formula, self.budget_ms))
+
+    def checked(self, ref: Any) -> Any:
+        return check_defn(self.db, DefnKey(ref.file, ref.name))
+
+    def callees(self, ref: Any) -> Any:
+        return callees(self.db, DefnKey(ref.file, ref.name))
+
+
+@query("callees", stage="check", code=("check", "pipeline"))
+def callees(db: Database, key: DefnKey) -> tuple[Any, ...]:
+    """The defns a defn's body calls (for recursion detection), cached per body."""
+    from kinac.check import calls_of
+
+    d = defn_ast(db, key)
+    return calls_of(key.file, d, _CheckEnv(db)) if d is not None else ()
+
+
+@query("check_defn", stage="check", code=("check", "pipeline", "std"), tools=("z3-solver",))
+def check_defn(db: Database, key: DefnKey) -> Any:
+    """Type-check one defn against its callees' signatures: the per-defn check query."""
+    from kinac.check import DefnRef, find_recursion, primitive_shadow
+    from kinac.check import check_defn as check
+
+    d = defn_ast(db, key)
+    assert d is not None, f"no defn {key}"
+    env = _CheckEnv(db)
+    checked = check(key.file, d, env)
+    extra = [x for x in (primitive_shadow(key.file, d), find_recursion(DefnRef(key.file, key.name), env))
+             if x is not None]
+    if extra:
+        from dataclasses import replace
+
+        checked = replace(checked, body=None, diagnostics=(*checked.diagnostics, *extra))
+    return checked
+
+
 def check_diagnostics(db: Database, key: DefnKey) -> tuple[Diagnostic, ...]:
     """Diagnostics of one defn's type check."""
-    from kinac import pipeline_check
-
-    return pipeline_check.check_defn(db, key).diagnostics
+    return check_defn(db, key).diagnostics  # type: ignore[no-any-return]
 
 
 @query("build", stage="build", code=("pipeline",))
@@ -285,7 +373,10 @@ def build(db: Database, _: tuple[()]) -> BuildReport:
     artifacts: list[tuple[str, str, str]] = []
     cfg = config(db, ()).config
     if cfg is not None and not any(d.is_error for r in reports for d in r.diagnostics):
-        from kinac import pipeline_check
-
-        artifacts.extend(pipeline_check.entry_artifacts(db, cfg))
+        artifacts.extend(entry_artifacts(db, cfg))
     return BuildReport(reports, tuple(artifacts))
+
+
+def entry_artifacts(db: Database, cfg: WorkspaceConfig) -> list[tuple[str, str, str]]:
+    """Artifacts of every entry point (filled in by the lowering stages)."""
+    return []

@@ -87,13 +87,42 @@ def _to_plain(v: Any) -> Any:
     raise TypeError(f"value of type {t.__name__} is not canonically encodable")
 
 
+# Modules that define records, imported on demand when a cached value names a record class that
+# is not registered yet (stages import their heavy modules lazily, so a fresh process may decode
+# a value before the stage that defines its classes was ever imported).
+LAZY_RECORD_MODULES: list[str] = [
+    "kinac.pipeline",
+    "kinac.check",
+    "kinac.ir",
+    "kinac.codegen",
+    "kinac.rt.host",
+]
+_lazy_done = False
+
+
+def _record_class(tag: str) -> type | None:
+    global _lazy_done
+    cls = _RECORDS.get(tag)
+    if cls is None and not _lazy_done:
+        import importlib
+
+        _lazy_done = True
+        for mod in LAZY_RECORD_MODULES:
+            try:
+                importlib.import_module(mod)
+            except ImportError:
+                pass
+        cls = _RECORDS.get(tag)
+    return cls
+
+
 def _from_plain(v: Any) -> Any:
     if isinstance(v, list):
         return tuple(_from_plain(x) for x in v)
     if isinstance(v, dict):
         tag = v.get("$t")
         if tag is not None:
-            cls = _RECORDS.get(tag)
+            cls = _record_class(tag)
             if cls is None:
                 raise CodecError(f"unknown record tag {tag!r}")
             kwargs = {k: _from_plain(x) for k, x in v.items() if k != "$t"}
