@@ -109,7 +109,7 @@ def bind_call_types(
         if n.shown:
             d = n.shown[0]
             detail = f"the argument has {D.evaluate(n.rel.lhs, {})} but {_show(d, env)}"
-        elif n.where is not None:
+        elif n.where is not None and n.code != "K0410":
             detail = explain(sig.where[n.where][1], env)
         else:
             detail = explain(n.rel, env)
@@ -150,6 +150,7 @@ def complete_dims(
     env: dict[str, int] = {k: v for k, v in given.items() if isinstance(v, int)}
     groups = {k: tuple(v) for k, v in given.items() if isinstance(v, tuple)}
     diags: list[Diagnostic] = []
+    failed: set[str] = set()
     progress = True
     while progress:
         progress = False
@@ -164,6 +165,8 @@ def complete_dims(
             lin = D.linear_in(p, x)
             if lin is None:
                 continue
+            if all(c < 0 for _, c in lin[0].terms):
+                lin = (D.neg(lin[0]), D.neg(lin[1]))
             try:
                 a, rest = D.evaluate(lin[0], env), D.evaluate(lin[1], env)
             except DimEvalError:
@@ -171,8 +174,18 @@ def complete_dims(
             if a and (-rest) % a == 0 and -rest // a >= 1:
                 env[x] = -rest // a
                 progress = True
+            elif x not in failed:
+                failed.add(x)
+                diags.append(
+                    error(
+                        "K0802",
+                        f"where clause of `{name}` cannot hold at these dims: `{x}` would be "
+                        f"{D.fmt_quot(D.neg(lin[1]), lin[0])} = {-rest}/{a}, not a positive integer",
+                        at(file, name, _nid, "required here"),
+                    )
+                )
     for v in sig.dim_vars:
-        if v not in env:
+        if v not in env and v not in failed:
             diags.append(
                 error(
                     "K0802",

@@ -240,8 +240,7 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
                 Need(
                     Rel("dvd", a_, target),
                     "K0410",
-                    f"`{st.var}` of `{callee}` is fixed by {src} as "
-                    f"({D.fmt_infix(target)})/({D.fmt_infix(a_)})",
+                    f"`{st.var}` of `{callee}` is fixed by {src} as {D.fmt_quot(target, a_)}",
                     pi,
                     wi,
                 )

@@ -198,7 +198,7 @@ def div(a: Poly, b: Poly) -> Poly:
     g = gcd(content(a), content(b))
     if g > 1:
         a, b = scale_down(a, g), scale_down(b, g)
-    key = f"({fmt_infix(a)})/({fmt_infix(b)})"
+    key = fmt_quot(a, b)
     return Poly(((((Div(a, b, key), 1),), 1),))
 
 
@@ -334,6 +334,16 @@ def fmt_infix(p: Poly) -> str:
         else:
             out += (" - " if c < 0 else " + ") + t
     return out
+
+
+def _paren(p: Poly) -> str:
+    t = fmt_infix(p)
+    return t if as_var(p) is not None or as_const(p) is not None else f"({t})"
+
+
+def fmt_quot(a: Poly, b: Poly) -> str:
+    """``a/b`` with parentheses only around compound sides: ``D/H``, ``(N - 1)/2``."""
+    return f"{_paren(a)}/{_paren(b)}"
 
 
 def _fmt_atom_kina(a: Atom) -> str:

@@ -15,6 +15,7 @@ from kinac.check import dims as D
 from kinac.check.calls import instantiate
 from kinac.check.codes import at, error
 from kinac.check.formula import Rel
+from kinac.check.module import primitive_shadow
 from kinac.check.oblig import Prover, fmt_rel
 from kinac.check.prims import Prim, find
 from kinac.check.prims.base import PRIMS, REQ
@@ -71,6 +72,7 @@ class _Checker:
             frozenset(self.sig.dtype_vars),
             self.diags,
         )
+        self.st.is_tensor = lambda n: n in self.scope
 
     def label(self, nid: int, msg: str = "") -> Label:
         return at(self.file, self.name, nid, msg)
@@ -89,6 +91,9 @@ class _Checker:
 
     def run(self) -> CheckedDefn:
         body: TExpr | None = None
+        shadow = primitive_shadow(self.file, self.defn)
+        if shadow is not None:
+            self.diags.append(shadow)
         if self.sig.ok:
             self._check_meshes()
             try:
@@ -277,7 +282,7 @@ class _Checker:
         ok = True
         for j, (x, y) in enumerate(zip(gs.dims, ws.dims, strict=True)):
             if x != y:
-                ok = (
+                ok = ok and (
                     self.require(
                         Rel("eq", x, y),
                         "K0411",

@@ -90,6 +90,10 @@ def solve_formula(formula: Formula, budget_ms: int) -> SolveResult:
     return SolveResult("refuted", tuple(sorted(model.items())))
 
 
+def _natural(name: str) -> tuple[int, str]:
+    return (int(name[1:]), name) if name[1:].isdigit() else (1 << 30, name)
+
+
 def _values(tr: _Tr, m: Any) -> dict[str, int]:
     return {n: m.eval(v, model_completion=True).as_long() for n, v in tr.vars.items()}
 
@@ -104,9 +108,12 @@ def _minimise(
     opt = z3.Optimize()
     opt.set("timeout", max(1, left_ms // 2))
     opt.add(*cs)
+    opt.set("priority", "lex")
     opt.minimize(total)
+    for name in sorted(tr.vars, key=_natural):
+        opt.minimize(tr.vars[name])  # ties broken per variable: the answer is unique
     if opt.check() == z3.sat:
-        model = _values(tr, opt.model())
+        return _values(tr, opt.model())
     left = left_ms - int((time.monotonic() - t0) * 1000)
     # Tighten further with the plain solver (Optimize may stop early on nonlinear residues).
     s = z3.Solver()

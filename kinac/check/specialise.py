@@ -221,6 +221,17 @@ class _Emitter:
             ctx_dt = self.dtype(e.attr("to"), c.dts)
         dev = next((t.device for t in strong), self.default)
         idx = [self.materialise(a, ctx_dt, dev) for a in args]
+        devs = {self.nodes[i].type.device for i in idx}
+        if len(devs) > 1 and e.op not in ("to_device", "to_host"):
+            raise _Abort(
+                error(
+                    "K0803",
+                    f"`{e.op}` mixes placements at specialisation: {' and '.join(sorted(devs))}",
+                    at(c.ref.file, c.ref.name, e.nid),
+                    help="annotate the values with the same placement, or move one with "
+                    "to-device / to-host",
+                )
+            )
         vals = {k: self.concrete_attr(v, c) for k, v in e.attrs}
         cargs = CArgs([self.nodes[i].type for i in idx], vals, self.default)
         try:
@@ -233,18 +244,6 @@ class _Emitter:
         dev = t.device or self.default
         if dev != t.device:
             t = TType(t.dtype, t.shape, dev)
-        for i in idx:
-            at_dev = self.nodes[i].type.device
-            if at_dev != dev and e.op not in ("to_device", "to_host"):
-                raise _Abort(
-                    error(
-                        "K0803",
-                        f"`{e.op}` mixes placements at specialisation: {at_dev} and {dev}",
-                        at(c.ref.file, c.ref.name, e.nid),
-                        help="annotate the values with the same placement, or move "
-                        "one with to-device / to-host",
-                    )
-                )
         if e.op == "matmul" and len(self.nodes[idx[0]].type.shape) == 1:
             return self.vecmat(idx, t)
         self.nodes.append(make_node(e.op, tuple(idx), t, **gattrs))

@@ -7,6 +7,7 @@ dims, integers, dtypes, placements) and reports what does not fit (K0207, K0302)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kinac.check import dims as D
@@ -41,6 +42,7 @@ class Statics:
         self.dims, self.groups, self.dtype_vars = dims, groups, dtype_vars
         self.diags = diags
         self.divs: list[tuple[Rel, int]] = []
+        self.is_tensor: Callable[[str], bool] = lambda _name: False
 
     def bad(self, code: str, msg: str, nid: int, help: str | None = None) -> Bad:
         self.diags.append(error(code, msg, at(self.file, self.defn, nid), help=help))
@@ -59,6 +61,13 @@ class Statics:
         if isinstance(e, ast.Var):
             if e.name in self.dims:
                 return D.var(e.name)
+            if self.is_tensor(e.name):
+                raise self.bad(
+                    "K0207",
+                    f"`{e.name}` is a tensor, but a dimension is expected here",
+                    e.nid,
+                    help="pass a dimension: an integer or a dimension variable of the signature",
+                )
             raise self.bad(
                 "K0302",
                 f"unknown dimension variable `{e.name}`",

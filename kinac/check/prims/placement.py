@@ -81,11 +81,14 @@ register(
 )
 
 
-def _reshard_rule(rc: RuleCtx, a: Args) -> SType | None:
-    t = a.t[0]
-    if not _tensor_only(rc, t, "reshard"):
-        return None
-    return SType(t.dtype, SShape(t.shape.group, t.shape.dims), t.device, a.v["annots"])
+def _reshard_rule(name: str) -> Any:
+    def rule(rc: RuleCtx, a: Args) -> SType | None:
+        t = a.t[0]
+        if not _tensor_only(rc, t, name):
+            return None
+        return SType(t.dtype, SShape(t.shape.group, t.shape.dims), t.device, a.v["annots"])
+
+    return rule
 
 
 def _identity_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
@@ -102,7 +105,7 @@ for _name in ("reshard", "all-reduce", "all-gather", "reduce-scatter", "all-to-a
             "identity",
             (("x", "tensor"), ("annots", "annots")),
             (),
-            _reshard_rule,
+            _reshard_rule(_name),
             _identity_concrete,
             "placement",
             doc="changes sharding only (checked in a later issue)",

@@ -1,0 +1,228 @@
+"""A concrete shape interpreter of the AST: evaluate a defn's types at integer dims.
+
+Why: it is the independent referee of the symbolic checker. It never builds an obligation or
+calls a solver: it reads the program like the checker does, but evaluates every shape with
+integers and runs each primitive's *concrete* evaluator. The tests use it to confirm that a
+counterexample really breaks the program, and that well-typed programs never fail at any dims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kinac.check import dims as D
+from kinac.check.bind import bind_call_types
+from kinac.check.dims import DimEvalError
+from kinac.check.prims.base import CArgs, ShapeError, find
+from kinac.check.protocol import CheckEnv
+from kinac.check.sig import DefnRef, analyse
+from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
+from kinac.check.types import WEAK_F, WEAK_I, SShape
+from kinac.diag.model import Diagnostic
+from kinac.reader import ast
+from kinac.tir.graph import DTYPES, TType
+
+
+class ConcreteError(Exception):
+    """The program fails at these dims (the message says where and why)."""
+
+
+class DefnSource(CheckEnv, Protocol):
+    """A checking environment that can also give a defn's AST (for calls)."""
+
+    def defn(self, ref: DefnRef) -> ast.Defn | None: ...
+
+
+def eval_defn(
+    file: str,
+    defn: ast.Defn,
+    dims: Mapping[str, int | tuple[int, ...]],
+    dtypes: Mapping[str, str],
+    env: DefnSource,
+    default_device: str = "cpu",
+    depth: int = 0,
+) -> TType:
+    """The result type of ``defn`` at ``dims`` (groups as ``..b``) and ``dtypes``; raises
+    :class:`ConcreteError` when any primitive, call or ascription fails."""
+    if depth > 64:
+        raise ConcreteError("call depth exceeded (recursion)")
+    sig = analyse(file, defn.signature)
+    denv = {k: v for k, v in dims.items() if isinstance(v, int)}
+    groups = {k: tuple(v) for k, v in dims.items() if isinstance(v, tuple)}
+    ev = _Eval(file, defn, denv, groups, dict(dtypes), env, default_device, depth)
+    scope: dict[str, TType] = {}
+    for p in sig.params:
+        if p.type is not None:
+            scope[p.name] = ev.ttype(p.type.dtype, p.type.shape, p.type.device or default_device)
+    out = ev.expr(defn.body, scope)
+    ret = ev.ttype(sig.ret.dtype, sig.ret.shape, "")
+    ev.same(out, ret, "the result")
+    return out
+
+
+class _Eval:
+    def __init__(
+        self,
+        file: str,
+        defn: ast.Defn,
+        denv: dict[str, int],
+        groups: dict[str, tuple[int, ...]],
+        dts: dict[str, str],
+        env: DefnSource,
+        default_device: str,
+        depth: int,
+    ) -> None:
+        self.file, self.defn, self.denv, self.groups, self.dts = file, defn, denv, groups, dts
+        self.env, self.default, self.depth = env, default_device, depth
+        sig = analyse(file, defn.signature)
+        self.st = Statics(
+            file,
+            defn.name,
+            frozenset(sig.dim_vars),
+            frozenset(sig.groups),
+            frozenset(sig.dtype_vars),
+            [],
+        )
+
+    def num(self, p: D.Poly) -> int:
+        try:
+            return D.evaluate(p, self.denv)
+        except DimEvalError as e:
+            raise ConcreteError(str(e)) from None
+
+    def shape(self, s: SShape) -> tuple[int, ...]:
+        lead: tuple[int, ...] = ()
+        if s.group is not None:
+            if s.group not in self.groups:
+                raise ConcreteError(f"group {s.group} has no value")
+            lead = self.groups[s.group]
+        return lead + tuple(self.num(d) for d in s.dims)
+
+    def ttype(self, dtype: str, s: SShape, device: str) -> TType:
+        return TType(self.dts.get(dtype, dtype), self.shape(s), device)
+
+    def same(self, got: TType, want: TType, what: str) -> None:
+        if got.dtype in (WEAK_F, WEAK_I):
+            if want.shape != () or want.dtype in ("i32", "i64", "bool") and got.dtype == WEAK_F:
+                raise ConcreteError(f"{what}: a scalar literal is not {want}")
+            return
+        if got.shape != want.shape or got.dtype != want.dtype:
+            raise ConcreteError(
+                f"{what} is {got.dtype}{list(got.shape)}, not {want.dtype}{list(want.shape)}"
+            )
+        if want.device and got.device != want.device:
+            raise ConcreteError(f"{what} is on {got.device}, not {want.device}")
+
+    def static(self, f: Any) -> Any:
+        try:
+            return f()
+        except Bad:
+            raise ConcreteError("malformed static argument") from None
+
+    def expr(self, e: ast.Expr, scope: dict[str, TType]) -> TType:
+        if isinstance(e, ast.Var):
+            if e.name in scope:
+                return scope[e.name]
+            if e.name in self.denv:
+                return TType(WEAK_I, (), "")
+            if e.name in FLOAT_CONSTS:
+                return TType(WEAK_F, (), "")
+            raise ConcreteError(f"unknown name {e.name}")
+        if isinstance(e, ast.Num):
+            return TType(WEAK_F if e.is_float else WEAK_I, (), "")
+        if isinstance(e, ast.Let):
+            inner = dict(scope)
+            for b in e.bindings:
+                inner[b.name] = self.expr(b.value, inner)
+            return self.expr(e.body, inner)
+        if isinstance(e, ast.The):
+            from kinac.check.convert import TypeConv
+
+            t = TypeConv(self.file, self.defn.name, None).type(e.type)
+            got = self.expr(e.expr, scope)
+            self.same(got, self.ttype(t.dtype, t.shape, ""), "the ascribed expression")
+            return got
+        if isinstance(e, ast.Call):
+            return self.call(e, scope)
+        raise ConcreteError("not a value")
+
+    def call(self, e: ast.Call, scope: dict[str, TType]) -> TType:
+        p = find(e.head, len(e.args), {k.key for k in e.kwargs})
+        if p is None:
+            return self.defn_call(e, scope)
+        ts: list[TType] = []
+        vals: dict[str, Any] = {}
+        pos = list(e.args)
+        i = 0
+        for name, kind in p.args:
+            if kind == "annots":
+                vals[name] = self.static(lambda rest=tuple(pos[i:]): self.st.shards(rest))
+                i = len(pos)
+            elif kind.endswith("?"):
+                vals[name] = self.static(lambda a=pos[i]: self.st.device(a)) if i < len(pos) else ""
+                i += 1
+            elif kind == "tensor":
+                ts.append(self.expr(pos[i], scope))
+                i += 1
+            elif kind == "tensors":
+                items = pos[i].items if isinstance(pos[i], ast.ListLit) else ()
+                ts.extend(self.expr(x, scope) for x in items)
+                i += 1
+            else:
+                vals[name] = self.conv(kind, pos[i])
+                i += 1
+        kws = {k.key: k.value for k in e.kwargs}
+        for k, kind, default in p.kwargs:
+            vals[k] = self.conv(kind, kws[k]) if k in kws else default
+        try:
+            t, _attrs = p.concrete(CArgs(ts, vals, self.default))
+        except ShapeError as ex:
+            raise ConcreteError(f"{e.head}: {ex}") from None
+        return t
+
+    def conv(self, kind: str, a: ast.Expr) -> Any:
+        st = self.st
+        if kind == "shape":
+            return self.shape(self.static(lambda: st.shape(a)))
+        if kind in ("dim", "dim0"):
+            return self.num(self.static(lambda: st.dim(a, allow_zero=kind == "dim0")))
+        if kind == "scalar":
+            v = self.static(lambda: st.scalar(a))
+            return self.num(v) if isinstance(v, D.Poly) else v
+        if kind == "dtype":
+            dt = self.static(lambda: st.dtype(a))
+            return self.dts.get(dt, dt)
+        fn = {"int": st.int_, "ints": st.ints, "bool": st.bool_, "device": st.device}[kind]
+        return self.static(lambda: fn(a))
+
+    def defn_call(self, e: ast.Call, scope: dict[str, TType]) -> TType:
+        found = self.env.lookup(self.file, e.head)
+        if found is None:
+            raise ConcreteError(f"unknown function {e.head}")
+        ref, sig_ast = found
+        callee = self.env.defn(ref)
+        if callee is None or len(e.args) != len(sig_ast.params):
+            raise ConcreteError(f"bad call of {e.head}")
+        tensors: list[TType] = []
+        dim_args: dict[str, int] = {}
+        for p, a in zip(sig_ast.params, e.args, strict=True):
+            if p.is_dim:
+                dim_args[p.name] = self.num(self.static(lambda a=a: self.st.dim(a)))
+            else:
+                t = self.expr(a, scope)
+                if t.dtype in (WEAK_F, WEAK_I):
+                    t = TType(
+                        "f32" if p.type is None or p.type.dtype not in DTYPES else p.type.dtype,
+                        (),
+                        self.default,
+                    )
+                tensors.append(t)
+        b = bind_call_types(ref.file, sig_ast, tuple(tensors), dim_args)
+        if isinstance(b, tuple):
+            raise ConcreteError(
+                f"call of {e.head}: " + "; ".join(d.message for d in b if isinstance(d, Diagnostic))
+            )
+        return eval_defn(
+            ref.file, callee, dict(b.dims), dict(b.dtypes), self.env, self.default, self.depth + 1
+        )

@@ -1,0 +1,174 @@
+"""Snapshot tests of the checker (tests/golden/check): ill-typed programs with their rendered
+diagnostics, well-typed ones with their inferred types and graphs; corpus coverage of every
+code and primitive; and counterexample validity, judged by the concrete interpreter."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from check_golden import GOLDEN, golden_compare, run_case
+
+from kinac.check import CODES, DefnRef
+from kinac.check.concrete import ConcreteError, eval_defn
+from kinac.check.formula import holds
+from kinac.check.prims.base import PRIMS
+from kinac.check.sig import analyse
+from kinac.diag.model import NodeRef
+from kinac.reader import ast
+
+BAD = sorted((GOLDEN / "bad").glob("*.kina"))
+GOOD = sorted((GOLDEN / "good").glob("*.kina"))
+_CACHE: dict = {}
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
+def test_ill_typed(path: Path) -> None:
+    out, diags, _ws = run_case(path, _CACHE)
+    assert any(d.is_error for d in diags), path.name
+    golden_compare(path, out)
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.stem)
+def test_well_typed(path: Path) -> None:
+    out, diags, _ws = run_case(path, _CACHE)
+    assert diags == [], out
+    golden_compare(path, out)
+
+
+def _heads(e: ast.Expr, out: set[str]) -> None:
+    if isinstance(e, ast.Call):
+        out.add(e.head)
+        for a in (*e.args, *(k.value for k in e.kwargs)):
+            _heads(a, out)
+    elif isinstance(e, ast.Let):
+        for b in e.bindings:
+            _heads(b.value, out)
+        _heads(e.body, out)
+    elif isinstance(e, ast.The):
+        _heads(e.expr, out)
+    elif isinstance(e, ast.ListLit):
+        for it in e.items:
+            _heads(it, out)
+
+
+def test_corpus_size_and_coverage() -> None:
+    assert len(BAD) >= 40 and len(GOOD) >= 20
+    codes: set[str] = set()
+    bad_heads: set[str] = set()
+    good_heads: set[str] = set()
+    for path in BAD:
+        _out, diags, ws = run_case(path, _CACHE)
+        codes |= {d.code for d in diags}
+        for d in ws.env.file(path.name).defns:
+            _heads(d.body, bad_heads)
+    for path in GOOD:
+        ws = run_case(path, _CACHE)[2]
+        for d in ws.env.file(path.name).defns:
+            _heads(d.body, good_heads)
+    for d in ws.env.file("@kinac/std/nn.kina").defns:
+        _heads(d.body, good_heads)
+    assert set(CODES) <= codes, sorted(set(CODES) - codes)
+    assert set(PRIMS) <= bad_heads, sorted(set(PRIMS) - bad_heads)
+    missing_good = set(PRIMS) - good_heads - {"all-gather", "reduce-scatter", "all-to-all"}
+    assert not missing_good, sorted(missing_good)
+
+
+def test_prelude_checks_clean() -> None:
+    ws = run_case(GOOD[0], _CACHE)[2]
+    checked = ws.env.check_file("@kinac/std/nn.kina")
+    names = {c.ref.name for c in checked}
+    assert {"rms-norm", "layer-norm", "swiglu", "rope", "causal-mask"} <= names
+    for c in checked:
+        assert c.ok, (c.ref.name, c.diagnostics)
+        assert c.sig.dtype_vars in ((), ("T",))
+
+
+# ---------------------------------------------------------------- counterexample validity
+
+
+def _complete(sig, fixed: dict[str, int]) -> dict[str, int] | None:
+    """Values for the defn's other dims (1..8) that satisfy its assumptions, if any."""
+    free = [v for v in sig.dim_vars if v not in fixed]
+    for combo in itertools.product(range(1, 9), repeat=min(len(free), 4)):
+        env = dict(fixed)
+        env.update(zip(free, combo, strict=False))
+        for v in free[4:]:
+            env[v] = 1
+        try:
+            if all(holds(r, env) for r in sig.assumptions):
+                return env
+        except Exception:
+            continue
+    return None
+
+
+def _refuted_cases() -> list[tuple[Path, int]]:
+    out = []
+    for path in BAD:
+        _o, diags, _ws = run_case(path, _CACHE)
+        for i, d in enumerate(diags):
+            if d.counterexample is not None:
+                out.append((path, i))
+    return out
+
+
+REFUTED = _refuted_cases()
+
+
+def test_enough_refutations() -> None:
+    assert len(REFUTED) >= 20
+
+
+@pytest.mark.parametrize("path,i", REFUTED, ids=lambda x: x.stem if isinstance(x, Path) else str(x))
+def test_counterexample_breaks_the_program(path: Path, i: int) -> None:
+    _o, diags, ws = run_case(path, _CACHE)
+    d = diags[i]
+    loc = d.primary.loc
+    assert isinstance(loc, NodeRef)
+    defn = ws.env.defn(DefnRef(loc.file, loc.defn))
+    assert defn is not None
+    sig = analyse(loc.file, defn.signature)
+    cex = dict(d.counterexample or ())
+    # the counterexample satisfies the assumptions (all dims >= 1)
+    assert all(v >= 1 for v in cex.values())
+    env = _complete(sig, cex)
+    assert env is not None, f"no completion of {cex} satisfies the assumptions"
+    dims: dict[str, int | tuple[int, ...]] = dict(env)
+    for g in sig.groups:
+        dims[g] = (2,)
+    dtypes = {t: "f32" for t in sig.dtype_vars}
+    with pytest.raises(ConcreteError):
+        eval_defn(loc.file, defn, dims, dtypes, ws.env)
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.stem)
+def test_well_typed_evaluate_concretely(path: Path) -> None:
+    _o, _d, ws = run_case(path, _CACHE)
+    pf = ws.env.file(path.name)
+    for defn in pf.defns:
+        sig = analyse(path.name, defn.signature)
+        for seed in range(3):
+            base = {v: 2 + (hash((v, seed)) % 3) for v in sig.dim_vars}
+            env = _complete(sig, {}) if seed == 0 else None
+            if env is None:
+                env = _search(sig, base)
+            if env is None:
+                continue
+            dims: dict[str, int | tuple[int, ...]] = dict(env)
+            for g in sig.groups:
+                dims[g] = (2, 3)[: seed % 3]
+            dtypes = {t: "f32" for t in sig.dtype_vars}
+            eval_defn(path.name, defn, dims, dtypes, ws.env)
+
+
+def _search(sig, base: dict[str, int]) -> dict[str, int] | None:
+    for scale in range(1, 6):
+        env = {v: b * scale for v, b in base.items()}
+        try:
+            if all(holds(r, env) for r in sig.assumptions):
+                return env
+        except Exception:
+            continue
+    return None
