@@ -132,10 +132,18 @@ NOOP8 = """
 
 NOOP8_ARGS = ("ptr", "ptr", "ptr", "ptr", "u32", "i32", "f32", "u64")
 
+# noop0: no parameters, no work (the reference "empty kernel launch")
+NOOP0 = """
+.visible .entry noop0()
+{
+    ret;
+}
+"""
 
-def test_kernels_ptx() -> str:
-    """One PTX module with fill_u32, axpy_f32, scale_add_f32 and noop8."""
-    return PTX_HEADER + FILL_U32 + AXPY_F32 + SCALE_ADD_F32 + NOOP8
+
+def hand_kernels_ptx() -> str:
+    """One PTX module with fill_u32, axpy_f32, scale_add_f32, noop8 and noop0."""
+    return PTX_HEADER + FILL_U32 + AXPY_F32 + SCALE_ADD_F32 + NOOP8 + NOOP0
 
 
 # copy_v4(dst, src, n): dst[i] = src[i] for i < n 16-byte vectors; four vectors in flight per

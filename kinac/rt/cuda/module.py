@@ -72,7 +72,10 @@ def load_module(ptx: str | bytes) -> Module:
         return mod
     d = driver.api()
     buf = ctypes.create_string_buffer(data)  # NUL-terminated copy
-    res = d.cuModuleLoadData(ctypes.addressof(buf))
+    try:
+        res = d.cuModuleLoadData(ctypes.addressof(buf))
+    except TypeError:  # bindings that want a buffer, not an address
+        res = d.cuModuleLoadData(data + b"\0")
     if res[0] != driver.OK:
         raise driver.make_error("cuModuleLoadData", res[0], _ptxas_log(data, dev.arch))
     mod = _modules[key] = Module(res[1], key[1])

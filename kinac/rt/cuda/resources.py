@@ -100,8 +100,11 @@ class AsyncResource(CudaResource):
         dev = get_device()
         pool = driver.check("cuDeviceGetDefaultMemPool", d.cuDeviceGetDefaultMemPool(dev.cu_device))
         attr = d.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-        value = d.cuuint64_t(release_threshold)
-        driver.check("cuMemPoolSetAttribute", d.cuMemPoolSetAttribute(pool, attr, value))
+        try:
+            res = d.cuMemPoolSetAttribute(pool, attr, d.cuuint64_t(release_threshold))
+        except TypeError:  # bindings that take a plain int
+            res = d.cuMemPoolSetAttribute(pool, attr, release_threshold)
+        driver.check("cuMemPoolSetAttribute", res)
         self.release_threshold = release_threshold
 
     def allocate(self, nbytes: int, stream: int = 0) -> int:

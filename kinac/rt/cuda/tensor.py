@@ -216,7 +216,7 @@ class Tensor:
         if not self.is_cuda:
             span = self._span_bytes()
             buf = (ctypes.c_uint8 * max(span, 1)).from_address(self.ptr)
-            flat = np.frombuffer(buf, dtype=np.uint8)[:span].view(npdt)
+            flat = np.frombuffer(memoryview(buf), dtype=np.uint8)[:span].view(npdt)
             item = npdt.itemsize
             return np.lib.stride_tricks.as_strided(
                 flat, shape=self.shape, strides=tuple(s * item for s in self.strides)

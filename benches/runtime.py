@@ -1,0 +1,320 @@
+"""CUDA runtime bench: allocation latency, launch host cost, graph replay, bandwidth.
+
+# kinac-bench: gpu   (scripts/gpu.sh runs every bench carrying this line, with --gpu)
+
+In one run, each against a reference measured in the same process:
+  * pool allocate+free latency (1 MiB, and a mixed-size sequence) vs PyTorch's caching
+    allocator (``torch.cuda.caching_allocator_alloc``/``_delete``); goal: no slower;
+  * host cost of one eager launch with 8 arguments through a pre-packed :class:`Launch`
+    (bindings and ctypes paths; unchanged arguments and one pointer changing) vs a plain
+    cuda-bindings launch; goal < 5 us;
+  * host cost per kernel when a 100-kernel sequence is replayed as a CUDA graph; goal < 1 us;
+  * a 16-byte-vector grid-stride copy kernel (PTX from llvmlite) vs a device-to-device copy;
+    goal >= 90% of the copy's bandwidth (bytes read + written).
+
+Writes ``$OUT/runtime_bench.md`` (a markdown table, also printed) and ``$OUT/runtime_bench.json``.
+Usage: PYTHONPATH=. python3 benches/runtime.py --gpu [--out DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kinac.codegen.ptx_testkernels import NOOP8_ARGS, copy_v4_ptx  # noqa: E402
+from kinac.rt import cuda  # noqa: E402
+from kinac.rt.cuda import soak  # noqa: E402
+from kinac.rt.cuda.driver import api, check  # noqa: E402
+from kinac.rt.cuda.testing import Row, TestKernels, per_call_us, read_u32, row, table  # noqa: E402
+
+MiB = 1 << 20
+
+
+def bench_alloc(torch: Any, s: cuda.Stream, quick: bool) -> list[Row]:
+    import random
+
+    h = s.handle
+    rng = random.Random(3)
+    full = [soak.mixed_size(rng) for _ in range(2000)]
+    work = {
+        "1 MiB": [MiB] * 1000,
+        "mixed < 4 MiB": [n for n in full if n < 4 * MiB][:1000],
+        "mixed incl. 4-64 MiB": full[:1000],
+    }
+    keep = cuda.GrowthPolicy(release_large_on_miss=False)
+    allocs: dict[str, tuple[Callable[[int, int], int], Callable[[int, int, int], None]]] = {}
+    for name, res in (
+        ("pool", cuda.PoolResource(cuda.CudaResource(), order=cuda.order_streams)),
+        (
+            "pool (keep large)",
+            cuda.PoolResource(cuda.CudaResource(), keep, order=cuda.order_streams),
+        ),
+        ("async", cuda.AsyncResource()),
+    ):
+        allocs[name] = (res.allocate, res.deallocate)
+    if torch is not None:
+        ts = torch.cuda.ExternalStream(h)
+        talloc, tdel = torch.cuda.caching_allocator_alloc, torch.cuda.caching_allocator_delete
+        allocs["torch"] = (lambda n, _h: talloc(n, 0, ts), lambda p, _n, _h: tdel(p))
+    batches = 5 if quick else 15
+    out: dict[tuple[str, str], float] = {}
+    for wname, sizes in work.items():
+        for aname, (a, f) in allocs.items():
+
+            def run(a: Any = a, f: Any = f, sizes: list[int] = sizes) -> None:
+                for n in sizes:
+                    f(a(n, h), n, h)
+
+            run()  # warm the caches
+            out[(aname, wname)] = per_call_us(run, 1, batches) / len(sizes)
+    s.synchronize()
+    rows = []
+    for wname in work:
+        ref = out.get(("torch", wname))
+        tr = "torch caching allocator"
+        goal = "info" if "incl." in wname else "<= 1.0x"
+        rows.append(row(f"pool alloc+free, {wname}", out[("pool", wname)], "us", ref, tr, goal))
+        for aname in ("pool (keep large)", "async"):
+            v = out[(aname, wname)]
+            rows.append(row(f"{aname} alloc+free, {wname}", v, "us", ref, tr, "info"))
+    return rows
+
+
+def bench_launch(k: TestKernels, s: cuda.Stream, quick: bool) -> tuple[list[Row], cuda.Launch]:
+    d = api()
+    res = cuda.CudaResource()
+    ptrs = [res.allocate(4096) for _ in range(5)]
+    args_a = (ptrs[0], ptrs[1], ptrs[2], ptrs[3], 7, -3, 1.5, 12345)
+    args_b = (ptrs[4], *args_a[1:])
+    calls, batches = (300, 10) if quick else (500, 30)
+    sync = s.synchronize
+    out: dict[str, float] = {}
+    launches = {}
+    for path in ("bindings", "ctypes"):
+        L = k.noop8_kernel.prepare(NOOP8_ARGS, 1, 32, args=args_a, path=path)
+        launches[path] = L
+        L(s)
+        out[f"{path}_same"] = per_call_us(lambda L=L: L(s), calls, batches, sync)
+        flip = [args_a, args_b]
+
+        def changing(L: cuda.Launch = L, flip: list[tuple[Any, ...]] = flip) -> None:
+            flip.reverse()
+            L(s, *flip[0])
+
+        out[f"{path}_changing"] = per_call_us(changing, calls, batches, sync)
+    noop0 = k.module.function("noop0").handle
+    f = d.cuLaunchKernel
+    cs = s.cu
+    out["raw_empty"] = per_call_us(
+        lambda: check("cuLaunchKernel", f(noop0, 1, 1, 1, 32, 1, 1, 0, cs, None, 0)),
+        calls,
+        batches,
+        sync,
+    )
+    c = ctypes
+    types = (c.c_void_p,) * 4 + (c.c_uint32, c.c_int32, c.c_float, c.c_uint64)
+    fn8 = k.noop8_kernel.handle
+    try:
+        out["raw_tuple8"] = per_call_us(
+            lambda: check("cuLaunchKernel", f(fn8, 1, 1, 1, 32, 1, 1, 0, cs, (args_a, types), 0)),
+            calls,
+            batches,
+            sync,
+        )
+    except Exception as e:  # noqa: BLE001 - reference only
+        print("tuple-args reference failed:", e)
+    ref, rn = out["raw_empty"], "cuda-bindings empty launch"
+    rows = []
+    for path in ("bindings", "ctypes"):
+        for key, what in (("same", "pre-packed"), ("changing", "1 pointer changed")):
+            v = out[f"{path}_{key}"]
+            rows.append(
+                row(f"eager launch, 8 args {what} ({path})", v, "us", ref, rn, "< 5 us", 5.0)
+            )
+    if "raw_tuple8" in out:
+        v = out["raw_tuple8"]
+        rows.append(row("cuda-bindings launch, 8 args as a tuple", v, "us", ref, rn, "info"))
+    for p in ptrs:
+        res.deallocate(p)
+    return rows, launches["bindings"]
+
+
+def bench_graph(k: TestKernels, s: cuda.Stream, launch: cuda.Launch, quick: bool) -> list[Row]:
+    K = 100
+    g = cuda.capture(lambda st: [launch(st) for _ in range(K)] and None, s, name="bench-100-noops")
+    reps = 20 if quick else 50
+    g.replay()
+    s.synchronize()
+    host = per_call_us(g.replay, 10, reps, s.synchronize) / K
+    e0, e1 = cuda.Event(), cuda.Event()
+    e0.record(s)
+    for _ in range(20):
+        g.replay()
+    e1.record(s)
+    e1.synchronize()
+    dev = e0.elapsed_ms(e1) * 1e3 / (20 * K)
+    e0.record(s)
+    for _ in range(20 * K):
+        launch(s)
+    e1.record(s)
+    e1.synchronize()
+    eager_dev = e0.elapsed_ms(e1) * 1e3 / (20 * K)
+    g.close()
+    return [
+        row(
+            "graph replay, host cost per kernel (100 kernels)",
+            host,
+            "us",
+            None,
+            "",
+            "< 1 us",
+            1.0,
+        ),
+        row(
+            "graph replay, device time per kernel",
+            dev,
+            "us",
+            eager_dev,
+            "eager launches, device time per kernel",
+            "info",
+        ),
+    ]
+
+
+def bench_bandwidth(k: TestKernels, s: cuda.Stream, torch: Any, quick: bool) -> list[Row]:
+    d = api()
+    nbytes = (256 if quick else 1024) * MiB
+    res = cuda.CudaResource()
+    src, dst = res.allocate(nbytes), res.allocate(nbytes)
+    mod = cuda.load_module(copy_v4_ptx(k.device.arch))
+    kern = mod.function("copy_v4")
+    n16 = nbytes // 16
+    sm = k.device.sm_count
+    reps = 10 if quick else 30
+    e0, e1 = cuda.Event(), cuda.Event()
+
+    def timed(fn: Callable[[], None]) -> float:
+        for _ in range(3):
+            fn()
+        ms = []
+        for _ in range(reps):
+            e0.record(s)
+            fn()
+            e1.record(s)
+            e1.synchronize()
+            ms.append(e0.elapsed_ms(e1))
+        return 2 * nbytes / (statistics.median(ms) * 1e-3) / 1e12
+
+    configs = [(sm * 4, 512), (sm * 8, 256), (sm * 16, 256), (sm * 2, 1024), (sm * 32, 128)]
+    best = (0.0, "")
+    for grid, block in configs:
+        L = kern.prepare(("ptr", "ptr", "u64"), grid, block, args=(dst, src, n16))
+        tbs = timed(lambda L=L: L(s))
+        if tbs > best[0]:
+            best = (tbs, f"grid {grid} x {block}")
+    memcpy = timed(lambda: check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(dst, src, nbytes, s.cu)))
+    k.fill(src, nbytes // 4, 0x1234567, s)
+    k.fill(dst, nbytes // 4, 0xDEAD, s)
+    kern.prepare(("ptr", "ptr", "u64"), sm * 8, 256, args=(dst, src, n16))(s)
+    got = read_u32(dst, nbytes // 4, s)
+    copy_ok = bool((got == 0x1234567).all())
+    rows = [
+        row(
+            f"copy_v4 bandwidth (llvmlite PTX, {best[1]}), copy verified={copy_ok}",
+            best[0],
+            "TB/s",
+            memcpy,
+            "cuMemcpyDtoDAsync",
+            ">= 0.9x",
+        ),
+    ]
+    if torch is not None:
+        a = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+        b = torch.empty_like(a)
+        ts = torch.cuda.ExternalStream(s.handle)
+        with torch.cuda.stream(ts):
+            tcopy = timed(lambda: b.copy_(a))
+        rows.append(
+            row(
+                "copy_v4 bandwidth (best config)",
+                best[0],
+                "TB/s",
+                tcopy,
+                "torch copy_ (device to device)",
+                ">= 0.9x",
+            )
+        )
+        del a, b
+    res.deallocate(src)
+    res.deallocate(dst)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpu", action="store_true", help="run (this bench is GPU-only)")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if not cuda.available():
+        print(f"runtime bench: no GPU ({cuda.unavailable_reason()}); nothing to do")
+        return 0
+    try:
+        import torch
+
+        torch.cuda.init()
+    except Exception as e:  # noqa: BLE001 - the references that need torch are skipped
+        print("torch unavailable:", e)
+        torch = None
+    dev = cuda.get_device()
+    k = TestKernels()
+    s = cuda.Stream()
+    rows: list[Row] = []
+    errors: list[str] = []
+
+    def section(name: str, fn: Callable[[], list[Row]]) -> None:
+        try:
+            rows.extend(fn())
+        except Exception as e:  # noqa: BLE001 - report it and go on with the other sections
+            import traceback
+
+            traceback.print_exc()
+            errors.append(f"{name}: {type(e).__name__}: {e}")
+
+    section("alloc", lambda: bench_alloc(torch, s, a.quick))
+    launch_ref: list[cuda.Launch] = []
+
+    def launch_section() -> list[Row]:
+        got, launch = bench_launch(k, s, a.quick)
+        launch_ref.append(launch)
+        return got
+
+    section("launch", launch_section)
+    section("graph", lambda: bench_graph(k, s, launch_ref[0], a.quick) if launch_ref else [])
+    section("bandwidth", lambda: bench_bandwidth(k, s, torch, a.quick))
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    header = f"## CUDA runtime bench ({stamp}, {dev.name}, {dev.sm_count} SMs, torch {getattr(torch, '__version__', '-')})"
+    md = table(rows, header)
+    if errors:
+        md += "\nErrors: " + "; ".join(errors) + "\n"
+    print(md)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runtime_bench.md").write_text(md, encoding="utf-8")
+    payload = {"date": stamp, "device": dev.name, "rows": rows, "errors": errors}
+    (out / "runtime_bench.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
