@@ -1,0 +1,104 @@
+"""LLVM through llvmlite: optimise and compile LLVM IR text, and load object code in-process.
+
+The one module of kinac that imports llvmlite (inside each function, so importing it is free).
+:func:`compile_object` is a pure function of its arguments (IR text, target, optimisation
+level) returning ELF object bytes: a cacheable artifact. :func:`jit_load` links such bytes into
+the process with MCJIT's RuntimeDyld, resolving external symbols (BLAS, libm) to addresses the
+caller supplies or to the process's own symbols.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kinac.codegen.target import TargetSpec
+
+_INIT = threading.Lock()
+_READY = False
+
+
+def _llvm() -> Any:
+    global _READY
+    import llvmlite.binding as llvm
+
+    with _INIT:
+        if not _READY:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _READY = True
+    return llvm
+
+
+def host_target() -> TargetSpec:
+    """The machine this process runs on, with all its CPU features (AVX2, FMA, ...)."""
+    llvm = _llvm()
+    return TargetSpec(
+        llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    )
+
+
+def _machine(target: TargetSpec, opt_level: int) -> Any:
+    llvm = _llvm()
+    t = llvm.Target.from_triple(target.triple)
+    return t.create_target_machine(
+        cpu=target.cpu, features=target.features, opt=opt_level, reloc="pic", codemodel="default"
+    )
+
+
+def optimize_ir(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> Any:
+    """Parse, verify and optimise IR for ``target``: LLVM's ``-O<opt_level>`` pipeline."""
+    llvm = _llvm()
+    tm = _machine(target, opt_level)
+    mod = llvm.parse_assembly(llvm_ir)
+    mod.triple = target.triple
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    pto.loop_vectorization = opt_level >= 2
+    pto.slp_vectorization = opt_level >= 2
+    pto.loop_unrolling = opt_level >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod, tm
+
+
+def compile_object(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> bytes:
+    """Object code (ELF bytes) for ``llvm_ir`` on ``target`` after ``-O<opt_level>``."""
+    mod, tm = optimize_ir(llvm_ir, target, opt_level)
+    return bytes(tm.emit_object(mod))
+
+
+def assembly(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> str:
+    """The optimised machine assembly (for inspection: is this loop vectorised?)."""
+    mod, tm = optimize_ir(llvm_ir, target, opt_level)
+    return str(tm.emit_assembly(mod))
+
+
+class JitImage:
+    """Object code linked into this process; keeps its memory alive while referenced."""
+
+    def __init__(self, engine: Any, addresses: dict[str, int]) -> None:
+        self._engine = engine
+        self.addresses = addresses
+
+
+def jit_load(object_code: bytes, symbols: dict[str, int], exports: tuple[str, ...]) -> JitImage:
+    """Link ``object_code`` in-process; ``symbols`` binds its external names to addresses.
+
+    Names not in ``symbols`` resolve against the process (libm's ``tanh``, ``erf``...).
+    Returns the addresses of ``exports``.
+    """
+    llvm = _llvm()
+    for name, addr in symbols.items():
+        llvm.add_symbol(name, addr)
+    target = host_target()
+    tm = _machine(target, 3)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+    engine.finalize_object()
+    addrs = {e: engine.get_function_address(e) for e in exports}
+    missing = [e for e, a in addrs.items() if not a]
+    if missing:
+        raise RuntimeError(f"object code does not define {missing}")
+    return JitImage(engine, addrs)

@@ -1,0 +1,331 @@
+"""Lower one ``kina.kernel`` body to loop nests over flat buffers.
+
+Every kernel writes one contiguous output buffer. Its body is read *by index*: ``read(v, idx)``
+produces the element of ``v`` at a tuple of loop indices by recursing through elementwise ops
+(which broadcast) and views (whose layouts become offsets, see :mod:`kinac.ir.layout`) down to
+loads of the kernel's input buffers. The loop structure depends on the kernel's kind:
+
+- ``map``: one loop per output dim, contiguous innermost.
+- ``reduce``: over the last axis, a loop carrying an accumulator (input read once); over an
+  inner axis, accumulation into the output row by row, so the innermost loop stays contiguous.
+- ``softmax``: per row, a max pass and an exp-and-sum pass over the input, then a scaling pass
+  over the output (the input read twice).
+- ``gather``: per index, a bounds check recorded in the status buffer, then a row copy.
+- ``concat``: one loop nest per operand, writing its slice.
+- ``matmul``: ``kbuf.gemm`` per batch (BLAS reads views in place through ``lda`` and transpose
+  flags; batches that merge into rows become one call), or a loop nest for ``impl = "loops"``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.ir import BlockArgument, SSAValue
+
+from kinac.ir import dialect as el
+from kinac.ir import dialect_struct as st
+from kinac.ir.dialect import _int, _ints, dtype_name, shape_of
+from kinac.ir.kbuf import GemmOp
+from kinac.ir.layout import Layout, as_blas_matrix
+from kinac.ir.loopgen import INDEX, Emitter, Ix
+from kinac.ir.scalar import Scalars
+from kinac.ir.views import VIEWS, chain_layout, view_base
+
+GATHER_OOB = 1  # status code: a gather index outside [0, V)
+
+
+def _cstrides(shape: Sequence[int]) -> list[int]:
+    out = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        out[i] = out[i + 1] * shape[i + 1]
+    return out
+
+
+def bcast_index(idx: Sequence[Ix], shape: Sequence[int]) -> list[Ix]:
+    """The index into an operand of ``shape`` broadcast to the (longer) index ``idx``."""
+    lead = len(idx) - len(shape)
+    return [0 if n == 1 else idx[lead + j] for j, n in enumerate(shape)]
+
+
+class KernelLowering:
+    """Emits the loops of one kernel into an :class:`Emitter`."""
+
+    def __init__(
+        self,
+        kernel: st.KernelOp,
+        em: Emitter,
+        inputs: Sequence[SSAValue],
+        out: SSAValue,
+        status: SSAValue | None,
+        index: int,
+    ) -> None:
+        blk = kernel.body.block
+        self.buf = dict(zip(blk.args, inputs, strict=True))
+        self.em, self.sc = em, Scalars(em)
+        self.out, self.status, self.index = out, status, index
+        y = blk.last_op
+        assert isinstance(y, st.YieldOp)
+        self.root = y.value
+        self.kind = kernel.kind.data
+        self.impl = kernel.impl.data
+
+    # reading values by index --------------------------------------------------------------
+    def layout(self, v: SSAValue) -> tuple[SSAValue, Layout] | None:
+        base, chain = view_base(v)
+        if base not in self.buf:
+            return None
+        lay = chain_layout(base, chain)
+        return (base, lay) if lay is not None else None
+
+    def offset(self, lay: Layout, idx: Sequence[Ix]) -> Ix:
+        em = self.em
+        off: Ix = lay.offset
+        for i, dim in zip(idx, lay.dims, strict=True):
+            inner = math.prod(n for n, _ in dim)
+            for j, (n, s) in enumerate(dim):
+                inner //= n
+                if s == 0 or n == 1:
+                    continue
+                t = em.idiv(i, inner) if inner > 1 else i
+                t = em.imod(t, n) if j > 0 else t
+                off = em.iadd(off, em.imul(t, s))
+        return off
+
+    def read(self, v: SSAValue, idx: Sequence[Ix]) -> SSAValue:
+        key = ("read", v, *idx)
+        hit = self.em.lookup(key)
+        if hit is not None:
+            return hit
+        return self.em.remember(key, self._read(v, list(idx)))
+
+    def _read(self, v: SSAValue, idx: list[Ix]) -> SSAValue:
+        sc, dt = self.sc, dtype_name(v.type)
+        if isinstance(v, BlockArgument):
+            off = self.em.linear(idx, _cstrides(shape_of(v.type)))
+            return sc.load(self.buf[v], off, dt)
+        op = v.owner
+        if isinstance(op, VIEWS):
+            bl = self.layout(v)
+            if bl is not None:
+                return sc.load(self.buf[bl[0]], self.offset(bl[1], idx), dt)
+            return self.read(op.x, self.view_index(op, idx))
+        if isinstance(op, el.UnaryOp):
+            return sc.unary(op.name[5:], self.read(op.x, idx), dt)
+        if isinstance(op, el.CastOp):
+            return sc.cast(self.read(op.x, idx), dtype_name(op.x.type), dt)
+        if isinstance(op, el.BinaryOp):
+            a = self.read(op.lhs, bcast_index(idx, shape_of(op.lhs.type)))
+            b = self.read(op.rhs, bcast_index(idx, shape_of(op.rhs.type)))
+            src = dtype_name(op.lhs.type)
+            if isinstance(op, el.CompareOp):
+                return sc.compare(op.name[5:], a, b, src)
+            return sc.binary(op.name[5:], a, b, dt)
+        if isinstance(op, el.WhereOp):
+            c, a, b = (self.read(x, bcast_index(idx, shape_of(x.type))) for x in op.operands)
+            return sc.select(c, a, b)
+        if isinstance(op, st.ConstOp | st.FullOp):
+            val = op.value
+            assert isinstance(val, IntegerAttr) or hasattr(val, "value")
+            return sc.c(val.value.data, dt)  # type: ignore[union-attr]
+        if isinstance(op, st.IotaOp):
+            return sc.index_to(idx[_int(op, "axis")], dt)
+        raise NotImplementedError(f"{op.name} cannot be recomputed inside a kernel")
+
+    def view_index(self, op: st.ViewOp, idx: list[Ix]) -> list[Ix]:
+        """The input index of a view at output index ``idx`` (when it is no layout)."""
+        em = self.em
+        src = shape_of(op.x.type)
+        if isinstance(op, st.TransposeOp):
+            res: list[Ix] = [0] * len(idx)
+            for i, p in enumerate(_ints(op, "perm")):
+                res[p] = idx[i]
+            return res
+        if isinstance(op, st.BroadcastToOp):
+            return bcast_index(idx, src)
+        if isinstance(op, st.SliceOp):
+            res = list(idx)
+            ax = _int(op, "axis")
+            res[ax] = em.iadd(res[ax], _int(op, "start"))
+            return res
+        if isinstance(op, st.RepeatInterleaveOp):
+            res = list(idx)
+            ax = _int(op, "axis")
+            res[ax] = em.idiv(res[ax], _int(op, "repeats"))
+            return res
+        if isinstance(op, st.ReshapeOp):
+            flat = em.linear(idx, _cstrides(shape_of(op.result.type)))
+            return [em.imod(em.idiv(flat, s), n) for s, n in zip(_cstrides(src), src, strict=True)]
+        return idx  # to_device on the host
+
+    # kernels ------------------------------------------------------------------------------
+    def lower(self) -> None:
+        root = self.root
+        getattr(self, "_" + self.kind)(root.owner if self.kind != "map" else root)
+
+    def _store_out(self, v: SSAValue, idx: Sequence[Ix]) -> None:
+        shape = shape_of(self.root.type)
+        off = self.em.linear(idx, _cstrides(shape))
+        self.sc.store(v, self.out, off, dtype_name(self.root.type))
+
+    def _map(self, v: SSAValue) -> None:
+        ivs = self.em.loop_nest(shape_of(v.type))
+        self._store_out(self.read(v, ivs), ivs)
+        self.em.close_nest(ivs)
+
+    def _reduce(self, op: st.ReduceOp) -> None:
+        em, sc = self.em, self.sc
+        kind = op.name.removeprefix("kina.reduce_")
+        xs, ax, keep = shape_of(op.x.type), _int(op, "axis"), _int(op, "keepdims")
+        dt, n = dtype_name(op.x.type), shape_of(op.x.type)[_int(op, "axis")]
+
+        def out_idx(xidx: Sequence[Ix]) -> list[Ix]:
+            return [0 if d == ax else i for d, i in enumerate(xidx) if keep or d != ax]
+
+        def finish(acc: SSAValue) -> SSAValue:
+            return sc.binary("div", acc, sc.c(n, dt), dt) if kind == "mean" else acc
+
+        if math.prod(xs[ax + 1 :]) == 1:  # a row reduction: carry the accumulator
+            ivs = [em.loop_nest([s])[0] if d != ax else 0 for d, s in enumerate(xs)]
+            if n > 1:
+                iv, (acc,) = em.open_loop(n, [sc.identity(kind, dt)])
+                xidx = [iv if d == ax else i for d, i in enumerate(ivs)]
+                (res,) = em.close_loop([sc.combine(kind, acc, self.read(op.x, xidx), dt)])
+            else:
+                res = self.read(op.x, ivs)
+            self._store_out(finish(res), out_idx(ivs))
+            em.close_nest(ivs)
+            return
+        out_shape = shape_of(op.result.type)
+        ivs = em.loop_nest(out_shape)
+        self._store_out(sc.identity(kind, dt), ivs)
+        em.close_nest(ivs)
+        ivs = em.loop_nest(xs)
+        off = em.linear(out_idx(ivs), _cstrides(out_shape))
+        acc = sc.widen(em.load_fresh(self.out, off), dt)
+        sc.store(sc.combine(kind, acc, self.read(op.x, ivs), dt), self.out, off, dt)
+        em.close_nest(ivs)
+        if kind == "mean":
+            ivs = em.loop_nest(out_shape)
+            off = em.linear(ivs, _cstrides(out_shape))
+            sc.store(finish(sc.widen(em.load_fresh(self.out, off), dt)), self.out, off, dt)
+            em.close_nest(ivs)
+
+    def _softmax(self, op: st.SoftmaxOp) -> None:
+        em, sc = self.em, self.sc
+        xs, ax, dt = shape_of(op.x.type), _int(op, "axis"), dtype_name(op.x.type)
+        strides = _cstrides(xs)
+        outer = [em.loop_nest([s])[0] if d != ax else 0 for d, s in enumerate(xs)]
+
+        def at(iv: Ix) -> list[Ix]:
+            return [iv if d == ax else i for d, i in enumerate(outer)]
+
+        iv, (m,) = em.open_loop(xs[ax], [sc.identity("max", dt)])
+        (m,) = em.close_loop([sc.combine("max", m, self.read(op.x, at(iv)), dt)])
+        iv, (s,) = em.open_loop(xs[ax], [sc.c(0, dt)])
+        e = sc.unary("exp", sc.binary("sub", self.read(op.x, at(iv)), m, dt), dt)
+        sc.store(e, self.out, em.linear(at(iv), strides), dt)
+        (s,) = em.close_loop([sc.combine("sum", s, e, dt)])
+        inv = sc.unary("recip", s, dt)
+        iv, _ = em.open_loop(xs[ax])
+        off = em.linear(at(iv), strides)
+        sc.store(sc.binary("mul", em.load_fresh(self.out, off), inv, dt), self.out, off, dt)
+        em.close_loop()
+        em.close_nest(outer)
+
+    def _gather(self, op: st.GatherOp) -> None:
+        em, sc = self.em, self.sc
+        ishape, (v_rows, d) = shape_of(op.idx.type), shape_of(op.table.type)
+        bivs = em.loop_nest(ishape)
+        raw = self.read(op.idx, bivs)
+        it = raw.type
+        neg = sc.compare("lt", raw, em.const(0, it), "i64")
+        high = sc.compare("ge", raw, em.const(v_rows, it), "i64")
+        bad = sc.binary("add", neg, high, "bool")
+        status = self.status
+        assert status is not None
+        pos = em.linear(bivs, _cstrides(ishape))
+
+        def record(e: Emitter) -> None:
+            wide = sc.cast(raw, dtype_name(op.idx.type), "i64")
+            fields = [e.const(GATHER_OOB, i64), e.const(self.index, i64)]
+            fields += [sc.index_to(pos, "i64"), wide, e.const(v_rows, i64)]
+            for k, val in enumerate(fields):
+                e.store(val, status, k)
+
+        em.if_then(bad, record)
+        safe = sc.select(bad, em.const(0, it), raw)
+        row = em.pure("index_cast", lambda: arith.IndexCastOp(safe, INDEX), [safe])
+        div = em.loop_nest([d])
+        self._store_out(self.read(op.table, [row, div[0]]), [*bivs, div[0]])
+        em.close_nest(div)
+        em.close_nest(bivs)
+
+    def _concat(self, op: st.ConcatOp) -> None:
+        ax, start = _int(op, "axis"), 0
+        for x in op.xs:
+            xs = shape_of(x.type)
+            ivs = self.em.loop_nest(xs)
+            oidx = [self.em.iadd(i, start) if d == ax else i for d, i in enumerate(ivs)]
+            self._store_out(self.read(x, ivs), oidx)
+            self.em.close_nest(ivs)
+            start += xs[ax]
+
+    def _matmul(self, op: st.MatmulOp) -> None:
+        if self.impl == "blas":
+            return self._gemm(op)
+        em, sc = self.em, self.sc
+        a_s, b_s, dt = shape_of(op.lhs.type), shape_of(op.rhs.type), dtype_name(op.lhs.type)
+        ivs = em.loop_nest(shape_of(op.result.type))
+        bidx, m, n = ivs[:-2], ivs[-2], ivs[-1]
+        ab, bb = bcast_index(bidx, a_s[:-2]), bcast_index(bidx, b_s[:-2])
+        kk = a_s[-1]
+        k, (acc,) = em.open_loop(kk, [sc.c(0, dt)])
+        prod = sc.binary("mul", self.read(op.lhs, [*ab, m, k]), self.read(op.rhs, [*bb, k, n]), dt)
+        (acc,) = em.close_loop([sc.combine("sum", acc, prod, dt)])
+        self._store_out(acc, ivs)
+        em.close_nest(ivs)
+
+    def _gemm(self, op: st.MatmulOp) -> None:
+        em = self.em
+        la, lb = self.layout(op.lhs), self.layout(op.rhs)
+        assert la is not None and lb is not None, "fusion materialises BLAS operands"
+        (abuf, alay), (bbuf, blay) = la, lb
+        a_s, b_s, o_s = shape_of(op.lhs.type), shape_of(op.rhs.type), shape_of(op.result.type)
+        m, k, n = a_s[-2], a_s[-1], b_s[-1]
+        if len(b_s) == 2 and len(a_s) > 2:
+            merged = alay.reshape((math.prod(a_s[:-1]), k))
+            if merged is not None and as_blas_matrix(merged) is not None:
+                self._call(
+                    self.buf[abuf],
+                    merged,
+                    merged.offset,
+                    self.buf[bbuf],
+                    blay,
+                    blay.offset,
+                    0,
+                    math.prod(a_s[:-1]),
+                    n,
+                    k,
+                )
+                return
+        bivs = em.loop_nest(o_s[:-2])
+        a_off = self.offset(alay, [*bcast_index(bivs, a_s[:-2]), 0, 0])
+        b_off = self.offset(blay, [*bcast_index(bivs, b_s[:-2]), 0, 0])
+        c_off = em.imul(em.linear(bivs, _cstrides(o_s[:-2])), m * n)
+        self._call(self.buf[abuf], alay, a_off, self.buf[bbuf], blay, b_off, c_off, m, n, k)
+        em.close_nest(bivs)
+
+    def _call(self, a: SSAValue, alay: Layout, a_off: Ix, b: SSAValue, blay: Layout, b_off: Ix, c_off: Ix, m: int, n: int, k: int) -> None:  # fmt: skip
+        em = self.em
+        va, vb = as_blas_matrix(alay), as_blas_matrix(blay)
+        assert va is not None and vb is not None
+        props = {"m": m, "n": n, "k": k, "lda": va.ld, "ldb": vb.ld, "ldc": n}
+        props |= {"trans_a": int(va.trans), "trans_b": int(vb.trans)}
+        operands = [a, em.ix(a_off), b, em.ix(b_off), self.out, em.ix(c_off)]
+        gemm = GemmOp.create(
+            operands=operands, properties={p: IntegerAttr(x, i64) for p, x in props.items()}
+        )
+        em.effect(gemm)

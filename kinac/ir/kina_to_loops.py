@@ -1,0 +1,177 @@
+"""Pass ``kina-to-loops``: kernels become functions of loops over flat buffers.
+
+Bufferization: every materialised value gets a buffer. Params and outputs are the caller's
+arrays; every other value lives in one *arena* at a byte offset chosen by a liveness-based
+first-fit, so buffers of values that are never live together share memory. The entry becomes
+``func.func @NAME(params..., outputs..., arena: memref<Nxi8>, status: memref<8xi64>)`` that
+calls one private ``func.func`` per kernel (its buffers marked ``llvm.noalias``), in order.
+Buffers are flat 1-D memrefs of the storage type (see :mod:`kinac.ir.scalar`): a kernel's
+index arithmetic is explicit, which is what a GPU target maps to thread indices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    UnitAttr,
+    i8,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from kinac.ir import dialect_struct as st
+from kinac.ir.dialect import dtype_name, shape_of
+from kinac.ir.kernels import KernelLowering
+from kinac.ir.loopgen import INDEX, Emitter
+from kinac.ir.scalar import storage_type
+
+ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
+ALIGN = 64
+STATUS_SLOTS = 8
+
+
+def nbytes(t: Attribute) -> int:
+    return max(1, math.prod(shape_of(t))) * ITEMSIZE[dtype_name(t)]
+
+
+def buffer_type(t: Attribute) -> MemRefType:
+    """The flat memref that stores a tensor type."""
+    return MemRefType(storage_type(dtype_name(t)), [max(1, math.prod(shape_of(t)))])
+
+
+@dataclass
+class BufferPlan:
+    """Where each materialised value lives: ``("param"|"out"|"temp", index or byte offset)``."""
+
+    where: dict[SSAValue, tuple[str, int]]
+    arena_bytes: int
+
+
+def plan_buffers(fn: func.FuncOp) -> BufferPlan:
+    """Assign params, outputs and arena offsets (first fit over live ranges)."""
+    blk = fn.body.block
+    ret = blk.last_op
+    assert isinstance(ret, func.ReturnOp)
+    kernels = [o for o in blk.ops if isinstance(o, st.KernelOp)]
+    where: dict[SSAValue, tuple[str, int]] = {a: ("param", i) for i, a in enumerate(blk.args)}
+    for j, v in enumerate(ret.operands):
+        where[v] = ("out", j)
+    last: dict[SSAValue, int] = {}
+    for i, k in enumerate(kernels):
+        for u in k.operands:
+            last[u] = i
+    placed: list[tuple[int, int, int, int]] = []  # offset, end, first, last
+    for i, k in enumerate(kernels):
+        v = k.results[0]
+        if v in where:
+            continue
+        size = -(-nbytes(v.type) // ALIGN) * ALIGN
+        live = (i, last.get(v, i))
+        clash = sorted((o, e) for o, e, a, b in placed if a <= live[1] and live[0] <= b)
+        off = 0
+        for o, e in clash:
+            if off + size <= o:
+                break
+            off = max(off, e)
+        placed.append((off, off + size, *live))
+        where[v] = ("temp", off)
+    arena = max((e for _, e, _, _ in placed), default=0)
+    return BufferPlan(where, max(arena, ALIGN))
+
+
+_NOALIAS = DictionaryAttr({"llvm.noalias": UnitAttr()})
+
+
+def _kernel_func(k: st.KernelOp, index: int) -> func.FuncOp:
+    has_status = k.kind.data == "gather"
+    types: list[Attribute] = [buffer_type(k.result.type)]
+    types += [buffer_type(u.type) for u in k.inputs]
+    if has_status:
+        types.append(MemRefType(i64, [STATUS_SLOTS]))
+    block = Block(arg_types=types)
+    ret = func.ReturnOp()
+    block.add_op(ret)
+    em = Emitter(block, ret)
+    status = block.args[-1] if has_status else None
+    ins = block.args[1 : 1 + len(k.inputs)]
+    KernelLowering(k, em, ins, block.args[0], status, index).lower()
+    attrs = ArrayAttr([_NOALIAS] * len(types))
+    return func.FuncOp(k.sym.data, (types, []), Region(block), "private", arg_attrs=attrs)
+
+
+def lower_entry(fn: func.FuncOp) -> tuple[list[Operation], BufferPlan]:
+    """The entry function and its kernel functions, for one fused ``func.func``."""
+    plan = plan_buffers(fn)
+    blk = fn.body.block
+    ret = blk.last_op
+    assert isinstance(ret, func.ReturnOp)
+    params = [buffer_type(a.type) for a in blk.args]
+    outs = [buffer_type(v.type) for v in ret.operands]
+    arena_t = MemRefType(i8, [plan.arena_bytes])
+    status_t = MemRefType(i64, [STATUS_SLOTS])
+    entry = Block(arg_types=[*params, *outs, arena_t, status_t])
+    for a, old in zip(entry.args, blk.args, strict=False):
+        a.name_hint = old.name_hint
+    arena, status = entry.args[-2], entry.args[-1]
+    ops: list[Operation] = []
+    bufs: dict[SSAValue, SSAValue] = {}
+
+    def buf(v: SSAValue) -> SSAValue:
+        if v in bufs:
+            return bufs[v]
+        kind, n = plan.where[v]
+        if kind == "param":
+            r: SSAValue = entry.args[n]
+        elif kind == "out":
+            r = entry.args[len(params) + n]
+        else:
+            c = arith.ConstantOp(IntegerAttr(n, INDEX))
+            view = memref.ViewOp(arena, c, [], buffer_type(v.type))
+            ops.extend([c, view])
+            r = view.result
+        bufs[v] = r
+        return r
+
+    funcs: list[Operation] = []
+    for i, k in enumerate(o for o in blk.ops if isinstance(o, st.KernelOp)):
+        args = [buf(k.result), *(buf(u) for u in k.inputs)]
+        if k.kind.data == "gather":
+            args.append(status)
+        call = func.CallOp(k.sym.data, args, [])
+        call.attributes["kind"] = k.kind
+        call.attributes["impl"] = k.impl
+        ops.append(call)
+        funcs.append(_kernel_func(k, i))
+    ops.append(func.ReturnOp())
+    entry.add_ops(ops)
+    ftype = ([a.type for a in entry.args], [])
+    efn = func.FuncOp(fn.sym_name.data, ftype, Region(entry))
+    efn.attributes["kinac.entry"] = UnitAttr()
+    efn.attributes["kinac.arena_bytes"] = IntegerAttr(plan.arena_bytes, i64)
+    return [efn, *funcs], plan
+
+
+class KinaToLoops(ModulePass):
+    """Replace each fused entry by its buffer-level entry and kernel functions."""
+
+    name = "kina-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        new: list[Operation] = []
+        for f in list(op.ops):
+            assert isinstance(f, func.FuncOp)
+            ops, _ = lower_entry(f)
+            new.extend(ops)
+            f.detach()
+            f.erase(safe_erase=False)
+        op.body.block.add_ops(new)

@@ -1,0 +1,27 @@
+"""LLVM IR text from the ``llvm`` dialect, through xDSL's LLVM backend.
+
+xDSL's ``convert_module`` builds an ``llvmlite.ir`` module; it does not carry function
+linkage, so internal functions (kernels, math helpers, the entry behind its wrapper) are marked
+here: LLVM may then inline them into the wrapper and drop the copies. Everything is also
+``nounwind`` (no exceptions cross kinac code), which keeps calls cheap for the optimiser.
+"""
+
+from __future__ import annotations
+
+from xdsl.backend.llvm.convert import convert_module
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ModuleOp
+
+
+def module_to_llvm_ir(module: ModuleOp, triple: str = "") -> str:
+    """The textual LLVM IR of an ``llvm``-dialect module (target-independent if no triple)."""
+    ir_mod = convert_module(module, fallback_target_triple=triple or "")
+    for op in module.ops:
+        if not isinstance(op, llvm.FuncOp):
+            continue
+        fn = ir_mod.get_global(op.sym_name.data)
+        if op.body.blocks:
+            fn.attributes.add("nounwind")
+            if op.linkage.linkage.data == "internal":
+                fn.linkage = "internal"
+    return str(ir_mod)

@@ -1,0 +1,60 @@
+"""The records that leave :mod:`kinac.ir`: a lowered entry and its buffer plan and steps.
+
+Plain data (``@record``), no xDSL: the runtime reads them without importing the compiler.
+"""
+
+from __future__ import annotations
+
+from kinac.rules.codec import record
+
+LOWERING_VERSION = 1
+
+
+@record
+class BufferSpec:
+    """One argument buffer of an entry: a param or an output, C-contiguous."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@record
+class Step:
+    """One kernel of the entry, in execution order.
+
+    ``kind`` is the loop structure (``map``, ``reduce``, ``softmax``, ``gather``, ``concat``,
+    ``matmul``); ``impl`` is ``loops`` (generated code) or ``blas`` (a library call). ``aux``
+    holds kind-specific integers (for ``gather``: the index tensor's shape, to report errors).
+    """
+
+    sym: str
+    kind: str
+    impl: str
+    dtype: str
+    shape: tuple[int, ...]
+    reads: tuple[str, ...]
+    writes: str
+    aux: tuple[int, ...] = ()
+
+
+@record
+class LoweredEntry:
+    """An entry point lowered to LLVM IR, with what the runtime needs to call it.
+
+    The compiled code is called as ``void symbol(void **argv)`` with ``argv`` holding the params,
+    then the outputs, then a scratch arena of ``arena_bytes`` and a status buffer of
+    ``status_slots`` int64s (zeroed; a nonzero first slot reports a runtime error, see
+    :mod:`kinac.rt.host`). ``library_calls`` are the external symbols the code needs bound.
+    """
+
+    name: str
+    symbol: str
+    llvm_ir: str
+    params: tuple[BufferSpec, ...]
+    outputs: tuple[BufferSpec, ...]
+    arena_bytes: int
+    status_slots: int
+    steps: tuple[Step, ...]
+    library_calls: tuple[str, ...]
+    version: int = LOWERING_VERSION

@@ -1,0 +1,296 @@
+"""What each Kina primitive computes on one element, as ``arith`` / ``math`` ops.
+
+Registers hold the *compute* type of a dtype (f16 and bf16 compute in f32, holding values
+already rounded to their precision; ``bool`` is ``i1``); buffers hold the *storage* type (f16
+as ``f16``, bf16 as its ``i16`` bit pattern, bool as ``i8``). The semantics match
+``kinac.tir.interp`` (integer floor division with ``x // 0 == 0``, NaN-propagating max/min,
+saturating float-to-int casts). Float adds and multiplies may contract into FMAs; nothing else
+is relaxed, so infinities and NaNs (the causal mask's ``-inf``) behave as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float64Type,
+    IntegerType,
+    f32,
+    f64,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.dialects.utils.fast_math import FastMathFlag
+from xdsl.ir import Attribute, SSAValue
+
+from kinac.ir.loopgen import Emitter, Ix
+
+CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
+REDUCE_FLAGS = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT, FastMathFlag.REASSOC])
+
+_COMPUTE: dict[str, Attribute] = {
+    "f64": f64, "f32": f32, "f16": f32, "bf16": f32, "i64": i64, "i32": i32, "bool": i1,
+}  # fmt: skip
+_STORAGE: dict[str, Attribute] = {
+    "f64": f64, "f32": f32, "f16": Float16Type(), "bf16": i16, "i64": i64, "i32": i32,
+    "bool": i8,
+}  # fmt: skip
+FLOAT = ("f64", "f32", "f16", "bf16")
+
+
+def compute_type(dt: str) -> Attribute:
+    return _COMPUTE[dt]
+
+
+def storage_type(dt: str) -> Attribute:
+    return _STORAGE[dt]
+
+
+class Scalars:
+    """Element-level semantics, emitted through an :class:`Emitter` (hoisted and CSE'd)."""
+
+    def __init__(self, em: Emitter) -> None:
+        self.em = em
+
+    def c(self, value: float | int | bool, dt: str) -> SSAValue:
+        if dt == "bool":
+            return self.em.const(int(bool(value)), i1)
+        if dt in FLOAT:
+            return self.round(self.em.const(float(value), compute_type(dt)), dt)
+        return self.em.const(int(value), compute_type(dt))
+
+    def _op(self, tag: str, cls: type, args: Sequence[SSAValue], *extra: object) -> SSAValue:
+        def make() -> arith.Operation:
+            return cls(*args, *extra)
+
+        return self.em.pure(tag, make, list(args), *extra)
+
+    def fop(self, tag: str, cls: type, *args: SSAValue) -> SSAValue:
+        """A float binary op that may contract into an FMA."""
+        return self._op(tag, cls, args, CONTRACT)
+
+    # storage <-> registers ----------------------------------------------------------------
+    def load(self, buf: SSAValue, off: Ix, dt: str) -> SSAValue:
+        return self.widen(self.em.load(buf, off), dt)
+
+    def widen(self, raw: SSAValue, dt: str) -> SSAValue:
+        if dt == "f16":
+            return self._op("extf", arith.ExtFOp, [raw], f32)
+        if dt == "bf16":
+            w = self._op("extui", arith.ExtUIOp, [raw], i32)
+            w = self._op("shli", arith.ShLIOp, [w, self.em.const(16, i32)])
+            return self._op("bitcast", arith.BitcastOp, [w], f32)
+        if dt == "bool":
+            return self._op("cmpi", arith.CmpiOp, [raw, self.em.const(0, i8)], "ne")
+        return raw
+
+    def narrow(self, v: SSAValue, dt: str) -> SSAValue:
+        if dt == "f16":
+            return self._op("truncf", arith.TruncFOp, [v], Float16Type())
+        if dt == "bf16":
+            w = self._op("bitcast", arith.BitcastOp, [v], i32)
+            w = self._op("shrui", arith.ShRUIOp, [w, self.em.const(16, i32)])
+            return self._op("trunci", arith.TruncIOp, [w], i16)
+        if dt == "bool":
+            return self._op("extui", arith.ExtUIOp, [v], i8)
+        return v
+
+    def store(self, v: SSAValue, buf: SSAValue, off: Ix, dt: str) -> None:
+        self.em.store(self.narrow(v, dt), buf, off)
+
+    def round(self, v: SSAValue, dt: str) -> SSAValue:
+        """Round an f32 register to f16 / bf16 precision (a no-op for other dtypes)."""
+        if dt == "f16":
+            h = self._op("truncf", arith.TruncFOp, [v], Float16Type())
+            return self._op("extf", arith.ExtFOp, [h], f32)
+        if dt != "bf16":
+            return v
+        bits = self._op("bitcast", arith.BitcastOp, [v], i32)
+        lsb = self._op("shrui", arith.ShRUIOp, [bits, self.em.const(16, i32)])
+        lsb = self._op("andi", arith.AndIOp, [lsb, self.em.const(1, i32)])
+        r = self._op("addi", arith.AddiOp, [bits, self.em.const(0x7FFF, i32)])
+        r = self._op("addi", arith.AddiOp, [r, lsb])
+        r = self._op("andi", arith.AndIOp, [r, self.em.const(-65536, i32)])
+        rf = self._op("bitcast", arith.BitcastOp, [r], f32)
+        nan = self._op("cmpf", arith.CmpfOp, [v, v], "uno")
+        return self.select(nan, self.em.const(pymath.nan, f32), rf)
+
+    # elementwise ops ---------------------------------------------------------------------
+    def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._op("select", arith.SelectOp, [c, a, b])
+
+    def unary(self, op: str, x: SSAValue, dt: str) -> SSAValue:
+        if dt not in FLOAT:
+            return self._int_unary(op, x, dt)
+        one = self.em.const(1.0, x.type)
+        r: SSAValue
+        if op == "neg":
+            r = self._op("negf", arith.NegfOp, [x])
+        elif op in ("exp", "log", "sqrt", "tanh", "abs"):
+            cls = {"exp": math.ExpOp, "log": math.LogOp, "sqrt": math.SqrtOp}.get(op)
+            cls = cls or {"tanh": math.TanhOp, "abs": math.AbsFOp}[op]
+            r = self._op(op, cls, [x])
+        elif op == "rsqrt":
+            r = self.fop("divf", arith.DivfOp, one, self._op("sqrt", math.SqrtOp, [x]))
+        elif op == "recip":
+            r = self.fop("divf", arith.DivfOp, one, x)
+        elif op == "square":
+            r = self.fop("mulf", arith.MulfOp, x, x)
+        elif op == "relu":
+            r = self._op("maximumf", arith.MaximumfOp, [x, self.em.const(0.0, x.type)])
+        elif op in ("sigmoid", "silu"):
+            e = self._op("exp", math.ExpOp, [self._op("negf", arith.NegfOp, [x])])
+            den = self.fop("addf", arith.AddfOp, one, e)
+            r = self.fop("divf", arith.DivfOp, one if op == "sigmoid" else x, den)
+        elif op == "gelu":
+            k = self.em.const(pymath.sqrt(0.5), x.type)
+            erf = self._op("erf", math.ErfOp, [self.fop("mulf", arith.MulfOp, x, k)])
+            half_x = self.fop("mulf", arith.MulfOp, x, self.em.const(0.5, x.type))
+            r = self.fop("mulf", arith.MulfOp, half_x, self.fop("addf", arith.AddfOp, one, erf))
+        else:
+            raise NotImplementedError(f"unary {op} on {dt}")
+        return self.round(r, dt)
+
+    def _int_unary(self, op: str, x: SSAValue, dt: str) -> SSAValue:
+        zero = self.em.const(0, x.type)
+        if op == "neg":
+            return self._op("subi", arith.SubiOp, [zero, x])
+        if op == "relu":
+            return self._op("maxsi", arith.MaxSIOp, [x, zero])
+        if op == "abs":
+            return self._op("absi", math.AbsIOp, [x])
+        if op == "square":
+            return self._op("muli", arith.MuliOp, [x, x])
+        raise NotImplementedError(f"unary {op} is not defined on {dt}")
+
+    def binary(self, op: str, a: SSAValue, b: SSAValue, dt: str) -> SSAValue:
+        if dt == "bool":
+            cls = {"add": arith.OrIOp, "max": arith.OrIOp, "mul": arith.AndIOp}.get(op)
+            if cls is None and op == "min":
+                cls = arith.AndIOp
+            if cls is None:
+                raise NotImplementedError(f"{op} is not defined on bool")
+            return self._op(op, cls, [a, b])
+        if dt in FLOAT:
+            table = {"add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp}
+            table["div"] = arith.DivfOp
+            if op in table:
+                return self.round(self.fop(op, table[op], a, b), dt)
+            cls = {"max": arith.MaximumfOp, "min": arith.MinimumfOp, "pow": math.PowFOp}[op]
+            return self.round(self._op(op, cls, [a, b]), dt)
+        if op in ("add", "sub", "mul", "max", "min"):
+            cls = {"add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp}.get(op)
+            cls = cls or {"max": arith.MaxSIOp, "min": arith.MinSIOp}[op]
+            return self._op(op, cls, [a, b])
+        if op == "div":
+            return self._int_floordiv(a, b)
+        if op == "pow":
+            return self._int_pow(a, b)
+        raise NotImplementedError(f"binary {op} on {dt}")
+
+    def _int_floordiv(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        t = a.type
+        zero, one, m1 = self.em.const(0, t), self.em.const(1, t), self.em.const(-1, t)
+        bz = self._op("cmpi", arith.CmpiOp, [b, zero], "eq")
+        bm1 = self._op("cmpi", arith.CmpiOp, [b, m1], "eq")
+        safe = self.select(self._op("ori", arith.OrIOp, [bz, bm1]), one, b)
+        q = self._op("divsi", arith.DivSIOp, [a, safe])
+        r = self._op("subi", arith.SubiOp, [a, self._op("muli", arith.MuliOp, [q, safe])])
+        rnz = self._op("cmpi", arith.CmpiOp, [r, zero], "ne")
+        sign = self._op("xori", arith.XOrIOp, [r, safe])
+        neg = self._op("cmpi", arith.CmpiOp, [sign, zero], "slt")
+        adj = self._op("andi", arith.AndIOp, [rnz, neg])
+        q = self.select(adj, self._op("subi", arith.SubiOp, [q, one]), q)
+        q = self.select(bm1, self._op("subi", arith.SubiOp, [zero, a]), q)
+        return self.select(bz, zero, q)
+
+    def _int_pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        t = a.type
+        assert isinstance(t, IntegerType)
+        zero, one = self.em.const(0, t), self.em.const(1, t)
+        em = self.em
+        _, (res, base, e) = em.open_loop(t.width.data - 1, [one, a, b])
+        bit = self._op("andi", arith.AndIOp, [e, one])
+        odd = self._op("cmpi", arith.CmpiOp, [bit, zero], "ne")
+        res2 = self.select(odd, self._op("muli", arith.MuliOp, [res, base]), res)
+        base2 = self._op("muli", arith.MuliOp, [base, base])
+        e2 = self._op("shrsi", arith.ShRSIOp, [e, one])
+        pos = em.close_loop([res2, base2, e2])[0]
+        m1 = self.em.const(-1, t)
+        even = self._op(
+            "cmpi", arith.CmpiOp, [self._op("andi", arith.AndIOp, [b, one]), zero], "eq"
+        )
+        neg = self.select(
+            self._op("cmpi", arith.CmpiOp, [a, one], "eq"),
+            one,
+            self.select(
+                self._op("cmpi", arith.CmpiOp, [a, m1], "eq"), self.select(even, one, m1), zero
+            ),
+        )
+        return self.select(self._op("cmpi", arith.CmpiOp, [b, zero], "sge"), pos, neg)
+
+    def compare(self, op: str, a: SSAValue, b: SSAValue, dt: str) -> SSAValue:
+        if dt in FLOAT:
+            pred = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq"}[op]
+            return self._op("cmpf", arith.CmpfOp, [a, b], pred)
+        pre = "u" if dt == "bool" else "s"
+        pred = {"lt": pre + "lt", "le": pre + "le", "gt": pre + "gt", "ge": pre + "ge"}
+        pred["eq"] = "eq"
+        return self._op("cmpi", arith.CmpiOp, [a, b], pred[op])
+
+    def cast(self, x: SSAValue, src: str, dst: str) -> SSAValue:
+        ct = compute_type(dst)
+        if src == dst:
+            return x
+        if dst == "bool":
+            if src in FLOAT:
+                return self._op("cmpf", arith.CmpfOp, [x, self.em.const(0.0, x.type)], "une")
+            return self._op("cmpi", arith.CmpiOp, [x, self.em.const(0, x.type)], "ne")
+        if src == "bool":
+            if dst in FLOAT:
+                return self.select(x, self.em.const(1.0, ct), self.em.const(0.0, ct))
+            return self._op("extui", arith.ExtUIOp, [x], ct)
+        if src in FLOAT and dst in FLOAT:
+            if x.type == ct:
+                return self.round(x, dst)
+            cls = arith.ExtFOp if isinstance(ct, Float64Type) else arith.TruncFOp
+            return self.round(self._op("fcvt", cls, [x], ct), dst)
+        if src in FLOAT:
+            return self._op("fptosi", arith.FPToSIOp, [x], ct)
+        if dst in FLOAT:
+            return self.round(self._op("sitofp", arith.SIToFPOp, [x], ct), dst)
+        assert isinstance(ct, IntegerType) and isinstance(x.type, IntegerType)
+        if ct.width.data > x.type.width.data:
+            return self._op("extsi", arith.ExtSIOp, [x], ct)
+        return self._op("trunci", arith.TruncIOp, [x], ct)
+
+    def index_to(self, i: Ix, dt: str) -> SSAValue:
+        """An index value (iota) as ``dt``."""
+        v = self.em.ix(i)
+        as_i64 = self._op("index_cast", arith.IndexCastOp, [v], i64)
+        return self.cast(as_i64, "i64", dt) if dt != "i64" else as_i64
+
+    # reductions ---------------------------------------------------------------------------
+    def identity(self, kind: str, dt: str) -> SSAValue:
+        if kind in ("sum", "mean"):
+            return self.c(0, dt)
+        if dt == "bool":
+            return self.c(kind == "min", dt)
+        if dt in FLOAT:
+            return self.c(-pymath.inf if kind == "max" else pymath.inf, dt)
+        bits = 63 if dt == "i64" else 31
+        return self.c(-(2**bits) if kind == "max" else 2**bits - 1, dt)
+
+    def combine(self, kind: str, acc: SSAValue, v: SSAValue, dt: str) -> SSAValue:
+        """``acc (+|max|min) v`` for a loop-carried accumulator (reassociable floats)."""
+        if kind in ("sum", "mean") and dt in FLOAT:
+            return self._op("addf", arith.AddfOp, [acc, v], REDUCE_FLAGS)
+        if kind in ("sum", "mean"):
+            return self._op("addi", arith.AddiOp, [acc, v])
+        return self.binary(kind, acc, v, dt)

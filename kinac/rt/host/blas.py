@@ -1,0 +1,93 @@
+"""Binding the generated code's BLAS calls to numpy's OpenBLAS.
+
+Generated code calls ``kinac_sgemm`` / ``kinac_dgemm`` with the CBLAS ``?gemm`` signature and
+64-bit integers (``ILP64``). numpy >= 2 wheels ship OpenBLAS built that way with prefixed
+symbols (``scipy_cblas_sgemm64_``); this module finds the library numpy loaded (through
+``/proc/self/maps``, so it is exactly numpy's copy, threads and all) and returns the addresses
+to bind. Without a usable BLAS it falls back to a ctypes callback that computes with
+``numpy.matmul`` on the same memory: slower, but the same results.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from typing import Any
+
+import numpy as np
+
+_NAMES = {
+    "kinac_sgemm": ("scipy_cblas_sgemm64_", "cblas_sgemm64_", "cblas_sgemm_64"),
+    "kinac_dgemm": ("scipy_cblas_dgemm64_", "cblas_dgemm64_", "cblas_dgemm_64"),
+}
+_THREADS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_")
+_KEEP: list[Any] = []  # ctypes callbacks must outlive the code that calls them
+
+
+def _loaded_openblas() -> ctypes.CDLL | None:
+    np.dot(np.ones((2, 2)), np.ones((2, 2)))  # make sure numpy's BLAS is loaded
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:
+        return None
+    for p in sorted(paths):
+        if p.endswith(".so") or ".so." in p:
+            try:
+                return ctypes.CDLL(p)
+            except OSError:
+                continue
+    return None
+
+
+def _fallback(dtype: Any) -> int:
+    ct = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    i32, i64, ptr = ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p
+    proto = ctypes.CFUNCTYPE(
+        None, i32, i32, i32, i64, i64, i64, ct, ptr, i64, ptr, i64, ct, ptr, i64
+    )
+
+    def view(p: int, rows: int, cols: int, ld: int) -> np.ndarray:
+        buf = (ct * ((rows - 1) * ld + cols)).from_address(p)
+        a = np.frombuffer(buf, dtype=dtype)
+        return np.lib.stride_tricks.as_strided(a, (rows, cols), (ld * a.itemsize, a.itemsize))
+
+    def gemm(order: int, ta: int, tb: int, m: int, n: int, k: int, alpha: float, a: int, lda: int, b: int, ldb: int, beta: float, c: int, ldc: int) -> None:  # fmt: skip
+        av = view(a, k, m, lda).T if ta == 112 else view(a, m, k, lda)
+        bv = view(b, n, k, ldb).T if tb == 112 else view(b, k, n, ldb)
+        view(c, m, n, ldc)[...] = alpha * (av @ bv)
+
+    cb = proto(gemm)
+    _KEEP.append(cb)
+    return ctypes.cast(cb, ctypes.c_void_p).value or 0
+
+
+@functools.cache
+def blas_symbols() -> dict[str, int]:
+    """Addresses for ``kinac_sgemm`` and ``kinac_dgemm`` (numpy's OpenBLAS or the fallback)."""
+    lib = _loaded_openblas()
+    out: dict[str, int] = {}
+    for ours, names in _NAMES.items():
+        for n in names:
+            fn = getattr(lib, n, None) if lib is not None else None
+            if fn is not None:
+                out[ours] = ctypes.cast(fn, ctypes.c_void_p).value or 0
+                break
+        else:
+            out[ours] = _fallback(np.float32 if ours == "kinac_sgemm" else np.float64)
+    return out
+
+
+def blas_info() -> str:
+    """Which BLAS the generated code calls, and with how many threads (for benchmarks)."""
+    lib = _loaded_openblas()
+    if lib is None:
+        return "numpy fallback (no OpenBLAS found)"
+    threads = "?"
+    for n in _THREADS:
+        fn = getattr(lib, n, None)
+        if fn is not None:
+            fn.restype = ctypes.c_int
+            threads = str(fn())
+            break
+    return f"{lib._name.rsplit('/', 1)[-1]} ({threads} threads)"

@@ -1,0 +1,89 @@
+"""Executing a compiled entry on the host.
+
+:func:`load_entry` links an entry's object code into the process (binding its BLAS calls) and
+returns a :class:`HostEntry`, a callable taking one array per param. Each call allocates the
+outputs, reuses a per-thread scratch arena, runs the code through one ctypes call, then checks
+the status buffer the kernels write runtime errors into.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+
+from kinac.ir.lowered import LoweredEntry
+from kinac.rt.host.arrays import as_host_array, new_output
+from kinac.rt.host.blas import blas_symbols
+from kinac.rt.host.errors import KinaRuntimeError
+
+GATHER_OOB = 1
+_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class HostEntry:
+    """A compiled entry: ``entry(*arrays)`` returns its output (a tuple if several)."""
+
+    def __init__(self, lowered: LoweredEntry, image: Any) -> None:
+        self.lowered = lowered
+        self._image = image  # keeps the code mapped
+        self._fn = _PROTO(image.addresses[lowered.symbol])
+        self._local = threading.local()
+        self._nargs = len(lowered.params) + len(lowered.outputs) + 2
+
+    @property
+    def name(self) -> str:
+        return self.lowered.name
+
+    def _arena(self) -> np.ndarray:
+        arena = getattr(self._local, "arena", None)
+        if arena is None:
+            arena = np.empty(self.lowered.arena_bytes, dtype=np.uint8)
+            self._local.arena = arena
+        return arena
+
+    def __call__(self, *arrays: Any) -> Any:
+        lw = self.lowered
+        if len(arrays) != len(lw.params):
+            raise KinaRuntimeError(
+                f"{lw.name} takes {len(lw.params)} arrays "
+                f"({', '.join(p.name for p in lw.params)}), got {len(arrays)}"
+            )
+        ins = [
+            as_host_array(a, p.name, p.dtype, p.shape)
+            for a, p in zip(arrays, lw.params, strict=True)
+        ]
+        outs = [new_output(o.dtype, o.shape) for o in lw.outputs]
+        status = np.zeros(lw.status_slots, dtype=np.int64)
+        bufs = [*ins, *outs, self._arena(), status]
+        argv = (ctypes.c_void_p * self._nargs)(*(b.ctypes.data for b in bufs))
+        self._fn(argv)
+        if status[0]:
+            raise self._error(status)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _error(self, status: np.ndarray) -> KinaRuntimeError:
+        code, k, pos, value, bound = (int(x) for x in status[:5])
+        step = self.lowered.steps[k] if 0 <= k < len(self.lowered.steps) else None
+        if code == GATHER_OOB and step is not None:
+            where = tuple(int(i) for i in np.unravel_index(pos, step.aux)) if step.aux else ()
+            return KinaRuntimeError(
+                f"{self.lowered.name}: gather index {value} at position {list(where)} of the "
+                f"index tensor is outside [0, {bound}) (kernel {step.sym})"
+            )
+        return KinaRuntimeError(f"{self.lowered.name}: runtime check {code} failed")
+
+    def __repr__(self) -> str:
+        ps = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.lowered.params)
+        return f"<HostEntry {self.lowered.name}({ps})>"
+
+
+def load_entry(lowered: LoweredEntry, object_code: bytes) -> HostEntry:
+    """Link ``object_code`` (from :func:`kinac.codegen.llvm.compile_object`) and wrap it."""
+    from kinac.codegen.llvm import jit_load
+
+    symbols = {n: a for n, a in blas_symbols().items() if n in lowered.library_calls}
+    image = jit_load(object_code, symbols, (lowered.symbol,))
+    return HostEntry(lowered, image)

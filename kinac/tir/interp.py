@@ -1,0 +1,227 @@
+"""A numpy reference evaluator of a :class:`~kinac.tir.graph.Graph`.
+
+It pins down what each op means on the host (the compiled code must agree with it, and tests
+compare both against PyTorch): integer ``div`` is floor division and ``x // 0 == 0``; integer
+``pow`` with a negative exponent truncates toward zero; float ``max``/``min`` propagate NaN;
+float-to-int ``cast`` truncates toward zero, saturates, and maps NaN to 0; reductions of ints
+stay in their dtype (wrapping). Low-precision floats compute in f32 and round after every op, as
+PyTorch does on the CPU. At the boundary, bf16 arrays are ``uint16`` bit patterns (numpy has no
+bf16) and f16 arrays are ``float16``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kinac.tir.graph import Graph, Node
+
+NP_DTYPES: dict[str, Any] = {
+    "f64": np.float64,
+    "f32": np.float32,
+    "f16": np.float16,
+    "bf16": np.uint16,
+    "i64": np.int64,
+    "i32": np.int32,
+    "bool": np.bool_,
+}
+
+
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    """Widen bf16 bit patterns (uint16) to float32 values."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def f32_to_bf16(x: np.ndarray) -> np.ndarray:
+    """Round float32 to bf16 bit patterns (nearest even, NaN kept quiet)."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(np.asarray(x, dtype=np.float32))
+    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
+
+
+def _compute_dtype(dt: str) -> Any:
+    return np.float32 if dt in ("f16", "bf16") else NP_DTYPES[dt]
+
+
+def _round(x: np.ndarray, dt: str) -> np.ndarray:
+    """Round a compute-dtype value to what storing it as ``dt`` keeps."""
+    if dt == "bf16":
+        return bf16_to_f32(f32_to_bf16(x))
+    if dt == "f16":
+        return np.asarray(x, dtype=np.float32).astype(np.float16).astype(np.float32)
+    return np.asarray(x).astype(NP_DTYPES[dt], copy=False)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    e = _erf(x.astype(np.float64) / math.sqrt(2.0)).astype(np.float64)
+    return (0.5 * x * (1.0 + e)).astype(x.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
+
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "neg": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: (1.0 / np.sqrt(x)).astype(x.dtype),
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "relu": lambda x: np.maximum(x, x.dtype.type(0)),
+    "gelu": _gelu,
+    "silu": lambda x: (x * _sigmoid(x)).astype(x.dtype),
+    "abs": np.abs,
+    "recip": lambda x: (1.0 / x).astype(x.dtype),
+    "square": lambda x: x * x,
+}
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    safe = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, np.floor_divide(a, safe)).astype(a.dtype)
+
+
+def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.broadcast_arrays(a, b)
+    pos = np.power(a, np.maximum(b, 0))
+    neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(b >= 0, pos, neg).astype(a.dtype)
+
+
+def _binary(op: str, a: np.ndarray, b: np.ndarray, dt: str) -> np.ndarray:
+    is_int = dt in ("i32", "i64")
+    if dt == "bool":
+        table = {"add": np.logical_or, "mul": np.logical_and, "max": np.logical_or}
+        table["min"] = np.logical_and
+        return table[op](a, b)
+    with np.errstate(all="ignore"):
+        if op == "add":
+            return a + b
+        if op == "sub":
+            return a - b
+        if op == "mul":
+            return a * b
+        if op == "div":
+            return _int_div(a, b) if is_int else a / b
+        if op == "max":
+            return np.maximum(a, b)
+        if op == "min":
+            return np.minimum(a, b)
+        if op == "pow":
+            return _int_pow(a, b) if is_int else np.power(a, b)
+    raise ValueError(f"unknown binary op {op}")
+
+
+_COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+_COMPARE["eq"] = np.equal
+
+
+def _cast(x: np.ndarray, src: str, dst: str) -> np.ndarray:
+    if dst == "bool":
+        return x != 0
+    target = _compute_dtype(dst)
+    if src in ("f64", "f32", "f16", "bf16") and dst in ("i32", "i64"):
+        info = np.iinfo(target)
+        with np.errstate(invalid="ignore"):
+            t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
+            return np.clip(t, info.min, info.max).astype(target)
+    return x.astype(target)
+
+
+def _reduce(op: str, x: np.ndarray, axis: int, keep: bool) -> np.ndarray:
+    if op == "reduce_sum":
+        return np.sum(x, axis=axis, keepdims=keep, dtype=x.dtype)
+    if op == "reduce_mean":
+        return np.mean(x, axis=axis, keepdims=keep, dtype=x.dtype)
+    if x.dtype == np.bool_:
+        f = np.any if op == "reduce_max" else np.all
+        return f(x, axis=axis, keepdims=keep)
+    f = np.max if op == "reduce_max" else np.min
+    return f(x, axis=axis, keepdims=keep)
+
+
+def _eval_node(
+    g: Graph, n: Node, vals: list[np.ndarray], inputs: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    op, dt, shape = n.op, n.type.dtype, n.type.shape
+    cd = _compute_dtype(dt)
+    a = [vals[i] for i in n.args]
+    if op == "param":
+        x = np.asarray(inputs[n.attr("index")])
+        return bf16_to_f32(x) if dt == "bf16" else x.astype(cd)
+    if op in ("const", "full"):
+        return _round(np.full(shape, n.attr("value"), dtype=cd), dt)
+    if op == "iota":
+        ax = n.attr("axis")
+        r = np.arange(shape[ax]).reshape([-1 if i == ax else 1 for i in range(len(shape))])
+        return _round(np.broadcast_to(r, shape).astype(cd), dt)
+    if op in _UNARY:
+        with np.errstate(all="ignore"):
+            return _round(_UNARY[op](a[0]), dt)
+    if op == "cast":
+        return _round(_cast(a[0], g.nodes[n.args[0]].type.dtype, dt), dt)
+    if op in _COMPARE:
+        return _COMPARE[op](a[0], a[1])
+    if op in ("add", "sub", "mul", "div", "max", "min", "pow"):
+        return _round(_binary(op, a[0], a[1], dt), dt)
+    if op == "where":
+        return np.where(a[0], a[1], a[2])
+    if op.startswith("reduce_"):
+        return _round(_reduce(op, a[0], n.attr("axis"), bool(n.attr("keepdims"))), dt)
+    if op == "matmul":
+        return _round(np.matmul(a[0], a[1]), dt)
+    if op == "transpose":
+        return np.transpose(a[0], n.attr("perm"))
+    if op in ("reshape", "broadcast_to"):
+        f = np.reshape if op == "reshape" else np.broadcast_to
+        return np.ascontiguousarray(f(a[0], shape))
+    if op == "concat":
+        return np.concatenate(a, axis=n.attr("axis"))
+    if op == "slice":
+        sl = [slice(None)] * len(shape)
+        sl[n.attr("axis")] = slice(n.attr("start"), n.attr("stop"))
+        return a[0][tuple(sl)]
+    if op == "gather":
+        table, idx = a
+        bad = (idx < 0) | (idx >= table.shape[0])
+        if bad.any():
+            pos = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise IndexError(
+                f"gather index {int(idx[pos])} at {pos} is outside [0, {table.shape[0]})"
+            )
+        return table[idx]
+    if op == "softmax":
+        ax = n.attr("axis")
+        with np.errstate(invalid="ignore"):
+            e = np.exp(a[0] - np.max(a[0], axis=ax, keepdims=True))
+            return _round(e / np.sum(e, axis=ax, keepdims=True), dt)
+    if op == "repeat_interleave":
+        return np.repeat(a[0], n.attr("repeats"), axis=n.attr("axis"))
+    if op in ("to_device", "to_host"):
+        return a[0]
+    raise ValueError(f"interp: unknown op {op!r}")
+
+
+def evaluate(graph: Graph, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Evaluate ``graph`` on numpy ``inputs`` (one per param); returns one array per output."""
+    assert len(inputs) == len(graph.params), "one input per param"
+    vals: list[np.ndarray] = []
+    for n in graph.nodes:
+        vals.append(np.asarray(_eval_node(graph, n, vals, inputs)))
+    outs = []
+    for o in graph.outputs:
+        t = graph.nodes[o].type
+        v = vals[o]
+        v = f32_to_bf16(v) if t.dtype == "bf16" else v.astype(NP_DTYPES[t.dtype])
+        outs.append(np.ascontiguousarray(v).reshape(t.shape))
+    return tuple(outs)
