@@ -17,11 +17,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from kinac.diag.model import Diagnostic, Label, NodeRef, Span
-from kinac.reader.ast import Defn, Mesh, ParsedFile, Signature
 from kinac.rules import Database, input_query, query
 from kinac.rules.codec import record
 from kinac.workspace.model import ConfigResult, WorkspaceConfig
+
+if TYPE_CHECKING:  # the reader's records load lazily: a no-op build never needs them
+    from kinac.reader.ast import Defn, Mesh, ParsedFile, Signature
 
 PRELUDE_PREFIX = "@kinac/"
 PRELUDE_DIR = Path(__file__).resolve().parent

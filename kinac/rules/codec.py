@@ -92,6 +92,8 @@ def _to_plain(v: Any) -> Any:
 # a value before the stage that defines its classes was ever imported).
 LAZY_RECORD_MODULES: list[str] = [
     "kinac.pipeline",
+    "kinac.reader.ast",
+    "kinac.workspace.model",
     "kinac.check",
     "kinac.ir",
     "kinac.codegen",

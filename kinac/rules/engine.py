@@ -72,6 +72,9 @@ class Database:
         self._stack: list[_Frame] = []
         self._active: set[str] = set()
         self._snapshot: dict[str, Any] | None = None
+        self._input_defs: dict[str, tuple[Query[Any, Any], Any]] = {}  # survives invalidation
+        self._roots: set[str] = set()  # memos requested from outside any query
+        self._root_checked: dict[str, int] = {}  # root qid -> revision its summary was tried
 
     # ------------------------------------------------------------------ public API
 
@@ -82,6 +85,9 @@ class Database:
             fp = self._input_fp(qid, q, key)
             value = self._inputs[qid][2]
         else:
+            if not self._stack:
+                self._roots.add(qid)
+                self._try_root_summary(qid)
             memo = self._ensure(qid, q, key)
             fp = memo.fp
             value = self._value_of(qid, q, key, memo)
@@ -108,9 +114,77 @@ class Database:
         dirty = {qid: m for qid, m in self._memos.items() if m.dirty}
         if not dirty:
             return
-        self.store.save(dirty)
+        for qid, (q, key, _, fp) in self._inputs.items():
+            dirty.setdefault(qid, Memo(q.name, encode(key), fp, []))
+        self.store.save(dirty, self._root_summaries())
         for m in dirty.values():
             m.dirty = False
+
+    # ------------------------------------------------------------------ root summaries
+
+    def _root_summaries(self) -> dict[str, Any]:
+        """For each root verified now: its record and every input it transitively read.
+
+        If all those inputs still have those fingerprints, the root's value is unchanged (all
+        queries are pure), so the next process can reuse it without loading the whole graph.
+        """
+        out: dict[str, Any] = {}
+        for root in self._roots:
+            memo = self._memos.get(root)
+            if memo is None or memo.verified_rev != self.rev:
+                continue
+            inputs: dict[str, tuple[str, bytes, str]] = {}
+            seen = {root}
+            stack = [memo]
+            complete = True
+            while stack and complete:
+                m = stack.pop()
+                for dep_qid, dep_fp in m.deps:
+                    if dep_qid in seen:
+                        continue
+                    seen.add(dep_qid)
+                    inp = self._inputs.get(dep_qid)
+                    if inp is not None:
+                        inputs[dep_qid] = (inp[0].name, encode(inp[1]), inp[3])
+                        continue
+                    dm = self._memos.get(dep_qid)
+                    if dm is None:
+                        complete = False  # verified through an older summary: keep that one
+                        break
+                    stack.append(dm)
+            if complete:
+                out[root] = ((memo.name, memo.key_json, memo.fp, memo.deps), inputs)
+        return out
+
+    def _try_root_summary(self, qid: str) -> None:
+        """Verify a root from its summary alone (a no-op build reads no graph at all)."""
+        if self.store is None or self._root_checked.get(qid) == self.rev:
+            return
+        self._root_checked[qid] = self.rev
+        memo = self._memos.get(qid)
+        if memo is not None and memo.verified_rev == self.rev:
+            return
+        summary = self.store.load_root(qid)
+        if summary is None:
+            return
+        (name, key_json, fp, deps), inputs = summary
+        for in_qid, (in_name, in_key, in_fp) in inputs.items():
+            q = lookup(in_name)
+            if q is None or not q.is_input:
+                return
+            try:
+                key = decode(in_key)
+            except CodecError:
+                return
+            if self._input_fp(in_qid, q, key) != in_fp:
+                return
+        if memo is None or memo.fp != fp:
+            memo = Memo(name, key_json, fp, deps)
+            self._memos[qid] = memo
+        memo.verified_rev = self.rev
+        q = lookup(name)
+        if q is not None:
+            self.events.reused(q, None, qid)
 
     # ------------------------------------------------------------------ verification
 
@@ -120,11 +194,9 @@ class Database:
             value = q.fn(self, key)
             entry = (q, key, value, fingerprint(value))
             self._inputs[qid] = entry
-            # Inputs are recorded too (without their value), so a new process knows how to
-            # re-read each dependency named in a trace.
-            known = self._memos.get(qid) or self._load(qid)
-            if known is None or known.fp != entry[3]:
-                self._memos[qid] = Memo(q.name, encode(key), entry[3], [], None, self.rev, True)
+            self._input_defs[qid] = (q, key)
+            # Inputs are recorded too (at commit, without their value), so a new process knows
+            # how to re-read each dependency named in a trace.
         return entry[3]
 
     def _ensure(self, qid: str, q: Query[Any, Any], key: Any) -> Memo:
@@ -143,7 +215,7 @@ class Database:
                 self._active.discard(qid)
             if changed is None:
                 memo.verified_rev = self.rev
-                self.events.reused(q, key)
+                self.events.reused(q, key, qid)
                 return memo
             self.events.why[qid] = changed
         return self._execute(qid, q, key, memo)
@@ -155,22 +227,42 @@ class Database:
         return None
 
     def _current_fp(self, dep_qid: str) -> str | None:
+        """The dependency's fingerprint now: verified (or re-run) without decoding its key
+        unless it has to run. This is the hot loop of a no-op build."""
         inp = self._inputs.get(dep_qid)
         if inp is not None:
             return inp[3]
+        known = self._input_defs.get(dep_qid)
+        if known is not None:
+            return self._input_fp(dep_qid, known[0], known[1])
         memo = self._memos.get(dep_qid) or self._load(dep_qid)
         if memo is None:
-            return None  # an input not read yet this revision, or a forgotten memo
+            return None  # a forgotten memo: its dependent must re-run
+        if memo.verified_rev == self.rev:
+            return memo.fp
         q = lookup(memo.name)
         if q is None:
             return None
+        if not q.is_input:
+            if dep_qid in self._active:
+                raise CycleError(f"query cycle through {q.name}")
+            self._active.add(dep_qid)
+            try:
+                changed = self._first_changed_dep(memo)
+            finally:
+                self._active.discard(dep_qid)
+            if changed is None:
+                memo.verified_rev = self.rev
+                self.events.reused(q, None, dep_qid)
+                return memo.fp
+            self.events.why[dep_qid] = changed
         try:
             key = decode(memo.key_json)
         except CodecError:
             return None
         if q.is_input:
             return self._input_fp(dep_qid, q, key)
-        return self._ensure(dep_qid, q, key).fp
+        return self._execute(dep_qid, q, key, memo).fp
 
     def _execute(self, qid: str, q: Query[Any, Any], key: Any, old: Memo | None) -> Memo:
         if qid in self._active:
@@ -204,8 +296,7 @@ class Database:
         rec = self._snapshot.get(qid)
         if rec is None:
             return None
-        name, key_json, fp, deps = rec
-        memo = Memo(name, key_json, fp, deps)
+        memo = Memo(rec[0], rec[1], rec[2], rec[3])
         self._memos[qid] = memo
         return memo
 

@@ -34,8 +34,9 @@ class EventLog:
     def executed(self, q: Any, key: Any, qid: str, seconds: float, new: bool, cutoff: bool) -> None:
         self.events.append(Event("executed", q.name, q.stage, key, seconds, qid, new, cutoff))
 
-    def reused(self, q: Any, key: Any) -> None:
-        self.events.append(Event("reused", q.name, q.stage, key))
+    def reused(self, q: Any, key: Any, qid: str = "") -> None:
+        """``key`` is None when the memo was verified without decoding its key (the fast path)."""
+        self.events.append(Event("reused", q.name, q.stage, key, 0.0, qid))
 
     def clear(self) -> None:
         self.events.clear()

@@ -32,6 +32,10 @@ _KINAC_DIR = Path(__file__).resolve().parent.parent
 @cache
 def tool_version(dist: str) -> str:
     """Installed version of a distribution (``z3-solver``), or ``none``; read once per process."""
+    if dist == "kinac":
+        from kinac import __version__
+
+        return __version__
     from importlib import metadata
 
     try:

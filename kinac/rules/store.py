@@ -17,7 +17,6 @@ a build) sharing a cache stay correct.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
@@ -32,7 +31,9 @@ from kinac.rules.codec import CodecError, digest, unpack
 from kinac.rules.query import MISSING as _MISSING
 
 GRAPH_KEY = "graph"
-GRAPH_MAGIC = b"KINAC-GRAPH-1\n"
+GEN_KEY = "generation"
+ROOT_PREFIX = "root:"
+MAGIC = b"KINAC-META-2\n"
 DEFAULT_SIZE_LIMIT = 2 * 1024**3
 KEEP_GENERATIONS = 50
 
@@ -77,6 +78,8 @@ class Store:
         self._meta: diskcache.Cache | None = None
         self._blobs: diskcache.Cache | None = None
         self.warnings: list[str] = []
+        self._gen = -1  # generation of the graph as loaded by this process
+        self._loaded: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ opening
 
@@ -115,30 +118,39 @@ class Store:
         raw = meta.get(GRAPH_KEY, default=None)
         if raw is None:
             return 0, {}
-        if not isinstance(raw, bytes) or not raw.startswith(GRAPH_MAGIC):
-            raise CodecError("graph entry has a foreign header")
-        body = raw[len(GRAPH_MAGIC):]
-        check, payload = body[:32], body[33:]
-        if digest(payload).encode() != check:
-            raise CodecError("graph entry fails its checksum")
-        doc = json.loads(payload)
-        gen = int(doc["gen"])
-        records: dict[str, Any] = {}
-        for qid, (name, key_json, fp, deps, g) in doc["memos"].items():
-            records[qid] = (name, key_json.encode(), fp, [tuple(d) for d in deps], g)
+        doc = _unseal(raw)
+        gen = int(doc[0])
+        records: dict[str, Any] = doc[1]  # qid -> [name, key_json, fp, deps, gen]
+        if not isinstance(records, dict):
+            raise CodecError("graph entry has the wrong shape")
         return gen, records
 
     def load_graph(self) -> dict[str, Any]:
-        """Every known memo: ``qid -> (name, key_json, fp, deps)``; empty if none or corrupt."""
+        """Every known memo: ``qid -> [name, key_json, fp, deps, gen]``; empty if none or corrupt."""
         try:
             meta, _ = self._open()
-            _, records = self._read_graph(meta)
+            self._gen, records = self._read_graph(meta)
         except (sqlite3.Error, OSError, CodecError, ValueError, KeyError, TypeError) as e:
             self._warn(f"dependency graph in cache is corrupt ({e}); rebuilding from scratch")
+            self._gen = -1
             return {}
-        return {q: r[:4] for q, r in records.items()}
+        self._loaded = records
+        return records
 
-    def save(self, memos: dict[str, Any]) -> None:
+    def load_root(self, qid: str) -> Any:
+        """A root's summary (see ``Database._root_summaries``), or None."""
+        try:
+            meta, _ = self._open()
+            raw = meta.get(ROOT_PREFIX + qid, default=None)
+            if raw is None:
+                return None
+            record, inputs = _unseal(raw)
+            return (tuple(record), {k: tuple(v) for k, v in inputs.items()})
+        except (sqlite3.Error, OSError, CodecError, ValueError, KeyError, TypeError) as e:
+            self._warn(f"cache summary {qid[:12]} is corrupt ({e}); verifying in full")
+            return None
+
+    def save(self, memos: dict[str, Any], roots: dict[str, Any] | None = None) -> None:
         """Write pending blobs, then merge ``memos`` (qid -> Memo) into the graph atomically."""
         try:
             meta, blobs = self._open()
@@ -148,28 +160,32 @@ class Store:
                         blobs.set(fp, blob)
                 self._pending.clear()
             with meta.transact():
-                try:
-                    gen, records = self._read_graph(meta)
-                except (CodecError, ValueError, KeyError, TypeError) as e:
-                    self._warn(f"dependency graph in cache is corrupt ({e}); replacing it")
-                    gen, records = 0, {}
+                gen = self._current_gen(meta)
+                if self._loaded is not None and gen == self._gen:
+                    records = self._loaded  # nobody wrote since we read it: no need to re-read
+                else:
+                    try:
+                        gen, records = self._read_graph(meta)
+                    except (CodecError, ValueError, KeyError, TypeError) as e:
+                        self._warn(f"dependency graph in cache is corrupt ({e}); replacing it")
+                        gen, records = 0, {}
                 gen += 1
                 for qid, m in memos.items():
-                    records[qid] = (m.name, m.key_json, m.fp, m.deps, gen)
-                self._write_graph(meta, gen, records)
+                    records[qid] = [m.name, m.key_json, m.fp, m.deps, gen]
+                meta.set(GRAPH_KEY, _seal([gen, records]))
+                meta.set(GEN_KEY, str(gen).encode())
+                for qid, summary in (roots or {}).items():
+                    meta.set(ROOT_PREFIX + qid, _seal(summary))
+                self._gen, self._loaded = gen, records
         except (sqlite3.Error, OSError) as e:
             self._warn(f"could not write the cache at {self.directory} ({e}); results not saved")
 
-    def _write_graph(self, meta: diskcache.Cache, gen: int, records: dict[str, Any]) -> None:
-        doc = {
-            "gen": gen,
-            "memos": {
-                qid: [name, kj.decode() if isinstance(kj, bytes) else kj, fp, [list(d) for d in deps], g]
-                for qid, (name, kj, fp, deps, g) in records.items()
-            },
-        }
-        payload = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
-        meta.set(GRAPH_KEY, GRAPH_MAGIC + digest(payload).encode() + b"\n" + payload)
+    def _current_gen(self, meta: diskcache.Cache) -> int:
+        raw = meta.get(GEN_KEY, default=None)
+        try:
+            return int(raw) if isinstance(raw, bytes) else 0
+        except ValueError:
+            return -2
 
     # ------------------------------------------------------------------ values
 
@@ -250,7 +266,8 @@ class Store:
         with meta.transact():
             gen, records = self._read_graph(meta)
             kept = {q: r for q, r in records.items() if r[4] >= gen - keep_generations}
-            self._write_graph(meta, gen, kept)
+            meta.set(GRAPH_KEY, _seal([gen, kept]))
+            self._loaded = None
         live = {r[2] for r in kept.values()}
         dropped_values = 0
         for fp in list(blobs.iterkeys()):
@@ -266,3 +283,25 @@ class Store:
         shutil.rmtree(self.directory, ignore_errors=True)
         os.makedirs(self.directory, exist_ok=True)
 
+
+def _seal(doc: Any) -> bytes:
+    """msgpack with a magic header and a checksum: never pickle, never trusted unchecked."""
+    import msgpack
+
+    payload = msgpack.packb(doc, use_bin_type=True)
+    return MAGIC + digest(payload).encode() + payload
+
+
+def _unseal(raw: Any) -> Any:
+    import msgpack
+
+    if not isinstance(raw, bytes) or not raw.startswith(MAGIC):
+        raise CodecError("entry has a foreign header")
+    body = raw[len(MAGIC):]
+    check, payload = body[:32], body[32:]
+    if digest(payload).encode() != check:
+        raise CodecError("entry fails its checksum")
+    try:
+        return msgpack.unpackb(payload, raw=False, strict_map_key=True)
+    except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as e:
+        raise CodecError(f"entry does not decode: {e}") from None
