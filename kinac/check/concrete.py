@@ -25,7 +25,19 @@ from kinac.tir.graph import DTYPES, TType
 
 
 class ConcreteError(Exception):
-    """The program fails at these dims (the message says where and why)."""
+    """The program fails at these dims (the message says where and why); ``nids`` are the
+    failing node and its argument nodes (what a diagnostic about it may point at)."""
+
+    def __init__(self, msg: str, nids: tuple[int, ...] = ()) -> None:
+        super().__init__(msg)
+        self.nids = nids
+
+
+class _Silent(Exception):
+    """An operand already failed; the failure was recorded where it happened."""
+
+
+_ERR = TType("!", (), "")
 
 
 class DefnSource(CheckEnv, Protocol):
@@ -44,21 +56,47 @@ def eval_defn(
     depth: int = 0,
 ) -> TType:
     """The result type of ``defn`` at ``dims`` (groups as ``..b``) and ``dtypes``; raises
-    :class:`ConcreteError` when any primitive, call or ascription fails."""
+    :class:`ConcreteError` (the first failure) when any primitive, call or ascription fails."""
+    out, fails = eval_all(file, defn, dims, dtypes, env, default_device, depth)
+    if fails:
+        raise fails[0]
+    assert out is not None
+    return out
+
+
+def eval_all(
+    file: str,
+    defn: ast.Defn,
+    dims: Mapping[str, int | tuple[int, ...]],
+    dtypes: Mapping[str, str],
+    env: DefnSource,
+    default_device: str = "cpu",
+    depth: int = 0,
+) -> tuple[TType | None, list[ConcreteError]]:
+    """Evaluate ``defn`` and collect every failure (a failed ``let`` binding does not stop
+    the others; uses of it stay silent)."""
     if depth > 64:
-        raise ConcreteError("call depth exceeded (recursion)")
+        return None, [ConcreteError("call depth exceeded (recursion)")]
     sig = analyse(file, defn.signature)
     denv = {k: v for k, v in dims.items() if isinstance(v, int)}
     groups = {k: tuple(v) for k, v in dims.items() if isinstance(v, tuple)}
     ev = _Eval(file, defn, denv, groups, dict(dtypes), env, default_device, depth)
     scope: dict[str, TType] = {}
-    for p in sig.params:
-        if p.type is not None:
-            scope[p.name] = ev.ttype(p.type.dtype, p.type.shape, p.type.device or default_device)
-    out = ev.expr(defn.body, scope)
-    ret = ev.ttype(sig.ret.dtype, sig.ret.shape, "")
-    ev.same(out, ret, "the result")
-    return out
+    try:
+        for p in sig.params:
+            if p.type is not None:
+                scope[p.name] = ev.ttype(
+                    p.type.dtype, p.type.shape, p.type.device or default_device
+                )
+        out = ev.top(defn.body, scope)
+        ret = ev.ttype(sig.ret.dtype, sig.ret.shape, "")
+        ev.same(out, ret, "the result", (defn.body.nid,))
+    except ConcreteError as e:
+        ev.fails.append(e)
+        return None, ev.fails
+    except _Silent:
+        return None, ev.fails
+    return (out if not ev.fails else None), ev.fails
 
 
 class _Eval:
@@ -75,6 +113,7 @@ class _Eval:
     ) -> None:
         self.file, self.defn, self.denv, self.groups, self.dts = file, defn, denv, groups, dts
         self.env, self.default, self.depth = env, default_device, depth
+        self.fails: list[ConcreteError] = []
         sig = analyse(file, defn.signature)
         self.st = Statics(
             file,
@@ -85,11 +124,14 @@ class _Eval:
             [],
         )
 
-    def num(self, p: D.Poly) -> int:
+    def num(self, p: D.Poly, nids: tuple[int, ...] = ()) -> int:
         try:
             return D.evaluate(p, self.denv)
         except DimEvalError as e:
-            raise ConcreteError(str(e)) from None
+            raise ConcreteError(str(e), nids) from None
+
+    def top(self, e: ast.Expr, scope: dict[str, TType]) -> TType:
+        return self.expr(e, scope)
 
     def shape(self, s: SShape) -> tuple[int, ...]:
         lead: tuple[int, ...] = ()
@@ -102,17 +144,18 @@ class _Eval:
     def ttype(self, dtype: str, s: SShape, device: str) -> TType:
         return TType(self.dts.get(dtype, dtype), self.shape(s), device)
 
-    def same(self, got: TType, want: TType, what: str) -> None:
+    def same(self, got: TType, want: TType, what: str, nids: tuple[int, ...]) -> None:
         if got.dtype in (WEAK_F, WEAK_I):
             if want.shape != () or want.dtype in ("i32", "i64", "bool") and got.dtype == WEAK_F:
-                raise ConcreteError(f"{what}: a scalar literal is not {want}")
+                raise ConcreteError(f"{what}: a scalar literal is not {want}", nids)
             return
         if got.shape != want.shape or got.dtype != want.dtype:
             raise ConcreteError(
-                f"{what} is {got.dtype}{list(got.shape)}, not {want.dtype}{list(want.shape)}"
+                f"{what} is {got.dtype}{list(got.shape)}, not {want.dtype}{list(want.shape)}",
+                nids,
             )
         if want.device and got.device != want.device:
-            raise ConcreteError(f"{what} is on {got.device}, not {want.device}")
+            raise ConcreteError(f"{what} is on {got.device}, not {want.device}", nids)
 
     def static(self, f: Any) -> Any:
         try:
@@ -123,6 +166,8 @@ class _Eval:
     def expr(self, e: ast.Expr, scope: dict[str, TType]) -> TType:
         if isinstance(e, ast.Var):
             if e.name in scope:
+                if scope[e.name] is _ERR:
+                    raise _Silent()
                 return scope[e.name]
             if e.name in self.denv:
                 return TType(WEAK_I, (), "")
@@ -134,20 +179,41 @@ class _Eval:
         if isinstance(e, ast.Let):
             inner = dict(scope)
             for b in e.bindings:
-                inner[b.name] = self.expr(b.value, inner)
+                try:
+                    inner[b.name] = self.expr(b.value, inner)
+                except ConcreteError as ex:
+                    self.fails.append(ex)
+                    inner[b.name] = _ERR
+                except _Silent:
+                    inner[b.name] = _ERR
             return self.expr(e.body, inner)
         if isinstance(e, ast.The):
             from kinac.check.convert import TypeConv
 
             t = TypeConv(self.file, self.defn.name, None).type(e.type)
             got = self.expr(e.expr, scope)
-            self.same(got, self.ttype(t.dtype, t.shape, ""), "the ascribed expression")
+            self.same(got, self.ttype(t.dtype, t.shape, ""), "the ascribed expression", (e.nid,))
             return got
         if isinstance(e, ast.Call):
             return self.call(e, scope)
-        raise ConcreteError("not a value")
+        raise ConcreteError("not a value", (e.nid,))
 
     def call(self, e: ast.Call, scope: dict[str, TType]) -> TType:
+        nids = (
+            e.nid,
+            e.head_nid,
+            *(a.nid for a in e.args),
+            *(k.nid for k in e.kwargs),
+            *(x.nid for a in e.args if isinstance(a, ast.ListLit) for x in a.items),
+        )
+        try:
+            return self._call(e, scope)
+        except ConcreteError as ex:
+            if not ex.nids:
+                ex.nids = nids
+            raise
+
+    def _call(self, e: ast.Call, scope: dict[str, TType]) -> TType:
         p = find(e.head, len(e.args), {k.key for k in e.kwargs})
         if p is None:
             return self.defn_call(e, scope)
