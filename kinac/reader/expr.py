@@ -23,7 +23,7 @@ from kinac.reader.ast import (
     Var,
 )
 from kinac.reader.sexpr import TOP_HEADS, SAtom, SList, SNode
-from kinac.reader.sig import NAME, FormParser, annot_parts, describe, sym
+from kinac.reader.sig import NAME, FormParser, annot_parts, describe, sym, text_of
 
 _DUMMY = Var(-1, "?")
 _KW_HELP = "keyword arguments go last inside a call, each followed by its value: `(sum x :axis 0)`"
@@ -183,7 +183,22 @@ class ExprParser(FormParser):
                 self.parse_expr(item)
             return _DUMMY
         bindings: list[Binding] = []
-        for b in items[1].items:
+        vec = items[1].items
+        if any(not isinstance(b, SList) for b in vec):
+            pairs = " ".join(
+                f"({text_of(vec[i])} {text_of(vec[i + 1])})" for i in range(0, len(vec) - 1, 2)
+            )
+            self.err(
+                "K0121",
+                "each `let` binding must be a `(name EXPR)` list",
+                items[1],
+                "bindings are not lists",
+                f"wrap each binding in parentheses: `[{pairs}]`"
+                if len(vec) % 2 == 0
+                else "write `[(a (f x)) (b (g a))]`: one list per binding",
+            )
+            vec = [b for b in vec if isinstance(b, SList)]
+        for b in vec:
             bnd = self.parse_binding(b)
             if bnd is not None:
                 bindings.append(bnd)
@@ -245,9 +260,10 @@ class ExprParser(FormParser):
         items = node.items
         nid = self.nid(node)
         if len(items) != 3:
+            n = len(items) - 1
             self.err(
                 "K0122",
-                f"`the` takes a type and an expression, got {len(items) - 1} item(s)",
+                f"`the` takes a type and an expression, got {n} item{'s' * (n != 1)}",
                 node,
                 "malformed ascription",
                 "write `(the (tensor f32 [B D]) EXPR)`",

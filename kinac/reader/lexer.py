@@ -13,6 +13,7 @@ explains it is returned next to the stream, so the S-expression layer keeps its 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import NamedTuple
 
 from kinac.diag.model import Diagnostic
@@ -21,10 +22,10 @@ from kinac.reader.errors import make, show
 from kinac.reader.source import Source
 
 _NAME = r"[^\W\d][\w-]*"
-_SYMCHARS = r"[\w+\-*/<>=!?%&|^~$]"
+_SYMCHARS = r"[\w+\-*/<>=!?%&|^~$.]"
 _SYMBOL = rf"(?![+-]?\.?[0-9])(?:[^\W\d]|[+\-*/<>=!?%&|^~$]){_SYMCHARS}*"
 _END = r"(?![^\s()\[\]\";\x00-\x1f\x7f])"  # the atom ends here
-_ANNOT_INNER = r"[^()\[\]\";\n]*"
+_ANNOT_INNER = r"(?:[^()\";\n]|\([^()\";\n]*\))*+"  # one level of parens: one clear error
 _STR_BODY = r'(?:[^"\\\n]|\\[^\n])*'
 _TOKEN = re.compile(
     r"(?:[ \t\n\r\f\v]+|;[^\n]*)*+(?:"  # whitespace and comments, then one token or the end
@@ -39,7 +40,7 @@ _TOKEN = re.compile(
             rf'(?P<str>"{_STR_BODY}")',
             rf'(?P<badstr>"{_STR_BODY}\\?)',
             rf"(?P<annot>@{_NAME}(?:\({_ANNOT_INNER}\)|{_END}(?!\()))",
-            rf"(?P<annotopen>@{_NAME}\({_ANNOT_INNER})",
+            rf"(?P<annotopen>@{_NAME}\({_ANNOT_INNER})(?!\))",
             r"(?P<atom>[^\s()\[\]\";\x00-\x1f\x7f]+)",
             r"(?P<bad>(?:[\x00-\x08\x0e-\x1f\x7f]|[^\S \t\n\r\f\v])+)",
             r"\Z",
@@ -56,7 +57,10 @@ _SYMCHAR = re.compile(_SYMCHARS)
 _ANNOT_ARG = re.compile(rf"\s*(?:(?P<key>{_NAME})\s*=\s*)?(?P<val>-?[0-9]+|{_NAME})\s*\Z")
 _ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|.)")
 _SIMPLE_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
-_SYMBOL_CHARS = "letters, digits, `_` and `+ - * / < > = ! ? % & | ^ ~ $`"
+_SYMBOL_CHARS = "letters, digits, `_` `.` and `+ - * / < > = ! ? % & | ^ ~ $`"
+SWALLOWS = "swallows"
+"""Value of an error token that ran to the end of its line (an unterminated string or
+annotation), hiding any closing delimiters there: unclosed lists around it are not reported."""
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
@@ -105,27 +109,32 @@ class _Lexer:
         line, col = self.line, s - self.line_start + 1
         self.tokens.append(new_token(Token, (kind, value, s, e, line, col, line, col + e - s)))
 
-    def error(self, start: int, end: int, code: str, msg: str, label: str, help: str) -> None:
+    def error(
+        self, start: int, end: int, code: str, msg: str, label: str, help: str, tag: str = ""
+    ) -> None:
+        """Report a bad token; it stays in the stream as an ``error`` token (value: the code,
+        or ``tag``), except invalid characters, which become ``junk`` (no item of any list)."""
         self.diags.append(make(code, msg, self.src.span(start, end), label, help=help))
-        self.push("error", None, start, end)
+        self.push("junk" if code == "K0108" else "error", tag or code, start, end)
 
     def run(self) -> None:
         text = self.src.text
         append = self.tokens.append
         new = new_token
-        line, ls = 1, 0
+        starts = self.src.line_starts  # offsets where lines begin
+        nlines = len(starts)
+        line, ls, nxt = 1, 0, starts[1] if nlines > 1 else len(text) + 1
         pos = 1 if text.startswith("\ufeff") else 0
         kinds = _KINDS
-        prev = pos
         for m in _TOKEN.finditer(text, pos):
             idx = m.lastindex
             if idx is None:  # only whitespace and comments were left
                 break
             s, e = m.span(idx)
-            if s != prev and (nl := text.count("\n", prev, s)):
-                line += nl
-                ls = text.rfind("\n", prev, s) + 1
-            prev = e
+            if s >= nxt:  # the token is on a later line (tokens never span lines)
+                line = bisect_right(starts, s)
+                ls = starts[line - 1]
+                nxt = starts[line] if line < nlines else len(text) + 1
             kind = kinds[idx]
             col = s - ls + 1
             if kind == "sym":
@@ -143,7 +152,7 @@ class _Lexer:
     def rare(self, kind: str | None, m: re.Match[str], s: int, e: int) -> None:
         text = self.src.text
         if kind == "var":
-            self.push("var", "" if e - s == 3 else text[s + 2 : e], s, e)
+            self.push("var", "" if text[s + 2] == "." else text[s + 2 : e], s, e)
         elif kind == "int" or kind == "float" or kind == "atom":
             self.atom(text[s:e], s, e)
         elif kind == "str":
@@ -159,6 +168,7 @@ class _Lexer:
                 "this string is not closed",
                 'close it with `"` on the same line; strings cannot span lines '
                 '(write `\\n` for a newline) and a `"` inside is written `\\"`',
+                SWALLOWS,
             )
         elif kind == "annotopen":
             self.error(
@@ -169,6 +179,7 @@ class _Lexer:
                 "no `)` before the end of the line",
                 "close the argument list with `)`, as in `@sharded(axis=0, mesh=tp)`; "
                 "arguments are integers or names",
+                SWALLOWS,
             )
         else:
             c = text[s]
@@ -295,7 +306,7 @@ class _Lexer:
                 )
             )
         out.append(body[last:])
-        self.push("str" if ok else "error", "".join(out) if ok else None, s, e)
+        self.push("str" if ok else "error", "".join(out) if ok else "K0105", s, e)
 
     def annotation(self, text: str, s: int, e: int) -> None:
         paren = text.find("(")
@@ -344,7 +355,7 @@ class _Lexer:
         if ok:
             self.push("annot", (name, tuple(args)), s, e)
         else:
-            self.push("error", None, s, e)
+            self.push("error", "K0110", s, e)
 
 
 def _number_help(t: str) -> str:

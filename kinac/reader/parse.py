@@ -40,8 +40,7 @@ def _parse(file: str, text: str) -> ParsedFile:
     src = Source(file, text)
     forms, diags = read_tree(src)
     top = TopLevel(src, diags)
-    for node in forms:
-        top.form(node)
+    top.run(forms)
     diags.sort(key=_diag_pos)
     return ParsedFile(
         file=file,

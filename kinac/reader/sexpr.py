@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from kinac.diag.model import Diagnostic
 from kinac.reader.errors import make
+from kinac.reader.lexer import SWALLOWS, tokenize
 from kinac.reader.lexer import Token as SAtom  # atoms are the lexer's tokens: cheap tuples
 from kinac.reader.lexer import new_token as _new_token
-from kinac.reader.lexer import tokenize
 from kinac.reader.source import Source
 
 MAX_DEPTH = 64
@@ -42,16 +42,8 @@ class SList:
     """
 
     __slots__ = (
-        "bracket",
-        "items",
-        "start",
-        "end",
-        "line",
-        "col",
-        "eline",
-        "ecol",
-        "bad",
-        "broken",
+        *("bracket", "items", "start", "end", "line", "col", "eline", "ecol"),
+        *("bad", "broken", "swallowed"),
     )
 
     def __init__(self, tok: SAtom) -> None:
@@ -61,6 +53,7 @@ class SList:
         self.line, self.col, self.eline, self.ecol = tok.line, tok.col, tok.eline, tok.ecol
         self.bad = False
         self.broken = False
+        self.swallowed = False  # holds a token that may have eaten its closing delimiter
 
     def close(self, last: SNode) -> None:
         """Set the end of this list to the end of ``last`` (its closing token or last item)."""
@@ -102,6 +95,12 @@ class _Reader:
         closers = "".join(_PARTNER[lst.bracket] for lst in reversed(opened))
         inner = opened[-1]
         n = len(opened)
+        while len(self.stack) > upto:
+            lst = self.stack[-1]
+            lst.bad = lst.broken = True
+            self.pop(lst.items[-1] if lst.items else lst)
+        if all(lst.swallowed for lst in opened):
+            return  # the unterminated string or annotation reported already explains it
         span = self.src.span
         sec = [(span(lst.start, lst.end), "also unclosed") for lst in opened[:-1]]
         sec.append((span(at, at), why))
@@ -115,10 +114,6 @@ class _Reader:
                 secondary=tuple(sec[-6:]),
             )
         )
-        while len(self.stack) > upto:
-            lst = self.stack[-1]
-            lst.bad = lst.broken = True
-            self.pop(lst.items[-1] if lst.items else lst)
 
     def run(self) -> list[SNode]:
         toks = self.tokens
@@ -142,17 +137,29 @@ class _Reader:
                 stack.append(SList(tok))
             elif kind == ")" or kind == "]":
                 self._close(tok)
+            elif kind == "error" or kind == "junk":
+                self._bad_token(tok)
             elif stack:
-                top = stack[-1]
-                top.items.append(tok)
-                if kind == "error":
-                    top.bad = True
+                stack[-1].items.append(tok)
             else:
                 self.top.append(tok)
             i += 1
         if stack:
             self.unclosed(0, len(self.src.text), "the file ends here", "where the form ends")
         return self.top
+
+    def _bad_token(self, tok: SAtom) -> None:
+        """An already reported token: junk is dropped, errors stay as placeholder items."""
+        if not self.stack:
+            if tok.kind == "error":
+                self.top.append(tok)
+            return
+        self.stack[-1].bad = True
+        if tok.kind == "error":
+            self.stack[-1].items.append(tok)
+        if tok.value == SWALLOWS:
+            for lst in self.stack:
+                lst.swallowed = True
 
     def _top_head(self, i: int) -> bool:
         nxt = self.tokens[i + 1]

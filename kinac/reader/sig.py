@@ -45,22 +45,23 @@ _DUMMY_TYPE = TensorType(-1, "?", ())
 
 
 def describe(node: SNode) -> str:
-    """A short phrase naming what ``node`` is, for messages: "the symbol `x`", "a list"."""
+    """A short phrase naming what ``node`` is, for messages: "name `x`", "list `( … )`"."""
     if isinstance(node, SList):
-        return "an empty list" if not node.items else f"a `{node.bracket} … ` list"
+        pair = node.bracket + (")" if node.bracket == "(" else "]")
+        return f"empty list `{pair}`" if not node.items else f"list `{pair[0]} … {pair[1]}`"
     k, v = node.kind, node.value
     if k == "sym":
-        return f"the name `{show(str(v))}`"
+        return f"name `{show(str(v))}`"
     if k in ("int", "float"):
-        return f"the number `{v}`"
+        return f"number `{v}`"
     if k == "str":
-        return f'the string "{show(str(v))}"'
+        return f'string "{show(str(v))}"'
     if k == "kw":
-        return f"the keyword `:{v}`"
+        return f"keyword `:{v}`"
     if k == "var":
-        return f"the variadic group `..{v}`" if v else "the variadic group `...`"
+        return f"variadic group `..{v}`" if v else "variadic group `...`"
     if k == "annot":
-        return f"the annotation `@{annot_parts(node)[0]}`"
+        return f"annotation `@{annot_parts(node)[0]}`"
     return "an invalid token"
 
 
@@ -69,6 +70,15 @@ def sym(node: SNode | None) -> str | None:
     if isinstance(node, SAtom) and node.kind == "sym" and isinstance(node.value, str):
         return node.value
     return None
+
+
+def text_of(node: SNode) -> str:
+    """A node's source-like text for a suggested fix (atoms only; lists abbreviated)."""
+    if isinstance(node, SList):
+        return "(…)"
+    if node.kind == "kw":
+        return f":{node.value}"
+    return show(str(node.value))
 
 
 def kind(node: SNode | None) -> str:
@@ -110,12 +120,17 @@ class FormParser:
         label: str,
         help: str,
         secondary: tuple[tuple[SNode, str], ...] = (),
+        last: SNode | None = None,
     ) -> None:
-        """Report an error at a node and mark the form failed."""
+        """Report an error at a node and mark the form failed; an error token at ``at`` was
+        reported by the lexer already, so nothing more is said about it."""
         self.failed = True
+        if isinstance(at, SAtom) and at.kind == "error":
+            return
         span = self.src.node_span
         sec = tuple((span(n, n), m) for n, m in secondary)
-        self.diags.append(make(code, msg, span(at, at), label, help=help, secondary=sec))
+        primary = span(at, last if last is not None else at)
+        self.diags.append(make(code, msg, primary, label, help=help, secondary=sec))
 
     def silent(self, node: SNode) -> bool:
         """True (and the form failed) if ``node`` is an error token already reported."""
@@ -168,7 +183,16 @@ class FormParser:
             )
             return _DUMMY_TYPE
         dt = items[1]
-        dtype = "?"
+        dtype = "f32"
+        if isinstance(dt, SList) and len(items) >= 3 and (swap := sym(items[2])) is not None:
+            self.err(
+                "K0118",
+                "the dtype must come before the shape",
+                node,
+                "dtype and shape swapped",
+                f"write the dtype first: `(tensor {swap} [DIM …])`",
+            )
+            return _DUMMY_TYPE
         if self.silent(dt):
             pass
         elif (dname := sym(dt)) is not None and IDENT.match(dname) and dname not in _NOT_DT:
@@ -233,7 +257,7 @@ class FormParser:
                         "a variadic group must be the first dimension",
                         item,
                         "not leading",
-                        f"move `{self._var_text(item)}` to the front of the shape, "
+                        f"move `{self._vartext_of(item)}` to the front of the shape, "
                         "as in `[..b S D]`; only one group is allowed",
                     )
                     continue
@@ -243,7 +267,7 @@ class FormParser:
         return tuple(out)
 
     @staticmethod
-    def _var_text(item: SAtom) -> str:
+    def _vartext_of(item: SAtom) -> str:
         return f"..{item.value}" if item.value else "..."
 
     def parse_dim(self, node: SNode) -> DimExpr:
@@ -278,6 +302,8 @@ class FormParser:
                     help = "dimensions are integers: " + DIM_HELP
                 elif k == "sym" and v in DIM_OPS:
                     help = f"operators go first, in parentheses: `({v} a b)`"
+                elif k == "sym":
+                    help = "dimension variables are made of letters, digits and `_`; " + DIM_HELP
                 self.err(
                     "K0119",
                     f"expected a dimension, found {describe(node)}",
@@ -289,13 +315,18 @@ class FormParser:
         items = node.items
         head = items[0] if items else None
         op = sym(head)
-        if op not in DIM_OPS:
-            help = DIM_HELP
+        if op is None or op not in DIM_OPS:
+            msg, help = "expected a dimension", DIM_HELP
+            mid = sym(items[1]) if len(items) == 3 else None
             if op == "-":
+                msg = "`-` is not a dimension operator"
                 help = "there is no dimension subtraction: state `(= D (+ A B))` in `where` instead"
-            elif head is not None and op is None:
-                help = "dimension arithmetic puts the operator first: `(* H Dh)`"
-            self.err("K0119", "expected a dimension", node, "not a dimension expression", help)
+            elif mid in DIM_OPS:
+                help = f"put the operator first: `({mid} {text_of(items[0])} {text_of(items[2])})`"
+            elif op is not None:
+                msg = f"`{show(op)}` is not a dimension operator"
+                help = "dimension arithmetic uses `+`, `*` and `/`: " + DIM_HELP
+            self.err("K0119", msg, node, "not a dimension expression", help)
             return _DUMMY_DIM
         nid = self.nid(node)
         args = tuple(self.parse_dim(a) for a in items[1:])
@@ -334,9 +365,12 @@ class FormParser:
             if rel in ("==", "!=", "/="):
                 close = "=" if rel == "==" else None
             fix = f"did you mean `{close}`? " if close else ""
-            self.err(
-                "K0120", f"unknown relation {describe(head)}", head, "not a relation", fix + help
+            what = (
+                f"unknown relation `{show(rel)}`"
+                if rel
+                else f"expected a relation, found {describe(head)}"
             )
+            self.err("K0120", what, head, "not a relation", fix + help)
             return None
         nid = self.nid(node)
         args = node.items[1:]

@@ -64,20 +64,22 @@ _SPAN_SETTERS = tuple(Span.__dict__[f].__set__ for f in fields_of(Span))  # slot
 class Source:
     """A file's path and (sanitised) text, with offset -> :class:`Span` conversion."""
 
-    __slots__ = ("file", "text", "_ascii", "_line_starts", "_line_bytes")
+    __slots__ = ("file", "text", "_ascii", "line_starts", "_line_bytes")
+    line_starts: list[int]
+    """Character offsets at which lines begin (``[0, …]``)."""
 
     def __init__(self, file: str, text: str) -> None:
         self.file = file
         self.text = sanitize(text)
         self._ascii = self.text.isascii()
-        self._line_starts: list[int] = [0]
-        self._line_starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
+        self.line_starts: list[int] = [0]
+        self.line_starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
         self._line_bytes: list[int] | None = None
 
     def _byte_offsets(self) -> list[int]:
         if self._line_bytes is None:
             out = [0]
-            text, starts = self.text, self._line_starts
+            text, starts = self.text, self.line_starts
             for i in range(1, len(starts)):
                 out.append(out[-1] + len(text[starts[i - 1] : starts[i]].encode("utf-8")))
             self._line_bytes = out
@@ -85,8 +87,8 @@ class Source:
 
     def position(self, offset: int) -> tuple[int, int, int]:
         """``(line, col, byte_offset)`` of the character offset ``offset`` (1-based line/col)."""
-        idx = bisect_right(self._line_starts, offset) - 1
-        ls = self._line_starts[idx]
+        idx = bisect_right(self.line_starts, offset) - 1
+        ls = self.line_starts[idx]
         if self._ascii:
             return idx + 1, offset - ls + 1, offset
         byte = self._byte_offsets()[idx] + len(self.text[ls:offset].encode("utf-8"))
@@ -104,7 +106,7 @@ class Source:
         """UTF-8 byte offset of character ``offset``, which lies on 1-based line ``line``."""
         if self._ascii:
             return offset
-        ls = self._line_starts[line - 1]
+        ls = self.line_starts[line - 1]
         return self._byte_offsets()[line - 1] + len(self.text[ls:offset].encode("utf-8"))
 
     def node_span(self, first: Positioned, last: Positioned) -> Span:
@@ -139,8 +141,8 @@ class Source:
 
     def line_of(self, offset: int) -> int:
         """1-based line number of a character offset."""
-        return bisect_right(self._line_starts, offset)
+        return bisect_right(self.line_starts, offset)
 
     def col0(self, offset: int) -> int:
         """0-based column (in code points) of a character offset."""
-        return offset - self._line_starts[bisect_right(self._line_starts, offset) - 1]
+        return offset - self.line_starts[bisect_right(self.line_starts, offset) - 1]

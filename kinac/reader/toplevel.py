@@ -9,7 +9,7 @@ from __future__ import annotations
 from kinac.diag.model import Diagnostic
 from kinac.reader.ast import Defn, DefnSpans, Import, Mesh
 from kinac.reader.defn import DefnParser
-from kinac.reader.errors import suggest
+from kinac.reader.errors import show, suggest
 from kinac.reader.sexpr import SAtom, SList, SNode
 from kinac.reader.sig import NAME, FormParser, describe, kind, sym
 from kinac.reader.source import Source
@@ -31,17 +31,33 @@ class TopLevel:
         self.defns: list[Defn] = []
         self.defn_spans: list[DefnSpans] = []
 
-    def form(self, node: SNode) -> None:
-        if isinstance(node, SAtom):
-            if node.kind != "error":
-                self.top.err(
-                    "K0112",
-                    f"unexpected {describe(node)} at top level",
-                    node,
-                    "not a top-level form",
-                    _TOP_HELP + "; expressions go inside a defn",
-                )
+    def run(self, forms: list[SNode]) -> None:
+        """Parse every top-level form; a run of stray atoms gets one diagnostic."""
+        stray: list[SAtom] = []
+        for node in forms:
+            if isinstance(node, SAtom):
+                if node.kind != "error":
+                    stray.append(node)
+                continue
+            self.stray(stray)
+            self.form(node)
+        self.stray(stray)
+
+    def stray(self, atoms: list[SAtom]) -> None:
+        if not atoms:
             return
+        what = describe(atoms[0]) if len(atoms) == 1 else f"{len(atoms)} tokens"
+        self.top.err(
+            "K0112",
+            f"unexpected {what} at top level",
+            atoms[0],
+            "not inside any form",
+            _TOP_HELP + "; expressions go inside a defn body",
+            last=atoms[-1],
+        )
+        atoms.clear()
+
+    def form(self, node: SList) -> None:
         if node.broken:
             return  # an unclosed delimiter inside: already reported, structure unreliable
         head = sym(node.items[0]) if node.items else None
@@ -60,16 +76,21 @@ class TopLevel:
             self.mesh(node)
         elif head == "module":
             self.module_(node)
-        else:
-            close = suggest(head, ("defn", "import", "mesh", "module")) if head else None
+        elif head is not None:
+            close = suggest(head, ("defn", "import", "mesh", "module"))
             hint = f"did you mean `({close} …)`? " if close else ""
-            self.top.err(
-                "K0112",
-                f"unknown top-level form {describe(node.items[0]) if node.items else '`()`'}",
-                node,
-                "not a top-level form",
-                hint + _TOP_HELP,
-            )
+            msg = f"unknown top-level form `({show(head)} …)`"
+            self.top.err("K0112", msg, node, "not a top-level form", hint + _TOP_HELP)
+        else:
+            first = node.items[0] if node.items else None
+            hint = ""
+            if isinstance(first, SList) and sym(first.items[0] if first.items else None):
+                hint = "remove the extra parentheses around the form; "
+            if first is None:
+                msg, hint = "empty list `()` at top level", "delete it; "
+            else:
+                msg = f"a top-level form must start with its keyword, found {describe(first)}"
+            self.top.err("K0112", msg, node, "not a top-level form", hint + _TOP_HELP)
 
     def module_(self, node: SList) -> None:
         items = node.items
@@ -97,6 +118,8 @@ class TopLevel:
     def import_(self, node: SList) -> None:
         items = node.items
         arg = items[1] if len(items) > 1 else None
+        if arg is not None and self.top.silent(arg):
+            return
         if len(items) != 2 or not isinstance(arg, SAtom) or arg.kind != "str":
             help = 'write `(import "std/nn.kina")`: one quoted path per import'
             if len(items) == 2 and (name := sym(arg)) is not None:
@@ -104,7 +127,13 @@ class TopLevel:
             self.top.err("K0114", "malformed import", node, 'expected `(import "path")`', help)
             return
         path = str(arg.value)
-        if not path or path.startswith("/") or "\\" in path or (len(path) > 1 and path[1] == ":"):
+        if (
+            not path
+            or path.startswith("/")
+            or "\\" in path
+            or path[1:2] == ":"
+            or not path.isprintable()
+        ):
             self.top.err(
                 "K0114",
                 f'import path "{path}" is not workspace-relative',
@@ -221,7 +250,7 @@ class TopLevel:
         if len(out) != n:
             t.err(
                 "K0115",
-                f"mesh `{name}` has {n} sizes but {len(out)} axis names",
+                f"mesh `{name}` has {n} sizes but {len(out)} axis name{'s' * (len(out) != 1)}",
                 node,
                 "count differs",
                 "give exactly one axis name per size",
