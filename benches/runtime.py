@@ -100,18 +100,30 @@ def bench_launch(k: TestKernels, s: cuda.Stream, quick: bool) -> tuple[list[Row]
     sync = s.synchronize
     out: dict[str, float] = {}
     launches = {}
-    for path in ("bindings", "ctypes"):
+    cases: dict[str, Callable[[], None]] = {}
+    for path in cuda.module.LAUNCH_PATHS:
         L = k.noop8_kernel.prepare(NOOP8_ARGS, 1, 32, args=args_a, path=path)
         launches[path] = L
         L(s)
-        out[f"{path}_same"] = per_call_us(lambda L=L: L(s), calls, batches, sync)
         flip = [args_a, args_b]
 
         def changing(L: cuda.Launch = L, flip: list[tuple[Any, ...]] = flip) -> None:
             flip.reverse()
             L(s, *flip[0])
 
-        out[f"{path}_changing"] = per_call_us(changing, calls, batches, sync)
+        cases[f"{path}_same"] = lambda L=L: L(s)
+        cases[f"{path}_run"] = lambda r=L.run: r(s)
+        cases[f"{path}_changing"] = changing
+    pf = cuda.driver.pydll_launch()
+    u, vp = ctypes.c_uint, ctypes.c_void_p
+    a0 = (vp(k.module.function("noop0").address), u(1), u(1), u(1), u(32), u(1), u(1), u(0))
+    a0 += (vp(s.handle), vp(None), vp(None))
+    cases["pydll_empty"] = lambda: pf(*a0) and None
+    for rnd in range(2):  # two rounds: the spread between them is the noise
+        for key, fn in cases.items():
+            v = per_call_us(fn, calls, batches, sync)
+            print(f"launch round {rnd} {key}: {v:.3f} us")
+            out[key] = min(v, out.get(key, v))
     noop0 = k.module.function("noop0").handle
     f = d.cuLaunchKernel
     cs = s.cu
@@ -135,12 +147,18 @@ def bench_launch(k: TestKernels, s: cuda.Stream, quick: bool) -> tuple[list[Row]
         print("tuple-args reference failed:", e)
     ref, rn = out["raw_empty"], "cuda-bindings empty launch"
     rows = []
-    for path in ("bindings", "ctypes"):
-        for key, what in (("same", "pre-packed"), ("changing", "1 pointer changed")):
+    for path in cuda.module.LAUNCH_PATHS:
+        for key, what in (
+            ("same", "pre-packed"),
+            ("run", "pre-packed, .run"),
+            ("changing", "1 ptr changed"),
+        ):
             v = out[f"{path}_{key}"]
             rows.append(
                 row(f"eager launch, 8 args {what} ({path})", v, "us", ref, rn, "< 5 us", 5.0)
             )
+    v = out["pydll_empty"]
+    rows.append(row("libcuda empty launch via PyDLL, no wrapper", v, "us", ref, rn, "info"))
     if "raw_tuple8" in out:
         v = out["raw_tuple8"]
         rows.append(row("cuda-bindings launch, 8 args as a tuple", v, "us", ref, rn, "info"))

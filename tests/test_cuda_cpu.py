@@ -74,3 +74,39 @@ def test_llvmlite_copy_kernel_uses_16_byte_loads() -> None:
     ptx = copy_v4_ptx()
     assert ".visible .entry copy_v4(" in ptx and ".target sm_90" in ptx
     assert "ld.global.nc.v4" in ptx and "st.global.v4" in ptx
+
+
+def test_launch_parameter_array_is_built_once_and_updated_in_place() -> None:
+    import ctypes
+
+    import pytest
+
+    pytest.importorskip("cuda.bindings")
+    from kinac.rt.cuda.module import Kernel, Launch
+
+    k = Kernel.__new__(Kernel)
+    k.handle, k.address, k.name = None, 0, "fake"
+    launch = Launch(k, ("ptr", "u32", "f32", "i64"), 4, 128, args=(0x1000, 7, 1.5, -2))
+    assert launch.grid == (4, 1, 1) and launch.block == (128, 1, 1)
+    params = launch._params
+    assert isinstance(params, int)
+    slots = (ctypes.c_void_p * 4).from_address(params)
+    before = [slots[i] for i in range(4)]
+
+    def values() -> tuple[int, int, float, int]:
+        return (
+            ctypes.c_uint64.from_address(slots[0]).value,
+            ctypes.c_uint32.from_address(slots[1]).value,
+            ctypes.c_float.from_address(slots[2]).value,
+            ctypes.c_int64.from_address(slots[3]).value,
+        )
+
+    assert values() == (0x1000, 7, 1.5, -2)
+    launch.update((0x2000, 7, 1.5, -2))
+    launch.set(1, 9)
+    assert values() == (0x2000, 9, 1.5, -2) and launch.args == (0x2000, 9, 1.5, -2)
+    assert [slots[i] for i in range(4)] == before  # same cells: the array was not rebuilt
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        launch.update((1, 2))
+    with pytest.raises(ValueError, match="unknown kernel argument type"):
+        Launch(k, ("ptr", "bf16"), 1, 1)

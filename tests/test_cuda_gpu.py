@@ -79,7 +79,7 @@ def test_module_cache_and_kernel_lookup(k: TestKernels) -> None:
     assert k.fill_kernel.num_regs > 0
 
 
-@pytest.mark.parametrize("path", ["bindings", "ctypes"])
+@pytest.mark.parametrize("path", ["bindings", "ctypes", "pydll"])
 def test_launch_paths_and_argument_updates(
     k: TestKernels, streams: tuple[cuda.Stream, cuda.Stream], path: str
 ) -> None:

@@ -149,7 +149,7 @@ def test_initial_segment() -> None:
 
 
 def test_large_blocks_dedicated_cached_and_released_on_miss() -> None:
-    pool, up, _ = make()
+    pool, up, _ = make(GrowthPolicy(large_cache_min=0, large_cache_frac=0.0))
     a = pool.allocate(10 * MiB)
     assert pool.block_size(a) == 10 * MiB
     pool.deallocate(a)
@@ -163,6 +163,20 @@ def test_large_blocks_dedicated_cached_and_released_on_miss() -> None:
     pool.deallocate(c)
     d = pool.allocate(18 * MiB)  # 18 MiB <= 20 MiB <= 18 MiB * 9/8: reuse
     assert d == c
+    pool.check()
+
+
+def test_large_cache_keeps_alternating_sizes_within_its_limit() -> None:
+    pool, up, _ = make(GrowthPolicy(large_cache_min=40 * MiB, large_cache_frac=0.0))
+    for _ in range(5):  # two alternating sizes: both stay cached, no upstream traffic
+        for n in (10 * MiB, 20 * MiB):
+            pool.deallocate(pool.allocate(n))
+    assert [c[2] for c in up.calls] == [10 * MiB, 20 * MiB]
+    pool.deallocate(pool.allocate(30 * MiB))  # a miss with 30 MiB cached: no trim needed
+    pool.deallocate(pool.allocate(50 * MiB))  # a miss with 60 MiB cached: trim to <= 40 MiB
+    ops = [(c[0], c[2] // MiB) for c in up.calls[2:]]
+    assert ops == [("allocate", 30), ("deallocate", 30), ("allocate", 50)]  # largest first
+    assert pool.memory_stats()["reserved_bytes.all.current"] == 80 * MiB
     pool.check()
 
 

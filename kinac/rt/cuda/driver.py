@@ -150,3 +150,19 @@ def ctypes_launch() -> LaunchFn:
         f.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
         _ctypes_launch = f
     return _ctypes_launch
+
+
+_pydll_launch: LaunchFn | None = None
+
+
+def pydll_launch() -> LaunchFn:
+    """``cuLaunchKernel`` through ``ctypes.PyDLL`` (keeps the GIL; no argtypes: callers pass
+    pre-built ctypes values, which ctypes forwards without conversion)."""
+    global _pydll_launch
+    if _pydll_launch is None:
+        init()
+        lib = ctypes.PyDLL(os.environ.get("KINAC_LIBCUDA", "libcuda.so.1"))
+        f = lib.cuLaunchKernel
+        f.restype = ctypes.c_int
+        _pydll_launch = f
+    return _pydll_launch

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from kinac.rt.cuda import driver
@@ -150,11 +151,14 @@ def _dim3(v: int | tuple[int, int, int]) -> tuple[int, int, int]:
     return (int(x), int(y), int(z))
 
 
+LAUNCH_PATHS = ("bindings", "ctypes", "pydll")
+
+
 def default_launch_path() -> str:
-    """``bindings`` (cuda-python) unless ``KINAC_CUDA_LAUNCH=ctypes`` is set."""
+    """``KINAC_CUDA_LAUNCH`` if set (``bindings``, ``ctypes`` or ``pydll``), else ``bindings``."""
     p = os.environ.get("KINAC_CUDA_LAUNCH", "bindings")
-    if p not in ("bindings", "ctypes"):
-        raise ValueError(f"KINAC_CUDA_LAUNCH must be 'bindings' or 'ctypes', not {p!r}")
+    if p not in LAUNCH_PATHS:
+        raise ValueError(f"KINAC_CUDA_LAUNCH must be one of {LAUNCH_PATHS}, not {p!r}")
     return p
 
 
@@ -162,7 +166,12 @@ class Launch:
     """A kernel launch with a pre-built parameter array.
 
     ``launch(stream)`` launches with the current argument values; ``launch(stream, *args)``
-    first writes the arguments that differ from the previous call.  ``set(i, v)`` changes one.
+    first writes the arguments that differ from the previous call; ``launch.run(stream)`` is
+    the bare launch (one Python call less); ``set(i, v)`` changes one argument.
+
+    Paths to the driver: ``bindings`` (cuda-python's ``cuLaunchKernel``), ``ctypes`` (libcuda's
+    ``cuLaunchKernel`` through ctypes with argtypes, GIL released) and ``pydll`` (the same
+    through ``ctypes.PyDLL`` with pre-built ctypes arguments, GIL held during the call).
     """
 
     __slots__ = (
@@ -172,12 +181,12 @@ class Launch:
         "block",
         "shared",
         "path",
+        "run",
+        "_n",
         "_cells",
         "_array",
         "_params",
         "_last",
-        "_fn",
-        "_call",
     )
 
     def __init__(
@@ -196,7 +205,7 @@ class Launch:
             self._cells = [ARG_TYPES[t]() for t in self.arg_types]
         except KeyError as e:
             raise ValueError(f"unknown kernel argument type {e}; known: {sorted(ARG_TYPES)}") from e
-        n = len(self._cells)
+        n = self._n = len(self._cells)
         self._array = (ctypes.c_void_p * max(n, 1))(*[ctypes.addressof(c) for c in self._cells])
         self._params = ctypes.addressof(self._array) if n else None
         self._last: tuple[int | float, ...] = tuple(c.value for c in self._cells)
@@ -204,33 +213,53 @@ class Launch:
         self.block = _dim3(block)
         self.shared = int(shared)
         self.path = path or default_launch_path()
-        self._fn = kernel.handle if self.path == "bindings" else kernel.address
+        if self.path not in LAUNCH_PATHS:
+            raise ValueError(f"launch path must be one of {LAUNCH_PATHS}, not {self.path!r}")
+        self.run = self._make_call()
+        if args is not None:
+            self.update(args)
+
+    def _make_call(self) -> Callable[[Stream], None]:
         gx, gy, gz = self.grid
         bx, by, bz = self.block
+        shm = self.shared
         params = self._params
+        fail = driver.fail
         if self.path == "bindings":
             f = driver.api().cuLaunchKernel
-            fn = self._fn
-            shm = self.shared
+            fn = self.kernel.handle
+            ok = driver.OK
 
             def call(stream: Stream) -> None:
                 r = f(fn, gx, gy, gz, bx, by, bz, shm, stream.cu, params, 0)
-                if r[0] != driver.OK:
-                    driver.fail("cuLaunchKernel", r[0])
+                if r[0] != ok:
+                    fail("cuLaunchKernel", r[0])
 
-        else:
+            return call
+        if self.path == "ctypes":
             cf = driver.ctypes_launch()
-            fa = self._fn
-            shm = self.shared
+            fa = self.kernel.address
 
-            def call(stream: Stream) -> None:
+            def call_ct(stream: Stream) -> None:
                 rc = cf(fa, gx, gy, gz, bx, by, bz, shm, stream.handle, params, None)
                 if rc:
-                    driver.fail("cuLaunchKernel", rc)
+                    fail("cuLaunchKernel", rc)
 
-        self._call = call
-        if args is not None:
-            self.update(args)
+            return call_ct
+        pf = driver.pydll_launch()
+        u = ctypes.c_uint
+        sv = ctypes.c_void_p(0)
+        vp = ctypes.c_void_p
+        cargs: tuple[Any, ...] = (vp(self.kernel.address), u(gx), u(gy), u(gz), u(bx), u(by))
+        cargs += (u(bz), u(shm), sv, vp(params), vp(None))
+
+        def call_py(stream: Stream) -> None:
+            sv.value = stream.handle
+            rc = pf(*cargs)
+            if rc:
+                fail("cuLaunchKernel", rc)
+
+        return call_py
 
     def set(self, i: int, value: int | float) -> None:
         """Write argument ``i``."""
@@ -241,21 +270,28 @@ class Launch:
 
     def update(self, args: tuple[int | float, ...]) -> None:
         """Write the arguments that differ from the last values written."""
-        if len(args) != len(self._cells):
-            raise TypeError(
-                f"{self.kernel.name} takes {len(self._cells)} arguments, got {len(args)}"
-            )
-        last = self._last
+        if len(args) != self._n:
+            raise TypeError(f"{self.kernel.name} takes {self._n} arguments, got {len(args)}")
         cells = self._cells
-        for i, v in enumerate(args):
-            if v != last[i]:
+        i = 0
+        for v, o in zip(args, self._last, strict=True):
+            if v != o:
                 cells[i].value = v
+            i += 1
         self._last = tuple(args)
 
     def __call__(self, stream: Stream, *args: int | float) -> None:
         if args and args != self._last:
-            self.update(args)
-        self._call(stream)
+            if len(args) != self._n:
+                raise TypeError(f"{self.kernel.name} takes {self._n} arguments, got {len(args)}")
+            cells = self._cells
+            i = 0
+            for v, o in zip(args, self._last):  # noqa: B905 - lengths checked above
+                if v != o:
+                    cells[i].value = v
+                i += 1
+            self._last = args
+        self.run(stream)
 
     @property
     def args(self) -> tuple[int | float, ...]:

@@ -11,8 +11,10 @@ Two tiers, as in PyTorch's caching allocator, with RMM's stream-ordered semantic
   to [``min_segment``, ``max_segment``], at least the request, rounded to ``granularity``.
 * **Large** requests get a segment of their own (rounded to ``granularity``), cached when
   freed and reused, unsplit, by a later large request at most 1/8 smaller.  On a miss the
-  cached large segments are given back first (``release_large_on_miss``), so the pool does not
-  hoard one segment per size ever seen: reserved memory follows live memory closely.
+  cache is trimmed first (``release_large_on_miss``): cached large segments go back upstream,
+  largest first, until at most ``max(large_cache_min, large_cache_frac * reserved)`` bytes
+  stay cached.  So the pool does not hoard one segment per size ever seen (reserved memory
+  follows live memory closely), yet a few alternating large sizes stay cached.
 
 Streams: a block freed on stream A may still be used by work queued on A, so later
 allocations on A reuse it at once.  An allocation on B that finds nothing in B's lists but a
@@ -53,6 +55,8 @@ class GrowthPolicy:
     large: int = 4 * MiB
     max_reserved: int | None = None
     release_large_on_miss: bool = True
+    large_cache_min: int = 128 * MiB
+    large_cache_frac: float = 0.03
 
     def round(self, n: int) -> int:
         """``n`` rounded up to the granularity."""
@@ -288,7 +292,7 @@ class PoolResource(PoolStatsMixin):
                 self._order(s, stream)
         else:
             if self.policy.release_large_on_miss:
-                self._release_large()
+                self._trim_large_cache()
             ptr, bsize = self._upstream([size], size, stream)
             self._lsegs[ptr] = bsize
         self._lused[ptr] = (bsize, nbytes)
@@ -314,6 +318,24 @@ class PoolResource(PoolStatsMixin):
         self._cur -= bsize
         self._req_cur -= req
         insort(self._lfree.setdefault(stream, []), (bsize, ptr))
+
+    def _trim_large_cache(self) -> None:
+        """On a large-tier miss: give back cached large segments, largest first, until what
+        stays cached is within ``max(large_cache_min, large_cache_frac * reserved)``."""
+        pol = self.policy
+        limit = max(pol.large_cache_min, int(pol.large_cache_frac * self._reserved))
+        cached = sorted(
+            ((sz, p, s) for s, lst in self._lfree.items() for sz, p in lst), reverse=True
+        )
+        total = sum(c[0] for c in cached)
+        for sz, p, s in cached:
+            if total <= limit:
+                break
+            lst = self._lfree[s]
+            del lst[bisect_left(lst, (sz, p))]
+            del self._lsegs[p]
+            self._give_back(p, sz, s)
+            total -= sz
 
     def _release_large(self) -> int:
         freed = 0
