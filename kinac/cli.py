@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--inputs", metavar="FILE", help=".npz (arrays named after the parameters) or .npy (one input)")
     p.add_argument("--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry")
+    p.add_argument("--dtypes", metavar="T=f32,...", help="dtype variables for a defn that is not a kina.toml entry")
     p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
     p.add_argument("--repeat", type=int, default=10, help="timed repetitions (default 10)")
     p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")

@@ -377,10 +377,114 @@ def build(db: Database, _: tuple[()]) -> BuildReport:
     artifacts: list[tuple[str, str, str]] = []
     cfg = config(db, ()).config
     if cfg is not None and not any(d.is_error for r in reports for d in r.diagnostics):
-        artifacts.extend(entry_artifacts(db, cfg))
+        entry_files, arts = entry_artifacts(db, cfg)
+        reports += tuple(entry_files)
+        artifacts.extend(arts)
     return BuildReport(reports, tuple(artifacts))
 
 
-def entry_artifacts(db: Database, cfg: WorkspaceConfig) -> list[tuple[str, str, str]]:
-    """Artifacts of every entry point (filled in by the lowering stages)."""
-    return []
+# ---------------------------------------------------------------------------- entries
+
+
+@record
+class EntryKey:
+    """A defn specialised at concrete dims and dtypes for a target: one compiled artifact."""
+
+    file: str
+    defn: str
+    dims: tuple[tuple[str, Any], ...]  # int, or a tuple of ints for a variadic group
+    dtypes: tuple[tuple[str, str], ...]
+    target: str = "cpu"
+
+
+@query("find_defn", stage="check", code=("pipeline",))
+def find_defn(db: Database, key: tuple[str, str | None]) -> tuple[DefnKey, ...]:
+    """Every defn called ``name`` in the workspace (or in ``file``): zero, one, or ambiguous."""
+    name, file = key
+    files = (file,) if file is not None else source_files(db, ())
+    return tuple(DefnKey(f, name) for f in files if name in file_index(db, f).defns)
+
+
+@query("entry_graph", stage="lower", code=("check", "tir", "pipeline"))
+def entry_graph(db: Database, key: EntryKey) -> Any:
+    """The entry's concrete graph: every call inlined at concrete dims (kinac.check.specialise)."""
+    from kinac.check import DefnRef, specialise
+
+    device = "cpu" if key.target == "cpu" else "cuda:0"
+    return specialise(DefnRef(key.file, key.defn), dict(key.dims), dict(key.dtypes), _CheckEnv(db),
+                      default_device=device)
+
+
+@query("lowered", stage="lower", code=("ir", "tir"), tools=("xdsl",))
+def lowered(db: Database, key: EntryKey) -> Any:
+    """The entry lowered through the xDSL dialects to LLVM IR, with its calling plan."""
+    from kinac.ir import lower_graph
+
+    spec = entry_graph(db, key)
+    return lower_graph(spec.graph) if spec.graph is not None else None
+
+
+@input_query("host_target")
+def host_target(db: Database, _: tuple[()]) -> Any:
+    """The host CPU that object code is compiled for: an explicit input, never ambient."""
+    from kinac.codegen.llvm import host_target as detect
+
+    return detect()
+
+
+@query("object_code", stage="codegen", code=("codegen",), tools=("llvmlite",))
+def object_code(db: Database, key: EntryKey) -> bytes | None:
+    """Native object code for the host (llvmlite, -O3, the host CPU's features)."""
+    from kinac.codegen.llvm import compile_object
+
+    lo = lowered(db, key)
+    return compile_object(lo.llvm_ir, host_target(db, ())) if lo is not None else None
+
+
+def entry_key(db: Database, entry: Any, target: str) -> EntryKey | Diagnostic:
+    """The EntryKey of a kina.toml entry, or a diagnostic when its defn is missing or ambiguous."""
+    found = find_defn(db, (entry.defn, entry.file))
+    if len(found) != 1:
+        what = "no defn" if not found else f"{len(found)} defns"
+        files = ", ".join(k.file for k in found)
+        return Diagnostic(
+            "K0151", "error", f"entry `{entry.name}`: {what} named `{entry.defn}` in the workspace"
+            + (f" ({files})" if files else ""),
+            Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
+            help="set the entry's `defn` to an existing defn, and its `file` when two files define it",
+        )
+    return EntryKey(found[0].file, entry.defn, entry.dims, entry.dtypes, target)
+
+
+@query("entry_report", stage="build", code=("pipeline",))
+def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str, str], ...]]:
+    """Build one kina.toml entry: its diagnostics and its artifacts (kind, fingerprint)."""
+    from kinac.rules.codec import fingerprint
+
+    cfg = config(db, ()).config
+    assert cfg is not None
+    entry = next(e for e in cfg.entries if e.name == name)
+    target = cfg.target.kind
+    key = entry_key(db, entry, target)
+    if isinstance(key, Diagnostic):
+        return (key,), ()
+    spec = entry_graph(db, key)
+    if spec.graph is None:
+        return spec.diagnostics, ()
+    arts = [(name, "graph", fingerprint(spec.graph))]
+    if target == "cpu":
+        lo = lowered(db, key)
+        arts.append((name, "llvm-ir", fingerprint(lo.llvm_ir)))
+        arts.append((name, "object", fingerprint(object_code(db, key))))
+    return spec.diagnostics, tuple(arts)
+
+
+def entry_artifacts(db: Database, cfg: WorkspaceConfig) -> tuple[list[FileReport], list[tuple[str, str, str]]]:
+    """Diagnostics and artifacts of every kina.toml entry."""
+    diags: list[Diagnostic] = []
+    arts: list[tuple[str, str, str]] = []
+    for e in cfg.entries:
+        d, a = entry_report(db, e.name)
+        diags.extend(d)
+        arts.extend(a)
+    return ([FileReport("kina.toml", tuple(diags))] if diags else []), arts

@@ -24,6 +24,7 @@ T = TypeVar("T")
 
 _RECORDS: dict[str, type] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_TAGS: dict[type, str] = {}
 
 
 class CodecError(ValueError):
@@ -34,18 +35,25 @@ class CodecError(ValueError):
 def record(cls: type[T]) -> type[T]:
     """Make ``cls`` a frozen, slotted dataclass whose instances the codec can encode.
 
-    The class name is its tag in encoded form, so record class names must be unique across
-    kinac. Renaming a record class changes encodings: bump the stage versions that store it.
+    Its tag in encoded form is its module path and name, so names need only be unique per module.
+    Renaming or moving a record class changes encodings: cached values of the old form simply fail
+    to decode and are recomputed.
     """
     dc = dataclasses.dataclass(frozen=True, slots=True)(cls)
-    tag = dc.__name__
-    if tag in _RECORDS and _RECORDS[tag] is not dc:
-        prev = _RECORDS[tag]
-        if f"{prev.__module__}.{prev.__qualname__}" != f"{dc.__module__}.{dc.__qualname__}":
-            raise TypeError(f"record tag {tag!r} is already used by {prev.__module__}")
+    tag = _tag(dc)
     _RECORDS[tag] = dc
     _FIELDS[dc] = tuple(f.name for f in dataclasses.fields(dc))
+    _TAGS[dc] = tag
     return dc
+
+
+CODEC_VERSION = 2  # part of every query's identity: a change here never serves stale values
+
+
+def _tag(cls: type) -> str:
+    """``check.sig.Step``: the module path (less ``kinac.``) and class name, unique by construction."""
+    mod = cls.__module__
+    return f"{mod[6:] if mod.startswith('kinac.') else mod}.{cls.__qualname__}"
 
 
 def _to_plain(v: Any) -> Any:
@@ -64,7 +72,7 @@ def _to_plain(v: Any) -> Any:
         return [_to_plain(x) for x in v]
     fields = _FIELDS.get(t)
     if fields is not None:
-        out: dict[str, Any] = {"$t": t.__name__}
+        out: dict[str, Any] = {"$t": _TAGS[t]}
         for name in fields:
             out[name] = _to_plain(getattr(v, name))
         return out

@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from kinac.rules.codec import digest, encode
+from kinac.rules.codec import CODEC_VERSION, digest, encode
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -82,6 +82,7 @@ class Query(Generic[K, V]):
                 self.name,
                 str(self.version),
                 "kinac=" + tool_version("kinac"),
+                f"codec={CODEC_VERSION}",
                 *(f"{t}={tool_version(t)}" for t in self.tools),
                 *(f"{c}:{code_hash(c)}" for c in self.code),
             ]

@@ -1,0 +1,164 @@
+"""The Python API: ``kinac.compile(path, name)`` returns a callable compiled defn.
+
+The callable takes numpy arrays or any DLPack producer (torch tensors) and returns arrays that
+are DLPack producers (``torch.from_dlpack`` on them copies nothing). Dims are bound from the
+arguments' shapes at each call: one specialisation per distinct set of dims, compiled through the
+same cached queries as ``kinac build`` (so a second process, or a second call, reuses it). A wrong
+rank, shape, dtype or device is reported before anything runs, naming the parameter and the dim
+equation it breaks.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kinac.errors import KinaCallError, KinaCompileError
+
+_DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+           "int64": "i64", "int32": "i32", "bool": "bool"}
+
+
+def _arg_type(x: Any, name: str) -> Any:
+    """The concrete Kina type (dtype, shape, device) of an argument, without copying it."""
+    from kinac.tir.graph import TType
+
+    dt = getattr(x, "dtype", None)
+    shape = getattr(x, "shape", None)
+    if dt is None or shape is None:
+        raise KinaCallError(f"argument `{name}` must be an array (numpy, torch or any DLPack "
+                            f"producer), got {type(x).__name__}")
+    dname = str(dt).removeprefix("torch.")
+    kina = _DTYPES.get(dname)
+    if kina is None:
+        raise KinaCallError(f"argument `{name}` has dtype {dname}, which Kina does not have "
+                            f"(f64 f32 f16 bf16 i64 i32 bool)")
+    device = "cpu"
+    if hasattr(x, "__dlpack_device__"):
+        kind, index = x.__dlpack_device__()
+        if int(kind) == 2:
+            device = f"cuda:{int(index)}"
+        elif int(kind) not in (1, 3):
+            raise KinaCallError(f"argument `{name}` lives on DLPack device type {int(kind)}; kinac "
+                                f"takes CPU and CUDA arrays")
+    return TType(kina, tuple(int(d) for d in shape), device)
+
+
+class CompiledDefn:
+    """A defn of a workspace, compiled per distinct argument shapes on first call."""
+
+    def __init__(self, path: str | os.PathLike[str], name: str, target: str = "cpu",
+                 cache_dir: str | None = None, no_cache: bool = False) -> None:
+        from kinac import pipeline
+        from kinac.session import Session
+
+        if target not in ("cpu", "cuda"):
+            raise KinaCompileError(f"unknown target {target!r}: use 'cpu' or 'cuda'")
+        self.target = target
+        self.sess = Session(path, cache_dir=cache_dir, no_cache=no_cache)
+        db = self.sess.db
+        errors = self.sess.config_errors()
+        if errors:
+            raise KinaCompileError("\n".join(errors))
+        cfg = pipeline.config(db, ()).config
+        entry = next((e for e in cfg.entries if e.name == name), None) if cfg else None
+        self.fixed = entry
+        defn_name = entry.defn if entry is not None else name
+        found = pipeline.find_defn(db, (defn_name, entry.file if entry else None))
+        if len(found) != 1:
+            where = "no defn" if not found else "several defns (" + ", ".join(k.file for k in found) + ")"
+            raise KinaCompileError(f"{where} named `{defn_name}` in {path}")
+        self.key = found[0]
+        report = pipeline.file_report(db, self.key.file)
+        self.sess.db.commit()
+        errs = [d for d in report.diagnostics if d.is_error]
+        if errs:
+            raise KinaCompileError(self._render(errs))
+        sig = pipeline.signature(db, self.key)
+        assert sig is not None
+        self.signature = sig
+        self.dim_params = [p.name for p in sig.params if p.is_dim]
+        self.tensor_params = [p.name for p in sig.params if not p.is_dim]
+        self._entries: dict[Any, Any] = {}
+
+    def _render(self, diags: list[Any]) -> str:
+        from kinac.diag.render import plain_text
+
+        return plain_text(diags, self.sess.resolve, self.sess.source_of).rstrip()
+
+    def _split(self, args: tuple[Any, ...], dims: dict[str, int]) -> tuple[list[Any], dict[str, int]]:
+        arrays: list[Any] = []
+        dim_args = dict(dims)
+        it = iter(args)
+        n_dims_positional = len(args) - len(self.tensor_params)
+        for p in self.signature.params:
+            if p.is_dim:
+                if p.name in dim_args:
+                    continue
+                if n_dims_positional <= 0:
+                    raise KinaCallError(f"`{self.key.name}` needs the dim parameter `{p.name}` "
+                                        f"(pass it positionally, in declared order, or as {p.name}=...)")
+                v = next(it)
+                n_dims_positional -= 1
+                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                    raise KinaCallError(f"the dim parameter `{p.name}` must be a positive int, got {v!r}")
+                dim_args[p.name] = v
+            else:
+                try:
+                    arrays.append(next(it))
+                except StopIteration:
+                    raise KinaCallError(f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
+                                        f"({', '.join(self.tensor_params)}), got {len(arrays)}") from None
+        rest = list(it)
+        if rest:
+            raise KinaCallError(f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
+                                f"({', '.join(self.tensor_params)}), got {len(arrays) + len(rest)}")
+        return arrays, dim_args
+
+    def __call__(self, *args: Any, **dims: int) -> Any:
+        arrays, dim_args = self._split(args, dims)
+        types = tuple(_arg_type(a, n) for a, n in zip(arrays, self.tensor_params, strict=True))
+        fast = (types, tuple(sorted(dim_args.items())))
+        entry = self._entries.get(fast)
+        if entry is None:
+            entry = self._specialise(types, dim_args)
+            self._entries[fast] = entry
+        return entry(*arrays)
+
+    def _specialise(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
+        from kinac import pipeline
+        from kinac.check import bind_call_types
+
+        bound = bind_call_types(self.key.file, self.signature, types, dim_args)
+        if isinstance(bound, tuple):
+            raise KinaCallError(self._render(list(bound)))
+        if self.fixed is not None:
+            want = dict(self.fixed.dims)
+            got = dict(bound.dims)
+            bad = {k: (v, got.get(k)) for k, v in want.items() if got.get(k) != v}
+            if bad:
+                detail = ", ".join(f"{k} = {g} but the entry fixes {k} = {w}" for k, (w, g) in bad.items())
+                raise KinaCallError(f"entry `{self.fixed.name}` is built for fixed dims: {detail}")
+        key = pipeline.EntryKey(self.key.file, self.key.name, bound.dims, bound.dtypes, self.target)
+        db = self.sess.db
+        try:
+            spec = pipeline.entry_graph(db, key)
+            if spec.graph is None:
+                raise KinaCallError(self._render(list(spec.diagnostics)))
+            if self.target == "cuda":
+                raise KinaCompileError("the CUDA back end (PTX generation) is not built yet: use target='cpu'")
+            lowered = pipeline.lowered(db, key)
+            obj = pipeline.object_code(db, key)
+        finally:
+            db.commit()
+        from kinac.rt.host import load_entry
+
+        return load_entry(lowered, obj)
+
+    def __repr__(self) -> str:
+        return f"<kinac compiled {self.key.name} from {self.key.file} for {self.target}>"
+
+
+def compile(path: str | os.PathLike[str], name: str, target: str = "cpu", **options: Any) -> CompiledDefn:  # noqa: A001
+    """Compile defn (or kina.toml entry) ``name`` of the workspace or file at ``path``."""
+    return CompiledDefn(path, name, target=target, **options)
