@@ -88,9 +88,9 @@ def bind_call_types(
             for i in b.issues
         )
     env: dict[str, int] = {}
-    for v, p in b.dims.items():
+    for v, poly in b.dims.items():
         try:
-            env[v] = D.evaluate(p, {})
+            env[v] = D.evaluate(poly, {})
         except DimEvalError:
             pass
     diags: list[Diagnostic] = []

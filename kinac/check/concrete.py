@@ -232,7 +232,8 @@ class _Eval:
                 ts.append(self.expr(pos[i], scope))
                 i += 1
             elif kind == "tensors":
-                items = pos[i].items if isinstance(pos[i], ast.ListLit) else ()
+                lst = pos[i]
+                items = lst.items if isinstance(lst, ast.ListLit) else ()
                 ts.extend(self.expr(x, scope) for x in items)
                 i += 1
             else:

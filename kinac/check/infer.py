@@ -358,6 +358,7 @@ class _Checker:
         if failed:
             raise _Fail()
         b = instantiate(callee, args, e.head)
+        sec: tuple[Label, ...]
         for iss in b.issues:
             nid = e.args[iss.param].nid if iss.param is not None else e.nid
             sec = (
@@ -376,7 +377,7 @@ class _Checker:
         ok = True
         for n in b.needs:
             nid = e.args[n.param].nid if n.param is not None else e.nid
-            sec: tuple[Label, ...] = ()
+            sec = ()
             if n.param is not None:
                 sec = (
                     Label(

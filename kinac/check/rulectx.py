@@ -178,21 +178,21 @@ def read_prim(ck: _Checker, p: Prim, e: ast.Call) -> TExpr:
             vals[k.key] = _static(ck, known[k.key][0], k.value)
         except _Fail:
             failed = True
-    for k, (_kind, d) in known.items():
-        if k not in kw_nids:
+    for key, (_kind, d) in known.items():
+        if key not in kw_nids:
             if d is REQ:
                 raise ck.err(
-                    "K0206", f"`{e.head}` needs `:{k}`", e.nid, help=f"add `:{k} …` to the call"
+                    "K0206", f"`{e.head}` needs `:{key}`", e.nid, help=f"add `:{key} …` to the call"
                 )
-            vals[k] = d
+            vals[key] = d
     if failed:
         raise _Fail()
     rc = _RC(ck, e, texprs, exprs, kw_nids)
-    t = p.rule(rc, Args([x.type for x in texprs], vals))
-    if t is None:
+    rt = p.rule(rc, Args([x.type for x in texprs], vals))
+    if rt is None:
         raise _Fail()
     vals.update(rc.extra)
-    return TPrim(e.nid, p.op, tuple(texprs), tuple(sorted(vals.items())), t)
+    return TPrim(e.nid, p.op, tuple(texprs), tuple(sorted(vals.items())), rt)
 
 
 def _static(ck: _Checker, kind: str, a: ast.Expr) -> Any:

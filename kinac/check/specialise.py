@@ -283,6 +283,7 @@ class _Emitter:
     def materialise(self, v: Val, dtype: str, device: str) -> int:
         if isinstance(v, int):
             return v
+        value: float | int | bool
         if isinstance(v.value, bool):
             dtype, value = "bool", bool(v.value)
         elif dtype in FLOAT_DTYPES:
