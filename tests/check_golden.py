@@ -19,6 +19,7 @@ from kinac.check import (
     bind_call_types,
     find_recursion,
     format_types,
+    primitive_shadow,
     specialise,
 )
 from kinac.diag.model import Diagnostic
@@ -57,6 +58,9 @@ def run_case(
             continue
         seen.add(d.name)
         ref = DefnRef(rel, d.name)
+        sh = primitive_shadow(rel, d)
+        if sh is not None:
+            diags.append(sh)
         rec = find_recursion(ref, ws.env)
         if rec is not None:
             diags.append(rec)

@@ -15,7 +15,6 @@ from kinac.check import dims as D
 from kinac.check.calls import instantiate
 from kinac.check.codes import at, error
 from kinac.check.formula import Rel
-from kinac.check.module import primitive_shadow
 from kinac.check.oblig import Prover, fmt_rel
 from kinac.check.prims import Prim, find
 from kinac.check.prims.base import PRIMS, REQ
@@ -91,9 +90,6 @@ class _Checker:
 
     def run(self) -> CheckedDefn:
         body: TExpr | None = None
-        shadow = primitive_shadow(self.file, self.defn)
-        if shadow is not None:
-            self.diags.append(shadow)
         if self.sig.ok:
             self._check_meshes()
             try:
