@@ -108,5 +108,7 @@ def test_launch_parameter_array_is_built_once_and_updated_in_place() -> None:
     assert [slots[i] for i in range(4)] == before  # same cells: the array was not rebuilt
     with pytest.raises(TypeError, match="takes 4 arguments"):
         launch.update((1, 2))
+    with pytest.raises(TypeError, match="bad arguments"):
+        launch.update((-1, 7, 1.5, -2))  # a pointer cannot be negative
     with pytest.raises(ValueError, match="unknown kernel argument type"):
         Launch(k, ("ptr", "bf16"), 1, 1)

@@ -4,10 +4,11 @@ Modules are loaded with ``cuModuleLoadData`` (the driver JIT-compiles the PTX fo
 and cached per process by the SHA-256 of the PTX, so a kernel that the rule engine's artifact
 cache hands out twice is loaded once.  Kernel handles are looked up once per module.
 
-A :class:`Launch` is a kernel plus a fixed grid and a fixed argument layout.  Its ``void*[]``
-parameter array is built once, pointing at one ctypes cell per argument; a launch passes the
-array's address to ``cuLaunchKernel`` and only the cells whose value changed are written.  This
-keeps the host cost per launch close to the driver's own cost.
+A :class:`Launch` is a kernel plus a fixed grid and a fixed argument layout.  Its arguments live
+in one packed buffer (an 8-byte slot each) and its ``void*[]`` parameter array, pointing at the
+slots, is built once; a launch passes the array's address to ``cuLaunchKernel``.  New argument
+values are written with a single ``struct.pack_into`` call.  This keeps the host cost per
+launch at the driver's own cost.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -25,15 +27,17 @@ from kinac.rt.cuda import driver
 from kinac.rt.cuda.device import Stream, get_device
 from kinac.rt.cuda.driver import check
 
-ARG_TYPES: dict[str, type[Any]] = {
-    "ptr": ctypes.c_uint64,
-    "u64": ctypes.c_uint64,
-    "i64": ctypes.c_int64,
-    "u32": ctypes.c_uint32,
-    "i32": ctypes.c_int32,
-    "f32": ctypes.c_float,
-    "f64": ctypes.c_double,
+# argument type -> struct format of its 8-byte slot in the packed argument buffer
+ARG_FORMATS: dict[str, str] = {
+    "ptr": "Q",
+    "u64": "Q",
+    "i64": "q",
+    "u32": "I4x",
+    "i32": "i4x",
+    "f32": "f4x",
+    "f64": "d",
 }
+ARG_TYPES = tuple(ARG_FORMATS)
 
 _modules: dict[tuple[int, str], Module] = {}
 
@@ -166,7 +170,7 @@ class Launch:
     """A kernel launch with a pre-built parameter array.
 
     ``launch(stream)`` launches with the current argument values; ``launch(stream, *args)``
-    first writes the arguments that differ from the previous call; ``launch.run(stream)`` is
+    first writes the new argument values (one ``struct.pack_into``); ``launch.run(stream)`` is
     the bare launch (one Python call less); ``set(i, v)`` changes one argument.
 
     Paths to the driver: ``bindings`` (cuda-python's ``cuLaunchKernel``), ``ctypes`` (libcuda's
@@ -183,7 +187,8 @@ class Launch:
         "path",
         "run",
         "_n",
-        "_cells",
+        "_buf",
+        "_pack",
         "_array",
         "_params",
         "_last",
@@ -202,13 +207,18 @@ class Launch:
         self.kernel = kernel
         self.arg_types = tuple(arg_types)
         try:
-            self._cells = [ARG_TYPES[t]() for t in self.arg_types]
+            fmt = "<" + "".join(ARG_FORMATS[t] for t in self.arg_types)
         except KeyError as e:
-            raise ValueError(f"unknown kernel argument type {e}; known: {sorted(ARG_TYPES)}") from e
-        n = self._n = len(self._cells)
-        self._array = (ctypes.c_void_p * max(n, 1))(*[ctypes.addressof(c) for c in self._cells])
+            raise ValueError(f"unknown kernel argument type {e}; known: {list(ARG_TYPES)}") from e
+        n = self._n = len(self.arg_types)
+        self._pack = struct.Struct(fmt).pack_into
+        self._buf = (ctypes.c_uint8 * max(8 * n, 8))()
+        base = ctypes.addressof(self._buf)
+        self._array = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(n)])
         self._params = ctypes.addressof(self._array) if n else None
-        self._last: tuple[int | float, ...] = tuple(c.value for c in self._cells)
+        self._last: tuple[int | float, ...] = tuple(
+            0.0 if t[0] == "f" else 0 for t in self.arg_types
+        )
         self.grid = _dim3(grid)
         self.block = _dim3(block)
         self.shared = int(shared)
@@ -263,33 +273,29 @@ class Launch:
 
     def set(self, i: int, value: int | float) -> None:
         """Write argument ``i``."""
-        self._cells[i].value = value
+        struct.pack_into("<" + ARG_FORMATS[self.arg_types[i]], self._buf, 8 * i, value)
         last = list(self._last)
         last[i] = value
         self._last = tuple(last)
 
     def update(self, args: tuple[int | float, ...]) -> None:
-        """Write the arguments that differ from the last values written."""
+        """Write all arguments (one ``struct.pack_into`` into the packed buffer)."""
         if len(args) != self._n:
             raise TypeError(f"{self.kernel.name} takes {self._n} arguments, got {len(args)}")
-        cells = self._cells
-        i = 0
-        for v, o in zip(args, self._last, strict=True):
-            if v != o:
-                cells[i].value = v
-            i += 1
+        try:
+            self._pack(self._buf, 0, *args)
+        except struct.error as e:
+            raise TypeError(f"{self.kernel.name}{self.arg_types}: bad arguments {args}: {e}") from e
         self._last = tuple(args)
 
     def __call__(self, stream: Stream, *args: int | float) -> None:
-        if args and args != self._last:
-            if len(args) != self._n:
-                raise TypeError(f"{self.kernel.name} takes {self._n} arguments, got {len(args)}")
-            cells = self._cells
-            i = 0
-            for v, o in zip(args, self._last):  # noqa: B905 - lengths checked above
-                if v != o:
-                    cells[i].value = v
-                i += 1
+        if args:
+            try:
+                self._pack(self._buf, 0, *args)
+            except struct.error as e:
+                raise TypeError(
+                    f"{self.kernel.name}{self.arg_types}: bad arguments {args}: {e}"
+                ) from e
             self._last = args
         self.run(stream)
 
