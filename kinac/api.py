@@ -149,6 +149,7 @@ class CompiledDefn:
                 raise KinaCompileError("the CUDA back end (PTX generation) is not built yet: use target='cpu'")
             lowered = pipeline.lowered(db, key)
             obj = pipeline.object_code(db, key)
+            assert lowered is not None and obj is not None
         finally:
             db.commit()
         from kinac.rt.host import load_entry

@@ -154,12 +154,25 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         _print_diags(sess, diags, args.color)
         if args.types:
-            from kinac import pipeline_check
-
-            print(pipeline_check.format_file_types(sess.db, report))
+            print(_types_text(sess, report))
         print(f"checked {len(report.files)} file{'s' * (len(report.files) != 1)}: {_summary(diags)}",
               file=sys.stderr)
     return EXIT_PROGRAM_ERRORS if any(d.severity == "error" for d in diags) else EXIT_OK
+
+
+def _types_text(sess: Any, report: Any) -> str:
+    """``check --types``: every defn's let bindings with their inferred types."""
+    from kinac import pipeline
+    from kinac.check import format_types
+
+    chunks = []
+    for f in report.files:
+        if f.file == "kina.toml":
+            continue
+        for name in dict.fromkeys(pipeline.file_index(sess.db, f.file).defns):
+            checked = pipeline.check_defn(sess.db, pipeline.DefnKey(f.file, name))
+            chunks.append(f"; {f.file}\n{format_types(checked)}".rstrip())
+    return "\n\n".join(chunks)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -208,7 +221,8 @@ class _progress:
     """A rich status line while a long build runs in a terminal."""
 
     def __init__(self, sess: Any, enabled: bool) -> None:
-        self.sess, self.enabled, self.status = sess, enabled, None
+        self.sess, self.enabled = sess, enabled
+        self.status: Any = None
 
     def __enter__(self) -> _progress:
         if self.enabled:

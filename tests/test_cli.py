@@ -1,0 +1,191 @@
+"""The command line end to end, as a user runs it: exit codes, JSON shapes, bad input, caches."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WS = ROOT / "workspaces"
+sys.path.insert(0, str(ROOT / "benches"))
+import wsgen  # noqa: E402
+
+
+def kinac(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("KINAC_CACHE_DIR", None)
+    return subprocess.run([sys.executable, "-m", "kinac", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=300, check=False)
+
+
+def no_traceback(p: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in p.stderr and "Traceback" not in p.stdout, p.stderr
+
+
+@pytest.fixture()
+def ws(tmp_path: Path) -> Path:
+    dst = tmp_path / "transformer"
+    shutil.copytree(WS / "transformer", dst, ignore=shutil.ignore_patterns(".kinac-cache"))
+    return dst
+
+
+def test_help_is_fast_and_complete() -> None:
+    p = kinac("--help")
+    assert p.returncode == 0
+    for cmd in ("check", "build", "run", "watch", "cache", "explain"):
+        assert cmd in p.stdout
+    for cmd in ("check", "build", "run", "watch", "cache", "explain"):
+        sub = kinac(cmd, "--help")
+        assert sub.returncode == 0 and "usage: kinac " + cmd in sub.stdout
+    assert kinac().returncode == 2  # no command: usage
+
+
+def test_build_json_and_noop(ws: Path, tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    p = kinac("build", str(ws), "--json", "--cache-dir", cache)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert {"queries_executed", "queries_reused", "executed", "diagnostics", "artifacts"} <= set(doc)
+    assert doc["queries_executed"] > 20 and doc["diagnostics"] == []
+    kinds = {(a["entry"], a["kind"]) for a in doc["artifacts"]}
+    assert ("block_small", "object") in kinds and ("attention_small", "llvm-ir") in kinds
+    assert {"query", "key"} <= set(doc["executed"][0])
+    again = json.loads(kinac("build", str(ws), "--json", "--cache-dir", cache).stdout)
+    assert again["queries_executed"] == 0 and again["artifacts"] == doc["artifacts"]
+
+
+def test_why_names_the_changed_input(ws: Path, tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    assert kinac("build", str(ws), "--cache-dir", cache).returncode == 0
+    f = ws / "ffn.kina"
+    f.write_text(f.read_text().replace("(rms-norm x wn)", "(rms-norm (neg x) wn)"))
+    p = kinac("build", str(ws), "--json", "--why", "--cache-dir", cache)
+    doc = json.loads(p.stdout)
+    chains = {w["query"]: w["chain"] for w in doc["why"]}
+    assert chains["check_defn"][-1] == "source_text(ffn.kina)"
+    assert chains["check_defn"][0].startswith("check_defn(")
+
+
+def test_check_errors_as_json_exit_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.kina"
+    bad.write_text("(defn f [(x : (tensor f32 [N]))\n         (y : (tensor f32 [M]))] -> (tensor f32 [N])\n  (add x y))\n")
+    p = kinac("check", str(bad), "--format", "json", "--no-cache")
+    no_traceback(p)
+    assert p.returncode == 1
+    (d,) = json.loads(p.stdout)
+    assert d["code"].startswith("K") and d["severity"] == "error"
+    assert d["primary"]["file"] == "bad.kina" and d["primary"]["line"] == 3
+    assert d["counterexample"] and set(d["counterexample"]) == {"N", "M"}
+    text = kinac("check", str(bad), "--no-cache", "--color", "never")
+    assert f"error[{d['code']}]" in text.stdout and "bad.kina:3:" in text.stdout
+    assert "counterexample" in text.stdout
+
+
+@pytest.mark.parametrize("src", ["(defn f [(x", ")))", "(defn f [] -> f32 (", "\x00\xff(", "(mesh)"])
+def test_malformed_programs_never_traceback(tmp_path: Path, src: str) -> None:
+    f = tmp_path / "m.kina"
+    f.write_text(src, encoding="utf-8", errors="surrogateescape")
+    p = kinac("check", str(f), "--no-cache")
+    no_traceback(p)
+    assert p.returncode == 1 and "error[K01" in p.stdout
+
+
+@pytest.mark.parametrize(("toml", "needle"), [
+    ('[workspace]\nname = "x"\n[target]\nkind = "tpu"\n', "target.kind"),
+    ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { B = "four" }\n', "entry[0].dims.B"),
+    ('[workspace]\nnmae = "x"\n', "workspace.nmae"),
+    ('[workspace\n', "not valid TOML"),
+    ('[workspace]\n[solver]\nbudget_ms = -1\n', "solver.budget_ms"),
+])
+def test_bad_kina_toml_names_the_key_exit_2(ws: Path, toml: str, needle: str) -> None:
+    (ws / "kina.toml").write_text(toml)
+    p = kinac("build", str(ws), "--no-cache")
+    no_traceback(p)
+    assert p.returncode == 2 and needle in p.stderr
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    p = kinac("check", str(tmp_path / "missing.kina"))
+    assert p.returncode == 2 and "no such file" in p.stderr
+    assert kinac("explain", "K9999").returncode == 2
+    assert kinac("explain", "k0201").returncode == 0
+
+
+def test_cache_commands(ws: Path, tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    kinac("build", str(ws), "--cache-dir", cache)
+    st = json.loads(kinac("cache", "stats", str(ws), "--cache-dir", cache).stdout)
+    assert st["memos"] > 10 and st["values"] > 10
+    assert json.loads(kinac("cache", "verify", str(ws), "--cache-dir", cache).stdout)["dropped"] == 0
+    assert kinac("cache", "gc", str(ws), "--cache-dir", cache).returncode == 0
+    assert kinac("cache", "clear", str(ws), "--cache-dir", cache).returncode == 0
+    assert json.loads(kinac("cache", "stats", str(ws), "--cache-dir", cache).stdout)["memos"] == 0
+
+
+def test_cache_dir_precedence(ws: Path, tmp_path: Path) -> None:
+    (ws / "kina.toml").write_text((ws / "kina.toml").read_text().replace(
+        'name = "transformer"', 'name = "transformer"\ncache_dir = "from-toml"'))
+    assert kinac("check", str(ws)).returncode == 0
+    assert (ws / "from-toml").is_dir()
+    env_dir = tmp_path / "from-env"
+    p = subprocess.run([sys.executable, "-m", "kinac", "check", str(ws)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT), "KINAC_CACHE_DIR": str(env_dir)}, check=False)
+    assert p.returncode == 0 and env_dir.is_dir()
+
+
+def test_two_processes_building_at_once(tmp_path: Path) -> None:
+    ws = tmp_path / "gen"
+    wsgen.generate(ws, 12, 6)
+    cache = str(tmp_path / "cache")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "kinac", "build", str(ws), "--json", "--cache-dir", cache]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    docs = [json.loads(o) for o, _ in outs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert docs[0]["diagnostics"] == docs[1]["diagnostics"] == []
+    third = json.loads(kinac("build", str(ws), "--json", "--cache-dir", cache).stdout)
+    assert third["queries_executed"] == 0
+    clean = json.loads(kinac("build", str(ws), "--json", "--no-cache").stdout)
+    assert clean["diagnostics"] == third["diagnostics"] and clean["artifacts"] == third["artifacts"]
+
+
+def test_watch_rebuilds_on_save_and_survives_a_broken_file(ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kinac.session import Session
+    from kinac.watch import watch
+
+    sess = Session(ws, cache_dir=str(tmp_path / "cache"))
+    stop = threading.Event()
+    t = threading.Thread(target=watch, args=(sess, stop), daemon=True)
+    t.start()
+
+    def wait_for(n_lines: int) -> str:
+        deadline = time.time() + 30
+        out = ""
+        while time.time() < deadline:
+            out += capsys.readouterr().out
+            if out.count("queries run") >= n_lines:
+                return out
+            time.sleep(0.05)
+        raise AssertionError(f"watch did not rebuild: {out!r}")
+
+    wait_for(1)
+    time.sleep(0.3)
+    (ws / "ffn.kina").write_text((ws / "ffn.kina").read_text().replace("(swiglu", "(swiglu (("))
+    out = wait_for(1)
+    assert "error[K01" in out
+    (ws / "ffn.kina").write_text((ws / "ffn.kina").read_text().replace("(swiglu ((", "(swiglu"))
+    out = wait_for(1)
+    assert "no errors" in out
+    stop.set()
+    t.join(timeout=10)
+    assert not t.is_alive()
