@@ -57,7 +57,7 @@ def optimize_ir(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> Any:
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     pto.loop_vectorization = opt_level >= 2
     pto.slp_vectorization = opt_level >= 2
-    pto.loop_unrolling = opt_level >= 2
+    pto.loop_unrolling = False  # full unrolls of small loops: 10x compile time, no speed
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod, tm

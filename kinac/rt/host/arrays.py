@@ -47,6 +47,8 @@ def as_host_array(x: Any, name: str, dtype: str, shape: tuple[int, ...]) -> np.n
     """``x`` as a C-contiguous numpy array of ``dtype`` and ``shape`` (or a clear error)."""
     if isinstance(x, np.ndarray):
         arr = x
+    elif isinstance(x, np.generic):
+        arr = np.asarray(x)
     elif hasattr(x, "__dlpack__"):
         arr = _from_dlpack(x, name)
     elif isinstance(x, bool | int | float) and shape == ():
