@@ -167,13 +167,19 @@ def exact_div(a: Poly, b: Poly) -> Poly | None:
         if all(c % k == 0 for _, c in a.terms):
             return Poly(tuple((m, c // k) for m, c in a.terms))
         return None
-    bl_m, bl_c = min(b.terms, key=lambda mc: _mkey(mc[0]))  # leading term (graded)
+    order = sorted({x for m, _ in (*a.terms, *b.terms) for x, _e in m}, key=_akey)
+
+    def lead_key(m: Mono) -> tuple[int, tuple[int, ...]]:  # graded lex: a monomial order
+        d = dict(m)
+        return (sum(d.values()), tuple(d.get(x, 0) for x in order))
+
+    bl_m, bl_c = max(b.terms, key=lambda mc: lead_key(mc[0]))
     rem: dict[Mono, int] = dict(a.terms)
     quo: dict[Mono, int] = {}
-    for _ in range(4 * len(a.terms) + 8):
+    for _ in range(8 * len(a.terms) + 64):
         if not rem:
             return _freeze(quo)
-        lm = min(rem, key=_mkey)
+        lm = max(rem, key=lead_key)
         lc = rem[lm]
         qm = _mono_div(lm, bl_m)
         if qm is None or lc % bl_c:
