@@ -232,7 +232,7 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
         else:
             used_where.add(st.param)
             target = D.neg(r_)
-            src = f"where clause {st.param + 1}"
+            src = f"its where clause {_fmt_rel(sig.where[st.param][1])}"
             code, pi, wi = "K0409", None, st.param
         b.dims[st.var] = D.div(target, a_)
         if D.exact_div(target, a_) is None:

@@ -385,7 +385,7 @@ class _Checker:
                 sec = (
                     Label(NodeRef(ref.file, ref.name, callee.where[n.where][0]), "required here"),
                 )
-            ok = self.require(n.rel, n.code, n.what, nid, sec) and ok
+            ok = self.require(n.rel, n.code, n.what, nid, sec, _call_help(n.rel)) and ok
         if not ok or b.result is None:
             raise _Fail()
         r = b.result
@@ -413,6 +413,17 @@ class _Checker:
                 f"{D.fmt_kina(r.lhs)} {D.fmt_kina(r.rhs)}))",
             )
         return v
+
+
+_KINA_REL = {"eq": "=", "le": "<=", "lt": "<", "dvd": "divides"}
+
+
+def _call_help(r: Rel) -> str:
+    """How a caller can discharge a call's obligation: pass other dims, or assume it."""
+    if not (D.variables(r.lhs) | D.variables(r.rhs)):
+        return "pass dims that satisfy it"
+    rel = f"({_KINA_REL[r.op]} {D.fmt_kina(r.lhs)} {D.fmt_kina(r.rhs)})"
+    return f"pass dims that satisfy it, or assume it in this defn: (where {rel})"
 
 
 def is_bad_dtype(dt: str, dtype_vars: tuple[str, ...]) -> bool:
