@@ -1,0 +1,150 @@
+builtin.module {
+  func.func @attention(%x: memref<512xf32>, %wq: memref<1024xf32>, %wk: memref<512xf32>, %wv: memref<512xf32>, %wo: memref<1024xf32>, %0: memref<512xf32>, %1: memref<6144xi8>, %2: memref<8xi64>) attributes {kinac.entry, kinac.arena_bytes = 6144 : i64} {
+    %3 = arith.constant 0 : index
+    %4 = memref.view %1[%3][] : memref<6144xi8> to memref<512xf32>
+    func.call @k0_matmul(%4, %x, %wq) {kind = "matmul", impl = "blas"} : (memref<512xf32>, memref<512xf32>, memref<1024xf32>) -> ()
+    %5 = arith.constant 2048 : index
+    %6 = memref.view %1[%5][] : memref<6144xi8> to memref<256xf32>
+    func.call @k1_matmul(%6, %x, %wk) {kind = "matmul", impl = "blas"} : (memref<256xf32>, memref<512xf32>, memref<512xf32>) -> ()
+    %7 = arith.constant 3072 : index
+    %8 = memref.view %1[%7][] : memref<6144xi8> to memref<256xf32>
+    func.call @k2_matmul(%8, %x, %wv) {kind = "matmul", impl = "blas"} : (memref<256xf32>, memref<512xf32>, memref<512xf32>) -> ()
+    %9 = arith.constant 4096 : index
+    %10 = memref.view %1[%9][] : memref<6144xi8> to memref<512xf32>
+    func.call @k3_matmul(%10, %6, %4) {kind = "matmul", impl = "blas"} : (memref<512xf32>, memref<256xf32>, memref<512xf32>) -> ()
+    %11 = arith.constant 0 : index
+    %12 = memref.view %1[%11][] : memref<6144xi8> to memref<512xf32>
+    func.call @k4_softmax(%12, %10) {kind = "softmax", impl = "loops"} : (memref<512xf32>, memref<512xf32>) -> ()
+    %13 = arith.constant 4096 : index
+    %14 = memref.view %1[%13][] : memref<6144xi8> to memref<512xf32>
+    func.call @k5_matmul(%14, %12, %8) {kind = "matmul", impl = "blas"} : (memref<512xf32>, memref<512xf32>, memref<256xf32>) -> ()
+    %15 = arith.constant 0 : index
+    %16 = memref.view %1[%15][] : memref<6144xi8> to memref<512xf32>
+    func.call @k6_map(%16, %14) {kind = "map", impl = "loops"} : (memref<512xf32>, memref<512xf32>) -> ()
+    func.call @k7_matmul(%0, %16, %wo) {kind = "matmul", impl = "blas"} : (memref<512xf32>, memref<512xf32>, memref<1024xf32>) -> ()
+    func.return
+  }
+  func.func private @k0_matmul(%0: memref<512xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}, %2: memref<1024xf32> {llvm.noalias}) {
+    %3 = arith.constant 0 : index
+    kbuf.gemm %1[%3], %2[%3], %0[%3] {m = 16 : i64, n = 32 : i64, k = 32 : i64, lda = 32 : i64, ldb = 32 : i64, ldc = 32 : i64, trans_a = 0 : i64, trans_b = 0 : i64} : memref<512xf32>, memref<1024xf32>, memref<512xf32>
+    func.return
+  }
+  func.func private @k1_matmul(%0: memref<256xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}, %2: memref<512xf32> {llvm.noalias}) {
+    %3 = arith.constant 0 : index
+    kbuf.gemm %1[%3], %2[%3], %0[%3] {m = 16 : i64, n = 16 : i64, k = 32 : i64, lda = 32 : i64, ldb = 16 : i64, ldc = 16 : i64, trans_a = 0 : i64, trans_b = 0 : i64} : memref<512xf32>, memref<512xf32>, memref<256xf32>
+    func.return
+  }
+  func.func private @k2_matmul(%0: memref<256xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}, %2: memref<512xf32> {llvm.noalias}) {
+    %3 = arith.constant 0 : index
+    kbuf.gemm %1[%3], %2[%3], %0[%3] {m = 16 : i64, n = 16 : i64, k = 32 : i64, lda = 32 : i64, ldb = 16 : i64, ldc = 16 : i64, trans_a = 0 : i64, trans_b = 0 : i64} : memref<512xf32>, memref<512xf32>, memref<256xf32>
+    func.return
+  }
+  func.func private @k3_matmul(%0: memref<512xf32> {llvm.noalias}, %1: memref<256xf32> {llvm.noalias}, %2: memref<512xf32> {llvm.noalias}) {
+    %3 = arith.constant 0 : index
+    %4 = arith.constant 2 : index
+    %5 = arith.constant 1 : index
+    %6 = arith.constant 16 : index
+    %7 = arith.constant 256 : index
+    scf.for %8 = %3 to %4 step %5 {
+      %9 = arith.muli %8, %6 : index
+      %10 = arith.muli %8, %7 : index
+      kbuf.gemm %2[%9], %1[%3], %0[%10] {m = 16 : i64, n = 16 : i64, k = 16 : i64, lda = 32 : i64, ldb = 16 : i64, ldc = 16 : i64, trans_a = 0 : i64, trans_b = 1 : i64} : memref<512xf32>, memref<256xf32>, memref<512xf32>
+    }
+    func.return
+  }
+  func.func private @k4_softmax(%0: memref<512xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}) {
+    %2 = arith.constant 0 : index
+    %3 = arith.constant 2 : index
+    %4 = arith.constant 1 : index
+    %5 = arith.constant 16 : index
+    %6 = arith.constant 0xff800000 : f32
+    %7 = arith.constant 256 : index
+    %8 = arith.constant 1.600000e+01 : f32
+    %9 = arith.constant 1.000000e+00 : f32
+    %10 = math.sqrt %8 : f32
+    %11 = arith.divf %9, %10 fastmath<contract> : f32
+    %12 = arith.constant 0.000000e+00 : f32
+    scf.for %13 = %2 to %3 step %4 {
+      %14 = arith.muli %13, %7 : index
+      scf.for %15 = %2 to %5 step %4 {
+        %16 = arith.muli %15, %5 : index
+        %17 = arith.addi %14, %16 : index
+        %18 = arith.index_cast %15 : index to i64
+        %19 = arith.trunci %18 : i64 to i32
+        %20 = scf.for %21 = %2 to %5 step %4 iter_args(%22 = %6) -> (f32) {
+          %23 = arith.addi %17, %21 : index
+          %24 = memref.load %1[%23] : memref<512xf32>
+          %25 = arith.mulf %24, %11 fastmath<contract> : f32
+          %26 = arith.index_cast %21 : index to i64
+          %27 = arith.trunci %26 : i64 to i32
+          %28 = arith.cmpi sge, %19, %27 : i32
+          %29 = arith.select %28, %12, %6 : f32
+          %30 = arith.addf %25, %29 fastmath<contract> : f32
+          %31 = arith.maximumf %22, %30 : f32
+          scf.yield %31 : f32
+        }
+        %32 = scf.for %33 = %2 to %5 step %4 iter_args(%34 = %12) -> (f32) {
+          %35 = arith.addi %17, %33 : index
+          %36 = memref.load %1[%35] : memref<512xf32>
+          %37 = arith.mulf %36, %11 fastmath<contract> : f32
+          %38 = arith.index_cast %33 : index to i64
+          %39 = arith.trunci %38 : i64 to i32
+          %40 = arith.cmpi sge, %19, %39 : i32
+          %41 = arith.select %40, %12, %6 : f32
+          %42 = arith.addf %37, %41 fastmath<contract> : f32
+          %43 = arith.subf %42, %20 fastmath<contract> : f32
+          %44 = math.exp %43 : f32
+          memref.store %44, %0[%35] : memref<512xf32>
+          %45 = arith.addf %34, %44 fastmath<reassoc,contract> : f32
+          scf.yield %45 : f32
+        }
+        %46 = arith.divf %9, %32 fastmath<contract> : f32
+        scf.for %47 = %2 to %5 step %4 {
+          %48 = arith.addi %17, %47 : index
+          %49 = memref.load %0[%48] : memref<512xf32>
+          %50 = arith.mulf %49, %46 fastmath<contract> : f32
+          memref.store %50, %0[%48] : memref<512xf32>
+        }
+      }
+    }
+    func.return
+  }
+  func.func private @k5_matmul(%0: memref<512xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}, %2: memref<256xf32> {llvm.noalias}) {
+    %3 = arith.constant 0 : index
+    %4 = arith.constant 2 : index
+    %5 = arith.constant 1 : index
+    %6 = arith.constant 256 : index
+    scf.for %7 = %3 to %4 step %5 {
+      %8 = arith.muli %7, %6 : index
+      kbuf.gemm %1[%8], %2[%3], %0[%8] {m = 16 : i64, n = 16 : i64, k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldc = 16 : i64, trans_a = 0 : i64, trans_b = 0 : i64} : memref<512xf32>, memref<256xf32>, memref<512xf32>
+    }
+    func.return
+  }
+  func.func private @k6_map(%0: memref<512xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}) {
+    %2 = arith.constant 0 : index
+    %3 = arith.constant 16 : index
+    %4 = arith.constant 1 : index
+    %5 = arith.constant 32 : index
+    %6 = arith.constant 256 : index
+    scf.for %7 = %2 to %3 step %4 {
+      %8 = arith.muli %7, %3 : index
+      %9 = arith.muli %7, %5 : index
+      scf.for %10 = %2 to %5 step %4 {
+        %11 = arith.divui %10, %3 : index
+        %12 = arith.muli %11, %6 : index
+        %13 = arith.addi %8, %12 : index
+        %14 = arith.remui %10, %3 : index
+        %15 = arith.addi %13, %14 : index
+        %16 = memref.load %1[%15] : memref<512xf32>
+        %17 = arith.addi %9, %10 : index
+        memref.store %16, %0[%17] : memref<512xf32>
+      }
+    }
+    func.return
+  }
+  func.func private @k7_matmul(%0: memref<512xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}, %2: memref<1024xf32> {llvm.noalias}) {
+    %3 = arith.constant 0 : index
+    kbuf.gemm %1[%3], %2[%3], %0[%3] {m = 16 : i64, n = 32 : i64, k = 32 : i64, lda = 32 : i64, ldb = 32 : i64, ldc = 32 : i64, trans_a = 0 : i64, trans_b = 0 : i64} : memref<512xf32>, memref<1024xf32>, memref<512xf32>
+    func.return
+  }
+}

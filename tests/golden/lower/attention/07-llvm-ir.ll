@@ -1,0 +1,294 @@
+; ModuleID = ""
+target triple = ""
+target datalayout = ""
+
+define internal void @"attention"(ptr %".1", ptr %".2", ptr %".3", ptr %".4", ptr %".5", ptr %".6", ptr %".7", ptr %".8") nounwind
+{
+.10:
+  %".11" = getelementptr inbounds i8, ptr %".7", i64 0
+  call ccc void @"k0_matmul"(ptr %".11", ptr %".1", ptr %".2")
+  %".13" = getelementptr inbounds i8, ptr %".7", i64 2048
+  call ccc void @"k1_matmul"(ptr %".13", ptr %".1", ptr %".3")
+  %".15" = getelementptr inbounds i8, ptr %".7", i64 3072
+  call ccc void @"k2_matmul"(ptr %".15", ptr %".1", ptr %".4")
+  %".17" = getelementptr inbounds i8, ptr %".7", i64 4096
+  call ccc void @"k3_matmul"(ptr %".17", ptr %".13", ptr %".11")
+  %".19" = getelementptr inbounds i8, ptr %".7", i64 0
+  call ccc void @"k4_softmax"(ptr %".19", ptr %".17")
+  %".21" = getelementptr inbounds i8, ptr %".7", i64 4096
+  call ccc void @"k5_matmul"(ptr %".21", ptr %".19", ptr %".15")
+  %".23" = getelementptr inbounds i8, ptr %".7", i64 0
+  call ccc void @"k6_map"(ptr %".23", ptr %".21")
+  call ccc void @"k7_matmul"(ptr %".6", ptr %".23", ptr %".5")
+  ret void
+}
+
+define void @"kinac_call_attention"(ptr %".1") nounwind
+{
+.3:
+  %".4" = getelementptr inbounds ptr, ptr %".1", i64 0
+  %".5" = load ptr, ptr %".4"
+  %".6" = getelementptr inbounds ptr, ptr %".1", i64 1
+  %".7" = load ptr, ptr %".6"
+  %".8" = getelementptr inbounds ptr, ptr %".1", i64 2
+  %".9" = load ptr, ptr %".8"
+  %".10" = getelementptr inbounds ptr, ptr %".1", i64 3
+  %".11" = load ptr, ptr %".10"
+  %".12" = getelementptr inbounds ptr, ptr %".1", i64 4
+  %".13" = load ptr, ptr %".12"
+  %".14" = getelementptr inbounds ptr, ptr %".1", i64 5
+  %".15" = load ptr, ptr %".14"
+  %".16" = getelementptr inbounds ptr, ptr %".1", i64 6
+  %".17" = load ptr, ptr %".16"
+  %".18" = getelementptr inbounds ptr, ptr %".1", i64 7
+  %".19" = load ptr, ptr %".18"
+  call ccc void @"attention"(ptr %".5", ptr %".7", ptr %".9", ptr %".11", ptr %".13", ptr %".15", ptr %".17", ptr %".19")
+  ret void
+}
+
+define internal void @"k0_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") nounwind
+{
+.5:
+  %".6" = getelementptr inbounds float, ptr %".2", i64 0
+  %".7" = getelementptr inbounds float, ptr %".3", i64 0
+  %".8" = getelementptr inbounds float, ptr %".1", i64 0
+  call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 111, i64 16, i64 32, i64 32, float 0x3ff0000000000000, ptr %".6", i64 32, ptr %".7", i64 32, float              0x0, ptr %".8", i64 32)
+  ret void
+}
+
+define internal void @"k1_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") nounwind
+{
+.5:
+  %".6" = getelementptr inbounds float, ptr %".2", i64 0
+  %".7" = getelementptr inbounds float, ptr %".3", i64 0
+  %".8" = getelementptr inbounds float, ptr %".1", i64 0
+  call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 111, i64 16, i64 16, i64 32, float 0x3ff0000000000000, ptr %".6", i64 32, ptr %".7", i64 16, float              0x0, ptr %".8", i64 16)
+  ret void
+}
+
+define internal void @"k2_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") nounwind
+{
+.5:
+  %".6" = getelementptr inbounds float, ptr %".2", i64 0
+  %".7" = getelementptr inbounds float, ptr %".3", i64 0
+  %".8" = getelementptr inbounds float, ptr %".1", i64 0
+  call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 111, i64 16, i64 16, i64 32, float 0x3ff0000000000000, ptr %".6", i64 32, ptr %".7", i64 16, float              0x0, ptr %".8", i64 16)
+  ret void
+}
+
+define internal void @"k3_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") nounwind
+{
+.5:
+  br label %".6"
+.6:
+  %".9" = phi  i64 [0, %".5"], [%".19", %".7"]
+  %".11" = icmp slt i64 %".9", 2
+  br i1 %".11", label %".7", label %".8"
+.7:
+  %".13" = mul nsw nuw i64 %".9", 16
+  %".14" = mul nsw nuw i64 %".9", 256
+  %".15" = getelementptr inbounds float, ptr %".3", i64 %".13"
+  %".16" = getelementptr inbounds float, ptr %".2", i64 0
+  %".17" = getelementptr inbounds float, ptr %".1", i64 %".14"
+  call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 112, i64 16, i64 16, i64 16, float 0x3ff0000000000000, ptr %".15", i64 32, ptr %".16", i64 16, float              0x0, ptr %".17", i64 16)
+  %".19" = add nsw nuw i64 %".9", 1
+  br label %".6"
+.8:
+  ret void
+}
+
+define internal void @"k4_softmax"(ptr noalias %".1", ptr noalias %".2") nounwind
+{
+.4:
+  %".27" = call float @"llvm.sqrt.f32"(float 0x4030000000000000)
+  %".28" = fdiv contract float 0x3ff0000000000000, %".27"
+  br label %".5"
+.5:
+  %".20" = phi  i64 [0, %".4"], [%".85", %".18"]
+  %".30" = icmp slt i64 %".20", 2
+  br i1 %".30", label %".6", label %".19"
+.6:
+  %".32" = mul nsw nuw i64 %".20", 256
+  br label %".7"
+.7:
+  %".21" = phi  i64 [0, %".6"], [%".83", %".17"]
+  %".34" = icmp slt i64 %".21", 16
+  br i1 %".34", label %".8", label %".18"
+.8:
+  %".36" = mul nsw nuw i64 %".21", 16
+  %".37" = add nsw nuw i64 %".32", %".36"
+  %".38" = trunc i64 %".21" to i32
+  br label %".9"
+.9:
+  %".22" = phi  i64 [0, %".8"], [%".51", %".10"]
+  %".23" = phi  float [0xfff0000000000000, %".8"], [%".50", %".10"]
+  %".40" = icmp slt i64 %".22", 16
+  br i1 %".40", label %".10", label %".11"
+.10:
+  %".42" = add nsw nuw i64 %".37", %".22"
+  %".43" = getelementptr inbounds float, ptr %".2", i64 %".42"
+  %".44" = load float, ptr %".43"
+  %".45" = fmul contract float %".44", %".28"
+  %".46" = trunc i64 %".22" to i32
+  %".47" = icmp sge i32 %".38", %".46"
+  %".48" = select  i1 %".47", float              0x0, float 0xfff0000000000000
+  %".49" = fadd contract float %".45", %".48"
+  %".50" = call float @"llvm.maximum.f32"(float %".23", float %".49")
+  %".51" = add nsw nuw i64 %".22", 1
+  br label %".9"
+.11:
+  br label %".12"
+.12:
+  %".24" = phi  i64 [0, %".11"], [%".69", %".13"]
+  %".25" = phi  float [             0x0, %".11"], [%".68", %".13"]
+  %".54" = icmp slt i64 %".24", 16
+  br i1 %".54", label %".13", label %".14"
+.13:
+  %".56" = add nsw nuw i64 %".37", %".24"
+  %".57" = getelementptr inbounds float, ptr %".2", i64 %".56"
+  %".58" = load float, ptr %".57"
+  %".59" = fmul contract float %".58", %".28"
+  %".60" = trunc i64 %".24" to i32
+  %".61" = icmp sge i32 %".38", %".60"
+  %".62" = select  i1 %".61", float              0x0, float 0xfff0000000000000
+  %".63" = fadd contract float %".59", %".62"
+  %".64" = fsub contract float %".63", %".23"
+  %".65" = call ccc float @"kinac_expf"(float %".64")
+  %".66" = getelementptr inbounds float, ptr %".1", i64 %".56"
+  store float %".65", ptr %".66"
+  %".68" = fadd reassoc contract float %".25", %".65"
+  %".69" = add nsw nuw i64 %".24", 1
+  br label %".12"
+.14:
+  %".71" = fdiv contract float 0x3ff0000000000000, %".25"
+  br label %".15"
+.15:
+  %".26" = phi  i64 [0, %".14"], [%".81", %".16"]
+  %".73" = icmp slt i64 %".26", 16
+  br i1 %".73", label %".16", label %".17"
+.16:
+  %".75" = add nsw nuw i64 %".37", %".26"
+  %".76" = getelementptr inbounds float, ptr %".1", i64 %".75"
+  %".77" = load float, ptr %".76"
+  %".78" = fmul contract float %".77", %".71"
+  %".79" = getelementptr inbounds float, ptr %".1", i64 %".75"
+  store float %".78", ptr %".79"
+  %".81" = add nsw nuw i64 %".26", 1
+  br label %".15"
+.17:
+  %".83" = add nsw nuw i64 %".21", 1
+  br label %".7"
+.18:
+  %".85" = add nsw nuw i64 %".20", 1
+  br label %".5"
+.19:
+  ret void
+}
+
+define internal void @"k5_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") nounwind
+{
+.5:
+  br label %".6"
+.6:
+  %".9" = phi  i64 [0, %".5"], [%".18", %".7"]
+  %".11" = icmp slt i64 %".9", 2
+  br i1 %".11", label %".7", label %".8"
+.7:
+  %".13" = mul nsw nuw i64 %".9", 256
+  %".14" = getelementptr inbounds float, ptr %".2", i64 %".13"
+  %".15" = getelementptr inbounds float, ptr %".3", i64 0
+  %".16" = getelementptr inbounds float, ptr %".1", i64 %".13"
+  call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 111, i64 16, i64 16, i64 16, float 0x3ff0000000000000, ptr %".14", i64 16, ptr %".15", i64 16, float              0x0, ptr %".16", i64 16)
+  %".18" = add nsw nuw i64 %".9", 1
+  br label %".6"
+.8:
+  ret void
+}
+
+define internal void @"k6_map"(ptr noalias %".1", ptr noalias %".2") nounwind
+{
+.4:
+  br label %".5"
+.5:
+  %".11" = phi  i64 [0, %".4"], [%".33", %".9"]
+  %".14" = icmp slt i64 %".11", 16
+  br i1 %".14", label %".6", label %".10"
+.6:
+  %".16" = mul nsw nuw i64 %".11", 16
+  %".17" = mul nsw nuw i64 %".11", 32
+  br label %".7"
+.7:
+  %".12" = phi  i64 [0, %".6"], [%".31", %".8"]
+  %".19" = icmp slt i64 %".12", 32
+  br i1 %".19", label %".8", label %".9"
+.8:
+  %".21" = udiv i64 %".12", 16
+  %".22" = mul nsw nuw i64 %".21", 256
+  %".23" = add nsw nuw i64 %".16", %".22"
+  %".24" = urem i64 %".12", 16
+  %".25" = add nsw nuw i64 %".23", %".24"
+  %".26" = getelementptr inbounds float, ptr %".2", i64 %".25"
+  %".27" = load float, ptr %".26"
+  %".28" = add nsw nuw i64 %".17", %".12"
+  %".29" = getelementptr inbounds float, ptr %".1", i64 %".28"
+  store float %".27", ptr %".29"
+  %".31" = add nsw nuw i64 %".12", 1
+  br label %".7"
+.9:
+  %".33" = add nsw nuw i64 %".11", 1
+  br label %".5"
+.10:
+  ret void
+}
+
+define internal void @"k7_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noalias %".3") nounwind
+{
+.5:
+  %".6" = getelementptr inbounds float, ptr %".2", i64 0
+  %".7" = getelementptr inbounds float, ptr %".3", i64 0
+  %".8" = getelementptr inbounds float, ptr %".1", i64 0
+  call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 111, i64 16, i64 32, i64 32, float 0x3ff0000000000000, ptr %".6", i64 32, ptr %".7", i64 32, float              0x0, ptr %".8", i64 32)
+  ret void
+}
+
+define internal float @"kinac_expf"(float %".1") nounwind
+{
+.3:
+  %".4" = call float @"llvm.maximum.f32"(float %".1", float 0xc055c00000000000)
+  %".5" = call float @"llvm.minimum.f32"(float %".4", float 0x40562cccc0000000)
+  %".6" = call float @"llvm.fma.f32"(float %".5", float 0x3ff7154760000000, float 0x3fe0000000000000)
+  %".7" = call float @"llvm.floor.f32"(float %".6")
+  %".8" = call float @"llvm.fma.f32"(float %".7", float 0xbfe6300000000000, float %".5")
+  %".9" = call float @"llvm.fma.f32"(float %".7", float 0x3f2bd01060000000, float %".8")
+  %".10" = call float @"llvm.fma.f32"(float 0x3f2a0d2ce0000000, float %".9", float 0x3f56e879c0000000)
+  %".11" = call float @"llvm.fma.f32"(float %".10", float %".9", float 0x3f81112100000000)
+  %".12" = call float @"llvm.fma.f32"(float %".11", float %".9", float 0x3fa5553820000000)
+  %".13" = call float @"llvm.fma.f32"(float %".12", float %".9", float 0x3fc5555540000000)
+  %".14" = call float @"llvm.fma.f32"(float %".13", float %".9", float 0x3fe0000000000000)
+  %".15" = fmul float %".9", %".9"
+  %".16" = call float @"llvm.fma.f32"(float %".14", float %".15", float %".9")
+  %".17" = fadd float %".16", 0x3ff0000000000000
+  %".18" = fadd float %".7", 0x4160000fc0000000
+  %".19" = bitcast float %".18" to i32
+  %".20" = shl i32 %".19", 23
+  %".21" = bitcast i32 %".20" to float
+  %".22" = fmul float %".17", %".21"
+  %".23" = fmul float %".22", 0x4000000000000000
+  %".24" = fcmp olt float %".1", 0xc055c00000000000
+  %".25" = select  i1 %".24", float              0x0, float %".23"
+  %".26" = fcmp ogt float %".1", 0x40562cccc0000000
+  %".27" = select  i1 %".26", float 0x7ff0000000000000, float %".25"
+  ret float %".27"
+}
+
+declare void @"kinac_sgemm"(i32 %".1", i32 %".2", i32 %".3", i64 %".4", i64 %".5", i64 %".6", float %".7", ptr %".8", i64 %".9", ptr %".10", i64 %".11", float %".12", ptr %".13", i64 %".14")
+
+declare float @"llvm.sqrt.f32"(float %".1")
+
+declare float @"llvm.maximum.f32"(float %".1", float %".2")
+
+declare float @"llvm.minimum.f32"(float %".1", float %".2")
+
+declare float @"llvm.fma.f32"(float %".1", float %".2", float %".3")
+
+declare float @"llvm.floor.f32"(float %".1")

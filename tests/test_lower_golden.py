@@ -1,0 +1,73 @@
+"""Golden IR text after every lowering pass, for a few small graphs.
+
+Each graph has a directory under ``tests/golden/lower/``, one file per stage (``00-graph.mlir``
+... ``07-llvm-ir.ll``). A change in what a pass emits shows up as a readable diff here. To
+accept intended changes: ``KINAC_UPDATE_GOLDEN=1 python -m pytest tests/test_lower_golden.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kinac.ir import lower_stages
+from kinac.ir.testing import GraphBuilder, attention_graph, mlp_graph
+from kinac.tir.graph import Graph
+
+GOLDEN = Path(__file__).parent / "golden" / "lower"
+UPDATE = os.environ.get("KINAC_UPDATE_GOLDEN") == "1"
+
+
+def embed_graph() -> Graph:
+    """bf16 embedding lookup, concat, mean and a cast: legalisation, gather checks, reduce."""
+    g = GraphBuilder("embed")
+    table = g.param("table", "bf16", (10, 4))
+    ids = g.param("ids", "i32", (2, 3))
+    e = g.gather(table, ids)
+    both = g.concat([e, g.unary("neg", e)], 2)
+    m = g.reduce("reduce_mean", g.unary("exp", both), -1, keepdims=False)
+    return g.build(g.cast(m, "f32"))
+
+
+GRAPHS = {
+    "mlp": lambda: mlp_graph(2, 8, 16, 32),
+    "attention": lambda: attention_graph(1, 16, 32, 2, 1),
+    "embed": embed_graph,
+}
+
+
+def _stage_file(i: int, stage: str) -> str:
+    return f"{i:02d}-{stage}.{'ll' if stage == 'llvm-ir' else 'mlir'}"
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_golden_ir_per_pass(name: str) -> None:
+    stages = lower_stages(GRAPHS[name]())
+    d = GOLDEN / name
+    if UPDATE:
+        d.mkdir(parents=True, exist_ok=True)
+        for old in d.iterdir():
+            old.unlink()
+        for i, (stage, text) in enumerate(stages.items()):
+            (d / _stage_file(i, stage)).write_text(text)
+    expected = sorted(p.name for p in d.iterdir())
+    assert expected == sorted(_stage_file(i, s) for i, s in enumerate(stages)), "stages changed"
+    for i, (stage, text) in enumerate(stages.items()):
+        want = (d / _stage_file(i, stage)).read_text()
+        assert text == want, f"{name}: IR after {stage} differs from {d / _stage_file(i, stage)}"
+
+
+def test_choices_are_visible_in_the_ir() -> None:
+    """Library vs in-house per matmul, fused kernels, and BLAS calls on views."""
+    s = lower_stages(GRAPHS["attention"]())
+    assert "kina.matmul" in s["select-impl"] and 'impl = "blas"' in s["select-impl"]
+    fused = s["fuse-kernels"]
+    assert fused.count('"kina.kernel"') == 8  # q/k/v proj, qk^T, softmax, pv, head merge, out
+    assert 'kind = "softmax"' in fused and "kina.iota" in fused  # the mask is fused
+    loops = s["kina-to-loops"]
+    assert loops.count("kbuf.gemm") >= 5 and "trans_b = 1" in loops  # k^T read in place
+    assert 'call ccc void @"kinac_sgemm"' in s["llvm-ir"]
+    tiny = lower_stages(mlp_graph(1, 2, 4, 8))["select-impl"]
+    assert 'impl = "loops"' in tiny and 'impl = "blas"' not in tiny
