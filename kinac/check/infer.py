@@ -33,7 +33,7 @@ from kinac.check.tir import (
     TParam,
 )
 from kinac.check.types import ERR, SCALAR, WEAK_F, WEAK_I, SShape, SType, fmt_type
-from kinac.diag.model import Label, NodeRef
+from kinac.diag.model import Diagnostic, Label, NodeRef
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES
 
@@ -326,6 +326,17 @@ class _Checker:
     def defn_call(self, e: ast.Call, ref: Any, sig_ast: ast.Signature) -> TExpr:
         callee = analyse(ref.file, sig_ast)
         if not callee.ok:
+            first = next(d for d in callee.diagnostics if d.is_error)
+            self.diags.append(
+                Diagnostic(
+                    first.code,
+                    "note",
+                    f"this call of `{e.head}` is not checked: the signature of `{e.head}` has "
+                    f"errors ({first.code}: {first.message})",
+                    self.label(e.nid),
+                    (Label(first.primary.loc, "the signature's first error"),),
+                )
+            )
             raise _Fail()
         cref = NodeRef(ref.file, ref.name, 0)
         if len(e.args) != len(callee.params) or e.kwargs:
