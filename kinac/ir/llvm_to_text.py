@@ -4,6 +4,7 @@ xDSL's ``convert_module`` builds an ``llvmlite.ir`` module; it does not carry fu
 linkage, so internal functions (kernels, math helpers, the entry behind its wrapper) are marked
 here: LLVM may then inline them into the wrapper and drop the copies. Everything is also
 ``nounwind`` (no exceptions cross kinac code), which keeps calls cheap for the optimiser.
+Instruction flags (``nsw nuw``, fast-math) are sorted so the text is the same in every process.
 """
 
 from __future__ import annotations
@@ -24,4 +25,10 @@ def module_to_llvm_ir(module: ModuleOp, triple: str = "") -> str:
             fn.attributes.add("nounwind")
             if op.linkage.linkage.data == "internal":
                 fn.linkage = "internal"
+    for fn in ir_mod.functions:
+        for block in fn.blocks:
+            for instr in block.instructions:
+                flags = getattr(instr, "flags", None)
+                if flags:  # xDSL keeps them in a frozenset: make the text deterministic
+                    instr.flags = sorted(flags)
     return str(ir_mod)

@@ -156,7 +156,7 @@ define internal void @"k4_softmax"(ptr noalias %".1", ptr noalias %".2") nounwin
   %".65" = call ccc float @"kinac_expf"(float %".64")
   %".66" = getelementptr inbounds float, ptr %".1", i64 %".56"
   store float %".65", ptr %".66"
-  %".68" = fadd reassoc contract float %".25", %".65"
+  %".68" = fadd contract reassoc float %".25", %".65"
   %".69" = add nsw nuw i64 %".24", 1
   br label %".12"
 .14:

@@ -254,7 +254,7 @@ define internal void @"k2_reduce"(ptr noalias %".1", ptr noalias %".2") nounwind
   %".44" = bitcast i32 %".43" to float
   %".45" = fcmp uno float %".37", %".37"
   %".46" = select  i1 %".45", float 0x7ff8000000000000, float %".44"
-  %".47" = fadd reassoc contract float %".17", %".46"
+  %".47" = fadd contract reassoc float %".17", %".46"
   %".48" = add nsw nuw i64 %".16", 1
   br label %".9"
 .11:
