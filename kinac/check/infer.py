@@ -12,7 +12,6 @@ import difflib
 from typing import Any
 
 from kinac.check import dims as D
-from kinac.check.calls import instantiate
 from kinac.check.codes import at, error
 from kinac.check.formula import Rel
 from kinac.check.oblig import Prover, fmt_rel
@@ -24,7 +23,6 @@ from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
 from kinac.check.tir import (
     CheckedDefn,
     TBind,
-    TCall,
     TConst,
     TDim,
     TExpr,
@@ -32,8 +30,8 @@ from kinac.check.tir import (
     TLocal,
     TParam,
 )
-from kinac.check.types import ERR, SCALAR, WEAK_F, WEAK_I, SShape, SType, fmt_type
-from kinac.diag.model import Diagnostic, Label, NodeRef
+from kinac.check.types import ERR, SCALAR, WEAK_F, WEAK_I, SType, fmt_type
+from kinac.diag.model import Label
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES
 
@@ -324,84 +322,9 @@ class _Checker:
         return read_prim(self, p, e)
 
     def defn_call(self, e: ast.Call, ref: Any, sig_ast: ast.Signature) -> TExpr:
-        callee = analyse(ref.file, sig_ast)
-        if not callee.ok:
-            first = next(d for d in callee.diagnostics if d.is_error)
-            self.diags.append(
-                Diagnostic(
-                    first.code,
-                    "note",
-                    f"this call of `{e.head}` is not checked: the signature of `{e.head}` has "
-                    f"errors ({first.code}: {first.message})",
-                    self.label(e.nid),
-                    (Label(first.primary.loc, "the signature's first error"),),
-                )
-            )
-            raise _Fail()
-        cref = NodeRef(ref.file, ref.name, 0)
-        if len(e.args) != len(callee.params) or e.kwargs:
-            names = " ".join(p.name for p in callee.params)
-            raise self.err(
-                "K0203",
-                f"`{e.head}` takes {len(callee.params)} arguments "
-                f"({names}), got {len(e.args)}" + (" and keyword arguments" if e.kwargs else ""),
-                e.nid,
-                secondary=(Label(cref, "defined here"),),
-                help="pass arguments in declared order, dim parameters included",
-            )
-        args: list[Any] = []
-        texprs: list[TExpr] = []
-        failed = False
-        for p, a in zip(callee.params, e.args, strict=True):
-            try:
-                if p.is_dim:
-                    args.append(self.static(lambda a=a: self.st.dim(a)))
-                else:
-                    t = self.expr(a)
-                    texprs.append(t)
-                    args.append(t.type)
-            except _Fail:
-                failed = True
-        if failed:
-            raise _Fail()
-        b = instantiate(callee, args, e.head)
-        sec: tuple[Label, ...]
-        for iss in b.issues:
-            nid = e.args[iss.param].nid if iss.param is not None else e.nid
-            sec = (
-                (
-                    Label(
-                        NodeRef(ref.file, ref.name, callee.params[iss.param].nid),
-                        "parameter declared here",
-                    ),
-                )
-                if iss.param is not None
-                else ()
-            )
-            self.err(iss.code, iss.message, nid, iss.help, sec)
-        if b.issues:
-            raise _Fail()
-        ok = True
-        for n in b.needs:
-            nid = e.args[n.param].nid if n.param is not None else e.nid
-            sec = ()
-            if n.param is not None:
-                sec = (
-                    Label(
-                        NodeRef(ref.file, ref.name, callee.params[n.param].nid),
-                        "parameter declared here",
-                    ),
-                )
-            elif n.where is not None:
-                sec = (
-                    Label(NodeRef(ref.file, ref.name, callee.where[n.where][0]), "required here"),
-                )
-            ok = self.require(n.rel, n.code, n.what, nid, sec, _call_help(n.rel)) and ok
-        if not ok or b.result is None:
-            raise _Fail()
-        r = b.result
-        shape = SShape(r.shape.group, tuple(self.tidy(d) for d in r.shape.dims))
-        return TCall(e.nid, ref, tuple(texprs), b.inst(), SType(r.dtype, shape, r.device, r.shards))
+        from kinac.check.callsite import check_call
+
+        return check_call(self, e, ref, sig_ast)
 
     def tidy(self, p: D.Poly) -> D.Poly:
         """Divisions that are exact under the defn's equalities become polynomials."""
@@ -424,17 +347,6 @@ class _Checker:
                 f"{D.fmt_kina(r.lhs)} {D.fmt_kina(r.rhs)}))",
             )
         return v
-
-
-_KINA_REL = {"eq": "=", "le": "<=", "lt": "<", "dvd": "divides"}
-
-
-def _call_help(r: Rel) -> str:
-    """How a caller can discharge a call's obligation: pass other dims, or assume it."""
-    if not (D.variables(r.lhs) | D.variables(r.rhs)):
-        return "pass dims that satisfy it"
-    rel = f"({_KINA_REL[r.op]} {D.fmt_kina(r.lhs)} {D.fmt_kina(r.rhs)})"
-    return f"pass dims that satisfy it, or assume it in this defn: (where {rel})"
 
 
 def is_bad_dtype(dt: str, dtype_vars: tuple[str, ...]) -> bool:

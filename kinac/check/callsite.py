@@ -1,0 +1,113 @@
+"""Checking a call of another defn: arguments against the callee's signature.
+
+Why apart from ``infer.py``: a call is where a defn meets its callees, by signature only. The
+callee's variables are instantiated from the arguments (``calls.instantiate``); what cannot be
+settled syntactically becomes obligations under the caller's assumptions, labelled with the
+callee's parameter or ``where`` clause.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinac.check import dims as D
+from kinac.check.calls import instantiate
+from kinac.check.formula import Rel
+from kinac.check.infer import _Checker
+from kinac.check.infer import _Fail as Fail
+from kinac.check.sig import DefnRef, analyse
+from kinac.check.tir import TCall, TExpr
+from kinac.check.types import SShape, SType
+from kinac.diag.model import Diagnostic, Label, NodeRef
+from kinac.reader import ast
+
+
+def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) -> TExpr:
+    """Check ``e``, a call of the defn ``ref``, against its signature ``sig_ast``."""
+    callee = analyse(ref.file, sig_ast)
+    if not callee.ok:
+        first = next(d for d in callee.diagnostics if d.is_error)
+        ck.diags.append(
+            Diagnostic(
+                first.code,
+                "note",
+                f"this call of `{e.head}` is not checked: the signature of `{e.head}` has "
+                f"errors ({first.code}: {first.message})",
+                ck.label(e.nid),
+                (Label(first.primary.loc, "the signature's first error"),),
+            )
+        )
+        raise Fail()
+    cref = NodeRef(ref.file, ref.name, 0)
+    if len(e.args) != len(callee.params) or e.kwargs:
+        names = " ".join(p.name for p in callee.params)
+        raise ck.err(
+            "K0203",
+            f"`{e.head}` takes {len(callee.params)} arguments "
+            f"({names}), got {len(e.args)}" + (" and keyword arguments" if e.kwargs else ""),
+            e.nid,
+            secondary=(Label(cref, "defined here"),),
+            help="pass arguments in declared order, dim parameters included",
+        )
+    args: list[Any] = []
+    texprs: list[TExpr] = []
+    failed = False
+    for p, a in zip(callee.params, e.args, strict=True):
+        try:
+            if p.is_dim:
+                args.append(ck.static(lambda a=a: ck.st.dim(a)))
+            else:
+                t = ck.expr(a)
+                texprs.append(t)
+                args.append(t.type)
+        except Fail:
+            failed = True
+    if failed:
+        raise Fail()
+    b = instantiate(callee, args, e.head)
+    sec: tuple[Label, ...]
+    for iss in b.issues:
+        nid = e.args[iss.param].nid if iss.param is not None else e.nid
+        sec = (
+            (
+                Label(
+                    NodeRef(ref.file, ref.name, callee.params[iss.param].nid),
+                    "parameter declared here",
+                ),
+            )
+            if iss.param is not None
+            else ()
+        )
+        ck.err(iss.code, iss.message, nid, iss.help, sec)
+    if b.issues:
+        raise Fail()
+    ok = True
+    for n in b.needs:
+        nid = e.args[n.param].nid if n.param is not None else e.nid
+        sec = ()
+        if n.param is not None:
+            sec = (
+                Label(
+                    NodeRef(ref.file, ref.name, callee.params[n.param].nid),
+                    "parameter declared here",
+                ),
+            )
+        elif n.where is not None:
+            sec = (Label(NodeRef(ref.file, ref.name, callee.where[n.where][0]), "required here"),)
+        ok = ck.require(n.rel, n.code, n.what, nid, sec, _call_help(n.rel)) and ok
+    if not ok or b.result is None:
+        raise Fail()
+    r = b.result
+    shape = SShape(r.shape.group, tuple(ck.tidy(d) for d in r.shape.dims))
+    return TCall(e.nid, ref, tuple(texprs), b.inst(), SType(r.dtype, shape, r.device, r.shards))
+
+
+_KINA_REL = {"eq": "=", "le": "<=", "lt": "<", "dvd": "divides"}
+
+
+def _call_help(r: Rel) -> str:
+    """How a caller can discharge a call's obligation: pass other dims, or assume it."""
+    if not (D.variables(r.lhs) | D.variables(r.rhs)):
+        return "pass dims that satisfy it"
+    rel = f"({_KINA_REL[r.op]} {D.fmt_kina(r.lhs)} {D.fmt_kina(r.rhs)})"
+    return f"pass dims that satisfy it, or assume it in this defn: (where {rel})"
