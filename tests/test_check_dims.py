@@ -82,6 +82,12 @@ def test_formulas_are_alpha_canonical() -> None:
         Rel("eq", D.mul(D.var("X"), D.var("Y")), D.var("Z")), [Rel("le", D.var("X"), D.const(4))]
     )
     assert f1 == f2 and back1 != back2
+    # tied variables are tried in every order: the names never matter
+    x, y, z = D.var("Z"), D.var("Y"), D.var("X")
+    f4, _ = make_formula(Rel("eq", D.add(A, B), C), [Rel("le", A, B)])
+    f5, _ = make_formula(Rel("eq", D.add(x, y), z), [Rel("le", x, y)])
+    f6, _ = make_formula(Rel("eq", D.add(y, x), z), [Rel("le", y, x)])
+    assert f4 == f5 == f6
     # an assumption that shares no variable with the goal is left out
     f3, _ = make_formula(Rel("eq", D.mul(A, B), C), [Rel("le", A, D.const(4)), Rel("lt", H, Dh)])
     assert f3 == f1

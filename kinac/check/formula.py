@@ -10,6 +10,7 @@ are the same value, and the rule engine solves each once.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 
 from kinac.check import dims as D
@@ -176,8 +177,9 @@ def _occurrences(p: Poly, out: dict[str, list[int]], weight: int) -> None:
 def make_formula(goal: Rel, assumptions: Sequence[Rel]) -> tuple[Formula, dict[str, str]]:
     """The canonical, alpha-renamed formula for ``goal`` and the map canonical -> original name.
 
-    Variables are renamed in an order that depends on how they occur (a name-independent
-    invariant), names breaking ties; equal residues written with other names usually meet.
+    Variables are ordered by a name-independent invariant (how they occur); variables that tie
+    are tried in every order (up to a bound) and the smallest result is kept, so equal residues
+    written with other names meet in the solver cache.
     """
     g = canon_rel(goal)
     rel = [canon_rel(a) for a in relevant(rel_vars(g), assumptions)]
@@ -187,12 +189,33 @@ def make_formula(goal: Rel, assumptions: Sequence[Rel]) -> tuple[Formula, dict[s
     for a in rel:
         _occurrences(a.lhs, occ, 1)
         _occurrences(a.rhs, occ, 1)
-    order = sorted(occ, key=lambda v: (sorted(occ[v], reverse=True), v), reverse=False)
-    ren = {v: D.var(f"d{i}") for i, v in enumerate(order)}
-    back = {f"d{i}": v for i, v in enumerate(order)}
-    g2 = _canon_after_rename(rel_subst(g, ren))
-    rel2 = sorted({_canon_after_rename(rel_subst(a, ren)) for a in rel}, key=_rel_key)
-    return Formula(g2, tuple(rel2)), back
+    inv = {v: sorted(occ[v], reverse=True) for v in occ}
+    base = sorted(occ, key=lambda v: (inv[v], v))
+    groups: list[list[str]] = []
+    for v in base:
+        if groups and inv[groups[-1][0]] == inv[v]:
+            groups[-1].append(v)
+        else:
+            groups.append([v])
+    best: tuple[str, Formula, dict[str, str]] | None = None
+    for order in _orders(groups, limit=48):
+        ren = {v: D.var(f"d{i}") for i, v in enumerate(order)}
+        g2 = _canon_after_rename(rel_subst(g, ren))
+        rel2 = sorted({_canon_after_rename(rel_subst(a, ren)) for a in rel}, key=_rel_key)
+        f = Formula(g2, tuple(rel2))
+        key = "&".join(_rel_key(r) for r in (g2, *rel2))
+        if best is None or key < best[0]:
+            best = (key, f, {f"d{i}": v for i, v in enumerate(order)})
+    assert best is not None
+    return best[1], best[2]
+
+
+def _orders(groups: list[list[str]], limit: int) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for grp in groups:
+        perms = list(itertools.islice(itertools.permutations(grp), limit))
+        out = [o + list(p) for o in out for p in perms][:limit]
+    return out
 
 
 def _canon_after_rename(r: Rel) -> Rel:
