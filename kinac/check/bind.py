@@ -148,7 +148,7 @@ def complete_dims(
     assumption concretely (K0802)."""
     file, name = sig.ref.file, sig.ref.name
     env: dict[str, int] = {k: v for k, v in given.items() if isinstance(v, int)}
-    groups = {k: tuple(v) for k, v in given.items() if isinstance(v, tuple)}
+    groups = {k: tuple(v) for k, v in given.items() if isinstance(v, tuple | list)}
     diags: list[Diagnostic] = []
     failed: set[str] = set()
     progress = True

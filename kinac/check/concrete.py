@@ -79,7 +79,7 @@ def eval_all(
         return None, [ConcreteError("call depth exceeded (recursion)")]
     sig = analyse(file, defn.signature)
     denv = {k: v for k, v in dims.items() if isinstance(v, int)}
-    groups = {k: tuple(v) for k, v in dims.items() if isinstance(v, tuple)}
+    groups = {k: tuple(v) for k, v in dims.items() if isinstance(v, tuple | list)}
     ev = _Eval(file, defn, denv, groups, dict(dtypes), env, default_device, depth)
     scope: dict[str, TType] = {}
     try:

@@ -66,7 +66,7 @@ def specialise(
     """Build the graph of ``ref`` at ``dims`` (free dims, dim parameters, groups as ``..b``;
     ``where``-derived dims are completed) and ``dtypes``."""
     cd = env.checked(ref)
-    key_dims = tuple(sorted(dims.items()))
+    key_dims = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in dims.items()))
     key_dt = tuple(sorted(dtypes.items()))
     if not cd.ok:
         errs = tuple(d for d in cd.diagnostics if d.is_error)
