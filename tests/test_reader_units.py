@@ -203,12 +203,19 @@ def corpus(files: int, defns: int) -> list[str]:
 
 
 def test_speed_100_files_of_10_defns() -> None:
+    """Spec-sized defns (the mlp and attention of spec section 8, 561 bytes on average).
+
+    CPU time, best of five: the 2-core machines this runs on are shared, and even CPU time
+    there varies 2x with the neighbours' load (0.64-1.1 s measured on one afternoon). The bound
+    is set to catch a real regression (an accidental per-character loop costs 10x), not noise.
+    """
     texts = corpus(100, 10)
     best = float("inf")
-    for _ in range(3):  # best of three: the machine is shared
-        start = time.perf_counter()
+    for _ in range(5):
+        start = time.process_time()
         results = [parse_file(f"f{i}.kina", t) for i, t in enumerate(texts)]
-        best = min(best, time.perf_counter() - start)
-    assert all(len(r.defns) == 10 and not r.diagnostics for r in results)
-    print(f"\n100 files x 10 defns ({sum(map(len, texts)) / 1e3:.0f} kB): {best * 1e3:.0f} ms")
-    assert best < 1.0
+        best = min(best, time.process_time() - start)
+        assert all(len(r.defns) == 10 and not r.diagnostics for r in results)
+        del results
+    print(f"\n100 files x 10 defns ({sum(map(len, texts)) / 1e3:.0f} kB): {best * 1e3:.0f} ms CPU")
+    assert best < 2.0

@@ -118,11 +118,17 @@ class _Reader:
     def run(self) -> list[SNode]:
         toks = self.tokens
         stack = self.stack
+        top = self.top
+        items = top  # the item list of the innermost open list (or the top level)
         n = len(toks)
-        i = 0
-        while i < n:
-            tok = toks[i]
+        skip_to = 0
+        for i, tok in enumerate(toks):
+            if i < skip_to:
+                continue
             kind = tok.kind
+            if kind == "sym" or kind == "int" or kind == "kw":
+                items.append(tok)
+                continue
             if kind == "(" or kind == "[":
                 if stack and tok.col == 1 and kind == "(" and i + 1 < n and self._top_head(i):
                     self.unclosed(
@@ -132,21 +138,34 @@ class _Reader:
                         f"where the form ends, before line {tok.line}",
                     )
                 if len(stack) >= MAX_DEPTH:
-                    i = self._skip_deep(i)
+                    skip_to = self._skip_deep(i)
+                else:
+                    lst = SList(tok)
+                    stack.append(lst)
+                    items = lst.items
                     continue
-                stack.append(SList(tok))
             elif kind == ")" or kind == "]":
-                self._close(tok)
+                if stack and _PARTNER[stack[-1].bracket] == kind:  # the common case, inline
+                    lst = stack.pop()
+                    lst.end, lst.eline, lst.ecol = tok.end, tok.eline, tok.ecol
+                    if stack:
+                        parent = stack[-1]
+                        parent.items.append(lst)
+                        if lst.bad:
+                            parent.bad = True
+                            parent.broken = parent.broken or lst.broken
+                    else:
+                        top.append(lst)
+                else:
+                    self._close(tok)
             elif kind == "error" or kind == "junk":
                 self._bad_token(tok)
-            elif stack:
-                stack[-1].items.append(tok)
             else:
-                self.top.append(tok)
-            i += 1
+                items.append(tok)
+            items = stack[-1].items if stack else top
         if stack:
             self.unclosed(0, len(self.src.text), "the file ends here", "where the form ends")
-        return self.top
+        return top
 
     def _bad_token(self, tok: SAtom) -> None:
         """An already reported token: junk is dropped, errors stay as placeholder items."""
