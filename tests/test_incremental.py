@@ -76,11 +76,18 @@ def test_body_edit_rechecks_that_defn_only(ws: Path) -> None:
     ffn = DefnKey("ffn.kina", "ffn")
     checks = {k for n, k in executed(sess) if n == "check_defn"}
     assert checks == {ffn}
+    from kinac.pipeline import EntryKey
+
     for name, key in executed_after_reading(sess):
         if isinstance(key, DefnKey):
             assert key == ffn, (name, key)  # per-defn queries of that defn only
+        elif isinstance(key, EntryKey):
+            assert key.defn == "block", (name, key)  # the entry that inlines ffn, not attention's
         else:
-            assert (name, key) in {("file_report", "ffn.kina"), ("build", ())} or name == "solve", (name, key)
+            assert (name, key) in {("file_report", "ffn.kina"), ("build", ()), ("entry_report", "block_small")} \
+                or name == "solve", (name, key)
+    rebuilt = {(n, k.defn) for n, k in executed(sess) if isinstance(k, EntryKey)}
+    assert rebuilt == {("entry_graph", "block"), ("lowered", "block"), ("object_code", "block")}
 
 
 def test_signature_edit_rechecks_exactly_its_dependents(ws: Path) -> None:
