@@ -64,6 +64,11 @@ def graph_to_module(graph: Graph) -> ModuleOp:
     values: list[SSAValue] = []
     ops: list[Operation] = []
     for i, node in enumerate(graph.nodes):
+        if node.type.device != "cpu":
+            raise ValueError(
+                f"{graph.name}: node {i} ({node.op}) is placed on {node.type.device}; "
+                "the host back end runs cpu placements only"
+            )
         if node.op == "param":
             assert i < nparams and node.attr("index") == i, "params come first, in order"
             values.append(block.args[i])

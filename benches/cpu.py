@@ -1,0 +1,154 @@
+"""kinac on the host CPU against PyTorch eager (and torch.compile's cold compile), in one run.
+
+    python benches/cpu.py [--reps N] [--torch-compile]
+
+Workloads (f32): the MLP ``[4, 128, 256]`` with hidden 1024 and GELU, and the small
+transformer block (RMSNorm, GQA causal attention, SwiGLU, residuals; B=4 S=128 D=256 H=4 KV=2
+F=704). PyTorch runs with 2 threads (``torch.set_num_threads(2)``), as kinac's BLAS does. The
+two are timed in alternation and the best batch of each counts (this machine is shared, and
+load spikes only ever slow a batch down); the median is printed too. Only a ratio from one run
+means anything. Cold compile: lower + LLVM + load for the first entry in a fresh process
+(xDSL and llvmlite imports included), against ``torch.compile``'s first call (with
+``--torch-compile``; it takes seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from kinac.ir.testing import block_graph, mlp_graph  # noqa: E402
+from kinac.tir.graph import Graph  # noqa: E402
+
+BLOCK = {"b": 4, "s": 128, "d": 256, "h": 4, "kv": 2, "f": 704}
+
+
+def torch_mlp(x: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
+    return F.gelu(x @ w1 + b1) @ w2 + b2
+
+
+def _rms(x: Any, w: Any) -> Any:
+    return x / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-6) * w
+
+
+def torch_block(x: Any, wn1: Any, wq: Any, wk: Any, wv: Any, wo: Any, wn2: Any, wg: Any, wu: Any, wd: Any) -> Any:  # fmt: skip
+    b, s, d = x.shape
+    h, kv = BLOCK["h"], BLOCK["kv"]
+    dh = d // h
+    n1 = _rms(x, wn1)
+    q = (n1 @ wq).reshape(b, s, h, dh).transpose(1, 2)
+    k = (n1 @ wk).reshape(b, s, kv, dh).transpose(1, 2).repeat_interleave(h // kv, dim=1)
+    v = (n1 @ wv).reshape(b, s, kv, dh).transpose(1, 2).repeat_interleave(h // kv, dim=1)
+    mask = torch.full((s, s), float("-inf")).triu(1)
+    p = torch.softmax(q @ k.transpose(-1, -2) * dh**-0.5 + mask, dim=-1)
+    hid = x + (p @ v).transpose(1, 2).reshape(b, s, d) @ wo
+    n2 = _rms(hid, wn2)
+    return hid + (F.silu(n2 @ wg) * (n2 @ wu)) @ wd
+
+
+def inputs(graph: Graph, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, t in graph.params:
+        scale = 1.0 / np.sqrt(t.shape[0]) if len(t.shape) == 2 else 1.0
+        x = rng.standard_normal(t.shape) * scale + (1.0 if name.startswith("wn") else 0.0)
+        out.append(x.astype(np.float32))
+    return out
+
+
+def compile_entry(graph: Graph) -> tuple[Any, float]:
+    from kinac.codegen.llvm import compile_object, host_target
+    from kinac.ir import lower_graph
+    from kinac.rt.host import load_entry
+
+    t = time.perf_counter()
+    lw = lower_graph(graph)
+    entry = load_entry(lw, compile_object(lw.llvm_ir, host_target()))
+    return entry, time.perf_counter() - t
+
+
+def bench_pair(
+    f: Callable[[], Any], g: Callable[[], Any], reps: int
+) -> tuple[list[float], list[float]]:
+    """Per-call seconds of batches of ``f`` and ``g``, alternating batch by batch."""
+    for h in (f, g):
+        for _ in range(3):
+            h()
+    n = 5
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(reps):
+        for h, acc in ((f, a), (g, b)):
+            t = time.perf_counter()
+            for _ in range(n):
+                h()
+            acc.append((time.perf_counter() - t) / n)
+    return a, b
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--torch-compile", action="store_true", help="also time torch.compile cold")
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    t0 = time.perf_counter()
+    block_entry, _ = compile_entry(block_graph(**BLOCK))
+    cold_block = time.perf_counter() - t0
+    mlp_entry, warm_mlp = compile_entry(mlp_graph(4, 128, 256, 1024))
+    _, warm_block = compile_entry(block_graph(**BLOCK))
+    from kinac.rt.host.blas import blas_info
+
+    print(
+        f"kinac BLAS: {blas_info()}; torch {torch.__version__}, {torch.get_num_threads()} threads"
+    )
+    rows = []
+    for name, entry, graph, ref in (
+        ("mlp [4,128,256] h1024", mlp_entry, mlp_graph(4, 128, 256, 1024), torch_mlp),
+        ("block small", block_entry, block_graph(**BLOCK), torch_block),
+    ):
+        ins = inputs(graph)
+        tins = [torch.from_numpy(a) for a in ins]
+        with torch.no_grad():
+            want = ref(*tins).numpy()
+            err = float(np.max(np.abs(entry(*ins) - want)) / np.max(np.abs(want)))
+            ks, ts = bench_pair(
+                lambda e=entry, i=ins: e(*i), lambda r=ref, i=tins: r(*i), args.reps
+            )
+        kb, tb = min(ks), min(ts)
+        rows.append((name, kb, tb, statistics.median(ks), statistics.median(ts), err))
+    print(
+        f"{'workload':24} {'kinac ms':>9} {'torch ms':>9} {'ratio':>6}   (median: kinac/torch ms)  max rel err"
+    )
+    for name, kb, tb, km, tm, err in rows:
+        print(
+            f"{name:24} {kb * 1e3:9.3f} {tb * 1e3:9.3f} {kb / tb:6.2f}   ({km * 1e3:.3f}/{tm * 1e3:.3f})  {err:.1e}"
+        )
+    print(
+        f"compile: block cold {cold_block:.2f} s (imports included), block warm {warm_block:.2f} s, mlp warm {warm_mlp:.2f} s"
+    )
+    if args.torch_compile:
+        graph = block_graph(**BLOCK)
+        tins = [torch.from_numpy(a) for a in inputs(graph)]
+        t = time.perf_counter()
+        with torch.no_grad():
+            torch.compile(torch_block)(*tins)
+        tc = time.perf_counter() - t
+        print(
+            f"torch.compile block cold: {tc:.2f} s; kinac cold / torch.compile cold = {cold_block / tc:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
