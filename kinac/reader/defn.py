@@ -7,10 +7,12 @@ value (and fingerprint) unchanged.
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from kinac.reader.ast import Constraint, Defn, Param, Signature
 from kinac.reader.expr import ExprParser
 from kinac.reader.sexpr import SAtom, SList, SNode
-from kinac.reader.sig import NAME, describe, sym
+from kinac.reader.sig import NAME, RELATIONS, describe, sym
 
 _DEFN_SHAPE = "`(defn NAME [PARAM …] -> TYPE (where …)? BODY)`"
 _PARAM_HELP = "write `(x : (tensor f32 [N]))`, or `(H : dim)` for a dimension parameter"
@@ -70,11 +72,16 @@ class DefnParser(ExprParser):
         ret = self.parse_type(items[4])
         rest = items[5:]
         where: list[Constraint] = []
-        if (
-            len(rest) >= 2
-            and isinstance(rest[0], SList)
-            and sym(rest[0].items[0] if rest[0].items else None) == "where"
-        ):
+        if len(rest) == 1 and _only_constraints(rest[0]):
+            self.err(
+                "K0116",
+                f"defn `{name}` has no body",
+                rest[0],
+                "these are assumptions, not a body",
+                "add the body expression after the `(where …)` form",
+            )
+            return None
+        if len(rest) >= 2 and _is_where(rest[0]):
             for c in rest[0].items[1:]:
                 con = self.parse_constraint(c)
                 if con is not None:
@@ -159,3 +166,18 @@ class DefnParser(ExprParser):
         if sym(items[2]) == "dim":
             return Param(nid, name, None, True)
         return Param(nid, name, self.parse_type(items[2]))
+
+
+def _is_where(node: SNode) -> TypeGuard[SList]:
+    return isinstance(node, SList) and bool(node.items) and sym(node.items[0]) == "where"
+
+
+def _only_constraints(node: SNode) -> bool:
+    """``(where (= a b) …)``: constraints, not the ``where`` primitive (whose arguments are
+    expressions, and no expression starts with a relation such as ``=`` or ``divides``)."""
+    if not _is_where(node):
+        return False
+    args = node.items[1:]
+    return bool(args) and all(
+        isinstance(a, SList) and bool(a.items) and sym(a.items[0]) in RELATIONS for a in args
+    )
