@@ -42,7 +42,7 @@ def record(cls: type[T]) -> type[T]:
     dc = dataclasses.dataclass(frozen=True, slots=True)(cls)
     tag = _tag(dc)
     _RECORDS[tag] = dc
-    _FIELDS[dc] = tuple(f.name for f in dataclasses.fields(dc))
+    _FIELDS[dc] = tuple(f.name for f in dataclasses.fields(dc))  # type: ignore[arg-type]
     _TAGS[dc] = tag
     return dc
 
