@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -157,7 +158,9 @@ def check(pf: ParsedFile, file: str, text: str) -> None:
     for d, table in zip(pf.defns, pf.defn_spans, strict=True):
         assert sorted(nids(d)) == list(range(len(table.spans))), d.name
     assert sorted(x.nid for x in (*pf.imports, *pf.meshes)) == list(range(len(pf.top_spans.spans)))
-    size = len(Source(file, text).text.encode("utf-8"))
+    src = Source(file, text)
+    size = len(src.text.encode("utf-8"))
+    covered(src)
     spans = [s for t in (pf.top_spans, *pf.defn_spans) for s in t.spans]
     for d in pf.diagnostics:
         assert d.code in CODES and d.severity == "error" and d.help
@@ -167,6 +170,20 @@ def check(pf: ParsedFile, file: str, text: str) -> None:
         assert isinstance(s, Span) and s.file == file
         assert 0 <= s.start <= s.end <= size and s.line >= 1 and s.col >= 1
         assert (s.line, s.col) <= (s.end_line, s.end_col)
+
+
+LAYOUT = re.compile(r"\ufeff?(?:[ \t\n\r\f\v]+|;[^\n]*)*\Z")
+
+
+def covered(src: Source) -> None:
+    """The tokens tile the text: between two of them lie only whitespace and comments."""
+    toks, _ = tokenize(src)
+    last = 0
+    for t in toks:
+        assert last <= t.start < t.end, (last, t)
+        assert LAYOUT.match(src.text, last, t.start), src.text[last : t.start]
+        last = t.end
+    assert LAYOUT.match(src.text, last), src.text[last:]
 
 
 def nids(v: object) -> list[int]:

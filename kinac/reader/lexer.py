@@ -1,10 +1,13 @@
 """Tokens of Kina source (spec section 1), made by one compiled regular expression.
 
-A single ``re`` with one named group per token class is run with ``finditer``; every character
-of the input falls into exactly one group (the last group takes whatever no other accepts), so
-the token stream covers the whole text and any string at all tokenizes without an exception.
-Atoms (runs of non-delimiter characters) are classified afterwards by whole-token patterns,
-which is what gives ``1.2.3`` or ``x:`` one clear diagnostic instead of a shower of fragments.
+A single ``re`` is run with ``finditer``: each match is the whitespace and comments before one
+token, then the token, in one named group per token class. Every character of the input falls
+into exactly one group (the last two take whatever no other accepts), so the token stream
+covers the whole text and any string at all tokenizes without an exception. A token class
+matches only a whole atom (a run of characters up to a delimiter or whitespace); anything else
+is taken whole by the ``atom`` group and classified in Python, which is what gives ``1.2.3``
+or ``x:`` one clear diagnostic instead of a shower of fragments. The common kinds (names,
+delimiters, small integers, keywords) are built inline in the loop; the rest go to ``rare``.
 
 A token that is wrong is still a token: its kind is ``"error"`` and the diagnostic that
 explains it is returned next to the stream, so the S-expression layer keeps its structure.
@@ -147,9 +150,9 @@ class _Lexer:
                 append(new(Token, ("kw", text[s + 1 : e], s, e, line, col, line, col + e - s)))
             else:
                 self.line, self.line_start = line, ls
-                self.rare(kind, m, s, e)
+                self.rare(kind, s, e)
 
-    def rare(self, kind: str | None, m: re.Match[str], s: int, e: int) -> None:
+    def rare(self, kind: str, s: int, e: int) -> None:
         text = self.src.text
         if kind == "var":
             self.push("var", "" if text[s + 2] == "." else text[s + 2 : e], s, e)
@@ -184,11 +187,12 @@ class _Lexer:
         else:
             c = text[s]
             what = "whitespace" if c.isspace() else "control character"
+            many = f"{e - s} invalid characters, the first" if e - s > 1 else "invalid character"
             self.error(
                 s,
                 e,
                 "K0108",
-                f"invalid character U+{ord(c):04X} ({what})",
+                f"{many} U+{ord(c):04X} ({what})",
                 "not allowed in Kina source",
                 "replace it with a plain space"
                 if c.isspace()
