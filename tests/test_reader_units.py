@@ -219,3 +219,17 @@ def test_speed_100_files_of_10_defns() -> None:
         del results
     print(f"\n100 files x 10 defns ({sum(map(len, texts)) / 1e3:.0f} kB): {best * 1e3:.0f} ms CPU")
     assert best < 2.0
+
+
+def test_dropped_defns_are_named() -> None:
+    text = (
+        "(defn ok [] -> f32 1.0)\n"
+        "(defn bad-body [] -> f32 (sum :axis))\n"
+        "(defn unclosed [] -> f32 (neg 1.0)\n"
+        "(defn [] -> f32 1.0)\n"
+        "(defn later [] -> f32 2.0)\n"
+    )
+    pf = parse_file("b.kina", text)
+    assert [d.name for d in pf.defns] == ["ok", "later"]
+    assert pf.broken_defns == ("bad-body", "unclosed")
+    assert codec.decode(codec.encode(pf)) == pf

@@ -272,3 +272,6 @@ class ParsedFile:
     defn_spans: tuple[DefnSpans, ...]
     top_spans: DefnSpans
     diagnostics: tuple[Diagnostic, ...]
+    broken_defns: tuple[str, ...] = ()
+    """Names of the defns dropped for errors (source order): a later stage can avoid reporting
+    calls to them as calls of unknown functions. (Added by the reader, additively.)"""

@@ -78,6 +78,8 @@ def dump_parsed(pf: ParsedFile) -> str:
         out.append(f"Defn {defn.name!r} #0 {_pos(table.spans[0])} ({len(table.spans)} nodes)")
         _node(defn.signature, table.spans, 1, "signature: ", out)
         _node(defn.body, table.spans, 1, "body: ", out)
+    if pf.broken_defns:
+        out.append(f"broken defns: {' '.join(pf.broken_defns)}")
     if pf.diagnostics:
         out.append(f"diagnostics ({len(pf.diagnostics)}):")
         out.extend(dump_diagnostic(d) for d in pf.diagnostics)

@@ -51,6 +51,7 @@ def _parse(file: str, text: str) -> ParsedFile:
         defn_spans=tuple(top.defn_spans),
         top_spans=top.top.span_table(),
         diagnostics=cap(diags, file),
+        broken_defns=tuple(top.broken_defns),
     )
 
 

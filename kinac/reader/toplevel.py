@@ -30,6 +30,7 @@ class TopLevel:
         self.meshes: list[Mesh] = []
         self.defns: list[Defn] = []
         self.defn_spans: list[DefnSpans] = []
+        self.broken_defns: list[str] = []
 
     def run(self, forms: list[SNode]) -> None:
         """Parse every top-level form; a run of stray atoms gets one diagnostic."""
@@ -58,9 +59,10 @@ class TopLevel:
         atoms.clear()
 
     def form(self, node: SList) -> None:
-        if node.broken:
-            return  # an unclosed delimiter inside: already reported, structure unreliable
         head = sym(node.items[0]) if node.items else None
+        if node.broken:  # an unclosed delimiter inside: already reported, structure unreliable
+            self.broken_defn(node, head)
+            return
         if head == "defn":
             p = DefnParser(self.src, self.diags)
             p.failed = node.bad
@@ -68,6 +70,8 @@ class TopLevel:
             if d is not None and not p.failed:
                 self.defns.append(d)
                 self.defn_spans.append(p.span_table())
+            else:
+                self.broken_defn(node, head)
             return
         self.top.failed = node.bad
         if head == "import":
@@ -91,6 +95,12 @@ class TopLevel:
             else:
                 msg = f"a top-level form must start with its keyword, found {describe(first)}"
             self.top.err("K0112", msg, node, "not a top-level form", hint + _TOP_HELP)
+
+    def broken_defn(self, node: SList, head: str | None) -> None:
+        """Remember the name of a defn dropped for errors, when it can be read."""
+        name = sym(node.items[1]) if head == "defn" and len(node.items) > 1 else None
+        if name is not None and NAME.match(name):
+            self.broken_defns.append(name)
 
     def module_(self, node: SList) -> None:
         items = node.items
