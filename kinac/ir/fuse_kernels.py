@@ -62,9 +62,10 @@ class _Fuser:
         if v in self._cost:
             return self._cost[v]
         op = v.owner
+        assert isinstance(op, Operation)
         own = 0 if isinstance(op, VIEWS + (st.CreationOp,)) else 1
         own = 4 if isinstance(op, _EXPENSIVE) else own
-        c = own + sum(self.cost(o) for o in op.operands)
+        c = own + sum([self.cost(o) for o in op.operands])
         self._cost[v] = c
         return c
 
@@ -107,7 +108,9 @@ class _Fuser:
                     if u not in inputs:
                         inputs.append(u)
                 else:
-                    stack.append(u.owner)
+                    owner = u.owner
+                    assert isinstance(owner, Operation)
+                    stack.append(owner)
         order = {o: i for i, o in enumerate(self.ops)}
         return inputs, sorted(seen, key=lambda o: order[o])
 

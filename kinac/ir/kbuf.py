@@ -57,7 +57,7 @@ class GemmOp(IRDLOperation):
         return a.value.data
 
     def verify_(self) -> None:
-        types = [t.element_type for t in (self.a.type, self.b.type, self.c.type)]  # type: ignore[union-attr]
+        types = [t.element_type for t in (self.a.type, self.b.type, self.c.type)]  # type: ignore[attr-defined]
         if not (
             all(isinstance(t, Float32Type) for t in types)
             or all(isinstance(t, Float64Type) for t in types)

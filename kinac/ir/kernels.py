@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, i64
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from kinac.ir import dialect as el
 from kinac.ir import dialect_struct as st
@@ -63,7 +63,7 @@ class KernelLowering:
         index: int,
     ) -> None:
         blk = kernel.body.block
-        self.buf = dict(zip(blk.args, inputs, strict=True))
+        self.buf: dict[SSAValue, SSAValue] = dict(zip(blk.args, inputs, strict=True))
         self.em, self.sc = em, Scalars(em)
         self.out, self.status, self.index = out, status, index
         y = blk.last_op
@@ -107,6 +107,7 @@ class KernelLowering:
             off = self.em.linear(idx, _cstrides(shape_of(v.type)))
             return sc.load(self.buf[v], off, dt)
         op = v.owner
+        assert isinstance(op, Operation)
         if isinstance(op, VIEWS):
             bl = self.layout(v)
             if bl is not None:

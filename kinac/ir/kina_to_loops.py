@@ -154,7 +154,7 @@ def lower_entry(fn: func.FuncOp) -> tuple[list[Operation], BufferPlan]:
         funcs.append(_kernel_func(k, i))
     ops.append(func.ReturnOp())
     entry.add_ops(ops)
-    ftype = ([a.type for a in entry.args], [])
+    ftype: tuple[list[Attribute], list[Attribute]] = ([a.type for a in entry.args], [])
     efn = func.FuncOp(fn.sym_name.data, ftype, Region(entry))
     efn.attributes["kinac.entry"] = UnitAttr()
     efn.attributes["kinac.arena_bytes"] = IntegerAttr(plan.arena_bytes, i64)

@@ -83,11 +83,11 @@ class Emitter:
 
     # constants and index arithmetic -------------------------------------------------------
     def const(self, value: float | int, t: Attribute) -> SSAValue:
-        attr: Attribute
+        attr: IntegerAttr | FloatAttr
         if isinstance(t, IndexType | IntegerType):
             attr = IntegerAttr(int(value), t)
         else:
-            attr = FloatAttr(float(value), t)  # type: ignore[arg-type]
+            attr = FloatAttr(float(value), t)  # type: ignore[call-overload]
         key = ("const", repr(value), t)
         hit = self.lookup(key)
         if hit is not None:

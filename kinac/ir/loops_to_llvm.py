@@ -79,12 +79,12 @@ def llvm_type(t: Attribute) -> Attribute:
 def _suffix(t: Attribute) -> str:
     if isinstance(t, IntegerType):
         return f"i{t.width.data}"
-    return {f32: "f32", f64: "f64"}.get(t, "f16")
+    return "f32" if t == f32 else "f64" if t == f64 else "f16"
 
 
 def _fastmath(op: Operation) -> llvm.FastMathAttr:
     fm = op.properties.get("fastmath")
-    flags = getattr(fm, "data", frozenset())
+    flags: frozenset[llvm.FastMathFlag] = getattr(fm, "data", frozenset())
     return llvm.FastMathAttr(list(flags))
 
 
@@ -111,7 +111,9 @@ class _FuncConverter:
         return self.vmap[x]
 
     def const(self, value: int | float, t: Attribute) -> SSAValue:
-        attr = IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)  # type: ignore[arg-type]
+        if isinstance(t, IntegerType):
+            return self.emit(llvm.ConstantOp(IntegerAttr(int(value), t), t))
+        attr = FloatAttr(float(value), t)  # type: ignore[call-overload]
         return self.emit(llvm.ConstantOp(attr, t))
 
     def gep(self, base: SSAValue, off: SSAValue, elem: Attribute) -> SSAValue:
@@ -148,7 +150,7 @@ class _FuncConverter:
 
     def op(self, op: Operation) -> None:
         res: SSAValue | None
-        t = llvm_type(op.results[0].type) if op.results else None
+        t = llvm_type(op.results[0].type) if op.results else i1  # i1: unused for no result
         cls = type(op)
         if isinstance(op, arith.ConstantOp):
             val = op.value
@@ -220,7 +222,8 @@ class _FuncConverter:
                 )
             )
         elif isinstance(op, GemmOp):
-            res = self.gemm(op)
+            self.gemm(op)
+            res = None
         else:
             raise NotImplementedError(f"loops-to-llvm: no lowering for {op.name}")
         if op.results:
@@ -241,7 +244,9 @@ class _FuncConverter:
         return self.emit(llvm.SExtOp(x, dst))
 
     def gemm(self, op: GemmOp) -> None:
-        t = op.a.type.element_type  # type: ignore[union-attr]
+        at = op.a.type
+        assert isinstance(at, MemRefType)
+        t = at.element_type
         name, ftype = _gemm_decl(t)
         self.externals[name] = ftype
         a = self.gep(self.v(op.a), self.v(op.a_off), t)

@@ -171,12 +171,11 @@ class Scalars:
 
     def binary(self, op: str, a: SSAValue, b: SSAValue, dt: str) -> SSAValue:
         if dt == "bool":
-            cls = {"add": arith.OrIOp, "max": arith.OrIOp, "mul": arith.AndIOp}.get(op)
-            if cls is None and op == "min":
-                cls = arith.AndIOp
-            if cls is None:
+            logic: dict[str, type] = {"add": arith.OrIOp, "max": arith.OrIOp}
+            logic |= {"mul": arith.AndIOp, "min": arith.AndIOp}
+            if op not in logic:
                 raise NotImplementedError(f"{op} is not defined on bool")
-            return self._op(op, cls, [a, b])
+            return self._op(op, logic[op], [a, b])
         if dt in FLOAT:
             table = {"add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp}
             table["div"] = arith.DivfOp
@@ -185,9 +184,9 @@ class Scalars:
             cls = {"max": arith.MaximumfOp, "min": arith.MinimumfOp, "pow": math.PowFOp}[op]
             return self.round(self._op(op, cls, [a, b]), dt)
         if op in ("add", "sub", "mul", "max", "min"):
-            cls = {"add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp}.get(op)
-            cls = cls or {"max": arith.MaxSIOp, "min": arith.MinSIOp}[op]
-            return self._op(op, cls, [a, b])
+            ints: dict[str, type] = {"add": arith.AddiOp, "sub": arith.SubiOp}
+            ints |= {"mul": arith.MuliOp, "max": arith.MaxSIOp, "min": arith.MinSIOp}
+            return self._op(op, ints[op], [a, b])
         if op == "div":
             return self._int_floordiv(a, b)
         if op == "pow":
@@ -239,10 +238,8 @@ class Scalars:
         if dt in FLOAT:
             pred = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq"}[op]
             return self._op("cmpf", arith.CmpfOp, [a, b], pred)
-        pre = "u" if dt == "bool" else "s"
-        pred = {"lt": pre + "lt", "le": pre + "le", "gt": pre + "gt", "ge": pre + "ge"}
-        pred["eq"] = "eq"
-        return self._op("cmpi", arith.CmpiOp, [a, b], pred[op])
+        ipred = "eq" if op == "eq" else ("u" if dt == "bool" else "s") + op
+        return self._op("cmpi", arith.CmpiOp, [a, b], ipred)
 
     def cast(self, x: SSAValue, src: str, dst: str) -> SSAValue:
         ct = compute_type(dst)

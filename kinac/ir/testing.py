@@ -13,8 +13,8 @@ from typing import Any
 
 from kinac.tir.graph import Graph, Node, TType, make_node
 
-UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu")
-UNARY = UNARY + ("abs", "recip", "square")
+UNARY: tuple[str, ...] = ("neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu")
+UNARY += ("gelu", "silu", "abs", "recip", "square")
 BINARY = ("add", "sub", "mul", "div", "max", "min", "pow")
 COMPARE = ("lt", "le", "gt", "ge", "eq")
 REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")

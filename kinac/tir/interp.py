@@ -60,7 +60,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    e = _erf(x.astype(np.float64) / math.sqrt(2.0)).astype(np.float64)
+    e = np.asarray(_erf(x.astype(np.float64) / math.sqrt(2.0)), dtype=np.float64)
     return (0.5 * x * (1.0 + e)).astype(x.dtype)
 
 
@@ -144,10 +144,12 @@ def _reduce(op: str, x: np.ndarray, axis: int, keep: bool) -> np.ndarray:
     if op == "reduce_mean":
         return np.mean(x, axis=axis, keepdims=keep, dtype=x.dtype)
     if x.dtype == np.bool_:
-        f = np.any if op == "reduce_max" else np.all
-        return f(x, axis=axis, keepdims=keep)
-    f = np.max if op == "reduce_max" else np.min
-    return f(x, axis=axis, keepdims=keep)
+        if op == "reduce_max":
+            return np.any(x, axis=axis, keepdims=keep)
+        return np.all(x, axis=axis, keepdims=keep)
+    if op == "reduce_max":
+        return np.max(x, axis=axis, keepdims=keep)
+    return np.min(x, axis=axis, keepdims=keep)
 
 
 def _eval_node(

@@ -49,7 +49,7 @@ def _fallback(dtype: Any) -> int:
 
     def view(p: int, rows: int, cols: int, ld: int) -> np.ndarray:
         buf = (ct * ((rows - 1) * ld + cols)).from_address(p)
-        a = np.frombuffer(buf, dtype=dtype)
+        a = np.frombuffer(memoryview(buf), dtype=dtype)
         return np.lib.stride_tricks.as_strided(a, (rows, cols), (ld * a.itemsize, a.itemsize))
 
     def gemm(order: int, ta: int, tb: int, m: int, n: int, k: int, alpha: float, a: int, lda: int, b: int, ldb: int, beta: float, c: int, ldc: int) -> None:  # fmt: skip
