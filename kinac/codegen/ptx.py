@@ -1,0 +1,118 @@
+"""LLVM IR -> PTX through llvmlite's NVPTX back end.
+
+:func:`compile_ptx` is a pure function of the IR text, the architecture (``sm_90`` from
+``kina.toml``'s ``target.arch``) and the optimisation level, so the PTX is a cacheable artifact
+of the rule engine; the CUDA driver JIT-compiles it when the runtime loads it. LLVM's ``-O3``
+pipeline runs first (GVN merges the row kernels' repeated loads, LICM hoists loop invariants);
+the NVPTX back end then selects ``ld.global.nc`` for the kernels' read-only ``noalias`` inputs
+and keeps the explicit 16-byte vector accesses. :func:`ptx_resources` runs ``ptxas -v`` where
+it is installed (registers, spills) for tests and benchmarks.
+
+llvmlite is imported inside the functions (and only by ``kinac.codegen``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from typing import Any
+
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+PTX_ISA = {"sm_80": "+ptx70", "sm_86": "+ptx71", "sm_89": "+ptx78", "sm_90": "+ptx80",
+           "sm_90a": "+ptx80"}  # fmt: skip
+_INIT = threading.Lock()
+_READY = False
+
+
+def _llvm() -> Any:
+    global _READY
+    import llvmlite.binding as llvm
+
+    with _INIT:
+        if not _READY:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _READY = True
+    return llvm
+
+
+def check_arch(arch: str) -> str:
+    """``arch`` if it names a CUDA architecture kinac emits for, else a ValueError."""
+    if not re.fullmatch(r"sm_\d{2,3}a?", arch):
+        raise ValueError(f"target.arch must look like sm_90, got {arch!r}")
+    return arch
+
+
+def optimize_nvptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> tuple[Any, Any]:
+    """Parse, verify and optimise NVPTX IR; returns (module, target machine)."""
+    llvm = _llvm()
+    check_arch(arch)
+    target = llvm.Target.from_triple(NVPTX_TRIPLE)
+    features = PTX_ISA.get(arch, "+ptx80")
+    tm = target.create_target_machine(cpu=arch, features=features, opt=opt_level)
+    mod = llvm.parse_assembly(llvm_ir)
+    mod.triple = NVPTX_TRIPLE
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    pto.loop_unrolling = opt_level >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    mod.verify()
+    return mod, tm
+
+
+def compile_ptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
+    """PTX text for ``llvm_ir`` (``nvptx64-nvidia-cuda``) on ``arch``."""
+    mod, tm = optimize_nvptx(llvm_ir, arch, opt_level)
+    return str(tm.emit_assembly(mod))
+
+
+def ptxas_path() -> str | None:
+    """The ``ptxas`` on PATH (or under ``$CUDA_HOME/bin``), if any."""
+    exe = shutil.which("ptxas")
+    if exe is None and os.environ.get("CUDA_HOME"):
+        cand = os.path.join(os.environ["CUDA_HOME"], "bin", "ptxas")
+        exe = cand if os.path.exists(cand) else None
+    return exe
+
+
+def ptx_resources(ptx: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
+    """Per kernel: ``registers``, ``spill_stores``, ``spill_loads``, ``stack`` from ``ptxas -v``.
+
+    Empty when ptxas is not installed; raises RuntimeError when ptxas rejects the PTX.
+    """
+    exe = ptxas_path()
+    if exe is None:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        p = subprocess.run(
+            [exe, f"-arch={arch}", "-v", src, "-o", os.path.join(tmp, "k.cubin")],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    if p.returncode != 0:
+        raise RuntimeError(f"ptxas rejected the PTX:\n{p.stderr.strip()}")
+    out: dict[str, dict[str, int]] = {}
+    current = ""
+    for line in (p.stdout + p.stderr).splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            current = m.group(1)
+            out[current] = {}
+            continue
+        m = re.search(
+            r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line
+        )
+        if m and current:
+            out[current].update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current:
+            out[current]["registers"] = int(m[1])
+    return out

@@ -1,0 +1,163 @@
+"""Pass ``gpu-fuse-rows``: a reduction over the last axis joins the kernel that consumes it.
+
+After ``fuse-kernels`` an RMSNorm is two kernels: ``reduce`` (``mean(x^2)`` per row) and
+``map`` (``x / sqrt(r + eps) * w``), so ``x`` crosses device memory three times. On the GPU a
+row fits in the registers of the threads that own it, so this pass merges a ``reduce``,
+``softmax`` or ``row`` kernel into the ``map`` kernel that is its only user when their rows
+line up (the map's output has the reduced tensor's shape, and reads the reduction only
+elementwise, broadcast along the row). The result is one ``kind = "row"`` kernel whose body
+holds both: the GPU lowering reads each row once, reduces it with warp shuffles, and writes
+the normalised row (see :mod:`kinac.ir.gpu_kernels`). The merge shows in the IR.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from kinac.ir import dialect as el
+from kinac.ir import dialect_struct as st
+from kinac.ir.dialect import _int, dtype_name, shape_of
+from kinac.ir.gpu_plan import row_config, vector_width
+from kinac.ir.gpu_scalar import ITEMSIZE
+
+ELEMENTWISE = (el.UnaryOp, el.CastOp, el.BinaryOp, el.WhereOp)
+ROWLIKE = ("reduce", "softmax", "row")
+
+
+def yielded(k: st.KernelOp) -> SSAValue:
+    y = k.body.block.last_op
+    assert isinstance(y, st.YieldOp)
+    return y.value
+
+
+def only_user(k: st.KernelOp) -> Operation | None:
+    """The one op using ``k``'s result (``None`` if several, none, or the return)."""
+    users = {u.operation for u in k.result.uses}
+    if len(users) != 1:
+        return None
+    (u,) = users
+    return None if isinstance(u, func.ReturnOp) else u
+
+
+def merge_kernels(a: st.KernelOp, b: st.KernelOp, kind: str) -> st.KernelOp:
+    """One kernel computing ``b`` with ``a``'s body inlined in place of ``a``'s result.
+
+    Inserted before ``b``; ``a`` and ``b`` are erased.
+    """
+    inputs = list(dict.fromkeys([*a.inputs, *(u for u in b.inputs if u is not a.result)]))
+    body = Block(arg_types=[u.type for u in inputs])
+    arg_of = dict(zip(inputs, body.args, strict=True))
+    vmap: dict[SSAValue, SSAValue] = {}
+    for blk_arg, u in zip(a.body.block.args, a.inputs, strict=True):
+        vmap[blk_arg] = arg_of[u]
+    for src in (a, b):
+        for op in src.body.block.ops:
+            if isinstance(op, st.YieldOp):
+                continue
+            new = op.__class__.create(
+                operands=[vmap[o] for o in op.operands],
+                result_types=[r.type for r in op.results],
+                properties=dict(op.properties),
+            )
+            body.add_op(new)
+            vmap[op.results[0]] = new.results[0]
+        if src is a:
+            a_val = vmap[yielded(a)]
+            for blk_arg, u in zip(b.body.block.args, b.inputs, strict=True):
+                vmap[blk_arg] = a_val if u is a.result else arg_of[u]
+    body.add_op(st.YieldOp.create(operands=[vmap[yielded(b)]]))
+    new_k = st.KernelOp.create(
+        operands=inputs,
+        result_types=[b.result.type],
+        properties={
+            "kind": StringAttr(kind),
+            "impl": StringAttr(a.impl.data if kind == "matmul" else "loops"),
+            "sym": StringAttr(
+                a.sym.data if kind == "matmul" else f"{b.sym.data.split('_')[0]}_{kind}"
+            ),
+        },
+        attributes=dict(b.attributes),
+        regions=[Region(body)],
+    )
+    parent = b.parent_block()
+    assert parent is not None
+    parent.insert_op_before(new_k, b)
+    b.result.replace_all_uses_with(new_k.result)
+    b.detach()
+    b.erase()
+    a.detach()
+    a.erase()
+    return new_k
+
+
+def row_shape(k: st.KernelOp) -> tuple[int, ...] | None:
+    """The shape whose rows a ``reduce``/``softmax``/``row`` kernel walks (last axis), or None."""
+    root = yielded(k)
+    op = root.owner
+    if k.kind.data == "row":
+        return shape_of(root.type)
+    if isinstance(op, st.ReduceOp) and _int(op, "keepdims"):
+        xs = shape_of(op.x.type)
+        return xs if xs and _int(op, "axis") == len(xs) - 1 else None
+    if isinstance(op, st.SoftmaxOp):
+        xs = shape_of(op.x.type)
+        return xs if _int(op, "axis") == len(xs) - 1 else None
+    return None
+
+
+def fits_rows(shape: tuple[int, ...], dtype: str) -> bool:
+    vec = vector_width(shape[-1], ITEMSIZE[dtype])
+    return row_config(shape[-1], vec, math.prod(shape[:-1])) is not None
+
+
+def can_fuse(a: st.KernelOp, b: st.KernelOp) -> bool:
+    if a.kind.data not in ROWLIKE or b.kind.data != "map":
+        return False
+    rows = row_shape(a)
+    out = shape_of(b.result.type)
+    if rows is None or out != rows or not fits_rows(out, dtype_name(b.result.type)):
+        return False
+    lead = rows[:-1]
+    for blk_arg, u in zip(b.body.block.args, b.inputs, strict=True):
+        if u is not a.result:
+            continue
+        if shape_of(blk_arg.type) not in (rows, (*lead, 1)):
+            return False
+        if any(not isinstance(use.operation, ELEMENTWISE) for use in blk_arg.uses):
+            return False
+    return True
+
+
+def fuse_rows(fn: func.FuncOp) -> int:
+    """Merge row producers into their consumers until nothing changes; returns the count."""
+    merged = 0
+    changed = True
+    while changed:
+        changed = False
+        for k in list(fn.body.block.ops):
+            if not isinstance(k, st.KernelOp) or k.kind.data not in ROWLIKE:
+                continue
+            user = only_user(k)
+            if isinstance(user, st.KernelOp) and can_fuse(k, user):
+                merge_kernels(k, user, "row")
+                merged += 1
+                changed = True
+                break
+    return merged
+
+
+class GpuFuseRows(ModulePass):
+    """Merge last-axis reductions and softmaxes into their elementwise consumers."""
+
+    name = "gpu-fuse-rows"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in op.ops:
+            if isinstance(f, func.FuncOp) and f.body.blocks:
+                fuse_rows(f)

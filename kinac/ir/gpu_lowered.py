@@ -1,0 +1,107 @@
+"""The records that leave the GPU lowering: kernels, cuBLAS calls, steps and the entry.
+
+Plain data (``@record``), no xDSL: the CUDA runtime (:mod:`kinac.rt.cuda.entry`) reads them
+without importing the compiler. Buffers are named as in the host's records: ``param{i}``,
+``out{j}``, ``arena+{offset}`` (bytes into the entry's scratch arena) and ``status``.
+"""
+
+from __future__ import annotations
+
+from kinac.ir.lowered import BufferSpec
+from kinac.rules.codec import record
+
+GPU_LOWERING_VERSION = 1
+
+
+@record
+class GpuLaunch:
+    """One kernel launch: the function in the PTX module, its grid and its buffers."""
+
+    function: str
+    grid: int
+    block: int
+    args: tuple[str, ...]  # buffer names, in the kernel's parameter order
+    vec: int = 1
+    note: str = ""
+
+
+@record
+class GemmOperand:
+    """A matrix operand of a cuBLAS call: its buffer, per-batch element offsets, row-major
+    leading dimension and whether it is stored transposed."""
+
+    buf: str
+    offsets: tuple[int, ...]
+    ld: int
+    trans: bool = False
+
+
+@record
+class GpuGemm:
+    """``C[b] = A[b] @ B[b]`` (row-major, per batch ``b``), plus an optional epilogue.
+
+    ``mode``: ``single`` (one matrix), ``strided`` (offsets in arithmetic progression: a
+    strided-batched call) or ``pointers`` (arbitrary offsets: a pointer-array batched call,
+    as for grouped-query attention). ``epilogue``: ``""``, ``bias`` (a vector over the last
+    dim, cuBLASLt), or ``residual`` (``C += R``, a tensor of the output's shape,
+    cuBLASLt with ``beta = 1``); ``epi`` is that operand's buffer.
+    """
+
+    dtype: str
+    out_dtype: str
+    m: int
+    n: int
+    k: int
+    batch: int
+    a: GemmOperand
+    b: GemmOperand
+    c: GemmOperand
+    mode: str
+    epilogue: str = ""
+    epi: str = ""
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k * self.batch
+
+
+@record
+class GpuStep:
+    """One ``kina.kernel`` of the entry: generated launches or one library call."""
+
+    sym: str
+    kind: str
+    impl: str  # "kernel" | "cublas" | "cublasLt"
+    dtype: str
+    shape: tuple[int, ...]
+    reads: tuple[str, ...]
+    writes: str
+    launches: tuple[GpuLaunch, ...] = ()
+    gemm: GpuGemm | None = None
+    bytes_moved: int = 0  # fewest bytes this step must move (inputs read once, output written)
+    aux: tuple[int, ...] = ()  # gather: the index tensor's shape
+
+
+@record
+class GpuLoweredEntry:
+    """An entry lowered for the GPU: LLVM IR for NVPTX and its launch plan.
+
+    Params and outputs carry their placement (``param_devices``, ``output_devices``: ``cpu``
+    or ``cuda:N``): a ``to-host`` output is copied back, a host param copied in.
+    """
+
+    name: str
+    llvm_ir: str
+    params: tuple[BufferSpec, ...]
+    outputs: tuple[BufferSpec, ...]
+    param_devices: tuple[str, ...]
+    output_devices: tuple[str, ...]
+    arena_bytes: int
+    status_slots: int
+    steps: tuple[GpuStep, ...]
+    functions: tuple[str, ...]
+    version: int = GPU_LOWERING_VERSION
+
+    @property
+    def has_status(self) -> bool:
+        return any(s.kind == "gather" for s in self.steps)

@@ -1,0 +1,85 @@
+"""The GPU lowering: Graph -> ``kina`` -> kernels -> fused rows and epilogues -> LLVM (NVPTX).
+
+The same front half as the host (:mod:`kinac.ir.pipeline`): ``graph_to_module`` and the host's
+``fuse-kernels``, between GPU passes: ``gpu-select-impl`` (cuBLAS or generated kernel, per
+matmul), ``gpu-fuse-epilogues`` (bias and residual adds into cuBLASLt calls) and
+``gpu-fuse-rows`` (norms and softmaxes into one row kernel), then ``gpu-kernels-to-nvvm``.
+``legalize-dtypes`` is not run: cuBLAS reads bf16 and f16 directly (f32 accumulation), and the
+generated kernels compute in f32 registers. :func:`lower_graph_gpu` is pure (a Graph in, a
+:class:`GpuLoweredEntry` out); :func:`lower_stages_gpu` shows the IR after each pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from kinac.ir.from_graph import graph_to_module
+from kinac.ir.fuse_kernels import FuseKernels
+from kinac.ir.gpu_fuse_epilogues import GpuFuseEpilogues
+from kinac.ir.gpu_fuse_rows import GpuFuseRows
+from kinac.ir.gpu_kernels_to_nvvm import GpuKernelsToNvvm, lower_kernels
+from kinac.ir.gpu_lowered import GpuLoweredEntry
+from kinac.ir.gpu_select_impl import GpuSelectImpl
+from kinac.ir.kina_to_loops import STATUS_SLOTS
+from kinac.ir.lowered import BufferSpec
+from kinac.ir.pipeline import print_ir
+from kinac.tir.graph import Graph
+
+GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (
+    GpuSelectImpl,
+    FuseKernels,
+    GpuFuseEpilogues,
+    GpuFuseRows,
+)
+
+
+def gpu_module(graph: Graph) -> ModuleOp:
+    """The entry's module after the GPU passes up to (not including) code generation."""
+    m = graph_to_module(graph)
+    ctx = Context()
+    for p in GPU_PASSES:
+        p().apply(ctx, m)
+        m.verify()
+    return m
+
+
+def lower_stages_gpu(graph: Graph) -> dict[str, str]:
+    """IR text after each pass, keyed by pass name (``graph`` first, ``llvm-ir`` last)."""
+    out: dict[str, str] = {}
+    m = graph_to_module(graph)
+    out["graph"] = print_ir(m)
+    ctx = Context()
+    for p in (*GPU_PASSES, GpuKernelsToNvvm):
+        pas = p()
+        pas.apply(ctx, m)
+        m.verify()
+        out[pas.name] = print_ir(m)
+    out["llvm-ir"] = lower_graph_gpu(graph).llvm_ir
+    return out
+
+
+def lower_graph_gpu(graph: Graph, flavour: str = "nvptx") -> GpuLoweredEntry:
+    """Lower one concrete entry for the GPU (``flavour="emu"``: the host-emulation variant)."""
+    m = gpu_module(graph)
+    fn = next(o for o in m.ops if isinstance(o, func.FuncOp))
+    nv = lower_kernels(fn, flavour)
+    params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
+    outs = [graph.nodes[o].type for o in graph.outputs]
+    outputs = tuple(BufferSpec(f"out{j}", t.dtype, t.shape) for j, t in enumerate(outs))
+    return GpuLoweredEntry(
+        name=graph.name,
+        llvm_ir=nv.llvm_ir,
+        params=params,
+        outputs=outputs,
+        param_devices=tuple(t.device for _, t in graph.params),
+        output_devices=tuple(t.device for t in outs),
+        arena_bytes=nv.arena_bytes,
+        status_slots=STATUS_SLOTS,
+        steps=nv.steps,
+        functions=nv.functions,
+    )

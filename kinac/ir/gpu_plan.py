@@ -1,0 +1,88 @@
+"""Launch-shape decisions of the GPU lowering: vector widths, threads per row, grid sizes.
+
+Pure functions of shapes and dtypes (unit-tested on the CPU), so the shape of every launch is
+part of the lowered entry and of its cache key, never decided at run time.
+
+- **Vector width** ``V``: a thread handles ``V`` consecutive elements of the innermost dim, so
+  that its loads and stores are 16 bytes where alignment allows (4 x f32, 8 x bf16).
+- **Map kernels**: 256 threads per block; each thread handles ``U`` vector groups (``U`` loads
+  in flight) when there is enough work to still fill the GPU with blocks.
+- **Row kernels** (reductions, softmax, norms over the last axis): ``T`` threads per row (a
+  power of two; a warp, or part of one for short rows, or several warps sharing partials
+  through shared memory for long ones) and ``C <= MAX_CHUNKS`` chunks of ``T * V`` elements per
+  row, fully unrolled, so a row is read once and kept in registers between passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BLOCK = 256
+MAX_CHUNKS = 16
+CHUNK_TARGET = 4
+SMS = 132  # H200; only a sizing heuristic (a different GPU runs the same code correctly)
+I32_LIMIT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class RowConfig:
+    """``T`` threads per row, ``C`` unrolled chunks of ``T * V`` elements, ``rows`` per block."""
+
+    threads: int
+    chunks: int
+    vec: int
+    rows_per_block: int
+
+    @property
+    def block(self) -> int:
+        return self.threads * self.rows_per_block
+
+
+def vector_width(last: int, itemsize: int, cap: int = 8) -> int:
+    """The widest power of two ``V <= min(16 / itemsize, cap)`` that divides ``last``."""
+    v = max(1, min(16 // max(itemsize, 1), cap))
+    while v > 1 and last % v:
+        v //= 2
+    return v
+
+
+def next_pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def map_unroll(groups: int) -> int:
+    """Vector groups per thread: 4 or 2 when the grid still has >= 2 blocks per SM."""
+    for u in (4, 2):
+        if -(-groups // (BLOCK * u)) >= 2 * SMS:
+            return u
+    return 1
+
+
+def map_grid(groups: int, unroll: int) -> int:
+    return max(1, -(-groups // (BLOCK * unroll)))
+
+
+def row_config(length: int, vec: int, rows: int) -> RowConfig | None:
+    """Threads and chunks for rows of ``length`` elements (``None``: too long to unroll)."""
+    vectors = -(-length // vec)
+    if vectors <= 32 * CHUNK_TARGET:
+        t = min(32, next_pow2(-(-vectors // CHUNK_TARGET)))
+    else:
+        t = min(1024, next_pow2(-(-vectors // MAX_CHUNKS)))
+        t = max(t, 32)
+        # more threads per row when there are too few rows to fill the GPU with warps
+        while t < 1024 and rows * t < 64 * 32 * SMS and -(-vectors // (2 * t)) >= 2:
+            t *= 2
+    chunks = -(-vectors // t)
+    if chunks > MAX_CHUNKS:
+        return None
+    per_block = max(1, BLOCK // t) if t <= BLOCK else 1
+    return RowConfig(t, chunks, vec, per_block)
+
+
+def index_type(*numels: int) -> str:
+    """``i32`` index arithmetic when every offset fits, else ``i64``."""
+    return "i32" if max(numels, default=0) < I32_LIMIT // 2 else "i64"

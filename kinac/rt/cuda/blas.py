@@ -1,0 +1,263 @@
+"""cuBLAS and cuBLASLt calls for the GPU entries, through nvmath-python's bindings.
+
+The only module of kinac that imports ``nvmath`` (inside functions: importing this module is
+free and works without a GPU). A :class:`~kinac.ir.gpu_lowered.GpuGemm` is row-major; cuBLAS
+is column-major, so ``C = A B`` is issued as ``C^T = B^T A^T`` (:func:`colmajor`, a pure
+function the CPU tests check against numpy). Binding a call to buffer addresses
+(:meth:`Blas.bind`) returns a closure that issues it on a stream, so an entry's sequence of
+kernels and library calls can be captured into one CUDA graph.
+
+- ``single``/``strided``: ``cublasGemmEx`` / ``cublasGemmStridedBatchedEx``;
+- ``pointers``: ``cublasGemmBatchedEx`` with device arrays of per-batch pointers;
+- epilogues (``bias``: a vector over the last dim; ``residual``: ``D = A B + R``): cuBLASLt
+  (``CUBLASLT_EPILOGUE_BIAS``; ``beta = 1`` with ``C = R``); if cuBLASLt finds no algorithm,
+  classic cuBLAS does the same arithmetic (``R`` copied into ``D`` then ``beta = 1``; the bias
+  broadcast by a rank-1 product ``ones x bias`` first).
+
+f32 products use ``CUBLAS_COMPUTE_32F`` (no TF32) unless ``allow_tf32``; bf16 and f16 products
+read and write their dtype and accumulate in f32; f64 uses ``CUBLAS_COMPUTE_64F``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kinac.ir.gpu_lowered import GpuGemm
+
+CUDA_R = {"f32": 0, "f64": 1, "f16": 2, "bf16": 14}  # cudaDataType_t
+COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70  # cublasComputeType_t
+OP_N, OP_T = 0, 1
+GEMM_DEFAULT = -1
+ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2}
+WORKSPACE = 32 << 20
+Call = Callable[[int], None]  # stream handle -> None
+
+
+@dataclass(frozen=True)
+class ColMajor:
+    """The column-major call computing a row-major :class:`GpuGemm`: ``C_c = op(A_c) op(B_c)``
+    with ``A_c`` our ``B`` and ``B_c`` our ``A`` (``m``, ``n`` swapped)."""
+
+    transa: bool
+    transb: bool
+    m: int
+    n: int
+    k: int
+    a_buf: str
+    a_offs: tuple[int, ...]
+    lda: int
+    b_buf: str
+    b_offs: tuple[int, ...]
+    ldb: int
+    c_buf: str
+    c_offs: tuple[int, ...]
+    ldc: int
+
+
+def colmajor(g: GpuGemm) -> ColMajor:
+    return ColMajor(
+        g.b.trans, g.a.trans, g.n, g.m, g.k,
+        g.b.buf, g.b.offsets, g.b.ld, g.a.buf, g.a.offsets, g.a.ld,
+        g.c.buf, g.c.offsets, g.c.ld,
+    )  # fmt: skip
+
+
+def stride(offs: tuple[int, ...]) -> int:
+    return offs[1] - offs[0] if len(offs) > 1 else 0
+
+
+def compute_type(dtype: str, allow_tf32: bool) -> int:
+    if dtype == "f64":
+        return COMPUTE_64F
+    return COMPUTE_32F_FAST_TF32 if dtype == "f32" and allow_tf32 else COMPUTE_32F
+
+
+class Blas:
+    """A cuBLAS handle, a cuBLASLt handle and one workspace, for one device."""
+
+    def __init__(self, alloc: Callable[[int], int], *, allow_tf32: bool = False) -> None:
+        from nvmath.bindings import cublas, cublasLt
+
+        self.cublas, self.lt_mod = cublas, cublasLt
+        self.allow_tf32 = allow_tf32
+        self.alloc = alloc
+        self.handle = cublas.create()
+        self.lt = cublasLt.create()
+        self.ws = alloc(WORKSPACE)
+        cublas.set_workspace(self.handle, self.ws, WORKSPACE)
+        mode = cublas.Math.TF32_TENSOR_OP_MATH if allow_tf32 else cublas.Math.DEFAULT_MATH
+        cublas.set_math_mode(self.handle, int(mode))
+        self._keep: list[Any] = []
+        self.fallbacks: list[str] = []
+
+    def _scalars(self, dtype: str, beta: float) -> tuple[int, int]:
+        ct = ctypes.c_double if dtype == "f64" else ctypes.c_float
+        a, b = ct(1.0), ct(beta)
+        self._keep += [a, b]
+        return ctypes.addressof(a), ctypes.addressof(b)
+
+    # ---- binding --------------------------------------------------------------------------
+    def bind(self, g: GpuGemm, ptr: Callable[[str], int], upload: Callable[[bytes], int]) -> Call:
+        """A closure issuing ``g`` on a stream, with buffers resolved by ``ptr(name)``;
+        ``upload`` copies host bytes to new device memory (pointer arrays, ones vectors)."""
+        if g.epilogue:
+            try:
+                return self._bind_lt(g, ptr)
+            except Exception as e:  # noqa: BLE001 - any cuBLASLt refusal: use classic cuBLAS
+                self.fallbacks.append(f"{g.epilogue}: {e}")
+            return self._bind_fallback(g, ptr, upload)
+        return self._bind_classic(g, ptr, upload, beta=0.0)
+
+    def _bind_classic(self, g: GpuGemm, ptr: Callable[[str], int], upload: Callable[[bytes], int], beta: float) -> Call:  # fmt: skip
+        cb, cm = self.cublas, colmajor(g)
+        at, ot = CUDA_R[g.dtype], CUDA_R[g.out_dtype]
+        ct = compute_type(g.dtype, self.allow_tf32)
+        sz, osz = ITEMSIZE[g.dtype], ITEMSIZE[g.out_dtype]
+        alpha, beta_p = self._scalars(g.dtype, beta)
+        ta, tb = OP_T if cm.transa else OP_N, OP_T if cm.transb else OP_N
+        a0, b0, c0 = ptr(cm.a_buf), ptr(cm.b_buf), ptr(cm.c_buf)
+        h = self.handle
+        if g.mode == "pointers":
+            arrays = []
+            for buf0, offs, size in (
+                (a0, cm.a_offs, sz),
+                (b0, cm.b_offs, sz),
+                (c0, cm.c_offs, osz),
+            ):
+                host = (ctypes.c_uint64 * len(offs))(*(buf0 + o * size for o in offs))
+                arrays.append(upload(bytes(host)))
+            pa, pb, pc = arrays
+
+            def batched(stream: int) -> None:
+                cb.set_stream(h, stream)
+                cb.gemm_batched_ex(h, ta, tb, cm.m, cm.n, cm.k, alpha, pa, at, cm.lda, pb, at,
+                                   cm.ldb, beta_p, pc, ot, cm.ldc, g.batch, ct, GEMM_DEFAULT)  # fmt: skip
+
+            return batched
+        pa, pb, pc = a0 + cm.a_offs[0] * sz, b0 + cm.b_offs[0] * sz, c0 + cm.c_offs[0] * osz
+        if g.mode == "single":
+
+            def single(stream: int) -> None:
+                cb.set_stream(h, stream)
+                cb.gemm_ex(h, ta, tb, cm.m, cm.n, cm.k, alpha, pa, at, cm.lda, pb, at, cm.ldb,
+                           beta_p, pc, ot, cm.ldc, ct, GEMM_DEFAULT)  # fmt: skip
+
+            return single
+        sa, sb, sc = stride(cm.a_offs), stride(cm.b_offs), stride(cm.c_offs)
+
+        def strided(stream: int) -> None:
+            cb.set_stream(h, stream)
+            cb.gemm_strided_batched_ex(h, ta, tb, cm.m, cm.n, cm.k, alpha, pa, at, cm.lda, sa,
+                                       pb, at, cm.ldb, sb, beta_p, pc, ot, cm.ldc, sc, g.batch,
+                                       ct, GEMM_DEFAULT)  # fmt: skip
+
+        return strided
+
+    def _bind_fallback(self, g: GpuGemm, ptr: Callable[[str], int], upload: Callable[[bytes], int]) -> Call:  # fmt: skip
+        from kinac.rt.cuda import driver
+
+        d = driver.api()
+        out = ptr(g.c.buf) + g.c.offsets[0] * ITEMSIZE[g.out_dtype]
+        epi = ptr(g.epi)
+        nbytes = g.m * g.n * g.batch * ITEMSIZE[g.out_dtype]
+        main = self._bind_classic(g, ptr, upload, beta=1.0)
+        if g.epilogue == "residual":
+
+            def residual(stream: int) -> None:
+                driver.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(out, epi, nbytes, stream))
+                main(stream)
+
+            return residual
+        one = {"f32": b"\x00\x00\x80\x3f", "bf16": b"\x80\x3f", "f16": b"\x00\x3c"}[g.out_dtype]
+        ones = upload(one * g.m)
+        from kinac.ir.gpu_lowered import GemmOperand
+
+        rank1 = GpuGemm(
+            g.out_dtype, g.out_dtype, g.m, g.n, 1, 1,
+            GemmOperand("ones", (0,), 1), GemmOperand(g.epi, (0,), g.n), g.c, "single",
+        )  # fmt: skip
+        bcast = self._bind_classic(rank1, lambda n: ones if n == "ones" else ptr(n), upload, 0.0)
+
+        def bias(stream: int) -> None:
+            bcast(stream)
+            main(stream)
+
+        return bias
+
+    def _bind_lt(self, g: GpuGemm, ptr: Callable[[str], int]) -> Call:
+        lt, cm = self.lt_mod, colmajor(g)
+        if g.mode != "single":
+            raise ValueError("cuBLASLt epilogues are used for unbatched products only")
+        sz, osz = ITEMSIZE[g.dtype], ITEMSIZE[g.out_dtype]
+        ct = compute_type(g.dtype, self.allow_tf32)
+        scale = CUDA_R["f64"] if g.dtype == "f64" else CUDA_R["f32"]
+        desc = lt.matmul_desc_create(ct, scale)
+        keep: list[Any] = []
+
+        def attr(setter: Callable[..., Any], obj: int, which: Any, value: Any) -> None:
+            keep.append(value)
+            setter(obj, int(which), ctypes.addressof(value), ctypes.sizeof(value))
+
+        mda = lt.MatmulDescAttribute
+        attr(
+            lt.matmul_desc_set_attribute,
+            desc,
+            mda.TRANSA,
+            ctypes.c_int32(OP_T if cm.transa else OP_N),
+        )
+        attr(
+            lt.matmul_desc_set_attribute,
+            desc,
+            mda.TRANSB,
+            ctypes.c_int32(OP_T if cm.transb else OP_N),
+        )
+        beta = 0.0
+        if g.epilogue == "bias":
+            attr(
+                lt.matmul_desc_set_attribute,
+                desc,
+                mda.EPILOGUE,
+                ctypes.c_uint32(int(lt.Epilogue.BIAS)),
+            )
+            attr(lt.matmul_desc_set_attribute, desc, mda.BIAS_POINTER, ctypes.c_uint64(ptr(g.epi)))
+        else:
+            beta = 1.0
+        at, ot = CUDA_R[g.dtype], CUDA_R[g.out_dtype]
+        la = lt.matrix_layout_create(at, *((cm.k, cm.m) if cm.transa else (cm.m, cm.k)), cm.lda)
+        lb = lt.matrix_layout_create(at, *((cm.n, cm.k) if cm.transb else (cm.k, cm.n)), cm.ldb)
+        lc = lt.matrix_layout_create(ot, cm.m, cm.n, cm.ldc)
+        pref = lt.matmul_preference_create()
+        mpa = lt.MatmulPreferenceAttribute
+        attr(
+            lt.matmul_preference_set_attribute,
+            pref,
+            mpa.MAX_WORKSPACE_BYTES,
+            ctypes.c_uint64(WORKSPACE),
+        )
+        pa = ptr(cm.a_buf) + cm.a_offs[0] * sz
+        pb = ptr(cm.b_buf) + cm.b_offs[0] * sz
+        pd = ptr(cm.c_buf) + cm.c_offs[0] * osz
+        pc = ptr(g.epi) if g.epilogue == "residual" else pd
+        for which, p in (("A", pa), ("B", pb), ("C", pc), ("D", pd)):
+            align = min(256, p & -p) if p else 256
+            attr(lt.matmul_preference_set_attribute, pref,
+                 getattr(mpa, f"MIN_ALIGNMENT_{which}_BYTES"), ctypes.c_uint32(align))  # fmt: skip
+        heur = lt.MatmulHeuristicResult(1)
+        count = ctypes.c_int32(0)
+        lt.matmul_algo_get_heuristic(self.lt, desc, la, lb, lc, lc, pref, 1, heur.ptr,
+                                     ctypes.addressof(count))  # fmt: skip
+        if count.value < 1:
+            raise RuntimeError("cuBLASLt found no algorithm")
+        alpha, beta_p = self._scalars(g.dtype, beta)
+        self._keep += [desc, la, lb, lc, pref, heur, keep]
+        h, ws, algo = self.lt, self.ws, heur.ptr
+
+        def call(stream: int) -> None:
+            lt.matmul(
+                h, desc, alpha, pa, la, pb, lb, beta_p, pc, lc, pd, lc, algo, ws, WORKSPACE, stream
+            )
+
+        return call

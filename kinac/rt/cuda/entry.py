@@ -1,0 +1,265 @@
+"""A compiled GPU entry: buffers from the pool, kernel launches and cuBLAS calls, graph replay.
+
+:func:`load_gpu_entry` takes a :class:`~kinac.ir.gpu_lowered.GpuLoweredEntry` and its PTX and
+returns a :class:`GpuEntry`, a callable taking one array per param:
+
+- CUDA arrays (kinac tensors, or any DLPack producer such as a torch CUDA tensor) are used in
+  place, without a copy (contiguous and 16-byte aligned; a misaligned one is copied once);
+  host arrays (numpy, torch CPU) are copied in, as the ``to-device`` of a host param is;
+- outputs are new kinac :class:`~kinac.rt.cuda.tensor.Tensor` s from the memory pool, which
+  ``torch.from_dlpack`` takes without a copy; an output placed on the host (``to-host``) is
+  copied back and returned as a numpy array;
+- the entry's scratch arena is allocated once. The launch sequence (memset of the status
+  buffer, kernels, cuBLAS calls) is bound to the call's buffer addresses and, by default,
+  captured into a CUDA graph; later calls with the same addresses replay it with one driver
+  call. Graphs are kept per address tuple (LRU, ``max_graphs``): weights keep their
+  addresses, and the pool hands outputs the same few blocks again.
+
+Work runs on the legacy default stream, so it is ordered with PyTorch's default stream.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from kinac.errors import KinaError
+from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
+from kinac.rt.cuda import driver
+from kinac.rt.cuda.tensor import KDL_CUDA, Allocation, Tensor
+
+DL_NAMES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+            "i64": "int64", "i32": "int32", "bool": "bool"}  # fmt: skip
+NP_NAMES = {**DL_NAMES, "bf16": "uint16"}
+GATHER_OOB = 1
+Seq = Callable[[Any], None]
+
+
+class KinaGpuError(KinaError, RuntimeError):
+    """A GPU entry was called wrongly or failed a runtime check (a gather index out of range);
+    nothing is returned from a call that raises."""
+
+
+class GpuEntry:
+    """A compiled entry on the GPU: ``entry(*arrays)`` returns its output(s)."""
+
+    def __init__(
+        self,
+        lowered: GpuLoweredEntry,
+        ptx: str,
+        *,
+        graphs: bool = True,
+        allow_tf32: bool = False,
+        resource: Any = None,
+        max_graphs: int = 8,
+    ) -> None:
+        from kinac.rt import cuda
+
+        self.lowered = lowered
+        self.device = cuda.get_device()
+        self.module = cuda.load_module(ptx)
+        self.kernels = {n: self.module.function(n) for n in lowered.functions}
+        self.resource = resource if resource is not None else cuda.default_resource()
+        self.stream = cuda.Stream.null()
+        self.capture_stream = cuda.Stream()
+        self.use_graphs = graphs
+        self.max_graphs = max_graphs
+        self._allocs: list[Allocation] = []
+        self.arena = self._alloc(lowered.arena_bytes)
+        self.status = self._alloc(8 * lowered.status_slots) if lowered.has_status else 0
+        self.blas: Any = None
+        if any(s.gemm is not None for s in lowered.steps):
+            from kinac.rt.cuda.blas import Blas
+
+            self.blas = Blas(self._alloc, allow_tf32=allow_tf32)
+        self._bound: OrderedDict[tuple[int, ...], tuple[Seq, list[Seq], Any]] = OrderedDict()
+        self.captures = 0
+
+    # ---- memory ---------------------------------------------------------------------------
+    def _alloc(self, nbytes: int) -> int:
+        a = Allocation(self.resource, max(nbytes, 16), 0)
+        self._allocs.append(a)
+        return a.ptr
+
+    def _upload(self, data: bytes) -> int:
+        p = self._alloc(len(data))
+        buf = ctypes.create_string_buffer(data, len(data))
+        d = driver.api()
+        driver.check("cuMemcpyHtoD", d.cuMemcpyHtoD(p, ctypes.addressof(buf), len(data)))
+        return p
+
+    def _input(self, x: Any, i: int) -> Tensor:
+        spec = self.lowered.params[i]
+        t: Tensor
+        if isinstance(x, Tensor) and x.is_cuda:
+            t = x
+        elif hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == KDL_CUDA:
+            t = Tensor.from_dlpack(x, stream=0)
+        else:
+            import numpy as np
+
+            a = np.ascontiguousarray(np.from_dlpack(x) if hasattr(x, "__dlpack__") else x)
+            if spec.dtype == "bf16" and a.dtype.name != "uint16":
+                raise KinaGpuError(
+                    f"{spec.name}: bf16 host arrays are passed as uint16 bit patterns"
+                )
+            t = Tensor.empty(spec.shape, DL_NAMES[spec.dtype], self.resource, 0)
+            t.copy_from_host(a.astype(NP_NAMES[spec.dtype], copy=False))
+            return t
+        if t.dtype.name != DL_NAMES[spec.dtype] or t.shape != spec.shape:
+            raise KinaGpuError(
+                f"{self.lowered.name}: argument `{spec.name}` is {t.dtype.name}{list(t.shape)}, "
+                f"expected {DL_NAMES[spec.dtype]}{list(spec.shape)}"
+            )
+        if not t.is_contiguous():
+            raise KinaGpuError(f"argument `{spec.name}` is not contiguous: pass x.contiguous()")
+        if t.ptr % 16:
+            t = t.clone(self.resource)
+        return t
+
+    # ---- binding and running ------------------------------------------------------------------
+    def _bind(self, ptrs: tuple[int, ...]) -> tuple[Seq, list[Seq]]:
+        """The launch sequence for these param/output addresses (and one closure per step)."""
+        lw = self.lowered
+        names: dict[str, int] = {"status": self.status}
+        for i in range(len(lw.params)):
+            names[f"param{i}"] = ptrs[i]
+        for j in range(len(lw.outputs)):
+            names[f"out{j}"] = ptrs[len(lw.params) + j]
+
+        def ptr(name: str) -> int:
+            if name.startswith("arena+"):
+                return self.arena + int(name[6:])
+            return names[name]
+
+        steps = [self._bind_step(s, ptr) for s in lw.steps]
+        d = driver.api()
+        status, nstat = self.status, 8 * lw.status_slots
+
+        def sequence(stream: Any) -> None:
+            if status:
+                driver.check("cuMemsetD8Async", d.cuMemsetD8Async(status, 0, nstat, stream.cu))
+            for run in steps:
+                run(stream)
+
+        return sequence, steps
+
+    def _bind_step(self, s: GpuStep, ptr: Callable[[str], int]) -> Seq:
+        if s.gemm is not None:
+            call = self.blas.bind(s.gemm, ptr, self._upload)
+            return lambda stream: call(stream.handle)
+        launches = []
+        for ln in s.launches:
+            k = self.kernels[ln.function]
+            args = tuple(ptr(a) for a in ln.args)
+            launches.append(k.prepare(("ptr",) * len(args), ln.grid, ln.block, 0, args))
+
+        def run(stream: Any) -> None:
+            for launch in launches:
+                launch.run(stream)
+
+        return run
+
+    def _runner(self, ptrs: tuple[int, ...]) -> Seq:
+        hit = self._bound.get(ptrs)
+        if hit is None:
+            seq, steps = self._bind(ptrs)
+            graph = None
+            if self.use_graphs:
+                from kinac.rt.cuda.graph import capture
+
+                graph = capture(seq, self.capture_stream, name=self.lowered.name)
+                self.captures += 1
+            hit = (seq, steps, graph)
+            self._bound[ptrs] = hit
+            while len(self._bound) > self.max_graphs:
+                _, (_, _, old) = self._bound.popitem(last=False)
+                if old is not None:
+                    old.close()
+        else:
+            self._bound.move_to_end(ptrs)
+        seq, _, graph = hit
+        return graph.replay if graph is not None else seq
+
+    def prepare(self, *arrays: Any) -> tuple[list[Tensor], list[Tensor], tuple[int, ...]]:
+        lw = self.lowered
+        if len(arrays) != len(lw.params):
+            names = ", ".join(p.name for p in lw.params)
+            raise KinaGpuError(
+                f"{lw.name} takes {len(lw.params)} arrays ({names}), got {len(arrays)}"
+            )
+        ins = [self._input(a, i) for i, a in enumerate(arrays)]
+        outs = [Tensor.empty(o.shape, DL_NAMES[o.dtype], self.resource, 0) for o in lw.outputs]
+        ptrs = tuple(t.ptr for t in (*ins, *outs))
+        return ins, outs, ptrs
+
+    def __call__(self, *arrays: Any) -> Any:
+        ins, outs, ptrs = self.prepare(*arrays)
+        self._runner(ptrs)(self.stream)
+        if self.status:
+            self._check_status()
+        res: list[Any] = []
+        for t, dev in zip(outs, self.lowered.output_devices, strict=True):
+            res.append(t.numpy() if dev == "cpu" else t)
+        del ins
+        return res[0] if len(res) == 1 else tuple(res)
+
+    def _check_status(self) -> None:
+        import numpy as np
+
+        st = np.zeros(self.lowered.status_slots, dtype=np.int64)
+        d = driver.api()
+        driver.check("cuStreamSynchronize", d.cuStreamSynchronize(self.stream.cu))
+        driver.check("cuMemcpyDtoH", d.cuMemcpyDtoH(st.ctypes.data, self.status, st.nbytes))
+        if not st[0]:
+            return
+        code, k, pos, value, bound = (int(x) for x in st[:5])
+        step = self.lowered.steps[k] if 0 <= k < len(self.lowered.steps) else None
+        if code == GATHER_OOB and step is not None:
+            where = [int(i) for i in np.unravel_index(pos, step.aux)] if step.aux else []
+            raise KinaGpuError(
+                f"{self.lowered.name}: gather index {value} at position {where} of the index "
+                f"tensor is outside [0, {bound}) (kernel {step.sym})"
+            )
+        raise KinaGpuError(f"{self.lowered.name}: runtime check {code} failed")
+
+    # ---- measurement ----------------------------------------------------------------------------
+    def profile(self, *arrays: Any, reps: int = 20) -> list[tuple[GpuStep, float]]:
+        """Each step's device time (ms), from a CUDA graph of ``reps`` back-to-back runs."""
+        from kinac.rt import cuda
+        from kinac.rt.cuda.graph import capture
+
+        _, _, ptrs = self.prepare(*arrays)
+        self._runner(ptrs)(self.stream)
+        _, steps = self._bind(ptrs)
+        out = []
+        for s, run in zip(self.lowered.steps, steps, strict=True):
+
+            def many(stream: Any, run: Seq = run) -> None:
+                for _ in range(reps):
+                    run(stream)
+
+            g = capture(many, self.capture_stream, name=s.sym)
+            g.replay(self.stream)
+            times = []
+            for _ in range(3):
+                e0, e1 = cuda.Event(), cuda.Event()
+                e0.record(self.stream)
+                g.replay(self.stream)
+                e1.record(self.stream)
+                e1.synchronize()
+                times.append(e0.elapsed_ms(e1) / reps)
+            g.close()
+            out.append((s, sorted(times)[1]))
+        return out
+
+    def __repr__(self) -> str:
+        ps = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.lowered.params)
+        return f"<GpuEntry {self.lowered.name}({ps}), {len(self.lowered.steps)} steps>"
+
+
+def load_gpu_entry(lowered: GpuLoweredEntry, ptx: str, **options: Any) -> GpuEntry:
+    """A :class:`GpuEntry` for ``lowered`` and its PTX (see the module docstring)."""
+    return GpuEntry(lowered, ptx, **options)
