@@ -124,3 +124,12 @@ def test_heavy_imports_stay_lazy_and_contained() -> None:
             assert path.parent.name == "ir", f"{path} imports xdsl outside kinac/ir"
         if "import llvmlite" in text:
             assert path.parent.name == "codegen", f"{path} imports llvmlite outside kinac/codegen"
+
+
+@pytest.mark.parametrize("name", ["rms-norm", "λ-attn?"])
+def test_entry_names_need_not_be_identifiers(name: str) -> None:
+    g = GraphBuilder(name)
+    x = g.param("x", "f32", (3,))
+    e = compiled(g.build(g.unary("neg", x)))
+    assert e.name == name and e.lowered.symbol.isascii()
+    np.testing.assert_array_equal(e(np.ones(3, np.float32)), -np.ones(3, np.float32))

@@ -7,6 +7,9 @@ This is the first IR the golden tests show.
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -23,6 +26,14 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from kinac.ir.dialect import FLOATS, tensor_type
 from kinac.ir.dialect_struct import OPS
 from kinac.tir.graph import Graph, Node
+
+
+def symbol_name(name: str) -> str:
+    """A C identifier for an entry name (Kina names may hold ``-``, ``?`` or non-ASCII)."""
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if safe == name and safe[:1].isalpha():
+        return name
+    return f"k_{safe}_{hashlib.blake2b(name.encode(), digest_size=4).hexdigest()}"
 
 
 def scalar_attr(value: float | int | bool, dtype: str) -> Attribute:
@@ -86,6 +97,6 @@ def graph_to_module(graph: Graph) -> ModuleOp:
     outs = [values[o] for o in graph.outputs]
     block.add_ops([*ops, func.ReturnOp(*outs)])
     ftype = (arg_types, [v.type for v in outs])
-    module = ModuleOp([func.FuncOp(graph.name, ftype, Region(block))])
+    module = ModuleOp([func.FuncOp(symbol_name(graph.name), ftype, Region(block))])
     module.verify()
     return module

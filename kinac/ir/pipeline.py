@@ -19,7 +19,7 @@ from xdsl.printer import Printer
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
 from kinac.ir.expand_math import ExpandMath
-from kinac.ir.from_graph import graph_to_module
+from kinac.ir.from_graph import graph_to_module, symbol_name
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.kernels import GATHER_OOB
 from kinac.ir.kina_to_loops import STATUS_SLOTS, KinaToLoops, plan_buffers
@@ -105,7 +105,7 @@ def lower_graph(graph: Graph) -> LoweredEntry:
     )
     return LoweredEntry(
         name=graph.name,
-        symbol=wrapper_name(graph.name),
+        symbol=wrapper_name(symbol_name(graph.name)),
         llvm_ir=module_to_llvm_ir(m),
         params=params,
         outputs=outputs,
