@@ -12,6 +12,7 @@ generated kernels compute in f32 registers. :func:`lower_graph_gpu` is pure (a G
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -38,9 +39,18 @@ GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (
 )
 
 
+def one_device(graph: Graph) -> Graph:
+    """``graph`` with every placement erased: all of an entry's arithmetic runs on its GPU
+    (``to-device``/``to-host`` inside it are views; params and outputs keep their placement
+    in :class:`GpuLoweredEntry`, where the runtime copies them)."""
+    nodes = tuple(replace(n, type=replace(n.type, device="cpu")) for n in graph.nodes)
+    params = tuple((name, replace(t, device="cpu")) for name, t in graph.params)
+    return replace(graph, nodes=nodes, params=params)
+
+
 def gpu_module(graph: Graph) -> ModuleOp:
     """The entry's module after the GPU passes up to (not including) code generation."""
-    m = graph_to_module(graph)
+    m = graph_to_module(one_device(graph))
     ctx = Context()
     for p in GPU_PASSES:
         p().apply(ctx, m)
@@ -51,7 +61,7 @@ def gpu_module(graph: Graph) -> ModuleOp:
 def lower_stages_gpu(graph: Graph) -> dict[str, str]:
     """IR text after each pass, keyed by pass name (``graph`` first, ``llvm-ir`` last)."""
     out: dict[str, str] = {}
-    m = graph_to_module(graph)
+    m = graph_to_module(one_device(graph))
     out["graph"] = print_ir(m)
     ctx = Context()
     for p in (*GPU_PASSES, GpuKernelsToNvvm):

@@ -170,6 +170,8 @@ class GpuEntry:
             if self.use_graphs:
                 from kinac.rt.cuda.graph import capture
 
+                seq(self.stream)  # warm up: library initialisation must not happen under capture
+                self.stream.synchronize()
                 graph = capture(seq, self.capture_stream, name=self.lowered.name)
                 self.captures += 1
             hit = (seq, steps, graph)
