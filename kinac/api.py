@@ -48,13 +48,14 @@ class CompiledDefn:
     """A defn of a workspace, compiled per distinct argument shapes on first call."""
 
     def __init__(self, path: str | os.PathLike[str], name: str, target: str = "cpu",
-                 cache_dir: str | None = None, no_cache: bool = False) -> None:
+                 cache_dir: str | None = None, no_cache: bool = False, **gpu_options: Any) -> None:
         from kinac import pipeline
         from kinac.session import Session
 
         if target not in ("cpu", "cuda"):
             raise KinaCompileError(f"unknown target {target!r}: use 'cpu' or 'cuda'")
         self.target = target
+        self.gpu_options = gpu_options  # target cuda: graphs=True, allow_tf32=False, max_graphs=8
         self.sess = Session(path, cache_dir=cache_dir, no_cache=no_cache)
         db = self.sess.db
         errors = self.sess.config_errors()
@@ -146,12 +147,21 @@ class CompiledDefn:
             if spec.graph is None:
                 raise KinaCallError(self._render(list(spec.diagnostics)))
             if self.target == "cuda":
-                raise KinaCompileError("the CUDA back end (PTX generation) is not built yet: use target='cpu'")
-            lowered = pipeline.lowered(db, key)
-            obj = pipeline.object_code(db, key)
-            assert lowered is not None and obj is not None
+                try:
+                    glo, ptx = pipeline.gpu_lowered(db, key), pipeline.ptx(db, key)
+                except NotImplementedError as e:
+                    raise KinaCompileError(f"the CUDA back end cannot compile this entry: {e}") from None
+                assert glo is not None and ptx is not None
+            else:
+                lowered = pipeline.lowered(db, key)
+                obj = pipeline.object_code(db, key)
+                assert lowered is not None and obj is not None
         finally:
             db.commit()
+        if self.target == "cuda":
+            from kinac.rt.cuda.entry import load_gpu_entry
+
+            return load_gpu_entry(glo, ptx, **self.gpu_options)
         from kinac.rt.host import load_entry
 
         return load_entry(lowered, obj)

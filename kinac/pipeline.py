@@ -3,6 +3,7 @@
     source_text ─► parse ─► file_index ─┬► signature ─┐
                          └► defn_ast ───┴────────────► check_defn ─► file_report ─► build
     entry_graph (specialise) ─► lowered ─► object_code ─► runtime (kinac.api)
+                             └► gpu_lowered ─► ptx ─► CUDA runtime (target cuda)
 
 Inputs (the only queries that read the world) are ``config_text``, ``source_text`` and
 ``source_listing``. Everything else is a pure function of other queries. ``signature`` and
@@ -441,6 +442,30 @@ def object_code(db: Database, key: EntryKey) -> bytes | None:
     return compile_object(lo.llvm_ir, host_target(db, ())) if lo is not None else None
 
 
+def gpu_arch(db: Database) -> str:
+    """The workspace's ``target.arch`` (``sm_90`` without a kina.toml)."""
+    cfg = config(db, ()).config
+    return cfg.target.arch if cfg is not None else "sm_90"
+
+
+@query("gpu_lowered", stage="lower", code=("ir", "tir"), tools=("xdsl",))
+def gpu_lowered(db: Database, key: EntryKey) -> Any:
+    """The entry lowered for the GPU: LLVM IR for NVPTX, cuBLAS calls and launch plan."""
+    from kinac.ir.gpu_pipeline import lower_graph_gpu
+
+    spec = entry_graph(db, key)
+    return lower_graph_gpu(spec.graph) if spec.graph is not None else None
+
+
+@query("ptx", stage="codegen", code=("codegen",), tools=("llvmlite",))
+def ptx(db: Database, key: EntryKey) -> str | None:
+    """PTX for the workspace's ``target.arch`` (llvmlite's NVPTX back end, -O3)."""
+    from kinac.codegen.ptx import compile_ptx
+
+    lo = gpu_lowered(db, key)
+    return compile_ptx(lo.llvm_ir, gpu_arch(db)) if lo is not None else None
+
+
 def entry_key(db: Database, entry: Any, target: str) -> EntryKey | Diagnostic:
     """The EntryKey of a kina.toml entry, or a diagnostic when its defn is missing or ambiguous."""
     found = find_defn(db, (entry.defn, entry.file))
@@ -476,6 +501,10 @@ def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple
         lo = lowered(db, key)
         arts.append((name, "llvm-ir", fingerprint(lo.llvm_ir)))
         arts.append((name, "object", fingerprint(object_code(db, key))))
+    elif target == "cuda":
+        glo = gpu_lowered(db, key)
+        arts.append((name, "llvm-ir", fingerprint(glo.llvm_ir)))
+        arts.append((name, "ptx", fingerprint(ptx(db, key))))
     return spec.diagnostics, tuple(arts)
 
 

@@ -59,6 +59,16 @@ def _parse_dims(text: str | None) -> dict[str, int]:
     return out
 
 
+def _to_host(o: Any) -> Any:
+    """An output as a numpy array (target cuda returns kinac CUDA tensors; bf16 widened)."""
+    if not hasattr(o, "__dlpack_device__") or hasattr(o, "__array__"):
+        return o
+    from kinac.tir.interp import bf16_to_f32
+
+    a = o.numpy()
+    return bf16_to_f32(a) if o.dtype.name == "bfloat16" else a
+
+
 def run_entry(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -115,7 +125,7 @@ def run_entry(args: argparse.Namespace) -> int:
     except KinaError as e:
         print(str(e), file=sys.stderr)
         return EXIT_PROGRAM_ERRORS
-    outs = out if isinstance(out, tuple) else (out,)
+    outs = tuple(_to_host(o) for o in (out if isinstance(out, tuple) else (out,)))
     print(f"{args.entry}: {fn.key.name} from {fn.key.file}, target {target}")
     for (n, t), a in zip(params, arrays, strict=True):
         print(f"  in  {n:<6} {t.dtype}{list(t.shape)}")
