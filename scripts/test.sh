@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 python3 -m ruff check kinac tests benches
 python3 -m mypy kinac
-python3 -m pytest -q -p no:cacheprovider "$@"
+python3 -m pytest -p no:cacheprovider "$@"
