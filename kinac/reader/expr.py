@@ -8,6 +8,8 @@ reads in shape positions. Node ids are handed out in pre-order, in source order.
 
 from __future__ import annotations
 
+from typing import cast
+
 from kinac.reader.ast import (
     Annotation,
     AnnotExpr,
@@ -41,12 +43,12 @@ class ExprParser(FormParser):
                 return ListLit(nid, tuple(self.parse_expr(i) for i in node.items))
             return self.parse_form(node)
         k = node.kind
-        if k == "sym":
-            return Var(self.nid(node), str(node.value))
+        if k == "sym":  # the commonest node: inline nid()
+            places = self.places
+            places.append((node, node))
+            return Var(len(places) - 1, cast(str, node.value))
         if k == "int" or k == "float":
-            value = node.value
-            assert isinstance(value, int | float)
-            return Num(self.nid(node), value, k == "float")
+            return Num(self.nid(node), cast(int | float, node.value), k == "float")
         if k == "str":
             return Str(self.nid(node), str(node.value))
         if k == "var":
