@@ -133,3 +133,37 @@ def test_entry_names_need_not_be_identifiers(name: str) -> None:
     e = compiled(g.build(g.unary("neg", x)))
     assert e.name == name and e.lowered.symbol.isascii()
     np.testing.assert_array_equal(e(np.ones(3, np.float32)), -np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(300, 64, 200), (8, 600, 512), (129, 257, 65)])
+def test_split_blas_products_from_many_threads(m: int, n: int, k: int) -> None:
+    """Large products run in blocks on the task pool (rows or columns), also concurrently."""
+    from kinac.rt.host.blas import _loaded_openblas, _thread_control
+
+    g = GraphBuilder("split")
+    a, b = g.param("a", "f32", (m, k)), g.param("bt", "f32", (n, k))
+    e = compiled(g.build(g.matmul(a, g.transpose(b, (1, 0)))))
+    rng = np.random.default_rng(4)
+    sets = [
+        (rng.standard_normal((m, k), np.float32), rng.standard_normal((n, k), np.float32))
+        for _ in range(3)
+    ]
+    want = [x @ y.T for x, y in sets]
+    lib = _loaded_openblas()
+    before = _thread_control(lib)[0]() if lib is not None and _thread_control(lib) else None
+    bad: list[int] = []
+
+    def work(i: int) -> None:
+        for _ in range(5):
+            if not np.allclose(e(*sets[i]), want[i], rtol=1e-4, atol=1e-3):
+                bad.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    work(0)
+    for t in threads:
+        t.join()
+    assert not bad
+    if before is not None:
+        assert _thread_control(lib)[0]() == before  # OpenBLAS's thread count is restored

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ _THREADS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_")
 _KEEP: list[Any] = []  # ctypes callbacks must outlive the code that calls them
 
 
+@functools.cache
 def _loaded_openblas() -> ctypes.CDLL | None:
     np.dot(np.ones((2, 2)), np.ones((2, 2)))  # make sure numpy's BLAS is loaded
     try:
@@ -62,10 +64,7 @@ def _fallback(dtype: Any) -> int:
     return ctypes.cast(cb, ctypes.c_void_p).value or 0
 
 
-@functools.cache
-def blas_symbols() -> dict[str, int]:
-    """Addresses for ``kinac_sgemm`` and ``kinac_dgemm`` (numpy's OpenBLAS or the fallback)."""
-    lib = _loaded_openblas()
+def _raw_gemms(lib: ctypes.CDLL | None) -> dict[str, int]:
     out: dict[str, int] = {}
     for ours, names in _NAMES.items():
         for n in names:
@@ -76,6 +75,84 @@ def blas_symbols() -> dict[str, int]:
         else:
             out[ours] = _fallback(np.float32 if ours == "kinac_sgemm" else np.float64)
     return out
+
+
+@functools.cache
+def blas_symbols() -> dict[str, int]:
+    """Addresses to bind ``kinac_sgemm`` / ``kinac_dgemm`` of generated code to.
+
+    With OpenBLAS on Linux these are the task pool's split products (see
+    :mod:`kinac.rt.host.pool`), calling OpenBLAS single-threaded per block; otherwise the BLAS
+    itself (or the numpy fallback).
+    """
+    from kinac.rt.host.pool import start_pool
+
+    lib = _loaded_openblas()
+    raw = _raw_gemms(lib)
+    if lib is None or _thread_control(lib) is None:
+        return raw
+    pool = start_pool(
+        (("kinac_blas_sgemm", raw["kinac_sgemm"]), ("kinac_blas_dgemm", raw["kinac_dgemm"]))
+    )
+    if pool is None:
+        return raw
+    _SPLIT.append(True)
+    return {"kinac_sgemm": pool["kinac_sgemm"], "kinac_dgemm": pool["kinac_dgemm"]}
+
+
+_SPLIT: list[bool] = []
+_GETS = (
+    "scipy_openblas_get_num_threads64_",
+    "openblas_get_num_threads64_",
+    "openblas_get_num_threads",
+)
+_SETS = (
+    "scipy_openblas_set_num_threads64_",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
+
+
+@functools.cache
+def _thread_control(lib: ctypes.CDLL) -> tuple[Any, Any] | None:
+    get = next((getattr(lib, n) for n in _GETS if hasattr(lib, n)), None)
+    put = next((getattr(lib, n) for n in _SETS if hasattr(lib, n)), None)
+    if get is None or put is None:
+        return None
+    get.restype, get.argtypes = ctypes.c_int, []
+    put.restype, put.argtypes = None, [ctypes.c_int]
+    return get, put
+
+
+class _SingleThreaded:
+    """While any kinac call runs, OpenBLAS runs single-threaded (kinac splits the work)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.saved = 0
+
+    def __enter__(self) -> None:
+        if not _SPLIT:
+            return
+        get, put = _thread_control(_loaded_openblas())  # type: ignore[arg-type, misc]
+        with self.lock:
+            if self.depth == 0:
+                self.saved = get()
+                put(1)
+            self.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if not _SPLIT:
+            return
+        _, put = _thread_control(_loaded_openblas())  # type: ignore[arg-type, misc]
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                put(self.saved)
+
+
+single_threaded_blas = _SingleThreaded()
 
 
 def blas_info() -> str:
@@ -90,4 +167,9 @@ def blas_info() -> str:
             fn.restype = ctypes.c_int
             threads = str(fn())
             break
-    return f"{lib._name.rsplit('/', 1)[-1]} ({threads} threads)"
+    name = lib._name.rsplit("/", 1)[-1]
+    if _SPLIT:
+        from kinac.rt.host.pool import thread_count
+
+        return f"{name}, single-threaded blocks on kinac's pool of {thread_count()} threads"
+    return f"{name} ({threads} threads)"

@@ -16,7 +16,7 @@ import numpy as np
 
 from kinac.ir.lowered import LoweredEntry
 from kinac.rt.host.arrays import as_host_array, new_output
-from kinac.rt.host.blas import blas_symbols
+from kinac.rt.host.blas import blas_symbols, single_threaded_blas
 from kinac.rt.host.errors import KinaRuntimeError
 
 GATHER_OOB = 1
@@ -32,6 +32,7 @@ class HostEntry:
         self._fn = _PROTO(image.addresses[lowered.symbol])
         self._local = threading.local()
         self._nargs = len(lowered.params) + len(lowered.outputs) + 2
+        self._blas = any(c in lowered.library_calls for c in ("kinac_sgemm", "kinac_dgemm"))
 
     @property
     def name(self) -> str:
@@ -59,7 +60,11 @@ class HostEntry:
         status = np.zeros(lw.status_slots, dtype=np.int64)
         bufs = [*ins, *outs, self._arena(), status]
         argv = (ctypes.c_void_p * self._nargs)(*(b.ctypes.data for b in bufs))
-        self._fn(argv)
+        if self._blas:
+            with single_threaded_blas:
+                self._fn(argv)
+        else:
+            self._fn(argv)
         if status[0]:
             raise self._error(status)
         return outs[0] if len(outs) == 1 else tuple(outs)
