@@ -4,7 +4,8 @@
 returns a :class:`GpuEntry`, a callable taking one array per param:
 
 - CUDA arrays (kinac tensors, or any DLPack producer such as a torch CUDA tensor) are used in
-  place, without a copy (contiguous and 16-byte aligned; a misaligned one is copied once);
+  place, without a copy (contiguous and 16-byte aligned; a misaligned one is copied once); the
+  import of an array passed again (a weight) is reused while the array lives;
   host arrays (numpy, torch CPU) are copied in, as the ``to-device`` of a host param is;
 - outputs are new kinac :class:`~kinac.rt.cuda.tensor.Tensor` s from the memory pool, which
   ``torch.from_dlpack`` takes without a copy; an output placed on the host (``to-host``) is
@@ -13,7 +14,11 @@ returns a :class:`GpuEntry`, a callable taking one array per param:
   buffer, kernels, cuBLAS calls) is bound to the call's buffer addresses and, by default,
   captured into a CUDA graph; later calls with the same addresses replay it with one driver
   call. Graphs are kept per address tuple (LRU, ``max_graphs``): weights keep their
-  addresses, and the pool hands outputs the same few blocks again.
+  addresses, and the pool hands outputs the same few blocks again. An argument or output seen
+  at three different addresses becomes *volatile*: the graph then reads (writes) an entry-owned
+  staging buffer, and each call copies it in (out) with one device-to-device copy, so a
+  caller who keeps every output, or passes fresh activations each time, still replays one
+  graph.
 
 Work runs on the legacy default stream, so it is ordered with PyTorch's default stream.
 """
@@ -21,6 +26,7 @@ Work runs on the legacy default stream, so it is ordered with PyTorch's default 
 from __future__ import annotations
 
 import ctypes
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +40,26 @@ DL_NAMES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloa
             "i64": "int64", "i32": "int32", "bool": "bool"}  # fmt: skip
 NP_NAMES = {**DL_NAMES, "bf16": "uint16"}
 GATHER_OOB = 1
+VOLATILE = 3  # distinct addresses after which an argument is staged instead of bound in place
+ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
 Seq = Callable[[Any], None]
+
+
+def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    n = ITEMSIZE[dtype]
+    for d in shape:
+        n *= d
+    return n
+
+
+def _dense(t: Tensor) -> bool:
+    """Row-major without gaps (the strides of size-1 dims do not matter)."""
+    expect = 1
+    for n, st in reversed(list(zip(t.shape, t.strides, strict=True))):
+        if n != 1 and st != expect:
+            return False
+        expect *= n
+    return True
 
 
 class KinaGpuError(KinaError, RuntimeError):
@@ -74,6 +99,11 @@ class GpuEntry:
             from kinac.rt.cuda.blas import Blas
 
             self.blas = Blas(self._alloc, allow_tf32=allow_tf32)
+        self._imports: dict[tuple[int, int], tuple[Any, Tensor]] = {}
+        npos = len(lowered.params) + len(lowered.outputs)
+        self._seen: list[set[int]] = [set() for _ in range(npos)]
+        self.volatile: set[int] = set()
+        self._stage: dict[int, int] = {}
         self._bound: OrderedDict[tuple[int, ...], tuple[Seq, list[Seq], Any]] = OrderedDict()
         self.captures = 0
 
@@ -91,6 +121,9 @@ class GpuEntry:
         return p
 
     def _input(self, x: Any, i: int) -> Tensor:
+        hit = self._imports.get((i, id(x)))
+        if hit is not None and hit[0]() is x:
+            return hit[1]
         spec = self.lowered.params[i]
         t: Tensor
         if isinstance(x, Tensor) and x.is_cuda:
@@ -113,21 +146,54 @@ class GpuEntry:
                 f"{self.lowered.name}: argument `{spec.name}` is {t.dtype.name}{list(t.shape)}, "
                 f"expected {DL_NAMES[spec.dtype]}{list(spec.shape)}"
             )
-        if not t.is_contiguous():
+        if not _dense(t):
             raise KinaGpuError(f"argument `{spec.name}` is not contiguous: pass x.contiguous()")
         if t.ptr % 16:
-            t = t.clone(self.resource)
+            return t.clone(self.resource)
+        if t is not x:
+            self._remember(i, x, t)
         return t
 
+    def _remember(self, i: int, x: Any, t: Tensor) -> None:
+        """Reuse the import of a CUDA array passed again (weights, most often) until it dies."""
+        key = (i, id(x))
+        imports = self._imports
+        try:
+            ref = weakref.ref(x, lambda _: imports.pop(key, None))
+        except TypeError:
+            return
+        imports[key] = (ref, t)
+
     # ---- binding and running ------------------------------------------------------------------
-    def _bind(self, ptrs: tuple[int, ...]) -> tuple[Seq, list[Seq]]:
-        """The launch sequence for these param/output addresses (and one closure per step)."""
+    def _key(self, ptrs: tuple[int, ...]) -> tuple[int, ...]:
+        """The binding key: addresses, with 0 for *volatile* positions (an array seen at
+        ``VOLATILE`` different addresses), which the graph reads from (or writes to) a staging
+        buffer of the entry instead, copied in before (out after) each replay."""
+        key = []
+        for pos, p in enumerate(ptrs):
+            seen = self._seen[pos]
+            if pos not in self.volatile and p not in seen:
+                seen.add(p)
+                if len(seen) >= VOLATILE:
+                    self.volatile.add(pos)
+            key.append(0 if pos in self.volatile else p)
+        return tuple(key)
+
+    def _staging(self, pos: int) -> int:
+        p = self._stage.get(pos)
+        if p is None:
+            specs = (*self.lowered.params, *self.lowered.outputs)
+            p = self._stage[pos] = self._alloc(_nbytes(specs[pos].dtype, specs[pos].shape))
+        return p
+
+    def _bind(self, key: tuple[int, ...]) -> tuple[Seq, list[Seq]]:
+        """The launch sequence for this binding key (and one closure per step)."""
         lw = self.lowered
         names: dict[str, int] = {"status": self.status}
-        for i in range(len(lw.params)):
-            names[f"param{i}"] = ptrs[i]
-        for j in range(len(lw.outputs)):
-            names[f"out{j}"] = ptrs[len(lw.params) + j]
+        labels = [f"param{i}" for i in range(len(lw.params))]
+        labels += [f"out{j}" for j in range(len(lw.outputs))]
+        for pos, (label, p) in enumerate(zip(labels, key, strict=True)):
+            names[label] = p if p else self._staging(pos)
 
         def ptr(name: str) -> int:
             if name.startswith("arena+"):
@@ -199,7 +265,13 @@ class GpuEntry:
 
     def __call__(self, *arrays: Any) -> Any:
         ins, outs, ptrs = self.prepare(*arrays)
-        self._runner(ptrs)(self.stream)
+        key = self._key(ptrs)
+        run = self._runner(key)
+        if self.volatile:
+            self._copy(ptrs, key, inputs=True)
+        run(self.stream)
+        if self.volatile:
+            self._copy(ptrs, key, inputs=False)
         if self.status:
             self._check_status()
         res: list[Any] = []
@@ -207,6 +279,18 @@ class GpuEntry:
             res.append(t.numpy() if dev == "cpu" else t)
         del ins
         return res[0] if len(res) == 1 else tuple(res)
+
+    def _copy(self, ptrs: tuple[int, ...], key: tuple[int, ...], inputs: bool) -> None:
+        """Copy volatile inputs into their staging buffers (or staged outputs out)."""
+        d = driver.api()
+        specs = (*self.lowered.params, *self.lowered.outputs)
+        n = len(self.lowered.params)
+        for pos in sorted(self.volatile):
+            if (pos < n) != inputs or key[pos]:
+                continue
+            nb = _nbytes(specs[pos].dtype, specs[pos].shape)
+            src, dst = (ptrs[pos], self._stage[pos]) if inputs else (self._stage[pos], ptrs[pos])
+            driver.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(dst, src, nb, self.stream.cu))
 
     def _check_status(self) -> None:
         import numpy as np
@@ -233,7 +317,7 @@ class GpuEntry:
         from kinac.rt import cuda
         from kinac.rt.cuda.graph import capture
 
-        _, _, ptrs = self.prepare(*arrays)
+        ins, outs, ptrs = self.prepare(*arrays)  # kept alive while the steps run
         self._runner(ptrs)(self.stream)
         _, steps = self._bind(ptrs)
         out = []
@@ -255,6 +339,7 @@ class GpuEntry:
                 times.append(e0.elapsed_ms(e1) / reps)
             g.close()
             out.append((s, sorted(times)[1]))
+        del ins, outs
         return out
 
     def __repr__(self) -> str:
