@@ -1,7 +1,7 @@
 """Pass ``gpu-kernels-to-nvvm``: each ``kina.kernel`` becomes GPU code or a library call.
 
 Buffers are planned as on the host (params, outputs, and a liveness-packed scratch arena,
-:func:`kinac.ir.kina_to_loops.plan_buffers`). A generated kernel becomes one LLVM function per
+here with 256-byte aligned offsets for cuBLAS). A generated kernel becomes one LLVM function per
 launch (:mod:`kinac.ir.gpu_kernels`) in one module for ``nvptx64-nvidia-cuda``; a ``blas``
 kernel becomes a :class:`~kinac.ir.gpu_lowered.GpuGemm` (cuBLAS, or cuBLASLt when it has an
 epilogue). The pass records each decision on its ``kina.kernel`` as a ``gpu`` attribute
@@ -27,7 +27,50 @@ from kinac.ir.gpu_gemm import plan_gemm
 from kinac.ir.gpu_kernels import KernelGen
 from kinac.ir.gpu_lowered import GpuLaunch, GpuStep
 from kinac.ir.gpu_scalar import ITEMSIZE
-from kinac.ir.kina_to_loops import plan_buffers
+
+ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands
+STATUS_SLOTS = 8
+
+
+@dataclass
+class BufferPlan:
+    """Where each materialised value lives: ``("param"|"out"|"temp", index or byte offset)``."""
+
+    where: dict[SSAValue, tuple[str, int]]
+    arena_bytes: int
+
+
+def plan_buffers(fn: func.FuncOp) -> BufferPlan:
+    """Params, outputs, and arena offsets for the rest (first fit over live ranges: values
+    never live at the same time share memory; a kernel's output never overlaps its inputs)."""
+    blk = fn.body.block
+    ret = blk.last_op
+    assert isinstance(ret, func.ReturnOp)
+    kernels = [o for o in blk.ops if isinstance(o, st.KernelOp)]
+    where: dict[SSAValue, tuple[str, int]] = {a: ("param", i) for i, a in enumerate(blk.args)}
+    for j, v in enumerate(ret.operands):
+        where.setdefault(v, ("out", j))
+    last: dict[SSAValue, int] = {}
+    for i, k in enumerate(kernels):
+        for u in k.operands:
+            last[u] = i
+    placed: list[tuple[int, int, int, int]] = []  # offset, end, first, last
+    for i, k in enumerate(kernels):
+        v = k.results[0]
+        if v in where:
+            continue
+        size = -(-max(nbytes(v), 1) // ALIGN) * ALIGN
+        live = (i, last.get(v, i))
+        clash = sorted((o, e) for o, e, a, b in placed if a <= live[1] and live[0] <= b)
+        off = 0
+        for o, e in clash:
+            if off + size <= o:
+                break
+            off = max(off, e)
+        placed.append((off, off + size, *live))
+        where[v] = ("temp", off)
+    arena = max((e for _, e, _, _ in placed), default=0)
+    return BufferPlan(where, max(arena, ALIGN))
 
 
 @dataclass

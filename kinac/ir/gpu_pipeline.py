@@ -11,6 +11,7 @@ generated kernels compute in f32 registers. :func:`lower_graph_gpu` is pure (a G
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -18,17 +19,16 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.printer import Printer
 
 from kinac.ir.from_graph import graph_to_module
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.gpu_fuse_epilogues import GpuFuseEpilogues
 from kinac.ir.gpu_fuse_rows import GpuFuseRows
-from kinac.ir.gpu_kernels_to_nvvm import GpuKernelsToNvvm, lower_kernels
+from kinac.ir.gpu_kernels_to_nvvm import STATUS_SLOTS, GpuKernelsToNvvm, lower_kernels
 from kinac.ir.gpu_lowered import GpuLoweredEntry
 from kinac.ir.gpu_select_impl import GpuSelectImpl
-from kinac.ir.kina_to_loops import STATUS_SLOTS
 from kinac.ir.lowered import BufferSpec
-from kinac.ir.pipeline import print_ir
 from kinac.tir.graph import Graph
 
 GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (
@@ -37,6 +37,12 @@ GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (
     GpuFuseEpilogues,
     GpuFuseRows,
 )
+
+
+def print_ir(module: ModuleOp) -> str:
+    s = io.StringIO()
+    Printer(stream=s).print_op(module)
+    return s.getvalue() + "\n"
 
 
 def one_device(graph: Graph) -> Graph:
