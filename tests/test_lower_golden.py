@@ -71,3 +71,19 @@ def test_choices_are_visible_in_the_ir() -> None:
     assert 'call ccc void @"kinac_sgemm"' in s["llvm-ir"]
     tiny = lower_stages(mlp_graph(1, 2, 4, 8))["select-impl"]
     assert 'impl = "loops"' in tiny and 'impl = "blas"' not in tiny
+
+
+def test_large_kernels_are_launched_in_chunks() -> None:
+    """Map, softmax and row-reduction kernels split their outer loop over the thread pool."""
+    from kinac.ir.testing import block_graph
+
+    stages = lower_stages(block_graph(4, 128, 256, 4, 2, 704))
+    loops = stages["kina-to-loops"]
+    launched = {
+        line.split("kbuf.launch ")[1].split("(")[0]
+        for line in loops.splitlines()
+        if "kbuf.launch" in line
+    }
+    assert {'"k0_reduce"', '"k6_softmax"', '"k15_map"'} <= launched
+    assert "func.call @k2_matmul" in loops  # BLAS kernels are called once (BLAS splits itself)
+    assert "kinac_parallel" in stages["llvm-ir"]

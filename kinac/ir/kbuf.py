@@ -8,7 +8,14 @@ transposes it relies on, and so a GPU target can lower it to cuBLAS instead.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+)
 from xdsl.ir import Dialect
 from xdsl.irdl import (
     IRDLOperation,
@@ -16,6 +23,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     prop_def,
+    var_operand_def,
 )
 from xdsl.utils.exceptions import VerifyException
 
@@ -72,4 +80,29 @@ class GemmOp(IRDLOperation):
             raise VerifyException("kbuf.gemm: ldc < n")
 
 
-KBuf = Dialect("kbuf", [GemmOp], [])
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Run kernel ``callee`` over ``[0, extent)`` of its outermost loop, in ``tasks`` chunks.
+
+    The kernel function takes its buffers then the ``lo, hi`` bounds of that loop; chunks are
+    independent (each writes its own rows of the output), so they may run in any order and
+    concurrently: on the host they are tasks of the runtime's thread pool, and a GPU target
+    would map them to blocks of a grid.
+    """
+
+    name = "kbuf.launch"
+    irdl_options = (ParsePropInAttrDict(),)
+    args = var_operand_def(MemRefType)
+    callee = prop_def(StringAttr)
+    extent = prop_def(IntegerAttr)
+    tasks = prop_def(IntegerAttr)
+
+    assembly_format = "$callee `(` $args `)` attr-dict `:` type($args)"
+
+    def verify_(self) -> None:
+        ext, tasks = self.extent.value.data, self.tasks.value.data
+        if not 1 <= tasks <= ext:
+            raise VerifyException(f"kbuf.launch: {tasks} tasks for an extent of {ext}")
+
+
+KBuf = Dialect("kbuf", [GemmOp, LaunchOp], [])

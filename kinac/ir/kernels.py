@@ -50,6 +50,30 @@ def bcast_index(idx: Sequence[Ix], shape: Sequence[int]) -> list[Ix]:
     return [0 if n == 1 else idx[lead + j] for j, n in enumerate(shape)]
 
 
+def parallel_extent(k: st.KernelOp) -> int | None:
+    """The extent of the kernel's outermost loop when its iterations are independent.
+
+    Map, softmax and row-reduction kernels write disjoint output rows per outer iteration, so
+    that loop can be split into concurrent chunks; the others (column reductions accumulate
+    across it, gathers share the status buffer) run whole.
+    """
+    y = k.body.block.last_op
+    assert isinstance(y, st.YieldOp)
+    kind, root = k.kind.data, y.value
+    if kind == "map":
+        dims = list(shape_of(root.type))
+    elif kind in ("softmax", "reduce"):
+        op = root.owner
+        assert isinstance(op, st.SoftmaxOp | st.ReduceOp)
+        xs, ax = shape_of(op.x.type), _int(op, "axis")
+        if kind == "reduce" and math.prod(xs[ax + 1 :]) != 1:
+            return None
+        dims = [n for d, n in enumerate(xs) if d != ax]
+    else:
+        return None
+    return next((n for n in dims if n > 1), None)
+
+
 class KernelLowering:
     """Emits the loops of one kernel into an :class:`Emitter`."""
 

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    StringAttr,
     UnitAttr,
     i8,
     i64,
@@ -31,13 +32,16 @@ from xdsl.passes import ModulePass
 
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.kernels import KernelLowering
+from kinac.ir.kbuf import LaunchOp
+from kinac.ir.kernels import KernelLowering, parallel_extent
 from kinac.ir.loopgen import INDEX, Emitter
 from kinac.ir.scalar import storage_type
 
 ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
 ALIGN = 64
 STATUS_SLOTS = 8
+PAR_MIN_ELEMENTS = 1 << 15  # smaller kernels run whole: a task costs about a microsecond
+PAR_TASKS = 16
 
 
 def nbytes(t: Attribute) -> int:
@@ -92,20 +96,35 @@ def plan_buffers(fn: func.FuncOp) -> BufferPlan:
 _NOALIAS = DictionaryAttr({"llvm.noalias": UnitAttr()})
 
 
-def _kernel_func(k: st.KernelOp, index: int) -> func.FuncOp:
+def launch_shape(k: st.KernelOp) -> tuple[int, int] | None:
+    """``(extent, tasks)`` when ``k`` is big enough to split over the thread pool."""
+    ext = parallel_extent(k)
+    work = max(math.prod(shape_of(v.type)) for v in (k.result, *k.inputs))
+    if ext is None or work < PAR_MIN_ELEMENTS:
+        return None
+    return ext, min(ext, PAR_TASKS)
+
+
+def _kernel_func(k: st.KernelOp, index: int, parallel: bool) -> func.FuncOp:
     has_status = k.kind.data == "gather"
     types: list[Attribute] = [buffer_type(k.result.type)]
     types += [buffer_type(u.type) for u in k.inputs]
     if has_status:
         types.append(MemRefType(i64, [STATUS_SLOTS]))
+    nbufs = len(types)
+    if parallel:
+        types += [INDEX, INDEX]  # lo, hi of the outermost loop
     block = Block(arg_types=types)
     ret = func.ReturnOp()
     block.add_op(ret)
     em = Emitter(block, ret)
-    status = block.args[-1] if has_status else None
+    if parallel:
+        em.split = (block.args[-2], block.args[-1])
+    status = block.args[nbufs - 1] if has_status else None
     ins = block.args[1 : 1 + len(k.inputs)]
     KernelLowering(k, em, ins, block.args[0], status, index).lower()
-    attrs = ArrayAttr([_NOALIAS] * len(types))
+    assert em.split is None, "the parallel loop was opened"
+    attrs = ArrayAttr([_NOALIAS] * nbufs + [DictionaryAttr({})] * (len(types) - nbufs))
     return func.FuncOp(k.sym.data, (types, []), Region(block), "private", arg_attrs=attrs)
 
 
@@ -147,11 +166,23 @@ def lower_entry(fn: func.FuncOp) -> tuple[list[Operation], BufferPlan]:
         args = [buf(k.result), *(buf(u) for u in k.inputs)]
         if k.kind.data == "gather":
             args.append(status)
-        call = func.CallOp(k.sym.data, args, [])
+        launch = launch_shape(k)
+        call: Operation
+        if launch is None:
+            call = func.CallOp(k.sym.data, args, [])
+        else:
+            call = LaunchOp.create(
+                operands=args,
+                properties={
+                    "callee": StringAttr(k.sym.data),
+                    "extent": IntegerAttr(launch[0], i64),
+                    "tasks": IntegerAttr(launch[1], i64),
+                },
+            )
         call.attributes["kind"] = k.kind
         call.attributes["impl"] = k.impl
         ops.append(call)
-        funcs.append(_kernel_func(k, i))
+        funcs.append(_kernel_func(k, i, launch is not None))
     ops.append(func.ReturnOp())
     entry.add_ops(ops)
     ftype: tuple[list[Attribute], list[Attribute]] = ([a.type for a in entry.args], [])

@@ -36,6 +36,7 @@ class Emitter:
         self.frames = [_Frame(block, end)]
         self.level: dict[SSAValue, int] = {a: 0 for a in block.args}
         self.memo: list[dict[Any, SSAValue]] = [{}]
+        self.split: tuple[SSAValue, SSAValue] | None = None  # bounds of the first loop
 
     @property
     def depth(self) -> int:
@@ -158,6 +159,8 @@ class Emitter:
     def open_loop(self, n: int, inits: Sequence[SSAValue] = ()) -> tuple[SSAValue, list[SSAValue]]:
         """Open ``for iv in range(n)`` carrying ``inits``; returns the iv and the carried values."""
         lb, ub, st = self.const(0, INDEX), self.const(n, INDEX), self.const(1, INDEX)
+        if self.split is not None and n > 1:  # a parallel kernel: this chunk of the loop
+            (lb, ub), self.split = self.split, None
         body = Block(arg_types=[INDEX, *(v.type for v in inits)])
         y = scf.YieldOp(*body.args[1:])
         body.add_op(y)

@@ -36,7 +36,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 
-from kinac.ir.kbuf import GemmOp
+from kinac.ir.kbuf import GemmOp, LaunchOp
 
 PTR = llvm.LLVMPointerType()
 _NOWRAP = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP])
@@ -99,6 +99,7 @@ class _FuncConverter:
 
     def __init__(self, externals: dict[str, llvm.LLVMFunctionType]) -> None:
         self.externals = externals
+        self.launches: list[tuple[str, int, int, int]] = []
         self.vmap: dict[SSAValue, SSAValue] = {}
         self.bmap: dict[Block, Block] = {}
         self.out: Block = Block()
@@ -224,11 +225,28 @@ class _FuncConverter:
         elif isinstance(op, GemmOp):
             self.gemm(op)
             res = None
+        elif isinstance(op, LaunchOp):
+            self.launch(op)
+            res = None
         else:
             raise NotImplementedError(f"loops-to-llvm: no lowering for {op.name}")
         if op.results:
             assert res is not None
             self.vmap[op.results[0]] = res
+
+    def launch(self, op: LaunchOp) -> None:
+        """``kinac_parallel(task, ctx, tasks)`` with the buffers packed in ``ctx``."""
+        ctx = self.emit(llvm.AllocaOp(self.const(len(op.args), i64), PTR, alignment=8))
+        for j, a in enumerate(op.args):
+            slot = self.emit(llvm.GEPOp(ctx, [j], PTR, inbounds=True))
+            self.emit(llvm.StoreOp(self.v(a), slot))
+        name = op.callee.data
+        task = self.emit(llvm.AddressOfOp(task_name(name), PTR))
+        self.externals["kinac_parallel"] = llvm.LLVMFunctionType(
+            [PTR, PTR, i64], llvm.LLVMVoidType()
+        )
+        self.emit(llvm.CallOp("kinac_parallel", task, ctx, self.const(op.tasks.value.data, i64)))
+        self.launches.append((name, len(op.args), op.extent.value.data, op.tasks.value.data))
 
     def intrinsic(self, name: str, args: list[SSAValue], t: Attribute | None) -> SSAValue:
         return self.emit(llvm.CallIntrinsicOp(name, args, [t] if t is not None else []))
@@ -266,6 +284,34 @@ def wrapper_name(entry: str) -> str:
     return f"kinac_call_{entry}"
 
 
+def task_name(kernel: str) -> str:
+    return f"{kernel}__task"
+
+
+def _task(kernel: str, nbufs: int, extent: int, tasks: int) -> llvm.FuncOp:
+    """``void kernel__task(ptr ctx, i64 i)``: chunk ``i`` of a launched kernel's outer loop."""
+    block = Block(arg_types=[PTR, i64])
+    conv = _FuncConverter({})
+    conv.out = block
+    ctx, i = block.args
+    bufs = []
+    for j in range(nbufs):
+        slot = conv.emit(llvm.GEPOp(ctx, [j], PTR, inbounds=True))
+        bufs.append(conv.emit(llvm.LoadOp(slot, PTR)))
+    chunk = conv.const(-(-extent // tasks), i64)
+    lo = conv.emit(llvm.MulOp(i, chunk))
+    hi = conv.emit(llvm.AddOp(lo, chunk))
+    ext = conv.const(extent, i64)
+    past = conv.emit(llvm.ICmpOp(hi, ext, IntegerAttr(_CMPI.index("ugt"), i64)))
+    hi = conv.emit(llvm.SelectOp(past, ext, hi))
+    conv.emit(llvm.CallOp(kernel, *bufs, lo, hi))
+    conv.emit(llvm.ReturnOp())
+    ftype = llvm.LLVMFunctionType([PTR, i64], llvm.LLVMVoidType())
+    return llvm.FuncOp(
+        task_name(kernel), ftype, linkage=llvm.LinkageAttr("internal"), body=Region(block)
+    )
+
+
 def _wrapper(fn: llvm.FuncOp) -> llvm.FuncOp:
     block = Block(arg_types=[PTR])
     conv = _FuncConverter({})
@@ -296,8 +342,10 @@ class LoopsToLLVM(ModulePass):
         new: list[Operation] = []
         for f in list(op.ops):
             assert isinstance(f, func.FuncOp)
-            lf = _FuncConverter(externals).convert(f)
+            conv = _FuncConverter(externals)
+            lf = conv.convert(f)
             new.append(lf)
+            new.extend(_task(*launch) for launch in conv.launches)
             if "kinac.entry" in f.attributes:
                 lf.properties["linkage"] = llvm.LinkageAttr("internal")
                 new.append(_wrapper(lf))

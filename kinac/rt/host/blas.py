@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from kinac.rt.host.pool import SPLIT
+
 _NAMES = {
     "kinac_sgemm": ("scipy_cblas_sgemm64_", "cblas_sgemm64_", "cblas_sgemm_64"),
     "kinac_dgemm": ("scipy_cblas_dgemm64_", "cblas_dgemm64_", "cblas_dgemm_64"),
@@ -64,7 +66,10 @@ def _fallback(dtype: Any) -> int:
     return ctypes.cast(cb, ctypes.c_void_p).value or 0
 
 
-def _raw_gemms(lib: ctypes.CDLL | None) -> dict[str, int]:
+@functools.cache
+def raw_gemms() -> dict[str, int]:
+    """``kinac_sgemm`` / ``kinac_dgemm`` bound straight to the BLAS (or the numpy fallback)."""
+    lib = _loaded_openblas()
     out: dict[str, int] = {}
     for ours, names in _NAMES.items():
         for n in names:
@@ -77,30 +82,12 @@ def _raw_gemms(lib: ctypes.CDLL | None) -> dict[str, int]:
     return out
 
 
-@functools.cache
-def blas_symbols() -> dict[str, int]:
-    """Addresses to bind ``kinac_sgemm`` / ``kinac_dgemm`` of generated code to.
-
-    With OpenBLAS on Linux these are the task pool's split products (see
-    :mod:`kinac.rt.host.pool`), calling OpenBLAS single-threaded per block; otherwise the BLAS
-    itself (or the numpy fallback).
-    """
-    from kinac.rt.host.pool import start_pool
-
+def use_split_blas() -> bool:
+    """Whether kinac can run OpenBLAS single-threaded and split products itself."""
     lib = _loaded_openblas()
-    raw = _raw_gemms(lib)
-    if lib is None or _thread_control(lib) is None:
-        return raw
-    pool = start_pool(
-        (("kinac_blas_sgemm", raw["kinac_sgemm"]), ("kinac_blas_dgemm", raw["kinac_dgemm"]))
-    )
-    if pool is None:
-        return raw
-    _SPLIT.append(True)
-    return {"kinac_sgemm": pool["kinac_sgemm"], "kinac_dgemm": pool["kinac_dgemm"]}
+    return lib is not None and _thread_control(lib) is not None
 
 
-_SPLIT: list[bool] = []
 _GETS = (
     "scipy_openblas_get_num_threads64_",
     "openblas_get_num_threads64_",
@@ -133,7 +120,7 @@ class _SingleThreaded:
         self.saved = 0
 
     def __enter__(self) -> None:
-        if not _SPLIT:
+        if not SPLIT:
             return
         get, put = _thread_control(_loaded_openblas())  # type: ignore[arg-type, misc]
         with self.lock:
@@ -143,7 +130,7 @@ class _SingleThreaded:
             self.depth += 1
 
     def __exit__(self, *exc: object) -> None:
-        if not _SPLIT:
+        if not SPLIT:
             return
         _, put = _thread_control(_loaded_openblas())  # type: ignore[arg-type, misc]
         with self.lock:
@@ -168,7 +155,7 @@ def blas_info() -> str:
             threads = str(fn())
             break
     name = lib._name.rsplit("/", 1)[-1]
-    if _SPLIT:
+    if SPLIT:
         from kinac.rt.host.pool import thread_count
 
         return f"{name}, single-threaded blocks on kinac's pool of {thread_count()} threads"

@@ -16,8 +16,9 @@ import numpy as np
 
 from kinac.ir.lowered import LoweredEntry
 from kinac.rt.host.arrays import as_host_array, new_output
-from kinac.rt.host.blas import blas_symbols, single_threaded_blas
+from kinac.rt.host.blas import single_threaded_blas
 from kinac.rt.host.errors import KinaRuntimeError
+from kinac.rt.host.pool import runtime_symbols
 
 GATHER_OOB = 1
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -89,6 +90,6 @@ def load_entry(lowered: LoweredEntry, object_code: bytes) -> HostEntry:
     """Link ``object_code`` (from :func:`kinac.codegen.llvm.compile_object`) and wrap it."""
     from kinac.codegen.llvm import jit_load
 
-    symbols = {n: a for n, a in blas_symbols().items() if n in lowered.library_calls}
+    symbols = {n: a for n, a in runtime_symbols().items() if n in lowered.library_calls}
     image = jit_load(object_code, symbols, (lowered.symbol,))
     return HostEntry(lowered, image)

@@ -296,3 +296,42 @@ def start_pool(blas: tuple[tuple[str, int], ...]) -> dict[str, int] | None:
 
 
 _IMAGES: list[object] = []  # the pool's code stays mapped for the life of the process
+_KEEP: list[object] = []
+
+
+def _serial_parallel() -> int:
+    """``kinac_parallel`` without a pool: run the tasks one after the other."""
+    task_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
+
+    def run(fn: int, ctx: int, n: int) -> None:
+        task = task_t(fn)
+        for i in range(n):
+            task(ctx, i)
+
+    cb = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(run)
+    _KEEP.append(cb)
+    return ctypes.cast(cb, ctypes.c_void_p).value or 0
+
+
+@functools.cache
+def runtime_symbols() -> dict[str, int]:
+    """Addresses of the runtime functions generated code calls.
+
+    ``kinac_sgemm`` / ``kinac_dgemm`` (CBLAS ``?gemm``, ILP64) and ``kinac_parallel``: the pool's
+    when it runs (large products split into single-threaded BLAS blocks), else the BLAS itself
+    and a serial loop.
+    """
+    from kinac.rt.host.blas import raw_gemms, use_split_blas
+
+    raw = raw_gemms()
+    pool = None
+    if use_split_blas():
+        blas = (("kinac_blas_sgemm", raw["kinac_sgemm"]), ("kinac_blas_dgemm", raw["kinac_dgemm"]))
+        pool = start_pool(blas)
+    if pool is None:
+        return {**raw, "kinac_parallel": _serial_parallel()}
+    SPLIT.append(True)
+    return {n: pool[n] for n in ("kinac_sgemm", "kinac_dgemm", "kinac_parallel")}
+
+
+SPLIT: list[bool] = []  # non-empty once BLAS products go through the pool
