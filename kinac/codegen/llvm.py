@@ -16,6 +16,7 @@ from kinac.codegen.target import TargetSpec
 
 _INIT = threading.Lock()
 _READY = False
+_LLVM = threading.RLock()  # llvmlite shares one LLVM context: one thread in it at a time
 
 
 def _llvm() -> Any:
@@ -65,14 +66,16 @@ def optimize_ir(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> Any:
 
 def compile_object(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> bytes:
     """Object code (ELF bytes) for ``llvm_ir`` on ``target`` after ``-O<opt_level>``."""
-    mod, tm = optimize_ir(llvm_ir, target, opt_level)
-    return bytes(tm.emit_object(mod))
+    with _LLVM:
+        mod, tm = optimize_ir(llvm_ir, target, opt_level)
+        return bytes(tm.emit_object(mod))
 
 
 def assembly(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> str:
     """The optimised machine assembly (for inspection: is this loop vectorised?)."""
-    mod, tm = optimize_ir(llvm_ir, target, opt_level)
-    return str(tm.emit_assembly(mod))
+    with _LLVM:
+        mod, tm = optimize_ir(llvm_ir, target, opt_level)
+        return str(tm.emit_assembly(mod))
 
 
 class JitImage:
@@ -90,14 +93,14 @@ def jit_load(object_code: bytes, symbols: dict[str, int], exports: tuple[str, ..
     Returns the addresses of ``exports``.
     """
     llvm = _llvm()
-    for name, addr in symbols.items():
-        llvm.add_symbol(name, addr)
-    target = host_target()
-    tm = _machine(target, 3)
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
-    engine.finalize_object()
-    addrs = {e: engine.get_function_address(e) for e in exports}
+    with _LLVM:
+        for name, addr in symbols.items():
+            llvm.add_symbol(name, addr)
+        tm = _machine(host_target(), 3)
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        engine.finalize_object()
+        addrs = {e: engine.get_function_address(e) for e in exports}
     missing = [e for e, a in addrs.items() if not a]
     if missing:
         raise RuntimeError(f"object code does not define {missing}")

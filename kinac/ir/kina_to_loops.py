@@ -5,6 +5,9 @@ arrays; every other value lives in one *arena* at a byte offset chosen by a live
 first-fit, so buffers of values that are never live together share memory. The entry becomes
 ``func.func @NAME(params..., outputs..., arena: memref<Nxi8>, status: memref<8xi64>)`` that
 calls one private ``func.func`` per kernel (its buffers marked ``llvm.noalias``), in order.
+A large kernel whose outermost loop has independent iterations (map, softmax, row reduction)
+takes that loop's bounds as two extra arguments and is started with ``kbuf.launch`` in chunks
+that the runtime's thread pool runs concurrently (a GPU target would launch a grid instead).
 Buffers are flat 1-D memrefs of the storage type (see :mod:`kinac.ir.scalar`): a kernel's
 index arithmetic is explicit, which is what a GPU target maps to thread indices.
 """
