@@ -101,8 +101,8 @@ def workloads() -> list[dict[str, Any]]:
     ins = mlp_inputs(torch.float32)
     fn(*ins)
     torch.cuda.synchronize()
-    out.append(dict(name="MLP [4,128,256] f32, hidden 1024", dtype="f32", kinac=lambda: fn(*ins),
-                    eager=lambda: mlp_torch(*ins), torch_fn=mlp_torch, inputs=ins,
+    out.append(dict(name="MLP [4,128,256] f32, hidden 1024", dtype="f32", kinac=lambda f=fn, i=ins: f(*i),
+                    eager=lambda i=ins: mlp_torch(*i), torch_fn=mlp_torch, inputs=ins,
                     build_s=time.perf_counter() - t0, goal=("eager", 1.0), tol=1e-5))  # fmt: skip
     for size, dims in (("small", SMALL), ("45M", BIG)):
         for dt, tdt in (("f32", torch.float32), ("bf16", torch.bfloat16)):

@@ -86,6 +86,12 @@ def lower_graph_gpu(graph: Graph, flavour: str = "nvptx") -> GpuLoweredEntry:
     nv = lower_kernels(fn, flavour)
     params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
     outs = [graph.nodes[o].type for o in graph.outputs]
+    # an output stays on the GPU unless the program moves it (to-host); params from the host
+    # are copied in by the runtime whatever their declared placement
+    odev = tuple(
+        "cpu" if graph.nodes[o].op == "to_host" else (t.device if t.device != "cpu" else "cuda:0")
+        for o, t in zip(graph.outputs, outs, strict=True)
+    )
     outputs = tuple(BufferSpec(f"out{j}", t.dtype, t.shape) for j, t in enumerate(outs))
     return GpuLoweredEntry(
         name=graph.name,
@@ -93,7 +99,7 @@ def lower_graph_gpu(graph: Graph, flavour: str = "nvptx") -> GpuLoweredEntry:
         params=params,
         outputs=outputs,
         param_devices=tuple(t.device for _, t in graph.params),
-        output_devices=tuple(t.device for t in outs),
+        output_devices=odev,
         arena_bytes=nv.arena_bytes,
         status_slots=STATUS_SLOTS,
         steps=nv.steps,

@@ -10,7 +10,8 @@ part of the lowered entry and of its cache key, never decided at run time.
 - **Row kernels** (reductions, softmax, norms over the last axis): ``T`` threads per row (a
   power of two; a warp, or part of one for short rows, or several warps sharing partials
   through shared memory for long ones) and ``C <= MAX_CHUNKS`` chunks of ``T * V`` elements per
-  row, fully unrolled, so a row is read once and kept in registers between passes.
+  row, fully unrolled, so a row is read once and kept in registers between passes; ``T`` grows
+  until a thread holds about 32 values (more would cost occupancy).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 BLOCK = 256
 MAX_CHUNKS = 16
+MAX_VALUES = 32
 CHUNK_TARGET = 4
 SMS = 132  # H200; only a sizing heuristic (a different GPU runs the same code correctly)
 I32_LIMIT = 2**31 - 1
@@ -71,7 +73,8 @@ def row_config(length: int, vec: int, rows: int) -> RowConfig | None:
     if vectors <= 32 * CHUNK_TARGET:
         t = min(32, next_pow2(-(-vectors // CHUNK_TARGET)))
     else:
-        t = min(1024, next_pow2(-(-vectors // MAX_CHUNKS)))
+        per_thread = max(1, MAX_VALUES // vec)  # registers: a row slice of 32 values
+        t = min(1024, next_pow2(-(-vectors // per_thread)))
         t = max(t, 32)
         # more threads per row when there are too few rows to fill the GPU with warps
         while t < 1024 and rows * t < 64 * 32 * SMS and -(-vectors // (2 * t)) >= 2:

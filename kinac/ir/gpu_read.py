@@ -30,7 +30,7 @@ from kinac.ir import dialect as el
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import _int, _ints, dtype_name, shape_of
 from kinac.ir.gpu_emit import Builder, Ix, Val
-from kinac.ir.gpu_scalar import ITEMSIZE, STORAGE, Scalars
+from kinac.ir.gpu_scalar import FLOAT, ITEMSIZE, STORAGE, Scalars
 from kinac.ir.layout import Layout
 from kinac.ir.views import VIEWS, chain_layout, view_base
 
@@ -128,6 +128,9 @@ class BodyReader:
             name, src = op.name[5:], dtype_name(op.lhs.type)
             if isinstance(op, el.CompareOp):
                 return self.lanewise(lambda x, y: sc.compare(name, x, y, src), a, b)
+            if name == "div" and dt in FLOAT and all(y is b[0] for y in b) and len(set(a)) > 1:
+                inv = sc.fbin("fdiv", sc.f(1.0, b[0].ty), b[0])  # one division per row
+                return [sc.fbin("fmul", x, inv) for x in a]
             return self.lanewise(lambda x, y: sc.binary(name, x, y, dt), a, b)
         if isinstance(op, el.WhereOp):
             c, a, b = (self.read(x, *bcast(idx, lax, shape_of(x.type))) for x in op.operands)
