@@ -150,13 +150,22 @@ def max_rel_err(got: np.ndarray, want: np.ndarray, dtype: str = "f32") -> float:
     return float(np.max(np.abs(g - w))) / scale if g.size else 0.0
 
 
-def assert_close(got: np.ndarray, want: np.ndarray, dtype: str, rtol: float, atol: float) -> None:
-    """Elementwise closeness with NaNs and infinities required to match exactly."""
+def assert_close(
+    got: np.ndarray, want: np.ndarray, dtype: str, rtol: float, atol: float, scaled: bool = False
+) -> None:
+    """Elementwise closeness with NaNs and infinities required to match exactly.
+
+    ``scaled``: ``atol`` is relative to the largest magnitude (sums and products, whose
+    rounding depends on the order of summation).
+    """
     assert got.shape == want.shape, (got.shape, want.shape)
     if dtype in ("i32", "i64", "bool"):
         np.testing.assert_array_equal(got, want)
         return
     g, w = as_f64(got, dtype), as_f64(want, dtype)
+    if scaled and w.size:
+        finite = np.abs(w[np.isfinite(w)])
+        atol *= max(1.0, float(finite.max()) if finite.size else 1.0)
     np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
 
 

@@ -33,11 +33,20 @@ def broadcast_pair(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return (tuple(full), tuple(other)) if draw(st.booleans()) else (tuple(other), tuple(full))
 
 
-def check(g: object, inputs: list[np.ndarray], dtypes: list[str]) -> None:
+def check(
+    g: object,
+    inputs: list[np.ndarray],
+    dtypes: list[str],
+    ops: tuple[str, ...] = (),
+    scaled: bool = False,
+) -> None:
     got, want = run(g, *inputs), torch_eval(g, *inputs)  # type: ignore[arg-type]
-    for a, b, dt in zip(got, want, dtypes, strict=True):
+    for i, (a, b, dt) in enumerate(zip(got, want, dtypes, strict=True)):
         rtol, atol = TOL.get(dt, (0, 0))
-        assert_close(a, b, dt, rtol, atol)
+        if i < len(ops) and ops[i] == "gelu" and dt in ("f32", "f16", "bf16"):
+            # both erfs are approximations (ours |err| < 4e-7, like XLA's); gelu scales by |x|/2
+            atol = max(atol, 3e-6)
+        assert_close(a, b, dt, rtol, atol, scaled)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
@@ -48,7 +57,7 @@ def test_unary_float(dtype: str, shape: tuple[int, ...], seed: int) -> None:
     x = g.param("x", dtype, shape)
     outs = [g.unary(op, x) for op in UNARY]
     x_in = randn(np.random.default_rng(seed), shape, dtype, 2.0)
-    check(g.build(*outs), [x_in], [dtype] * len(outs))
+    check(g.build(*outs), [x_in], [dtype] * len(outs), UNARY)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
@@ -58,7 +67,7 @@ def test_unary_low_precision(dtype: str, shape: tuple[int, ...], seed: int) -> N
     g = GraphBuilder(f"unary_{dtype}")
     x = g.param("x", dtype, shape)
     outs = [g.unary(op, x) for op in UNARY]
-    check(g.build(*outs), [randn(np.random.default_rng(seed), shape, dtype)], [dtype] * 13)
+    check(g.build(*outs), [randn(np.random.default_rng(seed), shape, dtype)], [dtype] * 13, UNARY)
 
 
 def test_unary_special_values() -> None:
@@ -66,7 +75,7 @@ def test_unary_special_values() -> None:
     x = g.param("x", "f32", (12,))
     vals = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 88.0, -88.0, 100.0, -100.0, 1e-40]
     outs = [g.unary(op, x) for op in UNARY]
-    check(g.build(*outs), [np.array(vals, dtype=np.float32)], ["f32"] * 13)
+    check(g.build(*outs), [np.array(vals, dtype=np.float32)], ["f32"] * 13, UNARY)
 
 
 @pytest.mark.parametrize("dtype", ["i32", "i64"])
@@ -161,7 +170,8 @@ def test_reductions(dtype: str, shape: tuple[int, ...], seed: int, data: st.Data
     x = g.param("x", dtype, shape)
     outs = [g.reduce(op, x, axis, keep) for op in ops]
     outs.append(g.reduce(ops[0], g.unary("abs", x) if dtype != "bool" else x, axis, keep))
-    check(g.build(*outs), [randn(np.random.default_rng(seed), shape, dtype)], [dtype] * len(outs))
+    ins = [randn(np.random.default_rng(seed), shape, dtype)]
+    check(g.build(*outs), ins, [dtype] * len(outs), scaled=True)
 
 
 @st.composite
@@ -195,4 +205,4 @@ def test_matmul(
     if dtype in ("i32", "i64"):
         np.testing.assert_array_equal(got, want)
     else:
-        assert_close(got, want, dtype, 1e-5 if dtype == "f32" else 1e-12, 1e-5)
+        assert_close(got, want, dtype, 1e-5 if dtype == "f32" else 1e-12, 1e-5, scaled=True)
