@@ -206,3 +206,41 @@ def test_matmul(
         np.testing.assert_array_equal(got, want)
     else:
         assert_close(got, want, dtype, 1e-5 if dtype == "f32" else 1e-12, 1e-5, scaled=True)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "i32", "bool"])
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pair=broadcast_pair(), seed=seeds, data=st.data())
+def test_reference_evaluator_matches_pytorch(
+    dtype: str, pair: tuple[tuple[int, ...], ...], seed: int, data: st.DataObject
+) -> None:
+    """``kinac.tir.interp`` (no compilation) against PyTorch, op family by op family."""
+    from kinac.tir.interp import evaluate
+
+    g = GraphBuilder("interp")
+    a, b = g.param("a", dtype, pair[0]), g.param("b", dtype, pair[1])
+    if dtype == "bool":
+        outs = [g.binary(op, a, b) for op in ("add", "mul", "eq", "lt")]
+    else:
+        outs = [g.binary(op, a, b) for op in BINARY + COMPARE if op != "pow" or dtype != "i32"]
+        if dtype != "i32":
+            outs += [g.unary(op, a) for op in UNARY]
+        ax = data.draw(st.integers(0, len(pair[0]) - 1))
+        outs += [g.reduce(r, a, ax, data.draw(st.booleans())) for r in ("reduce_sum", "reduce_max")]
+        outs += [
+            g.softmax(g.cast(a, "f32"), ax),
+            g.cast(a, "i64"),
+            g.where(g.binary("lt", a, b), a, b),
+        ]
+    gr = g.build(*outs)
+    rng = np.random.default_rng(seed)
+    x = randn(rng, pair[0], dtype)
+    y = (
+        rng.integers(1, 5, pair[1]).astype(x.dtype)
+        if dtype == "i32"
+        else randn(rng, pair[1], dtype)
+    )
+    for o, got, want in zip(outs, evaluate(gr, x, y), torch_eval(gr, x, y), strict=True):
+        dt = g.t(o).dtype
+        tol = TOL.get(dt, (0, 0))
+        assert_close(got, want, dt, tol[0], max(tol[1], 3e-6 if dt != "f64" else 0), scaled=True)
