@@ -39,12 +39,15 @@ class HostEntry:
     def name(self) -> str:
         return self.lowered.name
 
-    def _arena(self) -> np.ndarray:
-        arena = getattr(self._local, "arena", None)
-        if arena is None:
+    def _scratch(self) -> tuple[np.ndarray, int, int]:
+        """This thread's status buffer, and the addresses of its arena and status buffer."""
+        got = getattr(self._local, "scratch", None)
+        if got is None:
             arena = np.empty(self.lowered.arena_bytes, dtype=np.uint8)
-            self._local.arena = arena
-        return arena
+            status = np.zeros(self.lowered.status_slots, dtype=np.int64)
+            got = (arena, status, arena.ctypes.data, status.ctypes.data)
+            self._local.scratch = got
+        return got[1], got[2], got[3]
 
     def __call__(self, *arrays: Any) -> Any:
         lw = self.lowered
@@ -58,16 +61,17 @@ class HostEntry:
             for a, p in zip(arrays, lw.params, strict=True)
         ]
         outs = [new_output(o.dtype, o.shape) for o in lw.outputs]
-        status = np.zeros(lw.status_slots, dtype=np.int64)
-        bufs = [*ins, *outs, self._arena(), status]
-        argv = (ctypes.c_void_p * self._nargs)(*(b.ctypes.data for b in bufs))
+        status, arena_at, status_at = self._scratch()
+        status[0] = 0
+        ptrs = [b.ctypes.data for b in ins] + [b.ctypes.data for b in outs] + [arena_at, status_at]
+        argv = (ctypes.c_void_p * self._nargs)(*ptrs)
         if self._blas:
             with single_threaded_blas:
                 self._fn(argv)
         else:
             self._fn(argv)
         if status[0]:
-            raise self._error(status)
+            raise self._error(status.copy())
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _error(self, status: np.ndarray) -> KinaRuntimeError:
