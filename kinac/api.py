@@ -161,9 +161,11 @@ class CompiledDefn:
         if self.target == "cuda":
             from kinac.rt.cuda.entry import load_gpu_entry
 
+            assert glo is not None and ptx is not None
             return load_gpu_entry(glo, ptx, **self.gpu_options)
         from kinac.rt.host import load_entry
 
+        assert lowered is not None and obj is not None
         return load_entry(lowered, obj)
 
     def __repr__(self) -> str:

@@ -26,6 +26,8 @@ def rand(rng: np.random.Generator, shape: tuple[int, ...], dt: str) -> np.ndarra
     x = rng.standard_normal(shape).astype(np.float32)
     if dt == "bf16":
         return f32_to_bf16(x)
+    if dt == "f16":
+        return x.astype(np.float16)
     if dt in ("i32", "i64"):
         return rng.integers(-9, 10, size=shape).astype(np.int32 if dt == "i32" else np.int64)
     if dt == "bool":
@@ -157,7 +159,7 @@ UNARY = ("neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu"
 UNARY += ("abs", "recip", "square")
 
 
-@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
 def test_unary(dtype: str) -> None:
     g = GraphBuilder("u")
     x = g.param("x", dtype, (3, 40))
@@ -167,7 +169,7 @@ def test_unary(dtype: str) -> None:
         src = g.unary("abs", x) if op in ("log", "sqrt", "rsqrt") else x
         outs.append(g.unary(op, src))
     outs.append(g.unary("tanh", y))
-    tol = 1e-2 if dtype == "bf16" else 3e-6
+    tol = {"bf16": 1e-2, "f16": 2e-3}.get(dtype, 3e-6)
     check(g.build(*outs), rtol=tol, atol=tol)
 
 

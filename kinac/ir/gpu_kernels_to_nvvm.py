@@ -101,7 +101,7 @@ def lower_kernels(fn: func.FuncOp, flavour: str = "nvptx") -> NvvmModule:
         moved = sum(nbytes(u) for u in dict.fromkeys(k.inputs)) + nbytes(k.result)
         kind, dt, shape = k.kind.data, dtype_name(k.result.type), shape_of(k.result.type)
         if k.impl.data == "blas":
-            body = dict(zip(k.body.block.args, reads, strict=True))
+            body: dict[SSAValue, str] = dict(zip(k.body.block.args, reads, strict=True))
             gemm = plan_gemm(k, body, writes)
             impl = "cublasLt" if gemm.epilogue else "cublas"
             epi = f" epilogue={gemm.epilogue}" if gemm.epilogue else ""

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from kinac.ir import dialect as el
 from kinac.ir import dialect_struct as st
@@ -110,6 +110,7 @@ class BodyReader:
         if isinstance(v, BlockArgument):
             return self.load(self.buf[v], Layout.contiguous(shape_of(v.type)), idx, lax, dt)
         op = v.owner
+        assert isinstance(op, Operation)
         if isinstance(op, VIEWS):
             base, chain = view_base(v)
             lay = chain_layout(base, chain) if base in self.buf else None

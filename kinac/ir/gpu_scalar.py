@@ -250,9 +250,9 @@ class Scalars:
             pred = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq"}[op]
             return self.op(f"fcmp {pred} {a.ty} {a.ref}, {b.ref}", "i1")
         pre = "u" if dt == "bool" else "s"
-        pred = {"lt": pre + "lt", "le": pre + "le", "gt": pre + "gt", "ge": pre + "ge"}
-        pred["eq"] = "eq"
-        return self.op(f"icmp {pred[op]} {a.ty} {a.ref}, {b.ref}", "i1")
+        ipred = {"lt": pre + "lt", "le": pre + "le", "gt": pre + "gt", "ge": pre + "ge"}
+        ipred["eq"] = "eq"
+        return self.op(f"icmp {ipred[op]} {a.ty} {a.ref}, {b.ref}", "i1")
 
     def cast(self, x: Val, src: str, dst: str) -> Val:
         ct = COMPUTE[dst]

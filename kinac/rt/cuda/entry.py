@@ -20,7 +20,8 @@ returns a :class:`GpuEntry`, a callable taking one array per param:
   caller who keeps every output, or passes fresh activations each time, still replays one
   graph.
 
-Work runs on the legacy default stream, so it is ordered with PyTorch's default stream.
+Work runs on the legacy default stream, so it is ordered with PyTorch's default stream, on
+the GPU the entry's placement names (``@cuda(N)`` params: device ``N``; device 0 by default).
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
     for d in shape:
         n *= d
     return n
+
+
+def placement(lowered: GpuLoweredEntry) -> int:
+    """The GPU an entry runs on: ``N`` of its first ``cuda:N`` param (or output), else 0."""
+    for dev in (*lowered.param_devices, *lowered.output_devices):
+        if dev.startswith("cuda:"):
+            return int(dev[5:])
+    return 0
 
 
 def _dense(t: Tensor) -> bool:
@@ -83,10 +92,13 @@ class GpuEntry:
         from kinac.rt import cuda
 
         self.lowered = lowered
-        self.device = cuda.get_device()
+        self.ordinal = placement(lowered)
+        self.device = cuda.get_device(self.ordinal)  # made current
         self.module = cuda.load_module(ptx)
         self.kernels = {n: self.module.function(n) for n in lowered.functions}
-        self.resource = resource if resource is not None else cuda.default_resource()
+        if resource is None:
+            resource = cuda.default_resource() if self.ordinal == 0 else cuda.make_resource("pool")
+        self.resource = resource
         self.stream = cuda.Stream.null()
         self.capture_stream = cuda.Stream()
         self.use_graphs = graphs
@@ -264,6 +276,8 @@ class GpuEntry:
         return ins, outs, ptrs
 
     def __call__(self, *arrays: Any) -> Any:
+        if self.ordinal:
+            self.device.make_current()
         ins, outs, ptrs = self.prepare(*arrays)
         key = self._key(ptrs)
         run = self._runner(key)
