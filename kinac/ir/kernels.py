@@ -50,12 +50,34 @@ def bcast_index(idx: Sequence[Ix], shape: Sequence[int]) -> list[Ix]:
     return [0 if n == 1 else idx[lead + j] for j, n in enumerate(shape)]
 
 
+def merged_rows(alay: Layout, a_s: tuple[int, ...], b_s: tuple[int, ...]) -> Layout | None:
+    """``A``'s layout as one ``[rows, K]`` matrix when ``B`` has no batch dims and BLAS can
+    read all of ``A``'s batches as rows of a single product."""
+    if len(b_s) != 2 or len(a_s) <= 2:
+        return None
+    merged = alay.reshape((math.prod(a_s[:-1]), a_s[-1]))
+    return merged if merged is not None and as_blas_matrix(merged) is not None else None
+
+
+def _matmul_extent(k: st.KernelOp, op: st.MatmulOp) -> int | None:
+    a_s, b_s = shape_of(op.lhs.type), shape_of(op.rhs.type)
+    if k.impl.data == "blas":
+        base, chain = view_base(op.lhs)
+        alay = chain_layout(base, chain)
+        if alay is None or merged_rows(alay, a_s, b_s) is not None:
+            return None  # one call (BLAS products split themselves on the pool)
+        dims = list(shape_of(op.result.type)[:-2])
+    else:
+        dims = list(shape_of(op.result.type)[:-1])
+    return next((n for n in dims if n > 1), None)
+
+
 def parallel_extent(k: st.KernelOp) -> int | None:
     """The extent of the kernel's outermost loop when its iterations are independent.
 
-    Map, softmax and row-reduction kernels write disjoint output rows per outer iteration, so
-    that loop can be split into concurrent chunks; the others (column reductions accumulate
-    across it, gathers share the status buffer) run whole.
+    Map, softmax, row-reduction and batched matmul kernels write disjoint output rows per outer
+    iteration, so that loop can be split into concurrent chunks; the others (column reductions
+    accumulate across it, gathers share the status buffer) run whole.
     """
     y = k.body.block.last_op
     assert isinstance(y, st.YieldOp)
@@ -69,6 +91,10 @@ def parallel_extent(k: st.KernelOp) -> int | None:
         if kind == "reduce" and math.prod(xs[ax + 1 :]) != 1:
             return None
         dims = [n for d, n in enumerate(xs) if d != ax]
+    elif kind == "matmul":
+        op = root.owner
+        assert isinstance(op, st.MatmulOp)
+        return _matmul_extent(k, op)
     else:
         return None
     return next((n for n in dims if n > 1), None)
@@ -320,22 +346,12 @@ class KernelLowering:
         (abuf, alay), (bbuf, blay) = la, lb
         a_s, b_s, o_s = shape_of(op.lhs.type), shape_of(op.rhs.type), shape_of(op.result.type)
         m, k, n = a_s[-2], a_s[-1], b_s[-1]
-        if len(b_s) == 2 and len(a_s) > 2:
-            merged = alay.reshape((math.prod(a_s[:-1]), k))
-            if merged is not None and as_blas_matrix(merged) is not None:
-                self._call(
-                    self.buf[abuf],
-                    merged,
-                    merged.offset,
-                    self.buf[bbuf],
-                    blay,
-                    blay.offset,
-                    0,
-                    math.prod(a_s[:-1]),
-                    n,
-                    k,
-                )
-                return
+        merged = merged_rows(alay, a_s, b_s)
+        if merged is not None:
+            rows = math.prod(a_s[:-1])
+            a, b = self.buf[abuf], self.buf[bbuf]
+            self._call(a, merged, merged.offset, b, blay, blay.offset, 0, rows, n, k)
+            return
         bivs = em.loop_nest(o_s[:-2])
         a_off = self.offset(alay, [*bcast_index(bivs, a_s[:-2]), 0, 0])
         b_off = self.offset(blay, [*bcast_index(bivs, b_s[:-2]), 0, 0])
