@@ -13,9 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kinac.codegen.llvm import compile_object, host_target
-from kinac.ir import lower_graph
-from kinac.rt.host import HostEntry, load_entry
+from kinac.rt.host import HostEntry, compile_graph
 from kinac.tir.graph import Graph, Node
 
 TORCH_DTYPES = {
@@ -32,8 +30,7 @@ TORCH_DTYPES = {
 @functools.cache
 def compiled(graph: Graph) -> HostEntry:
     """The graph compiled for this machine (cached for the test session)."""
-    lw = lower_graph(graph)
-    return load_entry(lw, compile_object(lw.llvm_ir, host_target()))
+    return compile_graph(graph)
 
 
 def run(graph: Graph, *inputs: Any) -> tuple[np.ndarray, ...]:

@@ -35,12 +35,14 @@ def _loaded_openblas() -> ctypes.CDLL | None:
             paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
     except OSError:
         return None
-    for p in sorted(paths):
+    for p in sorted(paths):  # scipy may load a 32-bit-integer OpenBLAS too: skip it
         if p.endswith(".so") or ".so." in p:
             try:
-                return ctypes.CDLL(p)
+                lib = ctypes.CDLL(p)
             except OSError:
                 continue
+            if any(hasattr(lib, n) for n in _NAMES["kinac_sgemm"]):
+                return lib
     return None
 
 
