@@ -95,11 +95,12 @@ def test_binary_float(dtype: str, pair: tuple[tuple[int, ...], ...], seed: int) 
     g = GraphBuilder(f"binary_{dtype}")
     a, b = g.param("a", dtype, pair[0]), g.param("b", dtype, pair[1])
     outs = [g.binary(op, a, b) for op in BINARY + COMPARE]
+    outs.append(g.where(g.binary("lt", a, b), a, b))
     rng = np.random.default_rng(seed)
     ins = [randn(rng, pair[0], dtype), randn(rng, pair[1], dtype)]
     if dtype not in ("bf16", "f16") and ins[0].size > 1:
         ins[0].flat[0] = ins[1].flat[0]  # make eq / le / ge see an equal pair
-    check(g.build(*outs), ins, [dtype] * len(BINARY) + ["bool"] * len(COMPARE))
+    check(g.build(*outs), ins, [dtype] * len(BINARY) + ["bool"] * len(COMPARE) + [dtype])
 
 
 @pytest.mark.parametrize("dtype", ["i32", "i64"])

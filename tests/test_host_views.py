@@ -89,7 +89,7 @@ def test_view_chains(chain: tuple[tuple[int, ...], list[tuple[str, object]]], se
     shape, steps = chain
     g = GraphBuilder("views")
     x = g.param("x", "f32", shape)
-    v = apply_chain(g, x, steps)  # read through layouts (a copy kernel)
+    v = apply_chain(g, g.to_device(x, "cpu"), steps)  # read through layouts (a copy kernel)
     e = apply_chain(g, g.unary("exp", x), steps)  # views of a computed value: index transforms
     r = g.reduce("reduce_sum", g.binary("mul", v, e), -1, keepdims=True)
     ins = [randn(np.random.default_rng(seed), shape, "f32")]
