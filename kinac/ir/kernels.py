@@ -31,10 +31,9 @@ from kinac.ir.dialect import _int, _ints, dtype_name, shape_of
 from kinac.ir.kbuf import GemmOp
 from kinac.ir.layout import Layout, as_blas_matrix
 from kinac.ir.loopgen import INDEX, Emitter, Ix
+from kinac.ir.lowered import GATHER_OOB
 from kinac.ir.scalar import Scalars
 from kinac.ir.views import VIEWS, chain_layout, view_base
-
-GATHER_OOB = 1  # status code: a gather index outside [0, V)
 
 
 def _cstrides(shape: Sequence[int]) -> list[int]:

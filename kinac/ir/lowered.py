@@ -8,6 +8,7 @@ from __future__ import annotations
 from kinac.rules.codec import record
 
 LOWERING_VERSION = 1
+GATHER_OOB = 1  # status code written by a gather kernel for an index outside [0, V)
 
 
 @record

@@ -21,7 +21,6 @@ from kinac.ir.dialect import dtype_name, shape_of
 from kinac.ir.expand_math import ExpandMath
 from kinac.ir.from_graph import graph_to_module, symbol_name
 from kinac.ir.fuse_kernels import FuseKernels
-from kinac.ir.kernels import GATHER_OOB
 from kinac.ir.kina_to_loops import STATUS_SLOTS, KinaToLoops, plan_buffers
 from kinac.ir.legalize_dtypes import LegalizeDtypes
 from kinac.ir.llvm_to_text import module_to_llvm_ir
@@ -32,7 +31,6 @@ from kinac.tir.graph import Graph
 
 KINA_PASSES: tuple[Callable[[], ModulePass], ...] = (LegalizeDtypes, SelectImpl, FuseKernels)
 LOW_PASSES: tuple[Callable[[], ModulePass], ...] = (KinaToLoops, ExpandMath, LoopsToLLVM)
-assert GATHER_OOB == 1
 
 
 def print_ir(module: ModuleOp) -> str:

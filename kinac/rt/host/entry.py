@@ -14,14 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from kinac.ir.lowered import LoweredEntry
+from kinac.ir.lowered import GATHER_OOB, LoweredEntry
 from kinac.rt.host.arrays import as_host_array, new_output
 from kinac.rt.host.blas import single_threaded_blas
 from kinac.rt.host.errors import KinaRuntimeError
 from kinac.rt.host.pool import runtime_symbols
 from kinac.tir.graph import Graph
 
-GATHER_OOB = 1
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
