@@ -83,6 +83,7 @@ class Session:
             "config_path": str(self.ws.config_path) if self.ws.config_path else None,
             "single_file": self.ws.single_file,
             "default_name": self.ws.name,
+            "target_override": target,
         }
         self.target_override = target
         self.db = Database(self.store, context)

@@ -1,0 +1,184 @@
+"""What the pipeline's queries share: their key and report records, and small pure helpers.
+
+Kept apart from :mod:`kinac.pipeline` so that that file reads as the list of stages. Nothing
+here reads the world; the checker's environment answers through the pipeline's queries.
+"""
+
+from __future__ import annotations
+
+import os
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kinac.diag.model import Diagnostic, Label, NodeRef, Span
+from kinac.rules.codec import record
+
+if TYPE_CHECKING:
+    from kinac.reader.ast import Import, Mesh, ParsedFile
+    from kinac.rules import Database
+
+PRELUDE_PREFIX = "@kinac/"
+PRELUDE_DIR = Path(__file__).resolve().parent
+SKIP_DIRS = {".git", ".kinac-cache", "__pycache__", ".venv", "node_modules"}
+
+
+@record
+class DefnKey:
+    """A defn by workspace-relative file path and name: the key of every per-defn query."""
+
+    file: str
+    name: str
+
+
+@record
+class EntryKey:
+    """A defn specialised at concrete dims and dtypes for a target: one compiled artifact."""
+
+    file: str
+    defn: str
+    dims: tuple[tuple[str, Any], ...]  # int, or a tuple of ints for a variadic group
+    dtypes: tuple[tuple[str, str], ...]
+    target: str = "cpu"
+
+
+@record
+class FileIndex:
+    """What other files and later stages need of a file: span-free and body-free."""
+
+    module: str
+    imports: tuple[str, ...]  # resolved paths (``@kinac/std/nn.kina`` for the prelude)
+    meshes: tuple[Mesh, ...]
+    defns: tuple[str, ...]  # source order, duplicates included
+    import_errors: tuple[Diagnostic, ...] = ()
+
+
+@record
+class FileReport:
+    """All diagnostics of one file, in source order."""
+
+    file: str
+    diagnostics: tuple[Diagnostic, ...]
+
+
+@record
+class BuildReport:
+    """The result of ``build``: diagnostics per file and the artifacts produced."""
+
+    files: tuple[FileReport, ...]
+    artifacts: tuple[tuple[str, str, str], ...]  # (entry, kind, fingerprint)
+
+    @property
+    def error_count(self) -> int:
+        return sum(1 for f in self.files for d in f.diagnostics if d.is_error)
+
+
+def list_sources(root: Path) -> tuple[str, ...]:
+    """Every ``.kina`` file under ``root``, relative and sorted (hidden and cache dirs skipped)."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
+        rel = Path(dirpath).relative_to(root)
+        out.extend((rel / f).as_posix() for f in filenames if f.endswith(".kina"))
+    return tuple(sorted(out))
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """``fnmatch``, with ``**/`` also matching at the top level."""
+    return fnmatch(path, pattern) or (pattern.startswith("**/") and fnmatch(path, pattern[3:]))
+
+
+def resolve_import(path: str, target: str, files: tuple[str, ...]) -> str | None:
+    """An import's file: relative to the importer, then to the root, then the prelude."""
+    here = Path(path).parent
+    for cand in ((here / target).as_posix(), target):
+        norm = os.path.normpath(cand).replace(os.sep, "/")
+        if norm in files:
+            return norm
+    if target.startswith("std/") and (PRELUDE_DIR / target).is_file():
+        return PRELUDE_PREFIX + target
+    return None
+
+
+def import_error(path: str, imp: Import) -> Diagnostic:
+    return Diagnostic(
+        "K0150", "error", f"cannot find the imported file {imp.path!r}",
+        Label(NodeRef(path, "", imp.nid), "imported here"),
+        help="paths are relative to this file or to the workspace root; the prelude is \"std/nn.kina\"",
+    )
+
+
+def duplicate_error(path: str, name: str) -> Diagnostic:
+    """K0201, pointing at the second defn (``name#2``) and the first."""
+    return Diagnostic(
+        "K0201", "error", f"the name `{name}` is defined twice in this module",
+        Label(NodeRef(path, f"{name}#2", 0), "defined again here"),
+        (Label(NodeRef(path, name, 0), "first defined here"),),
+        notes=("defns may call each other in any order, so names must be unique per module",),
+        help=f"rename or remove one of the `{name}` defns",
+    )
+
+
+def entry_error(entry: Any, found: tuple[DefnKey, ...]) -> Diagnostic:
+    """K0151: a kina.toml entry whose defn is missing or ambiguous."""
+    what = "no defn" if not found else f"{len(found)} defns"
+    files = ", ".join(k.file for k in found)
+    return Diagnostic(
+        "K0151", "error", f"entry `{entry.name}`: {what} named `{entry.defn}` in the workspace"
+        + (f" ({files})" if files else ""),
+        Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
+        help="set the entry's `defn` to an existing defn, and its `file` when two files define it",
+    )
+
+
+def span_in(pf: ParsedFile, loc: NodeRef) -> Span | None:
+    """Where node ``loc`` is in this parse (``f#2`` names the second defn called ``f``)."""
+    table = pf.top_spans
+    if loc.defn:
+        name, _, nth = loc.defn.partition("#")
+        want = int(nth) if nth.isdigit() else 1
+        table = None  # type: ignore[assignment]
+        for d, spans in zip(pf.defns, pf.defn_spans, strict=False):
+            if d.name == name:
+                want -= 1
+                if want == 0:
+                    table = spans
+                    break
+    if table is None or not 0 <= loc.nid < len(table.spans):
+        return None
+    return table.spans[loc.nid]
+
+
+class CheckEnv:
+    """The checker's environment (``kinac.check.CheckEnv``/``SpecEnv``), answered by queries."""
+
+    def __init__(self, db: Database) -> None:
+        from kinac import pipeline
+
+        self.db, self.q = db, pipeline
+        self.budget_ms = pipeline.solver_budget(db, ())
+
+    def lookup(self, file: str, name: str) -> Any:
+        from kinac.check import DefnRef
+
+        ref = self.q.resolve_name(self.db, (file, name))
+        if ref is None:
+            return None
+        sig = self.q.signature(self.db, ref)
+        return (DefnRef(ref.file, ref.name), sig) if sig is not None else None
+
+    def visible(self, file: str) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.q.scope(self.db, file))
+
+    def meshes(self, file: str) -> tuple[Mesh, ...]:
+        idx = self.q.file_index(self.db, file)
+        return idx.meshes + tuple(m for imp in idx.imports for m in self.q.file_index(self.db, imp).meshes)
+
+    def solve(self, formula: Any) -> Any:
+        return self.q.solve(self.db, (formula, self.budget_ms))
+
+    def checked(self, ref: Any) -> Any:
+        return self.q.check_defn(self.db, DefnKey(ref.file, ref.name))
+
+    def callees(self, ref: Any) -> Any:
+        return self.q.callees(self.db, DefnKey(ref.file, ref.name))
