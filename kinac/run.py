@@ -69,6 +69,15 @@ def _to_host(o: Any) -> Any:
     return bf16_to_f32(a) if o.dtype.name == "bfloat16" else a
 
 
+def _synchronizer(target: str) -> Any:
+    """A function that waits for the device (a no-op on the CPU)."""
+    if target != "cuda":
+        return lambda: None
+    from kinac.rt import cuda
+
+    return cuda.get_device().synchronize
+
+
 def run_entry(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -113,21 +122,24 @@ def run_entry(args: argparse.Namespace) -> int:
         bound = min((d for _, t in params for d in t.shape), default=1)
         arrays = [_random_input(rng, t.dtype, t.shape, bound) for _, t in params]
     call_dims = {k: v for k, v in dims.items() if k in fn.dim_params}
+    sync = _synchronizer(target)
     try:
         t0 = time.perf_counter()
         out = fn(*arrays, **call_dims)
+        sync()
         first = time.perf_counter() - t0
         times = []
         for _ in range(max(args.repeat, 1)):
             t0 = time.perf_counter()
             out = fn(*arrays, **call_dims)
+            sync()  # device work is asynchronous: time it to completion
             times.append(time.perf_counter() - t0)
     except KinaError as e:
         print(str(e), file=sys.stderr)
         return EXIT_PROGRAM_ERRORS
     outs = tuple(_to_host(o) for o in (out if isinstance(out, tuple) else (out,)))
     print(f"{args.entry}: {fn.key.name} from {fn.key.file}, target {target}")
-    for (n, t), a in zip(params, arrays, strict=True):
+    for n, t in params:
         print(f"  in  {n:<6} {t.dtype}{list(t.shape)}")
     for i, o in enumerate(outs):
         a = np.asarray(o, dtype=np.float64)

@@ -10,7 +10,7 @@ import pytest
 
 from kinac.rules import CycleError, Database, input_query, query
 from kinac.rules.codec import decode, encode, fingerprint, record
-from kinac.rules.store import GRAPH_KEY, SafeDisk, Store
+from kinac.rules.store import SafeDisk, Store
 
 WORLD: dict[str, str] = {}
 

@@ -139,7 +139,7 @@ class Database:
             complete = True
             while stack and complete:
                 m = stack.pop()
-                for dep_qid, dep_fp in m.deps:
+                for dep_qid, _fp in m.deps:
                     if dep_qid in seen:
                         continue
                     seen.add(dep_qid)
