@@ -53,21 +53,36 @@ def locate(path: str | os.PathLike[str]) -> Workspace:
     return Workspace(p.resolve().parent, None, p.name)
 
 
+def _raw_setting(ws: Workspace, table: str, key: str) -> Any:
+    """A ``kina.toml`` setting needed before the cache (and so the validated config) is open.
+
+    Invalid files yield None here; the ``config`` query reports them properly.
+    """
+    if ws.config_path is None:
+        return None
+    try:
+        raw = tomllib.loads(ws.config_path.read_text(encoding="utf-8"))
+        return raw.get(table, {}).get(key)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        return None
+
+
 def choose_cache_dir(ws: Workspace, cli_dir: str | None) -> Path:
     if cli_dir:
         return Path(cli_dir).resolve()
     env = os.environ.get("KINAC_CACHE_DIR")
     if env:
         return Path(env).resolve()
-    if ws.config_path is not None:
-        try:
-            raw = tomllib.loads(ws.config_path.read_text(encoding="utf-8"))
-            cdir = raw.get("workspace", {}).get("cache_dir")
-            if isinstance(cdir, str) and cdir:
-                return (ws.root / cdir).resolve()
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
-            pass  # reported properly by the config query
+    cdir = _raw_setting(ws, "workspace", "cache_dir")
+    if isinstance(cdir, str) and cdir:
+        return (ws.root / cdir).resolve()
     return ws.root / ".kinac-cache"
+
+
+def cache_size_limit(ws: Workspace) -> int:
+    """``[cache] size_limit_mb`` in bytes (default 2 GiB)."""
+    mb = _raw_setting(ws, "cache", "size_limit_mb")
+    return int(mb) * 1024**2 if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0 else 2 * 1024**3
 
 
 class Session:
@@ -77,7 +92,7 @@ class Session:
                  no_cache: bool = False, target: str | None = None) -> None:
         self.ws = locate(path)
         self.cache_dir = choose_cache_dir(self.ws, cache_dir)
-        self.store = None if no_cache else Store(self.cache_dir)
+        self.store = None if no_cache else Store(self.cache_dir, cache_size_limit(self.ws))
         context: dict[str, Any] = {
             "root": str(self.ws.root),
             "config_path": str(self.ws.config_path) if self.ws.config_path else None,

@@ -189,3 +189,9 @@ def test_watch_rebuilds_on_save_and_survives_a_broken_file(ws: Path, tmp_path: P
     stop.set()
     t.join(timeout=10)
     assert not t.is_alive()
+
+
+def test_cache_size_limit_from_kina_toml(ws: Path, tmp_path: Path) -> None:
+    (ws / "kina.toml").write_text((ws / "kina.toml").read_text() + "\n[cache]\nsize_limit_mb = 64\n")
+    st = json.loads(kinac("cache", "stats", str(ws), "--cache-dir", str(tmp_path / "c")).stdout)
+    assert st["size_limit"] == 64 * 1024**2
