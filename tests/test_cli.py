@@ -195,3 +195,14 @@ def test_cache_size_limit_from_kina_toml(ws: Path, tmp_path: Path) -> None:
     (ws / "kina.toml").write_text((ws / "kina.toml").read_text() + "\n[cache]\nsize_limit_mb = 64\n")
     st = json.loads(kinac("cache", "stats", str(ws), "--cache-dir", str(tmp_path / "c")).stdout)
     assert st["size_limit"] == 64 * 1024**2
+
+
+def test_every_code_kinac_emits_has_an_explanation() -> None:
+    import re
+
+    from kinac.diag.explain import explanation
+
+    used = set()
+    for p in (ROOT / "kinac").rglob("*.py"):
+        used |= set(re.findall(r'"(K\d{4})"', p.read_text()))
+    assert used and all(explanation(c) for c in used), sorted(c for c in used if not explanation(c))
