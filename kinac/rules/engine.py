@@ -203,22 +203,26 @@ class Database:
         memo = self._memos.get(qid)
         if memo is None:
             memo = self._load(qid)
-        if memo is not None:
-            if memo.verified_rev == self.rev:
-                return memo
-            if qid in self._active:
-                raise CycleError(f"query cycle through {q.name}")
-            self._active.add(qid)
-            try:
-                changed = self._first_changed_dep(memo)
-            finally:
-                self._active.discard(qid)
-            if changed is None:
-                memo.verified_rev = self.rev
-                self.events.reused(q, key, qid)
-                return memo
-            self.events.why[qid] = changed
+        if memo is not None and (memo.verified_rev == self.rev or self._still_green(qid, q, key, memo)):
+            return memo
         return self._execute(qid, q, key, memo)
+
+    def _still_green(self, qid: str, q: Query[Any, Any], key: Any, memo: Memo) -> bool:
+        """Verify a memo against its trace; on success it is marked verified for this revision,
+        else the dependency that changed is recorded for ``--why``."""
+        if qid in self._active:
+            raise CycleError(f"query cycle through {q.name}")
+        self._active.add(qid)
+        try:
+            changed = self._first_changed_dep(memo)
+        finally:
+            self._active.discard(qid)
+        if changed is None:
+            memo.verified_rev = self.rev
+            self.events.reused(q, key, qid)
+            return True
+        self.events.why[qid] = changed
+        return False
 
     def _first_changed_dep(self, memo: Memo) -> str | None:
         for dep_qid, dep_fp in memo.deps:
@@ -243,19 +247,8 @@ class Database:
         q = lookup(memo.name)
         if q is None:
             return None
-        if not q.is_input:
-            if dep_qid in self._active:
-                raise CycleError(f"query cycle through {q.name}")
-            self._active.add(dep_qid)
-            try:
-                changed = self._first_changed_dep(memo)
-            finally:
-                self._active.discard(dep_qid)
-            if changed is None:
-                memo.verified_rev = self.rev
-                self.events.reused(q, None, dep_qid)
-                return memo.fp
-            self.events.why[dep_qid] = changed
+        if not q.is_input and self._still_green(dep_qid, q, None, memo):
+            return memo.fp
         try:
             key = decode(memo.key_json)
         except CodecError:
