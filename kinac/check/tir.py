@@ -16,6 +16,7 @@ from kinac.check.sig import DefnRef, SigInfo
 from kinac.check.types import SType
 from kinac.diag.model import Diagnostic
 from kinac.rules.codec import record
+from kinac.tir.graph import lookup_attr
 
 
 @record
@@ -66,10 +67,7 @@ class TPrim:
     type: SType
 
     def attr(self, name: str, default: Any = None) -> Any:
-        for k, v in self.attrs:
-            if k == name:
-                return v
-        return default
+        return lookup_attr(self.attrs, name, default)
 
 
 @record

@@ -66,6 +66,17 @@ class TType:
         return n
 
 
+def lookup_attr(attrs: tuple[tuple[str, Any], ...], name: str, default: Any = None) -> Any:
+    """The value of ``name`` in a tuple of ``(name, value)`` attr pairs, else ``default``.
+
+    Shared by :meth:`Node.attr` and the typed IR's ``TPrim.attr`` (same attrs, before and after
+    specialisation)."""
+    for k, v in attrs:
+        if k == name:
+            return v
+    return default
+
+
 @record
 class Node:
     """One operation; see the module docstring for ops and attrs."""
@@ -76,10 +87,7 @@ class Node:
     type: TType
 
     def attr(self, name: str, default: Any = None) -> Any:
-        for k, v in self.attrs:
-            if k == name:
-                return v
-        return default
+        return lookup_attr(self.attrs, name, default)
 
 
 @record
