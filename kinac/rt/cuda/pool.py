@@ -113,7 +113,7 @@ class PoolResource(PoolStatsMixin):
         if bins:
             i = bisect_left(bins, (size,))
             if i < len(bins):
-                # inlined _take (a call costs as much as the rest of this path)
+                # inlined _take and _count_alloc (a call costs as much as the rest of this path)
                 bsize, ptr = bins.pop(i)
                 fs = self._fstart
                 del fs[ptr]
@@ -152,15 +152,7 @@ class PoolResource(PoolStatsMixin):
         else:
             del self._fend[ptr + bsize]
         self._used[ptr] = (bsize, nbytes)
-        cur = self._cur = self._cur + bsize
-        if cur > self._peak:
-            self._peak = cur
-        self._total += bsize
-        req = self._req_cur = self._req_cur + nbytes
-        if req > self._req_peak:
-            self._req_peak = req
-        self._req_total += nbytes
-        self._n_total += 1
+        self._count_alloc(bsize, nbytes)
         return ptr
 
     def deallocate(self, ptr: int, nbytes: int = 0, stream: int = 0) -> None:
@@ -296,15 +288,7 @@ class PoolResource(PoolStatsMixin):
             ptr, bsize = self._upstream([size], size, stream)
             self._lsegs[ptr] = bsize
         self._lused[ptr] = (bsize, nbytes)
-        cur = self._cur = self._cur + bsize
-        if cur > self._peak:
-            self._peak = cur
-        self._total += bsize
-        req = self._req_cur = self._req_cur + nbytes
-        if req > self._req_peak:
-            self._req_peak = req
-        self._req_total += nbytes
-        self._n_total += 1
+        self._count_alloc(bsize, nbytes)
         return ptr
 
     def _deallocate_large(self, ptr: int, stream: int) -> None:

@@ -1,9 +1,9 @@
 """Statistics and self-checks of :class:`~kinac.rt.cuda.pool.PoolResource`.
 
 Kept apart from the allocation paths so that ``pool.py`` reads as the algorithm.  The counters
-are updated inline by the pool (attribute arithmetic is the cheapest bookkeeping Python has);
-this mixin turns them into ``torch.cuda.memory_stats``-shaped dictionaries and verifies the
-pool's invariants in tests.
+are updated inline by the pool's hot path (attribute arithmetic is the cheapest bookkeeping
+Python has) and through ``_count_alloc`` on its slow paths; this mixin turns them into
+``torch.cuda.memory_stats``-shaped dictionaries and verifies the pool's invariants in tests.
 """
 
 from __future__ import annotations
@@ -36,6 +36,22 @@ class PoolStatsMixin:
         self.num_alloc_retries = 0
         self.num_ooms = 0
         self.num_adoptions = 0
+
+    def _count_alloc(self, bsize: int, nbytes: int) -> None:
+        """Count one allocation: a ``bsize``-byte block for an ``nbytes``-byte request.
+
+        Used by the pool's slow paths; ``PoolResource.allocate``'s hot path does the same
+        inline (a method call costs as much as the rest of that path).
+        """
+        cur = self._cur = self._cur + bsize
+        if cur > self._peak:
+            self._peak = cur
+        self._total += bsize
+        req = self._req_cur = self._req_cur + nbytes
+        if req > self._req_peak:
+            self._req_peak = req
+        self._req_total += nbytes
+        self._n_total += 1
 
     def largest_free_block(self) -> int:
         """Size of the largest cached free block (any stream, either tier)."""
