@@ -27,6 +27,7 @@ the GPU the entry's placement names (``@cuda(N)`` params: device ``N``; device 0
 from __future__ import annotations
 
 import ctypes
+import math
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -47,10 +48,7 @@ Seq = Callable[[Any], None]
 
 
 def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
-    n = ITEMSIZE[dtype]
-    for d in shape:
-        n *= d
-    return n
+    return ITEMSIZE[dtype] * math.prod(shape)
 
 
 def placement(lowered: GpuLoweredEntry) -> int:

@@ -11,6 +11,7 @@ machinery is testable without a GPU.
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,10 +143,7 @@ class Tensor:
     ) -> Tensor:
         """Uninitialised device tensor from ``resource``, ready in order on ``stream``."""
         dt = DTYPES[dtype] if isinstance(dtype, str) else dtype
-        n = 1
-        for d in shape:
-            n *= d
-        alloc = Allocation(resource, n * dt.itemsize, stream)
+        alloc = Allocation(resource, math.prod(shape) * dt.itemsize, stream)
         return cls(alloc.ptr, shape, dt, owner=alloc, stream=stream)
 
     @classmethod
@@ -172,10 +170,7 @@ class Tensor:
     @property
     def numel(self) -> int:
         """Number of elements."""
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
