@@ -96,12 +96,17 @@ def _complete(sig, fixed: dict[str, int]) -> dict[str, int] | None:
         env.update(zip(free, combo, strict=False))
         for v in free[4:]:
             env[v] = 1
-        try:
-            if all(holds(r, env) for r in sig.assumptions):
-                return env
-        except Exception:
-            continue
+        if _satisfies(sig, env):
+            return env
     return None
+
+
+def _satisfies(sig, env: dict[str, int]) -> bool:
+    """Whether ``env`` meets the defn's assumptions (one that cannot be evaluated does not)."""
+    try:
+        return all(holds(r, env) for r in sig.assumptions)
+    except Exception:
+        return False
 
 
 def _refuted_cases() -> list[tuple[Path, int]]:
@@ -167,11 +172,8 @@ def test_well_typed_evaluate_concretely(path: Path) -> None:
 def _search(sig, base: dict[str, int]) -> dict[str, int] | None:
     for scale in range(1, 6):
         env = {v: b * scale for v, b in base.items()}
-        try:
-            if all(holds(r, env) for r in sig.assumptions):
-                return env
-        except Exception:
-            continue
+        if _satisfies(sig, env):
+            return env
     return None
 
 
