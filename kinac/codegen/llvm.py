@@ -1,6 +1,7 @@
 """LLVM through llvmlite: optimise and compile LLVM IR text, and load object code in-process.
 
-The one module of kinac that imports llvmlite (inside each function, so importing it is free).
+The one module of kinac that imports llvmlite (inside each function, so importing it is free);
+:mod:`kinac.codegen.ptx` gets it, initialised, from :func:`binding`.
 :func:`compile_object` is a pure function of its arguments (IR text, target, optimisation
 level) returning ELF object bytes: a cacheable artifact. :func:`jit_load` links such bytes into
 the process with MCJIT's RuntimeDyld, resolving external symbols (BLAS, libm) to addresses the
@@ -15,20 +16,32 @@ from typing import Any
 from kinac.codegen.target import TargetSpec
 
 _INIT = threading.Lock()
-_READY = False
+_READY: set[str] = set()
 _LLVM = threading.RLock()  # llvmlite shares one LLVM context: one thread in it at a time
 
 
-def _llvm() -> Any:
-    global _READY
+def binding(targets: str = "native") -> Any:
+    """``llvmlite.binding`` with the code generators of ``targets`` initialised (once each).
+
+    ``native``: this machine's target (host code); ``all``: every target LLVM was built
+    with (:mod:`kinac.codegen.ptx` needs NVPTX).
+    """
     import llvmlite.binding as llvm
 
     with _INIT:
-        if not _READY:
-            llvm.initialize_native_target()
-            llvm.initialize_native_asmprinter()
-            _READY = True
+        if targets not in _READY:
+            if targets == "all":
+                llvm.initialize_all_targets()
+                llvm.initialize_all_asmprinters()
+            else:
+                llvm.initialize_native_target()
+                llvm.initialize_native_asmprinter()
+            _READY.add(targets)
     return llvm
+
+
+def _llvm() -> Any:
+    return binding("native")
 
 
 def host_target() -> TargetSpec:

@@ -8,7 +8,7 @@ the NVPTX back end then selects ``ld.global.nc`` for the kernels' read-only ``no
 and keeps the explicit 16-byte vector accesses. :func:`ptx_resources` runs ``ptxas -v`` where
 it is installed (registers, spills) for tests and benchmarks.
 
-llvmlite is imported inside the functions (and only by ``kinac.codegen``).
+llvmlite comes, imported and initialised, from :func:`kinac.codegen.llvm.binding`.
 """
 
 from __future__ import annotations
@@ -18,26 +18,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 from typing import Any
+
+from kinac.codegen.llvm import binding
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 PTX_ISA = {"sm_80": "+ptx70", "sm_86": "+ptx71", "sm_89": "+ptx78", "sm_90": "+ptx80",
            "sm_90a": "+ptx80"}  # fmt: skip
-_INIT = threading.Lock()
-_READY = False
-
-
-def _llvm() -> Any:
-    global _READY
-    import llvmlite.binding as llvm
-
-    with _INIT:
-        if not _READY:
-            llvm.initialize_all_targets()
-            llvm.initialize_all_asmprinters()
-            _READY = True
-    return llvm
 
 
 def check_arch(arch: str) -> str:
@@ -49,7 +36,7 @@ def check_arch(arch: str) -> str:
 
 def optimize_nvptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> tuple[Any, Any]:
     """Parse, verify and optimise NVPTX IR; returns (module, target machine)."""
-    llvm = _llvm()
+    llvm = binding("all")
     check_arch(arch)
     target = llvm.Target.from_triple(NVPTX_TRIPLE)
     features = PTX_ISA.get(arch, "+ptx80")
