@@ -133,6 +133,16 @@ LaunchFn = Callable[..., int]
 _ctypes_launch: LaunchFn | None = None
 
 
+def _load_launch(dll: type[ctypes.CDLL]) -> Any:
+    """libcuda's ``cuLaunchKernel`` (``KINAC_LIBCUDA`` or ``libcuda.so.1``) loaded through
+    ``dll`` (``ctypes.CDLL`` or ``ctypes.PyDLL``), returning a C ``int``; argtypes unset."""
+    init()
+    lib = dll(os.environ.get("KINAC_LIBCUDA", "libcuda.so.1"))
+    f = lib.cuLaunchKernel
+    f.restype = ctypes.c_int
+    return f
+
+
 def ctypes_launch() -> LaunchFn:
     """``cuLaunchKernel`` of the loaded libcuda, called through ctypes (returns the CUresult int).
 
@@ -141,10 +151,7 @@ def ctypes_launch() -> LaunchFn:
     """
     global _ctypes_launch
     if _ctypes_launch is None:
-        init()
-        lib = ctypes.CDLL(os.environ.get("KINAC_LIBCUDA", "libcuda.so.1"))
-        f = lib.cuLaunchKernel
-        f.restype = ctypes.c_int
+        f = _load_launch(ctypes.CDLL)
         u = ctypes.c_uint
         p = ctypes.c_void_p
         f.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
@@ -160,9 +167,5 @@ def pydll_launch() -> LaunchFn:
     pre-built ctypes values, which ctypes forwards without conversion)."""
     global _pydll_launch
     if _pydll_launch is None:
-        init()
-        lib = ctypes.PyDLL(os.environ.get("KINAC_LIBCUDA", "libcuda.so.1"))
-        f = lib.cuLaunchKernel
-        f.restype = ctypes.c_int
-        _pydll_launch = f
+        _pydll_launch = _load_launch(ctypes.PyDLL)
     return _pydll_launch
