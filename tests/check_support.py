@@ -11,6 +11,7 @@ import numpy as np
 
 from kinac.check.env import InMemoryEnv, prelude_text
 from kinac.diag.model import Diagnostic, NodeRef, Span
+from kinac.pipeline_support import span_in
 from kinac.reader.parse import parse_file
 from kinac.tir.graph import Graph
 
@@ -33,20 +34,7 @@ class Workspace:
         if isinstance(loc, Span):
             return loc
         pf = self.env.file(loc.file)
-        if pf is None:
-            return None
-        name, _, nth = loc.defn.partition("#")
-        want = int(nth) if nth.isdigit() else 1
-        table = pf.top_spans if not loc.defn else None
-        for d, spans in zip(pf.defns, pf.defn_spans, strict=False):
-            if loc.defn and d.name == name:
-                want -= 1
-                if want == 0:
-                    table = spans
-                    break
-        if table is None or not 0 <= loc.nid < len(table.spans):
-            return None
-        return table.spans[loc.nid]
+        return None if pf is None else span_in(pf, loc)
 
     def render(self, diags: list[Diagnostic] | tuple[Diagnostic, ...]) -> str:
         from kinac.diag.render import plain_text
