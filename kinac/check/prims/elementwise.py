@@ -123,13 +123,10 @@ def _binary_rule(op: str, result_bool: bool) -> Any:
         if shape is None:
             return None
         if result_bool:
-            if dt in (WEAK_F, WEAK_I) and not shape.dims and shape.group is None:
-                return SType("bool", shape, dev)
             return SType("bool", shape, dev)
-        if dt in (WEAK_F, WEAK_I):
-            if shape.dims or shape.group is not None:
-                return SType("f32", shape, dev)
-            return SType(dt, shape, dev)
+        if dt in (WEAK_F, WEAK_I) and (shape.dims or shape.group is not None):
+            # a weak dtype over a non-scalar shape becomes f32, as in the concrete rule
+            return SType("f32", shape, dev)
         return SType(dt, shape, dev)
 
     return rule
