@@ -27,22 +27,15 @@ from kinac.ir.gpu_gemm import plan_gemm
 from kinac.ir.gpu_kernels import KernelGen
 from kinac.ir.gpu_lowered import GpuLaunch, GpuStep
 from kinac.ir.gpu_scalar import ITEMSIZE
+from kinac.ir.kina_to_loops import BufferPlan, pack_arena
 
 ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands
 STATUS_SLOTS = 8
 
 
-@dataclass
-class BufferPlan:
-    """Where each materialised value lives: ``("param"|"out"|"temp", index or byte offset)``."""
-
-    where: dict[SSAValue, tuple[str, int]]
-    arena_bytes: int
-
-
 def plan_buffers(fn: func.FuncOp) -> BufferPlan:
-    """Params, outputs, and arena offsets for the rest (first fit over live ranges: values
-    never live at the same time share memory; a kernel's output never overlaps its inputs)."""
+    """Params, outputs (a returned param stays a param), and arena offsets for the rest,
+    packed as on the host (:func:`~kinac.ir.kina_to_loops.pack_arena`) at ``ALIGN``."""
     blk = fn.body.block
     ret = blk.last_op
     assert isinstance(ret, func.ReturnOp)
@@ -50,27 +43,7 @@ def plan_buffers(fn: func.FuncOp) -> BufferPlan:
     where: dict[SSAValue, tuple[str, int]] = {a: ("param", i) for i, a in enumerate(blk.args)}
     for j, v in enumerate(ret.operands):
         where.setdefault(v, ("out", j))
-    last: dict[SSAValue, int] = {}
-    for i, k in enumerate(kernels):
-        for u in k.operands:
-            last[u] = i
-    placed: list[tuple[int, int, int, int]] = []  # offset, end, first, last
-    for i, k in enumerate(kernels):
-        v = k.results[0]
-        if v in where:
-            continue
-        size = -(-max(nbytes(v), 1) // ALIGN) * ALIGN
-        live = (i, last.get(v, i))
-        clash = sorted((o, e) for o, e, a, b in placed if a <= live[1] and live[0] <= b)
-        off = 0
-        for o, e in clash:
-            if off + size <= o:
-                break
-            off = max(off, e)
-        placed.append((off, off + size, *live))
-        where[v] = ("temp", off)
-    arena = max((e for _, e, _, _ in placed), default=0)
-    return BufferPlan(where, max(arena, ALIGN))
+    return pack_arena(kernels, where, lambda v: max(nbytes(v), 1), ALIGN)
 
 
 @dataclass

@@ -15,6 +15,7 @@ index arithmetic is explicit, which is what a GPU target maps to thread indices.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -73,6 +74,18 @@ def plan_buffers(fn: func.FuncOp) -> BufferPlan:
     where: dict[SSAValue, tuple[str, int]] = {a: ("param", i) for i, a in enumerate(blk.args)}
     for j, v in enumerate(ret.operands):
         where[v] = ("out", j)
+    return pack_arena(kernels, where, lambda v: nbytes(v.type), ALIGN)
+
+
+def pack_arena(
+    kernels: list[st.KernelOp],
+    where: dict[SSAValue, tuple[str, int]],
+    size_of: Callable[[SSAValue], int],
+    align: int,
+) -> BufferPlan:
+    """Give each kernel result not yet in ``where`` an ``align``-ed arena offset: first fit over
+    live ranges (values never live at the same time share memory; a kernel's output never
+    overlaps its inputs). Shared with the GPU's :mod:`kinac.ir.gpu_kernels_to_nvvm`."""
     last: dict[SSAValue, int] = {}
     for i, k in enumerate(kernels):
         for u in k.operands:
@@ -82,7 +95,7 @@ def plan_buffers(fn: func.FuncOp) -> BufferPlan:
         v = k.results[0]
         if v in where:
             continue
-        size = -(-nbytes(v.type) // ALIGN) * ALIGN
+        size = -(-size_of(v) // align) * align
         live = (i, last.get(v, i))
         clash = sorted((o, e) for o, e, a, b in placed if a <= live[1] and live[0] <= b)
         off = 0
@@ -93,7 +106,7 @@ def plan_buffers(fn: func.FuncOp) -> BufferPlan:
         placed.append((off, off + size, *live))
         where[v] = ("temp", off)
     arena = max((e for _, e, _, _ in placed), default=0)
-    return BufferPlan(where, max(arena, ALIGN))
+    return BufferPlan(where, max(arena, align))
 
 
 _NOALIAS = DictionaryAttr({"llvm.noalias": UnitAttr()})
