@@ -37,9 +37,10 @@ from kinac.ir.gpu_plan import (
     row_config,
     vector_width,
 )
-from kinac.ir.gpu_read import BodyReader, Lanes, bcast, cstrides
+from kinac.ir.gpu_read import BodyReader, Lanes, bcast
 from kinac.ir.gpu_rows import RowReducer
 from kinac.ir.gpu_scalar import COMPUTE, ITEMSIZE
+from kinac.ir.layout import cstrides
 
 GATHER_OOB = 1
 

@@ -31,18 +31,11 @@ from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import _int, _ints, dtype_name, shape_of
 from kinac.ir.gpu_emit import Builder, Ix, Val
 from kinac.ir.gpu_scalar import FLOAT, ITEMSIZE, STORAGE, Scalars
-from kinac.ir.layout import Layout
+from kinac.ir.layout import Layout, cstrides
 from kinac.ir.views import VIEWS, chain_layout, view_base
 
 Lanes = list[Val]
 Special = Callable[[list[Ix], int | None], Lanes]
-
-
-def cstrides(shape: Sequence[int]) -> list[int]:
-    out = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        out[i] = out[i + 1] * shape[i + 1]
-    return out
 
 
 def bcast(idx: Sequence[Ix], lax: int | None, shape: Sequence[int]) -> tuple[list[Ix], int | None]:

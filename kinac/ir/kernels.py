@@ -29,18 +29,11 @@ from kinac.ir import dialect as el
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import _int, _ints, dtype_name, shape_of
 from kinac.ir.kbuf import GemmOp
-from kinac.ir.layout import Layout, as_blas_matrix
+from kinac.ir.layout import Layout, as_blas_matrix, cstrides
 from kinac.ir.loopgen import INDEX, Emitter, Ix
 from kinac.ir.lowered import GATHER_OOB
 from kinac.ir.scalar import Scalars
 from kinac.ir.views import VIEWS, chain_layout, view_base
-
-
-def _cstrides(shape: Sequence[int]) -> list[int]:
-    out = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        out[i] = out[i + 1] * shape[i + 1]
-    return out
 
 
 def bcast_index(idx: Sequence[Ix], shape: Sequence[int]) -> list[Ix]:
@@ -153,7 +146,7 @@ class KernelLowering:
     def _read(self, v: SSAValue, idx: list[Ix]) -> SSAValue:
         sc, dt = self.sc, dtype_name(v.type)
         if isinstance(v, BlockArgument):
-            off = self.em.linear(idx, _cstrides(shape_of(v.type)))
+            off = self.em.linear(idx, cstrides(shape_of(v.type)))
             return sc.load(self.buf[v], off, dt)
         op = v.owner
         assert isinstance(op, Operation)
@@ -206,8 +199,8 @@ class KernelLowering:
             res[ax] = em.idiv(res[ax], _int(op, "repeats"))
             return res
         if isinstance(op, st.ReshapeOp):
-            flat = em.linear(idx, _cstrides(shape_of(op.result.type)))
-            return [em.imod(em.idiv(flat, s), n) for s, n in zip(_cstrides(src), src, strict=True)]
+            flat = em.linear(idx, cstrides(shape_of(op.result.type)))
+            return [em.imod(em.idiv(flat, s), n) for s, n in zip(cstrides(src), src, strict=True)]
         return idx  # to_device on the host
 
     # kernels ------------------------------------------------------------------------------
@@ -217,7 +210,7 @@ class KernelLowering:
 
     def _store_out(self, v: SSAValue, idx: Sequence[Ix]) -> None:
         shape = shape_of(self.root.type)
-        off = self.em.linear(idx, _cstrides(shape))
+        off = self.em.linear(idx, cstrides(shape))
         self.sc.store(v, self.out, off, dtype_name(self.root.type))
 
     def _map(self, v: SSAValue) -> None:
@@ -253,20 +246,20 @@ class KernelLowering:
         self._store_out(sc.identity(kind, dt), ivs)
         em.close_nest(ivs)
         ivs = em.loop_nest(xs)
-        off = em.linear(out_idx(ivs), _cstrides(out_shape))
+        off = em.linear(out_idx(ivs), cstrides(out_shape))
         acc = sc.widen(em.load_fresh(self.out, off), dt)
         sc.store(sc.combine(kind, acc, self.read(op.x, ivs), dt), self.out, off, dt)
         em.close_nest(ivs)
         if kind == "mean":
             ivs = em.loop_nest(out_shape)
-            off = em.linear(ivs, _cstrides(out_shape))
+            off = em.linear(ivs, cstrides(out_shape))
             sc.store(finish(sc.widen(em.load_fresh(self.out, off), dt)), self.out, off, dt)
             em.close_nest(ivs)
 
     def _softmax(self, op: st.SoftmaxOp) -> None:
         em, sc = self.em, self.sc
         xs, ax, dt = shape_of(op.x.type), _int(op, "axis"), dtype_name(op.x.type)
-        strides = _cstrides(xs)
+        strides = cstrides(xs)
         outer = [em.loop_nest([s])[0] if d != ax else 0 for d, s in enumerate(xs)]
 
         def at(iv: Ix) -> list[Ix]:
@@ -296,7 +289,7 @@ class KernelLowering:
         bad = sc.binary("add", neg, high, "bool")
         status = self.status
         assert status is not None
-        pos = em.linear(bivs, _cstrides(ishape))
+        pos = em.linear(bivs, cstrides(ishape))
 
         def record(e: Emitter) -> None:
             wide = sc.cast(raw, dtype_name(op.idx.type), "i64")
@@ -354,7 +347,7 @@ class KernelLowering:
         bivs = em.loop_nest(o_s[:-2])
         a_off = self.offset(alay, [*bcast_index(bivs, a_s[:-2]), 0, 0])
         b_off = self.offset(blay, [*bcast_index(bivs, b_s[:-2]), 0, 0])
-        c_off = em.imul(em.linear(bivs, _cstrides(o_s[:-2])), m * n)
+        c_off = em.imul(em.linear(bivs, cstrides(o_s[:-2])), m * n)
         self._call(self.buf[abuf], alay, a_off, self.buf[bbuf], blay, b_off, c_off, m, n, k)
         em.close_nest(bivs)
 

@@ -15,6 +15,7 @@ to split a sub-dim unevenly has no layout (``None``): the lowering then material
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 SubDim = tuple[int, int]
@@ -36,6 +37,14 @@ def _simplify(dim: list[SubDim]) -> Dim:
     return tuple(out)
 
 
+def cstrides(shape: Sequence[int]) -> list[int]:
+    """The element strides of a C-contiguous (row-major) array of ``shape``."""
+    out = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        out[i] = out[i + 1] * shape[i + 1]
+    return out
+
+
 @dataclass(frozen=True)
 class Layout:
     """Logical dims (each a tuple of ``(size, stride)`` sub-dims) and an element offset."""
@@ -45,9 +54,7 @@ class Layout:
 
     @staticmethod
     def contiguous(shape: tuple[int, ...]) -> Layout:
-        strides = [1] * len(shape)
-        for i in range(len(shape) - 2, -1, -1):
-            strides[i] = strides[i + 1] * shape[i + 1]
+        strides = cstrides(shape)
         return Layout(tuple(_simplify([(n, st)]) for n, st in zip(shape, strides, strict=True)))
 
     @property
