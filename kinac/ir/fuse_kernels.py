@@ -41,6 +41,17 @@ def kind_of(op: Operation) -> str:
     return "map"
 
 
+def copy_op(op: Operation, body: Block, vmap: dict[SSAValue, SSAValue]) -> None:
+    """Append to ``body`` a copy of the one-result ``op`` on ``vmap``'s values; map its result."""
+    new = op.__class__.create(
+        operands=[vmap[o] for o in op.operands],
+        result_types=[r.type for r in op.results],
+        properties=dict(op.properties),
+    )
+    body.add_op(new)
+    vmap[op.results[0]] = new.results[0]
+
+
 def _users(v: SSAValue) -> set[Operation]:
     return {u.operation for u in v.uses}
 
@@ -125,13 +136,7 @@ class _Fuser:
         body = Block(arg_types=[u.type for u in inputs])
         vmap: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args, strict=True))
         for op in ops:
-            new = op.__class__.create(
-                operands=[vmap[o] for o in op.operands],
-                result_types=[r.type for r in op.results],
-                properties=dict(op.properties),
-            )
-            body.add_op(new)
-            vmap[op.results[0]] = new.results[0]
+            copy_op(op, body, vmap)
         body.add_op(st.YieldOp.create(operands=[vmap[v]]))
         return st.KernelOp.create(
             operands=[done.get(u, u) for u in inputs],

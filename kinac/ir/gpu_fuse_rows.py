@@ -23,6 +23,7 @@ from xdsl.passes import ModulePass
 from kinac.ir import dialect as el
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import _int, dtype_name, shape_of
+from kinac.ir.fuse_kernels import copy_op
 from kinac.ir.gpu_plan import row_config, vector_width
 from kinac.ir.gpu_scalar import ITEMSIZE
 
@@ -60,13 +61,7 @@ def merge_kernels(a: st.KernelOp, b: st.KernelOp, kind: str) -> st.KernelOp:
         for op in src.body.block.ops:
             if isinstance(op, st.YieldOp):
                 continue
-            new = op.__class__.create(
-                operands=[vmap[o] for o in op.operands],
-                result_types=[r.type for r in op.results],
-                properties=dict(op.properties),
-            )
-            body.add_op(new)
-            vmap[op.results[0]] = new.results[0]
+            copy_op(op, body, vmap)
         if src is a:
             a_val = vmap[yielded(a)]
             for blk_arg, u in zip(b.body.block.args, b.inputs, strict=True):
