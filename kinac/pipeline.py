@@ -163,7 +163,8 @@ def file_index(db: Database, path: str) -> FileIndex:
             errors.append(import_error(path, imp))
         else:
             imports[resolved] = None
-    return FileIndex(pf.module, tuple(imports), pf.meshes, tuple(d.name for d in pf.defns), tuple(errors))
+    return FileIndex(pf.module, tuple(imports), pf.meshes, tuple(d.name for d in pf.defns), tuple(errors),
+                     pf.broken_defns)
 
 
 @query("defn_ast", stage="read", code=GLUE)
@@ -181,11 +182,15 @@ def signature(db: Database, key: DefnKey) -> Signature | None:
 
 @query("scope", stage="read", code=GLUE)
 def scope(db: Database, path: str) -> tuple[tuple[str, DefnKey], ...]:
-    """Names visible in a file: its own defns first, then those of the files it imports."""
+    """Names visible in a file: its own defns first, then those of the files it imports.
+
+    Defns dropped for syntax errors still take their place (their signature is None), so a
+    call of one resolves to it rather than to an import of the same name, or to nothing."""
     seen: dict[str, DefnKey] = {}
     idx = file_index(db, path)
-    for f, names in ((path, idx.defns), *((imp, file_index(db, imp).defns) for imp in idx.imports)):
-        for name in names:
+    files = (path, *idx.imports)
+    for f, fi in ((f, idx if f == path else file_index(db, f)) for f in files):
+        for name in (*fi.defns, *fi.broken):
             seen.setdefault(name, DefnKey(f, name))
     return tuple(sorted(seen.items()))
 

@@ -51,6 +51,7 @@ class FileIndex:
     meshes: tuple[Mesh, ...]
     defns: tuple[str, ...]  # source order, duplicates included
     import_errors: tuple[Diagnostic, ...] = ()
+    broken: tuple[str, ...] = ()  # defns the reader dropped for syntax errors
 
 
 @record
@@ -169,6 +170,10 @@ class CheckEnv:
 
     def visible(self, file: str) -> tuple[str, ...]:
         return tuple(n for n, _ in self.q.scope(self.db, file))
+
+    def is_broken(self, file: str, name: str) -> bool:
+        ref = self.q.resolve_name(self.db, (file, name))
+        return ref is not None and self.q.signature(self.db, ref) is None
 
     def meshes(self, file: str) -> tuple[Mesh, ...]:
         idx = self.q.file_index(self.db, file)

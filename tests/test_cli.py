@@ -206,3 +206,13 @@ def test_every_code_kinac_emits_has_an_explanation() -> None:
     for p in (ROOT / "kinac").rglob("*.py"):
         used |= set(re.findall(r'"(K\d{4})"', p.read_text()))
     assert used and all(explanation(c) for c in used), sorted(c for c in used if not explanation(c))
+
+
+def test_a_broken_defn_does_not_cascade_into_its_callers(tmp_path: Path) -> None:
+    f = tmp_path / "b.kina"
+    f.write_text("(defn g [(x : f32)] f32 x)\n"            # no `->`: dropped by the reader
+                 "(defn f [(x : f32)] -> f32 (g x))\n"      # calls it: no second error
+                 "(defn h [(x : f32)] -> f32 (gg x))\n")    # a real unknown name still is one
+    p = kinac("check", str(f), "--format", "json", "--no-cache")
+    got = [(d["code"], d["primary"]["line"]) for d in json.loads(p.stdout)]
+    assert got == [("K0116", 1), ("K0202", 3)]

@@ -96,6 +96,17 @@ class InMemoryEnv:
                     return DefnRef(f, name), d.signature
         return None
 
+    def is_broken(self, file: str, name: str) -> bool:
+        for f in (file, *self.imports(file)):
+            pf = self.file(f)
+            if pf is None:
+                continue
+            if any(d.name == name for d in pf.defns):
+                return False
+            if name in pf.broken_defns:
+                return True
+        return False
+
     def visible(self, file: str) -> tuple[str, ...]:
         out: list[str] = []
         for f in (file, *self.imports(file)):

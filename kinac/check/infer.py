@@ -307,6 +307,8 @@ class _Checker:
                 e.nid,
                 help="use add/mul/div for tensors; dim arithmetic goes inside shapes",
             )
+        if self.env.is_broken(self.file, e.head):
+            raise _Fail()  # the callee's own syntax error is reported; no cascade here
         cands = list(PRIMS) + list(self.env.visible(self.file))
         raise self.err(
             "K0202",

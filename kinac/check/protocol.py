@@ -39,6 +39,12 @@ class CheckEnv(Protocol):
         """Decide a canonical formula (the engine caches results per formula)."""
         ...
 
+    def is_broken(self, file: str, name: str) -> bool:
+        """Whether ``name``, seen from ``file``, is a defn the reader dropped for syntax errors:
+        its calls are then not checked (its own K01xx error says what is wrong), rather than
+        reported again as unknown names."""
+        ...
+
 
 class SpecEnv(CheckEnv, Protocol):
     """Additionally gives the checked body of any defn, for specialisation (inlining)."""
