@@ -109,6 +109,13 @@ def solver_budget(db: Database, _: tuple[()]) -> int:
     return cfg.solver_budget_ms if cfg is not None else 2000
 
 
+@query("solver_policy", stage="read", code=GLUE)
+def solver_policy(db: Database, _: tuple[()]) -> str:
+    """Firewall: ``solver.on_unknown`` ("error", or "runtime-check" to defer to specialisation)."""
+    cfg = config(db, ()).config
+    return cfg.on_unknown if cfg is not None else "error"
+
+
 @query("target", stage="read", code=GLUE)
 def target(db: Database, _: tuple[()]) -> TargetConfig:
     """Firewall: the build target (``--target`` over ``kina.toml``'s ``[target]``)."""

@@ -158,6 +158,7 @@ class CheckEnv:
 
         self.db, self.q = db, pipeline
         self.budget_ms = pipeline.solver_budget(db, ())
+        self.on_unknown = pipeline.solver_policy(db, ())
 
     def lookup(self, file: str, name: str) -> Any:
         from kinac.check import DefnRef

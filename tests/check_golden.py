@@ -16,6 +16,7 @@ from check_support import Workspace
 
 from kinac.check import (
     DefnRef,
+    SolveResult,
     bind_call_types,
     find_recursion,
     format_types,
@@ -48,6 +49,10 @@ def run_case(
             budget = int(line.split()[2])
     ws = Workspace({rel: text}, solve_cache=solve_cache)
     ws.env.budget_ms = budget
+    if "\n; on-unknown runtime-check" in "\n" + text:
+        ws.env.on_unknown = "runtime-check"
+    if "\n; solver-says unknown" in "\n" + text:  # stands for a budget the solver runs out of
+        ws.env.solve = lambda formula: SolveResult("unknown", reason="the solver ran out of budget")
     pf = ws.env.file(rel)
     assert pf is not None
     diags: list[Diagnostic] = []

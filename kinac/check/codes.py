@@ -43,6 +43,8 @@ CODES: dict[str, str] = {
     "K0801": "argument does not match the entry signature",
     "K0802": "bad concrete dimensions",
     "K0803": "placements mixed at specialisation",
+    "K0804": "a deferred shape check fails at these dims",
+    "K0502": "undecided obligation deferred to a runtime check",
 }
 
 
@@ -63,3 +65,16 @@ def error(
     """An error diagnostic with a known code."""
     assert code in CODES, code
     return Diagnostic(code, "error", message, primary, secondary, notes, help, counterexample)
+
+
+def warning(
+    code: str,
+    message: str,
+    primary: Label,
+    secondary: tuple[Label, ...] = (),
+    notes: tuple[str, ...] = (),
+    help: str | None = None,
+) -> Diagnostic:
+    """A warning diagnostic with a known code."""
+    assert code in CODES, code
+    return Diagnostic(code, "warning", message, primary, secondary, notes, help)

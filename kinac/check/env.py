@@ -39,6 +39,7 @@ class InMemoryEnv:
     ) -> None:
         self.files: dict[str, ast.ParsedFile] = dict(files or {})
         self.budget_ms = budget_ms
+        self.on_unknown = "error"
         self.solve_cache = solve_cache if solve_cache is not None else {}
         self.solver_calls = 0
         self._checked: dict[DefnRef, CheckedDefn] = {}

@@ -51,7 +51,7 @@ class _Checker:
         self.name = defn.name
         self.sig = analyse(file, defn.signature)
         self.diags = list(self.sig.diagnostics)
-        self.prover = Prover(self.sig.assumptions, env.solve)
+        self.prover = Prover(self.sig.assumptions, env.solve, getattr(env, "on_unknown", "error"))
         self.prover.diags = self.diags
         # name -> (kind, declaration nid, type, tensor index)
         self.scope: dict[str, tuple[str, int, SType, int]] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kinac.check import dims as D
-from kinac.check.codes import error
+from kinac.check.codes import error, warning
 from kinac.check.dims import DimEvalError
 from kinac.check.formula import (
     Facts,
@@ -40,9 +40,11 @@ class ObStats:
 class Prover:
     """Obligations of one defn under its assumptions."""
 
-    def __init__(self, assumptions: Sequence[Rel], solve: Callable[[Formula], SolveResult]) -> None:
+    def __init__(self, assumptions: Sequence[Rel], solve: Callable[[Formula], SolveResult],
+                 on_unknown: str = "error") -> None:
         self.facts = Facts(assumptions)
         self.solve = solve
+        self.on_unknown = on_unknown  # "error", or "runtime-check": defer to specialisation
         self.total = self.norm = self.solver = 0
         self.diags: list[Diagnostic] = []
 
@@ -80,6 +82,19 @@ class Prover:
         counterexample breaks numpy broadcasting too)."""
         r = self.check(rel)
         if r.status == "proved":
+            return True
+        if r.status == "unknown" and self.on_unknown == "runtime-check":
+            self.diags.append(
+                warning(
+                    "K0502",
+                    f"cannot decide whether {fmt_rel(rel)} ({what}): {r.reason}; "
+                    "it will be checked at the concrete dims of each entry and call",
+                    primary,
+                    secondary,
+                    notes + ("solver.on_unknown = \"runtime-check\" in kina.toml defers it",),
+                    help="add a `where` clause that states it to have it proved once for all dims",
+                )
+            )
             return True
         if r.status == "unknown":
             self.diags.append(

@@ -21,6 +21,7 @@ class CheckEnv(Protocol):
     """Name resolution and solving for checking one defn against its callees' signatures."""
 
     budget_ms: int
+    on_unknown: str  # "error" (K0501) or "runtime-check" (K0502 warning, checked when specialised)
 
     def lookup(self, file: str, name: str) -> tuple[DefnRef, ast.Signature] | None:
         """The defn ``name`` as seen from ``file``: its own defns first, then its imports

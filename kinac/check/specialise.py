@@ -237,7 +237,17 @@ class _Emitter:
         try:
             t, gattrs = p.concrete(cargs)
         except ShapeError as ex:
-            raise AssertionError(f"internal: {e.op} failed concretely after checking: {ex}") from ex
+            # Only an obligation deferred by solver.on_unknown = "runtime-check" can fail here.
+            raise _Abort(
+                error(
+                    "K0804",
+                    f"`{e.op}` fails at these dims: {ex}",
+                    at(c.ref.file, c.ref.name, e.nid),
+                    notes=("its shape obligation was undecided when checking and was deferred "
+                           "to this check (solver.on_unknown = \"runtime-check\")",),
+                    help="call it with dims that satisfy the obligation, or state it in a `where`",
+                )
+            ) from ex
         want = self.shape(e.type.shape, c.denv, c.groups) if not e.type.is_weak else ()
         if t.shape != want:
             raise AssertionError(f"internal: {e.op} concrete shape {t.shape} != symbolic {want}")
