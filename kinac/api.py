@@ -142,31 +142,29 @@ class CompiledDefn:
                 raise KinaCallError(f"entry `{self.fixed.name}` is built for fixed dims: {detail}")
         key = pipeline.EntryKey(self.key.file, self.key.name, bound.dims, bound.dtypes, self.target)
         db = self.sess.db
+        code: Any
+        artifact: Any  # PTX text for cuda, object code bytes for the host
         try:
             spec = pipeline.entry_graph(db, key)
             if spec.graph is None:
                 raise KinaCallError(self._render(list(spec.diagnostics)))
             if self.target == "cuda":
                 try:
-                    glo, ptx = pipeline.gpu_lowered(db, key), pipeline.ptx(db, key)
+                    code, artifact = pipeline.gpu_lowered(db, key), pipeline.ptx(db, key)
                 except NotImplementedError as e:
                     raise KinaCompileError(f"the CUDA back end cannot compile this entry: {e}") from None
-                assert glo is not None and ptx is not None
             else:
-                lowered = pipeline.lowered(db, key)
-                obj = pipeline.object_code(db, key)
-                assert lowered is not None and obj is not None
+                code, artifact = pipeline.lowered(db, key), pipeline.object_code(db, key)
         finally:
-            db.commit()
+            db.commit()  # whatever was built is kept, even when a later step fails
+        assert code is not None and artifact is not None
         if self.target == "cuda":
             from kinac.rt.cuda.entry import load_gpu_entry
 
-            assert glo is not None and ptx is not None
-            return load_gpu_entry(glo, ptx, **self.gpu_options)
+            return load_gpu_entry(code, artifact, **self.gpu_options)
         from kinac.rt.host import load_entry
 
-        assert lowered is not None and obj is not None
-        return load_entry(lowered, obj)
+        return load_entry(code, artifact)
 
     def __repr__(self) -> str:
         return f"<kinac compiled {self.key.name} from {self.key.file} for {self.target}>"
