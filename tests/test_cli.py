@@ -216,3 +216,34 @@ def test_a_broken_defn_does_not_cascade_into_its_callers(tmp_path: Path) -> None
     p = kinac("check", str(f), "--format", "json", "--no-cache")
     got = [(d["code"], d["primary"]["line"]) for d in json.loads(p.stdout)]
     assert got == [("K0116", 1), ("K0202", 3)]
+
+
+def test_run_with_seed_and_with_npz_inputs(tmp_path: Path) -> None:
+    import numpy as np
+
+    ws = tmp_path / "mlp"
+    shutil.copytree(WS / "mlp", ws, ignore=shutil.ignore_patterns(".kinac-cache"))
+    p = kinac("run", str(ws), "mlp", "--seed", "3", "--repeat", "2", "--save", str(tmp_path / "out.npz"))
+    assert p.returncode == 0, p.stderr
+    assert "out 0" in p.stdout and "float32[4, 128, 256]" in p.stdout and "median" in p.stdout
+    r = np.random.default_rng(0)
+    arrays = {"x": r.standard_normal((4, 128, 256), dtype=np.float32),
+              "w1": r.standard_normal((256, 1024), dtype=np.float32) * 0.05,
+              "b1": r.standard_normal(1024, dtype=np.float32),
+              "w2": r.standard_normal((1024, 256), dtype=np.float32) * 0.05,
+              "b2": r.standard_normal(256, dtype=np.float32)}
+    np.savez(tmp_path / "in.npz", **arrays)
+    p = kinac("run", str(ws), "mlp", "--inputs", str(tmp_path / "in.npz"), "--repeat", "1",
+              "--save", str(tmp_path / "out2.npz"))
+    assert p.returncode == 0, p.stderr
+    import torch
+
+    t = {k: torch.from_numpy(v) for k, v in arrays.items()}
+    want = (torch.nn.functional.gelu(t["x"] @ t["w1"] + t["b1"]) @ t["w2"] + t["b2"]).numpy()
+    got = np.load(tmp_path / "out2.npz")["arr_0"]
+    assert np.max(np.abs(got - want)) / np.max(np.abs(want)) < 1e-5
+    del arrays["b2"]
+    np.savez(tmp_path / "bad.npz", **arrays)
+    p = kinac("run", str(ws), "mlp", "--inputs", str(tmp_path / "bad.npz"))
+    no_traceback(p)
+    assert p.returncode == 2 and "lacks arrays named b2" in p.stderr
