@@ -80,6 +80,10 @@ class CompiledDefn:
         self.signature = sig
         self.dim_params = [p.name for p in sig.params if p.is_dim]
         self.tensor_params = [p.name for p in sig.params if not p.is_dim]
+        # Parameters without @cpu/@cuda(N) run on the target's default device.
+        self.placed = [p.type is not None and any(a.name in ("cpu", "cuda") for a in p.type.annotations)
+                       for p in sig.params if not p.is_dim]
+        self.default_device = "cpu" if target == "cpu" else f"cuda:{pipeline.target(db, ()).device}"
         self._entries: dict[Any, Any] = {}
 
     def _render(self, diags: list[Any]) -> str:
@@ -126,10 +130,24 @@ class CompiledDefn:
             self._entries[fast] = entry
         return entry(*arrays)
 
+    def _check_devices(self, types: tuple[Any, ...]) -> None:
+        """Arrays for unannotated parameters must be where the entry runs (host arrays are
+        copied in for a GPU target); annotated ones are checked against their annotation."""
+        for name, placed, t in zip(self.tensor_params, self.placed, types, strict=True):
+            if placed or t.device in (self.default_device, "cpu"):
+                continue
+            if self.target == "cpu":
+                raise KinaCallError(f"argument `{name}` lives on {t.device} but `{self.key.name}` is compiled "
+                                    f"for the CPU: pass a host array (.cpu()) or compile with target='cuda'")
+            raise KinaCallError(f"argument `{name}` lives on {t.device}, but unannotated parameters run on "
+                                f"{self.default_device} (kina.toml target.device): move it there, or "
+                                f"annotate the parameter with @cuda(N)")
+
     def _specialise(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
         from kinac import pipeline
         from kinac.check import bind_call_types
 
+        self._check_devices(types)
         bound = bind_call_types(self.key.file, self.signature, types, dim_args)
         if isinstance(bound, tuple):
             raise KinaCallError(self._render(list(bound)))

@@ -276,7 +276,7 @@ def entry_graph(db: Database, key: EntryKey) -> Any:
     """The entry's concrete graph: every call inlined at concrete dims (kinac.check.specialise)."""
     from kinac.check import DefnRef, specialise
 
-    device = "cpu" if key.target == "cpu" else "cuda:0"
+    device = "cpu" if key.target == "cpu" else f"cuda:{target(db, ()).device}"
     return specialise(DefnRef(key.file, key.defn), dict(key.dims), dict(key.dtypes), CheckEnv(db),
                       default_device=device)
 

@@ -247,3 +247,29 @@ def test_run_with_seed_and_with_npz_inputs(tmp_path: Path) -> None:
     p = kinac("run", str(ws), "mlp", "--inputs", str(tmp_path / "bad.npz"))
     no_traceback(p)
     assert p.returncode == 2 and "lacks arrays named b2" in p.stderr
+
+
+class _FakeCudaArray:
+    """Just enough of a CUDA tensor for the API's placement check (no GPU needed)."""
+
+    def __init__(self, shape: tuple[int, ...], index: int) -> None:
+        self.shape, self.dtype, self.index = shape, "float32", index
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, self.index)
+
+
+def test_api_rejects_arrays_on_the_wrong_device() -> None:
+    import numpy as np
+
+    import kinac
+    from kinac.errors import KinaCallError
+
+    f = kinac.compile(WS / "transformer", "ffn", no_cache=True)
+    r = np.random.default_rng(0)
+    wn, wg, wu, wd = (r.standard_normal(s, dtype=np.float32) for s in ((8,), (8, 16), (8, 16), (16, 8)))
+    with pytest.raises(KinaCallError, match="lives on cuda:0 but `ffn` is compiled for the CPU"):
+        f(_FakeCudaArray((2, 8), 0), wn, wg, wu, wd)
+    g = kinac.compile(WS / "transformer", "ffn", target="cuda", no_cache=True)
+    with pytest.raises(KinaCallError, match="lives on cuda:1, but unannotated parameters run on cuda:0"):
+        g(_FakeCudaArray((2, 8), 1), wn, wg, wu, wd)
