@@ -47,15 +47,18 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
     return [data[n] for n in names]
 
 
+def _parse_pairs(text: str | None) -> dict[str, str]:
+    """``K=V,K=V`` (``--dims``, ``--dtypes``) as a dict of stripped strings."""
+    pairs = (part.partition("=") for part in (text or "").split(",") if part.strip())
+    return {k.strip(): v.strip() for k, _, v in pairs}
+
+
 def _parse_dims(text: str | None) -> dict[str, int]:
     out: dict[str, int] = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        k, _, v = part.partition("=")
-        if not v.strip().isdigit() or int(v) < 1:
-            raise ValueError(f"--dims takes NAME=POSITIVE_INT pairs, got {part!r}")
-        out[k.strip()] = int(v)
+    for k, v in _parse_pairs(text).items():
+        if not v.isdigit() or int(v) < 1:
+            raise ValueError(f"--dims takes NAME=POSITIVE_INT pairs, got {f'{k}={v}'!r}")
+        out[k] = int(v)
     return out
 
 
@@ -96,11 +99,7 @@ def run_entry(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"kinac: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    dtypes: dict[str, str] = {}
-    for part in (args.dtypes or "").split(","):
-        if part.strip():
-            k, _, v = part.partition("=")
-            dtypes[k.strip()] = v.strip()
+    dtypes = _parse_pairs(args.dtypes)
     if fn.fixed is not None:
         dims = {**dict(fn.fixed.dims), **dims}
         dtypes = {**dict(fn.fixed.dtypes), **dtypes}
