@@ -317,11 +317,6 @@ def ptx(db: Database, key: EntryKey) -> str | None:
     return compile_ptx(lo.llvm_ir, target(db, ()).arch) if lo is not None else None
 
 
-def gpu_arch(db: Database) -> str:
-    """The target's GPU architecture (``sm_90`` without a kina.toml)."""
-    return target(db, ()).arch
-
-
 @query("entry_report", stage="build", code=GLUE)
 def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str, str], ...]]:
     """Build one kina.toml entry: its diagnostics and its artifacts (kind, fingerprint)."""
