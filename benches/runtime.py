@@ -6,8 +6,9 @@ In one run, each against a reference measured in the same process:
   * pool allocate+free latency (1 MiB, and a mixed-size sequence) vs PyTorch's caching
     allocator (``torch.cuda.caching_allocator_alloc``/``_delete``); goal: no slower;
   * host cost of one eager launch with 8 arguments through a pre-packed :class:`Launch`
-    (bindings and ctypes paths; unchanged arguments and one pointer changing) vs a plain
-    cuda-bindings launch; goal < 5 us;
+    (every launch path: graph (the default), bindings, ctypes, pydll; unchanged arguments and
+    one pointer changing) vs a plain cuda-bindings launch; goal < 5 us; with the driver's own
+    cost from native code (llvmlite-compiled loops) for reference;
   * host cost per kernel when a 100-kernel sequence is replayed as a CUDA graph; goal < 1 us;
   * a 16-byte-vector grid-stride copy kernel (PTX from llvmlite) vs a device-to-device copy;
     goal >= 90% of the copy's bandwidth (bytes read + written).
@@ -31,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benches.launch_probe import native_loops, native_us  # noqa: E402
 from kinac.codegen.ptx_testkernels import NOOP8_ARGS, copy_v4_ptx  # noqa: E402
 from kinac.rt import cuda  # noqa: E402
 from kinac.rt.cuda import soak  # noqa: E402
@@ -122,7 +124,7 @@ def bench_launch(k: TestKernels, s: cuda.Stream, quick: bool) -> tuple[list[Row]
     a0 = (vp(k.module.function("noop0").address), u(1), u(1), u(1), u(32), u(1), u(1), u(0))
     a0 += (vp(s.handle), vp(None), vp(None))
     cases["pydll_empty"] = lambda: pf(*a0) and None
-    for rnd in range(2):  # two rounds: the spread between them is the noise
+    for rnd in range(3):  # three interleaved rounds, best kept: the spread is the noise
         for key, fn in cases.items():
             v = per_call_us(fn, calls, batches, sync)
             print(f"launch round {rnd} {key}: {v:.3f} us")
@@ -148,6 +150,18 @@ def bench_launch(k: TestKernels, s: cuda.Stream, quick: bool) -> tuple[list[Row]
         )
     except Exception as e:  # noqa: BLE001 - reference only
         print("tuple-args reference failed:", e)
+    try:  # the driver's own cost, without Python: native loops compiled by llvmlite
+        launch_loop, graph_loop = native_loops()
+        fa, h, pa = k.noop8_kernel.address, s.handle, launches["bindings"]._params
+        out["native_launch"] = native_us(
+            lambda: launch_loop(fa, h, pa, calls), calls, batches, sync
+        )
+        gs = launches["graph"]._gstate
+        if gs is not None and gs.graph is not None:
+            ex = gs.graph.exec
+            out["native_graph"] = native_us(lambda: graph_loop(ex, h, calls), calls, batches, sync)
+    except Exception as e:  # noqa: BLE001 - reference only
+        print("native reference failed:", e)
     ref, rn = out["raw_empty"], "cuda-bindings empty launch"
     rows = []
     for path in cuda.module.LAUNCH_PATHS:
@@ -160,6 +174,12 @@ def bench_launch(k: TestKernels, s: cuda.Stream, quick: bool) -> tuple[list[Row]
             rows.append(
                 row(f"eager launch, 8 args {what} ({path})", v, "us", ref, rn, "< 5 us", 5.0)
             )
+    for key, what in (
+        ("native_launch", "cuLaunchKernel, 8 args, from native code (the driver's floor)"),
+        ("native_graph", "cuGraphLaunch of a one-kernel graph, from native code"),
+    ):
+        if key in out:
+            rows.append(row(what, out[key], "us", ref, rn, "info"))
     v = out["pydll_empty"]
     rows.append(row("libcuda empty launch via PyDLL, no wrapper", v, "us", ref, rn, "info"))
     if "raw_tuple8" in out:

@@ -79,7 +79,7 @@ def test_module_cache_and_kernel_lookup(k: TestKernels) -> None:
     assert k.fill_kernel.num_regs > 0
 
 
-@pytest.mark.parametrize("path", ["bindings", "ctypes", "pydll"])
+@pytest.mark.parametrize("path", cuda.module.LAUNCH_PATHS)
 def test_launch_paths_and_argument_updates(
     k: TestKernels, streams: tuple[cuda.Stream, cuda.Stream], path: str
 ) -> None:
@@ -102,6 +102,69 @@ def test_launch_paths_and_argument_updates(
     np.testing.assert_allclose(read_f32(x, n, s), ref_x, rtol=1e-6)
     assert launch.args == (x, y, 1.0, n)
     pool.deallocate(x, 4 * n, s.handle)
+    pool.deallocate(y, 4 * n, s.handle)
+
+
+def test_graph_path_launches_keep_queued_values_and_follow_set_and_update(
+    k: TestKernels, streams: tuple[cuda.Stream, cuda.Stream]
+) -> None:
+    """The one-kernel graph of the default path: argument changes made while earlier launches
+    are still queued affect only later launches; set()/update()/close() and a second stream."""
+    s, s2 = streams
+    pool = cuda.make_resource("pool")
+    n = 1 << 20  # big enough that launches are still queued while the host changes arguments
+    y = pool.allocate(4 * n, s.handle)
+    write_f32(y, np.ones(n, np.float32), s)
+    launch = k.scale_add(y, 1.0, 0.0, n, path="graph")
+    assert launch.path == "graph"
+    expected = np.ones(n, np.float32)
+    for i in range(20):
+        launch(s, y, 1.0 + i / 64, 0.5 * i, n)
+        expected = expected * np.float32(1.0 + i / 64) + np.float32(0.5 * i)
+    launch.set(2, 3.0)  # b = 3
+    launch(s)
+    expected = expected * np.float32(1.0 + 19 / 64) + np.float32(3.0)
+    launch.update((y, 2.0, -1.0, n))
+    launch(s)
+    expected = expected * np.float32(2.0) - np.float32(1.0)
+    s.synchronize()
+    launch.run(s2)  # the same graph on another stream
+    expected = expected * np.float32(2.0) - np.float32(1.0)
+    s2.synchronize()
+    launch.close()  # released now; the next launch builds it again
+    launch(s, y, 0.5, 0.0, n)
+    expected = expected * np.float32(0.5)
+    np.testing.assert_allclose(read_f32(y, n, s), expected, rtol=1e-5)
+    pool.deallocate(y, 4 * n, s.handle)
+
+
+def test_graph_path_launch_inside_a_foreign_capture(
+    k: TestKernels, streams: tuple[cuda.Stream, cuda.Stream]
+) -> None:
+    """A graph-path launch on a stream that someone else (not kinac) is capturing ends up in
+    their graph and replays with the right values."""
+    from kinac.rt.cuda.driver import api, check
+
+    d = api()
+    s = cuda.Stream()
+    pool = cuda.make_resource("pool")
+    n = 4096
+    y = pool.allocate(4 * n, s.handle)
+    write_f32(y, np.ones(n, np.float32), s)
+    launch = k.scale_add(y, 2.0, 1.0, n, path="graph")
+    launch(s)  # built and launched eagerly first: y = 3
+    mode = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+    check("cuStreamBeginCapture", d.cuStreamBeginCapture(s.cu, mode))
+    try:
+        launch(s)
+    finally:
+        graph = check("cuStreamEndCapture", d.cuStreamEndCapture(s.cu))
+    ex = check("cuGraphInstantiate", d.cuGraphInstantiate(graph, 0))
+    for _ in range(2):
+        check("cuGraphLaunch", d.cuGraphLaunch(ex, s.cu))
+    np.testing.assert_array_equal(read_f32(y, n, s), np.full(n, 15.0, np.float32))
+    check("cuGraphExecDestroy", d.cuGraphExecDestroy(ex))
+    check("cuGraphDestroy", d.cuGraphDestroy(graph))
     pool.deallocate(y, 4 * n, s.handle)
 
 

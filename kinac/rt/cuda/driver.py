@@ -133,12 +133,24 @@ LaunchFn = Callable[..., int]
 _ctypes_launch: LaunchFn | None = None
 
 
+_libs: dict[type[ctypes.CDLL], ctypes.CDLL] = {}
+
+
+def libcuda(dll: type[ctypes.CDLL] = ctypes.CDLL) -> ctypes.CDLL:
+    """The driver library (``KINAC_LIBCUDA`` or ``libcuda.so.1``, the one the bindings use)
+    loaded through ``dll`` (``ctypes.CDLL`` releases the GIL per call, ``ctypes.PyDLL`` keeps
+    it); ``cuInit`` has run."""
+    lib = _libs.get(dll)
+    if lib is None:
+        init()
+        lib = _libs[dll] = dll(os.environ.get("KINAC_LIBCUDA", "libcuda.so.1"))
+    return lib
+
+
 def _load_launch(dll: type[ctypes.CDLL]) -> Any:
-    """libcuda's ``cuLaunchKernel`` (``KINAC_LIBCUDA`` or ``libcuda.so.1``) loaded through
-    ``dll`` (``ctypes.CDLL`` or ``ctypes.PyDLL``), returning a C ``int``; argtypes unset."""
-    init()
-    lib = dll(os.environ.get("KINAC_LIBCUDA", "libcuda.so.1"))
-    f = lib.cuLaunchKernel
+    """libcuda's ``cuLaunchKernel`` loaded through ``dll``, returning a C ``int``; argtypes
+    unset."""
+    f = libcuda(dll).cuLaunchKernel
     f.restype = ctypes.c_int
     return f
 

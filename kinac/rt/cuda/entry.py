@@ -227,10 +227,13 @@ class GpuEntry:
             call = self.blas.bind(s.gemm, ptr, self._upload)
             return lambda stream: call(stream.handle)
         launches = []
+        # captured sequences launch with cuLaunchKernel (their eager runs are the warm-up and
+        # the fallback); uncaptured ones replay a one-kernel graph per launch (module.py)
+        path = "bindings" if self.use_graphs else "graph"
         for ln in s.launches:
             k = self.kernels[ln.function]
             args = tuple(ptr(a) for a in ln.args)
-            launches.append(k.prepare(("ptr",) * len(args), ln.grid, ln.block, 0, args))
+            launches.append(k.prepare(("ptr",) * len(args), ln.grid, ln.block, 0, args, path))
 
         def run(stream: Any) -> None:
             for launch in launches:

@@ -20,6 +20,7 @@ from kinac.rt.cuda import driver
 from kinac.rt.cuda.device import Stream
 from kinac.rt.cuda.driver import check
 from kinac.rt.cuda.errors import CudaError, GraphCaptureWarning
+from kinac.rt.cuda.module import CAPTURING
 
 Sequence = Callable[[Stream], None]
 
@@ -50,11 +51,14 @@ class CapturedGraph:
         d = driver.api()
         mode = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         check("cuStreamBeginCapture", d.cuStreamBeginCapture(self.stream.cu, mode))
+        CAPTURING[0] += 1  # graph-path launches record plain kernel nodes
         try:
             self.sequence(self.stream)
         except BaseException:
             self._abort_capture()
             raise
+        finally:
+            CAPTURING[0] -= 1
         self._graph = check("cuStreamEndCapture", d.cuStreamEndCapture(self.stream.cu))
         try:
             nodes = check("cuGraphGetNodes", d.cuGraphGetNodes(self._graph, 0))

@@ -6,9 +6,12 @@ cache hands out twice is loaded once.  Kernel handles are looked up once per mod
 
 A :class:`Launch` is a kernel plus a fixed grid and a fixed argument layout.  Its arguments live
 in one packed buffer (an 8-byte slot each) and its ``void*[]`` parameter array, pointing at the
-slots, is built once; a launch passes the array's address to ``cuLaunchKernel``.  New argument
-values are written with a single ``struct.pack_into`` call.  This keeps the host cost per
-launch at the driver's own cost.
+slots, is built once.  New argument values are written with a single ``struct.pack_into`` call.
+
+By default (the ``graph`` path) an eager launch replays a one-kernel CUDA graph built from that
+array (:mod:`kinac.rt.cuda.kernel_graph`): on the lent H200s that costs about half of a
+``cuLaunchKernel``.  Under a kinac capture (:func:`kinac.rt.cuda.capture`) the same launch is a
+plain ``cuLaunchKernel``, so the captured graph holds ordinary kernel nodes.
 """
 
 from __future__ import annotations
@@ -155,12 +158,16 @@ def _dim3(v: int | tuple[int, int, int]) -> tuple[int, int, int]:
     return (int(x), int(y), int(z))
 
 
-LAUNCH_PATHS = ("bindings", "ctypes", "pydll")
+LAUNCH_PATHS = ("graph", "bindings", "ctypes", "pydll")
+
+# > 0 while kinac captures a stream (graph.py): graph-path launches then use cuLaunchKernel
+CAPTURING: list[int] = [0]
 
 
 def default_launch_path() -> str:
-    """``KINAC_CUDA_LAUNCH`` if set (``bindings``, ``ctypes`` or ``pydll``), else ``bindings``."""
-    p = os.environ.get("KINAC_CUDA_LAUNCH", "bindings")
+    """``KINAC_CUDA_LAUNCH`` if set (``graph``, ``bindings``, ``ctypes`` or ``pydll``), else
+    ``graph``."""
+    p = os.environ.get("KINAC_CUDA_LAUNCH", "graph")
     if p not in LAUNCH_PATHS:
         raise ValueError(f"KINAC_CUDA_LAUNCH must be one of {LAUNCH_PATHS}, not {p!r}")
     return p
@@ -173,9 +180,12 @@ class Launch:
     first writes the new argument values (one ``struct.pack_into``); ``launch.run(stream)`` is
     the bare launch (one Python call less); ``set(i, v)`` changes one argument.
 
-    Paths to the driver: ``bindings`` (cuda-python's ``cuLaunchKernel``), ``ctypes`` (libcuda's
-    ``cuLaunchKernel`` through ctypes with argtypes, GIL released) and ``pydll`` (the same
-    through ``ctypes.PyDLL`` with pre-built ctypes arguments, GIL held during the call).
+    Paths to the driver: ``graph`` (a one-kernel executable graph, built on the first eager
+    launch, replayed with ``cuGraphLaunch``; argument changes go through
+    ``cuGraphExecKernelNodeSetParams``; under a kinac capture it launches like ``pydll``),
+    ``bindings`` (cuda-python's ``cuLaunchKernel``), ``ctypes`` (libcuda's ``cuLaunchKernel``
+    through ctypes with argtypes, GIL released) and ``pydll`` (the same through
+    ``ctypes.PyDLL`` with pre-built ctypes arguments, GIL held during the call).
     """
 
     __slots__ = (
@@ -192,6 +202,7 @@ class Launch:
         "_array",
         "_params",
         "_last",
+        "_gstate",
     )
 
     def __init__(
@@ -225,6 +236,7 @@ class Launch:
         self.path = path or default_launch_path()
         if self.path not in LAUNCH_PATHS:
             raise ValueError(f"launch path must be one of {LAUNCH_PATHS}, not {self.path!r}")
+        self._gstate: _GraphState | None = None
         self.run = self._make_call()
         if args is not None:
             self.update(args)
@@ -246,6 +258,8 @@ class Launch:
                     fail("cuLaunchKernel", r[0])
 
             return call
+        if self.path == "graph":
+            return self._make_graph_call()
         if self.path == "ctypes":
             cf = driver.ctypes_launch()
             fa = self.kernel.address
@@ -256,24 +270,48 @@ class Launch:
                     fail("cuLaunchKernel", rc)
 
             return call_ct
-        pf = driver.pydll_launch()
-        u = ctypes.c_uint
+        return _pydll_call(self.kernel.address, self.grid, self.block, self.shared, self._params)
+
+    def _make_graph_call(self) -> Callable[[Stream], None]:
+        st = self._gstate = _GraphState(self.kernel.address, self.grid, self.block, self.shared)
+        params = self._params
+        cap = CAPTURING
         sv = ctypes.c_void_p(0)
-        vp = ctypes.c_void_p
-        cargs: tuple[Any, ...] = (vp(self.kernel.address), u(gx), u(gy), u(gz), u(bx), u(by))
-        cargs += (u(bz), u(shm), sv, vp(params), vp(None))
+        status = ctypes.c_int(0)
+        status_ref = ctypes.byref(status)
+        fail = driver.fail
 
-        def call_py(stream: Stream) -> None:
+        def call_graph(stream: Stream) -> None:
             sv.value = stream.handle
-            rc = pf(*cargs)
+            # Captured (by kinac, or by anyone: the driver refuses cuGraphLaunch on a capturing
+            # stream) or capture state unknown: a plain cuLaunchKernel, i.e. a kernel node.
+            if (
+                cap[0]
+                or (st.is_capturing or st.make_is_capturing())(sv, status_ref)
+                or status.value
+            ):
+                (st.plain or st.make_plain(params))(stream)
+                return
+            if st.launch is None:
+                st.build(params)
+            elif st.dirty:
+                st.refresh()
+            rc = st.launch(st.exec, sv)
             if rc:
-                fail("cuLaunchKernel", rc)
+                fail("cuGraphLaunch", rc)
 
-        return call_py
+        return call_graph
+
+    def close(self) -> None:
+        """Release the one-kernel graph of the ``graph`` path now (else when collected)."""
+        if self._gstate is not None:
+            self._gstate.close()
 
     def set(self, i: int, value: int | float) -> None:
         """Write argument ``i``."""
         struct.pack_into("<" + ARG_FORMATS[self.arg_types[i]], self._buf, 8 * i, value)
+        if self._gstate is not None:
+            self._gstate.dirty = True
         last = list(self._last)
         last[i] = value
         self._last = tuple(last)
@@ -287,6 +325,8 @@ class Launch:
         except struct.error as e:
             raise TypeError(f"{self.kernel.name}{self.arg_types}: bad arguments {args}: {e}") from e
         self._last = tuple(args)
+        if self._gstate is not None:
+            self._gstate.dirty = True
 
     def __call__(self, stream: Stream, *args: int | float) -> None:
         if args:
@@ -296,6 +336,8 @@ class Launch:
                 raise TypeError(
                     f"{self.kernel.name}{self.arg_types}: bad arguments {args}: {e}"
                 ) from e
+            if self._gstate is not None and args != self._last:
+                self._gstate.dirty = True
             self._last = args
         self.run(stream)
 
@@ -303,3 +345,84 @@ class Launch:
     def args(self) -> tuple[int | float, ...]:
         """The argument values the next launch will pass."""
         return self._last
+
+
+def _pydll_call(
+    func: int,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shared: int,
+    params: int | None,
+) -> Callable[[Stream], None]:
+    """``cuLaunchKernel`` through PyDLL with pre-built ctypes arguments (the ``pydll`` path)."""
+    fail = driver.fail
+    pf = driver.pydll_launch()
+    u = ctypes.c_uint
+    sv = ctypes.c_void_p(0)
+    vp = ctypes.c_void_p
+    cargs: tuple[Any, ...] = (vp(func), *(u(g) for g in grid), *(u(b) for b in block), u(shared))
+    cargs += (sv, vp(params), vp(None))
+
+    def call_py(stream: Stream) -> None:
+        sv.value = stream.handle
+        rc = pf(*cargs)
+        if rc:
+            fail("cuLaunchKernel", rc)
+
+    return call_py
+
+
+class _GraphState:
+    """The ``graph`` path's one-kernel graph (built lazily) and whether the packed arguments
+    changed since it last read them.  Kept apart from :class:`Launch` so that the launch
+    closure holds no reference cycle."""
+
+    __slots__ = (
+        "func",
+        "grid",
+        "block",
+        "shared",
+        "graph",
+        "launch",
+        "exec",
+        "dirty",
+        "plain",
+        "is_capturing",
+    )
+
+    def __init__(
+        self, func: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int
+    ) -> None:
+        self.func, self.grid, self.block, self.shared = func, grid, block, shared
+        self.graph: Any = None
+        self.launch: Any = None
+        self.exec: Any = None
+        self.dirty = False
+        self.plain: Callable[[Stream], None] | None = None
+        self.is_capturing: Callable[[Any, Any], int] | None = None
+
+    def make_is_capturing(self) -> Callable[[Any, Any], int]:
+        from kinac.rt.cuda.kernel_graph import stream_is_capturing
+
+        self.is_capturing = stream_is_capturing()
+        return self.is_capturing
+
+    def make_plain(self, params: int | None) -> Callable[[Stream], None]:
+        self.plain = _pydll_call(self.func, self.grid, self.block, self.shared, params)
+        return self.plain
+
+    def build(self, params: int | None) -> None:
+        from kinac.rt.cuda.kernel_graph import KernelGraph
+
+        self.graph = KernelGraph(self.func, self.grid, self.block, self.shared, params)
+        self.launch, self.exec = self.graph.launcher
+        self.dirty = False
+
+    def refresh(self) -> None:
+        self.graph.refresh()
+        self.dirty = False
+
+    def close(self) -> None:
+        if self.graph is not None:
+            self.graph.close()
+        self.graph = self.launch = self.exec = None

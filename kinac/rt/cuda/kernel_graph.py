@@ -1,0 +1,173 @@
+"""One-kernel CUDA graphs: the cheapest way to launch a prepared kernel eagerly.
+
+On the lent H200s (Firecracker VMs, driver 580) ``cuLaunchKernel`` costs 3.3-3.5 us of host
+time even when called from native code, while ``cuGraphLaunch`` of an executable graph that
+holds one kernel node costs 1.25 us (``benches/launch_probe.py``, 2026-11-29): a plain launch
+builds the kernel's launch descriptor on every call, a graph builds it once, when it is
+instantiated.  So a :class:`~kinac.rt.cuda.module.Launch` on the ``graph`` path owns a
+:class:`KernelGraph`, built on its first eager launch, and launches it with ``cuGraphLaunch``.
+
+The driver refuses ``cuGraphLaunch`` on a stream that is being captured
+(``CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED``, seen on driver 580, and it invalidates the capture),
+so each launch first asks ``cuStreamIsCapturing``; on a capturing stream (kinac's own capture,
+or anyone else's, e.g. ``torch.cuda.graph``) it launches with ``cuLaunchKernel`` instead, which
+records an ordinary kernel node.
+
+New argument values reach the executable graph through ``cuGraphExecKernelNodeSetParams``,
+which copies the parameter array at the call and affects only later launches: launches already
+queued keep the values they were launched with, exactly as with ``cuLaunchKernel``.  Two
+launches of one executable graph are ordered after each other even on different streams; that
+extra ordering is safe (it only ever delays).
+
+Calls go through ``ctypes.PyDLL`` with pre-built ctypes arguments: no argument conversion and
+no GIL release per call, which is the cheapest Python-to-C call ctypes has.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+from typing import Any
+
+from kinac.rt.cuda import driver
+
+_u = ctypes.c_uint
+_vp = ctypes.c_void_p
+
+
+class KernelNodeParams(ctypes.Structure):
+    """``CUDA_KERNEL_NODE_PARAMS_v2`` of cuda.h (CUDA 12 and later)."""
+
+    _fields_ = [
+        ("func", _vp),
+        ("gridDimX", _u),
+        ("gridDimY", _u),
+        ("gridDimZ", _u),
+        ("blockDimX", _u),
+        ("blockDimY", _u),
+        ("blockDimZ", _u),
+        ("sharedMemBytes", _u),
+        ("kernelParams", _vp),
+        ("extra", _vp),
+        ("kern", _vp),
+        ("ctx", _vp),
+    ]
+
+
+_fns: dict[str, Any] = {}
+# the _v2 entry points take the v2 parameter struct above (cuda.h maps the plain names to them)
+_V2 = ("cuGraphAddKernelNode", "cuGraphExecKernelNodeSetParams")
+
+
+def _fn(name: str) -> Any:
+    """libcuda's ``name`` (its ``_v2`` symbol where cuda.h maps to one), through PyDLL."""
+    f = _fns.get(name)
+    if f is None:
+        lib = driver.libcuda(ctypes.PyDLL)
+        f = getattr(lib, f"{name}_v2") if name in _V2 else getattr(lib, name)
+        f.restype = ctypes.c_int
+        _fns[name] = f
+    return f
+
+
+def _check(call: str, rc: int) -> None:
+    if rc:
+        driver.fail(call, rc)
+
+
+def _destroy(exec_handle: int, graph_handle: int) -> None:
+    """Release an executable graph and its graph (finaliser: errors are ignored, since the
+    context may already be gone)."""
+    try:
+        _fn("cuGraphExecDestroy")(_vp(exec_handle))
+        _fn("cuGraphDestroy")(_vp(graph_handle))
+    except Exception:  # noqa: BLE001 - never raise from a finaliser
+        pass
+
+
+def stream_is_capturing() -> Any:
+    """libcuda's ``cuStreamIsCapturing(stream, &status)`` through PyDLL: returns the CUresult
+    and writes the capture status (0: not capturing) through the pointer."""
+    return _fn("cuStreamIsCapturing")
+
+
+class KernelGraph:
+    """An executable graph of one kernel node, with a fixed grid and parameter array.
+
+    ``params`` is the address of the ``void*[]`` array the kernel's arguments are read from
+    (``None`` for a kernel without parameters); :meth:`refresh` re-reads it into the
+    executable graph, :meth:`launch` queues the graph on a stream.
+    """
+
+    __slots__ = (
+        "exec",
+        "graph",
+        "node",
+        "_p",
+        "_pref",
+        "_set",
+        "_launch",
+        "_ex",
+        "_nd",
+        "_fin",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        func: int,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        params: int | None,
+    ) -> None:
+        self._p = KernelNodeParams(func, *grid, *block, shared, params, None, None, None)
+        self._pref = ctypes.byref(self._p)
+        g, node, ex = _vp(), _vp(), _vp()
+        _check("cuGraphCreate", _fn("cuGraphCreate")(ctypes.byref(g), _u(0)))
+        try:
+            add = _fn("cuGraphAddKernelNode")
+            _check(
+                "cuGraphAddKernelNode",
+                add(ctypes.byref(node), g, None, ctypes.c_size_t(0), self._pref),
+            )
+            inst = _fn("cuGraphInstantiateWithFlags")
+            _check(
+                "cuGraphInstantiateWithFlags",
+                inst(ctypes.byref(ex), g, ctypes.c_ulonglong(0)),
+            )
+        except BaseException:
+            _fn("cuGraphDestroy")(g)
+            raise
+        self.graph, self.node, self.exec = (
+            int(g.value or 0),
+            int(node.value or 0),
+            int(ex.value or 0),
+        )
+        self._ex, self._nd = ex, node
+        self._set = _fn("cuGraphExecKernelNodeSetParams")
+        self._launch = _fn("cuGraphLaunch")
+        self._fin = weakref.finalize(self, _destroy, self.exec, self.graph)
+        self._fin.atexit = False  # at exit the driver may already be torn down
+
+    def refresh(self) -> None:
+        """Copy the current argument values into the executable graph (later launches see
+        them; queued ones do not)."""
+        rc = self._set(self._ex, self._nd, self._pref)
+        if rc:
+            driver.fail("cuGraphExecKernelNodeSetParams", rc)
+
+    def launch(self, stream: Any) -> None:
+        """Queue the kernel on ``stream`` (a ``ctypes.c_void_p`` holding the stream handle)."""
+        rc = self._launch(self._ex, stream)
+        if rc:
+            driver.fail("cuGraphLaunch", rc)
+
+    @property
+    def launcher(self) -> tuple[Any, Any]:
+        """``(cuGraphLaunch, exec)``: call ``f(exec, stream_c_void_p)`` for the bare launch."""
+        return self._launch, self._ex
+
+    def close(self) -> None:
+        """Destroy the executable graph now (it is also destroyed when collected)."""
+        self._fin()
