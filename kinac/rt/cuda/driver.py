@@ -6,9 +6,10 @@ driver call goes through :func:`check` (or an inline ``!= OK`` test on hot paths
 :func:`fail`), which turns a CUresult into a :class:`~kinac.rt.cuda.errors.CudaError` naming the
 call and the error.
 
-It also offers an optional launch entry point through ctypes (``cuLaunchKernel`` of the same
-``libcuda`` that the bindings loaded): same driver, same context, a little less Python glue per
-call.  :class:`~kinac.rt.cuda.module.Launch` measures both and the bench reports both.
+It also opens the same ``libcuda`` through ctypes (:func:`libcuda`): same driver, same context,
+less Python glue per call.  The hot launch paths use it: ``cuLaunchKernel`` for the ``ctypes``
+and ``pydll`` paths of :class:`~kinac.rt.cuda.module.Launch`, and the graph entry points of
+:mod:`~kinac.rt.cuda.kernel_graph` for its default ``graph`` path.
 """
 
 from __future__ import annotations
