@@ -51,3 +51,32 @@ def test_colmajor_translation() -> None:
     at = np.lib.stride_tricks.as_strided(a.ravel(), (cm.k, cm.n), (8, cm.ldb * 8))  # A^T
     bt = np.lib.stride_tricks.as_strided(b.ravel(), (cm.k, cm.m), (8, cm.lda * 8)).T  # (B^T)
     np.testing.assert_allclose((bt @ at).T, a @ b.T)
+
+
+def test_an_entry_runs_on_one_gpu() -> None:
+    import pytest
+
+    from kinac.rt.cuda.entry import KinaGpuError, placement
+
+    def lowered(pdev: tuple[str, ...], odev: tuple[str, ...]) -> GpuLoweredEntry:
+        params = tuple(BufferSpec(f"p{i}", "f32", (4,)) for i in range(len(pdev)))
+        outs = tuple(BufferSpec(f"out{j}", "f32", (4,)) for j in range(len(odev)))
+        return GpuLoweredEntry("e", "", params, outs, pdev, odev, 64, 8, (), ())
+
+    assert placement(lowered(("cpu", "cpu"), ("cuda:0",))) == 0
+    assert placement(lowered(("cuda:1", "cpu"), ("cuda:1",))) == 1
+    assert placement(lowered(("cpu",), ("cpu",))) == 0
+    with pytest.raises(KinaGpuError, match=r"one entry runs on one GPU, but its arrays are on "
+                       r"cuda:0, cuda:1 \(p0 on cuda:0, p1 on cuda:1, out0 on cuda:1\)"):  # fmt: skip
+        placement(lowered(("cuda:0", "cuda:1"), ("cuda:1",)))
+
+
+def test_outputs_stay_on_the_gpu_of_the_params() -> None:
+    from kinac.ir.gpu_pipeline import lower_graph_gpu
+    from kinac.ir.testing import GraphBuilder
+
+    g = GraphBuilder("on1")
+    x = g.param("x", "f32", (4, 8), "cuda:1")
+    y = g.param("y", "f32", (4, 8))
+    lw = lower_graph_gpu(g.build(g.binary("add", x, y), g.to_device(x, "cpu")))
+    assert lw.param_devices == ("cuda:1", "cpu") and lw.output_devices == ("cuda:1", "cpu")

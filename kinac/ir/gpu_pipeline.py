@@ -86,10 +86,12 @@ def lower_graph_gpu(graph: Graph, flavour: str = "nvptx") -> GpuLoweredEntry:
     nv = lower_kernels(fn, flavour)
     params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
     outs = [graph.nodes[o].type for o in graph.outputs]
-    # an output stays on the GPU unless the program moves it (to-host); params from the host
-    # are copied in by the runtime whatever their declared placement
+    # an output stays on the GPU unless the program moves it (to-host): on its own GPU, or the
+    # entry's (that of its GPU params, else 0); params from the host are copied in by the
+    # runtime whatever their declared placement
+    gpu = next((t.device for _, t in graph.params if t.device.startswith("cuda:")), "cuda:0")
     odev = tuple(
-        "cpu" if graph.nodes[o].op == "to_host" else (t.device if t.device != "cpu" else "cuda:0")
+        "cpu" if graph.nodes[o].op == "to_host" else (t.device if t.device != "cpu" else gpu)
         for o, t in zip(graph.outputs, outs, strict=True)
     )
     outputs = tuple(BufferSpec(f"out{j}", t.dtype, t.shape) for j, t in enumerate(outs))

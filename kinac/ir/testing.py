@@ -47,9 +47,9 @@ class GraphBuilder:
     def t(self, i: int) -> TType:
         return self.nodes[i].type
 
-    def param(self, name: str, dtype: str, shape: tuple[int, ...]) -> int:
+    def param(self, name: str, dtype: str, shape: tuple[int, ...], device: str = "cpu") -> int:
         assert len(self.params) == len(self.nodes), "params come first"
-        t = TType(dtype, tuple(shape))
+        t = TType(dtype, tuple(shape), device)
         self.params.append((name, t))
         return self._add("param", (), t, index=len(self.params) - 1)
 

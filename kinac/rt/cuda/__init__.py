@@ -3,7 +3,7 @@
 Importing this package never loads the driver (only ``driver.py`` imports cuda-python, lazily),
 so it works on machines without a GPU.  Public API:
 
-* :func:`available`, :func:`get_device`, :class:`Device`, :class:`Stream`, :class:`Event`
+* :func:`available`, :func:`get_device`, :func:`current_device`, :class:`Device`, :class:`Stream`, :class:`Event`
 * :func:`load_module`, :class:`Module`, :class:`Kernel`, :class:`Launch` (pre-packed arguments)
 * :func:`capture` / :class:`CapturedGraph` (CUDA graphs with an eager fallback)
 * memory: :class:`MemoryResource`, :class:`CudaResource`, :class:`AsyncResource`,
@@ -16,7 +16,14 @@ so it works on machines without a GPU.  Public API:
 
 from __future__ import annotations
 
-from kinac.rt.cuda.device import Device, Event, Stream, get_device, order_streams
+from kinac.rt.cuda.device import (
+    Device,
+    Event,
+    Stream,
+    current_device,
+    get_device,
+    order_streams,
+)
 from kinac.rt.cuda.driver import available, unavailable_reason
 from kinac.rt.cuda.errors import (
     CudaError,
@@ -82,6 +89,7 @@ __all__ = [
     "VirtualResource",
     "available",
     "capture",
+    "current_device",
     "default_resource",
     "get_device",
     "load_module",

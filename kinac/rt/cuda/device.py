@@ -19,14 +19,15 @@ PER_THREAD_STREAM = 2  # CU_STREAM_PER_THREAD
 
 
 class Device:
-    """One GPU and its primary context, made current on the calling thread."""
+    """One GPU and its primary context (retained; :meth:`make_current` or :meth:`enter` binds
+    it to the calling thread)."""
 
     def __init__(self, ordinal: int = 0) -> None:
         d = driver.init()
         self.ordinal = ordinal
         self.cu_device = check("cuDeviceGet", d.cuDeviceGet(ordinal))
         self.context = check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(self.cu_device))
-        self.make_current()
+        self.context_handle = int(self.context)
         raw = check("cuDeviceGetName", d.cuDeviceGetName(256, self.cu_device))
         self.name = raw.split(b"\0", 1)[0].decode() if isinstance(raw, bytes) else str(raw)
         attr = d.CUdevice_attribute
@@ -50,6 +51,26 @@ class Device:
         """Bind the primary context to the calling thread."""
         check("cuCtxSetCurrent", driver.api().cuCtxSetCurrent(self.context))
 
+    def enter(self) -> bool:
+        """Make this device's context current for a while: True if it was pushed over the
+        caller's context, and then :meth:`leave` must pop it so the caller's comes back.  When
+        no context was current, this one is made current and stays (False)."""
+        d = driver.api()
+        cur = d.cuCtxGetCurrent()
+        handle = int(cur[1]) if cur[0] == driver.OK and cur[1] is not None else 0
+        if handle == self.context_handle:
+            return False
+        if handle == 0:
+            self.make_current()
+            return False
+        check("cuCtxPushCurrent", d.cuCtxPushCurrent(self.context))
+        return True
+
+    def leave(self, pushed: bool) -> None:
+        """Undo :meth:`enter`."""
+        if pushed:
+            check("cuCtxPopCurrent", driver.api().cuCtxPopCurrent())
+
     def synchronize(self) -> None:
         """Wait for all work on the device (``cuCtxSynchronize``)."""
         check("cuCtxSynchronize", driver.api().cuCtxSynchronize())
@@ -66,14 +87,39 @@ class Device:
 _devices: dict[int, Device] = {}
 
 
-def get_device(ordinal: int = 0) -> Device:
-    """The process-wide :class:`Device` for ``ordinal`` (created on first use), made current."""
+def lookup(ordinal: int) -> Device:
+    """The process-wide :class:`Device` for ``ordinal`` (created on first use); the current
+    context stays as it is."""
     dev = _devices.get(ordinal)
     if dev is None:
         dev = _devices[ordinal] = Device(ordinal)
-    else:
-        dev.make_current()
     return dev
+
+
+def get_device(ordinal: int = 0) -> Device:
+    """The process-wide :class:`Device` for ``ordinal`` (created on first use), made current."""
+    dev = lookup(ordinal)
+    dev.make_current()
+    return dev
+
+
+def current_device() -> Device:
+    """The :class:`Device` whose context is current on this thread (``cuCtxGetDevice``), or
+    device 0, made current, when no context is.
+
+    Objects that belong to one GPU (streams, modules, memory resources) are created on the
+    current device, so ``get_device(1)`` followed by ``Stream()`` gives a stream on GPU 1.
+    """
+    d = driver.init()
+    res = d.cuCtxGetDevice()
+    if res[0] != driver.OK:
+        return get_device(0)
+    return lookup(int(res[1]))
+
+
+def device_count_in_use() -> int:
+    """How many devices this process has set up (guards take the multi-GPU path above 1)."""
+    return len(_devices)
 
 
 class Stream:
@@ -83,7 +129,7 @@ class Stream:
 
     def __init__(self, *, non_blocking: bool = True, priority: int = 0) -> None:
         d = driver.api()
-        get_device()
+        current_device()  # a context must be current: the stream belongs to its device
         flags = int(d.CUstream_flags.CU_STREAM_NON_BLOCKING) if non_blocking else 0
         self.cu = check("cuStreamCreateWithPriority", d.cuStreamCreateWithPriority(flags, priority))
         self.handle = int(self.cu)
@@ -144,7 +190,7 @@ class Event:
 
     def __init__(self, *, timing: bool = True) -> None:
         d = driver.api()
-        get_device()
+        current_device()
         flags = 0 if timing else int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)
         self.cu = check("cuEventCreate", d.cuEventCreate(flags))
         self.handle = int(self.cu)
@@ -195,12 +241,16 @@ class StreamOrderer:
             driver.fail("cuStreamWaitEvent", r[0])
 
 
-_orderer: StreamOrderer | None = None
+_orderers: dict[int, StreamOrderer] = {}
 
 
 def order_streams(src: int, dst: int) -> None:
-    """Make stream ``dst`` wait for the work queued so far on stream ``src`` (handles)."""
-    global _orderer
-    if _orderer is None:
-        _orderer = StreamOrderer()
-    _orderer(src, dst)
+    """Make stream ``dst`` wait for the work queued so far on stream ``src`` (handles of two
+    streams of the current device; each device has its own event)."""
+    if src == dst:
+        return
+    ordinal = current_device().ordinal
+    orderer = _orderers.get(ordinal)
+    if orderer is None:
+        orderer = _orderers[ordinal] = StreamOrderer()
+    orderer(src, dst)

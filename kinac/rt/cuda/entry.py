@@ -52,11 +52,27 @@ def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
 
 
 def placement(lowered: GpuLoweredEntry) -> int:
-    """The GPU an entry runs on: ``N`` of its first ``cuda:N`` param (or output), else 0."""
-    for dev in (*lowered.param_devices, *lowered.output_devices):
-        if dev.startswith("cuda:"):
-            return int(dev[5:])
-    return 0
+    """The GPU an entry runs on: ``N`` of its ``cuda:N`` params and outputs, else 0.
+
+    One entry runs on one GPU; an entry whose params or outputs sit on two GPUs is refused
+    with a clear error (moving data between GPUs inside an entry is not supported yet).
+    """
+    gpus = sorted(
+        {
+            int(d[5:])
+            for d in (*lowered.param_devices, *lowered.output_devices)
+            if d.startswith("cuda:")
+        }
+    )
+    if len(gpus) > 1:
+        names = [p.name for p in lowered.params] + [o.name for o in lowered.outputs]
+        devs = (*lowered.param_devices, *lowered.output_devices)
+        where = ", ".join(f"{n} on {d}" for n, d in zip(names, devs, strict=True) if d != "cpu")
+        raise KinaGpuError(
+            f"{lowered.name}: one entry runs on one GPU, but its arrays are on "
+            f"{', '.join(f'cuda:{g}' for g in gpus)} ({where}); split it into one entry per GPU"
+        )
+    return gpus[0] if gpus else 0
 
 
 def _dense(t: Tensor) -> bool:
@@ -91,11 +107,28 @@ class GpuEntry:
 
         self.lowered = lowered
         self.ordinal = placement(lowered)
-        self.device = cuda.get_device(self.ordinal)  # made current
+        self.device = cuda.device.lookup(self.ordinal)
+        pushed = self.device.enter()  # everything below belongs to the entry's GPU
+        try:
+            self._setup(ptx, graphs, allow_tf32, resource, max_graphs)
+        finally:
+            self.device.leave(pushed)
+
+    def _setup(
+        self, ptx: str, graphs: bool, allow_tf32: bool, resource: Any, max_graphs: int
+    ) -> None:
+        from kinac.rt import cuda
+
+        lowered = self.lowered
         self.module = cuda.load_module(ptx)
         self.kernels = {n: self.module.function(n) for n in lowered.functions}
         if resource is None:
-            resource = cuda.default_resource() if self.ordinal == 0 else cuda.make_resource("pool")
+            resource = cuda.default_resource()
+        elif getattr(resource, "ordinal", self.ordinal) != self.ordinal:
+            raise KinaGpuError(
+                f"{lowered.name} runs on cuda:{self.ordinal}, but the memory resource given "
+                f"allocates on cuda:{resource.ordinal}"
+            )
         self.resource = resource
         self.stream = cuda.Stream.null()
         self.capture_stream = cuda.Stream()
@@ -135,12 +168,12 @@ class GpuEntry:
         if hit is not None and hit[0]() is x:
             return hit[1]
         spec = self.lowered.params[i]
-        t: Tensor
+        t: Tensor | None = None
         if isinstance(x, Tensor) and x.is_cuda:
             t = x
         elif hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == KDL_CUDA:
             t = Tensor.from_dlpack(x, stream=0)
-        else:
+        if t is None:
             import numpy as np
 
             a = np.ascontiguousarray(np.from_dlpack(x) if hasattr(x, "__dlpack__") else x)
@@ -151,6 +184,11 @@ class GpuEntry:
             t = Tensor.empty(spec.shape, DL_NAMES[spec.dtype], self.resource, 0)
             t.copy_from_host(a.astype(NP_NAMES[spec.dtype], copy=False))
             return t
+        if t.device[1] != self.ordinal:
+            raise KinaGpuError(
+                f"{self.lowered.name}: argument `{spec.name}` is on cuda:{t.device[1]}, but the "
+                f"entry runs on cuda:{self.ordinal}: move it there first"
+            )
         if t.dtype.name != DL_NAMES[spec.dtype] or t.shape != spec.shape:
             raise KinaGpuError(
                 f"{self.lowered.name}: argument `{spec.name}` is {t.dtype.name}{list(t.shape)}, "
@@ -277,8 +315,14 @@ class GpuEntry:
         return ins, outs, ptrs
 
     def __call__(self, *arrays: Any) -> Any:
-        if self.ordinal:
-            self.device.make_current()
+        # the entry's GPU is current during the call, and the caller's context comes back after
+        pushed = self.device.enter()
+        try:
+            return self._call(arrays)
+        finally:
+            self.device.leave(pushed)
+
+    def _call(self, arrays: tuple[Any, ...]) -> Any:
         ins, outs, ptrs = self.prepare(*arrays)
         key = self._key(ptrs)
         run = self._runner(key)
@@ -329,6 +373,13 @@ class GpuEntry:
     # ---- measurement ----------------------------------------------------------------------------
     def profile(self, *arrays: Any, reps: int = 20) -> list[tuple[GpuStep, float]]:
         """Each step's device time (ms), from a CUDA graph of ``reps`` back-to-back runs."""
+        pushed = self.device.enter()
+        try:
+            return self._profile(arrays, reps)
+        finally:
+            self.device.leave(pushed)
+
+    def _profile(self, arrays: tuple[Any, ...], reps: int) -> list[tuple[GpuStep, float]]:
         from kinac.rt import cuda
         from kinac.rt.cuda.graph import capture
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.device import Stream, get_device
+from kinac.rt.cuda.device import Stream, current_device
 from kinac.rt.cuda.driver import check
 
 # argument type -> struct format of its 8-byte slot in the packed argument buffer
@@ -70,8 +70,9 @@ def _ptxas_log(data: bytes, arch: str) -> str:
 
 
 def load_module(ptx: str | bytes) -> Module:
-    """Load ``ptx`` into the current device's context, or return the cached module."""
-    dev = get_device()
+    """Load ``ptx`` into the current device's context (device 0 if none is current), or return
+    the module cached for that device."""
+    dev = current_device()
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     data = data.rstrip(b"\0")
     key = (dev.ordinal, ptx_digest(data))

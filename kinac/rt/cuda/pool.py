@@ -84,6 +84,7 @@ class PoolResource(PoolStatsMixin):
         if alignment & (alignment - 1):
             raise ValueError("alignment must be a power of two")
         self.upstream = upstream
+        self.ordinal: int = getattr(upstream, "ordinal", 0)
         self.policy = pol = policy or GrowthPolicy()
         self.name = name
         self._align = alignment

@@ -6,6 +6,11 @@ stream handle, 0 for the NULL stream) and takes them back.  ``cuda`` wraps ``cuM
 large segments from another resource, and ``logging`` wraps any resource and writes one JSON line
 per call.  :class:`VirtualResource` simulates an address space on the host; it backs the pool in
 tests that run without a GPU.
+
+A resource belongs to one GPU: the current one when it is created (``ordinal``, which tensors
+allocated from it report as their DLPack device).  Once a process uses several GPUs, ``cuda``
+makes its own device current around each ``cuMemAlloc``/``cuMemFree``, so memory lands on the
+resource's GPU whatever is current at the call.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import json
 import time
 from typing import IO, Any, Protocol, runtime_checkable
 
-from kinac.rt.cuda import driver
+from kinac.rt.cuda import device, driver
 from kinac.rt.cuda.errors import CudaOutOfMemoryError, OutOfMemoryError
 from kinac.rt.cuda.stats import Stats, Tracker
 
@@ -24,6 +29,7 @@ class MemoryResource(Protocol):
     """What every allocator offers."""
 
     name: str
+    ordinal: int  # the GPU the memory is on
 
     def allocate(self, nbytes: int, stream: int = 0) -> int:
         """A pointer to at least ``nbytes`` bytes usable in order on ``stream``."""
@@ -44,16 +50,22 @@ class CudaResource:
     name = "cuda"
 
     def __init__(self) -> None:
-        from kinac.rt.cuda.device import get_device
-
-        get_device()
+        self.device = device.current_device()
+        self.ordinal = self.device.ordinal
         d = driver.api()
         self._alloc = d.cuMemAlloc
         self._free = d.cuMemFree
         self._t = Tracker()
 
     def allocate(self, nbytes: int, stream: int = 0) -> int:
-        r = self._alloc(max(nbytes, 1))
+        if device.device_count_in_use() > 1:
+            pushed = self.device.enter()
+            try:
+                r = self._alloc(max(nbytes, 1))
+            finally:
+                self.device.leave(pushed)
+        else:
+            r = self._alloc(max(nbytes, 1))
         if r[0] != driver.OK:
             self._raise("cuMemAlloc", r[0], nbytes)
         ptr = int(r[1])
@@ -69,7 +81,14 @@ class CudaResource:
 
     def deallocate(self, ptr: int, nbytes: int = 0, stream: int = 0) -> None:
         self._t.on_free(ptr)
-        r = self._free(ptr)
+        if device.device_count_in_use() > 1:
+            pushed = self.device.enter()
+            try:
+                r = self._free(ptr)
+            finally:
+                self.device.leave(pushed)
+        else:
+            r = self._free(ptr)
         if r[0] != driver.OK:
             driver.fail("cuMemFree", r[0])
 
@@ -92,12 +111,10 @@ class AsyncResource(CudaResource):
 
     def __init__(self, release_threshold: int = 2**64 - 1) -> None:
         super().__init__()
-        from kinac.rt.cuda.device import get_device
-
         d = driver.api()
-        self._alloc_async = d.cuMemAllocAsync
+        self._alloc_async = d.cuMemAllocAsync  # from the pool of the stream's device
         self._free_async = d.cuMemFreeAsync
-        dev = get_device()
+        dev = self.device
         pool = driver.check("cuDeviceGetDefaultMemPool", d.cuDeviceGetDefaultMemPool(dev.cu_device))
         attr = d.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
         try:
@@ -128,6 +145,7 @@ class LoggingResource:
     def __init__(self, upstream: MemoryResource, sink: str | IO[str]) -> None:
         self.upstream = upstream
         self.name = f"logging({upstream.name})"
+        self.ordinal = getattr(upstream, "ordinal", 0)
         self._own = isinstance(sink, str)
         self._f: IO[str] = open(sink, "w", encoding="utf-8") if isinstance(sink, str) else sink
         self._t0 = time.perf_counter_ns()
@@ -172,6 +190,7 @@ class VirtualResource:
     """
 
     name = "virtual"
+    ordinal = 0
 
     def __init__(
         self, capacity: int = 1 << 40, base: int = 1 << 32, gap: int = 0, align: int = 1 << 21

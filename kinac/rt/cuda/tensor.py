@@ -144,7 +144,8 @@ class Tensor:
         """Uninitialised device tensor from ``resource``, ready in order on ``stream``."""
         dt = DTYPES[dtype] if isinstance(dtype, str) else dtype
         alloc = Allocation(resource, math.prod(shape) * dt.itemsize, stream)
-        return cls(alloc.ptr, shape, dt, owner=alloc, stream=stream)
+        dev = (KDL_CUDA, getattr(resource, "ordinal", 0))
+        return cls(alloc.ptr, shape, dt, device=dev, owner=alloc, stream=stream)
 
     @classmethod
     def from_numpy(cls, array: Any, resource: MemoryResource, stream: int = 0) -> Tensor:
@@ -280,16 +281,20 @@ class Tensor:
         return f"Tensor({kind}, 0x{self.ptr:x}, shape={self.shape}, {self.dtype.name})"
 
 
-_default: MemoryResource | None = None
+_defaults: dict[int, MemoryResource] = {}
 
 
 def default_resource() -> MemoryResource:
-    """The process-wide default resource (a pool over ``cuMemAlloc``), created on first use."""
-    global _default
-    if _default is None:
+    """The current device's default resource (a pool over ``cuMemAlloc``), created on first
+    use; one per GPU."""
+    from kinac.rt.cuda.device import current_device
+
+    ordinal = current_device().ordinal
+    res = _defaults.get(ordinal)
+    if res is None:
         from kinac.rt.cuda.device import order_streams
         from kinac.rt.cuda.pool import PoolResource
         from kinac.rt.cuda.resources import CudaResource
 
-        _default = PoolResource(CudaResource(), order=order_streams)
-    return _default
+        res = _defaults[ordinal] = PoolResource(CudaResource(), order=order_streams)
+    return res

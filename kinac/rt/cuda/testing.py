@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.device import Stream, get_device
+from kinac.rt.cuda.device import Stream, current_device
 from kinac.rt.cuda.module import Launch, Module, load_module
 
 Row = dict[str, Any]
@@ -27,7 +27,7 @@ class TestKernels:
     def __init__(self, path: str | None = None) -> None:
         from kinac.codegen.ptx_testkernels import hand_kernels_ptx
 
-        self.device = get_device()
+        self.device = current_device()  # kernels load on the current GPU (device 0 if none)
         self.module: Module = load_module(hand_kernels_ptx())
         self.path = path
         self.fill_kernel = self.module.function("fill_u32")
