@@ -43,9 +43,14 @@ pytestmark = [
 
 
 def _ordinal_of(ptr: int) -> int:
+    """The GPU whose context ``ptr`` was allocated in.  (Through cuda-bindings 13.3 the
+    DEVICE_ORDINAL attribute reads 0 even for PyTorch's cuda:1 memory; CONTEXT is right.)"""
     d = api()
-    attr = d.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-    return int(check("cuPointerGetAttribute", d.cuPointerGetAttribute(attr, ptr)))
+    attr = d.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
+    ctx = int(check("cuPointerGetAttribute", d.cuPointerGetAttribute(attr, ptr)))
+    ordinals = [o for o in (0, 1) if cuda.device.lookup(o).context_handle == ctx]
+    assert len(ordinals) == 1, f"0x{ptr:x} is in no known primary context"
+    return ordinals[0]
 
 
 def test_streams_modules_and_memory_follow_the_current_gpu() -> None:
@@ -68,6 +73,8 @@ def test_streams_modules_and_memory_follow_the_current_gpu() -> None:
     assert t.__dlpack_device__() == (2, 1)
     tt = torch.from_dlpack(t)
     assert tt.device == torch.device("cuda", 1) and tt.data_ptr() == t.ptr
+    assert _ordinal_of(torch.empty(8, device="cuda:1").data_ptr()) == 1  # the probe itself
+    assert _ordinal_of(torch.empty(8, device="cuda:0").data_ptr()) == 0
     # with GPU 0 current, the GPU-1 pool still allocates on GPU 1 (a new 300 MiB segment)
     cuda.get_device(0)
     big = pool.allocate(300 << 20, 0)

@@ -172,6 +172,7 @@ class GpuEntry:
         if isinstance(x, Tensor) and x.is_cuda:
             t = x
         elif hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == KDL_CUDA:
+            self._check_gpu(spec.name, int(x.__dlpack_device__()[1]))  # before the export
             t = Tensor.from_dlpack(x, stream=0)
         if t is None:
             import numpy as np
@@ -184,11 +185,7 @@ class GpuEntry:
             t = Tensor.empty(spec.shape, DL_NAMES[spec.dtype], self.resource, 0)
             t.copy_from_host(a.astype(NP_NAMES[spec.dtype], copy=False))
             return t
-        if t.device[1] != self.ordinal:
-            raise KinaGpuError(
-                f"{self.lowered.name}: argument `{spec.name}` is on cuda:{t.device[1]}, but the "
-                f"entry runs on cuda:{self.ordinal}: move it there first"
-            )
+        self._check_gpu(spec.name, t.device[1])
         if t.dtype.name != DL_NAMES[spec.dtype] or t.shape != spec.shape:
             raise KinaGpuError(
                 f"{self.lowered.name}: argument `{spec.name}` is {t.dtype.name}{list(t.shape)}, "
@@ -201,6 +198,13 @@ class GpuEntry:
         if t is not x:
             self._remember(i, x, t)
         return t
+
+    def _check_gpu(self, name: str, ordinal: int) -> None:
+        if ordinal != self.ordinal:
+            raise KinaGpuError(
+                f"{self.lowered.name}: argument `{name}` is on cuda:{ordinal}, but the entry "
+                f"runs on cuda:{self.ordinal}: move it there first"
+            )
 
     def _remember(self, i: int, x: Any, t: Tensor) -> None:
         """Reuse the import of a CUDA array passed again (weights, most often) until it dies."""
