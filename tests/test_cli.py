@@ -273,3 +273,16 @@ def test_api_rejects_arrays_on_the_wrong_device() -> None:
     g = kinac.compile(WS / "transformer", "ffn", target="cuda", no_cache=True)
     with pytest.raises(KinaCallError, match="lives on cuda:1, but unannotated parameters run on cuda:0"):
         g(_FakeCudaArray((2, 8), 1), wn, wg, wu, wd)
+
+
+def test_run_on_cuda_without_a_gpu_explains_itself(tmp_path: Path) -> None:
+    from kinac.rt import cuda
+
+    if cuda.available():
+        pytest.skip("this machine has a GPU: the run would succeed")
+    ws = tmp_path / "mlp"
+    shutil.copytree(WS / "mlp", ws, ignore=shutil.ignore_patterns(".kinac-cache"))
+    p = kinac("run", str(ws), "mlp", "--target", "cuda", "--repeat", "1")
+    no_traceback(p)
+    assert p.returncode == 1
+    assert p.stderr.startswith("kinac: error: ") and "help: --target cuda runs on an NVIDIA GPU" in p.stderr
