@@ -261,6 +261,52 @@ def kernel_quality(bw: float) -> None:
         del ent
 
 
+def host_us(fn: Callable[[], Any], burst: int = 20, batches: int = 200) -> float:
+    """Median host time per call, in bursts of ``burst`` calls with the GPU drained between
+    bursts (untimed), so that a full launch queue never makes the host wait for the GPU."""
+    import torch
+
+    samples = []
+    for _ in range(batches):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(burst):
+            fn()
+        samples.append((time.perf_counter() - t0) / burst * 1e6)
+    return statistics.median(samples)
+
+
+def call_overhead() -> None:
+    """Host cost of one call of the MLP entry, against PyTorch eager's host cost for the same
+    MLP: what a user feels on small shapes when the GPU is not the bottleneck."""
+    import torch
+
+    import kinac
+
+    f = kinac.compile(ROOT / "workspaces/mlp", "mlp", target="cuda")
+    g = torch.Generator().manual_seed(0)
+    shapes = ((4, 128, 256), (256, 1024), (1024,), (1024, 256), (256,))
+    ins = [(torch.randn(sh, generator=g) * 0.1).cuda() for sh in shapes]
+    for _ in range(5):
+        f(*ins)
+    entry = next(iter(f._entries.values()))
+    x, w1, b1, w2, b2 = ins
+    gelu = torch.nn.functional.gelu
+
+    def eager() -> Any:
+        return gelu(x @ w1 + b1) @ w2 + b2
+
+    ref = host_us(eager)
+    rows = [("`kinac.compile` callable (the API: argument checks, specialisation lookup)", host_us(lambda: f(*ins))),
+            ("`GpuEntry` called directly (binding, output allocation, graph replay)", host_us(lambda: entry(*ins)))]  # fmt: skip
+    emit("\n## Host cost per call (MLP [4,128,256] f32; bursts of 20 calls, GPU drained between)\n")
+    emit("| path | host us per call | PyTorch eager MLP, same run | ratio |")
+    emit("|---|---|---|---|")
+    for name, v in rows:
+        emit(f"| {name} | {v:.1f} | {ref:.1f} | {v / ref:.2f}x |")
+    RESULTS["host_us_per_call"] = {"api": rows[0][1], "entry": rows[1][1], "torch_eager": ref}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--gpu", action="store_true", help="run (needs a CUDA GPU)")
@@ -296,6 +342,7 @@ def main() -> int:
     section("speed", lambda: speed(ws, args.quick))
     section("kernel table", lambda: kernel_table(ws, bw))
     section("kernel quality", lambda: kernel_quality(bw))
+    section("call overhead", call_overhead)
     (out / "gpu_bench.md").write_text("\n".join(LINES) + "\n")
     (out / "gpu_bench.json").write_text(json.dumps(RESULTS, indent=1, default=str))
     return 0

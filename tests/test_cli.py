@@ -286,3 +286,35 @@ def test_run_on_cuda_without_a_gpu_explains_itself(tmp_path: Path) -> None:
     no_traceback(p)
     assert p.returncode == 1
     assert p.stderr.startswith("kinac: error: ") and "help: --target cuda runs on an NVIDIA GPU" in p.stderr
+
+
+def test_api_fast_path_reuses_specialisations_and_still_checks_every_call() -> None:
+    import numpy as np
+    import torch
+
+    import kinac
+    from kinac.errors import KinaCallError
+
+    f = kinac.compile(WS / "transformer", "ffn", no_cache=True)
+    r = np.random.default_rng(1)
+    ws = [r.standard_normal(s, dtype=np.float32) for s in ((8,), (8, 16), (8, 16), (16, 8))]
+
+    x2 = r.standard_normal((2, 8), dtype=np.float32)
+    first = np.array(f(x2, *ws), copy=True)
+    assert len(f._entries) == 1 and len(f._fast) == 1
+    for _ in range(3):  # the fast path: same specialisation, same answer on new data
+        x = r.standard_normal((2, 8), dtype=np.float32)
+        got = np.asarray(f(x, *ws))
+        want = np.asarray(f._entries[next(iter(f._entries))](x, *ws))
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.asarray(f(x2, *ws)), first)
+    assert len(f._entries) == 1 and len(f._fast) == 1
+    t = [torch.from_numpy(a) for a in (x2, *ws)]  # torch tensors: their own fast key
+    np.testing.assert_allclose(np.asarray(f(*t)), first, rtol=1e-6)
+    assert len(f._entries) == 1 and len(f._fast) == 2
+    x5 = r.standard_normal((5, 8), dtype=np.float32)  # a new batch size: a new specialisation
+    assert np.asarray(f(x5, *ws)).shape == (5, 8) and len(f._entries) == 2
+    with pytest.raises(KinaCallError, match="wg"):  # a wrong shape is still refused
+        f(x2, ws[0], ws[1][:4], ws[2], ws[3])
+    with pytest.raises(KinaCallError, match="takes 5 arrays"):
+        f(x2, *ws[:3])

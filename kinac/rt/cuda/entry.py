@@ -36,7 +36,7 @@ from typing import Any
 from kinac.errors import KinaError
 from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.tensor import KDL_CUDA, Allocation, Tensor
+from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Allocation, Tensor, contiguous_strides
 
 DL_NAMES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
             "i64": "int64", "i32": "int32", "bool": "bool"}  # fmt: skip
@@ -130,6 +130,18 @@ class GpuEntry:
                 f"allocates on cuda:{resource.ordinal}"
             )
         self.resource = resource
+        # per output: shape, dtype, bytes, strides (computed once, not per call)
+        self._out_specs = [
+            (
+                o.shape,
+                DTYPES[DL_NAMES[o.dtype]],
+                _nbytes(o.dtype, o.shape),
+                contiguous_strides(o.shape),
+            )
+            for o in lowered.outputs
+        ]
+        host = [d == "cpu" for d in lowered.output_devices]
+        self._host_outputs = host if any(host) else []
         self.stream = cuda.Stream.null()
         self.capture_stream = cuda.Stream()
         self.use_graphs = graphs
@@ -314,7 +326,12 @@ class GpuEntry:
                 f"{lw.name} takes {len(lw.params)} arrays ({names}), got {len(arrays)}"
             )
         ins = [self._input(a, i) for i, a in enumerate(arrays)]
-        outs = [Tensor.empty(o.shape, DL_NAMES[o.dtype], self.resource, 0) for o in lw.outputs]
+        res, dev = self.resource, (KDL_CUDA, self.ordinal)
+        outs = [
+            Tensor(a.ptr, shape, dt, device=dev, strides=st, owner=a)
+            for shape, dt, nbytes, st in self._out_specs
+            for a in (Allocation(res, nbytes, 0),)
+        ]
         ptrs = tuple(t.ptr for t in (*ins, *outs))
         return ins, outs, ptrs
 
@@ -337,10 +354,10 @@ class GpuEntry:
             self._copy(ptrs, key, inputs=False)
         if self.status:
             self._check_status()
-        res: list[Any] = []
-        for t, dev in zip(outs, self.lowered.output_devices, strict=True):
-            res.append(t.numpy() if dev == "cpu" else t)
         del ins
+        if not self._host_outputs:
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        res = [t.numpy() if host else t for t, host in zip(outs, self._host_outputs, strict=True)]
         return res[0] if len(res) == 1 else tuple(res)
 
     def _copy(self, ptrs: tuple[int, ...], key: tuple[int, ...], inputs: bool) -> None:
