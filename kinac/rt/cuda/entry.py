@@ -27,67 +27,27 @@ the GPU the entry's placement names (``@cuda(N)`` params: device ``N``; device 0
 from __future__ import annotations
 
 import ctypes
-import math
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from kinac.errors import KinaError
 from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
 from kinac.rt.cuda import driver
+from kinac.rt.cuda.entry_support import (  # noqa: F401 - re-exported for callers
+    DL_NAMES,
+    GATHER_OOB,
+    ITEMSIZE,
+    NP_NAMES,
+    VOLATILE,
+    KinaGpuError,
+    Seq,
+    _dense,
+    _nbytes,
+    placement,
+    profile_steps,
+)
 from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Allocation, Tensor, contiguous_strides
-
-DL_NAMES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
-            "i64": "int64", "i32": "int32", "bool": "bool"}  # fmt: skip
-NP_NAMES = {**DL_NAMES, "bf16": "uint16"}
-GATHER_OOB = 1
-VOLATILE = 3  # distinct addresses after which an argument is staged instead of bound in place
-ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
-Seq = Callable[[Any], None]
-
-
-def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
-    return ITEMSIZE[dtype] * math.prod(shape)
-
-
-def placement(lowered: GpuLoweredEntry) -> int:
-    """The GPU an entry runs on: ``N`` of its ``cuda:N`` params and outputs, else 0.
-
-    One entry runs on one GPU; an entry whose params or outputs sit on two GPUs is refused
-    with a clear error (moving data between GPUs inside an entry is not supported yet).
-    """
-    gpus = sorted(
-        {
-            int(d[5:])
-            for d in (*lowered.param_devices, *lowered.output_devices)
-            if d.startswith("cuda:")
-        }
-    )
-    if len(gpus) > 1:
-        names = [p.name for p in lowered.params] + [o.name for o in lowered.outputs]
-        devs = (*lowered.param_devices, *lowered.output_devices)
-        where = ", ".join(f"{n} on {d}" for n, d in zip(names, devs, strict=True) if d != "cpu")
-        raise KinaGpuError(
-            f"{lowered.name}: one entry runs on one GPU, but its arrays are on "
-            f"{', '.join(f'cuda:{g}' for g in gpus)} ({where}); split it into one entry per GPU"
-        )
-    return gpus[0] if gpus else 0
-
-
-def _dense(t: Tensor) -> bool:
-    """Row-major without gaps (the strides of size-1 dims do not matter)."""
-    expect = 1
-    for n, st in reversed(list(zip(t.shape, t.strides, strict=True))):
-        if n != 1 and st != expect:
-            return False
-        expect *= n
-    return True
-
-
-class KinaGpuError(KinaError, RuntimeError):
-    """A GPU entry was called wrongly or failed a runtime check (a gather index out of range);
-    nothing is returned from a call that raises."""
 
 
 class GpuEntry:
@@ -396,38 +356,9 @@ class GpuEntry:
         """Each step's device time (ms), from a CUDA graph of ``reps`` back-to-back runs."""
         pushed = self.device.enter()
         try:
-            return self._profile(arrays, reps)
+            return profile_steps(self, arrays, reps)
         finally:
             self.device.leave(pushed)
-
-    def _profile(self, arrays: tuple[Any, ...], reps: int) -> list[tuple[GpuStep, float]]:
-        from kinac.rt import cuda
-        from kinac.rt.cuda.graph import capture
-
-        ins, outs, ptrs = self.prepare(*arrays)  # kept alive while the steps run
-        self._runner(ptrs)(self.stream)
-        _, steps = self._bind(ptrs)
-        out = []
-        for s, run in zip(self.lowered.steps, steps, strict=True):
-
-            def many(stream: Any, run: Seq = run) -> None:
-                for _ in range(reps):
-                    run(stream)
-
-            g = capture(many, self.capture_stream, name=s.sym)
-            g.replay(self.stream)
-            times = []
-            for _ in range(3):
-                e0, e1 = cuda.Event(), cuda.Event()
-                e0.record(self.stream)
-                g.replay(self.stream)
-                e1.record(self.stream)
-                e1.synchronize()
-                times.append(e0.elapsed_ms(e1) / reps)
-            g.close()
-            out.append((s, sorted(times)[1]))
-        del ins, outs
-        return out
 
     def __repr__(self) -> str:
         ps = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.lowered.params)

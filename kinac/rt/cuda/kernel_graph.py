@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
+
+if TYPE_CHECKING:
+    from kinac.rt.cuda.device import Stream
 
 _u = ctypes.c_uint
 _vp = ctypes.c_void_p
@@ -171,3 +175,80 @@ class KernelGraph:
     def close(self) -> None:
         """Destroy the executable graph now (it is also destroyed when collected)."""
         self._fin()
+
+
+def pydll_call(
+    func: int,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shared: int,
+    params: int | None,
+) -> Callable[[Stream], None]:
+    """``cuLaunchKernel`` through PyDLL with pre-built ctypes arguments (the ``pydll`` path)."""
+    fail = driver.fail
+    pf = driver.pydll_launch()
+    u = ctypes.c_uint
+    sv = ctypes.c_void_p(0)
+    vp = ctypes.c_void_p
+    cargs: tuple[Any, ...] = (vp(func), *(u(g) for g in grid), *(u(b) for b in block), u(shared))
+    cargs += (sv, vp(params), vp(None))
+
+    def call_py(stream: Stream) -> None:
+        sv.value = stream.handle
+        rc = pf(*cargs)
+        if rc:
+            fail("cuLaunchKernel", rc)
+
+    return call_py
+
+
+class GraphState:
+    """The ``graph`` path's one-kernel graph (built lazily) and whether the packed arguments
+    changed since it last read them.  Kept apart from :class:`Launch` so that the launch
+    closure holds no reference cycle."""
+
+    __slots__ = (
+        "func",
+        "grid",
+        "block",
+        "shared",
+        "graph",
+        "launch",
+        "exec",
+        "dirty",
+        "plain",
+        "is_capturing",
+    )
+
+    def __init__(
+        self, func: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int
+    ) -> None:
+        self.func, self.grid, self.block, self.shared = func, grid, block, shared
+        self.graph: Any = None
+        self.launch: Any = None
+        self.exec: Any = None
+        self.dirty = False
+        self.plain: Callable[[Stream], None] | None = None
+        self.is_capturing: Callable[[Any, Any], int] | None = None
+
+    def make_is_capturing(self) -> Callable[[Any, Any], int]:
+        self.is_capturing = stream_is_capturing()
+        return self.is_capturing
+
+    def make_plain(self, params: int | None) -> Callable[[Stream], None]:
+        self.plain = pydll_call(self.func, self.grid, self.block, self.shared, params)
+        return self.plain
+
+    def build(self, params: int | None) -> None:
+        self.graph = KernelGraph(self.func, self.grid, self.block, self.shared, params)
+        self.launch, self.exec = self.graph.launcher
+        self.dirty = False
+
+    def refresh(self) -> None:
+        self.graph.refresh()
+        self.dirty = False
+
+    def close(self) -> None:
+        if self.graph is not None:
+            self.graph.close()
+        self.graph = self.launch = self.exec = None

@@ -29,6 +29,7 @@ from typing import Any
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.device import Stream, current_device
 from kinac.rt.cuda.driver import check
+from kinac.rt.cuda.kernel_graph import GraphState, pydll_call
 
 # argument type -> struct format of its 8-byte slot in the packed argument buffer
 ARG_FORMATS: dict[str, str] = {
@@ -237,7 +238,7 @@ class Launch:
         self.path = path or default_launch_path()
         if self.path not in LAUNCH_PATHS:
             raise ValueError(f"launch path must be one of {LAUNCH_PATHS}, not {self.path!r}")
-        self._gstate: _GraphState | None = None
+        self._gstate: GraphState | None = None
         self.run = self._make_call()
         if args is not None:
             self.update(args)
@@ -271,10 +272,10 @@ class Launch:
                     fail("cuLaunchKernel", rc)
 
             return call_ct
-        return _pydll_call(self.kernel.address, self.grid, self.block, self.shared, self._params)
+        return pydll_call(self.kernel.address, self.grid, self.block, self.shared, self._params)
 
     def _make_graph_call(self) -> Callable[[Stream], None]:
-        st = self._gstate = _GraphState(self.kernel.address, self.grid, self.block, self.shared)
+        st = self._gstate = GraphState(self.kernel.address, self.grid, self.block, self.shared)
         params = self._params
         cap = CAPTURING
         sv = ctypes.c_void_p(0)
@@ -346,84 +347,3 @@ class Launch:
     def args(self) -> tuple[int | float, ...]:
         """The argument values the next launch will pass."""
         return self._last
-
-
-def _pydll_call(
-    func: int,
-    grid: tuple[int, int, int],
-    block: tuple[int, int, int],
-    shared: int,
-    params: int | None,
-) -> Callable[[Stream], None]:
-    """``cuLaunchKernel`` through PyDLL with pre-built ctypes arguments (the ``pydll`` path)."""
-    fail = driver.fail
-    pf = driver.pydll_launch()
-    u = ctypes.c_uint
-    sv = ctypes.c_void_p(0)
-    vp = ctypes.c_void_p
-    cargs: tuple[Any, ...] = (vp(func), *(u(g) for g in grid), *(u(b) for b in block), u(shared))
-    cargs += (sv, vp(params), vp(None))
-
-    def call_py(stream: Stream) -> None:
-        sv.value = stream.handle
-        rc = pf(*cargs)
-        if rc:
-            fail("cuLaunchKernel", rc)
-
-    return call_py
-
-
-class _GraphState:
-    """The ``graph`` path's one-kernel graph (built lazily) and whether the packed arguments
-    changed since it last read them.  Kept apart from :class:`Launch` so that the launch
-    closure holds no reference cycle."""
-
-    __slots__ = (
-        "func",
-        "grid",
-        "block",
-        "shared",
-        "graph",
-        "launch",
-        "exec",
-        "dirty",
-        "plain",
-        "is_capturing",
-    )
-
-    def __init__(
-        self, func: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int
-    ) -> None:
-        self.func, self.grid, self.block, self.shared = func, grid, block, shared
-        self.graph: Any = None
-        self.launch: Any = None
-        self.exec: Any = None
-        self.dirty = False
-        self.plain: Callable[[Stream], None] | None = None
-        self.is_capturing: Callable[[Any, Any], int] | None = None
-
-    def make_is_capturing(self) -> Callable[[Any, Any], int]:
-        from kinac.rt.cuda.kernel_graph import stream_is_capturing
-
-        self.is_capturing = stream_is_capturing()
-        return self.is_capturing
-
-    def make_plain(self, params: int | None) -> Callable[[Stream], None]:
-        self.plain = _pydll_call(self.func, self.grid, self.block, self.shared, params)
-        return self.plain
-
-    def build(self, params: int | None) -> None:
-        from kinac.rt.cuda.kernel_graph import KernelGraph
-
-        self.graph = KernelGraph(self.func, self.grid, self.block, self.shared, params)
-        self.launch, self.exec = self.graph.launcher
-        self.dirty = False
-
-    def refresh(self) -> None:
-        self.graph.refresh()
-        self.dirty = False
-
-    def close(self) -> None:
-        if self.graph is not None:
-            self.graph.close()
-        self.graph = self.launch = self.exec = None

@@ -1,0 +1,99 @@
+"""What a GPU entry needs besides its class: dtype tables, placement, the entry's error, and
+the per-step profile (kept apart so entry.py stays about binding and replay)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kinac.errors import KinaError
+from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
+from kinac.rt.cuda.tensor import Tensor
+
+if TYPE_CHECKING:
+    from kinac.rt.cuda.entry import GpuEntry
+
+DL_NAMES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+            "i64": "int64", "i32": "int32", "bool": "bool"}  # fmt: skip
+NP_NAMES = {**DL_NAMES, "bf16": "uint16"}
+GATHER_OOB = 1
+VOLATILE = 3  # distinct addresses after which an argument is staged instead of bound in place
+ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
+Seq = Callable[[Any], None]
+
+
+def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    return ITEMSIZE[dtype] * math.prod(shape)
+
+
+def placement(lowered: GpuLoweredEntry) -> int:
+    """The GPU an entry runs on: ``N`` of its ``cuda:N`` params and outputs, else 0.
+
+    One entry runs on one GPU; an entry whose params or outputs sit on two GPUs is refused
+    with a clear error (moving data between GPUs inside an entry is not supported yet).
+    """
+    gpus = sorted(
+        {
+            int(d[5:])
+            for d in (*lowered.param_devices, *lowered.output_devices)
+            if d.startswith("cuda:")
+        }
+    )
+    if len(gpus) > 1:
+        names = [p.name for p in lowered.params] + [o.name for o in lowered.outputs]
+        devs = (*lowered.param_devices, *lowered.output_devices)
+        where = ", ".join(f"{n} on {d}" for n, d in zip(names, devs, strict=True) if d != "cpu")
+        raise KinaGpuError(
+            f"{lowered.name}: one entry runs on one GPU, but its arrays are on "
+            f"{', '.join(f'cuda:{g}' for g in gpus)} ({where}); split it into one entry per GPU"
+        )
+    return gpus[0] if gpus else 0
+
+
+def _dense(t: Tensor) -> bool:
+    """Row-major without gaps (the strides of size-1 dims do not matter)."""
+    expect = 1
+    for n, st in reversed(list(zip(t.shape, t.strides, strict=True))):
+        if n != 1 and st != expect:
+            return False
+        expect *= n
+    return True
+
+
+class KinaGpuError(KinaError, RuntimeError):
+    """A GPU entry was called wrongly or failed a runtime check (a gather index out of range);
+    nothing is returned from a call that raises."""
+
+
+def profile_steps(
+    entry: GpuEntry, arrays: tuple[Any, ...], reps: int
+) -> list[tuple[GpuStep, float]]:
+    """See :meth:`GpuEntry.profile` (the entry's GPU is current)."""
+    from kinac.rt import cuda
+    from kinac.rt.cuda.graph import capture
+
+    ins, outs, ptrs = entry.prepare(*arrays)  # kept alive while the steps run
+    entry._runner(ptrs)(entry.stream)
+    _, steps = entry._bind(ptrs)
+    out = []
+    for s, run in zip(entry.lowered.steps, steps, strict=True):
+
+        def many(stream: Any, run: Seq = run) -> None:
+            for _ in range(reps):
+                run(stream)
+
+        g = capture(many, entry.capture_stream, name=s.sym)
+        g.replay(entry.stream)
+        times = []
+        for _ in range(3):
+            e0, e1 = cuda.Event(), cuda.Event()
+            e0.record(entry.stream)
+            g.replay(entry.stream)
+            e1.record(entry.stream)
+            e1.synchronize()
+            times.append(e0.elapsed_ms(e1) / reps)
+        g.close()
+        out.append((s, sorted(times)[1]))
+    del ins, outs
+    return out
