@@ -80,6 +80,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
 class _Stream:
     def __init__(self, handle: int) -> None:
         self.handle = handle
+        self.cvp = ctypes.c_void_p(handle)
 
 
 def _launch() -> module.Launch:

@@ -9,6 +9,7 @@ handle (``handle``, an int, used as a dictionary key and by ctypes).
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 from kinac.rt.cuda import driver
@@ -125,7 +126,7 @@ def device_count_in_use() -> int:
 class Stream:
     """A CUDA stream: ``Stream()`` creates a non-blocking one; ``Stream.wrap(h)`` borrows one."""
 
-    __slots__ = ("cu", "handle", "_owned")
+    __slots__ = ("cu", "handle", "cvp", "_owned")
 
     def __init__(self, *, non_blocking: bool = True, priority: int = 0) -> None:
         d = driver.api()
@@ -133,6 +134,7 @@ class Stream:
         flags = int(d.CUstream_flags.CU_STREAM_NON_BLOCKING) if non_blocking else 0
         self.cu = check("cuStreamCreateWithPriority", d.cuStreamCreateWithPriority(flags, priority))
         self.handle = int(self.cu)
+        self.cvp = ctypes.c_void_p(self.handle)  # for ctypes calls: built once, never mutated
         self._owned = True
 
     @classmethod
@@ -141,6 +143,7 @@ class Stream:
         s = cls.__new__(cls)
         s.cu = driver.api().CUstream(handle)
         s.handle = int(handle)
+        s.cvp = ctypes.c_void_p(s.handle)
         s._owned = False
         return s
 

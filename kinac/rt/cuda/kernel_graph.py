@@ -188,14 +188,12 @@ def pydll_call(
     fail = driver.fail
     pf = driver.pydll_launch()
     u = ctypes.c_uint
-    sv = ctypes.c_void_p(0)
     vp = ctypes.c_void_p
-    cargs: tuple[Any, ...] = (vp(func), *(u(g) for g in grid), *(u(b) for b in block), u(shared))
-    cargs += (sv, vp(params), vp(None))
+    head: tuple[Any, ...] = (vp(func), *(u(g) for g in grid), *(u(b) for b in block), u(shared))
+    tail: tuple[Any, ...] = (vp(params), vp(None))
 
     def call_py(stream: Stream) -> None:
-        sv.value = stream.handle
-        rc = pf(*cargs)
+        rc = pf(*head, stream.cvp, *tail)  # stream.cvp: the stream's own c_void_p, not shared
         if rc:
             fail("cuLaunchKernel", rc)
 

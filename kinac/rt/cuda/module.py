@@ -278,20 +278,16 @@ class Launch:
         st = self._gstate = GraphState(self.kernel.address, self.grid, self.block, self.shared)
         params = self._params
         cap = CAPTURING
-        sv = ctypes.c_void_p(0)
-        status = ctypes.c_int(0)
-        status_ref = ctypes.byref(status)
+        c_int, byref = ctypes.c_int, ctypes.byref
         fail = driver.fail
 
         def call_graph(stream: Stream) -> None:
-            sv.value = stream.handle
+            sv = stream.cvp
+            status = c_int(0)  # per call: several threads may launch at once
             # Captured (by kinac, or by anyone: the driver refuses cuGraphLaunch on a capturing
             # stream) or capture state unknown: a plain cuLaunchKernel, i.e. a kernel node.
-            if (
-                cap[0]
-                or (st.is_capturing or st.make_is_capturing())(sv, status_ref)
-                or status.value
-            ):
+            iscap = st.is_capturing or st.make_is_capturing()
+            if cap[0] or iscap(sv, byref(status)) or status.value:
                 (st.plain or st.make_plain(params))(stream)
                 return
             if st.launch is None:
