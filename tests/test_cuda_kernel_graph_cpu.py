@@ -100,6 +100,9 @@ def test_built_on_first_launch_refreshed_on_change_destroyed_once(fake: FakeDriv
     assert fake.names() == []  # nothing is built before the first launch
     s = _Stream(0xABC)
     launch.run(s)  # type: ignore[arg-type]
+    assert fake.calls == [("cuLaunchKernel", 0x5000, 0xABC)]  # a first launch may be the only one
+    fake.calls.clear()
+    launch.run(s)  # type: ignore[arg-type]  # the second builds the graph
     assert fake.calls[0] == ("cuGraphCreate",)
     assert fake.calls[1] == (
         "cuGraphAddKernelNode",
@@ -134,7 +137,7 @@ def test_built_on_first_launch_refreshed_on_change_destroyed_once(fake: FakeDriv
     launch.close()  # idempotent
     assert fake.names() == []
     launch.run(s)  # type: ignore[arg-type]
-    assert fake.names()[-1] == "cuGraphLaunch"  # rebuilt
+    assert fake.names()[-1] == "cuGraphLaunch"  # rebuilt at once: it has been launched before
     del launch
     gc.collect()
     assert fake.names() == ["cuGraphExecDestroy", "cuGraphDestroy"]  # released when collected
@@ -154,6 +157,7 @@ def test_under_a_kinac_capture_it_is_a_plain_kernel_launch(fake: FakeDriver) -> 
 def test_on_a_stream_someone_else_captures_it_is_a_plain_kernel_launch(fake: FakeDriver) -> None:
     launch = _launch()
     launch.run(_Stream(7))  # type: ignore[arg-type]
+    launch.run(_Stream(7))  # type: ignore[arg-type]
     assert fake.names()[-1] == "cuGraphLaunch"
     fake.capturing = 1  # CU_STREAM_CAPTURE_STATUS_ACTIVE, e.g. inside torch.cuda.graph
     launch(_Stream(7), 0x2000, 2.0)  # type: ignore[arg-type]
@@ -168,6 +172,7 @@ def test_a_failed_graph_launch_names_the_call(fake: FakeDriver) -> None:
     from kinac.rt.cuda.errors import CudaError
 
     launch = _launch()
+    launch.run(_Stream(1))  # type: ignore[arg-type]  # plain
     fake.fail_launch = 700  # CUDA_ERROR_ILLEGAL_ADDRESS
     with pytest.raises(CudaError, match="cuGraphLaunch failed.*700"):
         launch.run(_Stream(1))  # type: ignore[arg-type]

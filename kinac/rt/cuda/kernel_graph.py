@@ -5,7 +5,9 @@ time even when called from native code, while ``cuGraphLaunch`` of an executable
 holds one kernel node costs 1.25 us (``benches/launch_probe.py``, 2026-11-29): a plain launch
 builds the kernel's launch descriptor on every call, a graph builds it once, when it is
 instantiated.  So a :class:`~kinac.rt.cuda.module.Launch` on the ``graph`` path owns a
-:class:`KernelGraph`, built on its first eager launch, and launches it with ``cuGraphLaunch``.
+:class:`KernelGraph`, built on its second eager launch (the first is a plain
+``cuLaunchKernel``, so a one-off launch never pays for a graph), and launches it with
+``cuGraphLaunch``.
 
 The driver refuses ``cuGraphLaunch`` on a stream that is being captured
 (``CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED``, seen on driver 580, and it invalidates the capture),
@@ -201,9 +203,10 @@ def pydll_call(
 
 
 class GraphState:
-    """The ``graph`` path's one-kernel graph (built lazily) and whether the packed arguments
-    changed since it last read them.  Kept apart from :class:`Launch` so that the launch
-    closure holds no reference cycle."""
+    """The ``graph`` path's one-kernel graph, built on the second eager launch (a one-off
+    launch is a plain ``cuLaunchKernel``: building costs 34-48 us, about ten launches), and
+    whether the packed arguments changed since it last read them.  Kept apart from
+    :class:`Launch` so that the launch closure holds no reference cycle."""
 
     __slots__ = (
         "func",
@@ -216,6 +219,7 @@ class GraphState:
         "dirty",
         "plain",
         "is_capturing",
+        "launched",
     )
 
     def __init__(
@@ -228,6 +232,7 @@ class GraphState:
         self.dirty = False
         self.plain: Callable[[Stream], None] | None = None
         self.is_capturing: Callable[[Any, Any], int] | None = None
+        self.launched = False  # launched once already (plainly): the next launch builds
 
     def make_is_capturing(self) -> Callable[[Any, Any], int]:
         self.is_capturing = stream_is_capturing()

@@ -182,7 +182,7 @@ class Launch:
     first writes the new argument values (one ``struct.pack_into``); ``launch.run(stream)`` is
     the bare launch (one Python call less); ``set(i, v)`` changes one argument.
 
-    Paths to the driver: ``graph`` (a one-kernel executable graph, built on the first eager
+    Paths to the driver: ``graph`` (a one-kernel executable graph, built on the second eager
     launch, replayed with ``cuGraphLaunch``; argument changes go through
     ``cuGraphExecKernelNodeSetParams``; under a kinac capture it launches like ``pydll``),
     ``bindings`` (cuda-python's ``cuLaunchKernel``), ``ctypes`` (libcuda's ``cuLaunchKernel``
@@ -291,6 +291,10 @@ class Launch:
                 (st.plain or st.make_plain(params))(stream)
                 return
             if st.launch is None:
+                if not st.launched:  # a first launch may be the only one: no graph yet
+                    st.launched = True
+                    (st.plain or st.make_plain(params))(stream)
+                    return
                 st.build(params)
             elif st.dirty:
                 st.refresh()
