@@ -33,7 +33,7 @@ from kinac.rules import Database, input_query, query
 from kinac.workspace.model import ConfigResult, TargetConfig, WorkspaceConfig
 
 if TYPE_CHECKING:  # the reader's records load lazily: a no-op build never needs them
-    from kinac.reader.ast import Defn, ParsedFile, Signature
+    from kinac.reader.ast import Defn, Mesh, ParsedFile, Signature
 
 __all__ = ["BuildReport", "DefnKey", "EntryKey", "FileIndex", "FileReport"]
 GLUE = ("pipeline", "pipeline_support")
@@ -107,6 +107,18 @@ def solver_budget(db: Database, _: tuple[()]) -> int:
     """Firewall: the one setting the checker reads, so other kina.toml edits re-check nothing."""
     cfg = config(db, ()).config
     return cfg.solver_budget_ms if cfg is not None else 2000
+
+
+@query("config_meshes", stage="read", code=GLUE)
+def config_meshes(db: Database, _: tuple[()]) -> tuple[Mesh, ...]:
+    """Firewall: the meshes declared in ``kina.toml`` (``[[mesh]]``), visible to every file as
+    if declared in source; other kina.toml edits re-check nothing."""
+    cfg = config(db, ()).config
+    if cfg is None or not cfg.meshes:
+        return ()
+    from kinac.reader.ast import Mesh
+
+    return tuple(Mesh(0, m.name, tuple(m.shape), tuple(m.axes) or (m.name,)) for m in cfg.meshes)
 
 
 @query("solver_policy", stage="read", code=GLUE)

@@ -177,8 +177,10 @@ class CheckEnv:
         return ref is not None and self.q.signature(self.db, ref) is None
 
     def meshes(self, file: str) -> tuple[Mesh, ...]:
+        """Meshes of the file, of its imports, and of ``kina.toml`` (``[[mesh]]``)."""
         idx = self.q.file_index(self.db, file)
-        return idx.meshes + tuple(m for imp in idx.imports for m in self.q.file_index(self.db, imp).meshes)
+        own = idx.meshes + tuple(m for imp in idx.imports for m in self.q.file_index(self.db, imp).meshes)
+        return own + self.q.config_meshes(self.db, ())
 
     def solve(self, formula: Any) -> Any:
         return self.q.solve(self.db, (formula, self.budget_ms))

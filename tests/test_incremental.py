@@ -143,3 +143,22 @@ def test_watch_style_invalidation_in_one_process(ws: Path) -> None:
     sess.build()
     assert executed_after_reading(sess) == set()
     sess.close()
+
+
+def test_kina_toml_meshes_are_visible_and_only_a_mesh_edit_rechecks(ws: Path) -> None:
+    """``[[mesh]]`` in kina.toml declares a mesh for every file (as a source `(mesh …)` does);
+    editing a mesh re-checks every defn, editing another kina.toml key re-checks none."""
+    edit(ws / "ffn.kina", "(tensor T [..b D])", "(tensor T [..b D] @sharded(axis=0, mesh=tp))")
+    sess, report = build(ws)
+    codes = [d.code for f in report.files for d in f.diagnostics]
+    assert "K0702" in codes  # no mesh `tp` anywhere yet
+    toml = ws / "kina.toml"
+    toml.write_text(toml.read_text() + '\n[[mesh]]\nname = "tp"\nshape = [4]\n')
+    sess, report = build(ws)
+    assert [d.code for f in report.files for d in f.diagnostics] == []
+    assert ("config_meshes", ()) in executed(sess)
+    rechecked = {k for n, k in executed(sess) if n == "check_defn"}
+    assert len(rechecked) > 3  # every defn's check read the meshes
+    toml.write_text(toml.read_text() + "\n[cache]\nsize_limit_mb = 512\n")
+    sess, _ = build(ws)
+    assert {n for n, _ in executed(sess) if n == "check_defn"} == set()  # firewalled
