@@ -1,8 +1,8 @@
 """One-kernel CUDA graphs: the cheapest way to launch a prepared kernel eagerly.
 
-On the lent H200s (Firecracker VMs, driver 580) ``cuLaunchKernel`` costs 3.3-3.5 us of host
+On the lent H200s (Firecracker VMs, driver 580) ``cuLaunchKernel`` costs 3.2-4.7 us of host
 time even when called from native code, while ``cuGraphLaunch`` of an executable graph that
-holds one kernel node costs 1.25 us (``benches/launch_probe.py``, 2026-11-29): a plain launch
+holds one kernel node costs 1.2-2.0 us (``benches/launch_probe.py``, 2026-11-29): a plain launch
 builds the kernel's launch descriptor on every call, a graph builds it once, when it is
 instantiated.  So a :class:`~kinac.rt.cuda.module.Launch` on the ``graph`` path owns a
 :class:`KernelGraph`, built on its second eager launch (the first is a plain

@@ -10,8 +10,9 @@ slots, is built once.  New argument values are written with a single ``struct.pa
 
 By default (the ``graph`` path) an eager launch replays a one-kernel CUDA graph built from that
 array (:mod:`kinac.rt.cuda.kernel_graph`): on the lent H200s that costs about half of a
-``cuLaunchKernel``.  Under a kinac capture (:func:`kinac.rt.cuda.capture`) the same launch is a
-plain ``cuLaunchKernel``, so the captured graph holds ordinary kernel nodes.
+``cuLaunchKernel``.  On a stream being captured (by :func:`kinac.rt.cuda.capture` or anyone
+else) the same launch is a plain ``cuLaunchKernel``, so the captured graph holds ordinary kernel
+nodes.
 """
 
 from __future__ import annotations
