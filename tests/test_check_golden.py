@@ -134,7 +134,7 @@ def test_counterexample_breaks_the_program(path: Path, i: int) -> None:
     assert isinstance(loc, NodeRef)
     defn = ws.env.defn(DefnRef(loc.file, loc.defn))
     assert defn is not None
-    sig = analyse(loc.file, defn.signature)
+    sig = analyse(loc.file, defn.signature, ws.env.meshes(loc.file))
     cex = dict(d.counterexample or ())
     # the counterexample satisfies the assumptions (all dims >= 1)
     assert all(v >= 1 for v in cex.values())
@@ -154,7 +154,7 @@ def test_well_typed_evaluate_concretely(path: Path) -> None:
     _o, _d, ws = run_case(path, _CACHE)
     pf = ws.env.file(path.name)
     for defn in pf.defns:
-        sig = analyse(path.name, defn.signature)
+        sig = analyse(path.name, defn.signature, ws.env.meshes(path.name))
         for seed in range(3):
             base = {v: 2 + (hash((v, seed)) % 3) for v in sig.dim_vars}
             env = _complete(sig, {}) if seed == 0 else None

@@ -318,3 +318,31 @@ def test_api_fast_path_reuses_specialisations_and_still_checks_every_call() -> N
         f(x2, ws[0], ws[1][:4], ws[2], ws[3])
     with pytest.raises(KinaCallError, match="takes 5 arrays"):
         f(x2, *ws[:3])
+
+
+def test_sharded_dims_are_checked_at_entries_and_calls(tmp_path: Path) -> None:
+    """`@sharded` over a mesh declared in kina.toml: an entry whose dims the mesh does not
+    divide is K0802 at build; a Python call with such a shape is refused before it runs."""
+    import numpy as np
+
+    import kinac as api
+    from kinac.errors import KinaCallError
+
+    ws = tmp_path / "sharded"
+    ws.mkdir()
+    (ws / "kina.toml").write_text(
+        '[workspace]\nname = "sharded"\n\n[[mesh]]\nname = "grid"\nshape = [2, 4]\naxes = ["dp", "tp"]\n\n'
+        '[[entry]]\nname = "uneven"\ndefn = "f"\ndims = { N = 2, D = 6 }\n'
+    )
+    (ws / "a.kina").write_text(
+        "(defn f [(x : (tensor f32 [N D] @sharded(axis=1, mesh=grid, over=tp)))] -> (tensor f32 [N D])\n"
+        "  (add x x))\n"
+    )
+    p = kinac("build", str(ws), "--no-cache")
+    no_traceback(p)
+    assert p.returncode == 1
+    assert "K0802" in p.stdout + p.stderr and "4 does not divide D = 6" in p.stdout + p.stderr
+    f = api.compile(ws, "f", no_cache=True)
+    np.testing.assert_array_equal(np.asarray(f(np.ones((2, 8), np.float32))), np.full((2, 8), 2.0))
+    with pytest.raises(KinaCallError, match="split over mesh `grid` axes `tp` \\(4 devices\\)"):
+        f(np.ones((2, 6), np.float32))

@@ -44,10 +44,12 @@ def bind_call_types(
     signature: ast.Signature,
     arg_types: tuple[TType, ...],
     dim_args: Mapping[str, int] | None = None,
+    meshes: tuple[ast.Mesh, ...] = (),
 ) -> CallBinding | tuple[Diagnostic, ...]:
     """Bind ``signature`` to concrete tensor argument types (tensor parameters in order) and
-    values of its ``dim`` parameters. Returns the binding or the diagnostics (K0801/K0802)."""
-    sig = analyse(file, signature)
+    values of its ``dim`` parameters. Returns the binding or the diagnostics (K0801/K0802).
+    ``meshes`` (those visible in ``file``) make ``@sharded`` parameters check their dims."""
+    sig = analyse(file, signature, meshes)
     if not sig.ok:
         return sig.diagnostics
     name = sig.ref.name
@@ -231,6 +233,15 @@ def complete_dims(
                     "K0802",
                     f"exact division in `{name}` is not exact: {explain(r, env)}",
                     at(file, name, 0),
+                )
+            )
+    for i, r, what in sig.shard_divs:
+        if not _holds(r, env):
+            diags.append(
+                error(
+                    "K0802",
+                    f"`{name}` has {what}, uneven at these dims: {explain(r, env)}",
+                    at(file, name, sig.params[i].nid, "sharded here"),
                 )
             )
     return env, groups, diags

@@ -272,6 +272,16 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
             b.needs.append(
                 Need(rel_subst(r, b.dims), "K0409", f"`{callee}` requires {_fmt_rel(r)}", where=k)
             )
+    for i, r, what in sig.shard_divs:
+        rel = rel_subst(r, b.dims)
+        b.needs.append(
+            Need(
+                rel,
+                "K0413",
+                f"`{callee}` has {what}",
+                i,
+            )
+        )
     for r in sig.type_divs:
         b.needs.append(
             Need(

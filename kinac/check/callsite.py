@@ -24,7 +24,7 @@ from kinac.reader import ast
 
 def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) -> TExpr:
     """Check ``e``, a call of the defn ``ref``, against its signature ``sig_ast``."""
-    callee = analyse(ref.file, sig_ast)
+    callee = analyse(ref.file, sig_ast, ck.env.meshes(ref.file))
     if not callee.ok:
         first = next(d for d in callee.diagnostics if d.is_error)
         ck.diags.append(

@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "K0410": "division is not exact",
     "K0411": "type does not match the declared type",
     "K0412": "gather operand shapes",
+    "K0413": "a sharded dim is not divisible by its mesh",
     "K0501": "obligation could not be decided",
     "K0601": "dtype mismatch",
     "K0602": "dtype not allowed here",

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from kinac.check import dims as D
 from kinac.check.bind import bind_call_types
 from kinac.check.dims import DimEvalError
+from kinac.check.formula import Rel, holds
 from kinac.check.prims.base import CArgs, ShapeError, find
 from kinac.check.protocol import CheckEnv
 from kinac.check.sig import DefnRef, analyse
@@ -77,7 +78,7 @@ def eval_all(
     the others; uses of it stay silent)."""
     if depth > 64:
         return None, [ConcreteError("call depth exceeded (recursion)")]
-    sig = analyse(file, defn.signature)
+    sig = analyse(file, defn.signature, env.meshes(file))
     denv = {k: v for k, v in dims.items() if isinstance(v, int)}
     groups = {k: tuple(v) for k, v in dims.items() if isinstance(v, tuple | list)}
     ev = _Eval(file, defn, denv, groups, dict(dtypes), env, default_device, depth)
@@ -91,6 +92,9 @@ def eval_all(
         out = ev.top(defn.body, scope)
         ret = ev.ttype(sig.ret.dtype, sig.ret.shape, "")
         ev.same(out, ret, "the result", (defn.body.nid,))
+        for r, what in sig.ret_shard_divs:  # the declared result's @sharded dims split evenly
+            if not _holds_at(r, denv):
+                raise ConcreteError(f"the result has {what}: uneven", (defn.signature.ret.nid,))
     except ConcreteError as e:
         ev.fails.append(e)
         return None, ev.fails
@@ -285,7 +289,10 @@ class _Eval:
                         self.default,
                     )
                 tensors.append(t)
-        b = bind_call_types(ref.file, sig_ast, tuple(tensors), dim_args)
+        meshes = getattr(self.env, "meshes", None)
+        b = bind_call_types(
+            ref.file, sig_ast, tuple(tensors), dim_args, meshes(ref.file) if meshes else ()
+        )
         if isinstance(b, tuple):
             raise ConcreteError(
                 f"call of {e.head}: " + "; ".join(d.message for d in b if isinstance(d, Diagnostic))
@@ -293,3 +300,10 @@ class _Eval:
         return eval_defn(
             ref.file, callee, dict(b.dims), dict(b.dtypes), self.env, self.default, self.depth + 1
         )
+
+
+def _holds_at(r: Rel, denv: Mapping[str, int]) -> bool:
+    try:
+        return holds(r, denv)
+    except DimEvalError:
+        return False

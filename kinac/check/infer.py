@@ -49,7 +49,7 @@ class _Checker:
     def __init__(self, file: str, defn: ast.Defn, env: CheckEnv) -> None:
         self.file, self.defn, self.env = file, defn, env
         self.name = defn.name
-        self.sig = analyse(file, defn.signature)
+        self.sig = analyse(file, defn.signature, env.meshes(file))
         self.diags = list(self.sig.diagnostics)
         self.prover = Prover(self.sig.assumptions, env.solve, getattr(env, "on_unknown", "error"))
         self.prover.diags = self.diags
@@ -99,6 +99,13 @@ class _Checker:
                     "the result",
                     (self.label(self.defn.signature.ret.nid, "declared result type"),),
                 )
+                for r, what in self.sig.ret_shard_divs:
+                    self.require(
+                        r,
+                        "K0413",
+                        f"the declared result has {what}",
+                        self.defn.signature.ret.nid,
+                    )
             except _Fail:
                 body = None
         if any(d.is_error for d in self.diags):

@@ -17,6 +17,7 @@ from kinac.check.codes import at, error
 from kinac.check.convert import TypeConv
 from kinac.check.dims import Poly
 from kinac.check.formula import Rel
+from kinac.check.shard import shard_divs as shard_divs_of
 from kinac.check.types import SType, is_dtype_var
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
@@ -71,6 +72,10 @@ class SigInfo:
     plan: tuple[Step, ...]
     first_nid: tuple[tuple[str, int], ...]
     diagnostics: tuple[Diagnostic, ...]
+    # (param index, size divides dim, what) per @sharded annotation of a parameter (shard.py):
+    # assumptions here, obligations at calls; and those of the result, obligations on the body
+    shard_divs: tuple[tuple[int, Rel, str], ...] = ()
+    ret_shard_divs: tuple[tuple[Rel, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -87,8 +92,10 @@ _RELS = {"=": "eq", "<": "lt", "<=": "le", ">": "lt", ">=": "le", "divides": "dv
 
 
 @lru_cache(maxsize=4096)
-def analyse(file: str, sig: ast.Signature) -> SigInfo:
-    """Analyse a signature (pure; cached on the signature value)."""
+def analyse(file: str, sig: ast.Signature, meshes: tuple[ast.Mesh, ...] = ()) -> SigInfo:
+    """Analyse a signature (pure; cached on the signature value). ``meshes``: those visible
+    in ``file``, which give ``@sharded`` annotations their sizes (without them, shardings ask
+    nothing of their dims)."""
     ref = DefnRef(file, sig.name)
     conv = TypeConv(file, sig.name, None)
     diags = conv.diags
@@ -142,7 +149,17 @@ def analyse(file: str, sig: ast.Signature) -> SigInfo:
                 )
             )
     type_divs = tuple(conv.div_rels)
-    assumptions = tuple(r for _, r in where) + type_divs
+    shard_divs: list[tuple[int, Rel, str]] = []
+    for i, info in enumerate(params):
+        if info.type is not None and info.type.shards:
+            rels, problems = shard_divs_of(info.type, meshes)
+            shard_divs.extend(
+                (i, r, f"dim {axis} of `{info.name}` split over {mesh}") for r, axis, mesh in rels
+            )
+            diags.extend(_bad_shard(file, sig.name, info.nid, m) for m in problems)
+    ret_rels, ret_problems = shard_divs_of(ret, meshes) if ret.shards else ([], [])
+    diags.extend(_bad_shard(file, sig.name, sig.ret.nid, m) for m in ret_problems)
+    assumptions = tuple(r for _, r in where) + type_divs + tuple(r for _, r, _ in shard_divs)
     plan, known = _plan(params, where, conv)
     groups_in = {p.type.shape.group for p in params if p.type and p.type.shape.group}
     dt_in = {p.type.dtype for p in params if p.type and is_dtype_var(p.type.dtype)}
@@ -181,6 +198,17 @@ def analyse(file: str, sig: ast.Signature) -> SigInfo:
         tuple(plan),
         tuple(conv.first.items()) + tuple(conv.group_first.items()),
         tuple(diags),
+        tuple(shard_divs),
+        tuple((r, f"dim {axis} split over {mesh}") for r, axis, mesh in ret_rels),
+    )
+
+
+def _bad_shard(file: str, defn: str, nid: int, message: str) -> Diagnostic:
+    return error(
+        "K0702",
+        message,
+        at(file, defn, nid),
+        help="`@sharded(axis=I, mesh=M)`, with `over=A` (repeatable) naming axes of an N-D mesh",
     )
 
 

@@ -1,0 +1,91 @@
+"""Sharding annotations as shape rules: what each ``@sharded`` asks of the dim it splits.
+
+Spec section 7: ``@sharded(axis=i, mesh=m)`` splits dim ``i`` evenly over the mesh, so the
+mesh's size must divide that dim ("refuted -> counterexample, as for shapes"). The size is
+that of the mesh axes named by ``over=`` (repeatable; their product), or of the whole mesh
+when ``over`` is absent. Here each annotation of a type becomes a divisibility relation
+``size divides dim``, which the signature treats as a ``/`` in a type is treated: an
+assumption inside the defn and an obligation at every call (K0413), checked at concrete dims
+for an entry (K0802). A malformed annotation (an axis out of range, an ``over`` the mesh does
+not have, one mesh axis splitting two dims) is K0702.
+
+Not here: propagation of shardings through primitives, partial results and collectives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kinac.check import dims as D
+from kinac.check.formula import Rel
+from kinac.check.types import SType
+from kinac.reader import ast
+
+
+def _arg(args: Sequence[tuple[str | None, int | str]], key: str, pos: int) -> int | str | None:
+    """The argument named ``key``, else the ``pos``-th positional one."""
+    for k, v in args:
+        if k == key:
+            return v
+    positional = [v for k, v in args if k is None]
+    return positional[pos] if pos < len(positional) else None
+
+
+def shard_divs(
+    ty: SType, meshes: Sequence[ast.Mesh]
+) -> tuple[list[tuple[Rel, int, str]], list[str]]:
+    """``(relations, problems)`` for the ``@sharded`` annotations of ``ty``.
+
+    Each relation is ``size divides dim``, with the axis and the mesh it is split over ("mesh
+    `tp` (4 devices)"); problems are K0702 messages. Annotations naming an unknown mesh are
+    skipped (reported elsewhere), as are axes a variadic group makes unresolvable (counted
+    from the left past ``..b``: not checked yet)."""
+    by_name = {m.name: m for m in meshes}
+    rels: list[tuple[Rel, int, str]] = []
+    problems: list[str] = []
+    used: dict[tuple[str, str], int] = {}
+    dims, group = ty.shape.dims, ty.shape.group
+    for sh in ty.shards:
+        if sh.name != "sharded":
+            continue
+        mesh = _arg(sh.args, "mesh", 1)
+        axis = _arg(sh.args, "axis", 0)
+        if not isinstance(mesh, str) or mesh not in by_name:
+            continue
+        m = by_name[mesh]
+        if not isinstance(axis, int):
+            problems.append(f"`@sharded` on mesh `{mesh}` needs an integer `axis=`")
+            continue
+        over = [v for k, v in sh.args if k == "over"]
+        names = [str(v) for v in over] or list(m.axes)
+        bad = [a for a in names if a not in m.axes]
+        if bad:
+            problems.append(f"mesh `{mesh}` has no axis `{bad[0]}` (its axes: {', '.join(m.axes)})")
+            continue
+        for a in names:
+            if (mesh, a) in used and used[(mesh, a)] != axis:
+                problems.append(
+                    f"mesh axis `{a}` of `{mesh}` splits two dims of one tensor "
+                    f"({used[(mesh, a)]} and {axis}): a tensor carries at most one sharding "
+                    "per mesh axis"
+                )
+            used[(mesh, a)] = axis
+        if group is None:
+            if not -len(dims) <= axis < len(dims):
+                problems.append(
+                    f"`@sharded(axis={axis})` of a rank-{len(dims)} tensor: axis out of range"
+                )
+                continue
+            dim = dims[axis]
+        elif axis < 0 and -axis <= len(dims):
+            dim = dims[axis]
+        else:
+            continue  # counted from the left across a variadic group: not checked yet
+        size = 1
+        for a in names:
+            size *= m.shape[m.axes.index(a)]
+        if size == 1:
+            continue
+        axes = f" axes `{'`, `'.join(names)}`" if over else ""
+        rels.append((Rel("dvd", D.const(size), dim), axis, f"mesh `{mesh}`{axes} ({size} devices)"))
+    return rels, problems
