@@ -162,3 +162,29 @@ def test_kina_toml_meshes_are_visible_and_only_a_mesh_edit_rechecks(ws: Path) ->
     toml.write_text(toml.read_text() + "\n[cache]\nsize_limit_mb = 512\n")
     sess, _ = build(ws)
     assert {n for n, _ in executed(sess) if n == "check_defn"} == set()  # firewalled
+
+
+def test_a_mesh_size_edit_rechecks_the_callers_of_a_sharded_defn(tmp_path: Path) -> None:
+    """The sizes behind `@sharded` are read through the file index: growing a mesh re-checks
+    the defns that call across it, and the new size is what the obligation asks for."""
+    from kinac.pipeline import DefnKey
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kina.toml").write_text('[workspace]\nname = "m"\n')
+    (ws / "lib.kina").write_text(
+        "(module lib)\n(mesh tp [2])\n"
+        "(defn f [(x : (tensor f32 [N D] @sharded(axis=1, mesh=tp)))] -> (tensor f32 [N D]) x)\n"
+    )
+    (ws / "app.kina").write_text(
+        '(module app)\n(import "lib.kina")\n'
+        "(defn g [(y : (tensor f32 [N (* 2 E)]))] -> (tensor f32 [N (* 2 E)]) (f y))\n"
+    )
+    sess, report = build(ws)
+    assert report.error_count == 0, [d.message for f in report.files for d in f.diagnostics]
+    edit(ws / "lib.kina", "(mesh tp [2])", "(mesh tp [4])")
+    sess, report = build(ws)
+    assert ("check_defn", DefnKey("app.kina", "g")) in executed(sess)
+    codes = [d.code for f in report.files for d in f.diagnostics]
+    assert codes == ["K0413"], codes  # 4 does not divide 2*E (E = 1)
+
