@@ -94,8 +94,9 @@ def run_entry(args: argparse.Namespace) -> int:
     except KinaError as e:
         print(str(e), file=sys.stderr)
         return EXIT_PROGRAM_ERRORS
+    dims: dict[str, Any]
     try:
-        dims = _parse_dims(args.dims)
+        dims = dict(_parse_dims(args.dims))
     except ValueError as e:
         print(f"kinac: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -104,6 +104,9 @@ def test_malformed_programs_never_traceback(tmp_path: Path, src: str) -> None:
     ('[workspace]\nnmae = "x"\n', "workspace.nmae"),
     ('[workspace\n', "not valid TOML"),
     ('[workspace]\n[solver]\nbudget_ms = -1\n', "solver.budget_ms"),
+    ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { B = [2, 3] }\n', "lists are for variadic groups"),
+    ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { "..b" = 3 }\n', "takes a list of dims"),
+    ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { "..b" = [2, 0] }\n', "positive integers"),
 ])
 def test_bad_kina_toml_names_the_key_exit_2(ws: Path, toml: str, needle: str) -> None:
     (ws / "kina.toml").write_text(toml)
@@ -332,17 +335,26 @@ def test_sharded_dims_are_checked_at_entries_and_calls(tmp_path: Path) -> None:
     ws.mkdir()
     (ws / "kina.toml").write_text(
         '[workspace]\nname = "sharded"\n\n[[mesh]]\nname = "grid"\nshape = [2, 4]\naxes = ["dp", "tp"]\n\n'
-        '[[entry]]\nname = "uneven"\ndefn = "f"\ndims = { N = 2, D = 6 }\n'
+        '[[entry]]\nname = "uneven"\ndefn = "f"\ndims = { N = 2, D = 6 }\n\n'
+        '[[entry]]\nname = "uneven_batch"\ndefn = "fb"\ndims = { "..b" = [3, 5], D = 4 }\n'
     )
     (ws / "a.kina").write_text(
         "(defn f [(x : (tensor f32 [N D] @sharded(axis=1, mesh=grid, over=tp)))] -> (tensor f32 [N D])\n"
+        "  (add x x))\n"
+        "(defn fb [(x : (tensor f32 [..b D] @sharded(axis=0, mesh=grid, over=dp)))] -> (tensor f32 [..b D])\n"
         "  (add x x))\n"
     )
     p = kinac("build", str(ws), "--no-cache")
     no_traceback(p)
     assert p.returncode == 1
-    assert "K0802" in p.stdout + p.stderr and "4 does not divide D = 6" in p.stdout + p.stderr
+    out = p.stdout + p.stderr
+    assert "K0802" in out and "4 does not divide D = 6" in out
+    assert "2 does not divide 3 (the shape is [3, 5, 4])" in out  # axis 0 of [..b D]
     f = api.compile(ws, "f", no_cache=True)
     np.testing.assert_array_equal(np.asarray(f(np.ones((2, 8), np.float32))), np.full((2, 8), 2.0))
     with pytest.raises(KinaCallError, match="split over mesh `grid` axes `tp` \\(4 devices\\)"):
         f(np.ones((2, 6), np.float32))
+    fb = api.compile(ws, "fb", no_cache=True)
+    assert np.asarray(fb(np.ones((4, 3, 2), np.float32))).shape == (4, 3, 2)
+    with pytest.raises(KinaCallError, match="`fb` has dim 0 of `x` split over mesh `grid` axes `dp`"):
+        fb(np.ones((3, 2), np.float32))

@@ -153,7 +153,8 @@ def test_kina_toml_meshes_are_visible_and_only_a_mesh_edit_rechecks(ws: Path) ->
     codes = [d.code for f in report.files for d in f.diagnostics]
     assert "K0702" in codes  # no mesh `tp` anywhere yet
     toml = ws / "kina.toml"
-    toml.write_text(toml.read_text() + '\n[[mesh]]\nname = "tp"\nshape = [4]\n')
+    # one device: the mesh is declared, and its size asks nothing of the sharded dim
+    toml.write_text(toml.read_text() + '\n[[mesh]]\nname = "tp"\nshape = [1]\n')
     sess, report = build(ws)
     assert [d.code for f in report.files for d in f.diagnostics] == []
     assert ("config_meshes", ()) in executed(sess)
@@ -162,6 +163,9 @@ def test_kina_toml_meshes_are_visible_and_only_a_mesh_edit_rechecks(ws: Path) ->
     toml.write_text(toml.read_text() + "\n[cache]\nsize_limit_mb = 512\n")
     sess, _ = build(ws)
     assert {n for n, _ in executed(sess) if n == "check_defn"} == set()  # firewalled
+    toml.write_text(toml.read_text().replace("shape = [1]", "shape = [4]"))
+    sess, report = build(ws)  # 4 devices: the callers must now pass a batch dim 4 divides
+    assert {d.code for f in report.files for d in f.diagnostics} == {"K0413"}
 
 
 def test_a_mesh_size_edit_rechecks_the_callers_of_a_sharded_defn(tmp_path: Path) -> None:

@@ -235,6 +235,23 @@ def complete_dims(
                     at(file, name, 0),
                 )
             )
+    for i, axis, size, what in sig.shard_group_divs:
+        pt = sig.params[i].type
+        if pt is None or pt.shape.group not in groups:
+            continue
+        try:
+            full = (*groups[pt.shape.group], *(D.evaluate(d, env) for d in pt.shape.dims))
+        except DimEvalError:
+            continue
+        if axis < len(full) and full[axis] % size:
+            diags.append(
+                error(
+                    "K0802",
+                    f"`{name}` has {what}, uneven at these dims: {size} does not divide "
+                    f"{full[axis]} (the shape is {list(full)})",
+                    at(file, name, sig.params[i].nid, "sharded here"),
+                )
+            )
     for i, r, what in sig.shard_divs:
         if not _holds(r, env):
             diags.append(

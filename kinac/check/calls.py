@@ -272,6 +272,12 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
             b.needs.append(
                 Need(rel_subst(r, b.dims), "K0409", f"`{callee}` requires {_fmt_rel(r)}", where=k)
             )
+    for i, axis, size, what in sig.shard_group_divs:
+        a = args[i]
+        if isinstance(a, SType) and a.shape.group is None and axis < len(a.shape.dims):
+            b.needs.append(
+                Need(Rel("dvd", D.const(size), a.shape.dims[axis]), "K0413", f"`{callee}` has {what}", i)
+            )
     for i, r, what in sig.shard_divs:
         rel = rel_subst(r, b.dims)
         b.needs.append(

@@ -32,14 +32,15 @@ def _arg(args: Sequence[tuple[str | None, int | str]], key: str, pos: int) -> in
 
 
 def shard_divs(
-    ty: SType, meshes: Sequence[ast.Mesh]
+    ty: SType, meshes: Sequence[ast.Mesh], group_axes: list[tuple[int, int, str]] | None = None
 ) -> tuple[list[tuple[Rel, int, str]], list[str]]:
     """``(relations, problems)`` for the ``@sharded`` annotations of ``ty``.
 
     Each relation is ``size divides dim``, with the axis and the mesh it is split over ("mesh
     `tp` (4 devices)"); problems are K0702 messages. Annotations naming an unknown mesh are
-    skipped (reported elsewhere), as are axes a variadic group makes unresolvable (counted
-    from the left past ``..b``: not checked yet)."""
+    skipped (reported elsewhere). An axis counted from the left in a type with a variadic group
+    (``[..b D]``, ``axis=0``) has no dim expression here: it goes to ``group_axes`` as
+    ``(axis, size, mesh)``, to be checked where the group is bound (calls, entries)."""
     by_name = {m.name: m for m in meshes}
     rels: list[tuple[Rel, int, str]] = []
     problems: list[str] = []
@@ -80,12 +81,16 @@ def shard_divs(
         elif axis < 0 and -axis <= len(dims):
             dim = dims[axis]
         else:
-            continue  # counted from the left across a variadic group: not checked yet
+            dim = None  # counted from the left across a variadic group
         size = 1
         for a in names:
             size *= m.shape[m.axes.index(a)]
         if size == 1:
             continue
         axes = f" axes `{'`, `'.join(names)}`" if over else ""
+        if dim is None:
+            if group_axes is not None and axis >= 0:
+                group_axes.append((axis, size, f"mesh `{mesh}`{axes} ({size} devices)"))
+            continue
         rels.append((Rel("dvd", D.const(size), dim), axis, f"mesh `{mesh}`{axes} ({size} devices)"))
     return rels, problems

@@ -76,6 +76,9 @@ class SigInfo:
     # assumptions here, obligations at calls; and those of the result, obligations on the body
     shard_divs: tuple[tuple[int, Rel, str], ...] = ()
     ret_shard_divs: tuple[tuple[Rel, str], ...] = ()
+    # (param index, axis, mesh size, what) for axes counted from the left past a variadic
+    # group: checked where the group is bound (calls.instantiate, bind.complete_dims)
+    shard_group_divs: tuple[tuple[int, int, int, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -150,9 +153,15 @@ def analyse(file: str, sig: ast.Signature, meshes: tuple[ast.Mesh, ...] = ()) ->
             )
     type_divs = tuple(conv.div_rels)
     shard_divs: list[tuple[int, Rel, str]] = []
+    group_divs: list[tuple[int, int, int, str]] = []
     for i, info in enumerate(params):
         if info.type is not None and info.type.shards:
-            rels, problems = shard_divs_of(info.type, meshes)
+            gaxes: list[tuple[int, int, str]] = []
+            rels, problems = shard_divs_of(info.type, meshes, gaxes)
+            group_divs.extend(
+                (i, axis, size, f"dim {axis} of `{info.name}` split over {mesh}")
+                for axis, size, mesh in gaxes
+            )
             shard_divs.extend(
                 (i, r, f"dim {axis} of `{info.name}` split over {mesh}") for r, axis, mesh in rels
             )
@@ -200,6 +209,7 @@ def analyse(file: str, sig: ast.Signature, meshes: tuple[ast.Mesh, ...] = ()) ->
         tuple(diags),
         tuple(shard_divs),
         tuple((r, f"dim {axis} split over {mesh}") for r, axis, mesh in ret_rels),
+        tuple(group_divs),
     )
 
 

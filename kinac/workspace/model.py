@@ -36,7 +36,7 @@ class EntryConfig:
     name: str
     defn: str
     file: str | None
-    dims: tuple[tuple[str, int], ...]
+    dims: tuple[tuple[str, int | tuple[int, ...]], ...]  # a variadic group ("..b") has a tuple
     dtypes: tuple[tuple[str, str], ...] = ()
 
 

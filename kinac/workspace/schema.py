@@ -64,14 +64,22 @@ def _models() -> Any:
         name: str = Field(min_length=1)
         defn: str | None = None
         file: str | None = None
-        dims: dict[str, int] = {}
+        dims: dict[str, int | list[int]] = {}  # a variadic group ("..b") takes a list
         dtypes: dict[str, Literal["f64", "f32", "f16", "bf16", "i64", "i32", "bool"]] = {}
 
         @field_validator("dims")
         @classmethod
-        def _dims_positive(cls, v: dict[str, int]) -> dict[str, int]:
+        def _dims_positive(cls, v: dict[str, int | list[int]]) -> dict[str, int | list[int]]:
             for k, d in v.items():
-                if d < 1:
+                if isinstance(d, list):
+                    if not k.startswith(".."):
+                        raise ValueError(f"dimension {k} takes one positive integer, not a list "
+                                         f"(lists are for variadic groups such as \"..b\")")
+                    if any(x < 1 for x in d):
+                        raise ValueError(f"variadic group {k} must list positive integers, got {d}")
+                elif k.startswith(".."):
+                    raise ValueError(f"variadic group {k} takes a list of dims, e.g. [4, 128]")
+                elif d < 1:
                     raise ValueError(f"dimension {k} must be a positive integer, got {d}")
             return v
 
@@ -137,7 +145,9 @@ def validate(text: str, default_name: str) -> ConfigResult:
         on_unknown=m.solver.on_unknown,
         meshes=tuple(meshes),
         entries=tuple(
-            EntryConfig(e.name, e.defn or e.name, e.file, tuple(sorted(e.dims.items())), tuple(sorted(e.dtypes.items())))
+            EntryConfig(e.name, e.defn or e.name, e.file,
+                        tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in e.dims.items())),
+                        tuple(sorted(e.dtypes.items())))
             for e in m.entry
         ),
         cache_dir=m.workspace.cache_dir,
