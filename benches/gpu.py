@@ -266,14 +266,10 @@ def host_us(fn: Callable[[], Any], burst: int = 20, batches: int = 200) -> float
     bursts (untimed), so that a full launch queue never makes the host wait for the GPU."""
     import torch
 
-    samples = []
-    for _ in range(batches):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(burst):
-            fn()
-        samples.append((time.perf_counter() - t0) / burst * 1e6)
-    return statistics.median(samples)
+    from kinac.rt.cuda.testing import per_call_us
+
+    torch.cuda.synchronize()
+    return per_call_us(fn, burst, batches, torch.cuda.synchronize)
 
 
 def call_overhead() -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -94,16 +93,13 @@ _KEEP: list[object] = []
 
 def native_us(loop: Callable[[], int], n: int, batches: int, sync: Callable[[], None]) -> float:
     """Median host time per call of a native loop of ``n`` calls (stream drained between)."""
-    ns = []
-    for _ in range(batches):
-        t0 = time.perf_counter_ns()
+
+    def run() -> None:
         rc = loop()
-        t1 = time.perf_counter_ns()
         if rc:
             raise RuntimeError(f"native launch loop failed: CUresult {rc}")
-        sync()
-        ns.append((t1 - t0) / n / 1e3)
-    return statistics.median(ns)
+
+    return per_call_us(run, 1, batches, sync) / n
 
 
 def probe(s: cuda.Stream, k: TestKernels, args: tuple[int | float, ...]) -> dict[str, float]:

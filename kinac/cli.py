@@ -111,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     except (MemoryError, RuntimeError) as e:
         # the runtime's own errors (no GPU, a failed driver call, GPU memory exhausted) are
         # explained, not dumped; anything else is an internal error and keeps its traceback
-        from kinac.rt.cuda.errors import KinacRuntimeError
+        from kinac.rt.cuda.errors import CudaUnavailableError, KinacRuntimeError
 
         if not isinstance(e, (KinacRuntimeError, MemoryError)):
             raise
         print(f"kinac: error: {e}", file=sys.stderr)
-        if type(e).__name__ == "CudaUnavailableError":
+        if isinstance(e, CudaUnavailableError):
             print("  help: --target cuda runs on an NVIDIA GPU with its driver; without one, "
                   "run on the CPU (the default target)", file=sys.stderr)
         return EXIT_PROGRAM_ERRORS

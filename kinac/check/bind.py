@@ -218,7 +218,7 @@ def complete_dims(
     if diags:
         return env, groups, diags
     for nid, r in sig.where:
-        if not _holds(r, env):
+        if not holds_at(r, env):
             diags.append(
                 error(
                     "K0802",
@@ -227,7 +227,7 @@ def complete_dims(
                 )
             )
     for r in sig.type_divs:
-        if not _holds(r, env):
+        if not holds_at(r, env):
             diags.append(
                 error(
                     "K0802",
@@ -253,7 +253,7 @@ def complete_dims(
                 )
             )
     for i, r, what in sig.shard_divs:
-        if not _holds(r, env):
+        if not holds_at(r, env):
             diags.append(
                 error(
                     "K0802",
@@ -264,7 +264,8 @@ def complete_dims(
     return env, groups, diags
 
 
-def _holds(r: Rel, env: Mapping[str, int]) -> bool:
+def holds_at(r: Rel, env: Mapping[str, int]) -> bool:
+    """Whether ``r`` holds at ``env``; a relation that cannot be evaluated there does not."""
     try:
         return holds(r, env)
     except DimEvalError:

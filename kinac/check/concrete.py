@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kinac.check import dims as D
-from kinac.check.bind import bind_call_types
+from kinac.check.bind import bind_call_types, holds_at
 from kinac.check.dims import DimEvalError
-from kinac.check.formula import Rel, holds
 from kinac.check.prims.base import CArgs, ShapeError, find
 from kinac.check.protocol import CheckEnv
 from kinac.check.sig import DefnRef, analyse
@@ -93,7 +92,7 @@ def eval_all(
         ret = ev.ttype(sig.ret.dtype, sig.ret.shape, "")
         ev.same(out, ret, "the result", (defn.body.nid,))
         for r, what in sig.ret_shard_divs:  # the declared result's @sharded dims split evenly
-            if not _holds_at(r, denv):
+            if not holds_at(r, denv):
                 raise ConcreteError(f"the result has {what}: uneven", (defn.signature.ret.nid,))
     except ConcreteError as e:
         ev.fails.append(e)
@@ -289,10 +288,7 @@ class _Eval:
                         self.default,
                     )
                 tensors.append(t)
-        meshes = getattr(self.env, "meshes", None)
-        b = bind_call_types(
-            ref.file, sig_ast, tuple(tensors), dim_args, meshes(ref.file) if meshes else ()
-        )
+        b = bind_call_types(ref.file, sig_ast, tuple(tensors), dim_args, self.env.meshes(ref.file))
         if isinstance(b, tuple):
             raise ConcreteError(
                 f"call of {e.head}: " + "; ".join(d.message for d in b if isinstance(d, Diagnostic))
@@ -300,10 +296,3 @@ class _Eval:
         return eval_defn(
             ref.file, callee, dict(b.dims), dict(b.dtypes), self.env, self.default, self.depth + 1
         )
-
-
-def _holds_at(r: Rel, denv: Mapping[str, int]) -> bool:
-    try:
-        return holds(r, denv)
-    except DimEvalError:
-        return False

@@ -166,7 +166,7 @@ def analyse(file: str, sig: ast.Signature, meshes: tuple[ast.Mesh, ...] = ()) ->
                 (i, r, f"dim {axis} of `{info.name}` split over {mesh}") for r, axis, mesh in rels
             )
             diags.extend(_bad_shard(file, sig.name, info.nid, m) for m in problems)
-    ret_rels, ret_problems = shard_divs_of(ret, meshes) if ret.shards else ([], [])
+    ret_rels, ret_problems = shard_divs_of(ret, meshes)
     diags.extend(_bad_shard(file, sig.name, sig.ret.nid, m) for m in ret_problems)
     assumptions = tuple(r for _, r in where) + type_divs + tuple(r for _, r, _ in shard_divs)
     plan, known = _plan(params, where, conv)

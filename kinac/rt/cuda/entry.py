@@ -34,10 +34,9 @@ from typing import Any
 
 from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.entry_support import (  # noqa: F401 - re-exported for callers
+from kinac.rt.cuda.entry_support import (
     DL_NAMES,
     GATHER_OOB,
-    ITEMSIZE,
     NP_NAMES,
     VOLATILE,
     KinaGpuError,

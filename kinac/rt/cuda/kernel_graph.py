@@ -102,7 +102,7 @@ class KernelGraph:
 
     ``params`` is the address of the ``void*[]`` array the kernel's arguments are read from
     (``None`` for a kernel without parameters); :meth:`refresh` re-reads it into the
-    executable graph, :meth:`launch` queues the graph on a stream.
+    executable graph; :attr:`launcher` is what queues the graph on a stream.
     """
 
     __slots__ = (
@@ -162,12 +162,6 @@ class KernelGraph:
         rc = self._set(self._ex, self._nd, self._pref)
         if rc:
             driver.fail("cuGraphExecKernelNodeSetParams", rc)
-
-    def launch(self, stream: Any) -> None:
-        """Queue the kernel on ``stream`` (a ``ctypes.c_void_p`` holding the stream handle)."""
-        rc = self._launch(self._ex, stream)
-        if rc:
-            driver.fail("cuGraphLaunch", rc)
 
     @property
     def launcher(self) -> tuple[Any, Any]:
