@@ -113,19 +113,23 @@ class _Checker:
         return CheckedDefn(self.sig.ref, self.sig, body, tuple(self.diags), self.prover.stats())
 
     def _check_meshes(self) -> None:
+        """Every mesh an annotation names, on a parameter or on the result, is declared."""
         names = {m.name for m in self.env.meshes(self.file)}
-        for p, ap in zip(self.sig.params, self.defn.signature.params, strict=True):
-            if p.type is None:
+        typed = [(p.type, ap.nid) for p, ap in zip(self.sig.params, self.defn.signature.params, strict=True)]
+        typed.append((self.sig.ret, self.defn.signature.ret.nid))
+        for ty, nid in typed:
+            if ty is None:
                 continue
-            for sh in p.type.shards:
+            for sh in ty.shards:
                 for k, v in sh.args:
                     if k == "mesh" and v not in names:
                         self.diags.append(
                             error(
                                 "K0702",
                                 f"unknown mesh `{v}` in `@{sh.name}`",
-                                self.label(ap.nid),
-                                help="declare it at top level: (mesh NAME [SIZE …])",
+                                self.label(nid),
+                                help="declare it at top level: (mesh NAME [SIZE …]), or in "
+                                "kina.toml's [[mesh]]",
                             )
                         )
 
