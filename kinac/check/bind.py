@@ -111,7 +111,7 @@ def bind_call_types(
         if n.shown:
             d = n.shown[0]
             detail = f"the argument has {D.evaluate(n.rel.lhs, {})} but {_show(d, env)}"
-        elif n.where is not None and n.code != "K0410":
+        elif n.where is not None and n.whole_clause:
             detail = explain(sig.where[n.where][1], env)
         else:
             detail = explain(n.rel, env)
@@ -213,6 +213,15 @@ def complete_dims(
                     "K0802",
                     f"dimension `{v}` = {env[v]} is not positive",
                     at(file, name, sig.nid_of(v)),
+                )
+            )
+    for g, vals in groups.items():
+        if any(x < 1 for x in vals):
+            diags.append(
+                error(
+                    "K0802",
+                    f"variadic group `{g}` = {list(vals)} has a dim that is not positive",
+                    at(file, name, sig.nid_of(g)) if g in sig.groups else at(file, name, 0),
                 )
             )
     if diags:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kinac.check import dims as D
 from kinac.check.dims import Poly
-from kinac.check.formula import Rel, rel_subst
+from kinac.check.formula import Rel, canon_rel, decide_cheap, rel_subst
 from kinac.check.sig import SigInfo
 from kinac.check.types import (
     WEAK_F,
@@ -51,6 +51,7 @@ class Need:
     param: int | None = None
     where: int | None = None
     shown: tuple[Poly, ...] = ()
+    whole_clause: bool = False  # ``rel`` is where clause ``where`` itself, instantiated
 
 
 @dataclass
@@ -105,6 +106,16 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
         if p.is_dim or p.type is None:
             assert isinstance(a, Poly)
             b.dims[p.name] = a
+            if not _surely_positive(a):
+                b.needs.append(
+                    Need(
+                        Rel("le", ONE, a),
+                        "K0408",
+                        f"the dim parameter `{p.name}` of `{callee}` is {D.fmt_infix(a)} but "
+                        "must be at least 1",
+                        i,
+                    )
+                )
             continue
         assert isinstance(a, SType)
         if a.is_err:
@@ -189,6 +200,17 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
                 )
                 continue
             gval = SShape(as_.group, as_.dims[:k])
+            for j, g in enumerate(gval.dims):
+                if not _surely_positive(g):
+                    b.needs.append(
+                        Need(
+                            Rel("le", ONE, g),
+                            "K0408",
+                            f"dim {j} of group `{ps.group}` in `{p.name}` of `{callee}` is "
+                            f"{D.fmt_infix(g)} but must be at least 1",
+                            i,
+                        )
+                    )
             prev = b.groups.get(ps.group)
             if prev is None:
                 b.groups[ps.group] = gval
@@ -235,7 +257,8 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
             src = f"its where clause {_fmt_rel(sig.where[st.param][1])}"
             code, pi, wi = "K0409", None, st.param
         b.dims[st.var] = D.div(target, a_)
-        if D.exact_div(target, a_) is None:
+        divides_needed = D.exact_div(target, a_) is None
+        if divides_needed:
             b.needs.append(
                 Need(
                     Rel("dvd", a_, target),
@@ -245,12 +268,20 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
                     wi,
                 )
             )
-        if not D.all_nonneg(target):
+        # The variable is target/a_ with a_ > 0 (the plan makes coefficients positive), so it
+        # is at least 1 exactly when a_ <= target: an obligation whatever the form of target
+        # (zero, a constant, a difference), unless normalisation settles it, or the divisibility
+        # need above implies it (a_ | target and target >= 1 give target >= a_).
+        at_least_one = Rel("le", a_, target)
+        implied = divides_needed and _surely_positive(target)
+        if not implied and decide_cheap(canon_rel(at_least_one)) is not True:
             b.needs.append(
                 Need(
-                    Rel("le", a_, target),
+                    at_least_one,
                     code,
-                    f"`{st.var}` of `{callee}` fixed by {src} must be at least 1",
+                    f"`{st.var}` of `{callee}`, fixed by {src} as "
+                    f"{D.fmt_quot(target, a_) if D.as_const(a_) != 1 else D.fmt_infix(target)}, "
+                    "must be at least 1",
                     pi,
                     wi,
                 )
@@ -270,13 +301,24 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
     for k, (_nid, r) in enumerate(sig.where):
         if k not in used_where:
             b.needs.append(
-                Need(rel_subst(r, b.dims), "K0409", f"`{callee}` requires {_fmt_rel(r)}", where=k)
+                Need(
+                    rel_subst(r, b.dims),
+                    "K0409",
+                    f"`{callee}` requires {_fmt_rel(r)}",
+                    where=k,
+                    whole_clause=True,
+                )
             )
     for i, axis, size, what in sig.shard_group_divs:
         a = args[i]
         if isinstance(a, SType) and a.shape.group is None and axis < len(a.shape.dims):
             b.needs.append(
-                Need(Rel("dvd", D.const(size), a.shape.dims[axis]), "K0413", f"`{callee}` has {what}", i)
+                Need(
+                    Rel("dvd", D.const(size), a.shape.dims[axis]),
+                    "K0413",
+                    f"`{callee}` has {what}",
+                    i,
+                )
             )
     for i, r, what in sig.shard_divs:
         rel = rel_subst(r, b.dims)
@@ -301,6 +343,15 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
     dev = ret.device or (devices[0] if devices and all(x == devices[0] for x in devices) else "")
     b.result = SType(dt, subst_shape(ret.shape, b.dims, b.groups), dev, ret.shards)
     return b
+
+
+ONE = D.const(1)
+
+
+def _surely_positive(p: Poly) -> bool:
+    """True when normal forms alone show ``p >= 1`` (every atom is >= 1)."""
+    lb = D.lower_bound(p)
+    return lb is not None and lb >= 1
 
 
 def _fmt_group(s: SShape) -> str:
