@@ -125,6 +125,54 @@ def _node(g: Graph, n: Node, v: list[torch.Tensor], inputs: tuple[Any, ...]) -> 
     return _binary(op, a[0], a[1])
 
 
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+# Each unary op's defining formula, evaluated in float64 IEEE arithmetic (numpy and ``math``).
+# Why not PyTorch: at non-finite inputs it is not a reference. torch 2.13 CPU gives
+# gelu(+inf) = nan for tensors of two or more elements (its vectorised erf path) and inf for a
+# one-element tensor, so a test trusting it fails on a right answer. A formula cannot drift
+# like that; where the formula itself is indeterminate (gelu(-inf) = -inf * 0, silu(-inf) =
+# -inf / inf) the IEEE result, NaN, is the defined one (docs/language.md, "Activations at
+# infinities"), as in PyTorch and JAX.
+F64_UNARY: dict[str, Any] = {
+    "neg": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "relu": lambda x: np.maximum(x, 0.0),
+    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
+    "silu": lambda x: x / (1.0 + np.exp(-x)),
+    "abs": np.abs,
+    "recip": lambda x: 1.0 / x,
+    "square": np.square,
+}
+
+
+def f64_unary(op: str, x: np.ndarray, dtype: str) -> np.ndarray:
+    """``op`` at ``x`` from its formula in float64, rounded to ``dtype`` (bf16 as bit patterns).
+
+    The reference for special values (infinities, NaN, signed zeros, subnormals, overflow).
+    """
+    assert op in F64_UNARY, f"no float64 reference for {op!r}: add its formula to F64_UNARY"
+    with np.errstate(all="ignore"):
+        y = F64_UNARY[op](as_f64(x, dtype))
+    return round_to(y, dtype)
+
+
+def round_to(x: Any, dtype: str) -> np.ndarray:
+    """Float values rounded to a Kina float dtype (bf16 as uint16 bit patterns)."""
+    y = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):  # overflow rounds to infinity, as it should
+        if dtype == "bf16":
+            return from_torch(torch.from_numpy(y.astype(np.float32)).to(torch.bfloat16))
+        return np.asarray(y, dtype={"f64": np.float64, "f32": np.float32, "f16": np.float16}[dtype])
+
+
 def torch_eval(graph: Graph, *inputs: Any) -> tuple[np.ndarray, ...]:
     """Evaluate ``graph`` with PyTorch (CPU) ops; bf16 in and out as uint16 bit patterns."""
     v: list[torch.Tensor] = []
@@ -148,7 +196,13 @@ def max_rel_err(got: np.ndarray, want: np.ndarray, dtype: str = "f32") -> float:
 
 
 def assert_close(
-    got: np.ndarray, want: np.ndarray, dtype: str, rtol: float, atol: float, scaled: bool = False
+    got: np.ndarray,
+    want: np.ndarray,
+    dtype: str,
+    rtol: float,
+    atol: float,
+    scaled: bool = False,
+    what: str = "",
 ) -> None:
     """Elementwise closeness with NaNs and infinities required to match exactly.
 
@@ -163,7 +217,7 @@ def assert_close(
     if scaled and w.size:
         finite = np.abs(w[np.isfinite(w)])
         atol *= max(1.0, float(finite.max()) if finite.size else 1.0)
-    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
 
 
 def randn(
