@@ -141,15 +141,19 @@ def broadcast(rc: RuleCtx, ts: list[SType], idx: list[int]) -> SShape | None:
     return cur
 
 
-def axis_index(rc: RuleCtx, s: SShape, axis: int, arg: int = 0, extra: int = 0) -> int | None:
+def axis_index(
+    rc: RuleCtx, s: SShape, axis: int, arg: int = 0, extra: int = 0, what: str | None = None
+) -> int | None:
     """Index into ``s.dims`` of ``axis`` (negative counts from the end); with a variadic group
-    only negative axes reaching the fixed tail are static. ``extra`` admits ``rank`` itself."""
+    only negative axes reaching the fixed tail are static. ``extra`` admits ``rank`` itself.
+    ``what`` names the shape when it is not tensor argument ``arg`` (``iota``'s own shape)."""
     n = len(s.dims)
+    name = what if what is not None else rc.name(arg)
     if s.group is not None:
         if axis >= 0 or -axis > n:
             rc.fail(
                 "K0405",
-                f"axis {axis} of {rc.name(arg)} is not static: its shape starts with "
+                f"axis {axis} of {name} is not static: its shape starts with "
                 f"the variadic group `{s.group}`",
                 kw="axis",
                 help=f"count from the end (-1 … -{n}) to address the dims after the group",
@@ -159,7 +163,7 @@ def axis_index(rc: RuleCtx, s: SShape, axis: int, arg: int = 0, extra: int = 0) 
     if not -(n + extra) <= axis < n + extra:
         rc.fail(
             "K0405",
-            f"axis {axis} is out of range for {rc.name(arg)} of rank {n}",
+            f"axis {axis} is out of range for {name} of rank {n}",
             kw="axis",
             help=f"use an axis in {-n} … {n - 1}",
         )

@@ -22,7 +22,7 @@ def _iota_rule(rc: RuleCtx, a: Args) -> SType | None:
     if not shape.dims:
         rc.fail("K0405", "`iota` needs at least one dim after any group", None, kw="axis")
         return None
-    if axis_index(rc, shape, a.v["axis"]) is None:
+    if axis_index(rc, shape, a.v["axis"], what="the shape of `iota`") is None:
         return None
     return SType(dt, shape, a.v["device"])
 
