@@ -102,6 +102,7 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
     defining: set[tuple[int, int]] = set()
     used_where: set[int] = set()
     devices: list[str] = []
+    weak_vars: list[str] = []
     for i, (p, a) in enumerate(zip(sig.params, args, strict=True)):
         if p.is_dim or p.type is None:
             assert isinstance(a, Poly)
@@ -124,7 +125,9 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
         pt = p.type
         if is_dtype_var(pt.dtype):
             ad = _strong(a.dtype)
-            if not is_float(ad):
+            if a.is_weak:
+                weak_vars.append(pt.dtype)  # a literal takes the dtype a tensor fixes (spec §4)
+            elif not is_float(ad):
                 b.issues.append(
                     Issue(
                         "K0602",
@@ -238,6 +241,8 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
                     )
         for j, d in enumerate(ps.dims):
             pairs.append((i, j, d, as_.dims[k + j]))
+    for v in weak_vars:
+        b.dtypes.setdefault(v, "f32")  # only literals met it: weak alone is f32
     if b.issues:
         return b
     pair_of = {(i, j): (d, v) for i, j, d, v in pairs}

@@ -282,11 +282,9 @@ class _Eval:
             else:
                 t = self.expr(a, scope)
                 if t.dtype in (WEAK_F, WEAK_I):
-                    t = TType(
-                        "f32" if p.type is None or p.type.dtype not in DTYPES else p.type.dtype,
-                        (),
-                        self.default,
-                    )
+                    # a literal for a dtype variable stays weak: a tensor argument fixes it
+                    pd = p.type.dtype if p.type is not None else "f32"
+                    t = TType(pd if pd in DTYPES else t.dtype, (), self.default)
                 tensors.append(t)
         b = bind_call_types(ref.file, sig_ast, tuple(tensors), dim_args, self.env.meshes(ref.file))
         if isinstance(b, tuple):
