@@ -8,10 +8,10 @@ the lead's plain-text renderer, with node refs resolved through the reader's spa
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
+import goldens
 from check_support import Workspace
 
 from kinac.check import (
@@ -27,7 +27,6 @@ from kinac.diag.model import Diagnostic
 from kinac.tir.graph import TType
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "check"
-UPDATE = os.environ.get("KINAC_UPDATE_GOLDEN") == "1"
 
 
 def _ttype(s: str) -> TType:
@@ -116,7 +115,5 @@ def _bind(ws: Workspace, rel: str, pf, line: str, diags: list[Diagnostic]) -> st
 
 
 def golden_compare(path: Path, got: str) -> None:
-    exp = path.with_suffix(".out")
-    if UPDATE or not exp.exists():
-        exp.write_text(got)
-    assert got == exp.read_text(), f"{path.name}: output differs from {exp.name}\n{got}"
+    """``got`` against the case's ``.out`` (missing fails; ``--update-goldens`` writes it)."""
+    goldens.compare(path.with_suffix(".out"), got, path.name)

@@ -2,14 +2,15 @@
 
 Each graph has a directory under ``tests/golden/lower/``, one file per stage (``00-graph.mlir``
 ... ``07-llvm-ir.ll``). A change in what a pass emits shows up as a readable diff here. To
-accept intended changes: ``KINAC_UPDATE_GOLDEN=1 python -m pytest tests/test_lower_golden.py``.
+accept intended changes: ``python3 -m pytest --update-goldens tests/test_lower_golden.py`` (a
+missing or stale stage file fails otherwise).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+import goldens
 import pytest
 
 from kinac.ir import lower_stages
@@ -17,7 +18,6 @@ from kinac.ir.testing import GraphBuilder, attention_graph, mlp_graph
 from kinac.tir.graph import Graph
 
 GOLDEN = Path(__file__).parent / "golden" / "lower"
-UPDATE = os.environ.get("KINAC_UPDATE_GOLDEN") == "1"
 
 
 def embed_graph() -> Graph:
@@ -46,17 +46,14 @@ def _stage_file(i: int, stage: str) -> str:
 def test_golden_ir_per_pass(name: str) -> None:
     stages = lower_stages(GRAPHS[name]())
     d = GOLDEN / name
-    if UPDATE:
-        d.mkdir(parents=True, exist_ok=True)
-        for old in d.iterdir():
-            old.unlink()
-        for i, (stage, text) in enumerate(stages.items()):
-            (d / _stage_file(i, stage)).write_text(text)
-    expected = sorted(p.name for p in d.iterdir())
-    assert expected == sorted(_stage_file(i, s) for i, s in enumerate(stages)), "stages changed"
-    for i, (stage, text) in enumerate(stages.items()):
-        want = (d / _stage_file(i, stage)).read_text()
-        assert text == want, f"{name}: IR after {stage} differs from {d / _stage_file(i, stage)}"
+    files = [_stage_file(i, stage) for i, stage in enumerate(stages)]
+    if goldens.updating() and d.is_dir():
+        for stale in set(p.name for p in d.iterdir()) - set(files):
+            (d / stale).unlink()
+    for file, (stage, text) in zip(files, stages.items(), strict=True):
+        goldens.compare(d / file, text, f"{name}: IR after {stage}")
+    on_disk = sorted(p.name for p in d.iterdir())
+    assert on_disk == sorted(files), f"{name}: stages changed ({goldens.HOW})"
 
 
 def test_choices_are_visible_in_the_ir() -> None:

@@ -1,7 +1,7 @@
 """Golden tests of the reader: every ``.kina`` under ``tests/golden/reader/{good,bad}`` is read
 and its dump (AST with node ids and spans, then diagnostics) compared with the ``.out`` beside
-it. Regenerate with ``KINAC_UPDATE_GOLDEN=1 pytest tests/test_reader_golden.py`` and review
-the diff.
+it. Regenerate with ``python3 -m pytest --update-goldens tests/test_reader_golden.py`` and
+review the diff (a missing ``.out`` fails otherwise).
 
 ``good/`` cases must read without a diagnostic; ``bad/`` cases must produce at least one, all
 with reader codes, and a case named ``K01NN-…`` must produce that code.
@@ -9,9 +9,9 @@ with reader codes, and a case named ``K01NN-…`` must produce that code.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+import goldens
 import pytest
 
 from kinac.diag.model import Span
@@ -21,7 +21,6 @@ from kinac.reader.parse import parse_file
 from kinac.rules import codec
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "reader"
-UPDATE = os.environ.get("KINAC_UPDATE_GOLDEN") == "1"
 CASES = sorted(GOLDEN.glob("*/*.kina"))
 
 
@@ -34,11 +33,7 @@ def test_golden(path: Path) -> None:
     rel = path.relative_to(GOLDEN).as_posix()
     pf = parse_file(rel, _read(path))
     text = dump_parsed(pf)
-    out = path.with_suffix(".out")
-    if UPDATE:
-        out.write_text(text, encoding="utf-8", newline="\n")
-    assert out.exists(), f"missing {out.name}: run with KINAC_UPDATE_GOLDEN=1"
-    assert text == out.read_text(encoding="utf-8"), f"{rel} differs from {out.name}"
+    goldens.compare(path.with_suffix(".out"), text, rel)
     assert codec.decode(codec.encode(pf)) == pf
     codes = {d.code for d in pf.diagnostics}
     if path.parent.name == "good":
