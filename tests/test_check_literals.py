@@ -58,3 +58,66 @@ def test_dtype_variable_still_rejects_integers_and_mixed_tensors() -> None:
     env = _env(src)
     assert _codes(env, "i") == ["K0602"]
     assert _codes(env, "m") == ["K0601"]
+
+
+def test_literals_out_of_range_are_k0604() -> None:
+    src = (
+        "(defn a [(x : (tensor i32 [N]))] -> (tensor bool [N]) (lt x 3000000000))\n"
+        "(defn b [(x : (tensor i32 [N]))] -> (tensor i32 [N]) (full i32 [N] 3000000000))\n"
+        "(defn c [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (add x 1e39))\n"
+        "(defn d [(x : (tensor f16 [N]))] -> (tensor f16 [N]) (mul x 70000))\n"
+        "(defn e [(s : i32)] -> i32 s)\n"
+        "(defn f [] -> i32 (e 3000000000))\n"
+        "(defn g [] -> i32 3000000000)\n"
+        "(defn h [] -> i32 (cast -2147483649 :to i32))\n"
+        "(defn k [(x : (tensor bool [N]))] -> (tensor bool [N]) (eq x 2))\n"
+    )
+    env = _env(src)
+    for name in "abcdfghk":
+        assert _codes(env, name) == ["K0604"], name
+
+
+def test_literals_in_range_and_named_constants_are_fine() -> None:
+    src = (
+        "(defn a [(x : (tensor i32 [N]))] -> (tensor i32 [N]) (add x -2147483648))\n"
+        "(defn b [(x : (tensor i64 [N]))] -> (tensor bool [N]) (lt x 3000000000))\n"
+        "(defn c [(x : (tensor f16 [N]))] -> (tensor f16 [N]) (mul x 65504))\n"
+        "(defn d [(x : (tensor bf16 [N]))] -> (tensor bf16 [N]) (add x -inf))\n"
+        "(defn e [(x : (tensor f64 [N]))] -> (tensor f64 [N]) (mul x 1e300))\n"
+    )
+    env = _env(src)
+    for name in "abcde":
+        assert _codes(env, name) == [], name
+
+
+def test_a_dim_used_as_a_narrow_value_is_an_obligation() -> None:
+    src = (
+        "(defn a [(x : (tensor i32 [N]))] -> (tensor i32 [N]) (add x N))\n"
+        "(defn b [(x : (tensor i32 [N]))] -> (tensor i32 [N]) (where (<= N 1000)) (add x N))\n"
+        "(defn c [(x : (tensor i64 [N]))] -> (tensor i64 [N]) (add x N))\n"
+        "(defn d [(x : (tensor f16 [N]))] -> (tensor f16 [N]) (mul x N))\n"
+        "(defn e [(x : (tensor f32 [N]))] -> (tensor i32 [N]) (full i32 [N] N))\n"
+    )
+    env = _env(src)
+    a = env.checked(DefnRef("p.kina", "a")).diagnostics
+    assert [d.code for d in a] == ["K0605"]
+    assert a[0].counterexample == (("N", 2147483648),)
+    assert _codes(env, "b") == [] and _codes(env, "c") == []
+    d = env.checked(DefnRef("p.kina", "d")).diagnostics
+    assert [x.code for x in d] == ["K0605"] and d[0].counterexample == (("N", 65520),)
+    assert _codes(env, "e") == ["K0605"]
+
+
+def test_specialisation_judges_literals_that_met_a_dtype_variable() -> None:
+    env = _env("(defn o [(x : (tensor T [N]))] -> (tensor T [N]) (mul x 1e39))\n")
+    assert _codes(env, "o") == []
+    ref = DefnRef("p.kina", "o")
+    bad = specialise(ref, {"N": 3}, {"T": "f32"}, env)
+    assert bad.graph is None and [d.code for d in bad.diagnostics] == ["K0604"]
+    assert specialise(ref, {"N": 3}, {"T": "f64"}, env).graph is not None
+
+
+def test_folded_literals_are_judged_when_materialised() -> None:
+    env = _env("(defn f [(x : (tensor i32 [N]))] -> (tensor i32 [N]) (add x (mul 65536 65536)))\n")
+    spec = specialise(DefnRef("p.kina", "f"), {"N": 2}, {}, env)
+    assert spec.graph is None and [d.code for d in spec.diagnostics] == ["K0604"]

@@ -241,8 +241,8 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
                     )
         for j, d in enumerate(ps.dims):
             pairs.append((i, j, d, as_.dims[k + j]))
-    for v in weak_vars:
-        b.dtypes.setdefault(v, "f32")  # only literals met it: weak alone is f32
+    for var in weak_vars:
+        b.dtypes.setdefault(var, "f32")  # only literals met it: weak alone is f32
     if b.issues:
         return b
     pair_of = {(i, j): (d, v) for i, j, d, v in pairs}

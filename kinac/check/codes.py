@@ -39,6 +39,8 @@ CODES: dict[str, str] = {
     "K0601": "dtype mismatch",
     "K0602": "dtype not allowed here",
     "K0603": "float literal meets an integer tensor",
+    "K0604": "a literal does not fit its dtype",
+    "K0605": "a dimension used as a value may not fit its dtype",
     "K0701": "placements mixed in one primitive",
     "K0702": "bad annotation",
     "K0801": "argument does not match the entry signature",

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from kinac.check import dims as D
 from kinac.check.bind import bind_call_types, holds_at
 from kinac.check.dims import DimEvalError
+from kinac.check.literals import MEET_ALL, fits
 from kinac.check.prims.base import CArgs, ShapeError, find
 from kinac.check.protocol import CheckEnv
 from kinac.check.sig import DefnRef, analyse
@@ -249,7 +250,30 @@ class _Eval:
             t, _attrs = p.concrete(CArgs(ts, vals, self.default))
         except ShapeError as ex:
             raise ConcreteError(f"{e.head}: {ex}") from None
+        self.literals_fit(p.op, e, ts, vals)
         return t
+
+    def literals_fit(self, op: str, e: ast.Call, ts: list[TType], vals: dict[str, Any]) -> None:
+        """The literals and dims among the operands fit the dtype they meet (K0604/K0605)."""
+        if op == "full":
+            if not fits(vals["value"], vals["dtype"]):
+                raise ConcreteError(
+                    f"full: {vals['value']} is not a {vals['dtype']}", (e.args[2].nid,)
+                )
+            return
+        meet = {"cast": 0, "where": 1}.get(op, 0 if op in MEET_ALL else None)
+        if meet is None:
+            return
+        args = [a for a in e.args if not isinstance(a, ast.AnnotExpr)][meet:]
+        types = ts[meet:]
+        strong = next((t.dtype for t in types if t.dtype not in (WEAK_F, WEAK_I)), None)
+        dt = vals["to"] if op == "cast" else strong
+        for a, t in zip(args, types, strict=False):
+            v = a.value if isinstance(a, ast.Num) else None
+            if isinstance(a, ast.Var) and a.name in self.denv:
+                v = self.denv[a.name]
+            if dt is not None and v is not None and t.dtype in (WEAK_F, WEAK_I) and not fits(v, dt):
+                raise ConcreteError(f"{op}: {v} is not a {dt}", (a.nid,))
 
     def conv(self, kind: str, a: ast.Expr) -> Any:
         st = self.st

@@ -14,6 +14,7 @@ from typing import Any
 from kinac.check import dims as D
 from kinac.check.codes import at, error
 from kinac.check.formula import Rel
+from kinac.check.literals import check_call_literals, check_fit, check_prim_literals
 from kinac.check.oblig import Prover, fmt_rel
 from kinac.check.prims import Prim, find
 from kinac.check.prims.base import PRIMS, REQ
@@ -23,12 +24,14 @@ from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
 from kinac.check.tir import (
     CheckedDefn,
     TBind,
+    TCall,
     TConst,
     TDim,
     TExpr,
     TLet,
     TLocal,
     TParam,
+    TPrim,
 )
 from kinac.check.types import ERR, SCALAR, WEAK_F, WEAK_I, SType, fmt_type
 from kinac.diag.model import Label
@@ -92,6 +95,8 @@ class _Checker:
             self._check_meshes()
             try:
                 body = self.expr(self.defn.body)
+                if body.type.is_weak:
+                    check_fit(self, body, self.sig.ret.dtype)
                 self.match(
                     self.sig.ret,
                     body.type,
@@ -115,7 +120,10 @@ class _Checker:
     def _check_meshes(self) -> None:
         """Every mesh an annotation names, on a parameter or on the result, is declared."""
         names = {m.name for m in self.env.meshes(self.file)}
-        typed = [(p.type, ap.nid) for p, ap in zip(self.sig.params, self.defn.signature.params, strict=True)]
+        typed = [
+            (p.type, ap.nid)
+            for p, ap in zip(self.sig.params, self.defn.signature.params, strict=True)
+        ]
         typed.append((self.sig.ret, self.defn.signature.ret.nid))
         for ty, nid in typed:
             if ty is None:
@@ -218,6 +226,8 @@ class _Checker:
             self.require(r, "K0410", "exact division in the ascribed type", e.type.nid)
         if conv.diags:
             raise _Fail()
+        if inner.type.is_weak:
+            check_fit(self, inner, want.dtype)
         self.match(
             want,
             inner.type,
@@ -332,12 +342,18 @@ class _Checker:
     def prim(self, p: Prim, e: ast.Call) -> TExpr:
         from kinac.check.rulectx import read_prim
 
-        return read_prim(self, p, e)
+        t = read_prim(self, p, e)
+        if isinstance(t, TPrim):
+            check_prim_literals(self, t, e)
+        return t
 
     def defn_call(self, e: ast.Call, ref: Any, sig_ast: ast.Signature) -> TExpr:
         from kinac.check.callsite import check_call
 
-        return check_call(self, e, ref, sig_ast)
+        t = check_call(self, e, ref, sig_ast)
+        if isinstance(t, TCall):
+            check_call_literals(self, t, sig_ast)
+        return t
 
     def tidy(self, p: D.Poly) -> D.Poly:
         """Divisions that are exact under the defn's equalities become polynomials."""

@@ -17,6 +17,7 @@ from kinac.check import dims as D
 from kinac.check import fold
 from kinac.check.bind import DimValue, complete_dims
 from kinac.check.codes import at, error
+from kinac.check.literals import fits, range_text
 from kinac.check.prims.base import PRIMS, CArgs, Prim, ShapeError
 from kinac.check.protocol import SpecEnv
 from kinac.check.sig import DefnRef
@@ -111,11 +112,10 @@ def specialise(
     try:
         out = em.defn(ref, args, denv, groups, dict(dtypes), ())
         ret_dt = em.dtype(cd.sig.ret.dtype, dict(dtypes))
-        idx = em.materialise(
-            out,
-            ret_dt if ret_dt in FLOAT_DTYPES or ret_dt in ("i32", "i64", "bool") else "f32",
-            default_device,
-        )
+        ret_dt = ret_dt if ret_dt in FLOAT_DTYPES or ret_dt in ("i32", "i64", "bool") else "f32"
+        if isinstance(out, _Weak) and not fits(out.value, ret_dt):
+            raise _Abort(_misfit(out.value, ret_dt, ref, cd.body.nid if cd.body else 0))
+        idx = em.materialise(out, ret_dt, default_device)
     except _Abort as a:
         return Specialised(None, key_dims, key_dt, (a.diag,))
     full: dict[str, DimValue] = dict(denv)
@@ -220,6 +220,11 @@ class _Emitter:
         if e.op in ("cast",):
             ctx_dt = self.dtype(e.attr("to"), c.dts)
         dev = next((t.device for t in strong), self.default)
+        vals = {k: self.concrete_attr(v, c) for k, v in e.attrs}
+        for a in [*args, _Weak(vals["value"], False)] if e.op == "full" else args:
+            dt = vals.get("dtype", ctx_dt) if e.op == "full" else ctx_dt
+            if isinstance(a, _Weak) and not isinstance(a.value, bool) and not fits(a.value, dt):
+                raise _Abort(_misfit(a.value, dt, c.ref, e.nid))
         idx = [self.materialise(a, ctx_dt, dev) for a in args]
         devs = {self.nodes[i].type.device for i in idx}
         if len(devs) > 1 and e.op not in ("to_device", "to_host"):
@@ -232,7 +237,6 @@ class _Emitter:
                     "to-device / to-host",
                 )
             )
-        vals = {k: self.concrete_attr(v, c) for k, v in e.attrs}
         cargs = CArgs([self.nodes[i].type for i in idx], vals, self.default)
         try:
             t, gattrs = p.concrete(cargs)
@@ -243,8 +247,10 @@ class _Emitter:
                     "K0804",
                     f"`{e.op}` fails at these dims: {ex}",
                     at(c.ref.file, c.ref.name, e.nid),
-                    notes=("its shape obligation was undecided when checking and was deferred "
-                           "to this check (solver.on_unknown = \"runtime-check\")",),
+                    notes=(
+                        "its shape obligation was undecided when checking and was deferred "
+                        'to this check (solver.on_unknown = "runtime-check")',
+                    ),
                     help="call it with dims that satisfy the obligation, or state it in a `where`",
                 )
             ) from ex
@@ -304,6 +310,17 @@ class _Emitter:
             dtype, value = "f32", float(v.value)
         self.nodes.append(make_node("const", (), TType(dtype, (), device), value=value))
         return len(self.nodes) - 1
+
+
+def _misfit(value: Any, dtype: str, ref: DefnRef, nid: int) -> Diagnostic:
+    """K0604 at specialisation: a value (a folded literal, a dim at these dims, a literal
+    that met a dtype variable) that ``dtype`` cannot hold never reaches the graph."""
+    return error(
+        "K0604",
+        f"the value {value} does not fit {dtype} ({range_text(dtype)}) at these dims and dtypes",
+        at(ref.file, ref.name, nid),
+        help="use a value in range, or a wider dtype",
+    )
 
 
 @dataclass
