@@ -174,15 +174,22 @@ def _occurrences(p: Poly, out: dict[str, list[int]], weight: int) -> None:
                 _occurrences(a.den, out, weight)
 
 
-def make_formula(goal: Rel, assumptions: Sequence[Rel]) -> tuple[Formula, dict[str, str]]:
+def make_formula(
+    goal: Rel, assumptions: Sequence[Rel], keep: frozenset[str] = frozenset()
+) -> tuple[Formula, dict[str, str]]:
     """The canonical, alpha-renamed formula for ``goal`` and the map canonical -> original name.
+
+    Only the assumptions connected to the goal's variables, or to ``keep`` (variables the
+    obligation mentioned before its sides cancelled or were rewritten), are kept: a model then
+    gives every such variable a value that satisfies them, so a counterexample never breaks an
+    assumption, even when the goal itself is ground (``2*M + 1 <= 2*M`` under ``M > 7``).
 
     Variables are ordered by a name-independent invariant (how they occur); variables that tie
     are tried in every order (up to a bound) and the smallest result is kept, so equal residues
     written with other names meet in the solver cache.
     """
     g = canon_rel(goal)
-    rel = [canon_rel(a) for a in relevant(rel_vars(g), assumptions)]
+    rel = [canon_rel(a) for a in relevant(rel_vars(g) | keep, assumptions)]
     occ: dict[str, list[int]] = {}
     _occurrences(g.lhs, occ, 2)
     _occurrences(g.rhs, occ, 2)

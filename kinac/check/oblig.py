@@ -40,8 +40,12 @@ class ObStats:
 class Prover:
     """Obligations of one defn under its assumptions."""
 
-    def __init__(self, assumptions: Sequence[Rel], solve: Callable[[Formula], SolveResult],
-                 on_unknown: str = "error") -> None:
+    def __init__(
+        self,
+        assumptions: Sequence[Rel],
+        solve: Callable[[Formula], SolveResult],
+        on_unknown: str = "error",
+    ) -> None:
         self.facts = Facts(assumptions)
         self.solve = solve
         self.on_unknown = on_unknown  # "error", or "runtime-check": defer to specialisation
@@ -52,7 +56,8 @@ class Prover:
         return ObStats(self.total, self.norm, self.solver)
 
     def check(self, rel: Rel) -> SolveResult:
-        """Decide ``rel`` (no diagnostic); counts towards the statistics."""
+        """Decide ``rel`` (no diagnostic); counts towards the statistics. A refutation's model
+        satisfies every assumption that bears on the variables of ``rel``."""
         self.total += 1
         g = rel_subst(rel, self.facts.subst)
         cheap = decide_cheap(canon_rel(g))
@@ -60,11 +65,24 @@ class Prover:
             self.norm += 1
             return SolveResult("proved")
         self.solver += 1
-        formula, back = make_formula(g, self.facts.residual)
+        return self._solve(rel, g, self.facts.residual)
+
+    def _solve(self, rel: Rel, g: Rel, assumptions: Sequence[Rel]) -> SolveResult:
+        formula, back = make_formula(g, assumptions, self._mentioned(rel))
         r = self.solve(formula)
         if r.status == "refuted":
             r = SolveResult("refuted", tuple((back.get(k, k), v) for k, v in r.model), r.reason)
         return r
+
+    def _mentioned(self, rel: Rel) -> frozenset[str]:
+        """The variables a counterexample of ``rel`` shows or needs: those of ``rel`` and, for
+        the ones the equalities eliminate, those they are rewritten to."""
+        out = set(rel_vars(rel))
+        for v in rel_vars(rel):
+            p = self.facts.subst.get(v)
+            if p is not None:
+                out |= D.variables(p)
+        return frozenset(out)
 
     def require(
         self,
@@ -91,7 +109,7 @@ class Prover:
                     "it will be checked at the concrete dims of each entry and call",
                     primary,
                     secondary,
-                    notes + ("solver.on_unknown = \"runtime-check\" in kina.toml defers it",),
+                    notes + ('solver.on_unknown = "runtime-check" in kina.toml defers it',),
                     help="add a `where` clause that states it to have it proved once for all dims",
                 )
             )
@@ -108,19 +126,26 @@ class Prover:
                 )
             )
             return False
-        if hint:
-            g = rel_subst(rel, self.facts.subst)
-            extra = tuple(rel_subst(h, self.facts.subst) for h in hint)
-            formula, back = make_formula(g, (*self.facts.residual, *extra))
-            r2 = self.solve(formula)
-            if r2.status == "refuted":
-                r = SolveResult("refuted", tuple((back.get(k, k), v) for k, v in r2.model))
-        env = self.complete(dict(r.model), rel)
+        env = self.counterexample(rel, r, hint)
         cex = tuple((v, env[v]) for v in _order(rel, env))
         self.diags.append(
             error(code, f"{what}: {explain(rel, env)}", primary, secondary, notes, help, cex)
         )
         return False
+
+    def counterexample(
+        self, rel: Rel, refuted: SolveResult, hint: tuple[Rel, ...] = ()
+    ) -> dict[str, int]:
+        """Dims that satisfy the assumptions and break ``rel`` (refuted by ``refuted``):
+        preferably ones that also satisfy ``hint``."""
+        r = refuted
+        if hint:
+            g = rel_subst(rel, self.facts.subst)
+            extra = tuple(rel_subst(h, self.facts.subst) for h in hint)
+            r2 = self._solve(rel, g, (*self.facts.residual, *extra))
+            if r2.status == "refuted":
+                r = r2
+        return self.complete(dict(r.model), rel)
 
     def complete(self, model: dict[str, int], rel: Rel) -> dict[str, int]:
         """Values for every variable of ``rel``: the model, eliminated variables through the

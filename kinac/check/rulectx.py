@@ -76,6 +76,11 @@ class _RC:
         primary = self.ck.label(self._nid(None, kw), f"needs {fmt_rel(rel)}")
         return self.ck.prover.require(rel, code, what, primary, sec, help, hint=hint)
 
+    def proves(self, rel: Rel) -> bool:
+        """Whether ``rel`` holds under the defn's assumptions; silent (no diagnostic), for rules
+        that branch on a fact (a dim that the ``where`` clause makes 1 broadcasts)."""
+        return self.ck.prover.check(rel).status == "proved"
+
     def fail(
         self,
         code: str,

@@ -41,6 +41,8 @@ class RuleCtx(Protocol):
         hint: tuple[Rel, ...] = (),
     ) -> bool: ...
 
+    def proves(self, rel: Rel) -> bool: ...
+
     def fail(
         self,
         code: str,

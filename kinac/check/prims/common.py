@@ -79,6 +79,10 @@ def bcast_pair(rc: RuleCtx, a: SShape, b: SShape, ia: int, ib: int) -> SShape | 
             out.append(y)
         elif y == ONE or x == y:
             out.append(x)
+        elif not rc.proves(Rel("eq", x, y)) and provably_one(rc, x):
+            out.append(y)  # 1 under the assumptions (where (= A 1)): it broadcasts
+        elif not rc.proves(Rel("eq", x, y)) and provably_one(rc, y):
+            out.append(x)
         else:
             what = f"cannot broadcast {rc.name(ia)} with {rc.name(ib)}: dim -{k} differs"
             if not rc.require(
@@ -116,6 +120,11 @@ def bcast_pair(rc: RuleCtx, a: SShape, b: SShape, ia: int, ib: int) -> SShape | 
         )
         return None
     return SShape(longer.group, tuple(extra + out))
+
+
+def provably_one(rc: RuleCtx, p: Poly) -> bool:
+    """Whether the defn's assumptions make ``p`` equal to 1 (a literal 1 is seen syntactically)."""
+    return D.as_const(p) is None and rc.proves(Rel("eq", p, ONE))
 
 
 def not_one(*ps: Poly) -> tuple[Rel, ...]:

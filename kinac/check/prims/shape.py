@@ -14,6 +14,7 @@ from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, regis
 from kinac.check.prims.common import (
     ONE,
     not_one,
+    provably_one,
 )
 from kinac.check.types import WEAK_F, WEAK_I, SShape, SType, fmt_dims
 from kinac.tir.graph import TType
@@ -176,7 +177,7 @@ def _bto_rule(rc: RuleCtx, a: Args) -> SType | None:
     ok = True
     for k in range(1, len(xs.dims) + 1):
         x, y = xs.dims[-k], target.dims[-k]
-        if x != ONE and x != y:
+        if x != ONE and x != y and not rc.proves(Rel("eq", x, y)) and not provably_one(rc, x):
             ok = (
                 rc.require(
                     Rel("eq", x, y),
