@@ -106,6 +106,10 @@ def specialise(
         if p.type is None:
             continue
         t = em.ttype(p.type, denv, groups, dict(dtypes), p.type.device or default_device)
+        try:
+            em.runnable(t.device, ref, p.nid, f"the parameter `{p.name}`")
+        except _Abort as a:
+            return Specialised(None, key_dims, key_dt, (a.diag,))
         params.append((p.name, t))
         args.append(len(em.nodes))
         em.nodes.append(make_node("param", (), t, index=len(params) - 1))
@@ -260,10 +264,24 @@ class _Emitter:
         dev = t.device or self.default
         if dev != t.device:
             t = TType(t.dtype, t.shape, dev)
+        self.runnable(dev, c.ref, e.nid, f"`{p.name}`")
         if e.op == "matmul" and len(self.nodes[idx[0]].type.shape) == 1:
             return self.vecmat(idx, t)
         self.nodes.append(make_node(e.op, tuple(idx), t, **gattrs))
         return len(self.nodes) - 1
+
+    def runnable(self, dev: str, ref: DefnRef, nid: int, what: str) -> None:
+        """A host build (default ``cpu``) runs no GPU placement: K0803, not a lowering crash."""
+        if self.default == "cpu" and dev.startswith("cuda"):
+            raise _Abort(
+                error(
+                    "K0803",
+                    f"{what} is placed on {dev}, but this build targets the host (cpu)",
+                    at(ref.file, ref.name, nid),
+                    help='build for the GPU (--target cuda, or [target] kind = "cuda" in '
+                    "kina.toml), or drop the @cuda placement",
+                )
+            )
 
     def vecmat(self, idx: list[int], t: TType) -> int:
         """``[K] x [K N]``: the graph's matmul wants rank >= 2, so go through ``[1 K]``."""

@@ -1,0 +1,56 @@
+"""Placements at the edges: device numbers must be non-negative integers, and a host build
+refuses GPU placements with K0803 (it raised a ValueError in lowering)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kinac.check import DefnRef, specialise
+from kinac.check.env import InMemoryEnv
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PLACED = """
+(defn p [(x : (tensor f32 [N] @cuda(0)))] -> (tensor f32 [N] @cpu) (to-host x))
+(defn i [(x : (tensor f32 [N] @cpu))] -> (tensor f32 [N])
+  (add x (to-host (iota f32 [N] @cuda(1) :axis 0))))
+(defn t [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (to-host (to-device x @cuda(0))))
+(defn h [(x : (tensor f32 [N] @cpu))] -> (tensor f32 [N]) (add x 1.0))
+"""
+
+
+def test_host_specialisation_refuses_gpu_placements() -> None:
+    env = InMemoryEnv.from_sources({"p.kina": PLACED})
+    for name in "pit":
+        ref = DefnRef("p.kina", name)
+        assert env.checked(ref).diagnostics == ()
+        host = specialise(ref, {"N": 3}, {}, env, default_device="cpu")
+        assert host.graph is None and [d.code for d in host.diagnostics] == ["K0803"], name
+        assert "targets the host" in host.diagnostics[0].message
+        gpu = specialise(ref, {"N": 3}, {}, env, default_device="cuda:0")
+        assert gpu.graph is not None and gpu.diagnostics == (), name
+    assert specialise(DefnRef("p.kina", "h"), {"N": 3}, {}, env).graph is not None
+
+
+def test_host_build_of_to_device_is_k0803_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "kina.toml").write_text(
+        '[workspace]\nname = "td"\n[target]\nkind = "cpu"\n'
+        '[[entry]]\nname = "t"\ndefn = "t"\ndims = { N = 4 }\n'
+    )
+    (tmp_path / "m.kina").write_text(PLACED)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("KINAC_CACHE_DIR", None)
+    p = subprocess.run(
+        [sys.executable, "-m", "kinac", "build", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    out = p.stdout + p.stderr
+    assert p.returncode == 1 and "K0803" in out and "`to-device`" in out, out
+    assert "Traceback" not in out and "internal error" not in out
