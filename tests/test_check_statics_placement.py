@@ -54,3 +54,24 @@ def test_host_build_of_to_device_is_k0803_not_a_traceback(tmp_path: Path) -> Non
     out = p.stdout + p.stderr
     assert p.returncode == 1 and "K0803" in out and "`to-device`" in out, out
     assert "Traceback" not in out and "internal error" not in out
+
+
+def test_negative_and_non_integer_device_numbers_are_refused() -> None:
+    src = (
+        "(defn a [(x : (tensor f32 [N] @cuda(-1)))] -> (tensor f32 [N]) (to-host x))\n"
+        "(defn b [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (to-host (to-device x @cuda(-2))))\n"
+        "(defn c [(x : (tensor f32 [N]))] -> (tensor f32 [N])\n"
+        "  (to-host (iota f32 [N] @cuda(-1) :axis 0)))\n"
+        "(defn d [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (to-host (full f32 [N] 1.0 @cuda(-1))))\n"
+        "(defn e [(x : (tensor f32 [N] @cuda(gpu)))] -> (tensor f32 [N]) (to-host x))\n"
+        "(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (to-host (to-device x @cuda(y))))\n"
+        "(defn g [(x : (tensor f32 [N] @cuda(1)))] -> (tensor f32 [N] @cpu) (to-host x))\n"
+    )
+    env = InMemoryEnv.from_sources({"p.kina": src})
+    for name in "abcd":
+        ds = env.checked(DefnRef("p.kina", name)).diagnostics
+        assert [(d.code, "negative" in d.message) for d in ds] == [("K0702", True)], name
+    for name in "ef":
+        ds = env.checked(DefnRef("p.kina", name)).diagnostics
+        assert [(d.code, "malformed" in d.message) for d in ds] == [("K0702", True)], name
+    assert env.checked(DefnRef("p.kina", "g")).diagnostics == ()

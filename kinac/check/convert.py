@@ -132,6 +132,15 @@ class TypeConv:
                         a.nid,
                         help="write `@cuda(N)` with a device number N",
                     )
+                    args = ()
+                elif a.name == "cuda" and args and int(args[0][1]) < 0:
+                    self._err(
+                        "K0702",
+                        f"device number {args[0][1]} is negative",
+                        a.nid,
+                        help="GPUs are numbered from 0: `@cuda(0)`, `@cuda(1)`, …",
+                    )
+                    args = ()
                 if place:
                     self._err(
                         "K0702",

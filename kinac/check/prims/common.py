@@ -46,6 +46,21 @@ def join_dtype(rc: RuleCtx, ts: list[SType], idx: list[int]) -> str | None:
     return dt
 
 
+def device_number_ok(rc: RuleCtx, dev: str, kw: str | None = None) -> bool:
+    """A placement read from a body (``to-device``, ``iota``/``full``'s ``@cuda(N)``) names a
+    GPU by a non-negative number (K0702)."""
+    if dev.startswith("cuda:") and dev[5:].startswith("-"):
+        rc.fail(
+            "K0702",
+            f"device number {dev[5:]} is negative",
+            None,
+            help="GPUs are numbered from 0: `@cuda(0)`, `@cuda(1)`, …",
+            kw=kw,
+        )
+        return False
+    return True
+
+
 def join_device(rc: RuleCtx, ts: list[SType], idx: list[int]) -> str | None:
     """The common placement; mixing ``@cpu`` and ``@cuda(N)`` (or two GPUs) is K0701."""
     dev, i0 = "", -1

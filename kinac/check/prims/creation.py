@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
-from kinac.check.prims.common import axis_index, c_axis
+from kinac.check.prims.common import axis_index, c_axis, device_number_ok
 from kinac.check.types import SType
 from kinac.tir.graph import FLOAT_DTYPES, TType
 
@@ -23,6 +23,8 @@ def _iota_rule(rc: RuleCtx, a: Args) -> SType | None:
         rc.fail("K0405", "`iota` needs at least one dim after any group", None, kw="axis")
         return None
     if axis_index(rc, shape, a.v["axis"], what="the shape of `iota`") is None:
+        return None
+    if not device_number_ok(rc, a.v["device"]):
         return None
     return SType(dt, shape, a.v["device"])
 
@@ -58,6 +60,8 @@ def _full_rule(rc: RuleCtx, a: Args) -> SType | None:
             None,
             help="write an integer value, or use a float dtype",
         )
+        return None
+    if not device_number_ok(rc, a.v["device"]):
         return None
     return SType(dt, shape, a.v["device"])
 

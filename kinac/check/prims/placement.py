@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, register
+from kinac.check.prims.common import device_number_ok
 from kinac.check.types import SShape, SType
 from kinac.tir.graph import TType
 
@@ -31,7 +32,7 @@ def _tensor_only(rc: RuleCtx, t: SType, op: str) -> bool:
 
 def _to_device_rule(rc: RuleCtx, a: Args) -> SType | None:
     t = a.t[0]
-    if not _tensor_only(rc, t, "to-device"):
+    if not _tensor_only(rc, t, "to-device") or not device_number_ok(rc, a.v["device"]):
         return None
     return SType(t.dtype, t.shape, a.v["device"], t.shards)
 
