@@ -208,6 +208,33 @@ def div(a: Poly, b: Poly) -> Poly:
     return Poly(((((Div(a, b, key), 1),), 1),))
 
 
+def clear_divs(p: Poly) -> Poly:
+    """``p`` with every term ``k * (n/d) * rest`` whose ``k * rest`` is a multiple of ``d``
+    rewritten to ``(k * rest / d) * n``: an exact quotient times its divisor is its dividend.
+
+    Why: ``S*KV*(D/KV) = S*D`` (a reshape through ``D/KV``) then closes by normal forms alone
+    instead of going to the solver as a nonlinear equality.
+    """
+    if not any(isinstance(a, Div) for m, _ in p.terms for a, _e in m):
+        return p
+    parts: list[Poly] = []
+    changed = False
+    for m, c in p.terms:
+        term = Poly(((m, c),))
+        for i, (a, e) in enumerate(m):
+            if not isinstance(a, Div):
+                continue
+            rest_m = m[:i] + (((a, e - 1),) if e > 1 else ()) + m[i + 1 :]
+            q = exact_div(Poly(((rest_m, c),)), a.den)
+            if q is not None:
+                term = mul(q, a.num)
+                changed = True
+                break
+        parts.append(term)
+    out = add(*parts)
+    return clear_divs(out) if changed else out
+
+
 def scale_down(p: Poly, k: int) -> Poly:
     """``p / k`` for a ``k`` that divides every coefficient."""
     return Poly(tuple((m, c // k) for m, c in p.terms))

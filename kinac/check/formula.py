@@ -112,6 +112,51 @@ def decide_cheap(c: Rel) -> bool | None:
     return None
 
 
+def divides_under(a: Poly, b: Poly, facts: Sequence[tuple[Poly, Poly]], depth: int = 6) -> bool:
+    """Whether ``a | b`` follows from the divisibility ``facts`` (pairs ``p | q``) in the
+    divisibility lattice over polynomials: ``b`` a polynomial multiple of ``a``; a fact ``p | q``
+    with ``b = k*q`` reduces the goal to ``a | k*p`` (transitivity, factors of a divisor, both
+    sides multiplied by ``k``); a sum is divided when each of its terms is.
+
+    Why not Z3: divisibility is nonlinear integer arithmetic, where the solver's search runs out
+    of its budget on facts as plain as ``G | H, H | D => G | D``. Sound (every step is a
+    divisibility law over the integers) and bounded (``depth`` steps, no fact reused on a path, at most 4096 goals visited).
+    """
+    seen: set[tuple[Poly, Poly]] = set()
+
+    def go(x: Poly, y: Poly, left: int, used: frozenset[int]) -> bool:
+        if not y.terms or D.exact_div(y, x) is not None:
+            return True
+        k = D.as_const(x)
+        if k is not None and k != 0 and all(c % k == 0 for _, c in y.terms):
+            return True
+        if left == 0 or (x, y) in seen or len(seen) > 4096:
+            return False
+        seen.add((x, y))
+        for i, (p, q) in enumerate(facts):
+            if i in used:
+                continue
+            m = D.exact_div(y, q)
+            if m is not None and go(x, D.mul(m, p), left - 1, used | {i}):
+                return True
+        if len(y.terms) > 1:
+            return all(go(x, Poly((t,)), left - 1, used) for t in y.terms)
+        return False
+
+    return go(a, b, depth, frozenset())
+
+
+def divisibility_facts(assumptions: Sequence[Rel]) -> tuple[tuple[Poly, Poly], ...]:
+    """The ``p | q`` pairs the assumptions state: divisibility, and equalities both ways."""
+    out: list[tuple[Poly, Poly]] = []
+    for r in assumptions:
+        if r.op == "dvd":
+            out.append((r.lhs, r.rhs))
+        elif r.op == "eq":
+            out.extend(((r.lhs, r.rhs), (r.rhs, r.lhs)))
+    return tuple(out)
+
+
 class Facts:
     """A defn's assumptions, with equalities ``v = p`` turned into a substitution.
 

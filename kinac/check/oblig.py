@@ -20,6 +20,8 @@ from kinac.check.formula import (
     SolveResult,
     canon_rel,
     decide_cheap,
+    divides_under,
+    divisibility_facts,
     make_formula,
     rel_subst,
     rel_vars,
@@ -47,6 +49,7 @@ class Prover:
         on_unknown: str = "error",
     ) -> None:
         self.facts = Facts(assumptions)
+        self._dvd_facts = divisibility_facts(self.facts.residual)
         self.solve = solve
         self.on_unknown = on_unknown  # "error", or "runtime-check": defer to specialisation
         self.total = self.norm = self.solver = 0
@@ -59,13 +62,18 @@ class Prover:
         """Decide ``rel`` (no diagnostic); counts towards the statistics. A refutation's model
         satisfies every assumption that bears on the variables of ``rel``."""
         self.total += 1
-        g = rel_subst(rel, self.facts.subst)
+        g = self._normal(rel)
         cheap = decide_cheap(canon_rel(g))
-        if cheap is True:
+        if cheap is True or (g.op == "dvd" and divides_under(g.lhs, g.rhs, self._dvd_facts)):
             self.norm += 1
             return SolveResult("proved")
         self.solver += 1
         return self._solve(rel, g, self.facts.residual)
+
+    def _normal(self, rel: Rel) -> Rel:
+        """``rel`` rewritten by the equalities, exact quotients times their divisors cleared."""
+        g = rel_subst(rel, self.facts.subst)
+        return Rel(g.op, D.clear_divs(g.lhs), D.clear_divs(g.rhs))
 
     def _solve(self, rel: Rel, g: Rel, assumptions: Sequence[Rel]) -> SolveResult:
         formula, back = make_formula(g, assumptions, self._mentioned(rel))
@@ -140,7 +148,7 @@ class Prover:
         preferably ones that also satisfy ``hint``."""
         r = refuted
         if hint:
-            g = rel_subst(rel, self.facts.subst)
+            g = self._normal(rel)
             extra = tuple(rel_subst(h, self.facts.subst) for h in hint)
             r2 = self._solve(rel, g, (*self.facts.residual, *extra))
             if r2.status == "refuted":
