@@ -272,20 +272,40 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
+    from kinac.rules import cache_admin
+
     sess = _session(args)
     store = sess.store
     if store is None:
         print("kinac: error: --no-cache leaves no cache to act on", file=sys.stderr)
         return EXIT_USAGE
-    if args.action == "stats":
-        print(json.dumps(store.stats(), indent=2))
-    elif args.action == "gc":
-        print(json.dumps(store.gc(), indent=2))
-    elif args.action == "verify":
-        print(json.dumps(store.verify(), indent=2))
-    elif args.action == "clear":
-        store.clear()
-        print(f"cleared {store.directory}")
+    store.warn = lambda _msg: None  # reported below, once, as this command's outcome
+    try:
+        if args.action == "stats":
+            print(json.dumps(cache_admin.stats(store), indent=2))
+        elif args.action == "gc":
+            print(json.dumps(cache_admin.gc(store), indent=2))
+        elif args.action == "verify":
+            res = cache_admin.verify(store)
+            print(json.dumps(res, indent=2))
+            damage = [*(f"moved {p} aside" for p in res["quarantined"]),
+                      *([f"dropped {res['dropped']} corrupt values"] if res["dropped"] else []),
+                      *([f"dropped {res['records_dropped']} corrupt records"] if res["records_dropped"] else [])]
+            if damage:
+                print(f"kinac: error: the cache at {store.directory} was damaged: {'; '.join(damage)}; "
+                      "it is usable again (the next build recomputes what was lost)", file=sys.stderr)
+                return EXIT_PROGRAM_ERRORS
+        elif args.action == "clear":
+            cache_admin.clear(store)
+            print(f"cleared {store.directory}")
+    except cache_admin.CacheUnusable as e:
+        print(f"kinac: error: {e}", file=sys.stderr)
+        return EXIT_PROGRAM_ERRORS
+    finally:
+        store.close()
+    if args.action != "verify":
+        for w in store.warnings:
+            print(f"kinac: warning: {w}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # the reader's records load lazily: a no-op build never needs
     from kinac.reader.ast import Defn, Mesh, ParsedFile, Signature
 
 __all__ = ["BuildReport", "DefnKey", "EntryKey", "FileIndex", "FileReport"]
-GLUE = ("pipeline", "pipeline_support")
 
 # ---------------------------------------------------------------------------- inputs
 
@@ -90,7 +89,7 @@ def host_target(db: Database, _: tuple[()]) -> Any:
 # ---------------------------------------------------------------------------- workspace
 
 
-@query("config", stage="read", code=("workspace",))
+@query("config", stage="read")
 def config(db: Database, _: tuple[()]) -> ConfigResult:
     """The validated workspace configuration (pydantic runs only when kina.toml changed)."""
     text = config_text(db, ())
@@ -102,14 +101,14 @@ def config(db: Database, _: tuple[()]) -> ConfigResult:
     return validate(text, default_name)
 
 
-@query("solver_budget", stage="read", code=GLUE)
+@query("solver_budget", stage="read")
 def solver_budget(db: Database, _: tuple[()]) -> int:
     """Firewall: the one setting the checker reads, so other kina.toml edits re-check nothing."""
     cfg = config(db, ()).config
     return cfg.solver_budget_ms if cfg is not None else 2000
 
 
-@query("config_meshes", stage="read", code=GLUE)
+@query("config_meshes", stage="read")
 def config_meshes(db: Database, _: tuple[()]) -> tuple[Mesh, ...]:
     """Firewall: the meshes declared in ``kina.toml`` (``[[mesh]]``), visible to every file as
     if declared in source; other kina.toml edits re-check nothing."""
@@ -121,14 +120,14 @@ def config_meshes(db: Database, _: tuple[()]) -> tuple[Mesh, ...]:
     return tuple(Mesh(0, m.name, tuple(m.shape), tuple(m.axes) or (m.name,)) for m in cfg.meshes)
 
 
-@query("solver_policy", stage="read", code=GLUE)
+@query("solver_policy", stage="read")
 def solver_policy(db: Database, _: tuple[()]) -> str:
     """Firewall: ``solver.on_unknown`` ("error", or "runtime-check" to defer to specialisation)."""
     cfg = config(db, ()).config
     return cfg.on_unknown if cfg is not None else "error"
 
 
-@query("target", stage="read", code=GLUE)
+@query("target", stage="read")
 def target(db: Database, _: tuple[()]) -> TargetConfig:
     """Firewall: the build target (``--target`` over ``kina.toml``'s ``[target]``)."""
     cfg = config(db, ()).config
@@ -137,7 +136,7 @@ def target(db: Database, _: tuple[()]) -> TargetConfig:
     return tc if kind is None or kind == tc.kind else TargetConfig(kind, tc.arch, tc.device, tc.allow_tf32, tc.graphs)
 
 
-@query("source_files", stage="read", code=GLUE)
+@query("source_files", stage="read")
 def source_files(db: Database, _: tuple[()]) -> tuple[str, ...]:
     """The workspace's sources: the listing filtered by ``sources``/``exclude`` globs."""
     from kinac.pipeline_support import glob_match
@@ -153,7 +152,7 @@ def source_files(db: Database, _: tuple[()]) -> tuple[str, ...]:
 # ---------------------------------------------------------------------------- reading
 
 
-@query("parse", stage="read", code=("reader",))
+@query("parse", stage="read")
 def parse(db: Database, path: str) -> ParsedFile:
     """The reader's full output for one file (spans included: re-runs on any edit)."""
     from kinac.reader.parse import parse_file
@@ -161,13 +160,13 @@ def parse(db: Database, path: str) -> ParsedFile:
     return parse_file(path, source_text(db, path) or "")
 
 
-@query("parse_diagnostics", stage="read", code=GLUE)
+@query("parse_diagnostics", stage="read")
 def parse_diagnostics(db: Database, path: str) -> tuple[Diagnostic, ...]:
     """Firewall: the reader's errors alone (usually empty, so edits stop here)."""
     return parse(db, path).diagnostics
 
 
-@query("file_index", stage="read", code=GLUE)
+@query("file_index", stage="read")
 def file_index(db: Database, path: str) -> FileIndex:
     """Firewall: a file's module name, resolved imports, meshes and defn names."""
     from kinac.pipeline_support import import_error, resolve_import
@@ -186,20 +185,20 @@ def file_index(db: Database, path: str) -> FileIndex:
                      pf.broken_defns)
 
 
-@query("defn_ast", stage="read", code=GLUE)
+@query("defn_ast", stage="read")
 def defn_ast(db: Database, key: DefnKey) -> Defn | None:
     """Firewall: one defn's AST (span-free), the first of that name in its file."""
     return next((d for d in parse(db, key.file).defns if d.name == key.name), None)
 
 
-@query("signature", stage="read", code=GLUE)
+@query("signature", stage="read")
 def signature(db: Database, key: DefnKey) -> Signature | None:
     """Firewall: a defn's signature, unchanged by edits to its body."""
     d = defn_ast(db, key)
     return d.signature if d is not None else None
 
 
-@query("scope", stage="read", code=GLUE)
+@query("scope", stage="read")
 def scope(db: Database, path: str) -> tuple[tuple[str, DefnKey], ...]:
     """Names visible in a file: its own defns first, then those of the files it imports.
 
@@ -217,14 +216,14 @@ def scope(db: Database, path: str) -> tuple[tuple[str, DefnKey], ...]:
 # ---------------------------------------------------------------------------- checking
 
 
-@query("resolve_name", stage="check", code=GLUE)
+@query("resolve_name", stage="check")
 def resolve_name(db: Database, key: tuple[str, str]) -> DefnKey | None:
     """Firewall: which defn ``name`` means in ``file`` (changes only if that answer changes)."""
     file, name = key
     return next((ref for n, ref in scope(db, file) if n == name), None)
 
 
-@query("solve", stage="check", tools=("z3-solver",), code=("check",))
+@query("solve", stage="check", tools=("z3-solver",))
 def solve(db: Database, key: tuple[Any, int]) -> Any:
     """One canonical, alpha-renamed obligation: solved once for the whole cache."""
     from kinac.check import solve_formula
@@ -232,7 +231,7 @@ def solve(db: Database, key: tuple[Any, int]) -> Any:
     return solve_formula(*key)
 
 
-@query("callees", stage="check", code=("check", *GLUE))
+@query("callees", stage="check")
 def callees(db: Database, key: DefnKey) -> tuple[Any, ...]:
     """The defns a defn's body calls (for recursion detection), cached per body."""
     from kinac.check import calls_of
@@ -241,7 +240,7 @@ def callees(db: Database, key: DefnKey) -> tuple[Any, ...]:
     return calls_of(key.file, d, CheckEnv(db)) if d is not None else ()
 
 
-@query("check_defn", stage="check", code=("check", *GLUE), tools=("z3-solver",))
+@query("check_defn", stage="check", tools=("z3-solver",))
 def check_defn(db: Database, key: DefnKey) -> Any:
     """Type-check one defn against its callees' signatures: the per-defn check query."""
     from dataclasses import replace
@@ -258,7 +257,7 @@ def check_defn(db: Database, key: DefnKey) -> Any:
     return replace(checked, body=None, diagnostics=(*checked.diagnostics, *extra)) if extra else checked
 
 
-@query("file_report", stage="build", code=GLUE)
+@query("file_report", stage="build")
 def file_report(db: Database, path: str) -> FileReport:
     """Every diagnostic of one file: reading, imports, duplicates, then each defn's check."""
     from kinac.pipeline_support import duplicate_error
@@ -275,7 +274,7 @@ def file_report(db: Database, path: str) -> FileReport:
 # ---------------------------------------------------------------------------- entries
 
 
-@query("find_defn", stage="check", code=GLUE)
+@query("find_defn", stage="check")
 def find_defn(db: Database, key: tuple[str, str | None]) -> tuple[DefnKey, ...]:
     """Every defn called ``name`` in the workspace (or in ``file``): zero, one, or ambiguous."""
     name, file = key
@@ -283,7 +282,7 @@ def find_defn(db: Database, key: tuple[str, str | None]) -> tuple[DefnKey, ...]:
     return tuple(DefnKey(f, name) for f in files if name in file_index(db, f).defns)
 
 
-@query("entry_graph", stage="lower", code=("check", "tir", *GLUE))
+@query("entry_graph", stage="lower")
 def entry_graph(db: Database, key: EntryKey) -> Any:
     """The entry's concrete graph: every call inlined at concrete dims (kinac.check.specialise)."""
     from kinac.check import DefnRef, specialise
@@ -293,7 +292,7 @@ def entry_graph(db: Database, key: EntryKey) -> Any:
                       default_device=device)
 
 
-@query("lowered", stage="lower", code=("ir", "tir"), tools=("xdsl",))
+@query("lowered", stage="lower", tools=("xdsl",))
 def lowered(db: Database, key: EntryKey) -> Any:
     """The entry lowered through the xDSL dialects to LLVM IR, with its calling plan."""
     from kinac.ir import lower_graph
@@ -302,7 +301,7 @@ def lowered(db: Database, key: EntryKey) -> Any:
     return lower_graph(spec.graph) if spec.graph is not None else None
 
 
-@query("object_code", stage="codegen", code=("codegen",), tools=("llvmlite",))
+@query("object_code", stage="codegen", tools=("llvmlite",))
 def object_code(db: Database, key: EntryKey) -> bytes | None:
     """Native object code for the host (llvmlite, -O3, the host CPU's features)."""
     from kinac.codegen.llvm import compile_object
@@ -311,7 +310,7 @@ def object_code(db: Database, key: EntryKey) -> bytes | None:
     return compile_object(lo.llvm_ir, host_target(db, ())) if lo is not None else None
 
 
-@query("gpu_lowered", stage="lower", code=("ir", "tir"), tools=("xdsl",))
+@query("gpu_lowered", stage="lower", tools=("xdsl",))
 def gpu_lowered(db: Database, key: EntryKey) -> Any:
     """The entry lowered for the GPU: LLVM IR for NVPTX, cuBLAS calls and launch plan."""
     from kinac.ir.gpu_pipeline import lower_graph_gpu
@@ -320,7 +319,7 @@ def gpu_lowered(db: Database, key: EntryKey) -> Any:
     return lower_graph_gpu(spec.graph) if spec.graph is not None else None
 
 
-@query("ptx", stage="codegen", code=("codegen",), tools=("llvmlite",))
+@query("ptx", stage="codegen", tools=("llvmlite",))
 def ptx(db: Database, key: EntryKey) -> str | None:
     """PTX for the target's GPU architecture (llvmlite's NVPTX back end, -O3)."""
     from kinac.codegen.ptx import compile_ptx
@@ -329,7 +328,7 @@ def ptx(db: Database, key: EntryKey) -> str | None:
     return compile_ptx(lo.llvm_ir, target(db, ()).arch) if lo is not None else None
 
 
-@query("entry_report", stage="build", code=GLUE)
+@query("entry_report", stage="build")
 def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str, str], ...]]:
     """Build one kina.toml entry: its diagnostics and its artifacts (kind, fingerprint)."""
     from kinac.pipeline_support import entry_error
@@ -356,7 +355,7 @@ def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple
     return spec.diagnostics, tuple(arts)
 
 
-@query("build", stage="build", code=GLUE)
+@query("build", stage="build")
 def build(db: Database, _: tuple[()]) -> BuildReport:
     """The whole workspace: every file's report, then (if clean) every entry's artifacts."""
     reports = tuple(file_report(db, p) for p in source_files(db, ()))

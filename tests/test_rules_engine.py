@@ -131,7 +131,9 @@ def _corrupt_all(directory: Path, how: str) -> int:
             f = directory / filename
             f.write_bytes(_mangle(f.read_bytes(), how))
         else:
-            con.execute("UPDATE Cache SET value = ? WHERE rowid = ?", (_mangle(bytes(value), how), rowid))
+            con.execute(
+                "UPDATE Cache SET value = ? WHERE rowid = ?", (_mangle(bytes(value), how), rowid)
+            )
     con.commit()
     con.close()
     return len(rows)
@@ -155,13 +157,28 @@ def test_corrupt_values_are_recomputed(tmp_path: Path, how: str) -> None:
     assert any("corrupt" in w or "decode" in w for w in warnings)
 
 
+def _corrupt_index(path: Path, how: str) -> int:
+    """Damage every memo record and root summary of the index (rows stay valid SQLite)."""
+    con = sqlite3.connect(path)
+    n = 0
+    for table in ("memo", "root"):
+        for qid, rec in con.execute(f"SELECT qid, rec FROM {table}").fetchall():
+            con.execute(
+                f"UPDATE {table} SET rec = ? WHERE qid = ?", (_mangle(bytes(rec), how), qid)
+            )
+            n += 1
+    con.commit()
+    con.close()
+    return n
+
+
 @pytest.mark.parametrize("how", ["truncate", "bitflip", "foreign"])
 def test_corrupt_graph_starts_afresh(tmp_path: Path, how: str) -> None:
     db = Database(Store(tmp_path))
     summary(db, ("a", "b"))
     db.commit()
     db.store.close()
-    assert _corrupt_all(tmp_path / "meta", how) >= 3  # graph, generation, root summary
+    assert _corrupt_index(tmp_path / "index.db", how) >= 4  # memos, inputs, root summary
     warnings: list[str] = []
     db2 = Database(Store(tmp_path, warn=warnings.append))
     assert summary(db2, ("a", "b")) == ("even", "odd")
@@ -225,6 +242,11 @@ def test_gc_and_stats(tmp_path: Path) -> None:
     db.commit()
     st = store.stats()
     assert st["memos"] >= 5 and st["values"] >= 5
-    assert store.verify() == {"ok": st["values"], "dropped": 0}
+    assert store.verify() == {
+        "ok": st["values"],
+        "dropped": 0,
+        "records_dropped": 0,
+        "quarantined": [],
+    }
     res = store.gc(keep_generations=0)
     assert res["memos_dropped"] == 0

@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
@@ -95,35 +94,32 @@ def _to_plain(v: Any) -> Any:
     raise TypeError(f"value of type {t.__name__} is not canonically encodable")
 
 
-# Modules that define records, imported on demand when a cached value names a record class that
-# is not registered yet (stages import their heavy modules lazily, so a fresh process may decode
-# a value before the stage that defines its classes was ever imported).
-LAZY_RECORD_MODULES: list[str] = [
-    "kinac.pipeline",
-    "kinac.reader.ast",
-    "kinac.workspace.model",
-    "kinac.check",
-    "kinac.ir",
-    "kinac.codegen",
-    "kinac.rt.host",
-]
-_lazy_done = False
-
-
 def _record_class(tag: str) -> type | None:
-    global _lazy_done
-    cls = _RECORDS.get(tag)
-    if cls is None and not _lazy_done:
-        import importlib
+    """The class registered for ``tag``, importing its module first if it is not loaded yet.
 
-        _lazy_done = True
-        for mod in LAZY_RECORD_MODULES:
+    A tag names its class's module (``ir.gpu_lowered.GpuLoweredEntry`` is class
+    ``GpuLoweredEntry`` of ``kinac.ir.gpu_lowered``), so any kinac record decodes in any process
+    whatever was imported before: stages import their modules lazily, and a fresh process may
+    decode a value before the stage that defines its class ever ran. This is registration, not a
+    list: the engine knows no stage by name. Only ``kinac`` modules are imported this way (a
+    foreign tag in a damaged cache cannot import arbitrary code), and only a class that its
+    module registered with :func:`record` is ever built.
+    """
+    cls = _RECORDS.get(tag)
+    if cls is not None or "." not in tag:
+        return cls
+    import importlib
+
+    module = tag.rpartition(".")[0]
+    while module:  # the longest prefix that is a module (a class may be nested)
+        if all(p.isidentifier() for p in module.split(".")):
             try:
-                importlib.import_module(mod)
+                importlib.import_module("kinac." + module)
+                break
             except ImportError:
                 pass
-        cls = _RECORDS.get(tag)
-    return cls
+        module = module.rpartition(".")[0]
+    return _RECORDS.get(tag)
 
 
 def _from_plain(v: Any) -> Any:
@@ -145,14 +141,10 @@ def _from_plain(v: Any) -> Any:
         if "$f" in v:
             return float(v["$f"])
         if "$m" in v:
-            return {_hashable(_from_plain(k)): _from_plain(x) for k, x in v["$m"]}
+            return {_from_plain(k): _from_plain(x) for k, x in v["$m"]}
         if "$s" in v:
             return frozenset(_from_plain(x) for x in v["$s"])
         raise CodecError(f"unknown object form with keys {sorted(v)[:3]}")
-    return v
-
-
-def _hashable(v: Any) -> Any:
     return v
 
 
@@ -207,6 +199,3 @@ def fingerprint(value: Any) -> str:
 def fields_of(cls: type) -> tuple[str, ...]:
     """Names of a record class's fields, in declaration order."""
     return _FIELDS[cls]
-
-
-Encoder = Callable[[Any], bytes]

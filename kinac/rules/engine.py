@@ -31,7 +31,6 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-
 class CycleError(RuntimeError):
     """A query depends on itself: an internal error (stages must detect cycles themselves)."""
 
@@ -68,18 +67,23 @@ class Database:
         self.rev = 0
         self.events = EventLog()
         self._memos: dict[str, Memo] = {}
-        self._inputs: dict[str, tuple[Query[Any, Any], Any, Any, str]] = {}  # qid -> (q, key, value, fp)
+        self._inputs: dict[
+            str, tuple[Query[Any, Any], Any, Any, str]
+        ] = {}  # qid -> (q, key, value, fp)
         self._stack: list[_Frame] = []
         self._active: set[str] = set()
         self._snapshot: dict[str, Any] | None = None
         self._input_defs: dict[str, tuple[Query[Any, Any], Any]] = {}  # survives invalidation
         self._roots: set[str] = set()  # memos requested from outside any query
         self._root_checked: dict[str, int] = {}  # root qid -> revision its summary was tried
+        self._code_seeded = store is None
 
     # ------------------------------------------------------------------ public API
 
     def get(self, q: Query[K, V], key: K) -> V:
         """The value of ``q`` at ``key``, reusing or recomputing as needed."""
+        if not self._code_seeded:
+            self._seed_code()
         qid = q.qid(key)
         if q.is_input:
             fp = self._input_fp(qid, q, key)
@@ -116,9 +120,22 @@ class Database:
             return
         for qid, (q, key, _, fp) in self._inputs.items():
             dirty.setdefault(qid, Memo(q.name, encode(key), fp, []))
-        self.store.save(dirty, self._root_summaries())
+        from kinac.rules.codeid import CODE
+
+        settings = {"code": CODE.export()} if CODE.changed else None
+        self.store.save(dirty, self._root_summaries(), settings)
+        CODE.changed = False
         for m in dirty.values():
             m.dirty = False
+
+    def _seed_code(self) -> None:
+        """Adopt the store's code-identity table before any memo id is computed: the installed
+        kinac is then verified by a few stat calls, once per process (see codeid)."""
+        from kinac.rules.codeid import CODE
+
+        self._code_seeded = True
+        if self.store is not None:
+            CODE.seed(self.store.load_setting("code"))
 
     # ------------------------------------------------------------------ root summaries
 
@@ -203,7 +220,9 @@ class Database:
         memo = self._memos.get(qid)
         if memo is None:
             memo = self._load(qid)
-        if memo is not None and (memo.verified_rev == self.rev or self._still_green(qid, q, key, memo)):
+        if memo is not None and (
+            memo.verified_rev == self.rev or self._still_green(qid, q, key, memo)
+        ):
             return memo
         return self._execute(qid, q, key, memo)
 
@@ -286,10 +305,14 @@ class Database:
             return None
         if self._snapshot is None:
             self._snapshot = self.store.load_graph()
-        rec = self._snapshot.get(qid)
-        if rec is None:
+        raw = self._snapshot.get(qid)
+        if raw is None:
             return None
-        memo = Memo(rec[0], rec[1], rec[2], rec[3])
+        rec = self.store.decode_record(qid, raw)
+        if rec is None:
+            del self._snapshot[qid]
+            return None
+        memo = Memo(*rec)
         self._memos[qid] = memo
         return memo
 
@@ -308,9 +331,6 @@ class Database:
 
     # ------------------------------------------------------------------ introspection
 
-    def memo_count(self) -> int:
-        return len(self._memos)
-
     def describe(self, qid: str) -> str:
         """``name(key)`` of a memo or input, for ``--why`` chains."""
         inp = self._inputs.get(qid)
@@ -318,8 +338,7 @@ class Database:
             return f"{inp[0].name}({_short(inp[1])})"
         memo = self._memos.get(qid)
         if memo is None and self._snapshot is not None and qid in self._snapshot:
-            rec = self._snapshot[qid]
-            memo = Memo(rec[0], rec[1], rec[2], rec[3])
+            memo = self._load(qid)
         if memo is None:
             return qid[:12]
         try:

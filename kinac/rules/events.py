@@ -52,7 +52,11 @@ class EventLog:
 
     def executed_names(self, stage: str | None = None) -> list[tuple[str, Any]]:
         """``(query, key)`` of each executed query, optionally of one stage, in run order."""
-        return [(e.query, e.key) for e in self.events if e.kind == "executed" and (stage is None or e.stage == stage)]
+        return [
+            (e.query, e.key)
+            for e in self.events
+            if e.kind == "executed" and (stage is None or e.stage == stage)
+        ]
 
     def chain(self, qid: str, describe: Any, limit: int = 32) -> list[str]:
         """The dependency chain that made ``qid`` re-run: itself, the dep that changed, ..."""

@@ -61,6 +61,15 @@ def code_hash(package: str) -> str:
     return h.hexdigest()
 
 
+def code_identity(q: Query[Any, Any]) -> str:
+    """Hash of every kinac source running ``q`` may execute, read from the import graph
+    (:mod:`kinac.rules.codeid`); other queries it calls are its dependencies, not its code."""
+    from kinac.rules.codeid import CODE
+
+    skip = [(r.fn.__module__, r.fn.__name__) for r in _REGISTRY.values()]
+    return CODE.identity(q.fn.__module__, q.fn.__name__, skip)
+
+
 @dataclass(eq=False)
 class Query(Generic[K, V]):
     """A registered query. Use :func:`query` or :func:`input_query` to make one."""
@@ -84,6 +93,7 @@ class Query(Generic[K, V]):
                 "kinac=" + tool_version("kinac"),
                 f"codec={CODEC_VERSION}",
                 *(f"{t}={tool_version(t)}" for t in self.tools),
+                "code=" + code_identity(self),
                 *(f"{c}:{code_hash(c)}" for c in self.code),
             ]
             self._salt = "|".join(parts)
@@ -123,7 +133,9 @@ def query(
     return wrap
 
 
-def input_query(name: str, *, stage: str = "input") -> Callable[[Callable[[Any, K], V]], Query[K, V]]:
+def input_query(
+    name: str, *, stage: str = "input"
+) -> Callable[[Callable[[Any, K], V]], Query[K, V]]:
     """Register an input query: the only kind that may read files or the environment."""
 
     def wrap(fn: Callable[[Any, K], V]) -> Query[K, V]:

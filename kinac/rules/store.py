@@ -1,18 +1,23 @@
-"""The on-disk cache: dependency traces and content-addressed values, on diskcache.
+"""The on-disk cache: dependency traces (one row per memo) and content-addressed values.
 
 Layout, under the cache directory:
 
-* ``meta/``: one entry, the *graph*: every memo's query name, key, fingerprint and trace,
-  written as checksummed canonical JSON. Loading it is one read, so a no-op build in a fresh
-  process verifies thousands of memos without touching the value store.
-* ``blobs/``: values keyed by their fingerprint, which is also their checksum. Size-limited,
+* ``index.db``: SQLite, one row per memo (query name, key, fingerprint, trace, and the
+  generation that last wrote it), one row per root summary, and a few settings (the generation
+  counter, the code-identity table of :mod:`kinac.rules.codeid`). A commit writes only the memos
+  this process computed, in one transaction: the graph is never rewritten whole, and two
+  processes (a watch and a build) sharing a cache simply merge their rows. A load reads every
+  row's bytes in one query and decodes a record only when the engine asks for it.
+* ``blobs/``: values keyed by their fingerprint, which is also their checksum (diskcache, with
+  a :class:`SafeDisk` that stores only bytes and refuses pickled rows). Size-limited,
   least-recently-stored eviction; an evicted value is simply recomputed.
 
-Safety: a :class:`SafeDisk` refuses to store or load anything pickled, so a cache file can
-never run code. Every read is checked: a truncated, bit-flipped or foreign entry, or a cache
-deleted under our feet, is dropped with a warning and the memo is recomputed. Writers merge
-their new records into the graph inside one SQLite transaction, so two processes (a watch and
-a build) sharing a cache stay correct.
+Damage never stops a build and is reported once. Every record carries a checksum; a bad
+record or value is dropped and recomputed. A damaged SQLite file (malformed, truncated, zeros,
+random bytes, a directory where the file should be) is *quarantined*: renamed aside to
+``<name>.corrupt-<UTC time>`` so nothing is lost, with one warning naming it, and a fresh one
+takes its place. A cache that cannot be used at all (its directory is a file, or read-only)
+turns caching off for the process, again with one warning.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,12 +36,17 @@ import diskcache
 from kinac.rules.codec import CodecError, digest, unpack
 from kinac.rules.query import MISSING as _MISSING
 
-GRAPH_KEY = "graph"
-GEN_KEY = "generation"
-ROOT_PREFIX = "root:"
-MAGIC = b"KINAC-META-2\n"
+FORMAT = b"3"
+INDEX = "index.db"
+BLOBS = "blobs"
 DEFAULT_SIZE_LIMIT = 2 * 1024**3
 KEEP_GENERATIONS = 50
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS memo(qid TEXT PRIMARY KEY, name TEXT NOT NULL, rec BLOB NOT NULL,"
+    " gen INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS root(qid TEXT PRIMARY KEY, rec BLOB NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID",
+)
 
 
 class SafeDisk(diskcache.Disk):  # type: ignore[misc]
@@ -62,147 +73,324 @@ class SafeDisk(diskcache.Disk):  # type: ignore[misc]
         return super().fetch(mode, filename, value, read)
 
 
+class Damaged(Exception):
+    """A cache file is not a usable SQLite database (internal: handled by quarantine)."""
+
+
 def _warn_stderr(msg: str) -> None:
     print(f"kinac: warning: {msg}", file=sys.stderr)
 
 
-class Store:
-    """A persistent cache directory. Open it with :meth:`open`; never raises on bad contents."""
+def damage_kind(e: BaseException) -> str:
+    """``damaged`` (quarantine it), ``unusable`` (cache off: read-only, cannot open) or ``other``."""
+    if isinstance(e, Damaged):
+        return "damaged"
+    code = getattr(e, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    msg = str(e)
+    if primary in (11, 26) or "malformed" in msg or "not a database" in msg:  # CORRUPT, NOTADB
+        return "damaged"
+    if primary in (3, 8, 14, 23) or isinstance(e, PermissionError) or "readonly" in msg:
+        return "unusable"  # PERM, READONLY, CANTOPEN, AUTH
+    return "other"
 
-    def __init__(self, directory: Path, size_limit: int = DEFAULT_SIZE_LIMIT,
-                 warn: Callable[[str], None] = _warn_stderr) -> None:
+
+def seal(doc: Any) -> bytes:
+    """msgpack behind its own checksum: never pickle, never trusted unchecked."""
+    import msgpack
+
+    payload = msgpack.packb(doc, use_bin_type=True)
+    return digest(payload).encode() + payload
+
+
+def unseal(raw: Any) -> Any:
+    """Inverse of :func:`seal`; raises :class:`CodecError` on anything damaged or foreign."""
+    import msgpack
+
+    if not isinstance(raw, bytes) or len(raw) < 32:
+        raise CodecError("record is not sealed bytes")
+    check, payload = raw[:32], raw[32:]
+    if digest(payload).encode() != check:
+        raise CodecError("record fails its checksum")
+    try:
+        return msgpack.unpackb(payload, raw=False, strict_map_key=True)
+    except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as e:
+        raise CodecError(f"record does not decode: {e}") from None
+
+
+class Store:
+    """A persistent cache directory; never raises on bad contents (see the module docstring)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        size_limit: int = DEFAULT_SIZE_LIMIT,
+        warn: Callable[[str], None] = _warn_stderr,
+    ) -> None:
         self.directory = Path(directory)
         self.size_limit = size_limit
         self.warn = warn
-        self._pending: dict[str, bytes] = {}
-        self._meta: diskcache.Cache | None = None
-        self._blobs: diskcache.Cache | None = None
         self.warnings: list[str] = []
-        self._gen = -1  # generation of the graph as loaded by this process
-        self._loaded: dict[str, Any] | None = None
+        self.quarantined: list[Path] = []
+        self.disabled: str | None = None  # why caching is off for this process, if it is
+        self._pending: dict[str, bytes] = {}
+        self._con: sqlite3.Connection | None = None
+        self._blobs: diskcache.Cache | None = None
 
-    # ------------------------------------------------------------------ opening
-
-    def _open(self) -> tuple[diskcache.Cache, diskcache.Cache]:
-        if self._meta is not None and self._blobs is not None:
-            return self._meta, self._blobs
-        try:
-            self._meta, self._blobs = self._open_caches()
-        except (sqlite3.Error, OSError, CodecError, TypeError) as e:
-            self._warn(f"cache at {self.directory} is unreadable ({e}); starting it afresh")
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self._meta, self._blobs = self._open_caches()
-        return self._meta, self._blobs
-
-    def _open_caches(self) -> tuple[diskcache.Cache, diskcache.Cache]:
-        meta = diskcache.Cache(str(self.directory / "meta"), disk=SafeDisk,
-                               eviction_policy="none", size_limit=2**40)
-        blobs = diskcache.Cache(str(self.directory / "blobs"), disk=SafeDisk,
-                                eviction_policy="least-recently-stored",
-                                size_limit=self.size_limit, cull_limit=64)
-        return meta, blobs
-
-    def close(self) -> None:
-        for c in (self._meta, self._blobs):
-            if c is not None:
-                c.close()
-        self._meta = self._blobs = None
+    # ------------------------------------------------------------------ opening and damage
 
     def _warn(self, msg: str) -> None:
         self.warnings.append(msg)
         self.warn(msg)
 
+    def _disable(self, why: str) -> None:
+        if self.disabled is None:
+            self.disabled = why
+            self._warn(f"{why}; building without a cache")
+        self.close()
+
+    def _usable_dir(self) -> bool:
+        if self.disabled is not None:
+            return False
+        d = self.directory
+        if d.exists() and not d.is_dir():
+            self._disable(f"cache directory {d} is not a directory")
+            return False
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            self._disable(f"cannot create cache directory {d} ({e.strerror or e})")
+            return False
+        if not os.access(d, os.W_OK | os.X_OK):
+            self._disable(f"cache directory {d} is read-only")
+            return False
+        return True
+
+    def quarantine(self, path: Path, why: object) -> None:
+        """Rename a damaged file (or directory) aside, with its SQLite side files; warn once."""
+        self.close()
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        dest = path.with_name(f"{path.name}.corrupt-{stamp}")
+        n = 1
+        while dest.exists():
+            n += 1
+            dest = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+        try:
+            os.replace(path, dest)
+            for side in ("-wal", "-shm"):
+                if Path(f"{path}{side}").exists():
+                    os.replace(f"{path}{side}", f"{dest}{side}")
+        except OSError as e:
+            self._disable(f"cache file {path} is damaged ({why}) and cannot be moved aside ({e})")
+            return
+        self.quarantined.append(dest)
+        self._warn(
+            f"cache file {path} is damaged ({why}); moved it aside to {dest.name} "
+            "and started a fresh one"
+        )
+
+    def _index(self) -> sqlite3.Connection | None:
+        if self._con is not None:
+            return self._con
+        if not self._usable_dir():
+            return None
+        path = self.directory / INDEX
+        old = self.directory / "meta"  # the graph of cache format 2: replaced by index.db
+        if old.is_dir() and not path.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        for attempt in (0, 1):
+            try:
+                self._con = _connect(path)
+                return self._con
+            except (sqlite3.Error, Damaged, OSError) as e:
+                kind = damage_kind(e)
+                if kind == "damaged" and attempt == 0:
+                    self.quarantine(path, e)
+                    if self.disabled is None:
+                        continue
+                    return None
+                self._disable(f"cache index {path} is unusable ({e})")
+                return None
+        return None
+
+    def _values(self) -> diskcache.Cache | None:
+        if self._blobs is not None:
+            return self._blobs
+        if not self._usable_dir():
+            return None
+        path = self.directory / BLOBS
+        for attempt in (0, 1):
+            try:
+                if path.exists() and not (path / "cache.db").is_file() and any(path.iterdir()):
+                    raise Damaged("its index is missing or not a file")
+                self._blobs = diskcache.Cache(
+                    str(path),
+                    disk=SafeDisk,
+                    eviction_policy="least-recently-stored",
+                    size_limit=self.size_limit,
+                    cull_limit=64,
+                )
+                return self._blobs
+            except (sqlite3.Error, Damaged, OSError) as e:
+                if damage_kind(e) == "damaged" and attempt == 0:
+                    self.quarantine(path, e)
+                    if self.disabled is None:
+                        continue
+                    return None
+                self._disable(f"value store {path} is unusable ({e})")
+                return None
+        return None
+
+    def _failed(self, e: BaseException, which: str) -> None:
+        """A read or write failed: quarantine what is damaged, else turn the cache off."""
+        if damage_kind(e) == "damaged":
+            self.quarantine(self.directory / (INDEX if which == "index" else BLOBS), e)
+        else:
+            self._disable(f"the cache at {self.directory} failed ({e})")
+
+    def close(self) -> None:
+        if self._con is not None:
+            try:
+                self._con.close()
+            except sqlite3.Error:
+                pass
+        if self._blobs is not None:
+            try:
+                self._blobs.close()
+            except (sqlite3.Error, OSError):
+                pass
+        self._con = None
+        self._blobs = None
+
     # ------------------------------------------------------------------ the graph
 
-    def _read_graph(self, meta: diskcache.Cache) -> tuple[int, dict[str, Any]]:
-        raw = meta.get(GRAPH_KEY, default=None)
-        if raw is None:
-            return 0, {}
-        doc = _unseal(raw)
-        gen = int(doc[0])
-        records: dict[str, Any] = doc[1]  # qid -> [name, key_json, fp, deps, gen]
-        if not isinstance(records, dict):
-            raise CodecError("graph entry has the wrong shape")
-        return gen, records
-
-    def load_graph(self) -> dict[str, Any]:
-        """Every known memo: ``qid -> [name, key_json, fp, deps, gen]``; empty if none or corrupt."""
-        try:
-            meta, _ = self._open()
-            self._gen, records = self._read_graph(meta)
-        except (sqlite3.Error, OSError, CodecError, ValueError, KeyError, TypeError) as e:
-            self._warn(f"dependency graph in cache is corrupt ({e}); rebuilding from scratch")
-            self._gen = -1
+    def load_graph(self) -> dict[str, bytes]:
+        """Every known memo: ``qid -> sealed record`` (decode with :func:`decode_record`)."""
+        con = self._index()
+        if con is None:
             return {}
-        self._loaded = records
-        return records
+        try:
+            return dict(con.execute("SELECT qid, rec FROM memo").fetchall())
+        except sqlite3.Error as e:
+            self._failed(e, "index")
+            return {}
+
+    def decode_record(
+        self, qid: str, raw: bytes
+    ) -> tuple[str, bytes, str, list[tuple[str, str]]] | None:
+        """``(name, key_json, fp, deps)`` of a stored record, or None (with a warning) if bad."""
+        try:
+            name, key_json, fp, deps = unseal(raw)
+            return str(name), bytes(key_json), str(fp), [(str(q), str(f)) for q, f in deps]
+        except (CodecError, ValueError, TypeError) as e:
+            self._warn(f"cache record {qid[:12]} is corrupt ({e}); recomputing")
+            return None
 
     def load_root(self, qid: str) -> Any:
         """A root's summary (see ``Database._root_summaries``), or None."""
+        con = self._index()
+        if con is None:
+            return None
         try:
-            meta, _ = self._open()
-            raw = meta.get(ROOT_PREFIX + qid, default=None)
-            if raw is None:
-                return None
-            record, inputs = _unseal(raw)
+            row = con.execute("SELECT rec FROM root WHERE qid = ?", (qid,)).fetchone()
+        except sqlite3.Error as e:
+            self._failed(e, "index")
+            return None
+        if row is None:
+            return None
+        try:
+            record, inputs = unseal(row[0])
             return (tuple(record), {k: tuple(v) for k, v in inputs.items()})
-        except (sqlite3.Error, OSError, CodecError, ValueError, KeyError, TypeError) as e:
+        except (CodecError, ValueError, TypeError, AttributeError) as e:
             self._warn(f"cache summary {qid[:12]} is corrupt ({e}); verifying in full")
             return None
 
-    def save(self, memos: dict[str, Any], roots: dict[str, Any] | None = None) -> None:
-        """Write pending blobs, then merge ``memos`` (qid -> Memo) into the graph atomically."""
+    def load_setting(self, key: str) -> Any:
+        """A sealed setting (the code-identity table), or None."""
+        con = self._index()
+        if con is None:
+            return None
         try:
-            meta, blobs = self._open()
-            if self._pending:
+            row = con.execute("SELECT v FROM meta WHERE k = ?", (key,)).fetchone()
+            return unseal(row[0]) if row is not None else None
+        except sqlite3.Error as e:
+            self._failed(e, "index")
+        except CodecError:
+            pass
+        return None
+
+    def save(
+        self,
+        memos: dict[str, Any],
+        roots: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        """Write pending values, then these memos (qid -> Memo), summaries and settings."""
+        blobs = self._values()
+        if blobs is not None and self._pending:
+            try:
                 with blobs.transact():
                     for fp, blob in self._pending.items():
                         blobs.set(fp, blob)
-                self._pending.clear()
-            with meta.transact():
-                gen = self._current_gen(meta)
-                if self._loaded is not None and gen == self._gen:
-                    records = self._loaded  # nobody wrote since we read it: no need to re-read
-                else:
-                    try:
-                        gen, records = self._read_graph(meta)
-                    except (CodecError, ValueError, KeyError, TypeError) as e:
-                        self._warn(f"dependency graph in cache is corrupt ({e}); replacing it")
-                        gen, records = 0, {}
-                gen += 1
-                for qid, m in memos.items():
-                    records[qid] = [m.name, m.key_json, m.fp, m.deps, gen]
-                meta.set(GRAPH_KEY, _seal([gen, records]))
-                meta.set(GEN_KEY, str(gen).encode())
-                for qid, summary in (roots or {}).items():
-                    meta.set(ROOT_PREFIX + qid, _seal(summary))
-                self._gen, self._loaded = gen, records
-        except (sqlite3.Error, OSError) as e:
-            self._warn(f"could not write the cache at {self.directory} ({e}); results not saved")
-
-    def _current_gen(self, meta: diskcache.Cache) -> int:
-        raw = meta.get(GEN_KEY, default=None)
+            except (sqlite3.Error, OSError) as e:
+                self._failed(e, "blobs")
+        self._pending.clear()
+        con = self._index()
+        if con is None:
+            return
         try:
-            return int(raw) if isinstance(raw, bytes) else 0
-        except ValueError:
-            return -2
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
+                gen = int(row[0]) + 1 if row is not None else 1
+                con.executemany(
+                    "INSERT OR REPLACE INTO memo VALUES (?, ?, ?, ?)",
+                    [
+                        (qid, m.name, seal([m.name, m.key_json, m.fp, m.deps]), gen)
+                        for qid, m in memos.items()
+                    ],
+                )
+                con.executemany(
+                    "INSERT OR REPLACE INTO root VALUES (?, ?)",
+                    [(qid, seal(s)) for qid, s in (roots or {}).items()],
+                )
+                con.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                    [
+                        ("gen", str(gen).encode()),
+                        *((k, seal(v)) for k, v in (settings or {}).items()),
+                    ],
+                )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        except (sqlite3.Error, ValueError) as e:
+            self._failed(e, "index")
 
     # ------------------------------------------------------------------ values
 
     def stage_blob(self, fp: str, blob: bytes) -> None:
         """Remember a value to write at the next :meth:`save`."""
-        self._pending[fp] = blob
+        if self.disabled is None:
+            self._pending[fp] = blob
 
     def load_value(self, fp: str) -> Any:
         """The value whose fingerprint is ``fp``, or ``_MISSING`` (with a warning if corrupt)."""
         pending = self._pending.get(fp)
         if pending is not None:
             return unpack(pending)
+        blobs = self._values()
+        if blobs is None:
+            return _MISSING
         try:
-            _, blobs = self._open()
             blob = blobs.get(fp, default=None)
-        except (sqlite3.Error, OSError, CodecError) as e:
+        except (sqlite3.Error, OSError) as e:
+            self._failed(e, "blobs")
+            return _MISSING
+        except CodecError as e:
             self._warn(f"cache entry {fp[:12]} unreadable ({e}); recomputing")
+            self._discard(fp)
             return _MISSING
         if blob is None:
             return _MISSING
@@ -219,89 +407,40 @@ class Store:
 
     def _discard(self, fp: str) -> None:
         try:
-            _, blobs = self._open()
-            blobs.delete(fp)
+            if self._blobs is not None:
+                self._blobs.delete(fp)
         except (sqlite3.Error, OSError):
             pass
 
-    # ------------------------------------------------------------------ maintenance
 
-    def stats(self) -> dict[str, Any]:
-        """Counts and sizes, for ``kinac cache stats``."""
-        meta, blobs = self._open()
-        gen, records = self._read_graph(meta)
-        by_query: dict[str, int] = {}
-        for name, *_ in records.values():
-            by_query[name] = by_query.get(name, 0) + 1
-        return {
-            "directory": str(self.directory),
-            "generation": gen,
-            "memos": len(records),
-            "values": len(blobs),
-            "value_bytes": blobs.volume(),
-            "graph_bytes": meta.volume(),
-            "size_limit": self.size_limit,
-            "memos_by_query": dict(sorted(by_query.items())),
-        }
-
-    def verify(self) -> dict[str, int]:
-        """Check every stored value against its checksum; drop the bad ones."""
-        _, blobs = self._open()
-        ok = bad = 0
-        for fp in list(blobs.iterkeys()):
-            try:
-                blob = blobs.get(fp, default=None)
-            except (sqlite3.Error, OSError, CodecError):
-                blob = None
-            if isinstance(blob, bytes) and digest(blob) == fp:
-                ok += 1
-            else:
-                bad += 1
-                self._discard(fp)
-        return {"ok": ok, "dropped": bad}
-
-    def gc(self, keep_generations: int = KEEP_GENERATIONS) -> dict[str, int]:
-        """Forget memos unused for ``keep_generations`` builds and values nothing refers to."""
-        meta, blobs = self._open()
-        with meta.transact():
-            gen, records = self._read_graph(meta)
-            kept = {q: r for q, r in records.items() if r[4] >= gen - keep_generations}
-            meta.set(GRAPH_KEY, _seal([gen, kept]))
-            self._loaded = None
-        live = {r[2] for r in kept.values()}
-        dropped_values = 0
-        for fp in list(blobs.iterkeys()):
-            if fp not in live:
-                blobs.delete(fp)
-                dropped_values += 1
-        blobs.cull()
-        return {"memos_dropped": len(records) - len(kept), "values_dropped": dropped_values}
-
-    def clear(self) -> None:
-        """Delete everything in the cache directory."""
-        self.close()
-        shutil.rmtree(self.directory, ignore_errors=True)
-        os.makedirs(self.directory, exist_ok=True)
-
-
-def _seal(doc: Any) -> bytes:
-    """msgpack with a magic header and a checksum: never pickle, never trusted unchecked."""
-    import msgpack
-
-    payload = msgpack.packb(doc, use_bin_type=True)
-    return MAGIC + digest(payload).encode() + payload
-
-
-def _unseal(raw: Any) -> Any:
-    import msgpack
-
-    if not isinstance(raw, bytes) or not raw.startswith(MAGIC):
-        raise CodecError("entry has a foreign header")
-    body = raw[len(MAGIC):]
-    check, payload = body[:32], body[32:]
-    if digest(payload).encode() != check:
-        raise CodecError("entry fails its checksum")
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open (or create) the index; raises on a file that is not a healthy kinac index."""
+    if path.exists() and not path.is_file():
+        raise Damaged("not a file")
+    con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
     try:
-        return msgpack.unpackb(payload, raw=False, strict_map_key=True)
-    except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as e:
-        raise CodecError(f"entry does not decode: {e}") from None
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        for stmt in _SCHEMA:
+            con.execute(stmt)
+        row = con.execute("SELECT v FROM meta WHERE k = 'format'").fetchone()
+        if row is None:
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+        elif row[0] != FORMAT:
+            raise Damaged(f"unknown index format {row[0]!r}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _admin() -> Any:
+    from kinac.rules import cache_admin
+
+    return cache_admin
+
+
+Store.stats = lambda self: _admin().stats(self)  # type: ignore[attr-defined]
+Store.verify = lambda self: _admin().verify(self)  # type: ignore[attr-defined]
+Store.gc = lambda self, keep_generations=KEEP_GENERATIONS: _admin().gc(self, keep_generations)  # type: ignore[attr-defined]
+Store.clear = lambda self: _admin().clear(self)  # type: ignore[attr-defined]

@@ -1,0 +1,149 @@
+"""``kinac cache stats|verify|gc|clear``: maintenance of a :class:`~kinac.rules.store.Store`.
+
+Kept apart from the store because no build needs it. Each works on a damaged cache too: the
+store quarantines what it cannot read while opening, and these report it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from kinac.rules.codec import CodecError, digest
+from kinac.rules.store import BLOBS, INDEX, KEEP_GENERATIONS, Store, unseal
+
+QUARANTINE_MARK = ".corrupt-"
+
+
+class CacheUnusable(Exception):
+    """The cache cannot be used at all (its directory is a file, read-only, ...): the message says why."""
+
+
+def _ready(store: Store) -> tuple[sqlite3.Connection, Any]:
+    con, blobs = store._index(), store._values()
+    if con is None or blobs is None:
+        raise CacheUnusable(store.disabled or f"the cache at {store.directory} cannot be opened")
+    return con, blobs
+
+
+def quarantined_copies(store: Store) -> list[Path]:
+    """Damaged files moved aside in this cache directory (oldest first)."""
+    d = store.directory
+    if not d.is_dir():
+        return []
+    return sorted((p for p in d.iterdir() if QUARANTINE_MARK in p.name), key=lambda p: p.name)
+
+
+def stats(store: Store) -> dict[str, Any]:
+    """Counts and sizes."""
+    con, blobs = _ready(store)
+    try:
+        by_query = dict(
+            con.execute("SELECT name, COUNT(*) FROM memo GROUP BY name ORDER BY name").fetchall()
+        )
+        row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
+        n_values, value_bytes = len(blobs), blobs.volume()
+    except sqlite3.Error as e:
+        store._failed(e, "index")
+        return stats(store)
+    return {
+        "directory": str(store.directory),
+        "generation": int(row[0]) if row is not None else 0,
+        "memos": sum(by_query.values()),
+        "values": n_values,
+        "value_bytes": value_bytes,
+        "index_bytes": (store.directory / INDEX).stat().st_size,
+        "size_limit": store.size_limit,
+        "memos_by_query": by_query,
+        "quarantined": [p.name for p in quarantined_copies(store)],
+    }
+
+
+def verify(store: Store) -> dict[str, Any]:
+    """SQLite integrity of the index and the value store, and every record and value's checksum.
+
+    Damaged files are quarantined (and listed), bad records and values dropped."""
+    con, blobs = _ready(store)
+    for which, check in (("index", con.execute), ("blobs", blobs._sql)):
+        try:
+            result = check("PRAGMA integrity_check").fetchall()
+            if result != [("ok",)]:
+                raise sqlite3.DatabaseError(f"database disk image is malformed: {result[0][0]}")
+        except sqlite3.Error as e:
+            store._failed(e, which)
+            con, blobs = _ready(store)
+    bad_records = 0
+    for qid, rec in con.execute("SELECT qid, rec FROM memo").fetchall():
+        try:
+            unseal(rec)
+        except CodecError:
+            bad_records += 1
+            con.execute("DELETE FROM memo WHERE qid = ?", (qid,))
+    ok = bad = 0
+    for fp in list(blobs.iterkeys()):
+        try:
+            blob = blobs.get(fp, default=None)
+        except (sqlite3.Error, OSError, CodecError):
+            blob = None
+        if isinstance(blob, bytes) and digest(blob) == fp:
+            ok += 1
+        else:
+            bad += 1
+            store._discard(fp)
+    return {
+        "ok": ok,
+        "dropped": bad,
+        "records_dropped": bad_records,
+        "quarantined": [str(p) for p in store.quarantined],
+    }
+
+
+def gc(store: Store, keep_generations: int = KEEP_GENERATIONS) -> dict[str, int]:
+    """Forget memos unused for ``keep_generations`` builds, values nothing refers to, and
+    quarantined copies of damaged files."""
+    con, blobs = _ready(store)
+    row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
+    gen = int(row[0]) if row is not None else 0
+    before = con.execute("SELECT COUNT(*) FROM memo").fetchone()[0]
+    con.execute("DELETE FROM memo WHERE gen < ?", (gen - keep_generations,))
+    live: set[str] = set()
+    for _qid, rec in con.execute("SELECT qid, rec FROM memo").fetchall():
+        try:
+            live.add(str(unseal(rec)[2]))
+        except (CodecError, IndexError, TypeError):
+            pass
+    after = con.execute("SELECT COUNT(*) FROM memo").fetchone()[0]
+    dropped_values = 0
+    for fp in list(blobs.iterkeys()):
+        if fp not in live:
+            blobs.delete(fp)
+            dropped_values += 1
+    blobs.cull()
+    copies = quarantined_copies(store)
+    for p in copies:
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    return {
+        "memos_dropped": before - after,
+        "values_dropped": dropped_values,
+        "quarantined_removed": len(copies),
+    }
+
+
+def clear(store: Store) -> None:
+    """Delete everything kinac keeps in the cache directory (quarantined copies included)."""
+    if store.directory.exists() and not store.directory.is_dir():
+        raise CacheUnusable(f"cache directory {store.directory} is not a directory")
+    store.close()
+    for p in [
+        store.directory / INDEX,
+        *store.directory.glob(INDEX + "-*"),
+        store.directory / BLOBS,
+        store.directory / "meta",
+        *quarantined_copies(store),
+    ]:
+        try:
+            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        except OSError as e:
+            raise CacheUnusable(f"cannot clear {p} ({e.strerror or e})") from None

@@ -1,0 +1,363 @@
+"""Code identity of a query: a hash of every kinac source file that running it can execute.
+
+Why: a memo must never outlive the code that computed it. Hand-kept lists of packages drift
+(editing ``tir/graph.py``'s dtype table used not to invalidate ``check_defn``), so the set is
+read from the import graph instead. For a query function it is:
+
+* its own module, with that module's top-level imports, the imports inside the query function
+  and inside every helper function of the module (but not inside *other* queries of the module:
+  those run as queries of their own, with their own identity);
+* then, transitively, every kinac module any of those imports anywhere (top level or inside a
+  function: a lazy import runs when the function does), with the ``__init__`` of each package
+  on the way, and ``importlib.import_module(...)`` calls: a literal argument names its module;
+  any other argument makes every string constant of that file that names a kinac module count
+  (the lazy-export tables, for instance).
+
+Imports are read with :mod:`ast`. Scanning all of kinac costs ~0.2 s, so each file's scan is
+cached by (mtime, size) in a table the store persists: a fresh process stats ~150 files and
+re-reads only those that changed. The installed kinac is thus verified once per process, never
+per query.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+KINAC_DIR = Path(__file__).resolve().parent.parent
+TOP = ""  # the unit of a file that runs when it is imported
+ALL = "*"  # every unit of a file (a module used as a whole)
+
+
+class FileScan:
+    """What one source file imports, per unit: ``TOP`` (runs at import), each top-level function,
+    and each top-level class (its methods). Per unit: the modules its import statements load and
+    the names it uses (``alias.attr`` for an attribute of a name); ``aliases`` maps each name an
+    import binds to ``[module, name]`` (``name`` None for a whole module). A name used is
+    followed to the function or class it denotes, so a top-level ``from m import f`` costs
+    ``m``'s import, not ``f``'s body, unless a unit that runs calls ``f``."""
+
+    __slots__ = ("digest", "units", "aliases")
+
+    def __init__(
+        self,
+        digest: str,
+        units: dict[str, tuple[list[str], list[str]]],
+        aliases: dict[str, list[Any]],
+    ) -> None:
+        self.digest = digest
+        self.units = units
+        self.aliases = aliases
+
+    def to_doc(self) -> list[Any]:
+        return [self.digest, {u: [m, n] for u, (m, n) in self.units.items()}, self.aliases]
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> FileScan:
+        digest, units, aliases = doc
+        if (
+            not isinstance(digest, str)
+            or not isinstance(units, dict)
+            or not isinstance(aliases, dict)
+        ):
+            raise ValueError("bad scan")
+        return cls(
+            digest,
+            {str(u): ([str(x) for x in m], [str(x) for x in n]) for u, (m, n) in units.items()},
+            {str(k): [str(m), None if n is None else str(n)] for k, (m, n) in aliases.items()},
+        )
+
+
+def module_file(module: str, root: Path = KINAC_DIR) -> Path | None:
+    """The source file of a kinac module (``kinac.check.sig`` -> ``check/sig.py``), or None."""
+    parts = module.split(".")
+    if parts[0] != "kinac" or not all(p.isidentifier() for p in parts):
+        return None
+    base = root.joinpath(*parts[1:])
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    f = base.with_suffix(".py")
+    return f if len(parts) > 1 and f.is_file() else None
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+class _Scanner(ast.NodeVisitor):
+    """Collects, per unit, modules imported and names used (see :class:`FileScan`)."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+        self.unit = TOP
+        self.mods: dict[str, set[str]] = {TOP: set()}
+        self.uses: dict[str, set[str]] = {TOP: set()}
+        self.aliases: dict[str, list[Any]] = {}
+        self.strings: set[str] = set()
+        self.dynamic: set[str] = set()
+
+    def _in(self, unit: str, body: list[ast.stmt]) -> None:
+        prev, self.unit = self.unit, unit
+        self.mods.setdefault(unit, set())
+        self.uses.setdefault(unit, set())
+        for stmt in body:
+            self.visit(stmt)
+        self.unit = prev
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for d in node.decorator_list:  # decorators run at definition time
+            self.visit(d)
+        if self.unit == TOP and node.col_offset == 0:
+            self._in(node.name, node.body)
+        else:
+            for stmt in node.body:
+                self.visit(stmt)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if self.unit != TOP or node.col_offset != 0:
+            self.generic_visit(node)
+            return
+        for expr in (*node.bases, *node.decorator_list):
+            self.visit(expr)
+        for stmt in node.body:  # the class body runs at import; its methods when called
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._in(node.name, [stmt])
+            else:
+                self.visit(stmt)
+
+    def visit_If(self, node: ast.If) -> None:
+        if _is_type_checking(node.test):  # never runs
+            for stmt in node.orelse:
+                self.visit(stmt)
+            return
+        self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.mods[self.unit].add(alias.name)
+            if alias.asname:
+                self.aliases[alias.asname] = [alias.name, None]
+            else:
+                self.aliases.setdefault(
+                    alias.name.partition(".")[0], [alias.name.partition(".")[0], None]
+                )
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
+            pkg = self.package.split(".")
+            pkg = pkg[: len(pkg) - node.level + 1]
+            base = ".".join([*pkg, base] if base else pkg)
+        self.mods[self.unit].add(base)
+        for a in node.names:
+            self.aliases[a.asname or a.name] = [base, a.name]
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.value, ast.Name):
+            self.uses[self.unit].add(f"{node.value.id}.{node.attr}")
+        else:
+            self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.uses[self.unit].add(node.id)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        fn = node.func
+        name = (
+            fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+        )
+        if name in ("import_module", "__import__") and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                self.mods[self.unit].add(arg.value)
+                self.uses[self.unit].add(arg.value)
+                self.aliases[arg.value] = [arg.value, None]
+            else:
+                self.dynamic.add(self.unit)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and node.value.startswith("kinac."):
+            self.strings.add(node.value)
+
+
+def scan_source(module: str, text: bytes, is_package: bool = False) -> FileScan:
+    """Scan one file's text (the unit the table caches); relative imports resolve against
+    the module's package (the module itself for an ``__init__``)."""
+    sc = _Scanner(module if is_package else module.rpartition(".")[0])
+    try:
+        sc.visit(ast.parse(text))
+    except (SyntaxError, ValueError):
+        pass  # a file that does not parse still has a digest; it cannot run anyway
+    for unit in sc.dynamic:  # import_module(table[name]): every kinac module named in the file
+        for s in sc.strings:
+            sc.mods[unit].add(s)
+            sc.uses[unit].add(s)
+            sc.aliases[s] = [s, None]
+    units = {
+        u: (sorted(m for m in sc.mods[u] if m.startswith("kinac")), sorted(sc.uses[u]))
+        for u in sc.mods
+    }
+    aliases = {k: v for k, v in sorted(sc.aliases.items()) if v[0].startswith("kinac")}
+    return FileScan(hashlib.blake2b(text, digest_size=16).hexdigest(), units, aliases)
+
+
+class CodeIndex:
+    """Scans of kinac's sources, cached by (mtime, size); closures and their hashes."""
+
+    def __init__(self, root: Path = KINAC_DIR, read: Callable[[Path], bytes] | None = None) -> None:
+        self.root = root
+        self.read = read or (lambda p: p.read_bytes())
+        self._table: dict[str, tuple[int, int, FileScan]] = {}  # relpath -> (mtime_ns, size, scan)
+        self._fresh: dict[str, FileScan | None] = {}  # module -> scan checked in this process
+        self._ids: dict[str, str] = {}  # "module:function" -> identity, valid for _stamp
+        self._stamp: str | None = None
+        self.changed = False
+
+    def stamp(self) -> str:
+        """Hash of every kinac source's (path, mtime, size): computed once per process."""
+        if self._stamp is None:
+            h = hashlib.blake2b(digest_size=16)
+            stack = [self.root]
+            while stack:
+                d = stack.pop()
+                with os.scandir(d) as it:
+                    for e in sorted(it, key=lambda e: e.name):
+                        if e.is_dir() and e.name != "__pycache__":
+                            stack.append(Path(e.path))
+                        elif e.name.endswith(".py"):
+                            st = e.stat()
+                            h.update(f"{e.path}|{st.st_mtime_ns}|{st.st_size}\n".encode())
+            self._stamp = h.hexdigest()
+        return self._stamp
+
+    # ---------------------------------------------------------------- persistence
+
+    def seed(self, doc: Any) -> None:
+        """Adopt a persisted table (from the store); anything malformed is ignored. Identities
+        are adopted whole when no source changed since they were computed."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+            return
+        ids = doc.get("ids")
+        if doc.get("stamp") == self.stamp() and isinstance(ids, dict):
+            for k, v in ids.items():
+                if isinstance(k, str) and isinstance(v, str):
+                    self._ids.setdefault(k, v)
+        for rel, entry in doc["files"].items():
+            try:
+                mtime, size, scan = entry
+                self._table.setdefault(str(rel), (int(mtime), int(size), FileScan.from_doc(scan)))
+            except (TypeError, ValueError):
+                continue
+
+    def export(self) -> dict[str, Any]:
+        """The table and identities, for the store to persist (when :attr:`changed`)."""
+        files = {rel: [m, s, scan.to_doc()] for rel, (m, s, scan) in sorted(self._table.items())}
+        return {"stamp": self.stamp(), "files": files, "ids": dict(sorted(self._ids.items()))}
+
+    # ---------------------------------------------------------------- scanning
+
+    def scan(self, module: str) -> FileScan | None:
+        """The scan of a kinac module's file, reusing the table when mtime and size match."""
+        if module in self._fresh:
+            return self._fresh[module]
+        path = module_file(module, self.root)
+        scan: FileScan | None = None
+        if path is not None:
+            rel = path.relative_to(self.root).as_posix()
+            st = os.stat(path)
+            cached = self._table.get(rel)
+            if cached is not None and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
+                scan = cached[2]
+            else:
+                scan = scan_source(module, self.read(path), path.name == "__init__.py")
+                self._table[rel] = (st.st_mtime_ns, st.st_size, scan)
+                self.changed = True
+        self._fresh[module] = scan
+        return scan
+
+    def closure(
+        self, module: str, function: str | None = None, skip: Iterable[tuple[str, str]] = ()
+    ) -> list[str]:
+        """Every kinac module whose code running ``module.function`` may execute (sorted).
+
+        ``skip`` holds ``(module, function)`` pairs that run as queries of their own: a use of
+        one is not followed (the engine tracks it as a dependency instead)."""
+        skipped = set(skip) - {(module, function or TOP)}
+        seen: set[tuple[str, str]] = set()
+        modules: set[str] = set()
+        todo: list[tuple[str, str]] = [(module, TOP), (module, function or TOP)]
+        while todo:
+            mod, unit = todo.pop()
+            if (mod, unit) in seen or (mod, unit) in skipped:
+                continue
+            seen.add((mod, unit))
+            scan = self.scan(mod)
+            if scan is None:
+                continue
+            modules.add(mod)
+            todo.extend((p, TOP) for p in _parents(mod))
+            for u in list(scan.units) if unit == ALL else [unit]:
+                mods, uses = scan.units.get(u, ([], []))
+                for m in mods:
+                    todo.append((m, TOP))
+                    todo.extend((p, TOP) for p in _parents(m))
+                for name in uses:
+                    todo.extend(self._denotes(mod, scan, name))
+        return sorted(modules)
+
+    def _denotes(self, mod: str, scan: FileScan, name: str) -> list[tuple[str, str]]:
+        """The units a name used in ``mod`` may run."""
+        base, _, attr = name.partition(".")
+        if base in scan.units and base != TOP:
+            return [(mod, base)]
+        target = scan.aliases.get(base)
+        if target is None:
+            return []
+        tmod, tname = target
+        if tname is not None:
+            sub = f"{tmod}.{tname}"
+            if self.scan(sub) is None:
+                return [(tmod, tname)]
+            tmod = sub
+        if attr:  # module.attr: that function or class, or that submodule whole
+            sub = f"{tmod}.{attr}"
+            return (
+                [(tmod, TOP), (sub, ALL)]
+                if self.scan(sub) is not None
+                else [(tmod, TOP), (tmod, attr)]
+            )
+        return [(tmod, ALL)]
+
+    def identity(
+        self, module: str, function: str | None = None, skip: Iterable[tuple[str, str]] = ()
+    ) -> str:
+        """Hash of the closure's sources (module names and contents), memoised per stamp."""
+        key = f"{module}:{function or ''}"
+        got = self._ids.get(key)
+        if got is None:
+            h = hashlib.blake2b(digest_size=16)
+            for m in self.closure(module, function, skip):
+                scan = self.scan(m)
+                if scan is not None:
+                    h.update(f"{m}={scan.digest}\n".encode())
+            got = self._ids[key] = h.hexdigest()
+            self.changed = True
+        return got
+
+
+CODE = CodeIndex()
+"""The process-wide index of the installed kinac (seeded from, and saved to, the store)."""
