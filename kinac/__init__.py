@@ -8,7 +8,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinac.errors import (
+    KinaCallError,
+    KinaCompileError,
+    KinaConfigError,
+    KinaError,
+    KinaRuntimeError,
+    KinaUsageError,
+)
+
 __version__ = "0.1.0"
+__all__ = [
+    "KinaCallError",
+    "KinaCompileError",
+    "KinaConfigError",
+    "KinaError",
+    "KinaRuntimeError",
+    "KinaUsageError",
+    "compile",
+]
 
 
 def compile(path: str, entry: str, target: str = "cpu", **options: Any) -> Any:  # noqa: A001

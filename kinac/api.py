@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kinac.errors import KinaCallError, KinaCompileError
+from kinac.errors import KinaCallError, KinaCompileError, KinaConfigError, KinaUsageError
 
 _DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
            "int64": "i64", "int32": "i32", "bool": "bool"}
@@ -44,6 +44,22 @@ def _arg_type(x: Any, name: str) -> Any:
     return TType(kina, tuple(int(d) for d in shape), device)
 
 
+def _axis_names(declared: Any, rank: int) -> list[str | None]:
+    """The dim variable named at each axis of a declared parameter type (None for literals,
+    expressions, and axes of a variadic group)."""
+    from kinac.reader.ast import DimVar, DimVariadic
+
+    dims = tuple(declared.dims) if declared is not None else ()
+    if any(isinstance(d, DimVariadic) for d in dims) or len(dims) != rank:
+        # a group takes the leading axes; the named ones are the trailing ones
+        fixed = [d for d in dims if not isinstance(d, DimVariadic)]
+        lead = rank - len(fixed)
+        names: list[str | None] = [None] * max(lead, 0)
+        names += [d.name if isinstance(d, DimVar) else None for d in fixed]
+        return (names + [None] * rank)[:rank]
+    return [d.name if isinstance(d, DimVar) else None for d in dims]
+
+
 class CompiledDefn:
     """A defn of a workspace, compiled per distinct argument shapes on first call."""
 
@@ -53,19 +69,21 @@ class CompiledDefn:
         from kinac.session import Session
 
         if target not in ("cpu", "cuda"):
-            raise KinaCompileError(f"unknown target {target!r}: use 'cpu' or 'cuda'")
+            raise KinaUsageError(f"unknown target {target!r}: use 'cpu' or 'cuda'")
         self.target = target
         self.gpu_options = gpu_options  # target cuda: graphs=True, allow_tf32=False, max_graphs=8
         self.sess = Session(path, cache_dir=cache_dir, no_cache=no_cache)
         db = self.sess.db
         errors = self.sess.config_errors()
         if errors:
-            raise KinaCompileError("\n".join(errors))
+            raise KinaConfigError("\n".join(errors))
         cfg = pipeline.config(db, ()).config
         entry = next((e for e in cfg.entries if e.name == name), None) if cfg else None
         self.fixed = entry
         defn_name = entry.defn if entry is not None else name
         found = pipeline.find_defn(db, (defn_name, entry.file if entry else None))
+        if not found and entry is None:
+            raise KinaUsageError(self._unknown_name(name, path, cfg))
         if len(found) != 1:
             where = "no defn" if not found else "several defns (" + ", ".join(k.file for k in found) + ")"
             raise KinaCompileError(f"{where} named `{defn_name}` in {path}")
@@ -88,6 +106,20 @@ class CompiledDefn:
         # per-call fast path: (type, dtype, shape, device) of each array -> its specialisation
         self._fast: dict[tuple[Any, ...], Any] = {}
         self._arrays_only = not self.dim_params
+
+    def _unknown_name(self, name: str, path: Any, cfg: Any) -> str:
+        """A name that is neither an entry nor a defn: what there is, and the closest match."""
+        from kinac import pipeline
+        from kinac.pipeline_support import did_you_mean
+
+        db = self.sess.db
+        entries = [e.name for e in cfg.entries] if cfg is not None else []
+        defns = list(dict.fromkeys(n for f in pipeline.source_files(db, ()) for n in pipeline.file_index(db, f).defns))
+        lines = [f"no entry or defn named `{name}` in {path}{did_you_mean(name, [*entries, *defns])}"]
+        lines.append(f"  entries (kina.toml): {', '.join(entries) if entries else 'none'}")
+        if defns:
+            lines.append(f"  defns (run one with --dims): {', '.join(defns[:20])}{' ...' if len(defns) > 20 else ''}")
+        return "\n".join(lines)
 
     def _render(self, diags: list[Any]) -> str:
         from kinac.diag.render import plain_text
@@ -161,11 +193,45 @@ class CompiledDefn:
                                 f"{self.default_device} (kina.toml target.device): move it there, or "
                                 f"annotate the parameter with @cuda(N)")
 
+    def _check_fixed_shapes(self, types: tuple[Any, ...]) -> None:
+        """For a kina.toml entry, compare each argument with the shape the entry's fixed dims
+        give its parameter, before binding dims from the arguments: the argument that disagrees
+        with the entry is the one named (binding first would take its dims as the truth and
+        blame every parameter that agrees with the entry)."""
+        if self.fixed is None:
+            return
+        from kinac import pipeline
+
+        key = pipeline.EntryKey(self.key.file, self.key.name, self.fixed.dims, self.fixed.dtypes, self.target)
+        spec = pipeline.entry_graph(self.sess.db, key)
+        if spec.graph is None:
+            return  # the entry does not build: reported with its own diagnostics below
+        declared = {p.name: p.type for p in self.signature.params if not p.is_dim}
+        problems = []
+        for (name, want), got in zip(spec.graph.params, types, strict=False):
+            if tuple(got.shape) == tuple(want.shape):
+                continue
+            head = (f"argument `{name}` has shape {list(got.shape)}, but entry `{self.fixed.name}` "
+                    f"expects {list(want.shape)}")
+            if len(got.shape) != len(want.shape):
+                problems.append(f"{head}: rank {len(got.shape)}, the entry's is {len(want.shape)}")
+                continue
+            names = _axis_names(declared.get(name), len(want.shape))
+            for axis, (g, w) in enumerate(zip(got.shape, want.shape, strict=True)):
+                if g != w:
+                    dim = names[axis]
+                    fixed = f"the entry fixes {dim} = {w}" if dim else f"the entry's is {w}"
+                    problems.append(f"{head}: axis {axis}{f' ({dim})' if dim else ''} is {g}, {fixed}")
+        if problems:
+            fixed_dims = ", ".join(f"{k} = {v}" for k, v in self.fixed.dims)
+            raise KinaCallError("\n".join(problems) + f"\n  (entry `{self.fixed.name}` is built for {fixed_dims})")
+
     def _specialise(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
         from kinac import pipeline
         from kinac.check import bind_call_types
 
         self._check_devices(types)
+        self._check_fixed_shapes(types)
         bound = bind_call_types(self.key.file, self.signature, types, dim_args)
         if isinstance(bound, tuple):
             raise KinaCallError(self._render(list(bound)))

@@ -1,18 +1,24 @@
 """The ``kinac`` command line (also ``python -m kinac``).
 
-Exit codes: 0 clean, 1 errors in the program, 2 usage or configuration errors. Imports are
-lazy so that ``kinac --help`` and a no-op build start fast.
+Exit codes: 0 clean, 1 errors in the program (diagnostics, a failed call or run), 2 usage or
+configuration errors (bad path, flag, ``kina.toml`` or inputs file), 3 an internal error (a bug
+in kinac: one line, the traceback only with ``--debug`` or ``KINAC_DEBUG=1``), 130 interrupted.
+Every :class:`kinac.errors.KinaError` becomes one ``kinac: error: ...`` line with its class's
+exit code. Imports are lazy so that ``kinac --help`` and a no-op build start fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
 
-EXIT_OK, EXIT_PROGRAM_ERRORS, EXIT_USAGE = 0, 1, 2
+from kinac.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROGRAM_ERRORS, EXIT_USAGE, KinaError
+
+__all__ = ["EXIT_INTERNAL", "EXIT_OK", "EXIT_PROGRAM_ERRORS", "EXIT_USAGE", "build_parser", "main"]
 
 DESCRIPTION = """\
 kinac compiles Kina, a shape-typed tensor language, for the CPU and NVIDIA GPUs.
@@ -25,6 +31,10 @@ common tasks:
   kinac watch workspaces/mlp        rebuild on every save, redraw the diagnostics
   kinac explain K0203               the long explanation of a diagnostic code
   kinac cache stats                 what the cache holds (also: gc, verify, clear)
+
+exit codes: 0 clean, 1 errors in the program, 2 usage or configuration errors,
+            3 internal error (a kinac bug; --debug or KINAC_DEBUG=1 shows its traceback)
+colour: --color always|never, else NO_COLOR=1 turns it off and FORCE_COLOR=1 on
 """
 
 
@@ -33,12 +43,37 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="cache directory (default: $KINAC_CACHE_DIR, kina.toml's workspace.cache_dir, "
                         "or WORKSPACE/.kinac-cache)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache")
+    _add_debug(p)
+
+
+def _add_debug(p: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a subcommand's --debug must not reset the top-level one to False
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="on an internal error, print its traceback (also KINAC_DEBUG=1)")
+
+
+def _count(least: int) -> Any:
+    """An argparse type: an int >= ``least`` (argparse turns the ValueError into exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        return value
+
+    parse.__name__ = f"int >= {least}"
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kinac", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version="kinac 0.1.0")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error, print its traceback (also KINAC_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("check", help="type-check a file or workspace",
@@ -63,12 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "arrays from a .npz/.npy file; print a summary of the outputs and the time.")
     p.add_argument("path", help="workspace directory or .kina file")
     p.add_argument("entry", help="entry name from kina.toml (or a defn name with --dims)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_count(0), default=0, help="seed of the random inputs (>= 0, default 0)")
     p.add_argument("--inputs", metavar="FILE", help=".npz (arrays named after the parameters) or .npy (one input)")
     p.add_argument("--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry")
     p.add_argument("--dtypes", metavar="T=f32,...", help="dtype variables for a defn that is not a kina.toml entry")
     p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
-    p.add_argument("--repeat", type=int, default=10, help="timed repetitions (default 10)")
+    p.add_argument("--repeat", type=_count(1), default=10, help="timed repetitions after the first call (>= 1, default 10)")
     p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")
     _add_common(p)
 
@@ -88,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="explain a diagnostic code",
                        description="Print the long explanation of a diagnostic code, e.g. kinac explain K0203.")
     p.add_argument("code")
+    _add_debug(p)
     return parser
 
 
@@ -97,29 +133,43 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    from kinac.session import UsageError
-
     try:
         handler = globals()[f"cmd_{args.command}"]
         return int(handler(args))
-    except UsageError as e:
-        print(f"kinac: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("kinac: interrupted", file=sys.stderr)
-        return 130
-    except (MemoryError, RuntimeError) as e:
-        # the runtime's own errors (no GPU, a failed driver call, GPU memory exhausted) are
-        # explained, not dumped; anything else is an internal error and keeps its traceback
-        from kinac.rt.cuda.errors import CudaUnavailableError, KinacRuntimeError
+    except KinaError as e:
+        text = str(e)
+        # rendered diagnostics (``error[K0801]: ...``) already say what they are
+        print(text if text.startswith(("error[", "warning[")) else f"kinac: error: {text}", file=sys.stderr)
+        from kinac.rt.cuda.errors import CudaUnavailableError
 
-        if not isinstance(e, (KinacRuntimeError, MemoryError)):
-            raise
-        print(f"kinac: error: {e}", file=sys.stderr)
         if isinstance(e, CudaUnavailableError):
             print("  help: --target cuda runs on an NVIDIA GPU with its driver; without one, "
                   "run on the CPU (the default target)", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("kinac: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # ``kinac check ... | head``: the reader left; not an error
+        sys.stderr.close()
+        return EXIT_OK
+    except MemoryError as e:  # host memory exhausted: the input's fault more than kinac's
+        print(f"kinac: error: out of memory{': ' + str(e) if str(e) else ''}", file=sys.stderr)
         return EXIT_PROGRAM_ERRORS
+    except Exception as e:  # noqa: BLE001 - anything else is a kinac bug: say so in one line
+        return _internal_error(e, debug=getattr(args, "debug", False) or os.environ.get("KINAC_DEBUG") == "1")
+
+
+def _internal_error(e: BaseException, debug: bool) -> int:
+    """An exception kinac did not expect: one line (and the traceback when debugging), exit 3."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(e, file=sys.stderr)
+    first = (str(e).splitlines() or [""])[0][:300]
+    print(f"kinac: internal error: {type(e).__name__}: {first}\n"
+          f"  this is a bug in kinac, not in your program; please report it"
+          + ("" if debug else " with the traceback from --debug (or KINAC_DEBUG=1)"), file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _session(args: argparse.Namespace) -> Any:
@@ -129,20 +179,37 @@ def _session(args: argparse.Namespace) -> Any:
                    target=getattr(args, "target", None))
 
 
-def _config_ok(sess: Any) -> bool:
-    errors = sess.config_errors()
-    for e in errors:
-        print(f"kinac: error: {e}", file=sys.stderr)
-    return not errors
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 file``, ``2 files``, ``1 query``, ``0 queries``."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def _config_ok(sess: Any, json_doc: dict[str, Any] | None = None, as_list: bool = False) -> bool:
+    """Print kina.toml's errors (text on stderr; with ``--json``/``--format json`` also a JSON
+    document on stdout, so a tool reading stdout sees why); False when there are any."""
+    res = sess.config_result()
+    for e in res.errors:
+        print(f"kinac: error: {sess.config_error_text(e)}", file=sys.stderr)
+    if res.errors and (json_doc is not None or as_list):
+        diags = [_config_error_json(sess, e) for e in res.errors]
+        print(json.dumps(diags if as_list else {**(json_doc or {}), "diagnostics": diags}, indent=2))
+    return not res.errors
+
+
+def _config_error_json(sess: Any, e: Any) -> dict[str, Any]:
+    """A kina.toml error in the shape of a diagnostic's JSON (code K0154, no source span)."""
+    return {"code": "K0154", "severity": "error", "message": sess.config_error_text(e),
+            "primary": {"message": e.message, "file": "kina.toml", "key": e.key},
+            "secondary": [], "notes": [], "help": "kina.toml.example lists every key and its type",
+            "counterexample": None}
 
 
 def _print_diags(sess: Any, diags: list[Any], color: str = "auto") -> None:
     if not diags:
         return
-    from kinac.diag.render import print_diagnostics
+    from kinac.diag.render import print_diagnostics, use_color
 
-    forced = {"always": True, "never": False}.get(color)
-    print_diagnostics(diags, sess.resolve, sess.source_of, color=forced)
+    print_diagnostics(diags, sess.resolve, sess.source_of, color=use_color(color))
 
 
 def _summary(diags: list[Any]) -> str:
@@ -155,42 +222,72 @@ def _summary(diags: list[Any]) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     sess = _session(args)
-    if not _config_ok(sess):
+    if not _config_ok(sess, as_list=args.format == "json" and not args.types,
+                      json_doc={"types": []} if args.format == "json" and args.types else None):
         return EXIT_USAGE
     report = sess.build(with_artifacts=False)
     diags = sess.diagnostics(report)
     if args.format == "json":
-        from kinac.diag.render import dumps_json
+        from kinac.diag.render import to_json
 
-        print(dumps_json(diags, sess.resolve))
+        found = [to_json(d, sess.resolve) for d in diags]
+        # without --types the document stays a list of diagnostics (its documented shape)
+        print(json.dumps({"diagnostics": found, "types": _types_json(sess, report)} if args.types else found,
+                         indent=2))
     else:
         _print_diags(sess, diags, args.color)
         if args.types:
             print(_types_text(sess, report))
-        print(f"checked {len(report.files)} file{'s' * (len(report.files) != 1)}: {_summary(diags)}",
-              file=sys.stderr)
+        sources = [f for f in report.files if f.file != "kina.toml"]
+        print(f"checked {plural(len(sources), 'file')}: {_summary(diags)}", file=sys.stderr)
     return EXIT_PROGRAM_ERRORS if any(d.severity == "error" for d in diags) else EXIT_OK
 
 
-def _types_text(sess: Any, report: Any) -> str:
-    """``check --types``: every defn's let bindings with their inferred types."""
+def _checked_defns(sess: Any, report: Any) -> list[tuple[str, Any]]:
     from kinac import pipeline
-    from kinac.check import format_types
 
-    chunks = []
+    out = []
     for f in report.files:
         if f.file == "kina.toml":
             continue
         for name in dict.fromkeys(pipeline.file_index(sess.db, f.file).defns):
-            checked = pipeline.check_defn(sess.db, pipeline.DefnKey(f.file, name))
-            chunks.append(f"; {f.file}\n{format_types(checked)}".rstrip())
-    return "\n\n".join(chunks)
+            out.append((f.file, pipeline.check_defn(sess.db, pipeline.DefnKey(f.file, name))))
+    return out
+
+
+def _types_text(sess: Any, report: Any) -> str:
+    """``check --types``: every defn's let bindings with their inferred types."""
+    from kinac.check import format_types
+
+    return "\n\n".join(f"; {file}\n{format_types(c)}".rstrip() for file, c in _checked_defns(sess, report))
+
+
+def _types_json(sess: Any, report: Any) -> list[dict[str, Any]]:
+    """``check --types --format json``: per defn, its let bindings (name, type, nesting depth)
+    and result type, read from the same text ``--types`` prints (one source of truth)."""
+    from kinac.check import format_types
+
+    out = []
+    for file, checked in _checked_defns(sess, report):
+        lines = format_types(checked).rstrip("\n").splitlines()
+        doc: dict[str, Any] = {"file": file, "defn": checked.ref.name, "typed": checked.body is not None,
+                               "bindings": [], "result": None}
+        for line in lines[1:]:
+            text = line.strip()
+            if text.startswith("=> "):
+                doc["result"] = text[3:]
+                continue
+            name, _, typ = text.partition(" : ")
+            doc["bindings"].append({"name": name, "type": typ, "depth": (len(line) - len(line.lstrip())) // 2})
+        out.append(doc)
+    return out
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     sess = _session(args)
     t0 = time.perf_counter()
-    if not _config_ok(sess):
+    empty = {"queries_executed": 0, "queries_reused": 0, "executed": [], "artifacts": []}
+    if not _config_ok(sess, json_doc=empty if args.json else None):
         return EXIT_USAGE
     with _progress(sess, enabled=not args.json and sys.stderr.isatty()):
         report = sess.build()
@@ -215,12 +312,31 @@ def cmd_build(args: argparse.Namespace) -> int:
     else:
         _print_diags(sess, diags, args.color)
         if args.why:
-            for e in executed:
-                print("re-ran " + "  <-  ".join(ev.chain(e.qid, sess.db.describe)))
-        print(f"built {len(report.files)} files, {len(report.artifacts)} artifacts: {_summary(diags)} "
-              f"({len(executed)} queries run, {len(ev.reused_events)} reused, {seconds * 1000:.0f} ms)",
-              file=sys.stderr)
+            print(_why_text([ev.chain(e.qid, sess.db.describe) for e in executed], len(ev.reused_events)))
+        sources = [f for f in report.files if f.file != "kina.toml"]
+        print(f"built {plural(len(sources), 'file')}, {plural(len(report.artifacts), 'artifact')}: "
+              f"{_summary(diags)} ({plural(len(executed), 'query', 'queries')} run, "
+              f"{len(ev.reused_events)} reused, {seconds * 1000:.0f} ms)", file=sys.stderr)
     return EXIT_PROGRAM_ERRORS if report.error_count else EXIT_OK
+
+
+def _why_text(chains: list[list[str]], reused: int) -> str:
+    """``build --why`` as text: per changed input, the queries it re-ran, each with the one
+    dependency that made it re-run (the full chains, which repeat each other, are in --json)."""
+    if not chains:
+        return f"nothing re-ran: no input changed since the last build ({plural(reused, 'query', 'queries')} reused)"
+    by_cause: dict[str, list[str]] = {}
+    for chain in chains:
+        cause = chain[-1]
+        step = chain[0] if len(chain) == 1 else f"{chain[0]}  <-  {chain[1]}"
+        if len(chain) == 1:
+            step += "  (an input: read again)"
+        by_cause.setdefault(cause, []).append(step)
+    out = []
+    for cause, steps in by_cause.items():
+        out.append(f"{cause} changed; re-ran {plural(len(steps), 'query', 'queries')}:")
+        out.extend(f"  {s}" for s in steps)
+    return "\n".join(out)
 
 
 def _jsonable(key: Any) -> Any:

@@ -28,9 +28,10 @@ from kinac.pipeline_support import (
     EntryKey,
     FileIndex,
     FileReport,
+    UnreadableFile,
 )
 from kinac.rules import Database, input_query, query
-from kinac.workspace.model import ConfigResult, TargetConfig, WorkspaceConfig
+from kinac.workspace.model import ConfigError, ConfigResult, TargetConfig, WorkspaceConfig
 
 if TYPE_CHECKING:  # the reader's records load lazily: a no-op build never needs them
     from kinac.reader.ast import Defn, Mesh, ParsedFile, Signature
@@ -41,13 +42,12 @@ __all__ = ["BuildReport", "DefnKey", "EntryKey", "FileIndex", "FileReport"]
 
 
 @input_query("config_text")
-def config_text(db: Database, _: tuple[()]) -> str | None:
-    """Text of ``kina.toml`` (None for a single-file build or when absent)."""
+def config_text(db: Database, _: tuple[()]) -> str | UnreadableFile | None:
+    """Text of ``kina.toml``: None only when there is none; why, when it cannot be read."""
+    from kinac.pipeline_support import read_text_file
+
     cfg = db.context.get("config_path")
-    try:
-        return Path(cfg).read_text(encoding="utf-8") if cfg else None
-    except (OSError, UnicodeDecodeError):
-        return None
+    return read_text_file(Path(cfg)) if cfg else None
 
 
 @input_query("source_listing")
@@ -60,16 +60,22 @@ def source_listing(db: Database, _: tuple[()]) -> tuple[str, ...]:
 
 
 @input_query("source_text")
-def source_text(db: Database, path: str) -> str | None:
-    """Text of a source file (the prelude for ``@kinac/...``), None when unreadable."""
+def source_text(db: Database, path: str) -> str | UnreadableFile:
+    """Text of a source file (the prelude for ``@kinac/...``), or why it cannot be read
+    (not UTF-8, unreadable, a directory): reported as K0153, never read as empty."""
+    from kinac.pipeline_support import read_text_file
+
     if path.startswith(PRELUDE_PREFIX):
         full = PRELUDE_DIR / path[len(PRELUDE_PREFIX):]
     else:
         full = Path(db.context["root"]) / path
-    try:
-        return full.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    return read_text_file(full)
+
+
+@input_query("source_exists")
+def source_exists(db: Database, path: str) -> bool:
+    """Whether a workspace-relative file exists (an import of a file checked on its own)."""
+    return (Path(db.context["root"]) / path).is_file()
 
 
 @input_query("target_override")
@@ -96,6 +102,8 @@ def config(db: Database, _: tuple[()]) -> ConfigResult:
     default_name = str(db.context.get("default_name", "workspace"))
     if text is None:
         return ConfigResult(WorkspaceConfig(name=default_name))
+    if isinstance(text, UnreadableFile):
+        return ConfigResult(None, (ConfigError("", f"cannot read kina.toml: {text.reason}"),))
     from kinac.workspace.schema import validate
 
     return validate(text, default_name)
@@ -155,9 +163,15 @@ def source_files(db: Database, _: tuple[()]) -> tuple[str, ...]:
 @query("parse", stage="read")
 def parse(db: Database, path: str) -> ParsedFile:
     """The reader's full output for one file (spans included: re-runs on any edit)."""
+    from dataclasses import replace
+
+    from kinac.pipeline_support import unreadable_error
     from kinac.reader.parse import parse_file
 
-    return parse_file(path, source_text(db, path) or "")
+    text = source_text(db, path)
+    if isinstance(text, UnreadableFile):
+        return replace(parse_file(path, ""), diagnostics=(unreadable_error(path, text),))
+    return parse_file(path, text)
 
 
 @query("parse_diagnostics", stage="read")
@@ -175,8 +189,13 @@ def file_index(db: Database, path: str) -> FileIndex:
     files = source_files(db, ()) if not path.startswith(PRELUDE_PREFIX) else ()
     imports: dict[str, None] = {}
     errors: list[Diagnostic] = []
+    single = db.context.get("single_file") is not None and not path.startswith(PRELUDE_PREFIX)
     for imp in pf.imports:
         resolved = resolve_import(path, imp.path, files)
+        if resolved is None and single:  # checking one file: its imports are read from disk
+            from kinac.pipeline_support import import_candidates
+
+            resolved = next((c for c in import_candidates(path, imp.path) if source_exists(db, c)), None)
         if resolved is None:
             errors.append(import_error(path, imp))
         else:
@@ -331,7 +350,7 @@ def ptx(db: Database, key: EntryKey) -> str | None:
 @query("entry_report", stage="build")
 def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str, str], ...]]:
     """Build one kina.toml entry: its diagnostics and its artifacts (kind, fingerprint)."""
-    from kinac.pipeline_support import entry_error
+    from kinac.pipeline_support import entry_binding_error, entry_error, unknown_bindings
     from kinac.rules.codec import fingerprint
 
     cfg = config(db, ()).config
@@ -341,6 +360,10 @@ def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple
     found = find_defn(db, (entry.defn, entry.file))
     if len(found) != 1:
         return (entry_error(entry, found),), ()
+    checked = check_defn(db, found[0])
+    unknown = unknown_bindings(checked.sig, (k for k, _ in entry.dims), (k for k, _ in entry.dtypes))
+    if unknown:
+        return (entry_binding_error(entry, unknown),), ()
     key = EntryKey(found[0].file, entry.defn, entry.dims, entry.dtypes, kind)
     spec = entry_graph(db, key)
     if spec.graph is None:
@@ -364,7 +387,11 @@ def build(db: Database, _: tuple[()]) -> BuildReport:
         return BuildReport(reports, ())
     diags: list[Diagnostic] = []
     arts: list[tuple[str, str, str]] = []
-    for e in cfg.entries:
+    entries = cfg.entries
+    single = db.context.get("single_file")
+    if single is not None:  # one file of a workspace: build the entries whose defn is in it
+        entries = tuple(e for e in entries if e.file in (None, single) and find_defn(db, (e.defn, single)))
+    for e in entries:
         d, a = entry_report(db, e.name)
         diags += d
         arts += a
@@ -382,4 +409,6 @@ def resolve_span(db: Database, loc: Span | NodeRef) -> Span | None:
 
 
 def display_source(db: Database, path: str) -> str | None:
-    return source_text(db, path)
+    """The text shown under diagnostics (bad bytes replaced when the file is not UTF-8)."""
+    text = source_text(db, path)
+    return (text.shown or None) if isinstance(text, UnreadableFile) else text

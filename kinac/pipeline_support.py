@@ -7,6 +7,7 @@ here reads the world; the checker's environment answers through the pipeline's q
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,57 @@ class FileIndex:
 
 
 @record
+class UnreadableFile:
+    """An input file that exists in the listing but cannot be read as UTF-8 text.
+
+    Returned by the ``source_text``/``config_text`` inputs instead of None, so that a file
+    that is not UTF-8, unreadable, or a directory is reported (K0153, or a kina.toml error)
+    rather than read as missing or empty. ``line``/``col`` locate the first bad byte (1-based;
+    0 when the file could not be opened); ``shown`` is the text with bad bytes replaced, for
+    the excerpt under the diagnostic.
+    """
+
+    reason: str
+    line: int = 0
+    col: int = 0
+    offset: int = 0
+    shown: str = ""
+
+
+def read_text_file(full: Path) -> str | UnreadableFile:
+    """A file's UTF-8 text, or why it cannot be had (never None: absence is an error too)."""
+    try:
+        data = full.read_bytes()
+    except IsADirectoryError:
+        return UnreadableFile("it is a directory, not a file")
+    except OSError as e:
+        return UnreadableFile(f"cannot read it: {e.strerror or e}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = data[: e.start]
+        line = before.count(b"\n") + 1
+        col = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", errors="replace")) + 1
+        return UnreadableFile(
+            f"it is not valid UTF-8: byte 0x{data[e.start]:02x} at line {line}, column {col} "
+            f"(byte offset {e.start}); Kina sources and kina.toml are UTF-8",
+            line, col, e.start, data.decode("utf-8", errors="replace"),
+        )
+
+
+def unreadable_error(path: str, problem: UnreadableFile) -> Diagnostic:
+    """K0153: a source file kinac cannot read as UTF-8 text."""
+    line, col = max(problem.line, 1), max(problem.col, 1)
+    start = len(problem.shown[: problem.offset]) if problem.shown else 0
+    return Diagnostic(
+        "K0153", "error", f"cannot read `{path}`: {problem.reason}",
+        Label(Span(path, line, col, line, col + 1, start, start + 1),
+              "first invalid byte" if problem.line else "this file"),
+        help="save the file as UTF-8" if problem.line else "make the file a readable regular file, or remove it",
+    )
+
+
+@record
 class FileReport:
     """All diagnostics of one file, in source order."""
 
@@ -99,6 +151,17 @@ def resolve_import(path: str, target: str, files: tuple[str, ...]) -> str | None
     if target.startswith("std/") and (PRELUDE_DIR / target).is_file():
         return PRELUDE_PREFIX + target
     return None
+
+
+def import_candidates(path: str, target: str) -> list[str]:
+    """Where an import may be, in order: relative to the importer, then to the root; never
+    outside the root (a workspace build sees only files under it, and so does a single file)."""
+    out = []
+    for cand in ((Path(path).parent / target).as_posix(), target):
+        norm = os.path.normpath(cand).replace(os.sep, "/")
+        if not norm.startswith("../") and norm != ".." and not os.path.isabs(norm) and norm.endswith(".kina"):
+            out.append(norm)
+    return out
 
 
 def import_error(path: str, imp: Import) -> Diagnostic:
@@ -190,3 +253,41 @@ class CheckEnv:
 
     def callees(self, ref: Any) -> Any:
         return self.q.callees(self.db, DefnKey(ref.file, ref.name))
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean `x`?)`` when a choice is close to ``name``, else empty."""
+    from difflib import get_close_matches
+
+    by_lower = {c.lower(): c for c in choices}
+    close = get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean `{by_lower[close[0]]}`?)" if close else ""
+
+
+def unknown_bindings(sig: Any, dims: Iterable[str], dtypes: Iterable[str]) -> list[str]:
+    """Names given for a defn's dims or dtype variables that it does not have, as sentences.
+
+    ``sig`` is the checker's ``SigInfo`` (``dim_vars``, ``groups`` as ``..b``, ``dtype_vars``).
+    A name the defn does not have is a typo or a stale setting: never silently ignored."""
+    known_dims = (*sig.dim_vars, *sig.groups)
+    name = sig.ref.name
+    out: list[str] = []
+    for d in dims:
+        if d not in known_dims:
+            have = ", ".join(known_dims) or "none"
+            out.append(f"`{d}` is not a dim of `{name}`{did_you_mean(d, known_dims)}; its dims: {have}")
+    for t in dtypes:
+        if t not in sig.dtype_vars:
+            have = ", ".join(sig.dtype_vars) or "none"
+            out.append(f"`{t}` is not a dtype variable of `{name}`{did_you_mean(t, sig.dtype_vars)}; "
+                       f"its dtype variables: {have}")
+    return out
+
+
+def entry_binding_error(entry: Any, problems: list[str]) -> Diagnostic:
+    """K0152: a kina.toml entry names dims or dtype variables its defn does not have."""
+    return Diagnostic(
+        "K0152", "error", f"entry `{entry.name}`: " + "; ".join(problems),
+        Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
+        help="remove the name from the entry's dims/dtypes, or fix its spelling",
+    )

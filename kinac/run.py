@@ -8,12 +8,11 @@ input's and output's shape and dtype, summary statistics of the outputs, and the
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_PROGRAM_ERRORS, EXIT_USAGE = 0, 1, 2
+from kinac.errors import EXIT_OK, KinaCompileError, KinaUsageError
 
 
 def _random_input(rng: Any, dtype: str, shape: tuple[int, ...], bound: int) -> Any:
@@ -28,38 +27,74 @@ def _random_input(rng: Any, dtype: str, shape: tuple[int, ...], bound: int) -> A
 
 
 def _load_inputs(path: str, names: list[str]) -> list[Any]:
+    """The arrays of an ``.npz`` (named after the parameters) or one ``.npy``, in ``names``
+    order; a missing, extra or unreadable array is a usage error (never silently ignored)."""
     import numpy as np
 
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"no such inputs file: {path}")
+        raise KinaUsageError(f"no such inputs file: {path}")
     try:
         data = np.load(p, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"cannot read {path} as .npy/.npz: {e}") from None
+    except (OSError, ValueError, EOFError) as e:
+        raise KinaUsageError(f"cannot read {path} as .npy/.npz: {e}") from None
     if isinstance(data, np.ndarray):
         if len(names) != 1:
-            raise ValueError(f"a .npy file holds one array but the entry takes {len(names)}: use a .npz")
+            raise KinaUsageError(f"a .npy file holds one array but the entry takes {len(names)} "
+                                 f"({', '.join(names)}): use a .npz with arrays named after them")
         return [data]
+    if not hasattr(data, "files"):
+        raise KinaUsageError(f"{path} holds no arrays (a pickled object?); use .npz or .npy")
     missing = [n for n in names if n not in data.files]
-    if missing:
-        raise ValueError(f"{path} lacks arrays named {', '.join(missing)} (it has {', '.join(data.files)})")
-    return [data[n] for n in names]
+    extra = [n for n in data.files if n not in names]
+    if missing or extra:
+        said = []
+        if missing:
+            said.append(f"lacks arrays named {', '.join(missing)}")
+        if extra:
+            said.append(f"has arrays the entry does not take: {', '.join(extra)}")
+        raise KinaUsageError(f"{path} {' and '.join(said)} (the entry takes {', '.join(names) or 'none'}; "
+                             f"the file has {', '.join(data.files) or 'none'})")
+    try:
+        return [data[n] for n in names]
+    except (OSError, ValueError, EOFError) as e:
+        raise KinaUsageError(f"cannot read {path}: {e}") from None
 
 
-def _parse_pairs(text: str | None) -> dict[str, str]:
+def _parse_pairs(flag: str, text: str | None) -> dict[str, str]:
     """``K=V,K=V`` (``--dims``, ``--dtypes``) as a dict of stripped strings."""
-    pairs = (part.partition("=") for part in (text or "").split(",") if part.strip())
-    return {k.strip(): v.strip() for k, _, v in pairs}
-
-
-def _parse_dims(text: str | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for k, v in _parse_pairs(text).items():
-        if not v.isdigit() or int(v) < 1:
-            raise ValueError(f"--dims takes NAME=POSITIVE_INT pairs, got {f'{k}={v}'!r}")
-        out[k] = int(v)
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        k, eq, v = (x.strip() for x in part.partition("="))
+        if not eq or not k or not v:
+            raise KinaUsageError(f"{flag} takes NAME=VALUE pairs separated by commas, got {part.strip()!r}")
+        if k in out:
+            raise KinaUsageError(f"{flag} gives `{k}` twice")
+        out[k] = v
     return out
+
+
+def _parse_dims(text: str | None) -> dict[str, Any]:
+    """``--dims``: positive ints; a variadic group ``..b`` takes ``..b=4x128``."""
+    out: dict[str, Any] = {}
+    for k, v in _parse_pairs("--dims", text).items():
+        parts = v.split("x") if k.startswith("..") else [v]
+        if not all(x.isdigit() and int(x) >= 1 for x in parts):
+            raise KinaUsageError(f"--dims takes NAME=POSITIVE_INT pairs (a group: ..b=4x128), got {f'{k}={v}'!r}")
+        out[k] = tuple(int(x) for x in parts) if k.startswith("..") else int(v)
+    return out
+
+
+def _parse_dtypes(text: str | None) -> dict[str, str]:
+    from kinac.workspace.schema import DTYPE_NAMES
+
+    pairs = _parse_pairs("--dtypes", text)
+    for k, v in pairs.items():
+        if v not in DTYPE_NAMES:
+            raise KinaUsageError(f"--dtypes: `{k}={v}`: {v!r} is not a Kina dtype (one of {' '.join(DTYPE_NAMES)})")
+    return pairs
 
 
 def _to_host(o: Any) -> Any:
@@ -82,61 +117,49 @@ def _synchronizer(target: str) -> Any:
 
 
 def run_entry(args: argparse.Namespace) -> int:
+    """Build and run one entry; bad flags or inputs raise :class:`KinaUsageError` (exit 2),
+    a program that does not build or a failed call raises another ``KinaError`` (exit 1)."""
     import numpy as np
 
     from kinac import pipeline
     from kinac.api import CompiledDefn
-    from kinac.errors import KinaError
+    from kinac.pipeline_support import unknown_bindings
 
     target = args.target or "cpu"
-    try:
-        fn = CompiledDefn(args.path, args.entry, target=target, cache_dir=args.cache_dir, no_cache=args.no_cache)
-    except KinaError as e:
-        print(str(e), file=sys.stderr)
-        return EXIT_PROGRAM_ERRORS
-    dims: dict[str, Any]
-    try:
-        dims = dict(_parse_dims(args.dims))
-    except ValueError as e:
-        print(f"kinac: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    dtypes = _parse_pairs(args.dtypes)
+    given_dims, given_dtypes = _parse_dims(args.dims), _parse_dtypes(args.dtypes)
+    fn = CompiledDefn(args.path, args.entry, target=target, cache_dir=args.cache_dir, no_cache=args.no_cache)
+    unknown = unknown_bindings(pipeline.check_defn(fn.sess.db, fn.key).sig, given_dims, given_dtypes)
+    if unknown:
+        raise KinaUsageError("--dims/--dtypes: " + "; ".join(unknown))
+    dims: dict[str, Any] = dict(given_dims)
+    dtypes = dict(given_dtypes)
     if fn.fixed is not None:
         dims = {**dict(fn.fixed.dims), **dims}
         dtypes = {**dict(fn.fixed.dtypes), **dtypes}
     key = pipeline.EntryKey(fn.key.file, fn.key.name, tuple(sorted(dims.items())), tuple(sorted(dtypes.items())), target)
     spec = pipeline.entry_graph(fn.sess.db, key)
     if spec.graph is None:
-        print(fn._render(list(spec.diagnostics)), file=sys.stderr)
-        return EXIT_PROGRAM_ERRORS
+        raise KinaCompileError(fn._render(list(spec.diagnostics)))
     params = spec.graph.params
     names = [n for n, _ in params]
     if args.inputs:
-        try:
-            arrays = _load_inputs(args.inputs, names)
-        except ValueError as e:
-            print(f"kinac: error: {e}", file=sys.stderr)
-            return EXIT_USAGE
+        arrays = _load_inputs(args.inputs, names)
     else:
         rng = np.random.default_rng(args.seed)
         bound = min((d for _, t in params for d in t.shape), default=1)
         arrays = [_random_input(rng, t.dtype, t.shape, bound) for _, t in params]
     call_dims = {k: v for k, v in dims.items() if k in fn.dim_params}
     sync = _synchronizer(target)
-    try:
+    t0 = time.perf_counter()
+    out = fn(*arrays, **call_dims)
+    sync()
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(args.repeat):
         t0 = time.perf_counter()
         out = fn(*arrays, **call_dims)
-        sync()
-        first = time.perf_counter() - t0
-        times = []
-        for _ in range(max(args.repeat, 1)):
-            t0 = time.perf_counter()
-            out = fn(*arrays, **call_dims)
-            sync()  # device work is asynchronous: time it to completion
-            times.append(time.perf_counter() - t0)
-    except KinaError as e:
-        print(str(e), file=sys.stderr)
-        return EXIT_PROGRAM_ERRORS
+        sync()  # device work is asynchronous: time it to completion
+        times.append(time.perf_counter() - t0)
     outs = tuple(_to_host(o) for o in (out if isinstance(out, tuple) else (out,)))
     print(f"{args.entry}: {fn.key.name} from {fn.key.file}, target {target}")
     for n, t in params:
@@ -147,7 +170,10 @@ def run_entry(args: argparse.Namespace) -> int:
               f"min {a.min():+.6g}  max {a.max():+.6g}  finite {bool(np.isfinite(a).all())}")
     times.sort()
     print(f"  time: first call {first * 1000:.1f} ms (build or cache load), then median "
-          f"{times[len(times) // 2] * 1000:.3f} ms over {len(times)} runs")
+          f"{times[len(times) // 2] * 1000:.3f} ms over {len(times)} run{'s' * (len(times) != 1)}")
     if args.save:
-        np.savez(args.save, *outs)
+        try:
+            np.savez(args.save, *outs)
+        except OSError as e:
+            raise KinaUsageError(f"--save: cannot write {args.save}: {e.strerror or e}") from None
     return EXIT_OK

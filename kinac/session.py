@@ -16,12 +16,11 @@ from typing import Any
 
 from kinac import pipeline
 from kinac.diag.model import Diagnostic
+from kinac.errors import KinaUsageError
 from kinac.rules import Database
 from kinac.rules.store import Store
 
-
-class UsageError(Exception):
-    """A problem with how kinac was invoked or configured (exit code 2)."""
+UsageError = KinaUsageError  # the name this module used before kinac.errors had a hierarchy
 
 
 @dataclass
@@ -50,7 +49,16 @@ def locate(path: str | os.PathLike[str]) -> Workspace:
         raise UsageError(f"{path} is neither a workspace directory nor a .kina file")
     if p.name == "kina.toml":
         return Workspace(p.resolve().parent, p.resolve(), None)
-    return Workspace(p.resolve().parent, None, p.name)
+    if not p.is_file():
+        raise UsageError(f"{path} is not a file (a .kina path must name a regular file)")
+    f = p.resolve()
+    # A file inside a workspace is checked as part of it (its imports resolve against the
+    # workspace root, kina.toml's meshes and solver settings apply, the cache is shared);
+    # otherwise its own directory is the root.
+    for d in f.parents:
+        if (d / "kina.toml").is_file():
+            return Workspace(d, d / "kina.toml", f.relative_to(d).as_posix())
+    return Workspace(f.parent, None, f.name)
 
 
 def _raw_setting(ws: Workspace, table: str, key: str) -> Any:
@@ -91,6 +99,12 @@ class Session:
     def __init__(self, path: str | os.PathLike[str], cache_dir: str | None = None,
                  no_cache: bool = False, target: str | None = None) -> None:
         self.ws = locate(path)
+        if self.ws.config_path is None and self.ws.single_file is None:
+            from kinac.pipeline_support import list_sources
+
+            if not list_sources(self.ws.root):  # before the cache: nothing is created here
+                raise UsageError(f"{path} is not a kinac workspace: it has no kina.toml and no .kina "
+                                 f"files (give a workspace directory or a .kina file)")
         self.cache_dir = choose_cache_dir(self.ws, cache_dir)
         self.store = None if no_cache else Store(self.cache_dir, cache_size_limit(self.ws))
         context: dict[str, Any] = {
@@ -105,9 +119,16 @@ class Session:
 
     # ------------------------------------------------------------------ running
 
+    def config_result(self) -> Any:
+        """The validated kina.toml (``.config``) or its errors (``.errors``)."""
+        return pipeline.config(self.db, ())
+
+    @staticmethod
+    def config_error_text(e: Any) -> str:
+        return f"kina.toml: {e.key + ': ' if e.key else ''}{e.message}"
+
     def config_errors(self) -> list[str]:
-        res = pipeline.config(self.db, ())
-        return [f"kina.toml: {e.key}: {e.message}" for e in res.errors]
+        return [self.config_error_text(e) for e in self.config_result().errors]
 
     def build(self, with_artifacts: bool = True) -> pipeline.BuildReport:
         """Check every file (and build entries when ``with_artifacts``); commits the cache."""

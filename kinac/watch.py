@@ -32,7 +32,10 @@ def _rebuild(sess: Any) -> None:
         print("\x1b[2J\x1b[H", end="")
     _print_diags(sess, diags)
     ev = sess.db.events
-    print(f"[{time.strftime('%H:%M:%S')}] {_summary(diags)}: {len(ev.executed_events)} queries run, "
+    from kinac.cli import plural
+
+    print(f"[{time.strftime('%H:%M:%S')}] {_summary(diags)}: "
+          f"{plural(len(ev.executed_events), 'query', 'queries')} run, "
           f"{len(ev.reused_events)} reused, {ms:.0f} ms. Watching {sess.ws.root} (Ctrl-C to stop)",
           flush=True)
 

@@ -103,14 +103,36 @@ def render_text(d: Diagnostic, resolve: Resolver, source_of: SourceOf) -> list[t
     return out
 
 
+def use_color(choice: str = "auto") -> bool | None:
+    """``--color`` resolved against the environment: True/False when decided, None for "colour
+    if writing to a terminal".
+
+    ``--color always|never`` wins; otherwise a non-empty ``NO_COLOR`` turns colour off
+    (https://no-color.org) and a non-empty ``FORCE_COLOR`` turns it on, NO_COLOR first.
+    """
+    import os
+
+    if choice in ("always", "never"):
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return None
+
+
 def print_diagnostics(diags: Iterable[Diagnostic], resolve: Resolver, source_of: SourceOf,
                       file: Any = None, color: bool | None = None) -> None:
-    """Print diagnostics; colour only when writing to a terminal (or when forced)."""
+    """Print diagnostics; colour when ``color`` is True, never when False, and when None only
+    when writing to a terminal and the environment allows it (:func:`use_color`)."""
     from rich.console import Console
     from rich.text import Text
 
-    console = Console(file=file, highlight=False, soft_wrap=True,
-                      force_terminal=color if color else None, no_color=color is False)
+    if color is None:
+        color = use_color("auto")
+    # force_terminal=False (not rich's no_color, which keeps bold) writes no escape codes at all
+    console = Console(file=file, highlight=False, soft_wrap=True, force_terminal=color,
+                      no_color=color is False)
     for d in diags:
         for text, style in render_text(d, resolve, source_of):
             console.print(Text(text, style=style))

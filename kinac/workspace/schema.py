@@ -64,24 +64,8 @@ def _models() -> Any:
         name: str = Field(min_length=1)
         defn: str | None = None
         file: str | None = None
-        dims: dict[str, int | list[int]] = {}  # a variadic group ("..b") takes a list
+        dims: dict[str, Any] = {}  # an int; a variadic group ("..b") takes a list of ints
         dtypes: dict[str, Literal["f64", "f32", "f16", "bf16", "i64", "i32", "bool"]] = {}
-
-        @field_validator("dims")
-        @classmethod
-        def _dims_positive(cls, v: dict[str, int | list[int]]) -> dict[str, int | list[int]]:
-            for k, d in v.items():
-                if isinstance(d, list):
-                    if not k.startswith(".."):
-                        raise ValueError(f"dimension {k} takes one positive integer, not a list "
-                                         f"(lists are for variadic groups such as \"..b\")")
-                    if any(x < 1 for x in d):
-                        raise ValueError(f"variadic group {k} must list positive integers, got {d}")
-                elif k.startswith(".."):
-                    raise ValueError(f"variadic group {k} takes a list of dims, e.g. [4, 128]")
-                elif d < 1:
-                    raise ValueError(f"dimension {k} must be a positive integer, got {d}")
-            return v
 
     class KinaToml(Strict):
         workspace: Workspace
@@ -94,14 +78,101 @@ def _models() -> Any:
     return KinaToml
 
 
-def _key_path(loc: tuple[Any, ...]) -> str:
-    out = ""
+def _dims_errors(raw: dict[str, Any]) -> list[ConfigError]:
+    """Each ``[[entry]]``'s dims, checked here rather than by pydantic so that an error names
+    the dim's own key (``entry[0].dims.B``) and says what was written and what is expected."""
+    out: list[ConfigError] = []
+    entries = raw.get("entry")
+    for i, e in enumerate(entries if isinstance(entries, list) else []):
+        dims = e.get("dims") if isinstance(e, dict) else None
+        for k, d in (dims.items() if isinstance(dims, dict) else ()):
+            key = f"entry[{i}].dims.{k}" if k.isidentifier() else f'entry[{i}].dims."{k}"'
+            if k.startswith(".."):
+                if not isinstance(d, list) or not d or not all(_positive_int(x) for x in d):
+                    out.append(ConfigError(key, f"variadic group {k} takes a list of dims (positive integers), "
+                                                f"e.g. \"{k}\" = [4, 128]; got {_toml_repr(d)}"))
+            elif isinstance(d, list):
+                out.append(ConfigError(key, f"dimension {k} takes one positive integer, not a list "
+                                            f"(lists are for variadic groups such as \"..b\")"))
+            elif not _positive_int(d):
+                out.append(ConfigError(key, f"dimension {k} takes a positive integer, e.g. {k} = 128; "
+                                            f"got {_toml_repr(d)}"))
+    return out
+
+
+def _positive_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
+def _toml_repr(x: Any) -> str:
+    """A value as the user wrote it in TOML, with its TOML type."""
+    kind = ("a boolean" if isinstance(x, bool) else "an integer" if isinstance(x, int)
+            else "a float" if isinstance(x, float) else "a string" if isinstance(x, str)
+            else "an array" if isinstance(x, list) else "a table" if isinstance(x, dict) else "a date/time")
+    if isinstance(x, bool):
+        text = "true" if x else "false"
+    elif isinstance(x, str):
+        text = '"' + x.replace('"', '\\"') + '"'
+    elif isinstance(x, dict):
+        text = "{ " + ", ".join(f"{k} = {_toml_repr(v).split(' (')[0]}" for k, v in x.items()) + " }"
+    else:
+        text = str(x).replace("'", '"').replace("True", "true").replace("False", "false")
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({kind})"
+
+
+def _user_path(loc: tuple[Any, ...], raw: Any) -> tuple[str, Any]:
+    """The key path in kina.toml terms (``entry[1].dims.B``) and the value found there.
+
+    pydantic's ``loc`` also names the member of a union it tried (``int``, ``list[int]``):
+    those parts are not keys of the file, so they are dropped by walking the data itself."""
+    out, node = "", raw
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
             out += f"[{part}]"
-        else:
+            node = node[part]
+        elif isinstance(node, dict) and part in node:
             out += ("." if out else "") + str(part)
-    return out or "(top level)"
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and part.isidentifier():
+            out += ("." if out else "") + part  # a required key that is missing
+            node = None
+    return out or "(top level)", node
+
+
+_EXPECTED = {
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+    "bool_type": "true or false", "bool_parsing": "true or false",
+    "string_type": "a string", "list_type": "an array", "dict_type": "a table",
+    "model_type": "a table", "model_attributes_type": "a table",
+}
+
+
+def _message(err: Any, value: Any) -> str:
+    """What the user wrote and what kina.toml expects there, without pydantic's internals."""
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return "unknown key (check its spelling; kina.toml.example lists every key)"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "value_error":
+        return str(ctx.get("error", err["msg"])).removeprefix("Value error, ")
+    got = f"; got {_toml_repr(value)}" if value is not None else ""
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}{got}"
+    if kind == "literal_error":
+        return f"expected one of {ctx.get('expected', '')}{got}"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        op = ">=" if kind == "greater_than_equal" else "<="
+        return f"expected an integer {op} {ctx.get('ge', ctx.get('le'))}{got}"
+    if kind == "string_pattern_mismatch" and "sm_" in str(ctx.get("pattern", "")):
+        return f"expected a GPU architecture such as \"sm_90\" or \"sm_90a\"{got}"
+    if kind == "string_pattern_mismatch":
+        return f"expected text of the form {ctx.get('pattern', '')!s}{got}"
+    if kind in ("string_too_short", "too_short"):
+        return f"must not be empty{got}"
+    return f"{err['msg']}{got}"
 
 
 def validate(text: str, default_name: str) -> ConfigResult:
@@ -116,14 +187,12 @@ def validate(text: str, default_name: str) -> ConfigResult:
     try:
         m = _models().model_validate(raw)
     except ValidationError as e:
-        errs = []
+        errs: dict[str, ConfigError] = {}  # one error per key (a union reports each member)
         for err in e.errors():
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key (check its spelling; kina.toml.example lists every key)"
-            errs.append(ConfigError(_key_path(tuple(err["loc"])), msg))
-        return ConfigResult(None, tuple(errs))
-    errors: list[ConfigError] = []
+            key, value = _user_path(tuple(err["loc"]), raw)
+            errs.setdefault(key, ConfigError(key, _message(err, value)))
+        return ConfigResult(None, (*errs.values(), *_dims_errors(raw)))
+    errors: list[ConfigError] = _dims_errors(raw)
     names = [e.name for e in m.entry]
     for i, n in enumerate(names):
         if names.index(n) != i:

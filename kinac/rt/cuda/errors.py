@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kinac.errors import KinaRuntimeError
 
-class KinacRuntimeError(RuntimeError):
+
+class KinacRuntimeError(KinaRuntimeError):
     """Base class of kinac's runtime errors (internal or environmental, never user input)."""
 
 
