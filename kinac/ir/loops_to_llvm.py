@@ -207,6 +207,9 @@ class _FuncConverter:
         elif isinstance(op, func.CallOp):
             rt = llvm_type(op.results[0].type) if op.results else None
             args = [self.v(x) for x in op.operands]
+            if "kinac.libm" in op.attributes and rt is not None:  # a C math library function
+                arg_types = [llvm_type(x.type) for x in op.operands]
+                self.externals[op.callee.string_value()] = llvm.LLVMFunctionType(arg_types, rt)
             res = self.emit(llvm.CallOp(op.callee.string_value(), *args, return_type=rt))
         elif isinstance(op, func.ReturnOp):
             res = self.emit(llvm.ReturnOp(self.v(op.operands[0]) if op.operands else None))
