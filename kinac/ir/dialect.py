@@ -3,7 +3,9 @@
 One op per primitive of spec section 5 (the names of ``kinac.tir.graph``), on builtin
 ``tensor<...>`` types whose element types are ``f64 f32 f16 bf16 i64 i32 i1`` (``i1`` is Kina's
 ``bool``). Verifiers re-check the typing rules at concrete dims, so a bad Graph or a bad pass is
-caught at the op that breaks it rather than as wrong numbers. Two structural ops carry the
+caught at the op that breaks it rather than as wrong numbers. The unary, binary and comparison
+ops are not written here one by one: :data:`ELEMENTWISE_OPS` makes one class per definition in
+:mod:`kinac.prims.defs` (``kina.<name>``, its definition as ``DEF``). Two structural ops carry the
 lowering's decisions: ``kina.kernel`` (one fused loop nest or library call, made by
 ``fuse_kernels``) and ``kina.yield``.
 """
@@ -37,6 +39,8 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+
+from kinac.prims.elementwise import ELEMENTWISE, Elementwise
 
 _ELEM: dict[str, Attribute] = {
     "f64": Float64Type(),
@@ -110,7 +114,7 @@ class KinaOp(IRDLOperation):
 
 
 class UnaryOp(KinaOp):
-    """Elementwise, shape- and dtype-preserving."""
+    """Elementwise, shape- and dtype-preserving (integers too where ``INT_OK``)."""
 
     T: ClassVar = VarConstraint("T", AnyAttr())
     x = operand_def(T)
@@ -118,105 +122,11 @@ class UnaryOp(KinaOp):
     traits = traits_def(Pure())
     assembly_format = "$x attr-dict `:` type($x)"
     INT_OK: ClassVar[bool] = False
+    DEF: ClassVar[Elementwise]
 
     def verify_(self) -> None:
         if not self.INT_OK and dtype_name(self.x.type) not in FLOATS:
             raise VerifyException(f"{self.name} takes a float tensor, got {self.x.type}")
-
-
-@irdl_op_definition
-class NegOp(UnaryOp):
-    """``-x``."""
-
-    name = "kina.neg"
-    INT_OK: ClassVar[bool] = True
-
-
-@irdl_op_definition
-class ExpOp(UnaryOp):
-    """``e ** x``."""
-
-    name = "kina.exp"
-
-
-@irdl_op_definition
-class LogOp(UnaryOp):
-    """Natural logarithm."""
-
-    name = "kina.log"
-
-
-@irdl_op_definition
-class SqrtOp(UnaryOp):
-    """Square root."""
-
-    name = "kina.sqrt"
-
-
-@irdl_op_definition
-class RsqrtOp(UnaryOp):
-    """``1 / sqrt(x)``."""
-
-    name = "kina.rsqrt"
-
-
-@irdl_op_definition
-class TanhOp(UnaryOp):
-    """Hyperbolic tangent."""
-
-    name = "kina.tanh"
-
-
-@irdl_op_definition
-class SigmoidOp(UnaryOp):
-    """``1 / (1 + exp(-x))``."""
-
-    name = "kina.sigmoid"
-
-
-@irdl_op_definition
-class ReluOp(UnaryOp):
-    """``max(x, 0)``."""
-
-    name = "kina.relu"
-    INT_OK: ClassVar[bool] = True
-
-
-@irdl_op_definition
-class GeluOp(UnaryOp):
-    """Exact GELU, ``x * (1 + erf(x / sqrt 2)) / 2`` (``torch.nn.functional.gelu``)."""
-
-    name = "kina.gelu"
-
-
-@irdl_op_definition
-class SiluOp(UnaryOp):
-    """``x * sigmoid(x)``."""
-
-    name = "kina.silu"
-
-
-@irdl_op_definition
-class AbsOp(UnaryOp):
-    """``|x|``."""
-
-    name = "kina.abs"
-    INT_OK: ClassVar[bool] = True
-
-
-@irdl_op_definition
-class RecipOp(UnaryOp):
-    """``1 / x``."""
-
-    name = "kina.recip"
-
-
-@irdl_op_definition
-class SquareOp(UnaryOp):
-    """``x * x``."""
-
-    name = "kina.square"
-    INT_OK: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -243,6 +153,7 @@ class BinaryOp(KinaOp):
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
     IS_COMPARE: ClassVar[bool] = False
+    DEF: ClassVar[Elementwise]
 
     def verify_(self) -> None:
         dl, dr = dtype_name(self.lhs.type), dtype_name(self.rhs.type)
@@ -255,94 +166,10 @@ class BinaryOp(KinaOp):
             raise VerifyException(f"{self.name}: result shape is not the broadcast shape")
 
 
-@irdl_op_definition
-class AddOp(BinaryOp):
-    """``a + b`` (logical or on bool)."""
-
-    name = "kina.add"
-
-
-@irdl_op_definition
-class SubOp(BinaryOp):
-    """``a - b``."""
-
-    name = "kina.sub"
-
-
-@irdl_op_definition
-class MulOp(BinaryOp):
-    """``a * b`` (logical and on bool)."""
-
-    name = "kina.mul"
-
-
-@irdl_op_definition
-class DivOp(BinaryOp):
-    """``a / b``; on ints floor division, and ``x // 0 == 0``."""
-
-    name = "kina.div"
-
-
-@irdl_op_definition
-class MaxOp(BinaryOp):
-    """Elementwise maximum (NaN wins)."""
-
-    name = "kina.max"
-
-
-@irdl_op_definition
-class MinOp(BinaryOp):
-    """Elementwise minimum (NaN wins)."""
-
-    name = "kina.min"
-
-
-@irdl_op_definition
-class PowOp(BinaryOp):
-    """``a ** b``."""
-
-    name = "kina.pow"
-
-
 class CompareOp(BinaryOp):
     """Elementwise comparison, result ``i1`` (ordered: NaN compares false)."""
 
     IS_COMPARE: ClassVar[bool] = True
-
-
-@irdl_op_definition
-class LtOp(CompareOp):
-    """``a < b``."""
-
-    name = "kina.lt"
-
-
-@irdl_op_definition
-class LeOp(CompareOp):
-    """``a <= b``."""
-
-    name = "kina.le"
-
-
-@irdl_op_definition
-class GtOp(CompareOp):
-    """``a > b``."""
-
-    name = "kina.gt"
-
-
-@irdl_op_definition
-class GeOp(CompareOp):
-    """``a >= b``."""
-
-    name = "kina.ge"
-
-
-@irdl_op_definition
-class EqOp(CompareOp):
-    """``a == b``."""
-
-    name = "kina.eq"
 
 
 @irdl_op_definition
@@ -367,3 +194,34 @@ class WhereOp(KinaOp):
         shapes = (shape_of(self.cond.type), shape_of(self.a.type), shape_of(self.b.type))
         if broadcast(*shapes) != self.out_shape():
             raise VerifyException("kina.where: result shape is not the broadcast shape")
+
+
+def _op_class(d: Elementwise) -> type[KinaOp]:
+    """The ``kina`` op class of one elementwise definition (``gelu`` -> ``GeluOp``)."""
+    base = {"float": UnaryOp, "numeric": UnaryOp, "arith": BinaryOp, "compare": CompareOp}[d.kind]
+    cls_name = "".join(w.capitalize() for w in d.name.split("_")) + "Op"
+    body = {
+        "name": f"kina.{d.name}",
+        "DEF": d,
+        "INT_OK": d.kind != "float",
+        "__annotations__": {"DEF": "ClassVar[Elementwise]", "INT_OK": "ClassVar[bool]"},
+        "__doc__": d.doc,
+        "__module__": __name__,
+        "__qualname__": cls_name,
+    }
+    return irdl_op_definition(type(cls_name, (base,), body))
+
+
+ELEMENTWISE_OPS: dict[str, type[KinaOp]] = {n: _op_class(d) for n, d in ELEMENTWISE.items()}
+"""One op class per elementwise primitive, keyed by its graph op name."""
+globals().update({cls.__name__: cls for cls in ELEMENTWISE_OPS.values()})  # el.ExpOp, ...
+
+
+def _binary_op(name: str) -> type[BinaryOp]:
+    cls = ELEMENTWISE_OPS[name]
+    assert issubclass(cls, BinaryOp), name
+    return cls
+
+
+AddOp = _binary_op("add")
+"""``kina.add`` (the GPU GEMM epilogue matches it)."""

@@ -358,13 +358,7 @@ class KernelOp(IRDLOperation):
 
 
 OPS: dict[str, type[IRDLOperation]] = {
-    "neg": el.NegOp, "exp": el.ExpOp, "log": el.LogOp, "sqrt": el.SqrtOp,
-    "rsqrt": el.RsqrtOp, "tanh": el.TanhOp, "sigmoid": el.SigmoidOp, "relu": el.ReluOp,
-    "gelu": el.GeluOp, "silu": el.SiluOp, "abs": el.AbsOp, "recip": el.RecipOp,
-    "square": el.SquareOp, "cast": el.CastOp,
-    "add": el.AddOp, "sub": el.SubOp, "mul": el.MulOp, "div": el.DivOp, "max": el.MaxOp,
-    "min": el.MinOp, "pow": el.PowOp, "lt": el.LtOp, "le": el.LeOp, "gt": el.GtOp,
-    "ge": el.GeOp, "eq": el.EqOp, "where": el.WhereOp,
+    **el.ELEMENTWISE_OPS, "cast": el.CastOp, "where": el.WhereOp,
     "const": ConstOp, "full": FullOp, "iota": IotaOp,
     "reduce_sum": ReduceSumOp, "reduce_mean": ReduceMeanOp, "reduce_max": ReduceMaxOp,
     "reduce_min": ReduceMinOp, "matmul": MatmulOp, "transpose": TransposeOp,
@@ -372,5 +366,6 @@ OPS: dict[str, type[IRDLOperation]] = {
     "repeat_interleave": RepeatInterleaveOp, "to_device": ToDeviceOp, "to_host": ToDeviceOp,
     "concat": ConcatOp, "gather": GatherOp, "softmax": SoftmaxOp,
 }  # fmt: skip
+"""Graph op name -> ``kina`` op class (the elementwise ones come from the definitions)."""
 
 Kina = Dialect("kina", [*dict.fromkeys(OPS.values()), YieldOp, KernelOp], [])

@@ -31,7 +31,12 @@ _KIND = {
     st.GatherOp: "gather",
     st.ConcatOp: "concat",
 }
-_EXPENSIVE = (el.ExpOp, el.LogOp, el.TanhOp, el.SigmoidOp, el.GeluOp, el.SiluOp, el.PowOp)
+
+
+def _expensive(op: Operation) -> bool:
+    """Whether the primitive's definition says recomputing it per use costs (``expensive``)."""
+    d = getattr(type(op), "DEF", None)
+    return d is not None and "expensive" in d.traits
 
 
 def kind_of(op: Operation) -> str:
@@ -75,7 +80,7 @@ class _Fuser:
         op = v.owner
         assert isinstance(op, Operation)
         own = 0 if isinstance(op, VIEWS + (st.CreationOp,)) else 1
-        own = 4 if isinstance(op, _EXPENSIVE) else own
+        own = 4 if _expensive(op) else own
         c = own + sum([self.cost(o) for o in op.operands])
         self._cost[v] = c
         return c

@@ -13,7 +13,9 @@ f32 ``exp`` is ``ex2.approx`` of ``x log2 e`` with that product's rounding error
 ``log``, ``tanh`` and ``erf`` are the host's algorithms (Cephes, and the rational ``erf`` of
 Eigen/XLA) with FMAs. Quotients inside ``sigmoid``/``silu``/``tanh``/``erf`` use the GPU's
 approximate division (2 ulp); the ``div`` primitive is IEEE. No libdevice is needed. f64
-transcendentals are not supported on the GPU yet (a clear error at lowering).
+transcendentals are not supported on the GPU yet (a clear error at lowering). No primitive is
+written here: an elementwise op is its formula from :mod:`kinac.prims.defs` over
+:class:`kinac.ir.gpu_scalar_algebra.GpuAlgebra`; this class keeps the careful base functions.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import math
 import struct
 
 from kinac.ir.gpu_emit import Builder, Val
+from kinac.ir.gpu_scalar_algebra import GpuAlgebra
+from kinac.prims.elementwise import ELEMENTWISE, apply
 
 COMPUTE = {"f64": "double", "f32": "float", "f16": "float", "bf16": "float",
            "i64": "i64", "i32": "i32", "bool": "i1"}  # fmt: skip
@@ -32,8 +36,6 @@ FLOAT = ("f64", "f32", "f16", "bf16")
 LOG2E = 1.4426950216293335  # log2(e) rounded to f32
 LOG2E_LO = 1.4426950408889634 - LOG2E
 
-_EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
-          1.6666665459e-1, 5.0000001201e-1)  # fmt: skip
 _LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
           1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
           3.3333331174e-1)  # fmt: skip
@@ -66,6 +68,7 @@ class Scalars:
 
     def __init__(self, b: Builder) -> None:
         self.b = b
+        self.alg = GpuAlgebra(self)
 
     def f(self, v: float, ty: str = "float") -> Val:
         return self.b.cf(v, ty)
@@ -128,90 +131,28 @@ class Scalars:
             return self.widen(self.narrow(v, dt), dt)
         return v
 
-    # ---- elementwise ------------------------------------------------------------------------
+    # ---- elementwise: each primitive's formula from kinac.prims.defs over GpuAlgebra ---------
     def unary(self, op: str, x: Val, dt: str) -> Val:
-        if dt not in FLOAT:
-            return self._int_unary(op, x)
-        ty = x.ty
-        one = self.f(1.0, ty)
-        if op == "neg":
-            return self.op(f"fneg {ty} {x.ref}", ty)
-        if op == "abs":
-            return self.intr("fabs", x)
-        if op == "sqrt":
-            return self.intr("sqrt", x)
-        if op == "rsqrt":
-            return self.fbin("fdiv", one, self.intr("sqrt", x))
-        if op == "recip":
-            return self.fbin("fdiv", one, x)
-        if op == "square":
-            return self.fbin("fmul", x, x)
-        if op == "relu":
-            return self.intr("maximum", x, self.f(0.0, ty))
-        self._need_f32(op, ty)
-        if op == "exp":
-            return self.exp(x)
-        if op == "log":
-            return self.log(x)
-        if op == "tanh":
-            return self.tanh(x)
-        if op in ("sigmoid", "silu"):
-            e = self.exp(self.op(f"fneg float {x.ref}", ty))
-            den = self.fbin("fadd", one, e)
-            return self.fbin("fdiv", one if op == "sigmoid" else x, den, "afn")
-        if op == "gelu":
-            erf = self.erf(self.fbin("fmul", x, self.f(math.sqrt(0.5))))
-            half = self.fbin("fmul", x, self.f(0.5))
-            return self.fbin("fmul", half, self.fbin("fadd", one, erf))
-        raise NotImplementedError(f"unary {op} on {dt}")
+        return self.elementwise(op, [x], dt)
+
+    def binary(self, op: str, a: Val, b: Val, dt: str) -> Val:
+        return self.elementwise(op, [a, b], dt)
+
+    def compare(self, op: str, a: Val, b: Val, dt: str) -> Val:
+        """``op`` on two ``dt`` registers: an ``i1``."""
+        return self.elementwise(op, [a, b], dt)
+
+    def elementwise(self, op: str, args: list[Val], dt: str) -> Val:
+        """The primitive ``op`` on ``dt`` registers (not rounded: stores round)."""
+        return apply(ELEMENTWISE[op], self.alg, args, dt)
 
     @staticmethod
-    def _need_f32(op: str, ty: str) -> None:
+    def need_f32(op: str, ty: str) -> None:
         if ty != "float":
             raise NotImplementedError(f"{op} on f64 is not supported by the CUDA back end yet")
 
-    def _int_unary(self, op: str, x: Val) -> Val:
-        ty = x.ty
-        if op == "neg":
-            return self.op(f"sub {ty} 0, {x.ref}", ty)
-        if op == "relu":
-            return self.intr("smax", x, self.b.ci(0, ty))
-        if op == "abs":
-            self.b.declare(f"declare {ty} @llvm.abs.{'i32' if ty == 'i32' else 'i64'}({ty}, i1)")
-            sfx = "i32" if ty == "i32" else "i64"
-            return self.op(f"call {ty} @llvm.abs.{sfx}({ty} {x.ref}, i1 false)", ty)
-        if op == "square":
-            return self.op(f"mul {ty} {x.ref}, {x.ref}", ty)
-        raise NotImplementedError(f"unary {op} is not defined on integers")
-
-    def binary(self, op: str, a: Val, b: Val, dt: str) -> Val:
-        if dt == "bool":
-            table = {"add": "or", "max": "or", "mul": "and", "min": "and"}
-            if op not in table:
-                raise NotImplementedError(f"{op} is not defined on bool")
-            return self.op(f"{table[op]} i1 {a.ref}, {b.ref}", "i1")
-        if dt in FLOAT:
-            table = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
-            if op in table:
-                return self.fbin(table[op], a, b)
-            if op in ("max", "min"):
-                return self.intr("maximum" if op == "max" else "minimum", a, b)
-            if op == "pow":
-                self._need_f32("pow", a.ty)
-                return self.pow(a, b)
-            raise NotImplementedError(f"binary {op} on {dt}")
-        ty = a.ty
-        if op in ("add", "sub", "mul"):
-            return self.op(f"{op} {ty} {a.ref}, {b.ref}", ty)
-        if op in ("max", "min"):
-            return self.intr("smax" if op == "max" else "smin", a, b)
-        if op == "div":
-            return self._floordiv(a, b)
-        if op == "pow":
-            return self._int_pow(a, b)
-        raise NotImplementedError(f"binary {op} on {dt}")
-
-    def _floordiv(self, a: Val, b: Val) -> Val:
+    # ---- integer arithmetic (GpuAlgebra calls these) ------------------------------------------
+    def floordiv(self, a: Val, b: Val) -> Val:
         ty, bd = a.ty, self.b
         zero, one, m1 = bd.ci(0, ty), bd.ci(1, ty), bd.ci(-1, ty)
         bz = self.op(f"icmp eq {ty} {b.ref}, 0", "i1")
@@ -228,7 +169,7 @@ class Scalars:
         del m1
         return bd.select(bz, zero, q)
 
-    def _int_pow(self, a: Val, b: Val) -> Val:
+    def int_pow(self, a: Val, b: Val) -> Val:
         ty, bd = a.ty, self.b
         bits = 63 if ty == "i64" else 31
         res, base, e = bd.ci(1, ty), a, b
@@ -244,15 +185,6 @@ class Scalars:
         neg = bd.select(is1, bd.ci(1, ty), bd.select(ism1, sgn, bd.ci(0, ty)))
         pos = self.op(f"icmp sge {ty} {b.ref}, 0", "i1")
         return bd.select(pos, res, neg)
-
-    def compare(self, op: str, a: Val, b: Val, dt: str) -> Val:
-        if dt in FLOAT:
-            pred = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq"}[op]
-            return self.op(f"fcmp {pred} {a.ty} {a.ref}, {b.ref}", "i1")
-        pre = "u" if dt == "bool" else "s"
-        ipred = {"lt": pre + "lt", "le": pre + "le", "gt": pre + "gt", "ge": pre + "ge"}
-        ipred["eq"] = "eq"
-        return self.op(f"icmp {ipred[op]} {a.ty} {a.ref}, {b.ref}", "i1")
 
     def cast(self, x: Val, src: str, dst: str) -> Val:
         ct = COMPUTE[dst]
@@ -333,24 +265,6 @@ class Scalars:
         e = self.fma(xc, self.f(LOG2E_LO), e)
         r = self.ex2(t)
         y = self.fma(r, self.fbin("fmul", e, self.f(math.log(2.0))), r)
-        return self.b.select(self.fcmp("uno", x, x), x, y)
-
-    def exp_cephes(self, x: Val) -> Val:
-        """The host's Cephes ``expf`` (kept for reference and tests)."""
-        lo, hi = self.f(-87.0), self.f(88.7)
-        xc = self.intr("minnum", self.intr("maxnum", x, lo), hi)
-        n = self.intr("floor", self.fma(xc, self.f(1.44269504088896341), self.f(0.5)))
-        r = self.fma(n, self.f(-0.693359375), xc)
-        r = self.fma(n, self.f(2.12194440e-4), r)
-        p = self.poly(r, _EXP_P)
-        y = self.fbin("fadd", self.fma(p, self.fbin("fmul", r, r), r), self.f(1.0))
-        ni = self.op(f"fptosi float {n.ref} to i32", "i32")
-        biased = self.op(f"add i32 {ni.ref}, 126", "i32")
-        scale = self.op(f"shl i32 {biased.ref}, 23", "i32")
-        scale = self.op(f"bitcast i32 {scale.ref} to float", "float")
-        y = self.fbin("fmul", self.fbin("fmul", y, scale), self.f(2.0))
-        y = self.b.select(self.fcmp("olt", x, lo), self.f(0.0), y)
-        y = self.b.select(self.fcmp("ogt", x, hi), self.f(math.inf), y)
         return self.b.select(self.fcmp("uno", x, x), x, y)
 
     def log(self, x: Val) -> Val:

@@ -4,7 +4,8 @@ Registers hold the *compute* type of a dtype (f16 and bf16 compute in f32, holdi
 already rounded to their precision; ``bool`` is ``i1``); buffers hold the *storage* type (f16
 as ``f16``, bf16 as its ``i16`` bit pattern, bool as ``i8``). The semantics match
 ``kinac.tir.interp`` (integer floor division with ``x // 0 == 0``, NaN-propagating max/min,
-saturating float-to-int casts). Float adds and multiplies may contract into FMAs; nothing else
+saturating float-to-int casts). No primitive is written here: an elementwise op is its formula
+from :mod:`kinac.prims.defs` over :class:`kinac.ir.scalar_host_algebra.HostAlgebra`. Float adds and multiplies may contract into FMAs; nothing else
 is relaxed, so infinities and NaNs (the causal mask's ``-inf``) behave as in PyTorch.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math as pymath
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     Float16Type,
     Float64Type,
@@ -30,6 +31,8 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, SSAValue
 
 from kinac.ir.loopgen import Emitter, Ix
+from kinac.ir.scalar_host_algebra import HostAlgebra
+from kinac.prims.elementwise import ELEMENTWISE, apply
 
 CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
 REDUCE_FLAGS = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT, FastMathFlag.REASSOC])
@@ -57,6 +60,7 @@ class Scalars:
 
     def __init__(self, em: Emitter) -> None:
         self.em = em
+        self.alg = HostAlgebra(self)
 
     def c(self, value: float | int | bool, dt: str) -> SSAValue:
         if dt == "bool":
@@ -121,125 +125,25 @@ class Scalars:
         nan = self._op("cmpf", arith.CmpfOp, [v, v], "uno")
         return self.select(nan, self.em.const(pymath.nan, f32), rf)
 
-    # elementwise ops ---------------------------------------------------------------------
+    # elementwise ops: each primitive's formula from kinac.prims.defs over HostAlgebra -------
     def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
         return self._op("select", arith.SelectOp, [c, a, b])
 
     def unary(self, op: str, x: SSAValue, dt: str) -> SSAValue:
-        if dt not in FLOAT:
-            return self._int_unary(op, x, dt)
-        one = self.em.const(1.0, x.type)
-        r: SSAValue
-        if op == "neg":
-            r = self._op("negf", arith.NegfOp, [x])
-        elif op in ("exp", "log", "sqrt", "tanh", "abs"):
-            cls = {"exp": math.ExpOp, "log": math.LogOp, "sqrt": math.SqrtOp}.get(op)
-            cls = cls or {"tanh": math.TanhOp, "abs": math.AbsFOp}[op]
-            r = self._op(op, cls, [x])
-        elif op == "rsqrt":
-            r = self.fop("divf", arith.DivfOp, one, self._op("sqrt", math.SqrtOp, [x]))
-        elif op == "recip":
-            r = self.fop("divf", arith.DivfOp, one, x)
-        elif op == "square":
-            r = self.fop("mulf", arith.MulfOp, x, x)
-        elif op == "relu":
-            r = self._op("maximumf", arith.MaximumfOp, [x, self.em.const(0.0, x.type)])
-        elif op in ("sigmoid", "silu"):
-            e = self._op("exp", math.ExpOp, [self._op("negf", arith.NegfOp, [x])])
-            den = self.fop("addf", arith.AddfOp, one, e)
-            r = self.fop("divf", arith.DivfOp, one if op == "sigmoid" else x, den)
-        elif op == "gelu":
-            k = self.em.const(pymath.sqrt(0.5), x.type)
-            erf = self._op("erf", math.ErfOp, [self.fop("mulf", arith.MulfOp, x, k)])
-            half_x = self.fop("mulf", arith.MulfOp, x, self.em.const(0.5, x.type))
-            r = self.fop("mulf", arith.MulfOp, half_x, self.fop("addf", arith.AddfOp, one, erf))
-        else:
-            raise NotImplementedError(f"unary {op} on {dt}")
-        return self.round(r, dt)
-
-    def _int_unary(self, op: str, x: SSAValue, dt: str) -> SSAValue:
-        zero = self.em.const(0, x.type)
-        if op == "neg":
-            return self._op("subi", arith.SubiOp, [zero, x])
-        if op == "relu":
-            return self._op("maxsi", arith.MaxSIOp, [x, zero])
-        if op == "abs":
-            return self._op("absi", math.AbsIOp, [x])
-        if op == "square":
-            return self._op("muli", arith.MuliOp, [x, x])
-        raise NotImplementedError(f"unary {op} is not defined on {dt}")
+        return self.elementwise(op, [x], dt)
 
     def binary(self, op: str, a: SSAValue, b: SSAValue, dt: str) -> SSAValue:
-        if dt == "bool":
-            logic: dict[str, type] = {"add": arith.OrIOp, "max": arith.OrIOp}
-            logic |= {"mul": arith.AndIOp, "min": arith.AndIOp}
-            if op not in logic:
-                raise NotImplementedError(f"{op} is not defined on bool")
-            return self._op(op, logic[op], [a, b])
-        if dt in FLOAT:
-            table = {"add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp}
-            table["div"] = arith.DivfOp
-            if op in table:
-                return self.round(self.fop(op, table[op], a, b), dt)
-            cls = {"max": arith.MaximumfOp, "min": arith.MinimumfOp, "pow": math.PowFOp}[op]
-            return self.round(self._op(op, cls, [a, b]), dt)
-        if op in ("add", "sub", "mul", "max", "min"):
-            ints: dict[str, type] = {"add": arith.AddiOp, "sub": arith.SubiOp}
-            ints |= {"mul": arith.MuliOp, "max": arith.MaxSIOp, "min": arith.MinSIOp}
-            return self._op(op, ints[op], [a, b])
-        if op == "div":
-            return self._int_floordiv(a, b)
-        if op == "pow":
-            return self._int_pow(a, b)
-        raise NotImplementedError(f"binary {op} on {dt}")
-
-    def _int_floordiv(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        t = a.type
-        zero, one, m1 = self.em.const(0, t), self.em.const(1, t), self.em.const(-1, t)
-        bz = self._op("cmpi", arith.CmpiOp, [b, zero], "eq")
-        bm1 = self._op("cmpi", arith.CmpiOp, [b, m1], "eq")
-        safe = self.select(self._op("ori", arith.OrIOp, [bz, bm1]), one, b)
-        q = self._op("divsi", arith.DivSIOp, [a, safe])
-        r = self._op("subi", arith.SubiOp, [a, self._op("muli", arith.MuliOp, [q, safe])])
-        rnz = self._op("cmpi", arith.CmpiOp, [r, zero], "ne")
-        sign = self._op("xori", arith.XOrIOp, [r, safe])
-        neg = self._op("cmpi", arith.CmpiOp, [sign, zero], "slt")
-        adj = self._op("andi", arith.AndIOp, [rnz, neg])
-        q = self.select(adj, self._op("subi", arith.SubiOp, [q, one]), q)
-        q = self.select(bm1, self._op("subi", arith.SubiOp, [zero, a]), q)
-        return self.select(bz, zero, q)
-
-    def _int_pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        t = a.type
-        assert isinstance(t, IntegerType)
-        zero, one = self.em.const(0, t), self.em.const(1, t)
-        em = self.em
-        _, (res, base, e) = em.open_loop(t.width.data - 1, [one, a, b])
-        bit = self._op("andi", arith.AndIOp, [e, one])
-        odd = self._op("cmpi", arith.CmpiOp, [bit, zero], "ne")
-        res2 = self.select(odd, self._op("muli", arith.MuliOp, [res, base]), res)
-        base2 = self._op("muli", arith.MuliOp, [base, base])
-        e2 = self._op("shrsi", arith.ShRSIOp, [e, one])
-        pos = em.close_loop([res2, base2, e2])[0]
-        m1 = self.em.const(-1, t)
-        even = self._op(
-            "cmpi", arith.CmpiOp, [self._op("andi", arith.AndIOp, [b, one]), zero], "eq"
-        )
-        neg = self.select(
-            self._op("cmpi", arith.CmpiOp, [a, one], "eq"),
-            one,
-            self.select(
-                self._op("cmpi", arith.CmpiOp, [a, m1], "eq"), self.select(even, one, m1), zero
-            ),
-        )
-        return self.select(self._op("cmpi", arith.CmpiOp, [b, zero], "sge"), pos, neg)
+        return self.elementwise(op, [a, b], dt)
 
     def compare(self, op: str, a: SSAValue, b: SSAValue, dt: str) -> SSAValue:
-        if dt in FLOAT:
-            pred = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq"}[op]
-            return self._op("cmpf", arith.CmpfOp, [a, b], pred)
-        ipred = "eq" if op == "eq" else ("u" if dt == "bool" else "s") + op
-        return self._op("cmpi", arith.CmpiOp, [a, b], ipred)
+        """``op`` on two ``dt`` registers: an ``i1``."""
+        return self.elementwise(op, [a, b], dt)
+
+    def elementwise(self, op: str, args: list[SSAValue], dt: str) -> SSAValue:
+        """The primitive ``op`` on ``dt`` registers, rounded to ``dt`` (floats)."""
+        d = ELEMENTWISE[op]
+        r = apply(d, self.alg, args, dt)
+        return self.round(r, dt) if dt in FLOAT and d.kind != "compare" else r
 
     def cast(self, x: SSAValue, src: str, dst: str) -> SSAValue:
         ct = compute_type(dst)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kinac.prims.elementwise import names
 from kinac.tir.graph import Graph, Node, TType, make_node
 
-UNARY: tuple[str, ...] = ("neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu")
-UNARY += ("gelu", "silu", "abs", "recip", "square")
-BINARY = ("add", "sub", "mul", "div", "max", "min", "pow")
-COMPARE = ("lt", "le", "gt", "ge", "eq")
+UNARY: tuple[str, ...] = names("float") + names("numeric")
+INT_UNARY: tuple[str, ...] = names("numeric")
+BINARY = names("arith")
+COMPARE = names("compare")
 REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")
 
 

@@ -11,7 +11,8 @@ Ops (``Node.op``) and their attrs:
 ``const``              ``value`` (float, int or bool): a scalar of the node's dtype; its
                        shape is ``()`` and elementwise ops broadcast it
 unary                  ``neg exp log sqrt rsqrt tanh sigmoid relu gelu silu abs recip square``
-                       (``gelu`` is the exact erf form, as ``torch.nn.functional.gelu``)
+                       and every other unary definition of :mod:`kinac.prims.defs` (its
+                       formula is the meaning; ``gelu`` is the exact erf form)
 ``cast``               to the node's dtype
 binary                 ``add sub mul div max min pow`` and ``lt le gt ge eq`` (result bool):
                        numpy broadcasting from the right

@@ -4,20 +4,22 @@ It pins down what each op means on the host (the compiled code must agree with i
 compare both against PyTorch): integer ``div`` is floor division and ``x // 0 == 0``; integer
 ``pow`` with a negative exponent truncates toward zero; float ``max``/``min`` propagate NaN;
 float-to-int ``cast`` truncates toward zero, saturates, and maps NaN to 0; reductions of ints
-stay in their dtype (wrapping). Low-precision floats compute in f32 and round after every op, as
-PyTorch does on the CPU. At the boundary, bf16 arrays are ``uint16`` bit patterns (numpy has no
+stay in their dtype (wrapping). Elementwise primitives are not written here: each is its formula
+from :mod:`kinac.prims.defs`, evaluated in float64 over :mod:`kinac.tir.np_algebra` and rounded
+once to the node's dtype, so low-precision floats round after every op, as PyTorch does on the
+CPU. At the boundary, bf16 arrays are ``uint16`` bit patterns (numpy has no
 bf16) and f16 arrays are ``float16``.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from kinac.prims.elementwise import Elementwise, apply, lookup
 from kinac.tir.graph import Graph, Node
+from kinac.tir.np_algebra import NumpyAlgebra
 
 NP_DTYPES: dict[str, Any] = {
     "f64": np.float64,
@@ -56,74 +58,15 @@ def _round(x: np.ndarray, dt: str) -> np.ndarray:
     return np.asarray(x).astype(NP_DTYPES[dt], copy=False)
 
 
-_erf = np.frompyfunc(math.erf, 1, 1)
+_NP = NumpyAlgebra()
 
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    e = np.asarray(_erf(x.astype(np.float64) / math.sqrt(2.0)), dtype=np.float64)
-    return (0.5 * x * (1.0 + e)).astype(x.dtype)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
-
-
-_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "neg": np.negative,
-    "exp": np.exp,
-    "log": np.log,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: (1.0 / np.sqrt(x)).astype(x.dtype),
-    "tanh": np.tanh,
-    "sigmoid": _sigmoid,
-    "relu": lambda x: np.maximum(x, x.dtype.type(0)),
-    "gelu": _gelu,
-    "silu": lambda x: (x * _sigmoid(x)).astype(x.dtype),
-    "abs": np.abs,
-    "recip": lambda x: (1.0 / x).astype(x.dtype),
-    "square": lambda x: x * x,
-}
-
-
-def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    safe = np.where(b == 0, 1, b)
-    return np.where(b == 0, 0, np.floor_divide(a, safe)).astype(a.dtype)
-
-
-def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = np.broadcast_arrays(a, b)
-    pos = np.power(a, np.maximum(b, 0))
-    neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
-    return np.where(b >= 0, pos, neg).astype(a.dtype)
-
-
-def _binary(op: str, a: np.ndarray, b: np.ndarray, dt: str) -> np.ndarray:
-    is_int = dt in ("i32", "i64")
-    if dt == "bool":
-        table = {"add": np.logical_or, "mul": np.logical_and, "max": np.logical_or}
-        table["min"] = np.logical_and
-        return table[op](a, b)
-    with np.errstate(all="ignore"):
-        if op == "add":
-            return a + b
-        if op == "sub":
-            return a - b
-        if op == "mul":
-            return a * b
-        if op == "div":
-            return _int_div(a, b) if is_int else a / b
-        if op == "max":
-            return np.maximum(a, b)
-        if op == "min":
-            return np.minimum(a, b)
-        if op == "pow":
-            return _int_pow(a, b) if is_int else np.power(a, b)
-    raise ValueError(f"unknown binary op {op}")
-
-
-_COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
-_COMPARE["eq"] = np.equal
+def _elementwise(d: Elementwise, a: list[np.ndarray], dt: str) -> np.ndarray:
+    """``d``'s formula on numpy values: floats widened to float64, the result rounded once."""
+    args = [x.astype(np.float64) if x.dtype.kind == "f" else x for x in a]
+    with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are the meaning, not errors
+        r = np.asarray(apply(d, _NP, args))
+        return r if d.kind == "compare" else _round(r, dt)
 
 
 def _cast(x: np.ndarray, src: str, dst: str) -> np.ndarray:
@@ -167,15 +110,11 @@ def _eval_node(
         ax = n.attr("axis")
         r = np.arange(shape[ax]).reshape([-1 if i == ax else 1 for i in range(len(shape))])
         return _round(np.broadcast_to(r, shape).astype(cd), dt)
-    if op in _UNARY:
-        with np.errstate(all="ignore"):
-            return _round(_UNARY[op](a[0]), dt)
+    d = lookup(op)
+    if d is not None:
+        return _elementwise(d, a, dt)
     if op == "cast":
         return _round(_cast(a[0], g.nodes[n.args[0]].type.dtype, dt), dt)
-    if op in _COMPARE:
-        return _COMPARE[op](a[0], a[1])
-    if op in ("add", "sub", "mul", "div", "max", "min", "pow"):
-        return _round(_binary(op, a[0], a[1], dt), dt)
     if op == "where":
         return np.where(a[0], a[1], a[2])
     if op.startswith("reduce_"):

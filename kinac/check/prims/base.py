@@ -5,18 +5,20 @@ Why: each primitive's whole typing story lives in one place: how its arguments a
 obligations through a :class:`RuleCtx`), its concrete evaluator (``concrete``: integer shapes,
 used by specialisation, the soundness tests and the counterexample-validity tests), the op name
 and attributes it becomes in a :class:`kinac.tir.graph.Graph`, and a ``shard_rule`` slot for
-the sharding issue.
+the sharding issue. ``traits`` (elementwise, reduction, contraction, view, expensive, ...) are
+what later passes ask about a primitive instead of listing names; ``vjp_rule`` is the slot the
+differentiation issue fills. Elementwise primitives are not written here: their entries are made
+from :mod:`kinac.prims.defs` (one definition each) by :mod:`kinac.check.prims.elementwise`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kinac.check.dims import Poly
 from kinac.check.formula import Rel
-from kinac.check.types import SShape, SType
+from kinac.check.types import SType
 from kinac.tir.graph import TType
 
 REQ = object()
@@ -83,7 +85,8 @@ Concrete = Callable[[CArgs], tuple[TType, dict[str, Any]]]
 class Prim:
     """One primitive. ``args``: positional ``(name, kind)``; ``kwargs``: ``(name, kind,
     default)`` (``REQ`` when required). Kinds: tensor, tensors, dtype, shape, scalar, int, ints,
-    bool, dim, device, device?, annots."""
+    bool, dim, device, device?, annots. ``family`` is always one of ``traits``; ``definition``
+    links an elementwise primitive to its :class:`kinac.prims.elementwise.Elementwise`."""
 
     name: str
     op: str
@@ -94,7 +97,12 @@ class Prim:
     family: str
     shard_rule: Callable[..., Any] | None = None
     doc: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    traits: frozenset[str] = frozenset()
+    vjp_rule: Callable[..., Any] | None = None
+    definition: Any = None
+
+    def __post_init__(self) -> None:
+        self.traits = self.traits | {self.family}
 
 
 PRIMS: dict[str, list[Prim]] = {}
@@ -118,7 +126,3 @@ def find(head: str, n_pos: int, kw: set[str]) -> Prim | None:
         if n_t == n_pos and (not kw or kw <= {k for k, _, _ in p.kwargs}):
             return p
     return cands[0]
-
-
-def shape_dims(s: SShape) -> tuple[Poly, ...]:
-    return s.dims

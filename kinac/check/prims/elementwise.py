@@ -1,7 +1,9 @@
-"""Elementwise primitives: unary float ops, ``cast``, binary arithmetic, comparisons, ``where``.
+"""Elementwise primitives: unary ops, ``cast``, binary arithmetic, comparisons, ``where``.
 
 Why here: they share broadcasting and the weak-scalar dtype rule (a literal or a dim used as a
-value takes the dtype of the tensor it meets; alone it stays weak and becomes f32).
+value takes the dtype of the tensor it meets; alone it stays weak and becomes f32). The unary,
+binary and comparison primitives are not listed here: one checker entry is made per definition
+in :mod:`kinac.prims.defs`, with the typing rule its ``kind`` names.
 """
 
 from __future__ import annotations
@@ -19,11 +21,9 @@ from kinac.check.prims.common import (
     need_float,
 )
 from kinac.check.types import WEAK_F, WEAK_I, SShape, SType, is_float
+from kinac.prims.elementwise import ELEMENTWISE, Elementwise
 from kinac.tir.graph import FLOAT_DTYPES, TType
 
-UNARY = ("neg exp log sqrt rsqrt tanh sigmoid relu gelu silu abs recip square").split()
-BINARY = ("add", "sub", "mul", "div", "max", "min", "pow")
-COMPARE = ("lt", "le", "gt", "ge", "eq")
 T1 = (("x", "tensor"),)
 T2 = (("x", "tensor"), ("y", "tensor"))
 
@@ -50,21 +50,6 @@ def _unary_concrete(op: str) -> Any:
         return t, {}
 
     return concrete
-
-
-for _op in UNARY:
-    register(
-        Prim(
-            _op,
-            _op,
-            T1,
-            (),
-            _unary_rule(_op),
-            _unary_concrete(_op),
-            "elementwise",
-            doc="shape- and dtype-preserving (float dtypes)",
-        )
-    )
 
 
 def _cast_rule(rc: RuleCtx, a: Args) -> SType | None:
@@ -150,32 +135,41 @@ def _binary_concrete(op: str, result_bool: bool) -> Any:
     return concrete
 
 
-for _op in BINARY:
+_DOCS = {
+    "float": "shape- and dtype-preserving (float dtypes)",
+    "numeric": "shape- and dtype-preserving",
+    "arith": "broadcasting; same dtype",
+    "compare": "broadcasting; result bool",
+}
+
+
+def _register(d: Elementwise) -> None:
+    """The checker entry of one elementwise definition: its rule is chosen by its kind."""
+    if d.arity == 1:
+        rule, concrete = _unary_rule(d.name), _unary_concrete(d.name)
+    else:
+        rule = _binary_rule(d.name, d.kind == "compare")
+        concrete = _binary_concrete(d.name, d.kind == "compare")
     register(
         Prim(
-            _op,
-            _op,
-            T2,
+            d.name,
+            d.graph_op,
+            T1 if d.arity == 1 else T2,
             (),
-            _binary_rule(_op, False),
-            _binary_concrete(_op, False),
+            rule,
+            concrete,
             "elementwise",
-            doc="broadcasting; same dtype",
+            doc=d.doc or _DOCS[d.kind],
+            traits=d.traits,
+            vjp_rule=d.vjp,
+            shard_rule=d.shard_factors,
+            definition=d,
         )
     )
-for _op in COMPARE:
-    register(
-        Prim(
-            _op,
-            _op,
-            T2,
-            (),
-            _binary_rule(_op, True),
-            _binary_concrete(_op, True),
-            "elementwise",
-            doc="broadcasting; result bool",
-        )
-    )
+
+
+for _d in ELEMENTWISE.values():
+    _register(_d)
 
 
 def _where_rule(rc: RuleCtx, a: Args) -> SType | None:

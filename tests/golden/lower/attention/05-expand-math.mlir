@@ -60,9 +60,9 @@ builtin.module {
     %6 = arith.constant 0xff800000 : f32
     %7 = arith.constant 256 : index
     %8 = arith.constant 1.600000e+01 : f32
-    %9 = arith.constant 1.000000e+00 : f32
-    %10 = math.sqrt %8 : f32
-    %11 = arith.divf %9, %10 fastmath<contract> : f32
+    %9 = math.sqrt %8 : f32
+    %10 = arith.constant 1.000000e+00 : f32
+    %11 = arith.divf %10, %9 fastmath<contract> : f32
     %12 = arith.constant 0.000000e+00 : f32
     scf.for %13 = %2 to %3 step %4 {
       %14 = arith.muli %13, %7 : index
@@ -98,7 +98,7 @@ builtin.module {
           %45 = arith.addf %34, %44 fastmath<reassoc,contract> : f32
           scf.yield %45 : f32
         }
-        %46 = arith.divf %9, %32 fastmath<contract> : f32
+        %46 = arith.divf %10, %32 fastmath<contract> : f32
         scf.for %47 = %2 to %5 step %4 {
           %48 = arith.addi %17, %47 : index
           %49 = memref.load %0[%48] : memref<512xf32>

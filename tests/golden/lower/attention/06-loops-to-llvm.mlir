@@ -150,9 +150,9 @@ builtin.module {
     %129 = llvm.mlir.constant(0xff800000 : f32) : f32
     %130 = llvm.mlir.constant(256) : i64
     %131 = llvm.mlir.constant(1.600000e+01 : f32) : f32
-    %132 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %133 = llvm.call_intrinsic "llvm.sqrt.f32"(%131) : (f32) -> f32
-    %134 = llvm.fdiv %132, %133 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %132 = llvm.call_intrinsic "llvm.sqrt.f32"(%131) : (f32) -> f32
+    %133 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+    %134 = llvm.fdiv %133, %132 {fastmathFlags = #llvm.fastmath<contract>} : f32
     %135 = llvm.mlir.constant(0.000000e+00 : f32) : f32
     llvm.br ^bb1(%125 : i64)
   ^bb1(%136: i64):
@@ -206,7 +206,7 @@ builtin.module {
     %172 = llvm.add %157, %127 overflow<nsw,nuw> : i64
     llvm.br ^bb8(%172, %171 : i64, f32)
   ^bb10:
-    %173 = llvm.fdiv %132, %158 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %173 = llvm.fdiv %133, %158 {fastmathFlags = #llvm.fastmath<contract>} : f32
     llvm.br ^bb11(%125 : i64)
   ^bb11(%174: i64):
     %175 = llvm.icmp "slt" %174, %128 : i64

@@ -96,41 +96,40 @@ builtin.module {
         }
       }
     }
-    %29 = arith.constant 1.000000e+00 : f32
-    %30 = arith.constant 1 : i32
-    %31 = arith.constant 32767 : i32
-    %32 = arith.constant -65536 : i32
-    %33 = arith.constant 0x7fc00000 : f32
-    scf.for %34 = %2 to %3 step %4 {
-      %35 = arith.muli %34, %7 : index
-      %36 = arith.muli %34, %9 : index
-      scf.for %37 = %2 to %5 step %4 {
-        %38 = arith.muli %37, %6 : index
-        %39 = arith.addi %35, %38 : index
-        %40 = arith.muli %37, %10 : index
-        %41 = arith.addi %36, %40 : index
-        scf.for %42 = %2 to %6 step %4 {
-          %43 = arith.addi %42, %6 : index
-          %44 = arith.addi %39, %42 : index
-          %45 = memref.load %1[%44] : memref<24xi16>
-          %46 = arith.extui %45 : i16 to i32
-          %47 = arith.shli %46, %8 : i32
-          %48 = arith.bitcast %47 : i32 to f32
-          %49 = arith.negf %48 : f32
-          %50 = arith.bitcast %49 : f32 to i32
-          %51 = arith.shrui %50, %8 : i32
-          %52 = arith.andi %51, %30 : i32
-          %53 = arith.addi %50, %31 : i32
-          %54 = arith.addi %53, %52 : i32
-          %55 = arith.andi %54, %32 : i32
-          %56 = arith.bitcast %55 : i32 to f32
-          %57 = arith.cmpf uno, %49, %49 : f32
-          %58 = arith.select %57, %33, %56 : f32
-          %59 = arith.addi %41, %43 : index
-          %60 = arith.bitcast %58 : f32 to i32
-          %61 = arith.shrui %60, %8 : i32
-          %62 = arith.trunci %61 : i32 to i16
-          memref.store %62, %0[%59] : memref<48xi16>
+    %29 = arith.constant 1 : i32
+    %30 = arith.constant 32767 : i32
+    %31 = arith.constant -65536 : i32
+    %32 = arith.constant 0x7fc00000 : f32
+    scf.for %33 = %2 to %3 step %4 {
+      %34 = arith.muli %33, %7 : index
+      %35 = arith.muli %33, %9 : index
+      scf.for %36 = %2 to %5 step %4 {
+        %37 = arith.muli %36, %6 : index
+        %38 = arith.addi %34, %37 : index
+        %39 = arith.muli %36, %10 : index
+        %40 = arith.addi %35, %39 : index
+        scf.for %41 = %2 to %6 step %4 {
+          %42 = arith.addi %41, %6 : index
+          %43 = arith.addi %38, %41 : index
+          %44 = memref.load %1[%43] : memref<24xi16>
+          %45 = arith.extui %44 : i16 to i32
+          %46 = arith.shli %45, %8 : i32
+          %47 = arith.bitcast %46 : i32 to f32
+          %48 = arith.negf %47 : f32
+          %49 = arith.bitcast %48 : f32 to i32
+          %50 = arith.shrui %49, %8 : i32
+          %51 = arith.andi %50, %29 : i32
+          %52 = arith.addi %49, %30 : i32
+          %53 = arith.addi %52, %51 : i32
+          %54 = arith.andi %53, %31 : i32
+          %55 = arith.bitcast %54 : i32 to f32
+          %56 = arith.cmpf uno, %48, %48 : f32
+          %57 = arith.select %56, %32, %55 : f32
+          %58 = arith.addi %40, %42 : index
+          %59 = arith.bitcast %57 : f32 to i32
+          %60 = arith.shrui %59, %8 : i32
+          %61 = arith.trunci %60 : i32 to i16
+          memref.store %61, %0[%58] : memref<48xi16>
         }
       }
     }
@@ -145,40 +144,39 @@ builtin.module {
     %7 = arith.constant 8 : index
     %8 = arith.constant 24 : index
     %9 = arith.constant 16 : i32
-    %10 = arith.constant 1.000000e+00 : f32
-    %11 = arith.constant 1 : i32
-    %12 = arith.constant 32767 : i32
-    %13 = arith.constant -65536 : i32
-    %14 = arith.constant 0x7fc00000 : f32
-    %15 = arith.constant 8.000000e+00 : f32
-    scf.for %16 = %2 to %3 step %4 {
-      %17 = arith.muli %16, %8 : index
-      %18 = arith.muli %16, %5 : index
-      scf.for %19 = %2 to %5 step %4 {
-        %20 = arith.muli %19, %7 : index
-        %21 = arith.addi %17, %20 : index
-        %22 = scf.for %23 = %2 to %7 step %4 iter_args(%24 = %6) -> (f32) {
-          %25 = arith.addi %21, %23 : index
-          %26 = memref.load %1[%25] : memref<48xi16>
-          %27 = arith.extui %26 : i16 to i32
-          %28 = arith.shli %27, %9 : i32
-          %29 = arith.bitcast %28 : i32 to f32
-          %30 = math.exp %29 : f32
-          %31 = arith.bitcast %30 : f32 to i32
-          %32 = arith.shrui %31, %9 : i32
-          %33 = arith.andi %32, %11 : i32
-          %34 = arith.addi %31, %12 : i32
-          %35 = arith.addi %34, %33 : i32
-          %36 = arith.andi %35, %13 : i32
-          %37 = arith.bitcast %36 : i32 to f32
-          %38 = arith.cmpf uno, %30, %30 : f32
-          %39 = arith.select %38, %14, %37 : f32
-          %40 = arith.addf %24, %39 fastmath<reassoc,contract> : f32
-          scf.yield %40 : f32
+    %10 = arith.constant 1 : i32
+    %11 = arith.constant 32767 : i32
+    %12 = arith.constant -65536 : i32
+    %13 = arith.constant 0x7fc00000 : f32
+    %14 = arith.constant 8.000000e+00 : f32
+    scf.for %15 = %2 to %3 step %4 {
+      %16 = arith.muli %15, %8 : index
+      %17 = arith.muli %15, %5 : index
+      scf.for %18 = %2 to %5 step %4 {
+        %19 = arith.muli %18, %7 : index
+        %20 = arith.addi %16, %19 : index
+        %21 = scf.for %22 = %2 to %7 step %4 iter_args(%23 = %6) -> (f32) {
+          %24 = arith.addi %20, %22 : index
+          %25 = memref.load %1[%24] : memref<48xi16>
+          %26 = arith.extui %25 : i16 to i32
+          %27 = arith.shli %26, %9 : i32
+          %28 = arith.bitcast %27 : i32 to f32
+          %29 = math.exp %28 : f32
+          %30 = arith.bitcast %29 : f32 to i32
+          %31 = arith.shrui %30, %9 : i32
+          %32 = arith.andi %31, %10 : i32
+          %33 = arith.addi %30, %11 : i32
+          %34 = arith.addi %33, %32 : i32
+          %35 = arith.andi %34, %12 : i32
+          %36 = arith.bitcast %35 : i32 to f32
+          %37 = arith.cmpf uno, %29, %29 : f32
+          %38 = arith.select %37, %13, %36 : f32
+          %39 = arith.addf %23, %38 fastmath<reassoc,contract> : f32
+          scf.yield %39 : f32
         }
-        %41 = arith.divf %22, %15 fastmath<contract> : f32
-        %42 = arith.addi %18, %19 : index
-        memref.store %41, %0[%42] : memref<6xf32>
+        %40 = arith.divf %21, %14 fastmath<contract> : f32
+        %41 = arith.addi %17, %18 : index
+        memref.store %40, %0[%41] : memref<6xf32>
       }
     }
     func.return

@@ -24,9 +24,9 @@ builtin.module {
     %6 = arith.constant 8 : index
     %7 = arith.constant 32 : index
     %8 = arith.constant 256 : index
-    %9 = arith.constant 1.000000e+00 : f32
+    %9 = arith.constant 5.000000e-01 : f32
     %10 = arith.constant 0.707106769 : f32
-    %11 = arith.constant 5.000000e-01 : f32
+    %11 = arith.constant 1.000000e+00 : f32
     scf.for %12 = %3 to %4 step %5 {
       %13 = arith.muli %12, %8 : index
       scf.for %14 = %3 to %6 step %5 {
@@ -37,11 +37,11 @@ builtin.module {
           %19 = memref.load %1[%18] : memref<512xf32>
           %20 = memref.load %2[%17] : memref<32xf32>
           %21 = arith.addf %19, %20 fastmath<contract> : f32
-          %22 = arith.mulf %21, %10 fastmath<contract> : f32
-          %23 = func.call @kinac_erff(%22) : (f32) -> f32
-          %24 = arith.mulf %21, %11 fastmath<contract> : f32
-          %25 = arith.addf %9, %23 fastmath<contract> : f32
-          %26 = arith.mulf %24, %25 fastmath<contract> : f32
+          %22 = arith.mulf %21, %9 fastmath<contract> : f32
+          %23 = arith.mulf %21, %10 fastmath<contract> : f32
+          %24 = func.call @kinac_erff(%23) : (f32) -> f32
+          %25 = arith.addf %11, %24 fastmath<contract> : f32
+          %26 = arith.mulf %22, %25 fastmath<contract> : f32
           memref.store %26, %0[%18] : memref<512xf32>
         }
       }

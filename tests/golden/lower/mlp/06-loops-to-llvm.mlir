@@ -66,9 +66,9 @@ builtin.module {
     %58 = llvm.mlir.constant(8) : i64
     %59 = llvm.mlir.constant(32) : i64
     %60 = llvm.mlir.constant(256) : i64
-    %61 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+    %61 = llvm.mlir.constant(5.000000e-01 : f32) : f32
     %62 = llvm.mlir.constant(0.707106769 : f32) : f32
-    %63 = llvm.mlir.constant(5.000000e-01 : f32) : f32
+    %63 = llvm.mlir.constant(1.000000e+00 : f32) : f32
     llvm.br ^bb1(%55 : i64)
   ^bb1(%64: i64):
     %65 = llvm.icmp "slt" %64, %56 : i64
@@ -93,11 +93,11 @@ builtin.module {
     %76 = llvm.getelementptr inbounds %54[%71] : (!llvm.ptr, i64) -> !llvm.ptr, f32
     %77 = llvm.load %76 : !llvm.ptr -> f32
     %78 = llvm.fadd %75, %77 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %79 = llvm.fmul %78, %62 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %80 = llvm.call @kinac_erff(%79) : (f32) -> f32
-    %81 = llvm.fmul %78, %63 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %82 = llvm.fadd %61, %80 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %83 = llvm.fmul %81, %82 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %79 = llvm.fmul %78, %61 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %80 = llvm.fmul %78, %62 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %81 = llvm.call @kinac_erff(%80) : (f32) -> f32
+    %82 = llvm.fadd %63, %81 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %83 = llvm.fmul %79, %82 {fastmathFlags = #llvm.fastmath<contract>} : f32
     %84 = llvm.getelementptr inbounds %52[%73] : (!llvm.ptr, i64) -> !llvm.ptr, f32
     llvm.store %83, %84 : f32, !llvm.ptr
     %85 = llvm.add %71, %57 overflow<nsw,nuw> : i64

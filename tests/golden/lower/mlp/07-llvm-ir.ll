@@ -78,11 +78,11 @@ define internal void @"k1_map"(ptr noalias %".1", ptr noalias %".2", ptr noalias
   %".33" = getelementptr inbounds float, ptr %".3", i64 %".17"
   %".34" = load float, ptr %".33"
   %".35" = fadd contract float %".32", %".34"
-  %".36" = fmul contract float %".35", 0x3fe6a09e60000000
-  %".37" = call ccc float @"kinac_erff"(float %".36")
-  %".38" = fmul contract float %".35", 0x3fe0000000000000
-  %".39" = fadd contract float 0x3ff0000000000000, %".37"
-  %".40" = fmul contract float %".38", %".39"
+  %".36" = fmul contract float %".35", 0x3fe0000000000000
+  %".37" = fmul contract float %".35", 0x3fe6a09e60000000
+  %".38" = call ccc float @"kinac_erff"(float %".37")
+  %".39" = fadd contract float 0x3ff0000000000000, %".38"
+  %".40" = fmul contract float %".36", %".39"
   %".41" = getelementptr inbounds float, ptr %".1", i64 %".30"
   store float %".40", ptr %".41"
   %".43" = add nsw nuw i64 %".17", 1
