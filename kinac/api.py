@@ -83,6 +83,11 @@ class CompiledDefn:
         defn_name = entry.defn if entry is not None else name
         found = pipeline.find_defn(db, (defn_name, entry.file if entry else None))
         if not found and entry is None:
+            # the name may be in a file that does not read (not UTF-8, syntax errors): say that
+            unread = [d for f in pipeline.source_files(db, ()) for d in pipeline.parse_diagnostics(db, f)
+                      if d.is_error]
+            if unread:
+                raise KinaCompileError(self._render(unread) + "\n" + self._unknown_name(name, path, cfg))
             raise KinaUsageError(self._unknown_name(name, path, cfg))
         if len(found) != 1:
             where = "no defn" if not found else "several defns (" + ", ".join(k.file for k in found) + ")"
