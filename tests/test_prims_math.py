@@ -58,6 +58,7 @@ class Case:
 
 
 CASES: dict[str, Case] = {
+    "erf": Case(_erf, _mix((-5, 5), (-1, 1)), 0.0, atol=1e-6, specials={0.0: 0.0, 9.0: 1.0}),
     "exp": Case(np.exp, _mix((-86, 88.5), (-3, 3)), 2.0, gpu_ulp=3.0),
     "tanh": Case(np.tanh, _mix((-12, 12), (-1, 1)), 2.0, gpu_ulp=4.0),
     "gelu": Case(lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))), _mix((-8, 8)), 0.0, atol=8e-6),

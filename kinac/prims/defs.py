@@ -53,6 +53,7 @@ define("silu", "float", lambda x: approx_div(x, 1 + exp(-x)), "expensive", doc="
 define("abs", "numeric", fabs, doc="``|x|``")
 define("recip", "float", lambda x: 1 / x, doc="``1 / x``")
 define("square", "numeric", lambda x: x * x, doc="``x * x``")
+define("erf", "float", erf, "expensive", doc="the error function")
 
 # ---- binary ----------------------------------------------------------------------------------
 define("add", "arith", lambda a, b: a + b, doc="``a + b`` (logical or on bool)")
