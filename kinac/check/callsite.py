@@ -102,12 +102,9 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
     return TCall(e.nid, ref, tuple(texprs), b.inst(), SType(r.dtype, shape, r.device, r.shards))
 
 
-_KINA_REL = {"eq": "=", "le": "<=", "lt": "<", "dvd": "divides"}
-
-
 def _call_help(r: Rel) -> str:
     """How a caller can discharge a call's obligation: pass other dims, or assume it."""
     if not (D.variables(r.lhs) | D.variables(r.rhs)):
         return "pass dims that satisfy it"
-    rel = f"({_KINA_REL[r.op]} {D.fmt_kina(r.lhs)} {D.fmt_kina(r.rhs)})"
+    rel = D.fmt_kina_rel(r.op, r.lhs, r.rhs)
     return f"pass dims that satisfy it, or assume it in this defn: (where {rel})"

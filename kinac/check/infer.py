@@ -370,7 +370,7 @@ class _Checker:
             self.require(
                 r,
                 "K0410",
-                f"exact division {D.fmt_infix(r.rhs)}/{D.fmt_infix(r.lhs)}",
+                f"exact division {D.fmt_quot(r.rhs, r.lhs)}",
                 nid,
                 help="state it as an assumption: (where (divides "
                 f"{D.fmt_kina(r.lhs)} {D.fmt_kina(r.rhs)}))",

@@ -205,7 +205,8 @@ def _side(p: D.Poly, env: dict[str, int]) -> tuple[str, str]:
 
 
 def explain(rel: Rel, env: dict[str, int]) -> str:
-    """Both sides of ``rel`` evaluated at ``env``: ``K = 3 but K' = 5 with D = 3, H = 5``."""
+    """Both sides of ``rel`` evaluated at ``env``: ``2*D = 6 but H = 5 with D = 3``; the
+    values of variables a side already states are not repeated."""
     (lt, lv), (rt, rv) = _side(rel.lhs, env), _side(rel.rhs, env)
     ls = lt if lt == lv else f"{lt} = {lv}"
     rs = rt if rt == rv else f"{rt} = {rv}"
@@ -217,6 +218,7 @@ def explain(rel: Rel, env: dict[str, int]) -> str:
         body = f"{ls} is not below {rs}"
     else:
         body = f"{ls} does not divide {rs}"
-    names = _order(rel, env)
+    stated = {t for t in (lt, rt) if t in env}  # a side that is one variable shows its value
+    names = [n for n in _order(rel, env) if n not in stated]
     with_ = ", ".join(f"{n} = {env[n]}" for n in names)
     return body + (f" with {with_}" if with_ else "")
