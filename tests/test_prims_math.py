@@ -58,6 +58,12 @@ class Case:
 
 
 CASES: dict[str, Case] = {
+    "log1p": Case(
+        np.log1p,
+        _mix((-0.999, 1), (-1e-3, 1e-3), (-1e-30, 1e-30), (1, 1e6)),
+        3.0,
+        specials={-1.0: -math.inf, 0.0: 0.0, math.inf: math.inf, 1e-30: 1e-30},
+    ),
     "erf": Case(_erf, _mix((-5, 5), (-1, 1)), 0.0, atol=1e-6, specials={0.0: 0.0, 9.0: 1.0}),
     "exp": Case(np.exp, _mix((-86, 88.5), (-3, 3)), 2.0, gpu_ulp=3.0),
     "tanh": Case(np.tanh, _mix((-12, 12), (-1, 1)), 2.0, gpu_ulp=4.0),

@@ -17,12 +17,14 @@ from kinac.prims.scalar import (
     erf,
     exp,
     fabs,
+    libm,
     log,
     maximum,
     minimum,
     power,
     sqrt,
     tanh,
+    where,
 )
 
 SQRT_HALF = math.sqrt(0.5)
@@ -54,6 +56,25 @@ define("abs", "numeric", fabs, doc="``|x|``")
 define("recip", "float", lambda x: 1 / x, doc="``1 / x``")
 define("square", "numeric", lambda x: x * x, doc="``x * x``")
 define("erf", "float", erf, "expensive", doc="the error function")
+
+
+def _log1p_f32(x: S) -> S:
+    """Goldberg's ``log(u) * x / (u - 1)`` with ``u = 1 + x``: the rounding of ``1 + x``
+    cancels in the quotient, so the error is that of ``log`` plus a few ulp."""
+    u = 1 + x
+    d = u - 1
+    r = where(eq(d, 0), x, log(u) * (x / d))
+    return where(eq(u, math.inf), u, r)
+
+
+define(
+    "log1p",
+    "float",
+    lambda x: libm("log1p", x),
+    "expensive",
+    kernel_f32=_log1p_f32,
+    doc="``log(1 + x)``, accurate for small ``x``",
+)
 
 # ---- binary ----------------------------------------------------------------------------------
 define("add", "arith", lambda a, b: a + b, doc="``a + b`` (logical or on bool)")
