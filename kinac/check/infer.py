@@ -19,6 +19,7 @@ from kinac.check.oblig import Prover, fmt_rel
 from kinac.check.prims import Prim, find
 from kinac.check.prims.base import PRIMS, REQ
 from kinac.check.protocol import CheckEnv
+from kinac.check.shard import mesh_clash
 from kinac.check.sig import analyse
 from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
 from kinac.check.tir import (
@@ -118,8 +119,11 @@ class _Checker:
         return CheckedDefn(self.sig.ref, self.sig, body, tuple(self.diags), self.prover.stats())
 
     def _check_meshes(self) -> None:
-        """Every mesh an annotation names, on a parameter or on the result, is declared."""
-        names = {m.name for m in self.env.meshes(self.file)}
+        """Every mesh an annotation names, on a parameter or on the result, is declared, and
+        declared once among what this file sees (K0702 names every declaration)."""
+        visible = self.env.meshes(self.file)
+        names = {m.name for m in visible}
+        reported: set[str] = set()
         typed = [
             (p.type, ap.nid)
             for p, ap in zip(self.sig.params, self.defn.signature.params, strict=True)
@@ -130,6 +134,13 @@ class _Checker:
                 continue
             for sh in ty.shards:
                 for k, v in sh.args:
+                    if k == "mesh" and v in names and v not in reported:
+                        reported.add(str(v))
+                        clash = mesh_clash(
+                            str(v), visible, self.name, self.label(nid, "which one?")
+                        )
+                        if clash is not None:
+                            self.diags.append(clash)
                     if k == "mesh" and v not in names:
                         self.diags.append(
                             error(

@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kinac.check import dims as D
+from kinac.check.codes import error
 from kinac.check.formula import Rel
 from kinac.check.types import SType
+from kinac.diag.model import Diagnostic, Label, NodeRef
 from kinac.reader import ast
 
 
@@ -94,3 +96,30 @@ def shard_divs(
             continue
         rels.append((Rel("dvd", D.const(size), dim), axis, f"mesh `{mesh}`{axes} ({size} devices)"))
     return rels, problems
+
+
+def mesh_clash(
+    name: str, visible: Sequence[ast.Mesh], defn: str, primary: Label
+) -> Diagnostic | None:
+    """K0702 when ``name`` is declared more than once among the meshes a file sees (its own,
+    its imports', kina.toml's): which one an annotation means would be an accident of order."""
+    decls = list(dict.fromkeys(m for m in visible if m.name == name))
+    if len(decls) < 2:
+        return None
+    sec = tuple(
+        Label(NodeRef(m.file, "", m.nid), f"`{name}` declared here") for m in decls if m.file
+    )
+    notes = tuple(
+        f"kina.toml's [[mesh]] declares `{name}` with shape {list(m.shape)}"
+        for m in decls
+        if not m.file
+    )
+    return error(
+        "K0702",
+        f"mesh `{name}` is declared {len(decls)} times where `{defn}` is checked",
+        primary,
+        sec,
+        notes=notes,
+        help="a mesh name must be declared once among this file, the files it imports and "
+        "kina.toml: rename or delete one declaration",
+    )

@@ -245,6 +245,8 @@ class Mesh:
     name: str
     shape: tuple[int, ...]
     axes: tuple[str, ...]
+    file: str = ""
+    """The declaring file (workspace-relative), to point at it; ``""`` for ``kina.toml``."""
 
 
 @record

@@ -37,6 +37,7 @@ CODES: dict[str, str] = {
     "K0125": "misplaced keyword",
     "K0126": "definition inside an expression",
     "K0127": "too many errors",
+    "K0128": "mesh declared twice in one file",
 }
 
 MAX_DIAGNOSTICS = 100

@@ -28,6 +28,7 @@ class TopLevel:
         self.module_node: SNode | None = None
         self.imports: list[Import] = []
         self.meshes: list[Mesh] = []
+        self.mesh_names: dict[str, SNode] = {}
         self.defns: list[Defn] = []
         self.defn_spans: list[DefnSpans] = []
         self.broken_defns: list[str] = []
@@ -240,9 +241,20 @@ class TopLevel:
                 "expected `:axes [NAME …]`",
                 f"name the axes: `(mesh {name} [{' '.join(map(str, sizes))}] :axes [{' '.join(f'a{j}' for j in range(len(sizes)))}])`",
             )
+        first = self.mesh_names.get(name)
+        if first is not None and not t.failed:
+            t.err(
+                "K0128",
+                f"mesh `{name}` is declared twice in this file",
+                items[1],
+                "declared again here",
+                "give each mesh its own name, or delete one declaration",
+                secondary=((first, "first declared here"),),
+            )
         if not t.failed:
             nid = t.nid(node)
-            self.meshes.append(Mesh(nid, name, tuple(sizes), axes or (name,)))
+            self.mesh_names[name] = items[1]
+            self.meshes.append(Mesh(nid, name, tuple(sizes), axes or (name,), self.src.file))
 
     def mesh_axes(self, name: str, node: SNode, n: int) -> tuple[str, ...] | None:
         t = self.top
