@@ -58,6 +58,13 @@ class Case:
 
 
 CASES: dict[str, Case] = {
+    "softplus": Case(
+        lambda x: np.logaddexp(0.0, x),
+        _mix((-80, 40), (-5, 5)),
+        3.0,
+        gpu_ulp=4.0,
+        specials={-math.inf: 0.0, math.inf: math.inf, 100.0: 100.0},
+    ),
     "log1p": Case(
         np.log1p,
         _mix((-0.999, 1), (-1e-3, 1e-3), (-1e-30, 1e-30), (1, 1e6)),

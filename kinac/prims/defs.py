@@ -67,7 +67,7 @@ def _log1p_f32(x: S) -> S:
     return where(eq(u, math.inf), u, r)
 
 
-define(
+LOG1P = define(
     "log1p",
     "float",
     lambda x: libm("log1p", x),
@@ -91,3 +91,10 @@ define("le", "compare", lambda a, b: a <= b, doc="``a <= b``")
 define("gt", "compare", lambda a, b: a > b, doc="``a > b``")
 define("ge", "compare", lambda a, b: a >= b, doc="``a >= b``")
 define("eq", "compare", eq, doc="``a == b``")
+define(
+    "softplus",
+    "float",
+    lambda x: maximum(x, 0) + LOG1P(exp(-fabs(x))),
+    "expensive",
+    doc="``log(1 + exp(x))`` (``torch.nn.functional.softplus``), without overflow",
+)
