@@ -43,6 +43,19 @@ def _mix(*parts: tuple[float, float]) -> Callable[[np.random.Generator], np.ndar
     return draw
 
 
+def _near_pio2(hi: float) -> Callable[[np.random.Generator], np.ndarray]:
+    """Half the points uniform on ``(-hi, hi)``, half the f32 nearest to multiples of pi/2
+    (where sin or cos is tiny, the hard case of a range reduction)."""
+
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        k = rng.integers(-int(hi / 1.5708), int(hi / 1.5708) + 1, N // 2)
+        return np.concatenate([rng.uniform(-hi, hi, N - N // 2), k * (np.pi / 2)]).astype(
+            np.float32
+        )
+
+    return draw
+
+
 @dataclass(frozen=True)
 class Case:
     """``ref``: float64 reference; ``ulp``: bound in f32 ulps; ``atol``: or an absolute bound;
@@ -58,6 +71,12 @@ class Case:
 
 
 CASES: dict[str, Case] = {
+    "sin": Case(
+        np.sin,
+        _near_pio2(1e6),
+        2.0,
+        specials={0.0: 0.0, math.inf: math.nan, math.nan: math.nan},
+    ),
     "softplus": Case(
         lambda x: np.logaddexp(0.0, x),
         _mix((-80, 40), (-5, 5)),

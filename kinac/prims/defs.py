@@ -17,10 +17,13 @@ from kinac.prims.scalar import (
     erf,
     exp,
     fabs,
+    floor,
+    fma,
     libm,
     log,
     maximum,
     minimum,
+    poly,
     power,
     sqrt,
     tanh,
@@ -97,4 +100,39 @@ define(
     lambda x: maximum(x, 0) + LOG1P(exp(-fabs(x))),
     "expensive",
     doc="``log(1 + exp(x))`` (``torch.nn.functional.softplus``), without overflow",
+)
+
+# sin and cos in generated f32 code: k = round(x 2/pi), r = x - k pi/2 with pi/2 in three f32
+# parts through FMAs (Cody-Waite; the first step is exact and the parts sum to pi/2 within
+# 1e-23, so r keeps ~1 ulp), then Cephes' minimax polynomials on [-pi/4, pi/4] and the quadrant
+# k mod 4. Within 2 ulp for |x| <= 1e6, near multiples of pi/2 included (tests/test_prims_math);
+# beyond ~4e6 the rounding of x 2/pi breaks the reduction (no Payne-Hanek), so large arguments
+# (RoPE angles are position x frequency, well below that) lose accuracy.
+_PIO2 = (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15)  # sum: pi/2 to 1e-23
+_SIN_P = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
+_COS_P = (2.443315711809948e-05, -1.388731625493765e-03, 4.166664568298827e-02)
+
+
+def _sin_quadrant_f32(x: S, shift: int) -> S:
+    """``sin(x + shift pi/2)`` (``shift`` 0: sin, 1: cos)."""
+    k = floor(x * 0.6366197466850281 + 0.5)
+    r = fma(-k, _PIO2[0], x)
+    r = fma(-k, _PIO2[1], r)
+    r = fma(-k, _PIO2[2], r)
+    z = r * r
+    s = fma(r * z, poly(z, _SIN_P), r)
+    c = fma(z * z, poly(z, _COS_P), 1 - z * 0.5)
+    q = k + shift
+    q = q - floor(q * 0.25) * 4  # 0..3
+    v = where(eq(q - floor(q * 0.5) * 2, 1), c, s)
+    return where(q >= 2, -v, v)
+
+
+define(
+    "sin",
+    "float",
+    lambda x: libm("sin", x),
+    "expensive",
+    kernel_f32=lambda x: _sin_quadrant_f32(x, 0),
+    doc="sine (generated f32 code: within 2 ulp for |x| <= 1e6)",
 )
