@@ -71,6 +71,9 @@ class Case:
 
 
 CASES: dict[str, Case] = {
+    "cos": Case(
+        np.cos, _near_pio2(1e6), 2.0, specials={0.0: 1.0, -math.inf: math.nan, math.nan: math.nan}
+    ),
     "sin": Case(
         np.sin,
         _near_pio2(1e6),

@@ -136,3 +136,11 @@ define(
     kernel_f32=lambda x: _sin_quadrant_f32(x, 0),
     doc="sine (generated f32 code: within 2 ulp for |x| <= 1e6)",
 )
+define(
+    "cos",
+    "float",
+    lambda x: libm("cos", x),
+    "expensive",
+    kernel_f32=lambda x: _sin_quadrant_f32(x, 1),
+    doc="cosine (generated f32 code: within 2 ulp for |x| <= 1e6)",
+)
