@@ -15,8 +15,15 @@ from typing import Any
 
 from kinac.errors import KinaCallError, KinaCompileError, KinaConfigError, KinaUsageError
 
-_DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
-           "int64": "i64", "int32": "i32", "bool": "bool"}
+_DTYPES = {
+    "float64": "f64",
+    "float32": "f32",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "int64": "i64",
+    "int32": "i32",
+    "bool": "bool",
+}
 
 
 def _arg_type(x: Any, name: str) -> Any:
@@ -26,45 +33,42 @@ def _arg_type(x: Any, name: str) -> Any:
     dt = getattr(x, "dtype", None)
     shape = getattr(x, "shape", None)
     if dt is None or shape is None:
-        raise KinaCallError(f"argument `{name}` must be an array (numpy, torch or any DLPack "
-                            f"producer), got {type(x).__name__}")
+        raise KinaCallError(
+            f"argument `{name}` must be an array (numpy, torch or any DLPack "
+            f"producer), got {type(x).__name__}"
+        )
     dname = str(dt).removeprefix("torch.")
     kina = _DTYPES.get(dname)
     if kina is None:
-        raise KinaCallError(f"argument `{name}` has dtype {dname}, which Kina does not have "
-                            f"(f64 f32 f16 bf16 i64 i32 bool)")
+        raise KinaCallError(
+            f"argument `{name}` has dtype {dname}, which Kina does not have "
+            f"(f64 f32 f16 bf16 i64 i32 bool)"
+        )
     device = "cpu"
     if hasattr(x, "__dlpack_device__"):
         kind, index = x.__dlpack_device__()
         if int(kind) == 2:
             device = f"cuda:{int(index)}"
         elif int(kind) not in (1, 3):
-            raise KinaCallError(f"argument `{name}` lives on DLPack device type {int(kind)}; kinac "
-                                f"takes CPU and CUDA arrays")
+            raise KinaCallError(
+                f"argument `{name}` lives on DLPack device type {int(kind)}; kinac "
+                f"takes CPU and CUDA arrays"
+            )
     return TType(kina, tuple(int(d) for d in shape), device)
-
-
-def _axis_names(declared: Any, rank: int) -> list[str | None]:
-    """The dim variable named at each axis of a declared parameter type (None for literals,
-    expressions, and axes of a variadic group)."""
-    from kinac.reader.ast import DimVar, DimVariadic
-
-    dims = tuple(declared.dims) if declared is not None else ()
-    if any(isinstance(d, DimVariadic) for d in dims) or len(dims) != rank:
-        # a group takes the leading axes; the named ones are the trailing ones
-        fixed = [d for d in dims if not isinstance(d, DimVariadic)]
-        lead = rank - len(fixed)
-        names: list[str | None] = [None] * max(lead, 0)
-        names += [d.name if isinstance(d, DimVar) else None for d in fixed]
-        return (names + [None] * rank)[:rank]
-    return [d.name if isinstance(d, DimVar) else None for d in dims]
 
 
 class CompiledDefn:
     """A defn of a workspace, compiled per distinct argument shapes on first call."""
 
-    def __init__(self, path: str | os.PathLike[str], name: str, target: str = "cpu",
-                 cache_dir: str | None = None, no_cache: bool = False, **gpu_options: Any) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        name: str,
+        target: str = "cpu",
+        cache_dir: str | None = None,
+        no_cache: bool = False,
+        **gpu_options: Any,
+    ) -> None:
         from kinac import pipeline
         from kinac.session import Session
 
@@ -80,17 +84,29 @@ class CompiledDefn:
         cfg = pipeline.config(db, ()).config
         entry = next((e for e in cfg.entries if e.name == name), None) if cfg else None
         self.fixed = entry
+        self.fixed_by = f"entry `{name}`"  # what fixed the dims, as messages name it
+        self.fixed_what = "the entry"
         defn_name = entry.defn if entry is not None else name
         found = pipeline.find_defn(db, (defn_name, entry.file if entry else None))
         if not found and entry is None:
             # the name may be in a file that does not read (not UTF-8, syntax errors): say that
-            unread = [d for f in pipeline.source_files(db, ()) for d in pipeline.parse_diagnostics(db, f)
-                      if d.is_error]
+            unread = [
+                d
+                for f in pipeline.source_files(db, ())
+                for d in pipeline.parse_diagnostics(db, f)
+                if d.is_error
+            ]
             if unread:
-                raise KinaCompileError(self._render(unread) + "\n" + self._unknown_name(name, path, cfg))
+                raise KinaCompileError(
+                    self._render(unread) + "\n" + self._unknown_name(name, path, cfg)
+                )
             raise KinaUsageError(self._unknown_name(name, path, cfg))
         if len(found) != 1:
-            where = "no defn" if not found else "several defns (" + ", ".join(k.file for k in found) + ")"
+            where = (
+                "no defn"
+                if not found
+                else "several defns (" + ", ".join(k.file for k in found) + ")"
+            )
             raise KinaCompileError(f"{where} named `{defn_name}` in {path}")
         self.key = found[0]
         report = pipeline.file_report(db, self.key.file)
@@ -104,8 +120,11 @@ class CompiledDefn:
         self.dim_params = [p.name for p in sig.params if p.is_dim]
         self.tensor_params = [p.name for p in sig.params if not p.is_dim]
         # Parameters without @cpu/@cuda(N) run on the target's default device.
-        self.placed = [p.type is not None and any(a.name in ("cpu", "cuda") for a in p.type.annotations)
-                       for p in sig.params if not p.is_dim]
+        self.placed = [
+            p.type is not None and any(a.name in ("cpu", "cuda") for a in p.type.annotations)
+            for p in sig.params
+            if not p.is_dim
+        ]
         self.default_device = "cpu" if target == "cpu" else f"cuda:{pipeline.target(db, ()).device}"
         self._entries: dict[Any, Any] = {}
         # per-call fast path: (type, dtype, shape, device) of each array -> its specialisation
@@ -119,11 +138,19 @@ class CompiledDefn:
 
         db = self.sess.db
         entries = [e.name for e in cfg.entries] if cfg is not None else []
-        defns = list(dict.fromkeys(n for f in pipeline.source_files(db, ()) for n in pipeline.file_index(db, f).defns))
-        lines = [f"no entry or defn named `{name}` in {path}{did_you_mean(name, [*entries, *defns])}"]
+        defns = list(
+            dict.fromkeys(
+                n for f in pipeline.source_files(db, ()) for n in pipeline.file_index(db, f).defns
+            )
+        )
+        lines = [
+            f"no entry or defn named `{name}` in {path}{did_you_mean(name, [*entries, *defns])}"
+        ]
         lines.append(f"  entries (kina.toml): {', '.join(entries) if entries else 'none'}")
         if defns:
-            lines.append(f"  defns (run one with --dims): {', '.join(defns[:20])}{' ...' if len(defns) > 20 else ''}")
+            lines.append(
+                f"  defns (run one with --dims): {', '.join(defns[:20])}{' ...' if len(defns) > 20 else ''}"
+            )
         return "\n".join(lines)
 
     def _render(self, diags: list[Any]) -> str:
@@ -131,7 +158,9 @@ class CompiledDefn:
 
         return plain_text(diags, self.sess.resolve, self.sess.source_of).rstrip()
 
-    def _split(self, args: tuple[Any, ...], dims: dict[str, int]) -> tuple[list[Any], dict[str, int]]:
+    def _split(
+        self, args: tuple[Any, ...], dims: dict[str, int]
+    ) -> tuple[list[Any], dict[str, int]]:
         arrays: list[Any] = []
         dim_args = dict(dims)
         it = iter(args)
@@ -141,23 +170,31 @@ class CompiledDefn:
                 if p.name in dim_args:
                     continue
                 if n_dims_positional <= 0:
-                    raise KinaCallError(f"`{self.key.name}` needs the dim parameter `{p.name}` "
-                                        f"(pass it positionally, in declared order, or as {p.name}=...)")
+                    raise KinaCallError(
+                        f"`{self.key.name}` needs the dim parameter `{p.name}` "
+                        f"(pass it positionally, in declared order, or as {p.name}=...)"
+                    )
                 v = next(it)
                 n_dims_positional -= 1
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                    raise KinaCallError(f"the dim parameter `{p.name}` must be a positive int, got {v!r}")
+                    raise KinaCallError(
+                        f"the dim parameter `{p.name}` must be a positive int, got {v!r}"
+                    )
                 dim_args[p.name] = v
             else:
                 try:
                     arrays.append(next(it))
                 except StopIteration:
-                    raise KinaCallError(f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
-                                        f"({', '.join(self.tensor_params)}), got {len(arrays)}") from None
+                    raise KinaCallError(
+                        f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
+                        f"({', '.join(self.tensor_params)}), got {len(arrays)}"
+                    ) from None
         rest = list(it)
         if rest:
-            raise KinaCallError(f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
-                                f"({', '.join(self.tensor_params)}), got {len(arrays) + len(rest)}")
+            raise KinaCallError(
+                f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
+                f"({', '.join(self.tensor_params)}), got {len(arrays) + len(rest)}"
+            )
         return arrays, dim_args
 
     def __call__(self, *args: Any, **dims: int) -> Any:
@@ -192,44 +229,40 @@ class CompiledDefn:
             if placed or t.device in (self.default_device, "cpu"):
                 continue
             if self.target == "cpu":
-                raise KinaCallError(f"argument `{name}` lives on {t.device} but `{self.key.name}` is compiled "
-                                    f"for the CPU: pass a host array (.cpu()) or compile with target='cuda'")
-            raise KinaCallError(f"argument `{name}` lives on {t.device}, but unannotated parameters run on "
-                                f"{self.default_device} (kina.toml target.device): move it there, or "
-                                f"annotate the parameter with @cuda(N)")
+                raise KinaCallError(
+                    f"argument `{name}` lives on {t.device} but `{self.key.name}` is compiled "
+                    f"for the CPU: pass a host array (.cpu()) or compile with target='cuda'"
+                )
+            raise KinaCallError(
+                f"argument `{name}` lives on {t.device}, but unannotated parameters run on "
+                f"{self.default_device} (kina.toml target.device): move it there, or "
+                f"annotate the parameter with @cuda(N)"
+            )
 
     def _check_fixed_shapes(self, types: tuple[Any, ...]) -> None:
-        """For a kina.toml entry, compare each argument with the shape the entry's fixed dims
-        give its parameter, before binding dims from the arguments: the argument that disagrees
-        with the entry is the one named (binding first would take its dims as the truth and
-        blame every parameter that agrees with the entry)."""
+        """For a kina.toml entry (or ``kinac run --dims``), compare each argument with the
+        shape the fixed dims give its parameter before binding dims from the arguments, so the
+        argument that disagrees is the one named (:mod:`kinac.call_shapes`)."""
         if self.fixed is None:
             return
         from kinac import pipeline
+        from kinac.call_shapes import fixed_shape_problems
 
-        key = pipeline.EntryKey(self.key.file, self.key.name, self.fixed.dims, self.fixed.dtypes, self.target)
+        key = pipeline.EntryKey(
+            self.key.file, self.key.name, self.fixed.dims, self.fixed.dtypes, self.target
+        )
         spec = pipeline.entry_graph(self.sess.db, key)
         if spec.graph is None:
             return  # the entry does not build: reported with its own diagnostics below
-        declared = {p.name: p.type for p in self.signature.params if not p.is_dim}
-        problems = []
-        for (name, want), got in zip(spec.graph.params, types, strict=False):
-            if tuple(got.shape) == tuple(want.shape):
-                continue
-            head = (f"argument `{name}` has shape {list(got.shape)}, but entry `{self.fixed.name}` "
-                    f"expects {list(want.shape)}")
-            if len(got.shape) != len(want.shape):
-                problems.append(f"{head}: rank {len(got.shape)}, the entry's is {len(want.shape)}")
-                continue
-            names = _axis_names(declared.get(name), len(want.shape))
-            for axis, (g, w) in enumerate(zip(got.shape, want.shape, strict=True)):
-                if g != w:
-                    dim = names[axis]
-                    fixed = f"the entry fixes {dim} = {w}" if dim else f"the entry's is {w}"
-                    problems.append(f"{head}: axis {axis}{f' ({dim})' if dim else ''} is {g}, {fixed}")
+        tensors = [p for p in self.signature.params if not p.is_dim]
+        problems = fixed_shape_problems(
+            tensors, spec.graph.params, types, self.fixed_by, self.fixed_what
+        )
         if problems:
             fixed_dims = ", ".join(f"{k} = {v}" for k, v in self.fixed.dims)
-            raise KinaCallError("\n".join(problems) + f"\n  (entry `{self.fixed.name}` is built for {fixed_dims})")
+            raise KinaCallError(
+                "\n".join(problems) + f"\n  ({self.fixed_by} is built for {fixed_dims})"
+            )
 
     def _specialise(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
         from kinac import pipeline
@@ -239,14 +272,21 @@ class CompiledDefn:
         self._check_fixed_shapes(types)
         bound = bind_call_types(self.key.file, self.signature, types, dim_args)
         if isinstance(bound, tuple):
-            raise KinaCallError(self._render(list(bound)))
+            from kinac.call_shapes import majority_blame
+
+            tensors = [p for p in self.signature.params if not p.is_dim]
+            raise KinaCallError(
+                majority_blame(tensors, types, dim_args) or self._render(list(bound))
+            )
         if self.fixed is not None:
             want = dict(self.fixed.dims)
             got = dict(bound.dims)
             bad = {k: (v, got.get(k)) for k, v in want.items() if got.get(k) != v}
             if bad:
-                detail = ", ".join(f"{k} = {g} but the entry fixes {k} = {w}" for k, (w, g) in bad.items())
-                raise KinaCallError(f"entry `{self.fixed.name}` is built for fixed dims: {detail}")
+                detail = ", ".join(
+                    f"{k} = {g} but {self.fixed_what} fixes {k} = {w}" for k, (w, g) in bad.items()
+                )
+                raise KinaCallError(f"{self.fixed_by} is built for fixed dims: {detail}")
         key = pipeline.EntryKey(self.key.file, self.key.name, bound.dims, bound.dtypes, self.target)
         db = self.sess.db
         code: Any
@@ -259,7 +299,9 @@ class CompiledDefn:
                 try:
                     code, artifact = pipeline.gpu_lowered(db, key), pipeline.ptx(db, key)
                 except NotImplementedError as e:
-                    raise KinaCompileError(f"the CUDA back end cannot compile this entry: {e}") from None
+                    raise KinaCompileError(
+                        f"the CUDA back end cannot compile this entry: {e}"
+                    ) from None
             else:
                 code, artifact = pipeline.lowered(db, key), pipeline.object_code(db, key)
         finally:
@@ -277,6 +319,8 @@ class CompiledDefn:
         return f"<kinac compiled {self.key.name} from {self.key.file} for {self.target}>"
 
 
-def compile(path: str | os.PathLike[str], name: str, target: str = "cpu", **options: Any) -> CompiledDefn:  # noqa: A001
+def compile(
+    path: str | os.PathLike[str], name: str, target: str = "cpu", **options: Any
+) -> CompiledDefn:  # noqa: A001
     """Compile defn (or kina.toml entry) ``name`` of the workspace or file at ``path``."""
     return CompiledDefn(path, name, target=target, **options)

@@ -16,6 +16,17 @@ import sys
 import time
 from typing import Any
 
+from kinac.cli_output import (
+    _config_ok,
+    _jsonable,
+    _print_diags,
+    _progress,
+    _summary,
+    _types_json,
+    _types_text,
+    _why_text,
+    plural,
+)
 from kinac.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROGRAM_ERRORS, EXIT_USAGE, KinaError
 
 __all__ = ["EXIT_INTERNAL", "EXIT_OK", "EXIT_PROGRAM_ERRORS", "EXIT_USAGE", "build_parser", "main"]
@@ -39,17 +50,24 @@ colour: --color always|never, else NO_COLOR=1 turns it off and FORCE_COLOR=1 on
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cache-dir", metavar="DIR",
-                   help="cache directory (default: $KINAC_CACHE_DIR, kina.toml's workspace.cache_dir, "
-                        "or WORKSPACE/.kinac-cache)")
+    p.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="cache directory (default: $KINAC_CACHE_DIR, kina.toml's workspace.cache_dir, "
+        "or WORKSPACE/.kinac-cache)",
+    )
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache")
     _add_debug(p)
 
 
 def _add_debug(p: argparse.ArgumentParser) -> None:
     # SUPPRESS: a subcommand's --debug must not reset the top-level one to False
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                   help="on an internal error, print its traceback (also KINAC_DEBUG=1)")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="on an internal error, print its traceback (also KINAC_DEBUG=1)",
+    )
 
 
 def _count(least: int) -> Any:
@@ -69,59 +87,110 @@ def _count(least: int) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kinac", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="kinac", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version="kinac 0.1.0")
-    parser.add_argument("--debug", action="store_true",
-                        help="on an internal error, print its traceback (also KINAC_DEBUG=1)")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an internal error, print its traceback (also KINAC_DEBUG=1)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("check", help="type-check a file or workspace",
-                       description="Type-check a .kina file or a workspace directory; print diagnostics.")
+    p = sub.add_parser(
+        "check",
+        help="type-check a file or workspace",
+        description="Type-check a .kina file or a workspace directory; print diagnostics.",
+    )
     p.add_argument("path", help="a .kina file or a workspace directory")
-    p.add_argument("--format", choices=["text", "json"], default="text", help="diagnostics as text or JSON")
-    p.add_argument("--types", action="store_true", help="also print the inferred type of every let binding")
+    p.add_argument(
+        "--format", choices=["text", "json"], default="text", help="diagnostics as text or JSON"
+    )
+    p.add_argument(
+        "--types", action="store_true", help="also print the inferred type of every let binding"
+    )
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     _add_common(p)
 
-    p = sub.add_parser("build", help="check and build a workspace's entry points",
-                       description="Check every file and build every entry point of kina.toml.")
-    p.add_argument("path", nargs="?", default=".", help="workspace directory or .kina file (default: .)")
-    p.add_argument("--json", action="store_true", help="print one JSON object: queries run/reused, diagnostics, artifacts")
-    p.add_argument("--why", action="store_true", help="for each query that re-ran, the change that caused it")
+    p = sub.add_parser(
+        "build",
+        help="check and build a workspace's entry points",
+        description="Check every file and build every entry point of kina.toml.",
+    )
+    p.add_argument(
+        "path", nargs="?", default=".", help="workspace directory or .kina file (default: .)"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: queries run/reused, diagnostics, artifacts",
+    )
+    p.add_argument(
+        "--why", action="store_true", help="for each query that re-ran, the change that caused it"
+    )
     p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     _add_common(p)
 
-    p = sub.add_parser("run", help="build and run one entry point",
-                       description="Build an entry point and run it on random inputs (from --seed) or on "
-                                   "arrays from a .npz/.npy file; print a summary of the outputs and the time.")
+    p = sub.add_parser(
+        "run",
+        help="build and run one entry point",
+        description="Build an entry point and run it on random inputs (from --seed) or on "
+        "arrays from a .npz/.npy file; print a summary of the outputs and the time.",
+    )
     p.add_argument("path", help="workspace directory or .kina file")
     p.add_argument("entry", help="entry name from kina.toml (or a defn name with --dims)")
-    p.add_argument("--seed", type=_count(0), default=0, help="seed of the random inputs (>= 0, default 0)")
-    p.add_argument("--inputs", metavar="FILE", help=".npz (arrays named after the parameters) or .npy (one input)")
-    p.add_argument("--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry")
-    p.add_argument("--dtypes", metavar="T=f32,...", help="dtype variables for a defn that is not a kina.toml entry")
+    p.add_argument(
+        "--seed", type=_count(0), default=0, help="seed of the random inputs (>= 0, default 0)"
+    )
+    p.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help=".npz (arrays named after the parameters) or .npy (one input)",
+    )
+    p.add_argument(
+        "--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry"
+    )
+    p.add_argument(
+        "--dtypes",
+        metavar="T=f32,...",
+        help="dtype variables for a defn that is not a kina.toml entry",
+    )
     p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
-    p.add_argument("--repeat", type=_count(1), default=10, help="timed repetitions after the first call (>= 1, default 10)")
+    p.add_argument(
+        "--repeat",
+        type=_count(1),
+        default=10,
+        help="timed repetitions after the first call (>= 1, default 10)",
+    )
     p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")
     _add_common(p)
 
-    p = sub.add_parser("watch", help="rebuild on every save",
-                       description="Watch a workspace; on each save rebuild only what changed and redraw "
-                                   "the diagnostics. Ctrl-C exits.")
+    p = sub.add_parser(
+        "watch",
+        help="rebuild on every save",
+        description="Watch a workspace; on each save rebuild only what changed and redraw "
+        "the diagnostics. Ctrl-C exits.",
+    )
     p.add_argument("path", nargs="?", default=".")
     _add_common(p)
 
-    p = sub.add_parser("cache", help="inspect or maintain the cache",
-                       description="stats: what the cache holds; gc: drop unused entries; verify: check every "
-                                   "entry's checksum; clear: delete everything.")
+    p = sub.add_parser(
+        "cache",
+        help="inspect or maintain the cache",
+        description="stats: what the cache holds; gc: drop unused entries; verify: check every "
+        "entry's checksum; clear: delete everything.",
+    )
     p.add_argument("action", choices=["stats", "gc", "verify", "clear"])
     p.add_argument("path", nargs="?", default=".", help="workspace whose cache to use (default: .)")
     _add_common(p)
 
-    p = sub.add_parser("explain", help="explain a diagnostic code",
-                       description="Print the long explanation of a diagnostic code, e.g. kinac explain K0203.")
+    p = sub.add_parser(
+        "explain",
+        help="explain a diagnostic code",
+        description="Print the long explanation of a diagnostic code, e.g. kinac explain K0203.",
+    )
     p.add_argument("code")
     _add_debug(p)
     return parser
@@ -139,12 +208,18 @@ def main(argv: list[str] | None = None) -> int:
     except KinaError as e:
         text = str(e)
         # rendered diagnostics (``error[K0801]: ...``) already say what they are
-        print(text if text.startswith(("error[", "warning[")) else f"kinac: error: {text}", file=sys.stderr)
+        print(
+            text if text.startswith(("error[", "warning[")) else f"kinac: error: {text}",
+            file=sys.stderr,
+        )
         from kinac.rt.cuda.errors import CudaUnavailableError
 
         if isinstance(e, CudaUnavailableError):
-            print("  help: --target cuda runs on an NVIDIA GPU with its driver; without one, "
-                  "run on the CPU (the default target)", file=sys.stderr)
+            print(
+                "  help: --target cuda runs on an NVIDIA GPU with its driver; without one, "
+                "run on the CPU (the default target)",
+                file=sys.stderr,
+            )
         return e.exit_code
     except KeyboardInterrupt:
         print("kinac: interrupted", file=sys.stderr)
@@ -156,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kinac: error: out of memory{': ' + str(e) if str(e) else ''}", file=sys.stderr)
         return EXIT_PROGRAM_ERRORS
     except Exception as e:  # noqa: BLE001 - anything else is a kinac bug: say so in one line
-        return _internal_error(e, debug=getattr(args, "debug", False) or os.environ.get("KINAC_DEBUG") == "1")
+        return _internal_error(
+            e, debug=getattr(args, "debug", False) or os.environ.get("KINAC_DEBUG") == "1"
+        )
 
 
 def _internal_error(e: BaseException, debug: bool) -> int:
@@ -166,64 +243,33 @@ def _internal_error(e: BaseException, debug: bool) -> int:
 
         traceback.print_exception(e, file=sys.stderr)
     first = (str(e).splitlines() or [""])[0][:300]
-    print(f"kinac: internal error: {type(e).__name__}: {first}\n"
-          f"  this is a bug in kinac, not in your program; please report it"
-          + ("" if debug else " with the traceback from --debug (or KINAC_DEBUG=1)"), file=sys.stderr)
+    print(
+        f"kinac: internal error: {type(e).__name__}: {first}\n"
+        f"  this is a bug in kinac, not in your program; please report it"
+        + ("" if debug else " with the traceback from --debug (or KINAC_DEBUG=1)"),
+        file=sys.stderr,
+    )
     return EXIT_INTERNAL
 
 
 def _session(args: argparse.Namespace) -> Any:
     from kinac.session import Session
 
-    return Session(args.path, cache_dir=args.cache_dir, no_cache=args.no_cache,
-                   target=getattr(args, "target", None))
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 file``, ``2 files``, ``1 query``, ``0 queries``."""
-    return f"{n} {word if n == 1 else many or word + 's'}"
-
-
-def _config_ok(sess: Any, json_doc: dict[str, Any] | None = None, as_list: bool = False) -> bool:
-    """Print kina.toml's errors (text on stderr; with ``--json``/``--format json`` also a JSON
-    document on stdout, so a tool reading stdout sees why); False when there are any."""
-    res = sess.config_result()
-    for e in res.errors:
-        print(f"kinac: error: {sess.config_error_text(e)}", file=sys.stderr)
-    if res.errors and (json_doc is not None or as_list):
-        diags = [_config_error_json(sess, e) for e in res.errors]
-        print(json.dumps(diags if as_list else {**(json_doc or {}), "diagnostics": diags}, indent=2))
-    return not res.errors
-
-
-def _config_error_json(sess: Any, e: Any) -> dict[str, Any]:
-    """A kina.toml error in the shape of a diagnostic's JSON (code K0154, no source span)."""
-    return {"code": "K0154", "severity": "error", "message": sess.config_error_text(e),
-            "primary": {"message": e.message, "file": "kina.toml", "key": e.key},
-            "secondary": [], "notes": [], "help": "kina.toml.example lists every key and its type",
-            "counterexample": None}
-
-
-def _print_diags(sess: Any, diags: list[Any], color: str = "auto") -> None:
-    if not diags:
-        return
-    from kinac.diag.render import print_diagnostics, use_color
-
-    print_diagnostics(diags, sess.resolve, sess.source_of, color=use_color(color))
-
-
-def _summary(diags: list[Any]) -> str:
-    errors = sum(1 for d in diags if d.severity == "error")
-    warnings = sum(1 for d in diags if d.severity == "warning")
-    if not errors and not warnings:
-        return "no errors"
-    return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    return Session(
+        args.path,
+        cache_dir=args.cache_dir,
+        no_cache=args.no_cache,
+        target=getattr(args, "target", None),
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     sess = _session(args)
-    if not _config_ok(sess, as_list=args.format == "json" and not args.types,
-                      json_doc={"types": []} if args.format == "json" and args.types else None):
+    if not _config_ok(
+        sess,
+        as_list=args.format == "json" and not args.types,
+        json_doc={"types": []} if args.format == "json" and args.types else None,
+    ):
         return EXIT_USAGE
     report = sess.build(with_artifacts=False)
     diags = sess.diagnostics(report)
@@ -232,8 +278,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         found = [to_json(d, sess.resolve) for d in diags]
         # without --types the document stays a list of diagnostics (its documented shape)
-        print(json.dumps({"diagnostics": found, "types": _types_json(sess, report)} if args.types else found,
-                         indent=2))
+        print(
+            json.dumps(
+                {"diagnostics": found, "types": _types_json(sess, report)} if args.types else found,
+                indent=2,
+            )
+        )
     else:
         _print_diags(sess, diags, args.color)
         if args.types:
@@ -241,46 +291,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         sources = [f for f in report.files if f.file != "kina.toml"]
         print(f"checked {plural(len(sources), 'file')}: {_summary(diags)}", file=sys.stderr)
     return EXIT_PROGRAM_ERRORS if any(d.severity == "error" for d in diags) else EXIT_OK
-
-
-def _checked_defns(sess: Any, report: Any) -> list[tuple[str, Any]]:
-    from kinac import pipeline
-
-    out = []
-    for f in report.files:
-        if f.file == "kina.toml":
-            continue
-        for name in dict.fromkeys(pipeline.file_index(sess.db, f.file).defns):
-            out.append((f.file, pipeline.check_defn(sess.db, pipeline.DefnKey(f.file, name))))
-    return out
-
-
-def _types_text(sess: Any, report: Any) -> str:
-    """``check --types``: every defn's let bindings with their inferred types."""
-    from kinac.check import format_types
-
-    return "\n\n".join(f"; {file}\n{format_types(c)}".rstrip() for file, c in _checked_defns(sess, report))
-
-
-def _types_json(sess: Any, report: Any) -> list[dict[str, Any]]:
-    """``check --types --format json``: per defn, its let bindings (name, type, nesting depth)
-    and result type, read from the same text ``--types`` prints (one source of truth)."""
-    from kinac.check import format_types
-
-    out = []
-    for file, checked in _checked_defns(sess, report):
-        lines = format_types(checked).rstrip("\n").splitlines()
-        doc: dict[str, Any] = {"file": file, "defn": checked.ref.name, "typed": checked.body is not None,
-                               "bindings": [], "result": None}
-        for line in lines[1:]:
-            text = line.strip()
-            if text.startswith("=> "):
-                doc["result"] = text[3:]
-                continue
-            name, _, typ = text.partition(" : ")
-            doc["bindings"].append({"name": name, "type": typ, "depth": (len(line) - len(line.lstrip())) // 2})
-        out.append(doc)
-    return out
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -301,78 +311,36 @@ def cmd_build(args: argparse.Namespace) -> int:
         doc = {
             "queries_executed": len(executed),
             "queries_reused": len(ev.reused_events),
-            "executed": [{"query": e.query, "stage": e.stage, "key": _jsonable(e.key)} for e in executed],
+            "executed": [
+                {"query": e.query, "stage": e.stage, "key": _jsonable(e.key)} for e in executed
+            ],
             "diagnostics": [to_json(d, sess.resolve) for d in diags],
-            "artifacts": [{"entry": a, "kind": k, "fingerprint": fp} for a, k, fp in report.artifacts],
+            "artifacts": [
+                {"entry": a, "kind": k, "fingerprint": fp} for a, k, fp in report.artifacts
+            ],
             "seconds": round(seconds, 4),
         }
         if args.why:
-            doc["why"] = [{"query": e.query, "chain": ev.chain(e.qid, sess.db.describe)} for e in executed]
+            doc["why"] = [
+                {"query": e.query, "chain": ev.chain(e.qid, sess.db.describe)} for e in executed
+            ]
         print(json.dumps(doc, indent=2))
     else:
         _print_diags(sess, diags, args.color)
         if args.why:
-            print(_why_text([ev.chain(e.qid, sess.db.describe) for e in executed], len(ev.reused_events)))
+            print(
+                _why_text(
+                    [ev.chain(e.qid, sess.db.describe) for e in executed], len(ev.reused_events)
+                )
+            )
         sources = [f for f in report.files if f.file != "kina.toml"]
-        print(f"built {plural(len(sources), 'file')}, {plural(len(report.artifacts), 'artifact')}: "
-              f"{_summary(diags)} ({plural(len(executed), 'query', 'queries')} run, "
-              f"{len(ev.reused_events)} reused, {seconds * 1000:.0f} ms)", file=sys.stderr)
+        print(
+            f"built {plural(len(sources), 'file')}, {plural(len(report.artifacts), 'artifact')}: "
+            f"{_summary(diags)} ({plural(len(executed), 'query', 'queries')} run, "
+            f"{len(ev.reused_events)} reused, {seconds * 1000:.0f} ms)",
+            file=sys.stderr,
+        )
     return EXIT_PROGRAM_ERRORS if report.error_count else EXIT_OK
-
-
-def _why_text(chains: list[list[str]], reused: int) -> str:
-    """``build --why`` as text: per changed input, the queries it re-ran, each with the one
-    dependency that made it re-run (the full chains, which repeat each other, are in --json)."""
-    if not chains:
-        return f"nothing re-ran: no input changed since the last build ({plural(reused, 'query', 'queries')} reused)"
-    by_cause: dict[str, list[str]] = {}
-    for chain in chains:
-        cause = chain[-1]
-        step = chain[0] if len(chain) == 1 else f"{chain[0]}  <-  {chain[1]}"
-        if len(chain) == 1:
-            step += "  (an input: read again)"
-        by_cause.setdefault(cause, []).append(step)
-    out = []
-    for cause, steps in by_cause.items():
-        out.append(f"{cause} changed; re-ran {plural(len(steps), 'query', 'queries')}:")
-        out.extend(f"  {s}" for s in steps)
-    return "\n".join(out)
-
-
-def _jsonable(key: Any) -> Any:
-    from kinac.rules.codec import _to_plain
-
-    return _to_plain(key)
-
-
-class _progress:
-    """A rich status line while a long build runs in a terminal."""
-
-    def __init__(self, sess: Any, enabled: bool) -> None:
-        self.sess, self.enabled = sess, enabled
-        self.status: Any = None
-
-    def __enter__(self) -> _progress:
-        if self.enabled:
-            from rich.console import Console
-
-            self.status = Console(stderr=True).status("building…")
-            self.status.__enter__()
-            log = self.sess.db.events
-            original = log.executed
-
-            def hook(q: Any, key: Any, *rest: Any) -> None:
-                original(q, key, *rest)
-                n = len(log.events)
-                if n % 25 == 0 and self.status is not None:
-                    self.status.update(f"building… {n} queries ({q.name})")
-
-            log.executed = hook  # type: ignore[method-assign]
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.status is not None:
-            self.status.__exit__(*exc)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -404,12 +372,21 @@ def cmd_cache(args: argparse.Namespace) -> int:
         elif args.action == "verify":
             res = cache_admin.verify(store)
             print(json.dumps(res, indent=2))
-            damage = [*(f"moved {p} aside" for p in res["quarantined"]),
-                      *([f"dropped {res['dropped']} corrupt values"] if res["dropped"] else []),
-                      *([f"dropped {res['records_dropped']} corrupt records"] if res["records_dropped"] else [])]
+            damage = [
+                *(f"moved {p} aside" for p in res["quarantined"]),
+                *([f"dropped {res['dropped']} corrupt values"] if res["dropped"] else []),
+                *(
+                    [f"dropped {res['records_dropped']} corrupt records"]
+                    if res["records_dropped"]
+                    else []
+                ),
+            ]
             if damage:
-                print(f"kinac: error: the cache at {store.directory} was damaged: {'; '.join(damage)}; "
-                      "it is usable again (the next build recomputes what was lost)", file=sys.stderr)
+                print(
+                    f"kinac: error: the cache at {store.directory} was damaged: {'; '.join(damage)}; "
+                    "it is usable again (the next build recomputes what was lost)",
+                    file=sys.stderr,
+                )
                 return EXIT_PROGRAM_ERRORS
         elif args.action == "clear":
             cache_admin.clear(store)
@@ -430,7 +407,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     text = explanation(args.code)
     if text is None:
-        print(f"kinac: error: no explanation for {args.code!r} (codes look like K0203)", file=sys.stderr)
+        print(
+            f"kinac: error: no explanation for {args.code!r} (codes look like K0203)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if sys.stdout.isatty():
         from rich.console import Console

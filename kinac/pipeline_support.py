@@ -90,7 +90,10 @@ def read_text_file(full: Path) -> str | UnreadableFile:
         return UnreadableFile(
             f"it is not valid UTF-8: byte 0x{data[e.start]:02x} at line {line}, column {col} "
             f"(byte offset {e.start}); Kina sources and kina.toml are UTF-8",
-            line, col, e.start, data.decode("utf-8", errors="replace"),
+            line,
+            col,
+            e.start,
+            data.decode("utf-8", errors="replace"),
         )
 
 
@@ -99,10 +102,16 @@ def unreadable_error(path: str, problem: UnreadableFile) -> Diagnostic:
     line, col = max(problem.line, 1), max(problem.col, 1)
     start = len(problem.shown[: problem.offset]) if problem.shown else 0
     return Diagnostic(
-        "K0153", "error", f"cannot read `{path}`: {problem.reason}",
-        Label(Span(path, line, col, line, col + 1, start, start + 1),
-              "first invalid byte" if problem.line else "this file"),
-        help="save the file as UTF-8" if problem.line else "make the file a readable regular file, or remove it",
+        "K0153",
+        "error",
+        f"cannot read `{path}`: {problem.reason}",
+        Label(
+            Span(path, line, col, line, col + 1, start, start + 1),
+            "first invalid byte" if problem.line else "this file",
+        ),
+        help="save the file as UTF-8"
+        if problem.line
+        else "make the file a readable regular file, or remove it",
     )
 
 
@@ -159,23 +168,32 @@ def import_candidates(path: str, target: str) -> list[str]:
     out = []
     for cand in ((Path(path).parent / target).as_posix(), target):
         norm = os.path.normpath(cand).replace(os.sep, "/")
-        if not norm.startswith("../") and norm != ".." and not os.path.isabs(norm) and norm.endswith(".kina"):
+        if (
+            not norm.startswith("../")
+            and norm != ".."
+            and not os.path.isabs(norm)
+            and norm.endswith(".kina")
+        ):
             out.append(norm)
     return out
 
 
 def import_error(path: str, imp: Import) -> Diagnostic:
     return Diagnostic(
-        "K0150", "error", f"cannot find the imported file {imp.path!r}",
+        "K0150",
+        "error",
+        f"cannot find the imported file {imp.path!r}",
         Label(NodeRef(path, "", imp.nid), "imported here"),
-        help="paths are relative to this file or to the workspace root; the prelude is \"std/nn.kina\"",
+        help='paths are relative to this file or to the workspace root; the prelude is "std/nn.kina"',
     )
 
 
 def duplicate_error(path: str, name: str) -> Diagnostic:
     """K0201, pointing at the second defn (``name#2``) and the first."""
     return Diagnostic(
-        "K0201", "error", f"the name `{name}` is defined twice in this module",
+        "K0201",
+        "error",
+        f"the name `{name}` is defined twice in this module",
         Label(NodeRef(path, f"{name}#2", 0), "defined again here"),
         (Label(NodeRef(path, name, 0), "first defined here"),),
         notes=("defns may call each other in any order, so names must be unique per module",),
@@ -188,7 +206,9 @@ def entry_error(entry: Any, found: tuple[DefnKey, ...]) -> Diagnostic:
     what = "no defn" if not found else f"{len(found)} defns"
     files = ", ".join(k.file for k in found)
     return Diagnostic(
-        "K0151", "error", f"entry `{entry.name}`: {what} named `{entry.defn}` in the workspace"
+        "K0151",
+        "error",
+        f"entry `{entry.name}`: {what} named `{entry.defn}` in the workspace"
         + (f" ({files})" if files else ""),
         Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
         help="set the entry's `defn` to an existing defn, and its `file` when two files define it",
@@ -242,7 +262,9 @@ class CheckEnv:
     def meshes(self, file: str) -> tuple[Mesh, ...]:
         """Meshes of the file, of its imports, and of ``kina.toml`` (``[[mesh]]``)."""
         idx = self.q.file_index(self.db, file)
-        own = idx.meshes + tuple(m for imp in idx.imports for m in self.q.file_index(self.db, imp).meshes)
+        own = idx.meshes + tuple(
+            m for imp in idx.imports for m in self.q.file_index(self.db, imp).meshes
+        )
         return own + self.q.config_meshes(self.db, ())
 
     def solve(self, formula: Any) -> Any:
@@ -275,19 +297,25 @@ def unknown_bindings(sig: Any, dims: Iterable[str], dtypes: Iterable[str]) -> li
     for d in dims:
         if d not in known_dims:
             have = ", ".join(known_dims) or "none"
-            out.append(f"`{d}` is not a dim of `{name}`{did_you_mean(d, known_dims)}; its dims: {have}")
+            out.append(
+                f"`{d}` is not a dim of `{name}`{did_you_mean(d, known_dims)}; its dims: {have}"
+            )
     for t in dtypes:
         if t not in sig.dtype_vars:
             have = ", ".join(sig.dtype_vars) or "none"
-            out.append(f"`{t}` is not a dtype variable of `{name}`{did_you_mean(t, sig.dtype_vars)}; "
-                       f"its dtype variables: {have}")
+            out.append(
+                f"`{t}` is not a dtype variable of `{name}`{did_you_mean(t, sig.dtype_vars)}; "
+                f"its dtype variables: {have}"
+            )
     return out
 
 
 def entry_binding_error(entry: Any, problems: list[str]) -> Diagnostic:
     """K0152: a kina.toml entry names dims or dtype variables its defn does not have."""
     return Diagnostic(
-        "K0152", "error", f"entry `{entry.name}`: " + "; ".join(problems),
+        "K0152",
+        "error",
+        f"entry `{entry.name}`: " + "; ".join(problems),
         Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
         help="remove the name from the entry's dims/dtypes, or fix its spelling",
     )

@@ -22,7 +22,9 @@ def _random_input(rng: Any, dtype: str, shape: tuple[int, ...], bound: int) -> A
         np_dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32}[dtype]
         return rng.standard_normal(shape).astype(np_dt)
     if dtype in ("i64", "i32"):
-        return rng.integers(0, max(bound, 1), size=shape).astype(np.int64 if dtype == "i64" else np.int32)
+        return rng.integers(0, max(bound, 1), size=shape).astype(
+            np.int64 if dtype == "i64" else np.int32
+        )
     return rng.random(shape) < 0.5
 
 
@@ -40,8 +42,10 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
         raise KinaUsageError(f"cannot read {path} as .npy/.npz: {e}") from None
     if isinstance(data, np.ndarray):
         if len(names) != 1:
-            raise KinaUsageError(f"a .npy file holds one array but the entry takes {len(names)} "
-                                 f"({', '.join(names)}): use a .npz with arrays named after them")
+            raise KinaUsageError(
+                f"a .npy file holds one array but the entry takes {len(names)} "
+                f"({', '.join(names)}): use a .npz with arrays named after them"
+            )
         return [data]
     if not hasattr(data, "files"):
         raise KinaUsageError(f"{path} holds no arrays (a pickled object?); use .npz or .npy")
@@ -53,8 +57,10 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
             said.append(f"lacks arrays named {', '.join(missing)}")
         if extra:
             said.append(f"has arrays the entry does not take: {', '.join(extra)}")
-        raise KinaUsageError(f"{path} {' and '.join(said)} (the entry takes {', '.join(names) or 'none'}; "
-                             f"the file has {', '.join(data.files) or 'none'})")
+        raise KinaUsageError(
+            f"{path} {' and '.join(said)} (the entry takes {', '.join(names) or 'none'}; "
+            f"the file has {', '.join(data.files) or 'none'})"
+        )
     try:
         return [data[n] for n in names]
     except (OSError, ValueError, EOFError) as e:
@@ -69,7 +75,9 @@ def _parse_pairs(flag: str, text: str | None) -> dict[str, str]:
             continue
         k, eq, v = (x.strip() for x in part.partition("="))
         if not eq or not k or not v:
-            raise KinaUsageError(f"{flag} takes NAME=VALUE pairs separated by commas, got {part.strip()!r}")
+            raise KinaUsageError(
+                f"{flag} takes NAME=VALUE pairs separated by commas, got {part.strip()!r}"
+            )
         if k in out:
             raise KinaUsageError(f"{flag} gives `{k}` twice")
         out[k] = v
@@ -82,7 +90,9 @@ def _parse_dims(text: str | None) -> dict[str, Any]:
     for k, v in _parse_pairs("--dims", text).items():
         parts = v.split("x") if k.startswith("..") else [v]
         if not all(x.isdigit() and int(x) >= 1 for x in parts):
-            raise KinaUsageError(f"--dims takes NAME=POSITIVE_INT pairs (a group: ..b=4x128), got {f'{k}={v}'!r}")
+            raise KinaUsageError(
+                f"--dims takes NAME=POSITIVE_INT pairs (a group: ..b=4x128), got {f'{k}={v}'!r}"
+            )
         out[k] = tuple(int(x) for x in parts) if k.startswith("..") else int(v)
     return out
 
@@ -93,7 +103,9 @@ def _parse_dtypes(text: str | None) -> dict[str, str]:
     pairs = _parse_pairs("--dtypes", text)
     for k, v in pairs.items():
         if v not in DTYPE_NAMES:
-            raise KinaUsageError(f"--dtypes: `{k}={v}`: {v!r} is not a Kina dtype (one of {' '.join(DTYPE_NAMES)})")
+            raise KinaUsageError(
+                f"--dtypes: `{k}={v}`: {v!r} is not a Kina dtype (one of {' '.join(DTYPE_NAMES)})"
+            )
     return pairs
 
 
@@ -127,8 +139,12 @@ def run_entry(args: argparse.Namespace) -> int:
 
     target = args.target or "cpu"
     given_dims, given_dtypes = _parse_dims(args.dims), _parse_dtypes(args.dtypes)
-    fn = CompiledDefn(args.path, args.entry, target=target, cache_dir=args.cache_dir, no_cache=args.no_cache)
-    unknown = unknown_bindings(pipeline.check_defn(fn.sess.db, fn.key).sig, given_dims, given_dtypes)
+    fn = CompiledDefn(
+        args.path, args.entry, target=target, cache_dir=args.cache_dir, no_cache=args.no_cache
+    )
+    unknown = unknown_bindings(
+        pipeline.check_defn(fn.sess.db, fn.key).sig, given_dims, given_dtypes
+    )
     if unknown:
         raise KinaUsageError("--dims/--dtypes: " + "; ".join(unknown))
     dims: dict[str, Any] = dict(given_dims)
@@ -136,12 +152,23 @@ def run_entry(args: argparse.Namespace) -> int:
     if fn.fixed is not None:
         dims = {**dict(fn.fixed.dims), **dims}
         dtypes = {**dict(fn.fixed.dtypes), **dtypes}
-    key = pipeline.EntryKey(fn.key.file, fn.key.name, tuple(sorted(dims.items())), tuple(sorted(dtypes.items())), target)
+    key = pipeline.EntryKey(
+        fn.key.file, fn.key.name, tuple(sorted(dims.items())), tuple(sorted(dtypes.items())), target
+    )
     spec = pipeline.entry_graph(fn.sess.db, key)
     if spec.graph is None:
         raise KinaCompileError(fn._render(list(spec.diagnostics)))
     params = spec.graph.params
     names = [n for n, _ in params]
+    if args.inputs and fn.fixed is None:
+        # --dims fix the defn's dims as an entry's do: arrays that disagree are named, never
+        # silently rebound (the graph's dims include those derived from the where clause)
+        from kinac.workspace.model import EntryConfig
+
+        fn.fixed = EntryConfig(
+            args.entry, fn.key.name, fn.key.file, spec.dims, tuple(sorted(dtypes.items()))
+        )
+        fn.fixed_by, fn.fixed_what = f"`{fn.key.name}` at --dims", "--dims"
     if args.inputs:
         arrays = _load_inputs(args.inputs, names)
     else:
@@ -166,11 +193,15 @@ def run_entry(args: argparse.Namespace) -> int:
         print(f"  in  {n:<6} {t.dtype}{list(t.shape)}")
     for i, o in enumerate(outs):
         a = np.asarray(o, dtype=np.float64)
-        print(f"  out {i:<6} {o.dtype}{list(o.shape)}  mean {a.mean():+.6g}  std {a.std():.6g}  "
-              f"min {a.min():+.6g}  max {a.max():+.6g}  finite {bool(np.isfinite(a).all())}")
+        print(
+            f"  out {i:<6} {o.dtype}{list(o.shape)}  mean {a.mean():+.6g}  std {a.std():.6g}  "
+            f"min {a.min():+.6g}  max {a.max():+.6g}  finite {bool(np.isfinite(a).all())}"
+        )
     times.sort()
-    print(f"  time: first call {first * 1000:.1f} ms (build or cache load), then median "
-          f"{times[len(times) // 2] * 1000:.3f} ms over {len(times)} run{'s' * (len(times) != 1)}")
+    print(
+        f"  time: first call {first * 1000:.1f} ms (build or cache load), then median "
+        f"{times[len(times) // 2] * 1000:.3f} ms over {len(times)} run{'s' * (len(times) != 1)}"
+    )
     if args.save:
         try:
             np.savez(args.save, *outs)

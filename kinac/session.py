@@ -90,21 +90,32 @@ def choose_cache_dir(ws: Workspace, cli_dir: str | None) -> Path:
 def cache_size_limit(ws: Workspace) -> int:
     """``[cache] size_limit_mb`` in bytes (default 2 GiB)."""
     mb = _raw_setting(ws, "cache", "size_limit_mb")
-    return int(mb) * 1024**2 if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0 else 2 * 1024**3
+    return (
+        int(mb) * 1024**2
+        if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0
+        else 2 * 1024**3
+    )
 
 
 class Session:
     """Builds one workspace against one cache; ``db`` persists between calls (watch mode)."""
 
-    def __init__(self, path: str | os.PathLike[str], cache_dir: str | None = None,
-                 no_cache: bool = False, target: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        cache_dir: str | None = None,
+        no_cache: bool = False,
+        target: str | None = None,
+    ) -> None:
         self.ws = locate(path)
         if self.ws.config_path is None and self.ws.single_file is None:
             from kinac.pipeline_support import list_sources
 
             if not list_sources(self.ws.root):  # before the cache: nothing is created here
-                raise UsageError(f"{path} is not a kinac workspace: it has no kina.toml and no .kina "
-                                 f"files (give a workspace directory or a .kina file)")
+                raise UsageError(
+                    f"{path} is not a kinac workspace: it has no kina.toml and no .kina "
+                    f"files (give a workspace directory or a .kina file)"
+                )
         self.cache_dir = choose_cache_dir(self.ws, cache_dir)
         self.store = None if no_cache else Store(self.cache_dir, cache_size_limit(self.ws))
         context: dict[str, Any] = {
@@ -137,7 +148,9 @@ class Session:
                 report = pipeline.build(self.db, ())
             else:
                 files = pipeline.source_files(self.db, ())
-                report = pipeline.BuildReport(tuple(pipeline.file_report(self.db, f) for f in files), ())
+                report = pipeline.BuildReport(
+                    tuple(pipeline.file_report(self.db, f) for f in files), ()
+                )
         finally:
             self.db.commit()
         return report

@@ -16,7 +16,7 @@ DEBOUNCE_MS = 50
 
 
 def _rebuild(sess: Any) -> None:
-    from kinac.cli import _print_diags, _summary
+    from kinac.cli_output import _print_diags, _summary
 
     sess.db.events.clear()
     t0 = time.perf_counter()
@@ -32,12 +32,14 @@ def _rebuild(sess: Any) -> None:
         print("\x1b[2J\x1b[H", end="")
     _print_diags(sess, diags)
     ev = sess.db.events
-    from kinac.cli import plural
+    from kinac.cli_output import plural
 
-    print(f"[{time.strftime('%H:%M:%S')}] {_summary(diags)}: "
-          f"{plural(len(ev.executed_events), 'query', 'queries')} run, "
-          f"{len(ev.reused_events)} reused, {ms:.0f} ms. Watching {sess.ws.root} (Ctrl-C to stop)",
-          flush=True)
+    print(
+        f"[{time.strftime('%H:%M:%S')}] {_summary(diags)}: "
+        f"{plural(len(ev.executed_events), 'query', 'queries')} run, "
+        f"{len(ev.reused_events)} reused, {ms:.0f} ms. Watching {sess.ws.root} (Ctrl-C to stop)",
+        flush=True,
+    )
 
 
 def watch(sess: Any, stop_event: Any = None) -> int:
@@ -46,9 +48,14 @@ def watch(sess: Any, stop_event: Any = None) -> int:
 
     _rebuild(sess)
     try:
-        for changes in watch_changes(sess.ws.root, debounce=DEBOUNCE_MS, step=20,
-                                     stop_event=stop_event, raise_interrupt=True,
-                                     watch_filter=lambda _c, p: _relevant(sess, Path(p))):
+        for changes in watch_changes(
+            sess.ws.root,
+            debounce=DEBOUNCE_MS,
+            step=20,
+            stop_event=stop_event,
+            raise_interrupt=True,
+            watch_filter=lambda _c, p: _relevant(sess, Path(p)),
+        ):
             sess.invalidate_paths([Path(p) for _, p in changes])
             _rebuild(sess)
     except KeyboardInterrupt:

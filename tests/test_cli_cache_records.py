@@ -21,8 +21,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def kinac(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("KINAC_CACHE_DIR", None)
-    return subprocess.run([sys.executable, "-m", "kinac", *args], capture_output=True, text=True,
-                          env=env, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kinac", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_gpu_build_then_gpu_run_reuses_the_cached_gpu_lowering(tmp_path: Path) -> None:
@@ -32,7 +38,11 @@ def test_gpu_build_then_gpu_run_reuses_the_cached_gpu_lowering(tmp_path: Path) -
     built = kinac("build", str(ws), "--target", "cuda", "--cache-dir", cache)
     assert built.returncode == 0, built.stderr
     ran = kinac("run", str(ws), "mlp", "--target", "cuda", "--repeat", "1", "--cache-dir", cache)
-    assert "does not decode" not in ran.stderr and "unknown record tag" not in ran.stderr, ran.stderr
+    assert "does not decode" not in ran.stderr and "unknown record tag" not in ran.stderr, (
+        ran.stderr
+    )
     assert "Traceback" not in ran.stderr
     # with a GPU it runs; without one it says so in one line (exit 1), after reading the cache
-    assert ran.returncode == 0 or (ran.returncode == 1 and ran.stderr.startswith("kinac: error:")), ran.stderr
+    assert ran.returncode == 0 or (
+        ran.returncode == 1 and ran.stderr.startswith("kinac: error:")
+    ), ran.stderr

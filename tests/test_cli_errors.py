@@ -27,25 +27,56 @@ def kinac_proc(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     for k in ("KINAC_CACHE_DIR", "NO_COLOR", "FORCE_COLOR", "KINAC_DEBUG"):
         if env is None or k not in env:
             full.pop(k, None)
-    return subprocess.run([sys.executable, "-m", "kinac", *args], capture_output=True, text=True,
-                          env=full, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kinac", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_every_error_class_is_a_kina_error_and_exported() -> None:
-    from kinac.rt.cuda.errors import CudaError, CudaUnavailableError, KinacRuntimeError, OutOfMemoryError
+    from kinac.rt.cuda.errors import (
+        CudaError,
+        CudaUnavailableError,
+        KinacRuntimeError,
+        OutOfMemoryError,
+    )
     from kinac.rt.host.errors import KinaRuntimeError as HostRuntimeError
     from kinac.session import UsageError
 
-    for cls in (kinac.KinaCompileError, kinac.KinaCallError, kinac.KinaRuntimeError, kinac.KinaUsageError,
-                kinac.KinaConfigError, HostRuntimeError, KinacRuntimeError, CudaUnavailableError, CudaError,
-                OutOfMemoryError, UsageError):
+    for cls in (
+        kinac.KinaCompileError,
+        kinac.KinaCallError,
+        kinac.KinaRuntimeError,
+        kinac.KinaUsageError,
+        kinac.KinaConfigError,
+        HostRuntimeError,
+        KinacRuntimeError,
+        CudaUnavailableError,
+        CudaError,
+        OutOfMemoryError,
+        UsageError,
+    ):
         assert issubclass(cls, kinac.KinaError), cls
-    assert issubclass(HostRuntimeError, kinac.KinaRuntimeError) and issubclass(CudaError, kinac.KinaRuntimeError)
-    assert UsageError is kinac.KinaUsageError and issubclass(kinac.KinaConfigError, kinac.KinaUsageError)
-    assert {kinac.KinaUsageError.exit_code, kinac.KinaCompileError.exit_code, kinac.KinaRuntimeError.exit_code} == {1, 2}
+    assert issubclass(HostRuntimeError, kinac.KinaRuntimeError) and issubclass(
+        CudaError, kinac.KinaRuntimeError
+    )
+    assert UsageError is kinac.KinaUsageError and issubclass(
+        kinac.KinaConfigError, kinac.KinaUsageError
+    )
+    assert {
+        kinac.KinaUsageError.exit_code,
+        kinac.KinaCompileError.exit_code,
+        kinac.KinaRuntimeError.exit_code,
+    } == {1, 2}
     assert kinac.KinaUsageError.exit_code == 2 and kinac.KinaCallError.exit_code == 1
     # older code catches these as the builtins they used to be
-    assert issubclass(kinac.KinaCallError, TypeError) and issubclass(kinac.KinaRuntimeError, RuntimeError)
+    assert issubclass(kinac.KinaCallError, TypeError) and issubclass(
+        kinac.KinaRuntimeError, RuntimeError
+    )
 
 
 def test_bad_path_from_python_is_a_kina_error(tmp_path: Path) -> None:
@@ -60,17 +91,28 @@ def test_gather_out_of_range_is_one_error_line_exit_1(tmp_path: Path) -> None:
     src = tmp_path / "g.kina"
     src.write_text(GATHER)
     np.savez(tmp_path / "in.npz", t=np.ones((4, 3), np.float32), i=np.array([0, 9], np.int32))
-    p = kinac_proc("run", str(src), "emb", "--dims", "V=4,D=3,N=2", "--inputs", str(tmp_path / "in.npz"),
-                   "--no-cache")
+    p = kinac_proc(
+        "run",
+        str(src),
+        "emb",
+        "--dims",
+        "V=4,D=3,N=2",
+        "--inputs",
+        str(tmp_path / "in.npz"),
+        "--no-cache",
+    )
     assert p.returncode == 1, p.stderr
     assert "Traceback" not in p.stderr
     assert p.stderr.startswith("kinac: error: emb: gather index 9") and p.stderr.count("\n") == 1
     with pytest.raises(kinac.KinaRuntimeError, match="gather index 9"):
-        kinac.compile(src, "emb", no_cache=True)(np.ones((4, 3), np.float32), np.array([0, 9], np.int32))
+        kinac.compile(src, "emb", no_cache=True)(
+            np.ones((4, 3), np.float32), np.array([0, 9], np.int32)
+        )
 
 
 def test_internal_error_is_one_line_exit_3_traceback_only_when_debugging(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = tmp_path / "ok.kina"
     src.write_text("(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N]) x)\n")
 
@@ -81,7 +123,9 @@ def test_internal_error_is_one_line_exit_3_traceback_only_when_debugging(
     monkeypatch.delenv("KINAC_DEBUG", raising=False)
     assert main(["check", str(src), "--no-cache"]) == 3
     err = capsys.readouterr().err
-    assert "kinac: internal error: AssertionError: invariant broken" in err and "bug in kinac" in err
+    assert (
+        "kinac: internal error: AssertionError: invariant broken" in err and "bug in kinac" in err
+    )
     assert "Traceback" not in err and "--debug" in err
     assert main(["check", str(src), "--no-cache", "--debug"]) == 3
     assert "Traceback" in capsys.readouterr().err
@@ -94,21 +138,27 @@ def test_internal_error_is_one_line_exit_3_traceback_only_when_debugging(
 
 def test_exit_codes_are_documented() -> None:
     p = kinac_proc("--help")
-    assert "exit codes: 0 clean, 1 errors in the program, 2 usage or configuration errors" in p.stdout
+    assert (
+        "exit codes: 0 clean, 1 errors in the program, 2 usage or configuration errors" in p.stdout
+    )
     assert "3 internal error" in p.stdout and "NO_COLOR" in p.stdout
     readme = (ROOT / "README.md").read_text()
     assert "kinac.KinaError" in readme and "KINAC_DEBUG" in readme
 
 
-@pytest.mark.parametrize(("env", "flag", "coloured"), [
-    ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, "auto", False),  # NO_COLOR wins (no-color.org)
-    ({"FORCE_COLOR": "1"}, "auto", True),
-    ({"FORCE_COLOR": "1"}, "never", False),
-    ({"NO_COLOR": "1"}, "always", True),  # an explicit flag beats the environment
-    ({}, "auto", False),  # not a terminal
-])
+@pytest.mark.parametrize(
+    ("env", "flag", "coloured"),
+    [
+        ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, "auto", False),  # NO_COLOR wins (no-color.org)
+        ({"FORCE_COLOR": "1"}, "auto", True),
+        ({"FORCE_COLOR": "1"}, "never", False),
+        ({"NO_COLOR": "1"}, "always", True),  # an explicit flag beats the environment
+        ({}, "auto", False),  # not a terminal
+    ],
+)
 def test_colour_follows_flag_then_no_color_then_force_color(
-        tmp_path: Path, env: dict[str, str], flag: str, coloured: bool) -> None:
+    tmp_path: Path, env: dict[str, str], flag: str, coloured: bool
+) -> None:
     bad = tmp_path / "bad.kina"
     bad.write_text(BAD)
     p = kinac_proc("check", str(bad), "--no-cache", "--color", flag, env=env)

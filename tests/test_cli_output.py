@@ -12,8 +12,10 @@ import pytest
 from kinac.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-LETS = ("(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N])\n"
-        "  (let [(y (add x x)) (z (mul y x))] z))\n")
+LETS = (
+    "(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N])\n"
+    "  (let [(y (add x x)) (z (mul y x))] z))\n"
+)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -30,7 +32,9 @@ def mlp(tmp_path: Path) -> Path:
     return ws
 
 
-def test_check_types_as_json_keeps_the_types(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_types_as_json_keeps_the_types(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = tmp_path / "f.kina"
     src.write_text(LETS)
     rc, text, _ = run(capsys, "check", str(src), "--types", "--no-cache")
@@ -46,17 +50,22 @@ def test_check_types_as_json_keeps_the_types(tmp_path: Path, capsys: pytest.Capt
     assert json.loads(out) == []  # without --types: still the plain list of diagnostics
 
 
-def test_counts_are_pluralised(mlp: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_counts_are_pluralised(
+    mlp: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cache = str(tmp_path / "c")
     rc, _, err = run(capsys, "build", str(mlp), "--cache-dir", cache)
     assert rc == 0 and "built 1 file, 3 artifacts" in err and "1 files" not in err
-    (mlp / "kina.toml").write_text((mlp / "kina.toml").read_text().replace("[target]", "[solver]\nbudget_ms = 1999\n[target]"))
+    (mlp / "kina.toml").write_text(
+        (mlp / "kina.toml").read_text().replace("[target]", "[solver]\nbudget_ms = 1999\n[target]")
+    )
     rc, _, err = run(capsys, "build", str(mlp), "--cache-dir", cache)
     assert rc == 0 and ("queries run" in err or "1 query run" in err) and "1 queries" not in err
 
 
 def test_why_says_when_nothing_reran_and_does_not_repeat_chains(
-        mlp: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mlp: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cache = str(tmp_path / "c")
     assert run(capsys, "build", str(mlp), "--cache-dir", cache)[0] == 0
     rc, out, _ = run(capsys, "build", str(mlp), "--why", "--cache-dir", cache)
@@ -71,16 +80,29 @@ def test_why_says_when_nothing_reran_and_does_not_repeat_chains(
     assert all(line.count("  <-  ") <= 1 for line in lines) and len(set(lines)) == len(lines)
 
 
-@pytest.mark.parametrize(("toml", "key", "said"), [
-    ('dims = { B = "four", S = 1, D = 2, F = 3 }', "entry[0].dims.B",
-     'dimension B takes a positive integer, e.g. B = 128; got "four" (a string)'),
-    ("dims = { B = 1.5, S = 1, D = 2, F = 3 }", "entry[0].dims.B",
-     "dimension B takes a positive integer, e.g. B = 128; got 1.5 (a float)"),
-    ('dims = { B = 1, S = 1, D = 2, F = 3 }\ndtypes = { T = "f99" }', "entry[0].dtypes.T",
-     "expected one of 'f64', 'f32', 'f16', 'bf16', 'i64', 'i32' or 'bool'; got \"f99\" (a string)"),
-])
+@pytest.mark.parametrize(
+    ("toml", "key", "said"),
+    [
+        (
+            'dims = { B = "four", S = 1, D = 2, F = 3 }',
+            "entry[0].dims.B",
+            'dimension B takes a positive integer, e.g. B = 128; got "four" (a string)',
+        ),
+        (
+            "dims = { B = 1.5, S = 1, D = 2, F = 3 }",
+            "entry[0].dims.B",
+            "dimension B takes a positive integer, e.g. B = 128; got 1.5 (a float)",
+        ),
+        (
+            'dims = { B = 1, S = 1, D = 2, F = 3 }\ndtypes = { T = "f99" }',
+            "entry[0].dtypes.T",
+            "expected one of 'f64', 'f32', 'f16', 'bf16', 'i64', 'i32' or 'bool'; got \"f99\" (a string)",
+        ),
+    ],
+)
 def test_kina_toml_errors_in_its_own_terms_and_as_json(
-        mlp: Path, capsys: pytest.CaptureFixture[str], toml: str, key: str, said: str) -> None:
+    mlp: Path, capsys: pytest.CaptureFixture[str], toml: str, key: str, said: str
+) -> None:
     cfg = mlp / "kina.toml"
     cfg.write_text(cfg.read_text().replace("dims = { B = 4, S = 128, D = 256, F = 1024 }", toml))
     rc, out, err = run(capsys, "build", str(mlp), "--no-cache")
@@ -99,4 +121,7 @@ def test_unknown_dim_in_an_entry_is_k0152(mlp: Path, capsys: pytest.CaptureFixtu
     cfg.write_text(cfg.read_text().replace("F = 1024 }", "F = 1024, d = 8 }"))
     rc, out, _ = run(capsys, "build", str(mlp), "--no-cache")
     assert rc == 1
-    assert "error[K0152]: entry `mlp`: `d` is not a dim of `mlp` (did you mean `D`?); its dims: B, S, D, F" in out
+    assert (
+        "error[K0152]: entry `mlp`: `d` is not a dim of `mlp` (did you mean `D`?); its dims: B, S, D, F"
+        in out
+    )

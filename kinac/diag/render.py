@@ -31,8 +31,15 @@ def to_json(d: Diagnostic, resolve: Resolver) -> dict[str, Any]:
         s = resolve_label(label, resolve)
         out: dict[str, Any] = {"message": label.message}
         if s is not None:
-            out.update(file=s.file, line=s.line, column=s.col, end_line=s.end_line,
-                       end_column=s.end_col, start=s.start, end=s.end)
+            out.update(
+                file=s.file,
+                line=s.line,
+                column=s.col,
+                end_line=s.end_line,
+                end_column=s.end_col,
+                start=s.start,
+                end=s.end,
+            )
         elif isinstance(label.loc, NodeRef):
             out.update(file=label.loc.file, defn=label.loc.defn)
         return out
@@ -53,7 +60,9 @@ def dumps_json(diags: Iterable[Diagnostic], resolve: Resolver) -> str:
     return json.dumps([to_json(d, resolve) for d in diags], indent=2)
 
 
-def _excerpt(lines: list[tuple[int, str, list[tuple[int, int, str, str]]]]) -> list[tuple[str, str]]:
+def _excerpt(
+    lines: list[tuple[int, str, list[tuple[int, int, str, str]]]],
+) -> list[tuple[str, str]]:
     """Gutter-numbered source lines with underline rows: ``(text, style)`` fragments per row."""
     width = max((len(str(n)) for n, _, _ in lines), default=1)
     rows: list[tuple[str, str]] = []
@@ -72,17 +81,24 @@ def _excerpt(lines: list[tuple[int, str, list[tuple[int, int, str, str]]]]) -> l
 
 def render_text(d: Diagnostic, resolve: Resolver, source_of: SourceOf) -> list[tuple[str, str]]:
     """Rows of ``(text, rich style)`` for one diagnostic."""
-    out: list[tuple[str, str]] = [(f"{d.severity}[{d.code}]: {d.message}", _SEVERITY_STYLE.get(d.severity, "bold"))]
+    out: list[tuple[str, str]] = [
+        (f"{d.severity}[{d.code}]: {d.message}", _SEVERITY_STYLE.get(d.severity, "bold"))
+    ]
     primary = resolve_label(d.primary, resolve)
     if primary is not None:
         out.append((f"  --> {primary.file}:{primary.line}:{primary.col}", "blue"))
     by_file: dict[str, dict[int, list[tuple[int, int, str, str]]]] = {}
-    for label, ch, style in [(d.primary, "^", "bold red"), *((s, "-", "bold blue") for s in d.secondary)]:
+    for label, ch, style in [
+        (d.primary, "^", "bold red"),
+        *((s, "-", "bold blue") for s in d.secondary),
+    ]:
         s = resolve_label(label, resolve)
         if s is None:
             continue
         end_col = s.end_col if s.end_line == s.line else s.col + 1
-        by_file.setdefault(s.file, {}).setdefault(s.line, []).append((s.col, end_col, ch + label.message, style))
+        by_file.setdefault(s.file, {}).setdefault(s.line, []).append(
+            (s.col, end_col, ch + label.message, style)
+        )
     for file, marks in by_file.items():
         text = source_of(file)
         if text is None:
@@ -121,8 +137,13 @@ def use_color(choice: str = "auto") -> bool | None:
     return None
 
 
-def print_diagnostics(diags: Iterable[Diagnostic], resolve: Resolver, source_of: SourceOf,
-                      file: Any = None, color: bool | None = None) -> None:
+def print_diagnostics(
+    diags: Iterable[Diagnostic],
+    resolve: Resolver,
+    source_of: SourceOf,
+    file: Any = None,
+    color: bool | None = None,
+) -> None:
     """Print diagnostics; colour when ``color`` is True, never when False, and when None only
     when writing to a terminal and the environment allows it (:func:`use_color`)."""
     from rich.console import Console
@@ -131,8 +152,9 @@ def print_diagnostics(diags: Iterable[Diagnostic], resolve: Resolver, source_of:
     if color is None:
         color = use_color("auto")
     # force_terminal=False (not rich's no_color, which keeps bold) writes no escape codes at all
-    console = Console(file=file, highlight=False, soft_wrap=True, force_terminal=color,
-                      no_color=color is False)
+    console = Console(
+        file=file, highlight=False, soft_wrap=True, force_terminal=color, no_color=color is False
+    )
     for d in diags:
         for text, style in render_text(d, resolve, source_of):
             console.print(Text(text, style=style))

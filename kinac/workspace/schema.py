@@ -85,18 +85,33 @@ def _dims_errors(raw: dict[str, Any]) -> list[ConfigError]:
     entries = raw.get("entry")
     for i, e in enumerate(entries if isinstance(entries, list) else []):
         dims = e.get("dims") if isinstance(e, dict) else None
-        for k, d in (dims.items() if isinstance(dims, dict) else ()):
+        for k, d in dims.items() if isinstance(dims, dict) else ():
             key = f"entry[{i}].dims.{k}" if k.isidentifier() else f'entry[{i}].dims."{k}"'
             if k.startswith(".."):
                 if not isinstance(d, list) or not d or not all(_positive_int(x) for x in d):
-                    out.append(ConfigError(key, f"variadic group {k} takes a list of dims (positive integers), "
-                                                f"e.g. \"{k}\" = [4, 128]; got {_toml_repr(d)}"))
+                    out.append(
+                        ConfigError(
+                            key,
+                            f"variadic group {k} takes a list of dims (positive integers), "
+                            f'e.g. "{k}" = [4, 128]; got {_toml_repr(d)}',
+                        )
+                    )
             elif isinstance(d, list):
-                out.append(ConfigError(key, f"dimension {k} takes one positive integer, not a list "
-                                            f"(lists are for variadic groups such as \"..b\")"))
+                out.append(
+                    ConfigError(
+                        key,
+                        f"dimension {k} takes one positive integer, not a list "
+                        f'(lists are for variadic groups such as "..b")',
+                    )
+                )
             elif not _positive_int(d):
-                out.append(ConfigError(key, f"dimension {k} takes a positive integer, e.g. {k} = 128; "
-                                            f"got {_toml_repr(d)}"))
+                out.append(
+                    ConfigError(
+                        key,
+                        f"dimension {k} takes a positive integer, e.g. {k} = 128; "
+                        f"got {_toml_repr(d)}",
+                    )
+                )
     return out
 
 
@@ -106,15 +121,29 @@ def _positive_int(x: Any) -> bool:
 
 def _toml_repr(x: Any) -> str:
     """A value as the user wrote it in TOML, with its TOML type."""
-    kind = ("a boolean" if isinstance(x, bool) else "an integer" if isinstance(x, int)
-            else "a float" if isinstance(x, float) else "a string" if isinstance(x, str)
-            else "an array" if isinstance(x, list) else "a table" if isinstance(x, dict) else "a date/time")
+    kind = (
+        "a boolean"
+        if isinstance(x, bool)
+        else "an integer"
+        if isinstance(x, int)
+        else "a float"
+        if isinstance(x, float)
+        else "a string"
+        if isinstance(x, str)
+        else "an array"
+        if isinstance(x, list)
+        else "a table"
+        if isinstance(x, dict)
+        else "a date/time"
+    )
     if isinstance(x, bool):
         text = "true" if x else "false"
     elif isinstance(x, str):
         text = '"' + x.replace('"', '\\"') + '"'
     elif isinstance(x, dict):
-        text = "{ " + ", ".join(f"{k} = {_toml_repr(v).split(' (')[0]}" for k, v in x.items()) + " }"
+        text = (
+            "{ " + ", ".join(f"{k} = {_toml_repr(v).split(' (')[0]}" for k, v in x.items()) + " }"
+        )
     else:
         text = str(x).replace("'", '"').replace("True", "true").replace("False", "false")
     if len(text) > 60:
@@ -142,10 +171,16 @@ def _user_path(loc: tuple[Any, ...], raw: Any) -> tuple[str, Any]:
 
 
 _EXPECTED = {
-    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
-    "bool_type": "true or false", "bool_parsing": "true or false",
-    "string_type": "a string", "list_type": "an array", "dict_type": "a table",
-    "model_type": "a table", "model_attributes_type": "a table",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
 }
 
 
@@ -167,7 +202,7 @@ def _message(err: Any, value: Any) -> str:
         op = ">=" if kind == "greater_than_equal" else "<="
         return f"expected an integer {op} {ctx.get('ge', ctx.get('le'))}{got}"
     if kind == "string_pattern_mismatch" and "sm_" in str(ctx.get("pattern", "")):
-        return f"expected a GPU architecture such as \"sm_90\" or \"sm_90a\"{got}"
+        return f'expected a GPU architecture such as "sm_90" or "sm_90a"{got}'
     if kind == "string_pattern_mismatch":
         return f"expected text of the form {ctx.get('pattern', '')!s}{got}"
     if kind in ("string_too_short", "too_short"):
@@ -201,7 +236,12 @@ def validate(text: str, default_name: str) -> ConfigResult:
     for i, mesh in enumerate(m.mesh):
         axes = mesh.axes if mesh.axes is not None else ([mesh.name] if len(mesh.shape) == 1 else [])
         if len(axes) != len(mesh.shape):
-            errors.append(ConfigError(f"mesh[{i}].axes", f"expected {len(mesh.shape)} axis names, one per mesh dimension"))
+            errors.append(
+                ConfigError(
+                    f"mesh[{i}].axes",
+                    f"expected {len(mesh.shape)} axis names, one per mesh dimension",
+                )
+            )
         meshes.append(MeshConfig(mesh.name, tuple(mesh.shape), tuple(axes)))
     if errors:
         return ConfigResult(None, tuple(errors))
@@ -209,14 +249,22 @@ def validate(text: str, default_name: str) -> ConfigResult:
         name=m.workspace.name,
         sources=tuple(m.workspace.sources),
         exclude=tuple(m.workspace.exclude),
-        target=TargetConfig(m.target.kind, m.target.arch, m.target.device, m.target.allow_tf32, m.target.graphs),
+        target=TargetConfig(
+            m.target.kind, m.target.arch, m.target.device, m.target.allow_tf32, m.target.graphs
+        ),
         solver_budget_ms=m.solver.budget_ms,
         on_unknown=m.solver.on_unknown,
         meshes=tuple(meshes),
         entries=tuple(
-            EntryConfig(e.name, e.defn or e.name, e.file,
-                        tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in e.dims.items())),
-                        tuple(sorted(e.dtypes.items())))
+            EntryConfig(
+                e.name,
+                e.defn or e.name,
+                e.file,
+                tuple(
+                    sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in e.dims.items())
+                ),
+                tuple(sorted(e.dtypes.items())),
+            )
             for e in m.entry
         ),
         cache_dir=m.workspace.cache_dir,

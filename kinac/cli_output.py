@@ -1,0 +1,162 @@
+"""What the command line prints besides diagnostics: counts, ``--why``, ``--types``, JSON
+documents for ``kina.toml`` errors, the progress line. Split from :mod:`kinac.cli` so that
+module reads as the commands and their exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 file``, ``2 files``, ``1 query``, ``0 queries``."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def _config_ok(sess: Any, json_doc: dict[str, Any] | None = None, as_list: bool = False) -> bool:
+    """Print kina.toml's errors (text on stderr; with ``--json``/``--format json`` also a JSON
+    document on stdout, so a tool reading stdout sees why); False when there are any."""
+    res = sess.config_result()
+    for e in res.errors:
+        print(f"kinac: error: {sess.config_error_text(e)}", file=sys.stderr)
+    if res.errors and (json_doc is not None or as_list):
+        diags = [_config_error_json(sess, e) for e in res.errors]
+        print(
+            json.dumps(diags if as_list else {**(json_doc or {}), "diagnostics": diags}, indent=2)
+        )
+    return not res.errors
+
+
+def _config_error_json(sess: Any, e: Any) -> dict[str, Any]:
+    """A kina.toml error in the shape of a diagnostic's JSON (code K0154, no source span)."""
+    return {
+        "code": "K0154",
+        "severity": "error",
+        "message": sess.config_error_text(e),
+        "primary": {"message": e.message, "file": "kina.toml", "key": e.key},
+        "secondary": [],
+        "notes": [],
+        "help": "kina.toml.example lists every key and its type",
+        "counterexample": None,
+    }
+
+
+def _print_diags(sess: Any, diags: list[Any], color: str = "auto") -> None:
+    if not diags:
+        return
+    from kinac.diag.render import print_diagnostics, use_color
+
+    print_diagnostics(diags, sess.resolve, sess.source_of, color=use_color(color))
+
+
+def _summary(diags: list[Any]) -> str:
+    errors = sum(1 for d in diags if d.severity == "error")
+    warnings = sum(1 for d in diags if d.severity == "warning")
+    if not errors and not warnings:
+        return "no errors"
+    return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+
+
+def _checked_defns(sess: Any, report: Any) -> list[tuple[str, Any]]:
+    from kinac import pipeline
+
+    out = []
+    for f in report.files:
+        if f.file == "kina.toml":
+            continue
+        for name in dict.fromkeys(pipeline.file_index(sess.db, f.file).defns):
+            out.append((f.file, pipeline.check_defn(sess.db, pipeline.DefnKey(f.file, name))))
+    return out
+
+
+def _types_text(sess: Any, report: Any) -> str:
+    """``check --types``: every defn's let bindings with their inferred types."""
+    from kinac.check import format_types
+
+    return "\n\n".join(
+        f"; {file}\n{format_types(c)}".rstrip() for file, c in _checked_defns(sess, report)
+    )
+
+
+def _types_json(sess: Any, report: Any) -> list[dict[str, Any]]:
+    """``check --types --format json``: per defn, its let bindings (name, type, nesting depth)
+    and result type, read from the same text ``--types`` prints (one source of truth)."""
+    from kinac.check import format_types
+
+    out = []
+    for file, checked in _checked_defns(sess, report):
+        lines = format_types(checked).rstrip("\n").splitlines()
+        doc: dict[str, Any] = {
+            "file": file,
+            "defn": checked.ref.name,
+            "typed": checked.body is not None,
+            "bindings": [],
+            "result": None,
+        }
+        for line in lines[1:]:
+            text = line.strip()
+            if text.startswith("=> "):
+                doc["result"] = text[3:]
+                continue
+            name, _, typ = text.partition(" : ")
+            doc["bindings"].append(
+                {"name": name, "type": typ, "depth": (len(line) - len(line.lstrip())) // 2}
+            )
+        out.append(doc)
+    return out
+
+
+def _why_text(chains: list[list[str]], reused: int) -> str:
+    """``build --why`` as text: per changed input, the queries it re-ran, each with the one
+    dependency that made it re-run (the full chains, which repeat each other, are in --json)."""
+    if not chains:
+        return f"nothing re-ran: no input changed since the last build ({plural(reused, 'query', 'queries')} reused)"
+    by_cause: dict[str, list[str]] = {}
+    for chain in chains:
+        cause = chain[-1]
+        step = chain[0] if len(chain) == 1 else f"{chain[0]}  <-  {chain[1]}"
+        if len(chain) == 1:
+            step += "  (an input: read again)"
+        by_cause.setdefault(cause, []).append(step)
+    out = []
+    for cause, steps in by_cause.items():
+        out.append(f"{cause} changed; re-ran {plural(len(steps), 'query', 'queries')}:")
+        out.extend(f"  {s}" for s in steps)
+    return "\n".join(out)
+
+
+def _jsonable(key: Any) -> Any:
+    from kinac.rules.codec import _to_plain
+
+    return _to_plain(key)
+
+
+class _progress:
+    """A rich status line while a long build runs in a terminal."""
+
+    def __init__(self, sess: Any, enabled: bool) -> None:
+        self.sess, self.enabled = sess, enabled
+        self.status: Any = None
+
+    def __enter__(self) -> _progress:
+        if self.enabled:
+            from rich.console import Console
+
+            self.status = Console(stderr=True).status("building…")
+            self.status.__enter__()
+            log = self.sess.db.events
+            original = log.executed
+
+            def hook(q: Any, key: Any, *rest: Any) -> None:
+                original(q, key, *rest)
+                n = len(log.events)
+                if n % 25 == 0 and self.status is not None:
+                    self.status.update(f"building… {n} queries ({q.name})")
+
+            log.executed = hook  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.status is not None:
+            self.status.__exit__(*exc)
