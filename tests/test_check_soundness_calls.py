@@ -6,9 +6,15 @@ entries), where a zero or negative dim is a diagnostic, never a silent binding."
 
 from __future__ import annotations
 
+import itertools
+import random
+
 from check_support import Workspace
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kinac.check import DefnRef, bind_call_types, specialise
+from kinac.check import dims as D
 from kinac.check.bind import CallBinding
 from kinac.check.concrete import eval_all
 from kinac.check.formula import holds
@@ -173,3 +179,87 @@ def test_entry_with_a_non_positive_group_dim_is_refused() -> None:
         assert "`..b`" in sp.diagnostics[0].message
     sp = specialise(DefnRef("p.kina", "grp"), {"..b": (2, 3), "N": 2}, {}, ws.env)
     assert sp.graph is not None, ws.render(sp.diagnostics)
+
+
+# ---------------------------------------------------------------- property: calls vs an oracle
+
+# Callees whose dims a call fixes in every way the plan knows: alone, a sum with a constant,
+# a multiple, a sum of two variables, a where equality.
+ORACLE_CALLEES = """
+(defn c-plus [(x : (tensor f32 [(+ A 2)]))] -> (tensor f32 [A])
+  (slice x :axis 0 :start 2 :stop (+ A 2)))
+(defn c-times [(x : (tensor f32 [(+ (* 2 A) 1)]))] -> (tensor f32 [A])
+  (slice x :axis 0 :start 0 :stop A))
+(defn c-sum [(x : (tensor f32 [(+ A B)])) (y : (tensor f32 [B]))] -> (tensor f32 [A])
+  (slice x :axis 0 :start 0 :stop A))
+(defn c-where [(x : (tensor f32 [D])) (y : (tensor f32 [H]))] -> (tensor f32 [Dh])
+  (where (= D (+ H Dh)))
+  (slice x :axis 0 :start H :stop D))
+"""
+ARG_DIMS = ["N", "M", "1", "2", "3", "(+ N 1)", "(+ N 2)", "(* 2 N)", "(+ N M)", "(+ M 1)"]
+CALLER_WHERE = ["", "(where (< M N))", "(where (<= M N))", "(where (> N 2))", "(where (= M 2))"]
+
+
+def _oracle_binds(ws: Workspace, callee: str, shapes: list[int]) -> bool:
+    """Whether some callee dims in 1..12 give exactly ``shapes`` and meet its where clause:
+    brute force over the signature, independent of the checker's plan."""
+    pf = ws.env.file("p.kina")
+    assert pf is not None
+    sig = analyse("p.kina", next(d.signature for d in pf.defns if d.name == callee))
+    dims = [p.type.shape.dims[0] for p in sig.params if p.type is not None]
+    names = sig.dim_vars
+    for vals in itertools.product(range(1, 13), repeat=len(names)):
+        env = dict(zip(names, vals, strict=True))
+        if [D.evaluate(d, env) for d in dims] == shapes and all(
+            holds(r, env) for r in sig.assumptions
+        ):
+            return True
+    return False
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1))
+def test_calls_agree_with_a_brute_force_oracle(seed: int) -> None:
+    r = random.Random(seed)
+    callee = r.choice(["c-plus", "c-times", "c-sum", "c-where"])
+    n_args = 1 if callee in ("c-plus", "c-times") else 2
+    arg_dims = [r.choice(ARG_DIMS) for _ in range(n_args)]
+    where = r.choice(CALLER_WHERE)
+    params = " ".join(f"(a{i} : (tensor f32 [{d}]))" for i, d in enumerate(arg_dims))
+    carriers = "(n : (tensor f32 [N])) (m : (tensor f32 [M]))"  # N and M are always bound
+    body = f"(let [(t ({callee} {' '.join(f'a{i}' for i in range(n_args))}))] a0)"
+    src = (
+        ORACLE_CALLEES
+        + f"(defn use [{params} {carriers}] -> (tensor f32 [{arg_dims[0]}])\n"
+        + f"  {where}\n  {body})\n"
+    )
+    ws = Workspace({"p.kina": src})
+    c = ws.env.checked(DefnRef("p.kina", "use"))
+    caller = analyse("p.kina", ws.env.defn(DefnRef("p.kina", "use")).signature)
+    arg_polys = [p.type.shape.dims[0] for p in caller.params if p.type is not None][:n_args]
+    envs = [
+        dict(zip(caller.dim_vars, v, strict=True))
+        for v in itertools.product(range(1, 7), repeat=len(caller.dim_vars))
+    ]
+    envs = [e for e in envs if all(holds(a, e) for a in caller.assumptions)]
+    if c.ok:
+        for env in envs:
+            shapes = [D.evaluate(p, env) for p in arg_polys]
+            assert _oracle_binds(ws, callee, shapes), (src, env, shapes)
+        return
+    errs = [d for d in c.diagnostics if d.is_error]
+    assert errs and all(d.code in ("K0408", "K0409", "K0410") for d in errs), (src, errs)
+    for d in errs:
+        if d.counterexample is None:  # a ground refutation: it fails at every env
+            assert all(
+                not _oracle_binds(ws, callee, [D.evaluate(p, e) for p in arg_polys]) for e in envs
+            ), (src, d.message)
+            continue
+        cex = dict(d.counterexample)
+        at = [e for e in envs if all(e[k] == v for k, v in cex.items() if k in e)]
+        assert at, (src, d.message, cex)
+        assert not _oracle_binds(ws, callee, [D.evaluate(p, at[0]) for p in arg_polys]), (
+            src,
+            d.message,
+            cex,
+        )
