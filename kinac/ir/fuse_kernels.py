@@ -70,20 +70,33 @@ class _Fuser:
         self.ops = [o for o in self.block.ops if o is not ret]
         self.mat: set[SSAValue] = set(self.block.args)
         self._cost: dict[SSAValue, int] = {}
+        self._order = {o: i for i, o in enumerate(self.ops)}
 
     def cost(self, v: SSAValue) -> int:
-        """Rough cost of recomputing ``v`` per element, up to materialised values."""
-        if v in self.mat or isinstance(v, BlockArgument):
-            return 0
-        if v in self._cost:
-            return self._cost[v]
-        op = v.owner
-        assert isinstance(op, Operation)
-        own = 0 if isinstance(op, VIEWS + (st.CreationOp,)) else 1
-        own = 4 if _expensive(op) else own
-        c = own + sum([self.cost(o) for o in op.operands])
-        self._cost[v] = c
-        return c
+        """Rough cost of recomputing ``v`` per element, up to materialised values.
+
+        Iterative (an explicit stack, each value once): an unmaterialised chain may be as long
+        as the program (1,500 chained lets), deeper than Python's recursion limit."""
+        stack = [v]
+        while stack:
+            u = stack[-1]
+            if self._free(u) or u in self._cost:
+                stack.pop()
+                continue
+            op = u.owner
+            assert isinstance(op, Operation)
+            todo = [o for o in op.operands if not self._free(o) and o not in self._cost]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            own = 0 if isinstance(op, VIEWS + (st.CreationOp,)) else 1
+            own = 4 if _expensive(op) else own
+            self._cost[u] = own + sum(0 if self._free(o) else self._cost[o] for o in op.operands)
+        return 0 if self._free(v) else self._cost[v]
+
+    def _free(self, v: SSAValue) -> bool:
+        return v in self.mat or isinstance(v, BlockArgument)
 
     def decide(self) -> None:
         for op in self.ops:
@@ -92,8 +105,9 @@ class _Fuser:
         self.mat.update(self.ret.operands)
         for op in self.ops:
             v = op.results[0]
+            # no need to forget costs here: those known are of values before ``v`` (program
+            # order), which materialising ``v`` cannot change (keeps the pass linear)
             if isinstance(op, ELEMENTWISE + VIEWS) and len(_users(v)) >= 2:
-                self._cost.clear()
                 if self.cost(v) > 0:
                     self.mat.add(v)
         for op in self.ops:
@@ -127,8 +141,7 @@ class _Fuser:
                     owner = u.owner
                     assert isinstance(owner, Operation)
                     stack.append(owner)
-        order = {o: i for i, o in enumerate(self.ops)}
-        return inputs, sorted(seen, key=lambda o: order[o])
+        return inputs, sorted(seen, key=self._order.__getitem__)
 
     def kernel(self, v: SSAValue, n: int, done: dict[SSAValue, SSAValue]) -> Operation:
         root = v.owner
