@@ -43,6 +43,8 @@ class InMemoryEnv:
         self.solve_cache = solve_cache if solve_cache is not None else {}
         self.solver_calls = 0
         self._checked: dict[DefnRef, CheckedDefn] = {}
+        self._callees: dict[DefnRef, tuple[tuple[DefnRef, int], ...]] = {}
+        self._names: dict[str, tuple[ast.ParsedFile, dict[str, ast.Defn]]] = {}
 
     @classmethod
     def from_sources(cls, sources: dict[str, str], budget_ms: int = 2000) -> InMemoryEnv:
@@ -79,22 +81,31 @@ class InMemoryEnv:
                     out.append(PRELUDE_PREFIX + imp.path)
         return out
 
-    def defn(self, ref: DefnRef) -> ast.Defn | None:
-        pf = self.file(ref.file)
+    def _by_name(self, path: str) -> dict[str, ast.Defn]:
+        """The first defn of each name in ``path`` (rebuilt if the parse was replaced), so a
+        lookup is a dict probe, not a scan: checking a file stays linear in its size."""
+        pf = self.file(path)
         if pf is None:
-            return None
-        return next((d for d in pf.defns if d.name == ref.name), None)
+            return {}
+        hit = self._names.get(path)
+        if hit is None or hit[0] is not pf:
+            table: dict[str, ast.Defn] = {}
+            for d in pf.defns:
+                table.setdefault(d.name, d)
+            hit = (pf, table)
+            self._names[path] = hit
+        return hit[1]
+
+    def defn(self, ref: DefnRef) -> ast.Defn | None:
+        return self._by_name(ref.file).get(ref.name)
 
     # ------------------------------------------------------------ CheckEnv
 
     def lookup(self, file: str, name: str) -> tuple[DefnRef, ast.Signature] | None:
         for f in (file, *self.imports(file)):
-            pf = self.file(f)
-            if pf is None:
-                continue
-            for d in pf.defns:
-                if d.name == name:
-                    return DefnRef(f, name), d.signature
+            d = self._by_name(f).get(name)
+            if d is not None:
+                return DefnRef(f, name), d.signature
         return None
 
     def is_broken(self, file: str, name: str) -> bool:
@@ -149,8 +160,12 @@ class InMemoryEnv:
     def callees(self, ref: DefnRef) -> tuple[tuple[DefnRef, int], ...]:
         from kinac.check.module import calls_of
 
-        d = self.defn(ref)
-        return calls_of(ref.file, d, self) if d is not None else ()
+        out = self._callees.get(ref)
+        if out is None:
+            d = self.defn(ref)
+            out = calls_of(ref.file, d, self) if d is not None else ()
+            self._callees[ref] = out
+        return out
 
     def check_file(self, path: str) -> list[CheckedDefn]:
         """Check every defn of a file (first of each name)."""
