@@ -44,3 +44,12 @@ def test_1500_chained_lets_check() -> None:
     env = InMemoryEnv.from_sources({"p.kina": src})
     (c,) = env.check_file("p.kina")
     assert c.ok and c.diagnostics == ()
+
+
+def test_specialising_a_chain_of_1500_calls_inlines_without_recursion() -> None:
+    from kinac.check import specialise
+
+    env = InMemoryEnv.from_sources({"p.kina": _chain(DEPTH)})
+    spec = specialise(DefnRef("p.kina", f"f{DEPTH - 1}"), {"N": 3}, {}, env)
+    assert spec.diagnostics == () and spec.graph is not None
+    assert [n.op for n in spec.graph.nodes] == ["param", "neg"]

@@ -9,7 +9,7 @@ these dims, so a disagreement between the two rule forms is caught as an interna
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +161,18 @@ class _Emitter:
         dts: dict[str, str],
         stack: tuple[DefnRef, ...],
     ) -> Val:
+        return self.run(*self.enter(ref, args, denv, groups, dts, stack))
+
+    def enter(
+        self,
+        ref: DefnRef,
+        args: list[Val],
+        denv: dict[str, int],
+        groups: dict[str, tuple[int, ...]],
+        dts: dict[str, str],
+        stack: tuple[DefnRef, ...],
+    ) -> tuple[TExpr, _Ctx]:
+        """The body to inline for a call of ``ref`` and its context."""
         if ref in stack:
             raise _Abort(error("K0204", f"`{ref.name}` is recursive", at(ref.file, ref.name, 0)))
         cd = self.env.checked(ref)
@@ -168,10 +180,29 @@ class _Emitter:
             raise _Abort(
                 error("K0802", f"`{ref.name}` does not type-check", at(ref.file, ref.name, 0))
             )
-        ctx = _Ctx(ref, args, denv, groups, dts, (*stack, ref), {})
-        return self.expr(cd.body, ctx)
+        return cd.body, _Ctx(ref, args, denv, groups, dts, (*stack, ref), {})
+
+    def run(self, e: TExpr, c: _Ctx) -> Val:
+        """Evaluate ``e`` without recursion: each node's :meth:`walk` is a generator that
+        yields the sub-expressions it needs and receives their values, so inlining a chain of
+        thousands of calls uses a list, not the Python stack."""
+        todo: list[Generator[tuple[TExpr, _Ctx], Val, Val]] = [self.walk(e, c)]
+        val: Any = None
+        while todo:
+            try:
+                need = todo[-1].send(val)
+            except StopIteration as done:
+                todo.pop()
+                val = done.value
+                continue
+            todo.append(self.walk(*need))
+            val = None
+        return val  # type: ignore[no-any-return]
 
     def expr(self, e: TExpr, c: _Ctx) -> Val:
+        return self.run(e, c)
+
+    def walk(self, e: TExpr, c: _Ctx) -> Generator[tuple[TExpr, _Ctx], Val, Val]:
         if isinstance(e, TParam):
             return c.args[e.index]
         if isinstance(e, TLocal):
@@ -183,24 +214,22 @@ class _Emitter:
         if isinstance(e, TLet):
             saved = dict(c.locals)
             for b in e.bindings:
-                c.locals[b.name] = self.expr(b.value, c)
-            v = self.expr(e.body, c)
+                c.locals[b.name] = yield b.value, c
+            v = yield e.body, c
             c.locals = saved
             return v
+        args: list[Val] = []
+        for a in e.args if isinstance(e, TCall | TPrim) else ():
+            args.append((yield a, c))
         if isinstance(e, TCall):
-            return self.call(e, c)
+            denv = {v: D.evaluate(p, c.denv) for v, p in e.inst.dims}
+            groups = {g: self.shape(s, c.denv, c.groups) for g, s in e.inst.groups}
+            dts = {v: self.dtype(d, c.dts) for v, d in e.inst.dtypes}
+            return (yield self.enter(e.callee, args, denv, groups, dts, c.stack))
         assert isinstance(e, TPrim)
-        return self.prim(e, c)
+        return self.prim(e, c, args)
 
-    def call(self, e: TCall, c: _Ctx) -> Val:
-        args = [self.expr(a, c) for a in e.args]
-        denv = {v: D.evaluate(p, c.denv) for v, p in e.inst.dims}
-        groups = {g: self.shape(s, c.denv, c.groups) for g, s in e.inst.groups}
-        dts = {v: self.dtype(d, c.dts) for v, d in e.inst.dtypes}
-        return self.defn(e.callee, args, denv, groups, dts, c.stack)
-
-    def prim(self, e: TPrim, c: _Ctx) -> Val:
-        args = [self.expr(a, c) for a in e.args]
+    def prim(self, e: TPrim, c: _Ctx, args: list[Val]) -> Val:
         p = _BY_OP[e.op]
         if e.op == "identity":
             return args[0]
