@@ -74,6 +74,7 @@ def test_damaged_cache_is_quarantined_once_and_builds_go_on(
     cache = tmp_path / "cache"
     _built(capsys, ws, cache)
     DAMAGE[kind](cache / what)
+    (ws / "twice.kina").write_text(SOURCE.replace("add x x", "mul x x"))  # reads the graph
     code, out, err = run(capsys, "build", str(ws), "--cache-dir", str(cache))
     assert code == 0 and "no errors" in out + err
     (warning,) = warnings(err)  # said once, naming the file moved aside

@@ -83,8 +83,10 @@ def test_a_seeded_index_reads_no_source(tmp_path: Path) -> None:
     want = _identity(first, pipeline.check_defn)
     reads: list[Path] = []
     second = CodeIndex(read=lambda p: reads.append(p) or p.read_bytes())  # type: ignore[func-returns-value]
-    second.seed(json.loads(json.dumps(first.export())))
-    assert _identity(second, pipeline.check_defn) == want and reads == []
+    files = json.loads(json.dumps(first.export_files()))
+    loaded: list[int] = []
+    second.seed(json.loads(json.dumps(first.export_ids())), lambda: loaded.append(1) or files)
+    assert _identity(second, pipeline.check_defn) == want and reads == [] and loaded == []
 
 
 def _record_tags() -> list[str]:

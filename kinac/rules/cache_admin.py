@@ -108,6 +108,7 @@ def gc(store: Store, keep_generations: int = KEEP_GENERATIONS) -> dict[str, int]
     gen = int(row[0]) if row is not None else 0
     before = con.execute("SELECT COUNT(*) FROM memo").fetchone()[0]
     con.execute("DELETE FROM memo WHERE gen < ?", (gen - keep_generations,))
+    con.execute("DELETE FROM rdep WHERE qid NOT IN (SELECT qid FROM memo)")
     live: set[str] = set()
     for _qid, rec in con.execute("SELECT qid, rec FROM memo").fetchall():
         try:

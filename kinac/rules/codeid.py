@@ -225,7 +225,9 @@ class CodeIndex:
         self._fresh: dict[str, FileScan | None] = {}  # module -> scan checked in this process
         self._ids: dict[str, str] = {}  # "module:function" -> identity, valid for _stamp
         self._stamp: str | None = None
-        self.changed = False
+        self._load_files: Callable[[], Any] | None = None
+        self.ids_changed = False
+        self.files_changed = False
 
     def stamp(self) -> str:
         """Hash of every kinac source's (path, mtime, size): computed once per process."""
@@ -246,27 +248,39 @@ class CodeIndex:
 
     # ---------------------------------------------------------------- persistence
 
-    def seed(self, doc: Any) -> None:
-        """Adopt a persisted table (from the store); anything malformed is ignored. Identities
-        are adopted whole when no source changed since they were computed."""
-        if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
-            return
-        ids = doc.get("ids")
-        if doc.get("stamp") == self.stamp() and isinstance(ids, dict):
-            for k, v in ids.items():
+    def seed(self, ids: Any, files: Callable[[], Any] | None = None) -> None:
+        """Adopt persisted identities (``{"stamp", "ids"}``) when no source changed since they
+        were computed; ``files`` loads the per-file table, only if a scan is needed. Anything
+        malformed is ignored (and recomputed)."""
+        if (
+            isinstance(ids, dict)
+            and ids.get("stamp") == self.stamp()
+            and isinstance(ids.get("ids"), dict)
+        ):
+            for k, v in ids["ids"].items():
                 if isinstance(k, str) and isinstance(v, str):
                     self._ids.setdefault(k, v)
-        for rel, entry in doc["files"].items():
+        self._load_files = files
+
+    def _adopt_files(self) -> None:
+        load, self._load_files = self._load_files, None
+        doc = load() if load is not None else None
+        if not isinstance(doc, dict):
+            return
+        for rel, entry in doc.items():
             try:
                 mtime, size, scan = entry
                 self._table.setdefault(str(rel), (int(mtime), int(size), FileScan.from_doc(scan)))
             except (TypeError, ValueError):
                 continue
 
-    def export(self) -> dict[str, Any]:
-        """The table and identities, for the store to persist (when :attr:`changed`)."""
-        files = {rel: [m, s, scan.to_doc()] for rel, (m, s, scan) in sorted(self._table.items())}
-        return {"stamp": self.stamp(), "files": files, "ids": dict(sorted(self._ids.items()))}
+    def export_ids(self) -> dict[str, Any]:
+        """The identities, valid for this stamp (small: read by every build)."""
+        return {"stamp": self.stamp(), "ids": dict(sorted(self._ids.items()))}
+
+    def export_files(self) -> dict[str, Any]:
+        """The per-file scan table (read only after kinac's sources changed)."""
+        return {rel: [m, s, scan.to_doc()] for rel, (m, s, scan) in sorted(self._table.items())}
 
     # ---------------------------------------------------------------- scanning
 
@@ -274,6 +288,8 @@ class CodeIndex:
         """The scan of a kinac module's file, reusing the table when mtime and size match."""
         if module in self._fresh:
             return self._fresh[module]
+        if self._load_files is not None:
+            self._adopt_files()
         path = module_file(module, self.root)
         scan: FileScan | None = None
         if path is not None:
@@ -285,7 +301,7 @@ class CodeIndex:
             else:
                 scan = scan_source(module, self.read(path), path.name == "__init__.py")
                 self._table[rel] = (st.st_mtime_ns, st.st_size, scan)
-                self.changed = True
+                self.files_changed = True
         self._fresh[module] = scan
         return scan
 
@@ -355,7 +371,7 @@ class CodeIndex:
                 if scan is not None:
                     h.update(f"{m}={scan.digest}\n".encode())
             got = self._ids[key] = h.hexdigest()
-            self.changed = True
+            self.ids_changed = True
         return got
 
 

@@ -18,15 +18,18 @@ change bumps the revision. Across processes, traces and values come from a :clas
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kinac.rules import summaries
 from kinac.rules.codec import CodecError, decode, digest, encode, fingerprint, pack
 from kinac.rules.events import EventLog
 from kinac.rules.query import MISSING as _MISSING
 from kinac.rules.query import Query, lookup
 
+LAZY_LOADS = 256  # memo records fetched one by one before the whole graph is read at once
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -75,7 +78,14 @@ class Database:
         self._snapshot: dict[str, Any] | None = None
         self._input_defs: dict[str, tuple[Query[Any, Any], Any]] = {}  # survives invalidation
         self._roots: set[str] = set()  # memos requested from outside any query
-        self._root_checked: dict[str, int] = {}  # root qid -> revision its summary was tried
+        self._summary_rows: dict[str, bytes] | None = None  # stored summaries (see summaries.py)
+        self._summary_tried: dict[str, int] = {}  # qid -> revision its summary was tried
+        self._by_summary: dict[str, Any] = {}  # qid -> inputs, for memos verified by summary
+        self._lazy_loads = 0
+        self._cone: dict[str, bytes | None] = {}  # cone mode (summaries.py), for _cone_rev
+        self._cone_rev = -1
+        self._cone_inputs: dict[str, Any] = {}
+        self._trusted: set[str] = set()  # reached from the root through stored traces
         self._code_seeded = store is None
 
     # ------------------------------------------------------------------ public API
@@ -91,7 +101,8 @@ class Database:
         else:
             if not self._stack:
                 self._roots.add(qid)
-                self._try_root_summary(qid)
+                if self.store is not None:
+                    summaries.verify(self, qid, root=True)
             memo = self._ensure(qid, q, key)
             fp = memo.fp
             value = self._value_of(qid, q, key, memo)
@@ -110,6 +121,7 @@ class Database:
             for q, key in inputs:
                 self._inputs.pop(q.qid(key), None)
         self.rev += 1
+        self._by_summary.clear()
 
     def commit(self) -> None:
         """Write what this process computed to the store (no-op without one)."""
@@ -122,9 +134,13 @@ class Database:
             dirty.setdefault(qid, Memo(q.name, encode(key), fp, []))
         from kinac.rules.codeid import CODE
 
-        settings = {"code": CODE.export()} if CODE.changed else None
-        self.store.save(dirty, self._root_summaries(), settings)
-        CODE.changed = False
+        settings: dict[str, Any] = {}
+        if CODE.ids_changed:
+            settings["code_ids"] = CODE.export_ids()
+        if CODE.files_changed:
+            settings["code_files"] = CODE.export_files()
+        self.store.save(dirty, summaries.collect(self), settings)
+        CODE.ids_changed = CODE.files_changed = False
         for m in dirty.values():
             m.dirty = False
 
@@ -134,74 +150,15 @@ class Database:
         from kinac.rules.codeid import CODE
 
         self._code_seeded = True
-        if self.store is not None:
-            CODE.seed(self.store.load_setting("code"))
+        store = self.store
+        if store is not None:
+            ref = weakref.ref(store)  # CODE is process-wide: it must not keep the store open
 
-    # ------------------------------------------------------------------ root summaries
+            def files() -> Any:
+                live = ref()
+                return live.load_setting("code_files") if live is not None else None
 
-    def _root_summaries(self) -> dict[str, Any]:
-        """For each root verified now: its record and every input it transitively read.
-
-        If all those inputs still have those fingerprints, the root's value is unchanged (all
-        queries are pure), so the next process can reuse it without loading the whole graph.
-        """
-        out: dict[str, Any] = {}
-        for root in self._roots:
-            memo = self._memos.get(root)
-            if memo is None or memo.verified_rev != self.rev:
-                continue
-            inputs: dict[str, tuple[str, bytes, str]] = {}
-            seen = {root}
-            stack = [memo]
-            complete = True
-            while stack and complete:
-                m = stack.pop()
-                for dep_qid, _fp in m.deps:
-                    if dep_qid in seen:
-                        continue
-                    seen.add(dep_qid)
-                    inp = self._inputs.get(dep_qid)
-                    if inp is not None:
-                        inputs[dep_qid] = (inp[0].name, encode(inp[1]), inp[3])
-                        continue
-                    dm = self._memos.get(dep_qid)
-                    if dm is None:
-                        complete = False  # verified through an older summary: keep that one
-                        break
-                    stack.append(dm)
-            if complete:
-                out[root] = ((memo.name, memo.key_json, memo.fp, memo.deps), inputs)
-        return out
-
-    def _try_root_summary(self, qid: str) -> None:
-        """Verify a root from its summary alone (a no-op build reads no graph at all)."""
-        if self.store is None or self._root_checked.get(qid) == self.rev:
-            return
-        self._root_checked[qid] = self.rev
-        memo = self._memos.get(qid)
-        if memo is not None and memo.verified_rev == self.rev:
-            return
-        summary = self.store.load_root(qid)
-        if summary is None:
-            return
-        (name, key_json, fp, deps), inputs = summary
-        for in_qid, (in_name, in_key, in_fp) in inputs.items():
-            q = lookup(in_name)
-            if q is None or not q.is_input:
-                return
-            try:
-                key = decode(in_key)
-            except CodecError:
-                return
-            if self._input_fp(in_qid, q, key) != in_fp:
-                return
-        if memo is None or memo.fp != fp:
-            memo = Memo(name, key_json, fp, deps)
-            self._memos[qid] = memo
-        memo.verified_rev = self.rev
-        q = lookup(name)
-        if q is not None:
-            self.events.reused(q, None, qid)
+            CODE.seed(store.load_setting("code_ids"), files)
 
     # ------------------------------------------------------------------ verification
 
@@ -220,6 +177,10 @@ class Database:
         memo = self._memos.get(qid)
         if memo is None:
             memo = self._load(qid)
+        if memo is not None and memo.verified_rev != self.rev and self._cone_green(qid):
+            memo.verified_rev = self.rev
+            self.events.reused(q, key, qid)
+            return memo
         if memo is not None and (
             memo.verified_rev == self.rev or self._still_green(qid, q, key, memo)
         ):
@@ -233,7 +194,7 @@ class Database:
             raise CycleError(f"query cycle through {q.name}")
         self._active.add(qid)
         try:
-            changed = self._first_changed_dep(memo)
+            changed = self._first_changed_dep(memo, qid)
         finally:
             self._active.discard(qid)
         if changed is None:
@@ -243,8 +204,21 @@ class Database:
         self.events.why[qid] = changed
         return False
 
-    def _first_changed_dep(self, memo: Memo) -> str | None:
-        for dep_qid, dep_fp in memo.deps:
+    def _cone_green(self, qid: str) -> bool:
+        """In cone mode: reached from the root through stored traces, and outside the cone."""
+        return self._cone_rev == self.rev and qid in self._trusted and qid not in self._cone
+
+    def _first_changed_dep(self, memo: Memo, qid: str) -> str | None:
+        deps = memo.deps
+        if self._cone_rev == self.rev and qid in self._trusted and not memo.dirty:
+            cone, trusted = self._cone, self._trusted  # a stored trace of a trusted memo
+            for dep_qid, _ in deps:
+                trusted.add(dep_qid)
+            for dep_qid, dep_fp in deps:
+                if dep_qid in cone and self._current_fp(dep_qid) != dep_fp:
+                    return dep_qid
+            return None
+        for dep_qid, dep_fp in deps:
             if self._current_fp(dep_qid) != dep_fp:
                 return dep_qid
         return None
@@ -258,7 +232,14 @@ class Database:
         known = self._input_defs.get(dep_qid)
         if known is not None:
             return self._input_fp(dep_qid, known[0], known[1])
-        memo = self._memos.get(dep_qid) or self._load(dep_qid)
+        memo = self._memos.get(dep_qid)
+        if memo is not None and memo.verified_rev == self.rev:
+            return memo.fp
+        if self.store is not None:
+            by_summary = summaries.verify(self, dep_qid)
+            if by_summary is not None:
+                return by_summary.fp
+        memo = memo or self._load(dep_qid)
         if memo is None:
             return None  # a forgotten memo: its dependent must re-run
         if memo.verified_rev == self.rev:
@@ -303,14 +284,21 @@ class Database:
     def _load(self, qid: str) -> Memo | None:
         if self.store is None:
             return None
-        if self._snapshot is None:
-            self._snapshot = self.store.load_graph()
-        raw = self._snapshot.get(qid)
+        if self._cone_rev == self.rev and qid in self._cone:
+            raw = self._cone[qid]
+        elif self._snapshot is None and self._lazy_loads < LAZY_LOADS:
+            self._lazy_loads += 1  # a small edit touches a few memos: fetch them one by one
+            raw = self.store.load_record(qid)
+        else:
+            if self._snapshot is None:
+                self._snapshot = self.store.load_graph()
+            raw = self._snapshot.get(qid)
         if raw is None:
             return None
         rec = self.store.decode_record(qid, raw)
         if rec is None:
-            del self._snapshot[qid]
+            if self._snapshot is not None:
+                del self._snapshot[qid]
             return None
         memo = Memo(*rec)
         self._memos[qid] = memo

@@ -34,9 +34,22 @@ from typing import Any
 import diskcache
 
 from kinac.rules.codec import CodecError, digest, unpack
+from kinac.rules.disk import Damaged, SafeDisk, check_header, damage_kind, seal, unseal
 from kinac.rules.query import MISSING as _MISSING
 
-FORMAT = b"3"
+__all__ = [
+    "BLOBS",
+    "INDEX",
+    "Damaged",
+    "SafeDisk",
+    "Store",
+    "check_header",
+    "damage_kind",
+    "seal",
+    "unseal",
+]
+
+FORMAT = b"4"
 INDEX = "index.db"
 BLOBS = "blobs"
 DEFAULT_SIZE_LIMIT = 2 * 1024**3
@@ -46,76 +59,18 @@ _SCHEMA = (
     " gen INTEGER NOT NULL) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS root(qid TEXT PRIMARY KEY, rec BLOB NOT NULL) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS rdep(dep TEXT NOT NULL, qid TEXT NOT NULL, PRIMARY KEY (dep, qid))"
+    " WITHOUT ROWID",
 )
-
-
-class SafeDisk(diskcache.Disk):  # type: ignore[misc]
-    """A diskcache ``Disk`` that stores only ``str`` keys and ``bytes`` values: never pickle."""
-
-    def put(self, key: Any) -> tuple[Any, bool]:
-        if type(key) is not str:
-            raise TypeError("kinac cache keys are str")
-        return key, True
-
-    def get(self, key: Any, raw: bool) -> Any:
-        if not raw:
-            raise CodecError("pickled key in cache")
-        return key
-
-    def store(self, value: Any, read: bool, key: Any = diskcache.core.UNKNOWN) -> Any:
-        if type(value) is not bytes:
-            raise TypeError("kinac cache values are bytes")
-        return super().store(value, read, key)
-
-    def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
-        if mode not in (diskcache.core.MODE_RAW, diskcache.core.MODE_BINARY):
-            raise CodecError("cache entry is not raw bytes")
-        return super().fetch(mode, filename, value, read)
-
-
-class Damaged(Exception):
-    """A cache file is not a usable SQLite database (internal: handled by quarantine)."""
+_CONE = (
+    "WITH RECURSIVE cone(q) AS (SELECT value FROM json_each(?)"
+    " UNION SELECT rdep.qid FROM rdep JOIN cone ON rdep.dep = cone.q)"
+    " SELECT cone.q, memo.rec FROM cone LEFT JOIN memo ON memo.qid = cone.q"
+)
 
 
 def _warn_stderr(msg: str) -> None:
     print(f"kinac: warning: {msg}", file=sys.stderr)
-
-
-def damage_kind(e: BaseException) -> str:
-    """``damaged`` (quarantine it), ``unusable`` (cache off: read-only, cannot open) or ``other``."""
-    if isinstance(e, Damaged):
-        return "damaged"
-    code = getattr(e, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else None
-    msg = str(e)
-    if primary in (11, 26) or "malformed" in msg or "not a database" in msg:  # CORRUPT, NOTADB
-        return "damaged"
-    if primary in (3, 8, 14, 23) or isinstance(e, PermissionError) or "readonly" in msg:
-        return "unusable"  # PERM, READONLY, CANTOPEN, AUTH
-    return "other"
-
-
-def seal(doc: Any) -> bytes:
-    """msgpack behind its own checksum: never pickle, never trusted unchecked."""
-    import msgpack
-
-    payload = msgpack.packb(doc, use_bin_type=True)
-    return digest(payload).encode() + payload
-
-
-def unseal(raw: Any) -> Any:
-    """Inverse of :func:`seal`; raises :class:`CodecError` on anything damaged or foreign."""
-    import msgpack
-
-    if not isinstance(raw, bytes) or len(raw) < 32:
-        raise CodecError("record is not sealed bytes")
-    check, payload = raw[:32], raw[32:]
-    if digest(payload).encode() != check:
-        raise CodecError("record fails its checksum")
-    try:
-        return msgpack.unpackb(payload, raw=False, strict_map_key=True)
-    except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as e:
-        raise CodecError(f"record does not decode: {e}") from None
 
 
 class Store:
@@ -136,6 +91,7 @@ class Store:
         self._pending: dict[str, bytes] = {}
         self._con: sqlite3.Connection | None = None
         self._blobs: diskcache.Cache | None = None
+        self.base_gen: int | None = None  # the generation this process first read
 
     # ------------------------------------------------------------------ opening and damage
 
@@ -201,6 +157,8 @@ class Store:
         for attempt in (0, 1):
             try:
                 self._con = _connect(path)
+                if self.base_gen is None:
+                    self.base_gen = _gen(self._con)
                 return self._con
             except (sqlite3.Error, Damaged, OSError) as e:
                 kind = damage_kind(e)
@@ -223,6 +181,7 @@ class Store:
             try:
                 if path.exists() and not (path / "cache.db").is_file() and any(path.iterdir()):
                     raise Damaged("its index is missing or not a file")
+                check_header(path / "cache.db")
                 self._blobs = diskcache.Cache(
                     str(path),
                     disk=SafeDisk,
@@ -281,26 +240,72 @@ class Store:
         """``(name, key_json, fp, deps)`` of a stored record, or None (with a warning) if bad."""
         try:
             name, key_json, fp, deps = unseal(raw)
-            return str(name), bytes(key_json), str(fp), [(str(q), str(f)) for q, f in deps]
+            if not (
+                isinstance(name, str)
+                and isinstance(key_json, bytes)
+                and isinstance(fp, str)
+                and isinstance(deps, list)
+            ):
+                raise TypeError("record fields have the wrong types")
+            return name, key_json, fp, deps  # checksummed: deps are [qid, fp] pairs as written
         except (CodecError, ValueError, TypeError) as e:
             self._warn(f"cache record {qid[:12]} is corrupt ({e}); recomputing")
             return None
 
-    def load_root(self, qid: str) -> Any:
-        """A root's summary (see ``Database._root_summaries``), or None."""
+    def load_record(self, qid: str) -> bytes | None:
+        """One memo's sealed record (a small edit reads a few of these, not the whole graph)."""
         con = self._index()
         if con is None:
             return None
         try:
-            row = con.execute("SELECT rec FROM root WHERE qid = ?", (qid,)).fetchone()
+            row = con.execute("SELECT rec FROM memo WHERE qid = ?", (qid,)).fetchone()
         except sqlite3.Error as e:
             self._failed(e, "index")
             return None
-        if row is None:
+        return bytes(row[0]) if row is not None else None
+
+    def load_cone(self, changed: list[str]) -> dict[str, bytes | None] | None:
+        """Every memo that transitively read one of ``changed`` (qid -> sealed record), from
+        the reverse edges, computed inside SQLite; None if the index cannot say."""
+        con = self._index()
+        if con is None:
             return None
+        import json
+
         try:
-            record, inputs = unseal(row[0])
-            return (tuple(record), {k: tuple(v) for k, v in inputs.items()})
+            return dict(con.execute(_CONE, (json.dumps(changed),)).fetchall())
+        except sqlite3.Error as e:
+            self._failed(e, "index")
+            return None
+
+    def current_gen(self) -> int | None:
+        con = self._index()
+        try:
+            return _gen(con) if con is not None else None
+        except sqlite3.Error as e:
+            self._failed(e, "index")
+            return None
+
+    def load_summaries(self) -> dict[str, bytes]:
+        """Every stored summary, sealed (see :mod:`kinac.rules.summaries`)."""
+        con = self._index()
+        if con is None:
+            return {}
+        try:
+            return dict(con.execute("SELECT qid, rec FROM root").fetchall())
+        except sqlite3.Error as e:
+            self._failed(e, "index")
+            return {}
+
+    def decode_summary(self, qid: str, raw: bytes) -> Any:
+        """``((name, key_json, fp, deps), inputs, gen)`` of a stored summary, or None if bad."""
+        try:
+            (name, key_json, fp, deps), inputs, gen = unseal(raw)
+            return (
+                (str(name), bytes(key_json), str(fp), [(str(q), str(f)) for q, f in deps]),
+                {str(k): (str(n), bytes(kj), str(f)) for k, (n, kj, f) in inputs.items()},
+                int(gen),
+            )
         except (CodecError, ValueError, TypeError, AttributeError) as e:
             self._warn(f"cache summary {qid[:12]} is corrupt ({e}); verifying in full")
             return None
@@ -341,8 +346,10 @@ class Store:
         try:
             con.execute("BEGIN IMMEDIATE")
             try:
-                row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
-                gen = int(row[0]) + 1 if row is not None else 1
+                gen = _gen(con)
+                if gen != self.base_gen:  # another process committed since we read: our
+                    roots = None  # summaries may describe traces it replaced, so keep theirs
+                gen += 1
                 con.executemany(
                     "INSERT OR REPLACE INTO memo VALUES (?, ?, ?, ?)",
                     [
@@ -351,8 +358,12 @@ class Store:
                     ],
                 )
                 con.executemany(
+                    "INSERT OR IGNORE INTO rdep VALUES (?, ?)",
+                    [(d, qid) for qid, m in memos.items() for d, _ in m.deps],
+                )
+                con.executemany(
                     "INSERT OR REPLACE INTO root VALUES (?, ?)",
-                    [(qid, seal(s)) for qid, s in (roots or {}).items()],
+                    [(qid, seal([*s, gen])) for qid, s in (roots or {}).items()],
                 )
                 con.executemany(
                     "INSERT OR REPLACE INTO meta VALUES (?, ?)",
@@ -362,6 +373,7 @@ class Store:
                     ],
                 )
                 con.execute("COMMIT")
+                self.base_gen = gen
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
@@ -413,10 +425,14 @@ class Store:
             pass
 
 
+def _gen(con: sqlite3.Connection) -> int:
+    row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     """Open (or create) the index; raises on a file that is not a healthy kinac index."""
-    if path.exists() and not path.is_file():
-        raise Damaged("not a file")
+    check_header(path)
     con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
     try:
         con.execute("PRAGMA journal_mode=WAL")
@@ -424,10 +440,14 @@ def _connect(path: Path) -> sqlite3.Connection:
         for stmt in _SCHEMA:
             con.execute(stmt)
         row = con.execute("SELECT v FROM meta WHERE k = 'format'").fetchone()
+        if row is not None and row[0] != FORMAT:  # an older kinac's index: start it afresh
+            for table in ("memo", "root", "meta", "rdep"):
+                con.execute(f"DROP TABLE IF EXISTS {table}")
+            for stmt in _SCHEMA:
+                con.execute(stmt)
+            row = None
         if row is None:
             con.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
-        elif row[0] != FORMAT:
-            raise Damaged(f"unknown index format {row[0]!r}")
     except BaseException:
         con.close()
         raise

@@ -1,0 +1,98 @@
+"""Low-level safety of the cache files: no pickle, checksummed records, damage classification.
+
+Split from :mod:`kinac.rules.store` so the store reads as policy (what to keep, when to
+quarantine) and this as mechanism.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import diskcache
+
+from kinac.rules.codec import CodecError, digest
+
+
+class SafeDisk(diskcache.Disk):  # type: ignore[misc]
+    """A diskcache ``Disk`` that stores only ``str`` keys and ``bytes`` values: never pickle."""
+
+    def put(self, key: Any) -> tuple[Any, bool]:
+        if type(key) is not str:
+            raise TypeError("kinac cache keys are str")
+        return key, True
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw:
+            raise CodecError("pickled key in cache")
+        return key
+
+    def store(self, value: Any, read: bool, key: Any = diskcache.core.UNKNOWN) -> Any:
+        if type(value) is not bytes:
+            raise TypeError("kinac cache values are bytes")
+        return super().store(value, read, key)
+
+    def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
+        if mode not in (diskcache.core.MODE_RAW, diskcache.core.MODE_BINARY):
+            raise CodecError("cache entry is not raw bytes")
+        return super().fetch(mode, filename, value, read)
+
+
+class Damaged(Exception):
+    """A cache file is not a usable SQLite database (internal: handled by quarantine)."""
+
+
+def damage_kind(e: BaseException) -> str:
+    """``damaged`` (quarantine it), ``unusable`` (cache off: read-only, cannot open) or ``other``."""
+    if isinstance(e, Damaged):
+        return "damaged"
+    code = getattr(e, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    msg = str(e)
+    if primary in (11, 26) or "malformed" in msg or "not a database" in msg:  # CORRUPT, NOTADB
+        return "damaged"
+    if primary in (3, 8, 14, 23) or isinstance(e, PermissionError) or "readonly" in msg:
+        return "unusable"  # PERM, READONLY, CANTOPEN, AUTH
+    return "other"
+
+
+def seal(doc: Any) -> bytes:
+    """msgpack behind its own checksum: never pickle, never trusted unchecked."""
+    import msgpack
+
+    payload = msgpack.packb(doc, use_bin_type=True)
+    return digest(payload).encode() + payload
+
+
+def unseal(raw: Any) -> Any:
+    """Inverse of :func:`seal`; raises :class:`CodecError` on anything damaged or foreign."""
+    import msgpack
+
+    if not isinstance(raw, bytes) or len(raw) < 32:
+        raise CodecError("record is not sealed bytes")
+    check, payload = raw[:32], raw[32:]
+    if digest(payload).encode() != check:
+        raise CodecError("record fails its checksum")
+    try:
+        return msgpack.unpackb(payload, raw=False, strict_map_key=True)
+    except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as e:
+        raise CodecError(f"record does not decode: {e}") from None
+
+
+def check_header(path: Path) -> None:
+    """Cheap damage checks before SQLite opens a file: a directory in its place, or a file
+    shorter than its header says (truncated). Damage elsewhere shows when a page is read."""
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise Damaged("not a file")
+    with open(path, "rb") as f:
+        head = f.read(100)
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return  # empty (SQLite starts it) or foreign (SQLite says "not a database")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    header_valid = head[24:28] == head[92:96]
+    if header_valid and pages and path.stat().st_size < pages * page_size:
+        raise Damaged(f"truncated: {path.stat().st_size} bytes of {pages * page_size}")
