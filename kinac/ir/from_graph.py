@@ -71,7 +71,8 @@ def graph_to_module(graph: Graph) -> ModuleOp:
     arg_types = [tensor_type(t.dtype, t.shape) for _, t in graph.params]
     block = Block(arg_types=arg_types)
     for arg, (pname, _) in zip(block.args, graph.params, strict=True):
-        arg.name_hint = pname
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.-]*", pname):  # xDSL hints are ASCII only;
+            arg.name_hint = pname  # a Kina name may not be (`日本`): the hint is cosmetic
     values: list[SSAValue] = []
     ops: list[Operation] = []
     for i, node in enumerate(graph.nodes):
