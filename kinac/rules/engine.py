@@ -140,6 +140,7 @@ class Database:
         if CODE.files_changed:
             settings["code_files"] = CODE.export_files()
         self.store.save(dirty, summaries.collect(self), settings)
+        self._summary_rows = None  # re-read on the next revision: they were just rewritten
         CODE.ids_changed = CODE.files_changed = False
         for m in dirty.values():
             m.dirty = False
