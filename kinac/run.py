@@ -38,7 +38,7 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
         raise KinaUsageError(f"no such inputs file: {path}")
     try:
         data = np.load(p, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure to read a user's file is the file's fault
         raise KinaUsageError(f"cannot read {path} as .npy/.npz: {e}") from None
     if isinstance(data, np.ndarray):
         if len(names) != 1:
@@ -63,7 +63,7 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
         )
     try:
         return [data[n] for n in names]
-    except (OSError, ValueError, EOFError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure to read a user's file is the file's fault
         raise KinaUsageError(f"cannot read {path}: {e}") from None
 
 

@@ -222,3 +222,23 @@ def test_run_dims_fix_the_shapes_of_npz_inputs(
         "argument `t` has shape [5, 3], but `emb` at --dims expects [4, 3]: axis 0 (V) is 5, --dims fixes V = 4"
         in err
     )
+
+
+@pytest.mark.parametrize("content", [b"PK\x03\x04", b"\x93NUMPY\x01\x00", b"", b"not numpy"])
+def test_a_corrupt_inputs_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
+    (tmp_path / "g.kina").write_text(GATHER)
+    (tmp_path / "in.npz").write_bytes(content)
+    rc, _, err = run(
+        capsys,
+        "run",
+        str(tmp_path / "g.kina"),
+        "emb",
+        "--no-cache",
+        "--dims",
+        "V=4,D=3,N=2",
+        "--inputs",
+        str(tmp_path / "in.npz"),
+    )
+    assert rc == 2 and err.startswith("kinac: error: cannot read"), err
