@@ -121,3 +121,12 @@ def test_folded_literals_are_judged_when_materialised() -> None:
     env = _env("(defn f [(x : (tensor i32 [N]))] -> (tensor i32 [N]) (add x (mul 65536 65536)))\n")
     spec = specialise(DefnRef("p.kina", "f"), {"N": 2}, {}, env)
     assert spec.graph is None and [d.code for d in spec.diagnostics] == ["K0604"]
+
+
+def test_an_iota_that_counts_past_its_dtype_fails_at_specialisation() -> None:
+    env = _env("(defn a [(x : (tensor f32 [N]))] -> (tensor f16 [N]) (iota f16 [N] :axis 0))\n")
+    assert _codes(env, "a") == []  # a bound would be a burden on every causal mask
+    ref = DefnRef("p.kina", "a")
+    bad = specialise(ref, {"N": 70000}, {}, env)
+    assert bad.graph is None and [d.code for d in bad.diagnostics] == ["K0605"]
+    assert specialise(ref, {"N": 65520}, {}, env).graph is not None

@@ -287,6 +287,10 @@ class _Emitter:
                     help="call it with dims that satisfy the obligation, or state it in a `where`",
                 )
             ) from ex
+        if e.op == "iota" and t.shape:  # it counts to dim - 1 along the axis
+            n = t.shape[gattrs["axis"]] - 1
+            if not fits(n, t.dtype):
+                raise _Abort(_misfit(n, t.dtype, c.ref, e.nid, code="K0605"))
         want = self.shape(e.type.shape, c.denv, c.groups) if not e.type.is_weak else ()
         if t.shape != want:
             raise AssertionError(f"internal: {e.op} concrete shape {t.shape} != symbolic {want}")
@@ -359,11 +363,12 @@ class _Emitter:
         return len(self.nodes) - 1
 
 
-def _misfit(value: Any, dtype: str, ref: DefnRef, nid: int) -> Diagnostic:
+def _misfit(value: Any, dtype: str, ref: DefnRef, nid: int, code: str = "K0604") -> Diagnostic:
     """K0604 at specialisation: a value (a folded literal, a dim at these dims, a literal
-    that met a dtype variable) that ``dtype`` cannot hold never reaches the graph."""
+    that met a dtype variable) that ``dtype`` cannot hold never reaches the graph; K0605 for
+    the count of an ``iota``."""
     return error(
-        "K0604",
+        code,
         f"the value {value} does not fit {dtype} ({range_text(dtype)}) at these dims and dtypes",
         at(ref.file, ref.name, nid),
         help="use a value in range, or a wider dtype",
