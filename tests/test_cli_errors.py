@@ -44,6 +44,7 @@ def test_every_error_class_is_a_kina_error_and_exported() -> None:
         KinacRuntimeError,
         OutOfMemoryError,
     )
+    from kinac.rt.cuda.entry_support import KinaGpuError
     from kinac.rt.host.errors import KinaRuntimeError as HostRuntimeError
     from kinac.session import UsageError
 

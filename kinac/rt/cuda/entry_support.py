@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kinac.errors import KinaError
+from kinac.errors import KinaRuntimeError
 from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
 from kinac.rt.cuda.tensor import Tensor
 
@@ -61,7 +61,7 @@ def _dense(t: Tensor) -> bool:
     return True
 
 
-class KinaGpuError(KinaError, RuntimeError):
+class KinaGpuError(KinaRuntimeError):
     """A GPU entry was called wrongly or failed a runtime check (a gather index out of range);
     nothing is returned from a call that raises."""
 
