@@ -62,9 +62,8 @@ def test_every_error_class_is_a_kina_error_and_exported() -> None:
         UsageError,
     ):
         assert issubclass(cls, kinac.KinaError), cls
-    assert issubclass(HostRuntimeError, kinac.KinaRuntimeError) and issubclass(
-        CudaError, kinac.KinaRuntimeError
-    )
+    runtime = (HostRuntimeError, CudaError, KinaGpuError)
+    assert all(issubclass(c, kinac.KinaRuntimeError) for c in runtime)
     assert UsageError is kinac.KinaUsageError and issubclass(
         kinac.KinaConfigError, kinac.KinaUsageError
     )
