@@ -38,13 +38,13 @@ def kinac_proc(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
 
 
 def test_every_error_class_is_a_kina_error_and_exported() -> None:
+    from kinac.rt.cuda.entry_support import KinaGpuError
     from kinac.rt.cuda.errors import (
         CudaError,
         CudaUnavailableError,
         KinacRuntimeError,
         OutOfMemoryError,
     )
-    from kinac.rt.cuda.entry_support import KinaGpuError
     from kinac.rt.host.errors import KinaRuntimeError as HostRuntimeError
     from kinac.session import UsageError
 
