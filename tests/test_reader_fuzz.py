@@ -107,12 +107,13 @@ def program(r: random.Random) -> str:
     forms = []
     if r.random() < 0.3:
         forms.append("(module m)")
+    meshes = ["(mesh tp [4])", "(mesh grid [2 4] :axes [dp tp])"]
     for i in range(r.randint(0, 5)):
         roll = r.random()
         if roll < 0.15:
             forms.append(f'(import "lib/f{i}.kina")')
-        elif roll < 0.25:
-            forms.append(r.choice(("(mesh tp [4])", "(mesh grid [2 4] :axes [dp tp])")))
+        elif roll < 0.25 and meshes:  # each name once: a second `(mesh tp …)` is K0128
+            forms.append(meshes.pop(r.randrange(len(meshes))))
         else:
             forms.append(defn(r, i))
     text = "\n".join(forms)
