@@ -118,3 +118,21 @@ def test_two_processes_sharing_a_cache_stay_correct(tmp_path: Path) -> None:
         fresh.close()
         assert got is not None
     watch.close()
+
+
+def test_a_session_whose_memory_another_process_outdated_does_not_trust_it(tmp_path: Path) -> None:
+    """A watch holds memos from before a build's commit: cone mode must not trust them (the
+    stored traces the summary describes are the build's, not the watch's)."""
+    ws, cache = _ws(tmp_path), tmp_path / "cache"
+    live = Session(ws, cache_dir=str(cache))
+    live.build()
+    (ws / "m002.kina").write_text(
+        (ws / "m002.kina").read_text().replace("m001_d1 x w", "m001_d1x x w")
+    )
+    _build(ws, cache)  # another process commits the broken call
+    _edit_body(ws, 6, 3, 1)
+    live.invalidate_paths([ws / "m002.kina", ws / "m006.kina"])
+    got = live.build()
+    live.close()
+    assert encode(got) == encode(Session(ws, no_cache=True).build())
+    assert any(d.code == "K0202" for f in got.files for d in f.diagnostics)

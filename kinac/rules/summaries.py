@@ -55,6 +55,7 @@ def _inputs_below(db: Database, memo: Memo) -> Inputs | None:
     inputs: Inputs = {}
     seen: set[str] = set()
     stack = [memo]
+    cone_mode, merged = db._cone_rev == db.rev, False
     while stack:
         m = stack.pop()
         for dep_qid, _fp in m.deps:
@@ -69,20 +70,23 @@ def _inputs_below(db: Database, memo: Memo) -> Inputs | None:
             if known is not None:
                 inputs.update(known)
                 continue
+            if cone_mode and dep_qid in db._trusted and dep_qid not in db._cone:
+                if not merged:  # unchanged by the edit: its inputs are among the root's
+                    inputs.update(db._cone_inputs)
+                    merged = True
+                continue
             dm = db._memos.get(dep_qid)
             if dm is None:
-                if db._cone_rev == db.rev and dep_qid in db._trusted:
-                    inputs.update(db._cone_inputs)  # unchanged, below: within the root's inputs
-                    continue
                 return None  # part of the trace is not loaded: keep the older summary
             stack.append(dm)
     return inputs
 
 
 def _enter_cone(db: Database, root: str, changed: list[str], inputs: Inputs) -> None:
-    """Cone mode: a root's summary failed on ``changed`` inputs only, and nothing was committed
-    since it was written, so the stored traces reachable from the root are exactly the ones it
-    summarised. Every memo reachable from it that is outside the cone of ``changed`` (memos
+    """Cone mode: a root's summary failed on ``changed`` inputs only, nothing was committed
+    since it was written, and nothing since this process last read or wrote the index (so the
+    memos it holds in memory are the stored ones), so the traces reachable from the root are
+    exactly the ones it summarised. Every memo reachable from it that is outside the cone of ``changed`` (memos
     that transitively read one, from the index's reverse edges) is unchanged: the walk skips
     it without loading it. Only the cone's records are read (one query)."""
     assert db.store is not None
@@ -136,7 +140,7 @@ def verify(db: Database, qid: str, root: bool = False) -> Memo | None:
             changed.append(in_qid)  # a root reads all: the changed ones seed the cone
         current[in_qid] = (in_name, in_key, now)
     if changed:
-        if gen == db.store.current_gen():
+        if gen == db.store.current_gen() == db.store.base_gen:  # see _enter_cone
             _enter_cone(db, qid, changed, current)
         return None
     memo = db._memos.get(qid)
