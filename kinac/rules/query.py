@@ -1,7 +1,8 @@
 """Query definitions: what a stage registers with the engine.
 
-A query is a pure function ``(db, key) -> value`` with a name, a code version, the source
-packages whose text is part of its identity, and the tools whose versions are. Input queries are
+A query is a pure function ``(db, key) -> value`` with a name, a code version, and the tools
+whose versions are part of its identity; the source it runs is found from the import graph
+(:mod:`kinac.rules.codeid`), not listed. Input queries are
 the only ones allowed to read the world (files, directory listings); the engine re-reads them
 when told that the world changed.
 
@@ -79,7 +80,7 @@ class Query(Generic[K, V]):
     version: int = 1
     stage: str = "derived"
     tools: tuple[str, ...] = ()
-    code: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()  # extra packages (data files, say); the import graph needs none
     is_input: bool = False
     persist: bool = True
     _salt: str | None = field(default=None, repr=False)
