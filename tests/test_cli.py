@@ -20,7 +20,7 @@ import wsgen  # noqa: E402
 
 
 def kinac(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     env.pop("KINAC_CACHE_DIR", None)
     return subprocess.run([sys.executable, "-m", "kinac", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300, check=False)
@@ -140,7 +140,7 @@ def test_cache_dir_precedence(ws: Path, tmp_path: Path) -> None:
     assert (ws / "from-toml").is_dir()
     env_dir = tmp_path / "from-env"
     p = subprocess.run([sys.executable, "-m", "kinac", "check", str(ws)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), "KINAC_CACHE_DIR": str(env_dir)}, check=False)
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "KINAC_CACHE_DIR": str(env_dir)}, check=False)
     assert p.returncode == 0 and env_dir.is_dir()
 
 
@@ -148,7 +148,7 @@ def test_two_processes_building_at_once(tmp_path: Path) -> None:
     ws = tmp_path / "gen"
     wsgen.generate(ws, 12, 6)
     cache = str(tmp_path / "cache")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     cmd = [sys.executable, "-m", "kinac", "build", str(ws), "--json", "--cache-dir", cache]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for _ in range(2)]

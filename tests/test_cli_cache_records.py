@@ -19,7 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def kinac(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     env.pop("KINAC_CACHE_DIR", None)
     return subprocess.run(
         [sys.executable, "-m", "kinac", *args],

@@ -23,7 +23,11 @@ BAD = "(defn f [(x : (tensor f32 [N]))\n         (y : (tensor f32 [M]))] -> (ten
 
 
 def kinac_proc(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        **(env or {}),
+    }
     for k in ("KINAC_CACHE_DIR", "NO_COLOR", "FORCE_COLOR", "KINAC_DEBUG"):
         if env is None or k not in env:
             full.pop(k, None)
