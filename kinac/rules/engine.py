@@ -70,9 +70,8 @@ class Database:
         self.rev = 0
         self.events = EventLog()
         self._memos: dict[str, Memo] = {}
-        self._inputs: dict[
-            str, tuple[Query[Any, Any], Any, Any, str]
-        ] = {}  # qid -> (q, key, value, fp)
+        # qid -> (query, key, value, fingerprint) of each input read in this revision
+        self._inputs: dict[str, tuple[Query[Any, Any], Any, Any, str]] = {}
         self._stack: list[_Frame] = []
         self._active: set[str] = set()
         self._snapshot: dict[str, Any] | None = None
