@@ -212,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
             text if text.startswith(("error[", "warning[")) else f"kinac: error: {text}",
             file=sys.stderr,
         )
+        if getattr(args, "json", False) or getattr(args, "format", None) == "json":
+            # a tool reading stdout gets a document whatever went wrong
+            error = {"kind": type(e).__name__, "message": text, "exit_code": e.exit_code}
+            print(json.dumps({"error": error}, indent=2))
         from kinac.rt.cuda.errors import CudaUnavailableError
 
         if isinstance(e, CudaUnavailableError):

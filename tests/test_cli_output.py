@@ -125,3 +125,17 @@ def test_unknown_dim_in_an_entry_is_k0152(mlp: Path, capsys: pytest.CaptureFixtu
         "error[K0152]: entry `mlp`: `d` is not a dim of `mlp` (did you mean `D`?); its dims: B, S, D, F"
         in out
     )
+
+
+def test_usage_errors_under_json_print_a_json_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = run(capsys, "build", str(tmp_path / "nope"), "--json")
+    assert rc == 2 and err.startswith("kinac: error: no such file or directory")
+    assert json.loads(out)["error"] == {
+        "kind": "KinaUsageError",
+        "exit_code": 2,
+        "message": f"no such file or directory: {tmp_path / 'nope'}",
+    }
+    rc, out, _ = run(capsys, "check", str(tmp_path), "--format", "json")
+    assert rc == 2 and "is not a kinac workspace" in json.loads(out)["error"]["message"]
