@@ -1,0 +1,174 @@
+"""The ``kinac`` command line's arguments: every command, flag and its help text.
+
+Split from :mod:`kinac.cli` (the commands and their exit codes). Imports nothing heavy, so
+``kinac --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+DESCRIPTION = """\
+kinac compiles Kina, a shape-typed tensor language, for the CPU and NVIDIA GPUs.
+Every stage is an incremental query cached on disk: rebuilds redo only what changed.
+
+common tasks:
+  kinac check model.kina            type-check one file (shape errors with counterexamples)
+  kinac build workspaces/mlp        check and build a workspace (reads its kina.toml)
+  kinac run workspaces/mlp mlp      run an entry point on random inputs and time it
+  kinac watch workspaces/mlp        rebuild on every save, redraw the diagnostics
+  kinac explain K0203               the long explanation of a diagnostic code
+  kinac cache stats                 what the cache holds (also: gc, verify, clear)
+
+exit codes: 0 clean, 1 errors in the program, 2 usage or configuration errors,
+            3 internal error (a kinac bug; --debug or KINAC_DEBUG=1 shows its traceback)
+colour: --color always|never, else NO_COLOR=1 turns it off and FORCE_COLOR=1 on
+"""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="cache directory (default: $KINAC_CACHE_DIR, kina.toml's workspace.cache_dir, "
+        "or WORKSPACE/.kinac-cache)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache")
+    _add_debug(p)
+
+
+def _add_debug(p: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a subcommand's --debug must not reset the top-level one to False
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="on an internal error, print its traceback (also KINAC_DEBUG=1)",
+    )
+
+
+def _count(least: int) -> Any:
+    """An argparse type: an int >= ``least`` (argparse turns the ValueError into exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        return value
+
+    parse.__name__ = f"int >= {least}"
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kinac", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version="kinac 0.1.0")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an internal error, print its traceback (also KINAC_DEBUG=1)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "check",
+        help="type-check a file or workspace",
+        description="Type-check a .kina file or a workspace directory; print diagnostics.",
+    )
+    p.add_argument("path", help="a .kina file or a workspace directory")
+    p.add_argument(
+        "--format", choices=["text", "json"], default="text", help="diagnostics as text or JSON"
+    )
+    p.add_argument(
+        "--types", action="store_true", help="also print the inferred type of every let binding"
+    )
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    _add_common(p)
+
+    p = sub.add_parser(
+        "build",
+        help="check and build a workspace's entry points",
+        description="Check every file and build every entry point of kina.toml.",
+    )
+    p.add_argument(
+        "path", nargs="?", default=".", help="workspace directory or .kina file (default: .)"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: queries run/reused, diagnostics, artifacts",
+    )
+    p.add_argument(
+        "--why", action="store_true", help="for each query that re-ran, the change that caused it"
+    )
+    p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    _add_common(p)
+
+    p = sub.add_parser(
+        "run",
+        help="build and run one entry point",
+        description="Build an entry point and run it on random inputs (from --seed) or on "
+        "arrays from a .npz/.npy file; print a summary of the outputs and the time.",
+    )
+    p.add_argument("path", help="workspace directory or .kina file")
+    p.add_argument("entry", help="entry name from kina.toml (or a defn name with --dims)")
+    p.add_argument(
+        "--seed", type=_count(0), default=0, help="seed of the random inputs (>= 0, default 0)"
+    )
+    p.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help=".npz (arrays named after the parameters) or .npy (one input)",
+    )
+    p.add_argument(
+        "--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry"
+    )
+    p.add_argument(
+        "--dtypes",
+        metavar="T=f32,...",
+        help="dtype variables for a defn that is not a kina.toml entry",
+    )
+    p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
+    p.add_argument(
+        "--repeat",
+        type=_count(1),
+        default=10,
+        help="timed repetitions after the first call (>= 1, default 10)",
+    )
+    p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")
+    _add_common(p)
+
+    p = sub.add_parser(
+        "watch",
+        help="rebuild on every save",
+        description="Watch a workspace; on each save rebuild only what changed and redraw "
+        "the diagnostics. Ctrl-C exits.",
+    )
+    p.add_argument("path", nargs="?", default=".")
+    _add_common(p)
+
+    p = sub.add_parser(
+        "cache",
+        help="inspect or maintain the cache",
+        description="stats: what the cache holds; gc: drop unused entries; verify: check every "
+        "entry's checksum; clear: delete everything.",
+    )
+    p.add_argument("action", choices=["stats", "gc", "verify", "clear"])
+    p.add_argument("path", nargs="?", default=".", help="workspace whose cache to use (default: .)")
+    _add_common(p)
+
+    p = sub.add_parser(
+        "explain",
+        help="explain a diagnostic code",
+        description="Print the long explanation of a diagnostic code, e.g. kinac explain K0203.",
+    )
+    p.add_argument("code")
+    _add_debug(p)
+    return parser
