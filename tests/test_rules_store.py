@@ -136,3 +136,22 @@ def test_a_session_whose_memory_another_process_outdated_does_not_trust_it(tmp_p
     live.close()
     assert encode(got) == encode(Session(ws, no_cache=True).build())
     assert any(d.code == "K0202" for f in got.files for d in f.diagnostics)
+
+
+def test_a_build_that_ran_nothing_still_saves_recomputed_code_identities(tmp_path: Path) -> None:
+    """After kinac's sources change, identities are recomputed once (~0.5 s); a no-op build
+    must save them, or every later process recomputes them."""
+    from kinac.rules.codeid import CODE
+
+    ws, cache = _ws(tmp_path), tmp_path / "cache"
+    _build(ws, cache)
+    CODE.ids_changed = True  # as after an upgrade whose edits left every identity equal
+    sess = Session(ws, cache_dir=str(cache))
+    con = sqlite3.connect(cache / INDEX)
+    con.execute("DELETE FROM meta WHERE k = 'code_ids'")
+    con.commit()
+    con.close()
+    sess.build()
+    assert sess.db.events.executed_events == []
+    assert Store(cache).load_setting("code_ids") == CODE.export_ids()
+    sess.close()

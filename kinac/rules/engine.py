@@ -126,18 +126,19 @@ class Database:
         """Write what this process computed to the store (no-op without one)."""
         if self.store is None:
             return
-        dirty = {qid: m for qid, m in self._memos.items() if m.dirty}
-        if not dirty:
-            return
-        for qid, (q, key, _, fp) in self._inputs.items():
-            dirty.setdefault(qid, Memo(q.name, encode(key), fp, []))
         from kinac.rules.codeid import CODE
 
+        dirty = {qid: m for qid, m in self._memos.items() if m.dirty}
         settings: dict[str, Any] = {}
-        if CODE.ids_changed:
+        if CODE.ids_changed:  # saved even by a build that ran nothing, or every process redoes it
             settings["code_ids"] = CODE.export_ids()
         if CODE.files_changed:
             settings["code_files"] = CODE.export_files()
+        if not dirty and not settings:
+            return
+        if dirty:
+            for qid, (q, key, _, fp) in self._inputs.items():
+                dirty.setdefault(qid, Memo(q.name, encode(key), fp, []))
         self.store.save(dirty, summaries.collect(self), settings)
         self._summary_rows = None  # re-read on the next revision: they were just rewritten
         CODE.ids_changed = CODE.files_changed = False

@@ -44,7 +44,10 @@ def collect(db: Database) -> dict[str, Any]:
         memo = db._memos.get(qid)
         if memo is None or memo.verified_rev != db.rev or qid in db._by_summary:
             continue
-        inputs = _inputs_below(db, memo)
+        if db._cone_rev == db.rev and qid in db._trusted and not memo.dirty:
+            inputs: Inputs | None = dict(db._cone_inputs)  # its stored trace: within the root's
+        else:
+            inputs = _inputs_below(db, memo)
         if inputs is not None:
             out[qid] = ((memo.name, memo.key_json, memo.fp, memo.deps), inputs)
             db._by_summary[qid] = inputs
