@@ -66,7 +66,8 @@ _UNARY = {
     "neg": torch.neg, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
     "rsqrt": torch.rsqrt, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu,
     "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu, "abs": torch.abs,
-    "recip": torch.reciprocal, "square": torch.square,
+    "recip": torch.reciprocal, "square": torch.square, "erf": torch.erf, "log1p": torch.log1p,
+    "softplus": torch.nn.functional.softplus, "sin": torch.sin, "cos": torch.cos,
 }  # fmt: skip
 
 
@@ -150,6 +151,11 @@ F64_UNARY: dict[str, Any] = {
     "abs": np.abs,
     "recip": lambda x: 1.0 / x,
     "square": np.square,
+    "erf": _erf,
+    "log1p": np.log1p,
+    "softplus": lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
+    "sin": np.sin,
+    "cos": np.cos,
 }
 
 
