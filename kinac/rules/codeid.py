@@ -224,6 +224,7 @@ class CodeIndex:
         self._table: dict[str, tuple[int, int, FileScan]] = {}  # relpath -> (mtime_ns, size, scan)
         self._fresh: dict[str, FileScan | None] = {}  # module -> scan checked in this process
         self._ids: dict[str, str] = {}  # "module:function" -> identity, valid for _stamp
+        self._denoted: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._stamp: str | None = None
         self._load_files: Callable[[], Any] | None = None
         self.ids_changed = False
@@ -336,7 +337,13 @@ class CodeIndex:
         return sorted(modules)
 
     def _denotes(self, mod: str, scan: FileScan, name: str) -> list[tuple[str, str]]:
-        """The units a name used in ``mod`` may run."""
+        """The units a name used in ``mod`` may run (memoised: every closure asks again)."""
+        got = self._denoted.get((mod, name))
+        if got is None:
+            got = self._denoted[(mod, name)] = self._resolve(mod, scan, name)
+        return got
+
+    def _resolve(self, mod: str, scan: FileScan, name: str) -> list[tuple[str, str]]:
         base, _, attr = name.partition(".")
         if base in scan.units and base != TOP:
             return [(mod, base)]
