@@ -130,3 +130,18 @@ def test_an_iota_that_counts_past_its_dtype_fails_at_specialisation() -> None:
     bad = specialise(ref, {"N": 70000}, {}, env)
     assert bad.graph is None and [d.code for d in bad.diagnostics] == ["K0605"]
     assert specialise(ref, {"N": 65520}, {}, env).graph is not None
+
+
+def test_let_bound_literals_and_dims_are_judged_where_they_meet_a_dtype() -> None:
+    src = (
+        "(defn a [(x : (tensor i32 [N]))] -> (tensor i32 [N])\n"
+        "  (let [(c 3000000000)] (add x c)))\n"
+        "(defn b [(x : (tensor i32 [N]))] -> (tensor i32 [N]) (let [(n N)] (add x n)))\n"
+        "(defn c [(x : (tensor i64 [N]))] -> (tensor i64 [N]) (let [(c 3000000000)] (add x c)))\n"
+        "(defn d [(x : (tensor i32 [N]))] -> (tensor i32 [N])\n"
+        "  (let [(c 3000000000) (c 7)] (add x c)))\n"
+    )
+    env = _env(src)
+    assert _codes(env, "a") == ["K0604"]
+    assert _codes(env, "b") == ["K0605"]
+    assert _codes(env, "c") == [] and _codes(env, "d") == []

@@ -19,7 +19,7 @@ from kinac.check.oblig import Prover, fmt_rel
 from kinac.check.prims import Prim, find
 from kinac.check.prims.base import PRIMS, REQ
 from kinac.check.protocol import CheckEnv
-from kinac.check.shard import mesh_clash
+from kinac.check.shard import mesh_names
 from kinac.check.sig import analyse
 from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
 from kinac.check.tir import (
@@ -59,6 +59,7 @@ class _Checker:
         self.prover.diags = self.diags
         # name -> (kind, declaration nid, type, tensor index)
         self.scope: dict[str, tuple[str, int, SType, int]] = {}
+        self.weak_locals: dict[str, TExpr] = {}  # let-bound literals and dims, by name
         k = 0
         for p in self.sig.params:
             if p.type is not None:
@@ -119,38 +120,12 @@ class _Checker:
         return CheckedDefn(self.sig.ref, self.sig, body, tuple(self.diags), self.prover.stats())
 
     def _check_meshes(self) -> None:
-        """Every mesh an annotation names, on a parameter or on the result, is declared, and
-        declared once among what this file sees (K0702 names every declaration)."""
-        visible = self.env.meshes(self.file)
-        names = {m.name for m in visible}
-        reported: set[str] = set()
         typed = [
             (p.type, ap.nid)
             for p, ap in zip(self.sig.params, self.defn.signature.params, strict=True)
         ]
         typed.append((self.sig.ret, self.defn.signature.ret.nid))
-        for ty, nid in typed:
-            if ty is None:
-                continue
-            for sh in ty.shards:
-                for k, v in sh.args:
-                    if k == "mesh" and v in names and v not in reported:
-                        reported.add(str(v))
-                        clash = mesh_clash(
-                            str(v), visible, self.name, self.label(nid, "which one?")
-                        )
-                        if clash is not None:
-                            self.diags.append(clash)
-                    if k == "mesh" and v not in names:
-                        self.diags.append(
-                            error(
-                                "K0702",
-                                f"unknown mesh `{v}` in `@{sh.name}`",
-                                self.label(nid),
-                                help="declare it at top level: (mesh NAME [SIZE …]), or in "
-                                "kina.toml's [[mesh]]",
-                            )
-                        )
+        self.diags.extend(mesh_names(typed, self.env.meshes(self.file), self.name, self.label))
 
     # ------------------------------------------------------------ expressions
 
@@ -203,13 +178,16 @@ class _Checker:
         )
 
     def let(self, e: ast.Let) -> TExpr:
-        saved = dict(self.scope)
+        saved, saved_weak = dict(self.scope), dict(self.weak_locals)
         binds: list[TBind] = []
         failed = False
         for b in e.bindings:
+            self.weak_locals.pop(b.name, None)
             try:
                 v = self.expr(b.value)
                 self.scope[b.name] = ("local", b.nid, v.type, -1)
+                if isinstance(v, TConst | TDim):  # judged where it meets a dtype
+                    self.weak_locals[b.name] = v
                 binds.append(TBind(b.nid, b.name, v))
             except _Fail:
                 failed = True
@@ -217,7 +195,7 @@ class _Checker:
         try:
             body = self.expr(e.body)
         finally:
-            self.scope = saved
+            self.scope, self.weak_locals = saved, saved_weak
         if failed:
             raise _Fail()
         return TLet(e.nid, tuple(binds), body, body.type)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kinac.check import dims as D
 from kinac.check.formula import Rel
-from kinac.check.tir import TCall, TConst, TDim, TExpr, TPrim
+from kinac.check.tir import TCall, TConst, TDim, TExpr, TLocal, TPrim
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES
 
@@ -73,6 +73,12 @@ def check_fit(ck: _Checker, e: TExpr, dtype: str) -> None:
     known (specialisation), other weak expressions where their folded value is materialised."""
     if dtype not in DTYPES:
         return
+    if isinstance(e, TLocal) and e.name in ck.weak_locals:  # `(let [(c 3000000000)] …)`
+        bound = ck.weak_locals[e.name]
+        if isinstance(bound, TConst):
+            e = TConst(e.nid, bound.value, bound.type)
+        elif isinstance(bound, TDim):
+            e = TDim(e.nid, bound.dim, bound.type)
     if isinstance(e, TConst) and not fits(e.value, dtype):
         raise ck.err(
             "K0604",

@@ -14,7 +14,7 @@ Not here: propagation of shardings through primitives, partial results and colle
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kinac.check import dims as D
 from kinac.check.codes import error
@@ -123,3 +123,39 @@ def mesh_clash(
         help="a mesh name must be declared once among this file, the files it imports and "
         "kina.toml: rename or delete one declaration",
     )
+
+
+def mesh_names(
+    typed: Sequence[tuple[SType | None, int]],
+    visible: Sequence[ast.Mesh],
+    defn: str,
+    label: Callable[[int, str], Label],
+) -> list[Diagnostic]:
+    """Every mesh an annotation names (``typed``: a signature's types and their nodes) is
+    declared (K0702), and declared once among what this file sees (K0702 naming each)."""
+    names = {m.name for m in visible}
+    reported: set[str] = set()
+    out: list[Diagnostic] = []
+    for ty, nid in typed:
+        if ty is None:
+            continue
+        for sh in ty.shards:
+            for k, v in sh.args:
+                if k != "mesh":
+                    continue
+                if v not in names:
+                    out.append(
+                        error(
+                            "K0702",
+                            f"unknown mesh `{v}` in `@{sh.name}`",
+                            label(nid, ""),
+                            help="declare it at top level: (mesh NAME [SIZE …]), or in "
+                            "kina.toml's [[mesh]]",
+                        )
+                    )
+                elif v not in reported:
+                    reported.add(str(v))
+                    clash = mesh_clash(str(v), visible, defn, label(nid, "which one?"))
+                    if clash is not None:
+                        out.append(clash)
+    return out
