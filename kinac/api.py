@@ -88,8 +88,8 @@ class CompiledDefn:
         self.fixed_what = "the entry"
         defn_name = entry.defn if entry is not None else name
         found = pipeline.find_defn(db, (defn_name, entry.file if entry else None))
-        if not found and entry is None:
-            # the name may be in a file that does not read (not UTF-8, syntax errors): say that
+        if not found:
+            # the defn may be in a file that does not read (not UTF-8, syntax errors): say that
             unread = [
                 d
                 for f in pipeline.source_files(db, ())
@@ -98,9 +98,10 @@ class CompiledDefn:
             ]
             if unread:
                 raise KinaCompileError(
-                    self._render(unread) + "\n" + self._unknown_name(name, path, cfg)
+                    self._render(unread) + "\n" + self._unknown_name(defn_name, path, cfg)
                 )
-            raise KinaUsageError(self._unknown_name(name, path, cfg))
+            if entry is None:
+                raise KinaUsageError(self._unknown_name(name, path, cfg))
         if len(found) != 1:
             where = (
                 "no defn"

@@ -113,3 +113,15 @@ def test_without_an_entry_the_majority_of_arguments_decides_who_is_blamed(tmp_pa
             z((16, 8), np.float32),
             z(7, np.float32),
         )
+
+
+def test_an_entry_whose_file_does_not_read_reports_that_file(tmp_path: Path) -> None:
+    (tmp_path / "kina.toml").write_text(
+        '[workspace]\nname = "w"\n[[entry]]\nname = "f"\ndims = { N = 2 }\n'
+    )
+    (tmp_path / "f.kina").write_text(
+        "(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N])\n  (add x x)\n"
+    )
+    with pytest.raises(kinac.KinaCompileError, match=r"error\[K01\d\d\]") as e:
+        kinac.compile(tmp_path, "f", no_cache=True)
+    assert "no entry or defn named `f`" in str(e.value)
