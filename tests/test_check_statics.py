@@ -64,8 +64,16 @@ def _call(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(shape=st.sampled_from(SHAPES), call=_call())
-def test_static_arguments_give_diagnostics_never_exceptions(shape: str, call: str) -> None:
+@given(
+    shape=st.sampled_from(SHAPES),
+    call=_call(),
+    operand=st.sampled_from(["x", "x", "x", "2.5", "N", "i", "(neg 7)"]),
+)
+def test_static_arguments_give_diagnostics_never_exceptions(
+    shape: str, call: str, operand: str
+) -> None:
+    # the operand may be a literal, a dim or an integer tensor instead of `x`
+    call = call.replace(" x ", f" {operand} ").replace("[x x]", f"[x {operand}]")
     src = (
         f"(defn f [(x : (tensor f32 {shape})) (i : (tensor i32 [2]))] -> (tensor f32 [N])\n"
         f"  {call})\n"
