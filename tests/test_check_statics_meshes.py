@@ -29,7 +29,7 @@ def test_a_mesh_declared_twice_in_one_file_is_k0128_naming_both() -> None:
     assert pf.meshes[0].file == "m.kina"
 
 
-def test_a_mesh_seen_twice_through_an_import_is_k0703_at_the_use() -> None:
+def test_a_mesh_seen_twice_through_an_import_is_k0702_at_the_use() -> None:
     env = InMemoryEnv.from_sources(
         {"lib.kina": "(mesh tp [2])\n", "m.kina": '(import "lib.kina")\n(mesh tp [4])\n' + USE}
     )
@@ -41,7 +41,7 @@ def test_a_mesh_seen_twice_through_an_import_is_k0703_at_the_use() -> None:
     assert alone.checked(DefnRef("m.kina", "f")).diagnostics == ()
 
 
-def test_a_source_mesh_clashing_with_kina_toml_is_k0703(tmp_path: Path) -> None:
+def test_a_source_mesh_clashing_with_kina_toml_is_k0702(tmp_path: Path) -> None:
     (tmp_path / "kina.toml").write_text(
         '[workspace]\nname = "m"\n[[mesh]]\nname = "tp"\nshape = [8]\n'
     )
