@@ -93,3 +93,13 @@ def test_neutral_package_imports_no_stage() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = eval(out.stdout)  # a printed list of module names
     assert all(m.startswith("kinac.prims") or m == "kinac.errors" for m in loaded), loaded
+
+
+@pytest.mark.parametrize("name", ["gelu", "sigmoid", "sin", "softplus"])
+def test_gpu_f64_refusal_names_the_primitive(name: str) -> None:
+    """f64 transcendentals are not on the GPU yet: the error names what the user wrote."""
+    g = GraphBuilder(name)
+    x = g.param("x", "f64", (4,))
+    with pytest.raises(NotImplementedError, match=f"^{name}") as e:
+        lower_graph_gpu(g.build(g.unary(name, x)))
+    assert "f64 is not supported by the CUDA back end" in str(e.value)

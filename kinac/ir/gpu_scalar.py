@@ -144,7 +144,12 @@ class Scalars:
 
     def elementwise(self, op: str, args: list[Val], dt: str) -> Val:
         """The primitive ``op`` on ``dt`` registers (not rounded: stores round)."""
-        return apply(ELEMENTWISE[op], self.alg, args, dt)
+        try:
+            return apply(ELEMENTWISE[op], self.alg, args, dt)
+        except NotImplementedError as e:  # name the primitive the user wrote, not a base op
+            if str(e).startswith(f"{op} "):
+                raise
+            raise NotImplementedError(f"{op} ({e})") from None
 
     @staticmethod
     def need_f32(op: str, ty: str) -> None:
