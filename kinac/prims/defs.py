@@ -79,21 +79,6 @@ LOG1P = define(
     doc="``log(1 + x)``, accurate for small ``x``",
 )
 
-# ---- binary ----------------------------------------------------------------------------------
-define("add", "arith", lambda a, b: a + b, doc="``a + b`` (logical or on bool)")
-define("sub", "arith", lambda a, b: a - b, doc="``a - b``")
-define("mul", "arith", lambda a, b: a * b, doc="``a * b`` (logical and on bool)")
-define(
-    "div", "arith", lambda a, b: a / b, "weak_int_to_float", doc="``a / b``; ints: floor, x//0 = 0"
-)
-define("max", "arith", maximum, doc="elementwise maximum (NaN wins)")
-define("min", "arith", minimum, doc="elementwise minimum (NaN wins)")
-define("pow", "arith", power, "expensive", "weak_int_to_float", doc="``a ** b``")
-define("lt", "compare", lambda a, b: a < b, doc="``a < b``")
-define("le", "compare", lambda a, b: a <= b, doc="``a <= b``")
-define("gt", "compare", lambda a, b: a > b, doc="``a > b``")
-define("ge", "compare", lambda a, b: a >= b, doc="``a >= b``")
-define("eq", "compare", eq, doc="``a == b``")
 define(
     "softplus",
     "float",
@@ -144,3 +129,19 @@ define(
     kernel_f32=lambda x: _sin_quadrant_f32(x, 1),
     doc="cosine (generated f32 code: within 2 ulp for |x| <= 1e6)",
 )
+
+# ---- binary ----------------------------------------------------------------------------------
+define("add", "arith", lambda a, b: a + b, doc="``a + b`` (logical or on bool)")
+define("sub", "arith", lambda a, b: a - b, doc="``a - b``")
+define("mul", "arith", lambda a, b: a * b, doc="``a * b`` (logical and on bool)")
+define(
+    "div", "arith", lambda a, b: a / b, "weak_int_to_float", doc="``a / b``; ints: floor, x//0 = 0"
+)
+define("max", "arith", maximum, doc="elementwise maximum (NaN wins)")
+define("min", "arith", minimum, doc="elementwise minimum (NaN wins)")
+define("pow", "arith", power, "expensive", "weak_int_to_float", doc="``a ** b``")
+define("lt", "compare", lambda a, b: a < b, doc="``a < b``")
+define("le", "compare", lambda a, b: a <= b, doc="``a <= b``")
+define("gt", "compare", lambda a, b: a > b, doc="``a > b``")
+define("ge", "compare", lambda a, b: a >= b, doc="``a >= b``")
+define("eq", "compare", eq, doc="``a == b``")

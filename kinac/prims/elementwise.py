@@ -8,8 +8,8 @@ arrays; the ``kina`` dialect makes one op per entry; the host and GPU emitters e
 operations. Nothing else names a primitive. The definitions themselves are in
 :mod:`kinac.prims.defs` (imported at the end of this module).
 
-Kinds (the typing rule): ``float`` unary on float dtypes; ``numeric`` unary on float and
-integer dtypes; ``arith`` binary with broadcasting and one dtype; ``compare`` binary with a
+Kinds (the typing rule): ``float`` unary on float dtypes; ``numeric`` unary whose graph op and
+lowering also take integer dtypes (the Kina checker still asks for a float, K0602); ``arith`` binary with broadcasting and one dtype; ``compare`` binary with a
 ``bool`` result. Traits name facts later passes use: ``expensive`` (worth materialising rather
 than recomputing per use), ``weak_int_to_float`` (weak integer operands fold to a float).
 """
