@@ -23,6 +23,9 @@ from kinac.ir import dialect_struct as st
 from kinac.ir.layout import as_blas_matrix
 from kinac.ir.views import VIEWS, chain_layout, view_base
 
+# A fused kernel body recomputes at most about this much per element (a chain of 1,500 lets
+# becomes kernels of at most 256 adds or 64 tanhs); no model's fused chain comes near it.
+MAX_FUSED_COST = 256
 ELEMENTWISE = (el.UnaryOp, el.CastOp, el.BinaryOp, el.WhereOp, st.CreationOp)
 _KIND = {
     st.ReduceOp: "reduce",
@@ -110,6 +113,10 @@ class _Fuser:
             if isinstance(op, ELEMENTWISE + VIEWS) and len(_users(v)) >= 2:
                 if self.cost(v) > 0:
                     self.mat.add(v)
+        for op in self.ops:  # split huge fused bodies: LLVM's time grows faster than their size
+            v = op.results[0]
+            if isinstance(op, ELEMENTWISE) and self.cost(v) > MAX_FUSED_COST:
+                self.mat.add(v)
         for op in self.ops:
             if isinstance(op, st.MatmulOp):  # it reads each operand element N or M times
                 for u in (op.lhs, op.rhs):

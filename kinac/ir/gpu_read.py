@@ -19,7 +19,7 @@ of a fused norm, a softmax) are supplied by the kernel generator through ``speci
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,10 +32,12 @@ from kinac.ir.dialect import _int, _ints, dtype_name, shape_of
 from kinac.ir.gpu_emit import Builder, Ix, Val
 from kinac.ir.gpu_scalar import FLOAT, ITEMSIZE, STORAGE, Scalars
 from kinac.ir.layout import Layout, cstrides
+from kinac.ir.trampoline import evaluate
 from kinac.ir.views import VIEWS, chain_layout, view_base
 
 Lanes = list[Val]
 Special = Callable[[list[Ix], int | None], Lanes]
+ReadReq = tuple[SSAValue, tuple[Ix, ...], int | None]  # a value, its index, the lane axis
 
 
 def bcast(idx: Sequence[Ix], lax: int | None, shape: Sequence[int]) -> tuple[list[Ix], int | None]:
@@ -83,19 +85,26 @@ class BodyReader:
 
     # ---- reading ---------------------------------------------------------------------------
     def read(self, v: SSAValue, idx: Sequence[Ix], lax: int | None) -> Lanes:
-        key = (v, _key(idx), lax)
+        """The lanes of ``v`` at ``idx``; iterative (see :mod:`kinac.ir.trampoline`), so fused
+        chains of any length read without recursion."""
+        return evaluate((v, tuple(idx), lax), self._memo_hit, self._read, self._memo_store)
+
+    def _memo_hit(self, req: ReadReq) -> Lanes | None:
+        key = (req[0], _key(req[1]), req[2])
         for m in reversed(self.memo):
             hit = m.get(key)
             if hit is not None:
                 return hit
-        r = self._read(v, list(idx), lax)
-        self.memo[-1][key] = r
-        return r
+        return None
+
+    def _memo_store(self, req: ReadReq, lanes: Lanes) -> None:
+        self.memo[-1][(req[0], _key(req[1]), req[2])] = lanes
 
     def read1(self, v: SSAValue, idx: Sequence[Ix]) -> Val:
         return self.read(v, idx, None)[0]
 
-    def _read(self, v: SSAValue, idx: list[Ix], lax: int | None) -> Lanes:
+    def _read(self, req: ReadReq) -> Generator[ReadReq, Lanes, Lanes]:
+        v, idx, lax = req[0], list(req[1]), req[2]
         sc, dt = self.sc, dtype_name(v.type)
         hook = self.special.get(v)
         if hook is not None:
@@ -109,16 +118,26 @@ class BodyReader:
             lay = chain_layout(base, chain) if base in self.buf else None
             if lay is not None:
                 return self.load(self.buf[base], lay, idx, lax, dt)
-            return self.per_lane(idx, lax, lambda i: self.read1(op.x, self.view_index(op, i)))
+            out: Lanes = []
+            for j in range(self.vec if lax is not None else 1):  # an index per lane
+                i = list(idx)
+                if lax is not None:
+                    i[lax] = self.b.iadd(i[lax], j, self.ix)
+                out.append((yield (op.x, tuple(self.view_index(op, i)), None))[0])
+            return out if lax is not None else self.uniform(out[0])
         if isinstance(op, el.UnaryOp):
             name = op.name[5:]
-            return self.lanewise(lambda x: sc.unary(name, x, dt), self.read(op.x, idx, lax))
+            x = yield (op.x, req[1], lax)
+            return self.lanewise(lambda x: sc.unary(name, x, dt), x)
         if isinstance(op, el.CastOp):
             src = dtype_name(op.x.type)
-            return self.lanewise(lambda x: sc.cast(x, src, dt), self.read(op.x, idx, lax))
+            x = yield (op.x, req[1], lax)
+            return self.lanewise(lambda x: sc.cast(x, src, dt), x)
         if isinstance(op, el.BinaryOp):
-            a = self.read(op.lhs, *bcast(idx, lax, shape_of(op.lhs.type)))
-            b = self.read(op.rhs, *bcast(idx, lax, shape_of(op.rhs.type)))
+            li, ll = bcast(idx, lax, shape_of(op.lhs.type))
+            a = yield (op.lhs, tuple(li), ll)
+            ri, rl = bcast(idx, lax, shape_of(op.rhs.type))
+            b = yield (op.rhs, tuple(ri), rl)
             name, src = op.name[5:], dtype_name(op.lhs.type)
             if isinstance(op, el.CompareOp):
                 return self.lanewise(lambda x, y: sc.compare(name, x, y, src), a, b)
@@ -127,8 +146,11 @@ class BodyReader:
                 return [sc.fbin("fmul", x, inv) for x in a]
             return self.lanewise(lambda x, y: sc.binary(name, x, y, dt), a, b)
         if isinstance(op, el.WhereOp):
-            c, a, b = (self.read(x, *bcast(idx, lax, shape_of(x.type))) for x in op.operands)
-            return self.lanewise(self.b.select, c, a, b)
+            got: list[Lanes] = []
+            for operand in op.operands:
+                oi, ol = bcast(idx, lax, shape_of(operand.type))
+                got.append((yield (operand, tuple(oi), ol)))
+            return self.lanewise(self.b.select, *got)
         if isinstance(op, st.ConstOp | st.FullOp):
             val = op.value
             assert isinstance(val, IntegerAttr) or hasattr(val, "value")

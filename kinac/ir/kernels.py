@@ -19,7 +19,7 @@ loads of the kernel's input buffers. The loop structure depends on the kernel's 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, i64
@@ -33,7 +33,10 @@ from kinac.ir.layout import Layout, as_blas_matrix, cstrides
 from kinac.ir.loopgen import INDEX, Emitter, Ix
 from kinac.ir.lowered import GATHER_OOB
 from kinac.ir.scalar import Scalars
+from kinac.ir.trampoline import evaluate
 from kinac.ir.views import VIEWS, chain_layout, view_base
+
+ReadReq = tuple[SSAValue, tuple[Ix, ...]]  # a value and the index to read it at
 
 
 def bcast_index(idx: Sequence[Ix], shape: Sequence[int]) -> list[Ix]:
@@ -137,13 +140,18 @@ class KernelLowering:
         return off
 
     def read(self, v: SSAValue, idx: Sequence[Ix]) -> SSAValue:
-        key = ("read", v, *idx)
-        hit = self.em.lookup(key)
-        if hit is not None:
-            return hit
-        return self.em.remember(key, self._read(v, list(idx)))
+        """The element of ``v`` at ``idx``, memoised per scope; iterative (see
+        :mod:`kinac.ir.trampoline`): fused chains of any length read without recursion."""
+        return evaluate((v, tuple(idx)), self._memo_hit, self._read, self._memo_store)
 
-    def _read(self, v: SSAValue, idx: list[Ix]) -> SSAValue:
+    def _memo_hit(self, req: ReadReq) -> SSAValue | None:
+        return self.em.lookup(("read", req[0], *req[1]))
+
+    def _memo_store(self, req: ReadReq, val: SSAValue) -> None:
+        self.em.remember(("read", req[0], *req[1]), val)
+
+    def _read(self, req: ReadReq) -> Generator[ReadReq, SSAValue, SSAValue]:
+        v, idx = req[0], list(req[1])
         sc, dt = self.sc, dtype_name(v.type)
         if isinstance(v, BlockArgument):
             off = self.em.linear(idx, cstrides(shape_of(v.type)))
@@ -154,21 +162,23 @@ class KernelLowering:
             bl = self.layout(v)
             if bl is not None:
                 return sc.load(self.buf[bl[0]], self.offset(bl[1], idx), dt)
-            return self.read(op.x, self.view_index(op, idx))
+            return (yield (op.x, tuple(self.view_index(op, idx))))
         if isinstance(op, el.UnaryOp):
-            return sc.unary(op.name[5:], self.read(op.x, idx), dt)
+            return sc.unary(op.name[5:], (yield (op.x, req[1])), dt)
         if isinstance(op, el.CastOp):
-            return sc.cast(self.read(op.x, idx), dtype_name(op.x.type), dt)
+            return sc.cast((yield (op.x, req[1])), dtype_name(op.x.type), dt)
         if isinstance(op, el.BinaryOp):
-            a = self.read(op.lhs, bcast_index(idx, shape_of(op.lhs.type)))
-            b = self.read(op.rhs, bcast_index(idx, shape_of(op.rhs.type)))
+            a = yield (op.lhs, tuple(bcast_index(idx, shape_of(op.lhs.type))))
+            b = yield (op.rhs, tuple(bcast_index(idx, shape_of(op.rhs.type))))
             src = dtype_name(op.lhs.type)
             if isinstance(op, el.CompareOp):
                 return sc.compare(op.name[5:], a, b, src)
             return sc.binary(op.name[5:], a, b, dt)
         if isinstance(op, el.WhereOp):
-            c, a, b = (self.read(x, bcast_index(idx, shape_of(x.type))) for x in op.operands)
-            return sc.select(c, a, b)
+            got = []
+            for x in op.operands:
+                got.append((yield (x, tuple(bcast_index(idx, shape_of(x.type))))))
+            return sc.select(*got)
         if isinstance(op, st.ConstOp | st.FullOp):
             val = op.value
             assert isinstance(val, IntegerAttr) or hasattr(val, "value")

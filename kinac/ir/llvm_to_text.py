@@ -14,8 +14,11 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
 
-def module_to_llvm_ir(module: ModuleOp, triple: str = "") -> str:
-    """The textual LLVM IR of an ``llvm``-dialect module (target-independent if no triple)."""
+def module_to_llvm_ir(
+    module: ModuleOp, triple: str = "", out_of_line: frozenset[str] = frozenset()
+) -> str:
+    """The textual LLVM IR of an ``llvm``-dialect module (target-independent if no triple);
+    the functions named in ``out_of_line`` are ``noinline``."""
     ir_mod = convert_module(module, fallback_target_triple=triple or "")
     for op in module.ops:
         if not isinstance(op, llvm.FuncOp):
@@ -25,6 +28,8 @@ def module_to_llvm_ir(module: ModuleOp, triple: str = "") -> str:
             fn.attributes.add("nounwind")
             if op.linkage.linkage.data == "internal":
                 fn.linkage = "internal"
+            if op.sym_name.data in out_of_line:
+                fn.attributes.add("noinline")
     for fn in ir_mod.functions:
         for block in fn.blocks:
             for instr in block.instructions:
