@@ -33,4 +33,4 @@ def test_runtime_check_defers_to_specialisation() -> None:
     bad = specialise(DefnRef("a.kina", "take"), {"N": 4, "K": 8}, {}, env)
     assert bad.graph is None
     assert [d.code for d in bad.diagnostics] == ["K0804"]
-    assert "0:8 of 4" in bad.diagnostics[0].message
+    assert "K = 8 exceeds N = 4" in bad.diagnostics[0].message

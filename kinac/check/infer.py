@@ -117,7 +117,14 @@ class _Checker:
                 body = None
         if any(d.is_error for d in self.diags):
             body = None
-        return CheckedDefn(self.sig.ref, self.sig, body, tuple(self.diags), self.prover.stats())
+        return CheckedDefn(
+            self.sig.ref,
+            self.sig,
+            body,
+            tuple(self.diags),
+            self.prover.stats(),
+            tuple(self.prover.deferred),
+        )
 
     def _check_meshes(self) -> None:
         typed = [

@@ -31,6 +31,17 @@ from kinac.rules.codec import record
 
 
 @record
+class Deferred:
+    """An obligation that ``solver.on_unknown = "runtime-check"`` deferred (K0502): what it was
+    and where, so that specialisation checks it at the concrete dims of every instance."""
+
+    rel: Rel
+    code: str
+    what: str
+    primary: Label
+
+
+@record
 class ObStats:
     """How the obligations of one defn were closed."""
 
@@ -54,6 +65,7 @@ class Prover:
         self.on_unknown = on_unknown  # "error", or "runtime-check": defer to specialisation
         self.total = self.norm = self.solver = 0
         self.diags: list[Diagnostic] = []
+        self.deferred: list[Deferred] = []
 
     def stats(self) -> ObStats:
         return ObStats(self.total, self.norm, self.solver)
@@ -110,6 +122,7 @@ class Prover:
         if r.status == "proved":
             return True
         if r.status == "unknown" and self.on_unknown == "runtime-check":
+            self.deferred.append(Deferred(rel, code, what, primary))
             self.diags.append(
                 warning(
                     "K0502",

@@ -17,6 +17,14 @@ from kinac.check import dims as D
 from kinac.check import fold
 from kinac.check.bind import DimValue, complete_dims
 from kinac.check.codes import at, error
+from kinac.check.deferred import (
+    CheckerBug,
+    call_site,
+    check_callee,
+    check_deferred,
+    dims_text,
+    evaluate_inst,
+)
 from kinac.check.literals import fits, range_text
 from kinac.check.prims.base import PRIMS, CArgs, Prim, ShapeError
 from kinac.check.protocol import SpecEnv
@@ -97,6 +105,9 @@ def specialise(
                     at(ref.file, ref.name, cd.sig.nid_of(v)),
                 )
             )
+    late = check_deferred(cd, denv)
+    if late is not None:
+        diags.append(late)
     if diags:
         return Specialised(None, key_dims, key_dt, tuple(diags))
     em = _Emitter(env, default_device)
@@ -222,12 +233,32 @@ class _Emitter:
         for a in e.args if isinstance(e, TCall | TPrim) else ():
             args.append((yield a, c))
         if isinstance(e, TCall):
-            denv = {v: D.evaluate(p, c.denv) for v, p in e.inst.dims}
+            denv = evaluate_inst(c.ref, e.nid, e.callee.name, e.inst.dims, c.denv)
             groups = {g: self.shape(s, c.denv, c.groups) for g, s in e.inst.groups}
             dts = {v: self.dtype(d, c.dts) for v, d in e.inst.dtypes}
+            self.check_call(e, c, denv, groups, args)
             return (yield self.enter(e.callee, args, denv, groups, dts, c.stack))
         assert isinstance(e, TPrim)
         return self.prim(e, c, args)
+
+    def check_call(
+        self,
+        e: TCall,
+        c: _Ctx,
+        denv: dict[str, int],
+        groups: dict[str, tuple[int, ...]],
+        args: list[Val],
+    ) -> None:
+        """At the dims the call computes: the callee's assumptions (a failure the checker
+        should have caught is a :class:`CheckerBug`) and the obligations its check deferred
+        (K0804 at the obligation, the call as the second label)."""
+        cd = self.env.checked(e.callee)
+        types = [self.nodes[a].type for a in args if isinstance(a, int)]
+        bad = check_callee(c.ref, e.nid, cd, denv, groups, types)
+        if bad is None:
+            bad = check_deferred(cd, denv, (call_site(c.ref, e.nid, e.callee.name, denv),))
+        if bad is not None:
+            raise _Abort(bad)
 
     def prim(self, e: TPrim, c: _Ctx, args: list[Val]) -> Val:
         p = _BY_OP[e.op]
@@ -274,18 +305,12 @@ class _Emitter:
         try:
             t, gattrs = p.concrete(cargs)
         except ShapeError as ex:
-            # Only an obligation deferred by solver.on_unknown = "runtime-check" can fail here.
-            raise _Abort(
-                error(
-                    "K0804",
-                    f"`{e.op}` fails at these dims: {ex}",
-                    at(c.ref.file, c.ref.name, e.nid),
-                    notes=(
-                        "its shape obligation was undecided when checking and was deferred "
-                        'to this check (solver.on_unknown = "runtime-check")',
-                    ),
-                    help="call it with dims that satisfy the obligation, or state it in a `where`",
-                )
+            # Every obligation deferred by solver.on_unknown = "runtime-check" was checked at
+            # these dims when this defn was entered (check_deferred): what fails here was proved.
+            raise CheckerBug(
+                f"internal: `{e.op}` (node {e.nid} of `{c.ref.name}` in {c.ref.file}) fails at "
+                f"{dims_text(c.denv) or 'these dims'}: {ex}, although the checker proved its "
+                "shape obligations; this is a bug in kinac"
             ) from ex
         if e.op == "iota" and t.shape:  # it counts to dim - 1 along the axis
             n = t.shape[gattrs["axis"]] - 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check.calls import Inst
-from kinac.check.oblig import ObStats
+from kinac.check.oblig import Deferred, ObStats
 from kinac.check.sig import DefnRef, SigInfo
 from kinac.check.types import SType
 from kinac.diag.model import Diagnostic
@@ -106,13 +106,15 @@ TExpr = TParam | TLocal | TDim | TConst | TPrim | TCall | TLet
 @record
 class CheckedDefn:
     """The result of checking one defn: typed body (None when it has errors), diagnostics,
-    and how its obligations were closed."""
+    how its obligations were closed, and those deferred to specialisation (checked there at
+    concrete dims; empty unless ``solver.on_unknown = "runtime-check"``)."""
 
     ref: DefnRef
     sig: SigInfo
     body: TExpr | None
     diagnostics: tuple[Diagnostic, ...]
     stats: ObStats
+    deferred: tuple[Deferred, ...] = ()
 
     @property
     def ok(self) -> bool:
