@@ -4,11 +4,14 @@ Why: it is the independent referee of the symbolic checker. It never builds an o
 calls a solver: it reads the program like the checker does, but evaluates every shape with
 integers and runs each primitive's *concrete* evaluator. The tests use it to confirm that a
 counterexample really breaks the program, and that well-typed programs never fail at any dims.
+Like the checker, it accepts programs of any depth: nested expressions and chains of calls are
+walked with generators on an explicit stack (:func:`_drive`), never with Python recursion, and
+only a real cycle of calls is reported as recursion.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Any, Protocol
 
 from kinac.check import dims as D
@@ -47,6 +50,36 @@ class DefnSource(CheckEnv, Protocol):
     def defn(self, ref: DefnRef) -> ast.Defn | None: ...
 
 
+Step = Generator[Any, Any, Any]
+"""A suspended evaluation: it yields the sub-evaluations it needs and receives their values."""
+
+
+def _drive(first: Step) -> Any:
+    """Run ``first`` and every sub-evaluation it asks for on an explicit stack; an exception
+    in a sub-evaluation is thrown into the one that asked (so a ``let`` can record it)."""
+    stack = [first]
+    val: Any = None
+    exc: Exception | None = None
+    while True:
+        top = stack[-1]
+        try:
+            need = top.throw(exc) if exc is not None else top.send(val)
+        except StopIteration as done:
+            stack.pop()
+            val, exc = done.value, None
+            if not stack:
+                return val
+            continue
+        except Exception as ex:  # noqa: BLE001 - handed to the asking evaluation
+            stack.pop()
+            if not stack:
+                raise
+            val, exc = None, ex
+            continue
+        stack.append(need)
+        val, exc = None, None
+
+
 def eval_defn(
     file: str,
     defn: ast.Defn,
@@ -54,15 +87,10 @@ def eval_defn(
     dtypes: Mapping[str, str],
     env: DefnSource,
     default_device: str = "cpu",
-    depth: int = 0,
 ) -> TType:
     """The result type of ``defn`` at ``dims`` (groups as ``..b``) and ``dtypes``; raises
     :class:`ConcreteError` (the first failure) when any primitive, call or ascription fails."""
-    out, fails = eval_all(file, defn, dims, dtypes, env, default_device, depth)
-    if fails:
-        raise fails[0]
-    assert out is not None
-    return out
+    return _drive(_defn_result(file, defn, dims, dtypes, env, default_device, ()))  # type: ignore[no-any-return]
 
 
 def eval_all(
@@ -72,16 +100,44 @@ def eval_all(
     dtypes: Mapping[str, str],
     env: DefnSource,
     default_device: str = "cpu",
-    depth: int = 0,
 ) -> tuple[TType | None, list[ConcreteError]]:
     """Evaluate ``defn`` and collect every failure (a failed ``let`` binding does not stop
     the others; uses of it stay silent)."""
-    if depth > 64:
-        return None, [ConcreteError("call depth exceeded (recursion)")]
+    return _drive(_defn_all(file, defn, dims, dtypes, env, default_device, ()))  # type: ignore[no-any-return]
+
+
+def _defn_result(
+    file: str,
+    defn: ast.Defn,
+    dims: Mapping[str, int | tuple[int, ...]],
+    dtypes: Mapping[str, str],
+    env: DefnSource,
+    default_device: str,
+    stack: tuple[str, ...],
+) -> Step:
+    out, fails = yield _defn_all(file, defn, dims, dtypes, env, default_device, stack)
+    if fails:
+        raise fails[0]
+    assert out is not None
+    return out
+
+
+def _defn_all(
+    file: str,
+    defn: ast.Defn,
+    dims: Mapping[str, int | tuple[int, ...]],
+    dtypes: Mapping[str, str],
+    env: DefnSource,
+    default_device: str,
+    stack: tuple[str, ...],
+) -> Step:
+    key = f"{file}::{defn.name}"
+    if key in stack:
+        return None, [ConcreteError(f"`{defn.name}` calls itself (recursion)")]
     sig = analyse(file, defn.signature, env.meshes(file))
     denv = {k: v for k, v in dims.items() if isinstance(v, int)}
     groups = {k: tuple(v) for k, v in dims.items() if isinstance(v, tuple | list)}
-    ev = _Eval(file, defn, denv, groups, dict(dtypes), env, default_device, depth)
+    ev = _Eval(file, defn, denv, groups, dict(dtypes), env, default_device, (*stack, key))
     scope: dict[str, TType] = {}
     try:
         for p in sig.params:
@@ -89,7 +145,7 @@ def eval_all(
                 scope[p.name] = ev.ttype(
                     p.type.dtype, p.type.shape, p.type.device or default_device
                 )
-        out = ev.top(defn.body, scope)
+        out = yield ev.expr(defn.body, scope)
         ret = ev.ttype(sig.ret.dtype, sig.ret.shape, "")
         ev.same(out, ret, "the result", (defn.body.nid,))
         for r, what in sig.ret_shard_divs:  # the declared result's @sharded dims split evenly
@@ -113,10 +169,10 @@ class _Eval:
         dts: dict[str, str],
         env: DefnSource,
         default_device: str,
-        depth: int,
+        stack: tuple[str, ...],
     ) -> None:
         self.file, self.defn, self.denv, self.groups, self.dts = file, defn, denv, groups, dts
-        self.env, self.default, self.depth = env, default_device, depth
+        self.env, self.default, self.stack = env, default_device, stack
         self.fails: list[ConcreteError] = []
         sig = analyse(file, defn.signature)
         self.st = Statics(
@@ -133,9 +189,6 @@ class _Eval:
             return D.evaluate(p, self.denv)
         except DimEvalError as e:
             raise ConcreteError(str(e), nids) from None
-
-    def top(self, e: ast.Expr, scope: dict[str, TType]) -> TType:
-        return self.expr(e, scope)
 
     def shape(self, s: SShape) -> tuple[int, ...]:
         lead: tuple[int, ...] = ()
@@ -167,7 +220,8 @@ class _Eval:
         except Bad:
             raise ConcreteError("malformed static argument") from None
 
-    def expr(self, e: ast.Expr, scope: dict[str, TType]) -> TType:
+    def expr(self, e: ast.Expr, scope: dict[str, TType]) -> Step:
+        """The type of ``e`` (a step: sub-expressions are yielded to :func:`_drive`)."""
         if isinstance(e, ast.Var):
             if e.name in scope:
                 if scope[e.name] is _ERR:
@@ -184,25 +238,25 @@ class _Eval:
             inner = dict(scope)
             for b in e.bindings:
                 try:
-                    inner[b.name] = self.expr(b.value, inner)
+                    inner[b.name] = yield self.expr(b.value, inner)
                 except ConcreteError as ex:
                     self.fails.append(ex)
                     inner[b.name] = _ERR
                 except _Silent:
                     inner[b.name] = _ERR
-            return self.expr(e.body, inner)
+            return (yield self.expr(e.body, inner))
         if isinstance(e, ast.The):
             from kinac.check.convert import TypeConv
 
             t = TypeConv(self.file, self.defn.name, None).type(e.type)
-            got = self.expr(e.expr, scope)
+            got = yield self.expr(e.expr, scope)
             self.same(got, self.ttype(t.dtype, t.shape, ""), "the ascribed expression", (e.nid,))
             return got
         if isinstance(e, ast.Call):
-            return self.call(e, scope)
+            return (yield from self.call(e, scope))
         raise ConcreteError("not a value", (e.nid,))
 
-    def call(self, e: ast.Call, scope: dict[str, TType]) -> TType:
+    def call(self, e: ast.Call, scope: dict[str, TType]) -> Step:
         nids = (
             e.nid,
             e.head_nid,
@@ -211,16 +265,16 @@ class _Eval:
             *(x.nid for a in e.args if isinstance(a, ast.ListLit) for x in a.items),
         )
         try:
-            return self._call(e, scope)
+            return (yield from self._call(e, scope))
         except ConcreteError as ex:
             if not ex.nids:
                 ex.nids = nids
             raise
 
-    def _call(self, e: ast.Call, scope: dict[str, TType]) -> TType:
+    def _call(self, e: ast.Call, scope: dict[str, TType]) -> Step:
         p = find(e.head, len(e.args), {k.key for k in e.kwargs})
         if p is None:
-            return self.defn_call(e, scope)
+            return (yield from self.defn_call(e, scope))
         ts: list[TType] = []
         vals: dict[str, Any] = {}
         pos = list(e.args)
@@ -233,12 +287,13 @@ class _Eval:
                 vals[name] = self.static(lambda a=pos[i]: self.st.device(a)) if i < len(pos) else ""
                 i += 1
             elif kind == "tensor":
-                ts.append(self.expr(pos[i], scope))
+                ts.append((yield self.expr(pos[i], scope)))
                 i += 1
             elif kind == "tensors":
                 lst = pos[i]
                 items = lst.items if isinstance(lst, ast.ListLit) else ()
-                ts.extend(self.expr(x, scope) for x in items)
+                for x in items:
+                    ts.append((yield self.expr(x, scope)))
                 i += 1
             else:
                 vals[name] = self.conv(kind, pos[i])
@@ -290,7 +345,7 @@ class _Eval:
         fn = {"int": st.int_, "ints": st.ints, "bool": st.bool_, "device": st.device}[kind]
         return self.static(lambda: fn(a))
 
-    def defn_call(self, e: ast.Call, scope: dict[str, TType]) -> TType:
+    def defn_call(self, e: ast.Call, scope: dict[str, TType]) -> Step:
         found = self.env.lookup(self.file, e.head)
         if found is None:
             raise ConcreteError(f"unknown function {e.head}")
@@ -304,7 +359,7 @@ class _Eval:
             if p.is_dim:
                 dim_args[p.name] = self.num(self.static(lambda a=a: self.st.dim(a)))
             else:
-                t = self.expr(a, scope)
+                t = yield self.expr(a, scope)
                 if t.dtype in (WEAK_F, WEAK_I):
                     # a literal for a dtype variable stays weak: a tensor argument fixes it
                     pd = p.type.dtype if p.type is not None else "f32"
@@ -315,6 +370,8 @@ class _Eval:
             raise ConcreteError(
                 f"call of {e.head}: " + "; ".join(d.message for d in b if isinstance(d, Diagnostic))
             )
-        return eval_defn(
-            ref.file, callee, dict(b.dims), dict(b.dtypes), self.env, self.default, self.depth + 1
+        return (
+            yield _defn_result(
+                ref.file, callee, dict(b.dims), dict(b.dtypes), self.env, self.default, self.stack
+            )
         )
