@@ -90,13 +90,17 @@ def pack_arena(
     for i, k in enumerate(kernels):
         for u in k.operands:
             last[u] = i
-    placed: list[tuple[int, int, int, int]] = []  # offset, end, first, last
+    # offset, end, first, last use of the values still live (in kernel order, a value whose
+    # last use is past can never clash again: dropping it keeps long chains linear)
+    placed: list[tuple[int, int, int, int]] = []
+    arena = 0
     for i, k in enumerate(kernels):
         v = k.results[0]
         if v in where:
             continue
         size = -(-size_of(v) // align) * align
         live = (i, last.get(v, i))
+        placed = [p for p in placed if p[3] >= i]
         clash = sorted((o, e) for o, e, a, b in placed if a <= live[1] and live[0] <= b)
         off = 0
         for o, e in clash:
@@ -104,8 +108,8 @@ def pack_arena(
                 break
             off = max(off, e)
         placed.append((off, off + size, *live))
+        arena = max(arena, off + size)
         where[v] = ("temp", off)
-    arena = max((e for _, e, _, _ in placed), default=0)
     return BufferPlan(where, max(arena, align))
 
 
