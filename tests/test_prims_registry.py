@@ -103,3 +103,28 @@ def test_gpu_f64_refusal_names_the_primitive(name: str) -> None:
     with pytest.raises(NotImplementedError, match=f"^{name}") as e:
         lower_graph_gpu(g.build(g.unary(name, x)))
     assert "f64 is not supported by the CUDA back end" in str(e.value)
+
+
+def test_no_module_copies_a_list_of_primitives() -> None:
+    """A literal tuple/list/set/dict naming three or more elementwise primitives outside
+    ``kinac/prims`` is a copy that drifts when a primitive is added. (The comparison names
+    double as predicate and relation names elsewhere, so they are not counted.)"""
+    import ast
+    from pathlib import Path
+
+    import kinac
+
+    root = Path(kinac.__file__).parent
+    names = set(ELEMENTWISE) - {"lt", "le", "gt", "ge", "eq"}
+    copies = []
+    for path in sorted(root.rglob("*.py")):
+        if path.parent.name == "prims" and path.parent.parent == root:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+            if not isinstance(node, ast.Tuple | ast.List | ast.Set | ast.Dict) or not elts:
+                continue
+            hits = [e.value for e in elts if isinstance(e, ast.Constant) and e.value in names]
+            if len(hits) >= 3:
+                copies.append(f"{path.relative_to(root)}:{node.lineno}: {hits}")
+    assert not copies, "\n".join(copies)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kinac.prims.elementwise import ELEMENTWISE, Elementwise, apply
+from kinac.prims.elementwise import ELEMENTWISE, Elementwise, apply, lookup
 
 Num = float | int | bool
 
@@ -141,3 +141,15 @@ def binary(op: str, a: float, b: float, is_float: bool) -> Any:
     if is_float or "weak_int_to_float" in d.traits:
         a, b = float(a), float(b)
     return apply(d, _ALG, [a, b])
+
+
+def fold_elementwise(op: str, values: list[Num], is_float: list[bool]) -> tuple[Num, bool] | None:
+    """The elementwise primitive ``op`` over weak scalars: ``(value, is_float)``, or ``None``
+    when ``op`` is not one the folder folds (comparisons, ``cast``, ``where`` are kept)."""
+    d = lookup(op)
+    if d is None or d.kind == "compare":
+        return None
+    if d.arity == 1:
+        return UNARY[op](float(values[0])), True
+    isf = any(is_float) or "weak_int_to_float" in d.traits
+    return binary(op, values[0], values[1], isf), isf

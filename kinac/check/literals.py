@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kinac.check import dims as D
 from kinac.check.formula import Rel
 from kinac.check.tir import TCall, TConst, TDim, TExpr, TLocal, TPrim
+from kinac.prims.elementwise import names
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES
 
@@ -106,7 +107,8 @@ def _an(dtype: str) -> str:
     return "an" if dtype in ("i32", "i64", "f16", "f32", "f64") else "a"
 
 
-MEET_ALL = ("add", "sub", "mul", "div", "max", "min", "pow", "lt", "le", "gt", "ge", "eq")
+MEET_ALL = names("arith") + names("compare")
+"""The binary primitives whose operands all meet one dtype (from their definitions)."""
 
 
 def check_prim_literals(ck: _Checker, t: TPrim, call: ast.Call) -> None:

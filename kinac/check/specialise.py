@@ -364,13 +364,8 @@ class _Emitter:
 
     def fold(self, e: TPrim, args: list[Val]) -> Val | None:
         ws = [a for a in args if isinstance(a, _Weak)]
-        if e.op in fold.UNARY:
-            return _Weak(fold.UNARY[e.op](float(ws[0].value)), True)
-        if e.op in ("add", "sub", "mul", "div", "max", "min", "pow"):
-            isf = any(w.is_float for w in ws) or e.op in ("div", "pow")
-            v = fold.binary(e.op, ws[0].value, ws[1].value, isf)  # type: ignore[arg-type]
-            return _Weak(v, isf)
-        return None
+        r = fold.fold_elementwise(e.op, [w.value for w in ws], [w.is_float for w in ws])
+        return None if r is None else _Weak(*r)
 
     def materialise(self, v: Val, dtype: str, device: str) -> int:
         if isinstance(v, int):
