@@ -297,6 +297,9 @@ def file_report(db: Database, path: str) -> FileReport:
     diags: list[Diagnostic] = [*parse_diagnostics(db, path), *idx.import_errors]
     names = list(dict.fromkeys(idx.defns))
     diags += [duplicate_error(path, n) for n in names if idx.defns.count(n) > 1]
+    from kinac.check.shard import file_mesh_clashes  # a clash no annotation uses (K0702)
+
+    diags += file_mesh_clashes(parse(db, path), CheckEnv(db).meshes(path))
     for name in names:
         diags.extend(check_defn(db, DefnKey(path, name)).diagnostics)
     return FileReport(path, tuple(diags))

@@ -140,9 +140,8 @@ def mesh_names(
         if ty is None:
             continue
         for sh in ty.shards:
-            for k, v in sh.args:
-                if k != "mesh":
-                    continue
+            v = mesh_of(sh.name, sh.args)
+            if v is not None:
                 if v not in names:
                     out.append(
                         error(
@@ -159,3 +158,87 @@ def mesh_names(
                     if clash is not None:
                         out.append(clash)
     return out
+
+
+def file_mesh_clashes(pf: ast.ParsedFile, visible: Sequence[ast.Mesh]) -> list[Diagnostic]:
+    """K0702 once for each mesh name that ``pf``'s file sees declared more than once (its own
+    forms, its direct imports', kina.toml's), although no signature annotation of the file
+    names it: those are reported at the annotation, per defn (:func:`mesh_names`); two
+    declarations in the file itself are the reader's K0128. The label is on the file's own
+    declaration, else on the import that brings one in; the others are secondary labels (or
+    notes, for kina.toml)."""
+    used = _signature_mesh_names(pf)
+    out: list[Diagnostic] = []
+    for name in dict.fromkeys(m.name for m in visible):
+        decls = list(dict.fromkeys(m for m in visible if m.name == name))
+        if len(decls) < 2 or name in used:
+            continue
+        if all(m.file == pf.file for m in decls):
+            continue  # K0128
+        own = next((m for m in decls if m.file == pf.file), None)
+        nid = own.nid if own is not None else _import_nid(pf, decls)
+        primary = Label(NodeRef(pf.file, "", nid), f"`{name}` is declared more than once")
+        sec = tuple(
+            Label(NodeRef(m.file, "", m.nid), f"`{name}` declared here")
+            for m in decls
+            if m.file and m is not own
+        )
+        notes = tuple(
+            f"kina.toml's [[mesh]] declares `{name}` with shape {list(m.shape)}"
+            for m in decls
+            if not m.file
+        )
+        out.append(
+            error(
+                "K0702",
+                f"mesh `{name}` is declared {len(decls)} times among what `{pf.file}` sees "
+                "(its own meshes, its imports', kina.toml's)",
+                primary,
+                sec,
+                notes=notes,
+                help="a mesh name must be declared once among a file, the files it imports and "
+                "kina.toml: rename or delete one declaration",
+            )
+        )
+    return out
+
+
+def _import_nid(pf: ast.ParsedFile, decls: Sequence[ast.Mesh]) -> int:
+    """The node of the first import of ``pf`` that brings in one of ``decls`` (imports resolve
+    relative to the file, then the root, then the prelude), else the first import."""
+    import posixpath
+
+    files = {m.file for m in decls if m.file}
+    here = posixpath.dirname(pf.file)
+    for imp in pf.imports:
+        cands = (
+            posixpath.normpath(posixpath.join(here, imp.path)),
+            posixpath.normpath(imp.path),
+            "@kinac/" + imp.path,
+        )
+        if any(c in files for c in cands):
+            return imp.nid
+    return pf.imports[0].nid if pf.imports else 0
+
+
+def _signature_mesh_names(pf: ast.ParsedFile) -> set[str]:
+    """Mesh names that the annotations of the file's signatures name."""
+    out: set[str] = set()
+    for d in pf.defns:
+        sig = d.signature
+        types = [p.type for p in sig.params if p.type is not None] + [sig.ret]
+        for t in types:
+            for an in t.annotations:
+                v = mesh_of(an.name, tuple((a.key, a.value) for a in an.args))
+                if v is not None:
+                    out.add(v)
+    return out
+
+
+def mesh_of(name: str, args: Sequence[tuple[str | None, int | str]]) -> str | None:
+    """The mesh a sharding annotation names: ``mesh=M``, or its second positional argument
+    (``@sharded(0, tp)``, ``@partial(sum, tp)``), as :func:`shard_divs` reads it."""
+    if name not in ("sharded", "partial"):
+        return None
+    v = _arg(args, "mesh", 1)
+    return v if isinstance(v, str) else None

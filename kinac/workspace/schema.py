@@ -210,6 +210,23 @@ def _message(err: Any, value: Any) -> str:
     return f"{err['msg']}{got}"
 
 
+def _twice(table: str, what: str, names: list[str], key: str = ".name") -> list[ConfigError]:
+    """A name used again in one table (entries, meshes, one mesh's axes): an error at the later
+    one that names both places (``mesh[0]`` and ``mesh[2]``); which one is meant would
+    otherwise be an accident of order."""
+    out: list[ConfigError] = []
+    for i, n in enumerate(names):
+        first = names.index(n)
+        if first != i:
+            out.append(
+                ConfigError(
+                    f"{table}[{i}]{key}",
+                    f"{what} {n!r} is used twice: {table}[{first}] and {table}[{i}]",
+                )
+            )
+    return out
+
+
 def validate(text: str, default_name: str) -> ConfigResult:
     """Parse and validate ``kina.toml`` text."""
     try:
@@ -228,12 +245,12 @@ def validate(text: str, default_name: str) -> ConfigResult:
             errs.setdefault(key, ConfigError(key, _message(err, value)))
         return ConfigResult(None, (*errs.values(), *_dims_errors(raw)))
     errors: list[ConfigError] = _dims_errors(raw)
-    names = [e.name for e in m.entry]
-    for i, n in enumerate(names):
-        if names.index(n) != i:
-            errors.append(ConfigError(f"entry[{i}].name", f"entry name {n!r} is used twice"))
+    errors += _twice("entry", "entry name", [e.name for e in m.entry])
+    errors += _twice("mesh", "mesh name", [x.name for x in m.mesh])
     meshes = []
     for i, mesh in enumerate(m.mesh):
+        if mesh.axes is not None:
+            errors += _twice(f"mesh[{i}].axes", "axis name", mesh.axes, "")
         axes = mesh.axes if mesh.axes is not None else ([mesh.name] if len(mesh.shape) == 1 else [])
         if len(axes) != len(mesh.shape):
             errors.append(
