@@ -128,3 +128,17 @@ def test_no_module_copies_a_list_of_primitives() -> None:
             if len(hits) >= 3:
                 copies.append(f"{path.relative_to(root)}:{node.lineno}: {hits}")
     assert not copies, "\n".join(copies)
+
+
+def test_every_primitive_has_traits_and_empty_slots() -> None:
+    """Later passes (sharding, autodiff, fusion) ask traits, never lists of names."""
+    traits = {n: ps[0].traits for n, ps in PRIMS.items()}
+    assert {"transpose", "reshape", "broadcast-to", "slice"} <= {
+        n for n, t in traits.items() if "view" in t
+    }
+    assert "view" not in traits["gather"] and "view" not in traits["concat"]
+    assert {"contraction", "expensive"} <= traits["matmul"]
+    assert "reduction" in traits["sum"] and "reduction" in traits["softmax"]
+    for ps in PRIMS.values():
+        for p in ps:
+            assert p.family in p.traits and p.vjp_rule is None and p.shard_rule is None

@@ -102,7 +102,15 @@ class Prim:
     definition: Any = None
 
     def __post_init__(self) -> None:
-        self.traits = self.traits | {self.family}
+        self.traits = self.traits | {self.family} | FAMILY_TRAITS.get(self.family, frozenset())
+
+
+FAMILY_TRAITS: dict[str, frozenset[str]] = {
+    "elementwise": frozenset(),
+    "reduce": frozenset({"reduction"}),
+    "matmul": frozenset({"contraction", "expensive"}),
+}
+"""Traits every primitive of a family has; an entry adds its own (``view``, ``expensive``)."""
 
 
 PRIMS: dict[str, list[Prim]] = {}

@@ -153,6 +153,7 @@ register(
         _slice_rule,
         _slice_concrete,
         "shape",
+        traits=frozenset({"view"}),
         doc="0 <= s < e <= dim; axis dim becomes e - s",
     )
 )

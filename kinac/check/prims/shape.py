@@ -76,6 +76,7 @@ register(
         _transpose_rule,
         _transpose_concrete,
         "shape",
+        traits=frozenset({"view"}),
         doc="permutes dims",
     )
 )
@@ -148,6 +149,7 @@ register(
         _reshape_rule,
         _reshape_concrete,
         "shape",
+        traits=frozenset({"view"}),
         doc="product of dims unchanged",
     )
 )
@@ -217,6 +219,7 @@ register(
         _bto_rule,
         _bto_concrete,
         "shape",
+        traits=frozenset({"view"}),
         doc="numpy broadcasting obligations",
     )
 )
