@@ -326,13 +326,24 @@ def entry_graph(db: Database, key: EntryKey) -> Any:
                       default_device=device)
 
 
+def _internal_errors(key: EntryKey, stage: str) -> Any:
+    """The one channel for a lowering or codegen failure on a checked program: an internal
+    compiler error naming the entry, the stage and the kernel (:mod:`kinac.ir.ice`)."""
+    from kinac.ir.ice import entry_label, internal_errors
+
+    return internal_errors(entry_label(key.defn, key.dims, key.file), stage)
+
+
 @query("lowered", stage="lower", tools=("xdsl",))
 def lowered(db: Database, key: EntryKey) -> Any:
     """The entry lowered through the xDSL dialects to LLVM IR, with its calling plan."""
     from kinac.ir import lower_graph
 
     spec = entry_graph(db, key)
-    return lower_graph(spec.graph) if spec.graph is not None else None
+    if spec.graph is None:
+        return None
+    with _internal_errors(key, "host lowering"):
+        return lower_graph(spec.graph)
 
 
 @query("object_code", stage="codegen", tools=("llvmlite",))
@@ -341,7 +352,10 @@ def object_code(db: Database, key: EntryKey) -> bytes | None:
     from kinac.codegen.llvm import compile_object
 
     lo = lowered(db, key)
-    return compile_object(lo.llvm_ir, host_target(db, ())) if lo is not None else None
+    if lo is None:
+        return None
+    with _internal_errors(key, "host code generation (LLVM)"):
+        return compile_object(lo.llvm_ir, host_target(db, ()))
 
 
 @query("gpu_lowered", stage="lower", tools=("xdsl",))
@@ -350,7 +364,10 @@ def gpu_lowered(db: Database, key: EntryKey) -> Any:
     from kinac.ir.gpu_pipeline import lower_graph_gpu
 
     spec = entry_graph(db, key)
-    return lower_graph_gpu(spec.graph) if spec.graph is not None else None
+    if spec.graph is None:
+        return None
+    with _internal_errors(key, "GPU lowering"):
+        return lower_graph_gpu(spec.graph)
 
 
 @query("ptx", stage="codegen", tools=("llvmlite",))
@@ -359,7 +376,11 @@ def ptx(db: Database, key: EntryKey) -> str | None:
     from kinac.codegen.ptx import compile_ptx
 
     lo = gpu_lowered(db, key)
-    return compile_ptx(lo.llvm_ir, target(db, ()).arch) if lo is not None else None
+    if lo is None:
+        return None
+    arch = target(db, ()).arch
+    with _internal_errors(key, "PTX generation (LLVM NVPTX)"):
+        return compile_ptx(lo.llvm_ir, arch)
 
 
 @query("entry_report", stage="build")

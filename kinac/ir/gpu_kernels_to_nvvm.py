@@ -27,6 +27,7 @@ from kinac.ir.gpu_gemm import plan_gemm
 from kinac.ir.gpu_kernels import KernelGen
 from kinac.ir.gpu_lowered import GpuLaunch, GpuStep
 from kinac.ir.gpu_scalar import ITEMSIZE
+from kinac.ir.ice import in_kernel
 from kinac.ir.kina_to_loops import BufferPlan, pack_arena
 
 ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands
@@ -75,14 +76,16 @@ def lower_kernels(fn: func.FuncOp, flavour: str = "nvptx") -> NvvmModule:
         kind, dt, shape = k.kind.data, dtype_name(k.result.type), shape_of(k.result.type)
         if k.impl.data == "blas":
             body: dict[SSAValue, str] = dict(zip(k.body.block.args, reads, strict=True))
-            gemm = plan_gemm(k, body, writes)
+            with in_kernel(k.sym.data):
+                gemm = plan_gemm(k, body, writes)
             impl = "cublasLt" if gemm.epilogue else "cublas"
             epi = f" epilogue={gemm.epilogue}" if gemm.epilogue else ""
             k.attributes["gpu"] = StringAttr(f"{impl} {gemm.mode} batch={gemm.batch}{epi}")
             steps.append(GpuStep(k.sym.data, kind, impl, dt, shape, reads, writes, (), gemm, moved))
             continue
-        gen = KernelGen(k, i, flavour)
-        fns = gen.generate()
+        with in_kernel(k.sym.data):
+            gen = KernelGen(k, i, flavour)
+            fns = gen.generate()
         args = (writes, *reads, *(("status",) if gen.has_status else ()))
         launches = tuple(GpuLaunch(f.name, f.grid, f.block, args, f.vec, f.note) for f in fns)
         desc = "; ".join(

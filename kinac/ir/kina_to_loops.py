@@ -36,6 +36,7 @@ from xdsl.passes import ModulePass
 
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
+from kinac.ir.ice import in_kernel
 from kinac.ir.kbuf import LaunchOp
 from kinac.ir.kernels import KernelLowering, parallel_extent
 from kinac.ir.loopgen import INDEX, Emitter
@@ -202,7 +203,8 @@ def lower_entry(fn: func.FuncOp) -> tuple[list[Operation], BufferPlan]:
         call.attributes["kind"] = k.kind
         call.attributes["impl"] = k.impl
         ops.append(call)
-        funcs.append(_kernel_func(k, i, launch is not None))
+        with in_kernel(k.sym.data):
+            funcs.append(_kernel_func(k, i, launch is not None))
     ops.append(func.ReturnOp())
     entry.add_ops(ops)
     ftype: tuple[list[Attribute], list[Attribute]] = ([a.type for a in entry.args], [])
