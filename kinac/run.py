@@ -109,6 +109,29 @@ def _parse_dtypes(text: str | None) -> dict[str, str]:
     return pairs
 
 
+def _require_flags(name: str, sig: Any, dims: dict[str, Any], dtypes: dict[str, str]) -> None:
+    """A plain defn (not a ``kina.toml`` entry) run without a value for one of its dims or
+    dtype variables: a usage error that says which flag to pass (the checker's K0802 help
+    speaks of ``kina.toml``'s entry dims, which is not where a command-line run gets them)."""
+    from kinac.check.bind import unbound
+
+    no_dims, no_dtypes = unbound(sig, dims, dtypes)
+    said = []
+    if no_dims:
+        group = (
+            " (a variadic group as ..b=4x128)" if any(d.startswith("..") for d in no_dims) else ""
+        )
+        said.append("pass --dims " + ",".join(f"{d}=..." for d in no_dims) + group)
+    if no_dtypes:
+        said.append("pass --dtypes " + ",".join(f"{t}=..." for t in no_dtypes) + " (e.g. f32)")
+    if said:
+        missing = ", ".join(f"`{x}`" for x in (*no_dims, *no_dtypes))
+        raise KinaUsageError(
+            f"`{name}` is not a kina.toml entry and {missing} "
+            f"{'has' if len(no_dims) + len(no_dtypes) == 1 else 'have'} no value: {'; '.join(said)}"
+        )
+
+
 def _to_host(o: Any) -> Any:
     """An output as a numpy array (target cuda returns kinac CUDA tensors; bf16 widened)."""
     if not hasattr(o, "__dlpack_device__") or hasattr(o, "__array__"):
@@ -142,11 +165,12 @@ def run_entry(args: argparse.Namespace) -> int:
     fn = CompiledDefn(
         args.path, args.entry, target=target, cache_dir=args.cache_dir, no_cache=args.no_cache
     )
-    unknown = unknown_bindings(
-        pipeline.check_defn(fn.sess.db, fn.key).sig, given_dims, given_dtypes
-    )
+    checked = pipeline.check_defn(fn.sess.db, fn.key)
+    unknown = unknown_bindings(checked.sig, given_dims, given_dtypes)
     if unknown:
         raise KinaUsageError("--dims/--dtypes: " + "; ".join(unknown))
+    if fn.fixed is None and checked.ok:  # a plain defn: its dims come from the command line
+        _require_flags(fn.key.name, checked.sig, given_dims, given_dtypes)
     dims: dict[str, Any] = dict(given_dims)
     dtypes = dict(given_dtypes)
     if fn.fixed is not None:

@@ -151,41 +151,7 @@ def complete_dims(
     file, name = sig.ref.file, sig.ref.name
     env: dict[str, int] = {k: v for k, v in given.items() if isinstance(v, int)}
     groups = {k: tuple(v) for k, v in given.items() if isinstance(v, tuple | list)}
-    diags: list[Diagnostic] = []
-    failed: set[str] = set()
-    progress = True
-    while progress:
-        progress = False
-        for _nid, r in sig.where:
-            if r.op != "eq":
-                continue
-            p = D.sub(r.lhs, r.rhs)
-            unknown = D.variables(p) - set(env)
-            if len(unknown) != 1:
-                continue
-            (x,) = unknown
-            lin = D.linear_in(p, x)
-            if lin is None:
-                continue
-            if all(c < 0 for _, c in lin[0].terms):
-                lin = (D.neg(lin[0]), D.neg(lin[1]))
-            try:
-                a, rest = D.evaluate(lin[0], env), D.evaluate(lin[1], env)
-            except DimEvalError:
-                continue
-            if a and (-rest) % a == 0 and -rest // a >= 1:
-                env[x] = -rest // a
-                progress = True
-            elif x not in failed:
-                failed.add(x)
-                diags.append(
-                    error(
-                        "K0802",
-                        f"where clause of `{name}` cannot hold at these dims: `{x}` would be "
-                        f"{D.fmt_quot(D.neg(lin[1]), lin[0])} = {-rest}/{a}, not a positive integer",
-                        at(file, name, _nid, "required here"),
-                    )
-                )
+    failed, diags = _derive(sig, env)
     for v in sig.dim_vars:
         if v not in env and v not in failed:
             diags.append(
@@ -193,7 +159,7 @@ def complete_dims(
                     "K0802",
                     f"dimension `{v}` of `{name}` has no value",
                     at(file, name, sig.nid_of(v)),
-                    help=f"give `{v}` in the entry's dims",
+                    help=f"give `{v}` in kina.toml's entry dims",
                 )
             )
     for g in sig.groups:
@@ -203,7 +169,7 @@ def complete_dims(
                     "K0802",
                     f"variadic group `{g}` of `{name}` has no value",
                     at(file, name, sig.nid_of(g)),
-                    help=f'give `"{g}" = [ … ]` in the entry\'s dims',
+                    help=f'give `"{g}" = [ … ]` in kina.toml\'s entry dims',
                 )
             )
     for v in list(env):
@@ -271,6 +237,66 @@ def complete_dims(
                 )
             )
     return env, groups, diags
+
+
+def _derive(sig: SigInfo, env: dict[str, int]) -> tuple[set[str], list[Diagnostic]]:
+    """Complete ``env`` in place through the ``where`` equalities that leave one unknown; the
+    variables whose equality gives no positive integer (K0802 each)."""
+    file, name = sig.ref.file, sig.ref.name
+    diags: list[Diagnostic] = []
+    failed: set[str] = set()
+    progress = True
+    while progress:
+        progress = False
+        for _nid, r in sig.where:
+            if r.op != "eq":
+                continue
+            p = D.sub(r.lhs, r.rhs)
+            unknown = D.variables(p) - set(env)
+            if len(unknown) != 1:
+                continue
+            (x,) = unknown
+            lin = D.linear_in(p, x)
+            if lin is None:
+                continue
+            if all(c < 0 for _, c in lin[0].terms):
+                lin = (D.neg(lin[0]), D.neg(lin[1]))
+            try:
+                a, rest = D.evaluate(lin[0], env), D.evaluate(lin[1], env)
+            except DimEvalError:
+                continue
+            if a and (-rest) % a == 0 and -rest // a >= 1:
+                env[x] = -rest // a
+                progress = True
+            elif x not in failed:
+                failed.add(x)
+                diags.append(
+                    error(
+                        "K0802",
+                        f"where clause of `{name}` cannot hold at these dims: `{x}` would be "
+                        f"{D.fmt_quot(D.neg(lin[1]), lin[0])} = {-rest}/{a}, not a positive integer",
+                        at(file, name, _nid, "required here"),
+                    )
+                )
+    return failed, diags
+
+
+def unbound(
+    sig: SigInfo, given: Mapping[str, DimValue], dtypes: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """``(dims, dtype variables)`` of ``sig`` that ``given`` and ``dtypes`` leave without a
+    value (groups as ``..b``), after the ``where`` equalities derive what they can: what a
+    caller must still give (``kinac run --dims``, or an entry's dims in ``kina.toml``)."""
+    env: dict[str, int] = {k: v for k, v in given.items() if isinstance(v, int)}
+    failed, _ = _derive(sig, env)
+    dims: list[str] = []
+    for v in sig.dim_vars:  # greedily: one of N, M with N = 2*M is enough
+        if v not in env and v not in failed:
+            dims.append(v)
+            env[v] = 1  # a placeholder: only which variables follow matters here
+            failed |= _derive(sig, env)[0]
+    dims += [g for g in sig.groups if g not in given]
+    return dims, [v for v in sig.dtype_vars if v not in dtypes]
 
 
 def holds_at(r: Rel, env: Mapping[str, int]) -> bool:

@@ -94,7 +94,7 @@ def specialise(
                     "K0802",
                     f"dtype variable `{v}` of `{ref.name}` has no value",
                     at(ref.file, ref.name, cd.sig.nid_of(v)),
-                    help=f"give `{v}` in the entry's dtypes",
+                    help=f"give `{v}` in kina.toml's entry dtypes",
                 )
             )
         elif dtypes[v] not in FLOAT_DTYPES:
