@@ -47,6 +47,7 @@ CODES: dict[str, str] = {
     "K0802": "bad concrete dimensions",
     "K0803": "placements mixed at specialisation",
     "K0804": "a deferred shape check fails at these dims",
+    "K0806": "a tensor is too large",
     "K0502": "undecided obligation deferred to a runtime check",
 }
 

@@ -25,6 +25,7 @@ from kinac.check.deferred import (
     dims_text,
     evaluate_inst,
 )
+from kinac.check.limits import too_large
 from kinac.check.literals import fits, range_text
 from kinac.check.prims.base import PRIMS, CArgs, Prim, ShapeError
 from kinac.check.protocol import SpecEnv
@@ -119,6 +120,7 @@ def specialise(
         t = em.ttype(p.type, denv, groups, dict(dtypes), p.type.device or default_device)
         try:
             em.runnable(t.device, ref, p.nid, f"the parameter `{p.name}`")
+            em.small_enough(t, ref, p.nid, f"the parameter `{p.name}`")
         except _Abort as a:
             return Specialised(None, key_dims, key_dt, (a.diag,))
         params.append((p.name, t))
@@ -323,10 +325,18 @@ class _Emitter:
         if dev != t.device:
             t = TType(t.dtype, t.shape, dev)
         self.runnable(dev, c.ref, e.nid, f"`{p.name}`")
+        self.small_enough(t, c.ref, e.nid, f"`{p.name}`")
         if e.op == "matmul" and len(self.nodes[idx[0]].type.shape) == 1:
             return self.vecmat(idx, t)
         self.nodes.append(make_node(e.op, tuple(idx), t, **gattrs))
         return len(self.nodes) - 1
+
+    def small_enough(self, t: TType, ref: DefnRef, nid: int, what: str) -> None:
+        """K0806 for a tensor past kinac's size limit (:mod:`kinac.check.limits`), here rather
+        than as an overflow in lowering or a numpy error when allocating."""
+        diag = too_large(t, what, ref.file, ref.name, nid)
+        if diag is not None:
+            raise _Abort(diag)
 
     def runnable(self, dev: str, ref: DefnRef, nid: int, what: str) -> None:
         """A host build (default ``cpu``) runs no GPU placement: K0803, not a lowering crash."""

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
+from kinac.errors import KinaCompileError
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
 from kinac.ir.gpu_emit import module_text
@@ -32,6 +33,8 @@ from kinac.ir.kina_to_loops import BufferPlan, pack_arena
 
 ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands
 STATUS_SLOTS = 8
+
+MAX_GRID = 2**31 - 1  # CUDA's gridDim.x
 
 
 def plan_buffers(fn: func.FuncOp) -> BufferPlan:
@@ -86,6 +89,12 @@ def lower_kernels(fn: func.FuncOp, flavour: str = "nvptx") -> NvvmModule:
         with in_kernel(k.sym.data):
             gen = KernelGen(k, i, flavour)
             fns = gen.generate()
+        for f in fns:
+            if f.grid > MAX_GRID:
+                raise KinaCompileError(
+                    f"kernel {f.name} of this entry needs a GPU launch of {f.grid} blocks, past "
+                    f"CUDA's {MAX_GRID}: its tensor {dt}{list(shape)} is too large for the GPU"
+                )
         args = (writes, *reads, *(("status",) if gen.has_status else ()))
         launches = tuple(GpuLaunch(f.name, f.grid, f.block, args, f.vec, f.note) for f in fns)
         desc = "; ".join(

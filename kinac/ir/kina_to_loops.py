@@ -34,6 +34,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from kinac.check.limits import MAX_TENSOR_BYTES
+from kinac.errors import KinaCompileError
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
 from kinac.ir.ice import in_kernel
@@ -111,6 +113,11 @@ def pack_arena(
         placed.append((off, off + size, *live))
         arena = max(arena, off + size)
         where[v] = ("temp", off)
+    if arena >= MAX_TENSOR_BYTES:  # each tensor is below it (K0806); together they may not be
+        raise KinaCompileError(
+            f"the entry's intermediate tensors need {arena} bytes at once, past kinac's limit "
+            f"of 2^62 bytes (64-bit offsets into its scratch arena): build it at smaller dims"
+        )
     return BufferPlan(where, max(arena, align))
 
 
