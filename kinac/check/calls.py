@@ -10,10 +10,11 @@ need.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kinac.check import dims as D
+from kinac.check.blame import binding_sites
 from kinac.check.dims import Poly
 from kinac.check.formula import Rel, canon_rel, decide_cheap, rel_subst
 from kinac.check.sig import SigInfo
@@ -52,6 +53,7 @@ class Need:
     where: int | None = None
     shown: tuple[Poly, ...] = ()
     whole_clause: bool = False  # ``rel`` is where clause ``where`` itself, instantiated
+    bound_by: tuple[int, str] | None = None  # the argument that fixed the dim, what it says
 
 
 @dataclass
@@ -95,8 +97,19 @@ def _dtype_ok(pd: str, ad: str) -> bool:
     return pd == ad
 
 
-def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Bound:
-    """Bind ``sig``'s variables from ``args`` (declared order; a ``Poly`` for a dim parameter)."""
+def instantiate(
+    sig: SigInfo,
+    args: Sequence[SType | Poly],
+    callee: str,
+    majority: Callable[[Poly], Poly] | None = None,
+) -> Bound:
+    """Bind ``sig``'s variables from ``args`` (declared order; a ``Poly`` for a dim parameter).
+
+    With ``majority`` (the caller's normal form of a dim), a variable that several arguments
+    give as a plain dim takes the value most of them agree on (a tie: the first binding), so
+    the needs blame the arguments that disagree with the majority, not every one after the
+    first; the Python API and ``kinac run`` judge concrete arguments the same way
+    (``kinac.call_shapes``)."""
     b = Bound()
     pairs: list[tuple[int, int, Poly, Poly]] = []
     defining: set[tuple[int, int]] = set()
@@ -246,16 +259,18 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
     if b.issues:
         return b
     pair_of = {(i, j): (d, v) for i, j, d, v in pairs}
+    fixed_at = binding_sites(sig, pairs, majority)
     for st in sig.plan:
         if st.kind == "dimparam":
             continue
         a_ = D.subst(st.coeff, b.dims)
         r_ = D.subst(st.rest, b.dims)
         if st.kind == "param":
-            defining.add((st.param, st.dim))
-            target = D.sub(pair_of[(st.param, st.dim)][1], r_)
-            src = f"dim {st.dim} of `{sig.params[st.param].name}`"
-            code, pi, wi = "K0408", st.param, None
+            si, sj = fixed_at.get(st.var, (st.param, st.dim))
+            defining.add((si, sj))
+            target = D.sub(pair_of[(si, sj)][1], r_)
+            src = f"dim {sj} of `{sig.params[si].name}`"
+            code, pi, wi = "K0408", si, None
         else:
             used_where.add(st.param)
             target = D.neg(r_)
@@ -294,6 +309,8 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
     for i, j, d, v in pairs:
         if (i, j) in defining:
             continue
+        dvar = D.as_var(d)
+        site = fixed_at.get(dvar) if dvar is not None else None
         b.needs.append(
             Need(
                 Rel("eq", v, D.subst(d, b.dims)),
@@ -301,6 +318,11 @@ def instantiate(sig: SigInfo, args: Sequence[SType | Poly], callee: str) -> Boun
                 f"dim {j} of `{sig.params[i].name}` of `{callee}` must be {D.fmt_infix(d)}",
                 i,
                 shown=(d,),
+                bound_by=(
+                    (site[0], f"fixes `{dvar}` as {D.fmt_infix(pair_of[site][1])}")
+                    if site is not None and site[0] != i
+                    else None
+                ),
             )
         )
     for k, (_nid, r) in enumerate(sig.where):

@@ -64,7 +64,7 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
             failed = True
     if failed:
         raise Fail()
-    b = instantiate(callee, args, e.head)
+    b = instantiate(callee, args, e.head, majority=ck.prover.facts.normal)
     sec: tuple[Label, ...]
     for iss in b.issues:
         nid = e.args[iss.param].nid if iss.param is not None else e.nid
@@ -85,8 +85,10 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
     for n in b.needs:
         nid = e.args[n.param].nid if n.param is not None else e.nid
         sec = ()
+        if n.bound_by is not None:  # the argument whose dim the others must match
+            sec = (ck.label(e.args[n.bound_by[0]].nid, n.bound_by[1]),)
         if n.param is not None:
-            sec = (
+            sec += (
                 Label(
                     NodeRef(ref.file, ref.name, callee.params[n.param].nid),
                     "parameter declared here",
