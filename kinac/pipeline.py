@@ -299,7 +299,8 @@ def file_report(db: Database, path: str) -> FileReport:
     diags += [duplicate_error(path, n) for n in names if idx.defns.count(n) > 1]
     from kinac.check.shard import file_mesh_clashes  # a clash no annotation uses (K0702)
 
-    diags += file_mesh_clashes(parse(db, path), CheckEnv(db).meshes(path))
+    sigs = [s for s in (signature(db, DefnKey(path, n)) for n in names) if s is not None]
+    diags += file_mesh_clashes(path, CheckEnv(db).meshes(path), sigs)
     for name in names:
         diags.extend(check_defn(db, DefnKey(path, name)).diagnostics)
     return FileReport(path, tuple(diags))

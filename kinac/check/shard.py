@@ -160,28 +160,33 @@ def mesh_names(
     return out
 
 
-def file_mesh_clashes(pf: ast.ParsedFile, visible: Sequence[ast.Mesh]) -> list[Diagnostic]:
-    """K0702 once for each mesh name that ``pf``'s file sees declared more than once (its own
-    forms, its direct imports', kina.toml's), although no signature annotation of the file
+def file_mesh_clashes(
+    file: str,
+    visible: Sequence[ast.Mesh],
+    signatures: Sequence[ast.Signature],
+) -> list[Diagnostic]:
+    """K0702 once for each mesh name that ``file`` sees declared more than once (its own
+    forms, its direct imports', kina.toml's), although none of its ``signatures``' annotations
     names it: those are reported at the annotation, per defn (:func:`mesh_names`); two
     declarations in the file itself are the reader's K0128. The label is on the file's own
-    declaration, else on the import that brings one in; the others are secondary labels (or
-    notes, for kina.toml)."""
-    used = _signature_mesh_names(pf)
+    declaration, else on the first one in a source file; the others are secondary labels (or
+    notes, for kina.toml). Span-free inputs only, so a comment edit re-runs nothing here."""
+    used = _signature_mesh_names(signatures)
     out: list[Diagnostic] = []
     for name in dict.fromkeys(m.name for m in visible):
         decls = list(dict.fromkeys(m for m in visible if m.name == name))
         if len(decls) < 2 or name in used:
             continue
-        if all(m.file == pf.file for m in decls):
+        if all(m.file == file for m in decls):
             continue  # K0128
-        own = next((m for m in decls if m.file == pf.file), None)
-        nid = own.nid if own is not None else _import_nid(pf, decls)
-        primary = Label(NodeRef(pf.file, "", nid), f"`{name}` is declared more than once")
+        first = next((m for m in decls if m.file == file), None) or next(
+            (m for m in decls if m.file), decls[0]
+        )
+        primary = Label(NodeRef(first.file, "", first.nid), f"`{name}` declared here")
         sec = tuple(
             Label(NodeRef(m.file, "", m.nid), f"`{name}` declared here")
             for m in decls
-            if m.file and m is not own
+            if m.file and m is not first
         )
         notes = tuple(
             f"kina.toml's [[mesh]] declares `{name}` with shape {list(m.shape)}"
@@ -191,7 +196,7 @@ def file_mesh_clashes(pf: ast.ParsedFile, visible: Sequence[ast.Mesh]) -> list[D
         out.append(
             error(
                 "K0702",
-                f"mesh `{name}` is declared {len(decls)} times among what `{pf.file}` sees "
+                f"mesh `{name}` is declared {len(decls)} times among what `{file}` sees "
                 "(its own meshes, its imports', kina.toml's)",
                 primary,
                 sec,
@@ -203,29 +208,10 @@ def file_mesh_clashes(pf: ast.ParsedFile, visible: Sequence[ast.Mesh]) -> list[D
     return out
 
 
-def _import_nid(pf: ast.ParsedFile, decls: Sequence[ast.Mesh]) -> int:
-    """The node of the first import of ``pf`` that brings in one of ``decls`` (imports resolve
-    relative to the file, then the root, then the prelude), else the first import."""
-    import posixpath
-
-    files = {m.file for m in decls if m.file}
-    here = posixpath.dirname(pf.file)
-    for imp in pf.imports:
-        cands = (
-            posixpath.normpath(posixpath.join(here, imp.path)),
-            posixpath.normpath(imp.path),
-            "@kinac/" + imp.path,
-        )
-        if any(c in files for c in cands):
-            return imp.nid
-    return pf.imports[0].nid if pf.imports else 0
-
-
-def _signature_mesh_names(pf: ast.ParsedFile) -> set[str]:
-    """Mesh names that the annotations of the file's signatures name."""
+def _signature_mesh_names(signatures: Sequence[ast.Signature]) -> set[str]:
+    """Mesh names that the annotations of ``signatures`` name."""
     out: set[str] = set()
-    for d in pf.defns:
-        sig = d.signature
+    for sig in signatures:
         types = [p.type for p in sig.params if p.type is not None] + [sig.ret]
         for t in types:
             for an in t.annotations:
