@@ -136,7 +136,7 @@ class Database:
             settings["code_files"] = CODE.export_files()
         if not dirty and not settings:
             return
-        if dirty:
+        if dirty:  # inputs too (rewritten, so gc keeps them): a trace names them by qid
             for qid, (q, key, _, fp) in self._inputs.items():
                 dirty.setdefault(qid, Memo(q.name, encode(key), fp, []))
         self.store.save(dirty, summaries.collect(self), settings)

@@ -45,6 +45,8 @@ def collect(db: Database) -> dict[str, Any]:
         if memo is None or memo.verified_rev != db.rev or qid in db._by_summary:
             continue
         if db._cone_rev == db.rev and qid in db._trusted and not memo.dirty:
+            if qid not in db._roots:
+                continue  # cone mode does not read it; keep the row (a walk replaces it)
             inputs: Inputs | None = dict(db._cone_inputs)  # its stored trace: within the root's
         else:
             inputs = _inputs_below(db, memo)
