@@ -123,7 +123,7 @@ def check_callee(
 
 def _bug(caller: DefnRef, nid: int, callee: str, what: str, env: Mapping[str, int]) -> None:
     raise CheckerBug(
-        f"internal: the call of `{callee}` in `{caller.name}` (node {nid} of {caller.file}) "
+        f"the call of `{callee}` in `{caller.name}` (node {nid} of {caller.file}) "
         f"breaks {what} at {dims_text(env) or 'these dims'}, although the checker proved it "
         "at the call; this is a bug in kinac"
     )
@@ -144,7 +144,7 @@ def evaluate_inst(
             out[v] = D.evaluate(p, env)
         except DimEvalError as ex:
             raise CheckerBug(
-                f"internal: the call of `{callee}` in `{caller.name}` gives `{v}` = "
+                f"the call of `{callee}` in `{caller.name}` gives `{v}` = "
                 f"{D.fmt_infix(p)} no value at {dims_text(env)} ({ex}), although the checker "
                 "proved it exact; this is a bug in kinac"
             ) from ex

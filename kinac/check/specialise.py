@@ -310,7 +310,7 @@ class _Emitter:
             # Every obligation deferred by solver.on_unknown = "runtime-check" was checked at
             # these dims when this defn was entered (check_deferred): what fails here was proved.
             raise CheckerBug(
-                f"internal: `{e.op}` (node {e.nid} of `{c.ref.name}` in {c.ref.file}) fails at "
+                f"`{e.op}` (node {e.nid} of `{c.ref.name}` in {c.ref.file}) fails at "
                 f"{dims_text(c.denv) or 'these dims'}: {ex}, although the checker proved its "
                 "shape obligations; this is a bug in kinac"
             ) from ex
