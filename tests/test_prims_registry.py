@@ -96,13 +96,12 @@ def test_neutral_package_imports_no_stage() -> None:
 
 
 @pytest.mark.parametrize("name", ["gelu", "sigmoid", "sin", "softplus"])
-def test_gpu_f64_refusal_names_the_primitive(name: str) -> None:
-    """f64 transcendentals are not on the GPU yet: the error names what the user wrote."""
+def test_gpu_f64_transcendentals_lower(name: str) -> None:
+    """f64 transcendentals are generated code on the GPU (issue 18; accuracy:
+    tests/test_gpu_f64.py), no longer refused."""
     g = GraphBuilder(name)
     x = g.param("x", "f64", (4,))
-    with pytest.raises(NotImplementedError, match=f"^{name}") as e:
-        lower_graph_gpu(g.build(g.unary(name, x)))
-    assert "f64 is not supported by the CUDA back end" in str(e.value)
+    assert "fma.f64" in lower_graph_gpu(g.build(g.unary(name, x))).llvm_ir
 
 
 def test_no_module_copies_a_list_of_primitives() -> None:

@@ -15,6 +15,7 @@ can run generated kernels on a machine without a GPU (``tests/gpu_support.py``).
 from __future__ import annotations
 
 import math
+import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ class Builder:
         self.lines: list[str] = []
         self.n = 0
         self.block = "entry"
-        self.declares: set[str] = set()
+        self.declares: dict[str, str] = {}  # function name -> its one declaration
         self.globals: list[str] = []
 
     # ---- basics -------------------------------------------------------------------------
@@ -96,7 +97,9 @@ class Builder:
         return f"{prefix}{self.n}"
 
     def declare(self, decl: str) -> None:
-        self.declares.add(decl)
+        """Declare a function once; a second, different declaration of the same name is a bug
+        of the emitter (LLVM would reject the module: ``invalid redefinition``)."""
+        add_declaration(self.declares, decl)
 
     # ---- constants ----------------------------------------------------------------------
     @staticmethod
@@ -296,16 +299,39 @@ class Builder:
         return "\n".join([head, "entry:", *self.lines, "  ret void", "}"])
 
 
+def declared_name(decl: str) -> str:
+    """The function a ``declare RET @NAME(ARGS)`` line declares."""
+    m = re.search(r"@([\w.$]+)\(", decl)
+    assert m is not None, decl
+    return m.group(1)
+
+
+def add_declaration(decls: dict[str, str], decl: str) -> None:
+    """Add ``decl`` to ``decls`` (name -> line), once per name.
+
+    Why: a module may declare each function only once, and kernels of several dtypes (an f64
+    softmax next to an f32 cast) meet in one module; an intrinsic's name carries its type
+    (``llvm.fma.f64``), so one name with two signatures means a caller passed registers of the
+    wrong type, which must fail here, naming both, rather than deep inside LLVM's parser.
+    """
+    name = declared_name(decl)
+    old = decls.setdefault(name, decl)
+    if old != decl:
+        raise ValueError(f"conflicting declarations of @{name}: `{old}` and `{decl}`")
+
+
 def module_text(functions: Sequence[str], builders: Sequence[Builder], flavour: str) -> str:
-    """A whole module: target header, globals, declarations and functions."""
+    """A whole module: target header, globals, declarations (one per function name, whatever
+    mix of dtypes the kernels use) and functions."""
     out: list[str] = []
     if flavour == "nvptx":
         out += [f'target triple = "{NVPTX_TRIPLE}"', f'target datalayout = "{NVPTX_LAYOUT}"', ""]
-    decls: set[str] = set()
+    decls: dict[str, str] = {}
     for b in builders:
         out.extend(b.globals)
-        decls |= b.declares
-    out.extend(sorted(decls))
+        for decl in b.declares.values():
+            add_declaration(decls, decl)
+    out.extend(sorted(decls.values()))
     out.append("")
     out.extend(f + "\n" for f in functions)
     return "\n".join(out)

@@ -3,9 +3,10 @@
 Why: the GPU emitter (:class:`kinac.ir.gpu_scalar.Scalars`) knows no primitive; it evaluates
 each primitive's formula from :mod:`kinac.prims.defs` over this :class:`GpuAlgebra`. Values are
 registers of the *compute* type (``float`` for f16/bf16, ``i1`` for bool), so each operation
-dispatches on its operand's type. ``exp``/``log``/``tanh``/``erf``/``pow`` are the careful f32
-functions of :class:`~kinac.ir.gpu_scalar.Scalars`; ``approx_div`` is the GPU's 2-ulp division;
-f64 transcendentals and ``libm`` are refused (no libdevice is linked).
+dispatches on its operand's type. ``exp``/``log``/``tanh``/``erf``/``pow`` are the careful
+functions of :class:`~kinac.ir.gpu_scalar.Scalars` (f32) and
+:class:`~kinac.ir.gpu_scalar_f64.F64Math` (f64, which also generates the ``libm`` functions
+``log1p``, ``sin``, ``cos``: no libdevice is linked); ``approx_div`` is the GPU's 2-ulp division.
 """
 
 from __future__ import annotations
@@ -34,10 +35,6 @@ class GpuAlgebra:
     def _float(self, name: str, a: Val) -> None:
         if _is_int(a):
             raise NotImplementedError(f"{name} is not defined on integers")
-
-    def _f32(self, name: str, a: Val) -> None:
-        self._float(name, a)
-        self.sc.need_f32(name, a.ty)
 
     def const(self, value: float | int | bool, like: Val) -> Val:
         if like.ty == "i1":
@@ -97,19 +94,19 @@ class GpuAlgebra:
         return self.sc.intr("sqrt", a)
 
     def exp(self, a: Val) -> Val:
-        self._f32("exp", a)
+        self._float("exp", a)
         return self.sc.exp(a)
 
     def log(self, a: Val) -> Val:
-        self._f32("log", a)
+        self._float("log", a)
         return self.sc.log(a)
 
     def tanh(self, a: Val) -> Val:
-        self._f32("tanh", a)
+        self._float("tanh", a)
         return self.sc.tanh(a)
 
     def erf(self, a: Val) -> Val:
-        self._f32("erf", a)
+        self._float("erf", a)
         return self.sc.erf(a)
 
     def pow(self, a: Val, b: Val) -> Val:
@@ -117,7 +114,6 @@ class GpuAlgebra:
             raise NotImplementedError("pow is not defined on bool")
         if _is_int(a):
             return self.sc.int_pow(a, b)
-        self._f32("pow", a)
         return self.sc.pow(a, b)
 
     def maximum(self, a: Val, b: Val) -> Val:
@@ -140,7 +136,10 @@ class GpuAlgebra:
         return self.b.select(c, a, b)
 
     def libm(self, name: str, a: Val) -> Val:
-        raise NotImplementedError(
-            f"{name} on {'f64' if a.ty == 'double' else a.ty} is not supported by the CUDA back end "
-            "yet (no math library is linked)"
-        )
+        r = self.sc.f64.libm(name, a) if a.ty == "double" else None
+        if r is None:  # f32 code uses the primitive's kernel_f32; a new libm name needs F64Math
+            raise NotImplementedError(
+                f"{name} on {'f64' if a.ty == 'double' else a.ty} has no GPU implementation "
+                "(add it to kinac/ir/gpu_scalar_f64.py)"
+            )
+        return r
