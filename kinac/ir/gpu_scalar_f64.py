@@ -44,6 +44,7 @@ INV_LN2 = 1.4426950408889634
 PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)  # sum: pi/2
 TWO_OVER_PI = 0.6366197723675814
 _EXP_TAYLOR = tuple(1 / math.factorial(n) for n in range(13, 1, -1))  # 1/13! .. 1/2!
+_EXPM1_TAYLOR = tuple(1 / math.factorial(n) for n in range(17, 1, -1))  # |r| < ln2
 _ATANH = tuple(1 / (2 * n + 1) for n in range(11, 0, -1))  # 1/23 .. 1/3
 _SIN = tuple((-1) ** n / math.factorial(2 * n + 1) for n in range(9, 0, -1))  # 1/19! .. -1/3!
 _COS = tuple((-1) ** n / math.factorial(2 * n) for n in range(9, 1, -1))  # 1/18! .. 1/4!
@@ -153,9 +154,12 @@ class F64Math:
         return self.keep_nan(x, self.scale(self.add(p, 1.0), k))
 
     def expm1(self, x: Val) -> Val:
-        """``e^x - 1`` for ``|x| <= 64`` (tanh's range): ``2^k (e^r - 1) + (2^k - 1)``."""
-        k, r = self.reduce_ln2(x)
-        p = self.fma(self.mul(r, r), self.poly(r, _EXP_TAYLOR), r)
+        """``e^x - 1`` for ``|x| <= 64`` (tanh's range): ``2^k (e^r - 1) + (2^k - 1)``, with
+        ``k = 0`` (Taylor to degree 17) below ``ln2``, where ``k = -1`` would cancel."""
+        k, _ = self.reduce_ln2(x)
+        k = self.sel(self.cmp("olt", self.fabs(x), LN2_HI), 0.0, k)  # no cancellation below ln2
+        r = self.fma(self.neg(k), LN2_LO, self.fma(self.neg(k), LN2_HI, x))
+        p = self.fma(self.mul(r, r), self.poly(r, _EXPM1_TAYLOR), r)
         s = self.pow2(k)
         return self.fma(s, p, self.sub(s, 1.0))
 
@@ -250,7 +254,12 @@ class F64Math:
         )
         t = self.expm1(arg)
         d = self.add(t, 2.0)
-        z = self.sel(below, self.div(self.neg(t), d), self.sub(1.0, self.div(2.0, d)))
+        dl = self.add(self.sub(2.0, d), t)  # t + 2 == d + dl exactly (|t| < 2 when below)
+        q = self.div(self.neg(t), d)  # -t / (d + dl), corrected to first order:
+        q = self.add(
+            q, self.div(self.sub(self.fma(self.neg(q), d, self.neg(t)), self.mul(q, dl)), d)
+        )
+        z = self.sel(below, q, self.sub(1.0, self.div(2.0, d)))
         z = self.sel(self.cmp("oge", ax, 22.0), 1.0, z)
         return self.keep_nan(x, self.sc.intr("copysign", z, x))
 
