@@ -145,16 +145,13 @@ class GpuEntry:
         elif hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == KDL_CUDA:
             self._check_gpu(spec.name, int(x.__dlpack_device__()[1]))  # before the export
             t = Tensor.from_dlpack(x, stream=0)
-        if t is None:
-            import numpy as np
+        if t is None:  # a host array: read through kinac's DLPack consumer (bf16 too), copied in
+            from kinac.rt.cuda.host_input import host_array
 
-            a = np.ascontiguousarray(np.from_dlpack(x) if hasattr(x, "__dlpack__") else x)
-            if spec.dtype == "bf16" and a.dtype.name != "uint16":
-                raise KinaGpuError(
-                    f"{spec.name}: bf16 host arrays are passed as uint16 bit patterns"
-                )
+            a, keep = host_array(x, spec.name, self.lowered.name, spec.dtype, spec.shape)
             t = Tensor.empty(spec.shape, DL_NAMES[spec.dtype], self.resource, 0)
             t.copy_from_host(a.astype(NP_NAMES[spec.dtype], copy=False))
+            del keep  # the producer's memory was needed until the copy
             return t
         self._check_gpu(spec.name, t.device[1])
         if t.dtype.name != DL_NAMES[spec.dtype] or t.shape != spec.shape:
