@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from kinac.errors import KinaCallError
 from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.entry_support import (
@@ -144,7 +145,13 @@ class GpuEntry:
             t = x
         elif hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == KDL_CUDA:
             self._check_gpu(spec.name, int(x.__dlpack_device__()[1]))  # before the export
-            t = Tensor.from_dlpack(x, stream=0)
+            try:
+                t = Tensor.from_dlpack(x, stream=0)
+            except (BufferError, TypeError, ValueError) as e:
+                raise KinaCallError(
+                    f"{self.lowered.name}: argument `{spec.name}` cannot be taken from its GPU "
+                    f"({e}): pass a contiguous CUDA tensor of a Kina dtype"
+                ) from None
         if t is None:  # a host array: read through kinac's DLPack consumer (bf16 too), copied in
             from kinac.rt.cuda.host_input import host_array
 
