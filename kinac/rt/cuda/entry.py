@@ -80,8 +80,9 @@ class GpuEntry:
         from kinac.rt import cuda
 
         lowered = self.lowered
-        self.module = cuda.load_module(ptx)
-        self.kernels = {n: self.module.function(n) for n in lowered.functions}
+        from kinac.rt.cuda.module import load_entry_module
+
+        self.module, self.kernels = load_entry_module(ptx, lowered.name, lowered.functions)
         if resource is None:
             resource = cuda.default_resource()
         elif getattr(resource, "ordinal", self.ordinal) != self.ordinal:

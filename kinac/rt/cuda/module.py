@@ -20,11 +20,12 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shutil
 import struct
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kinac.rt.cuda import driver
@@ -91,6 +92,56 @@ def load_module(ptx: str | bytes) -> Module:
         raise driver.make_error("cuModuleLoadData", res[0], _ptxas_log(data, dev.arch))
     mod = _modules[key] = Module(res[1], key[1])
     return mod
+
+
+LOAD_STEP = "module loading (CUDA driver PTX JIT)"
+LOOKUP_STEP = "kernel lookup (cuModuleGetFunction)"
+
+
+def kernel_at_line(ptx: str, line: int) -> str | None:
+    """The ``.entry`` (or ``.func``) of ``ptx`` that holds line ``line`` (1-based), if any."""
+    lines = ptx.splitlines()[: max(line, 0)]
+    for text in reversed(lines):
+        m = re.search(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)", text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def load_entry_module(
+    ptx: str | bytes, entry: str, functions: Sequence[str]
+) -> tuple[Module, dict[str, Kernel]]:
+    """Load an entry's PTX and look its kernels up; a failure is a compile error of the entry.
+
+    Why: the PTX is kinac's output for a checked program, so the driver's JIT rejecting it
+    (``CUDA_ERROR_INVALID_PTX``, a PTX ISA the driver is too old for) or a kernel missing from
+    it is an :class:`~kinac.ir.ice.InternalCompilerError` (a ``KinaCompileError``) naming the
+    entry, the step and the kernel (from the line ptxas reports), with the driver's message
+    attached, never a bare ``CudaError`` traceback. Out of memory and a missing GPU stay what
+    they are (the environment's, not the compiler's).
+    """
+    from kinac.ir.ice import InternalCompilerError
+    from kinac.rt.cuda.errors import CudaOutOfMemoryError, CudaUnavailableError
+
+    keep = (CudaOutOfMemoryError, CudaUnavailableError, KeyboardInterrupt)
+    try:
+        mod = load_module(ptx)
+    except keep:
+        raise
+    except Exception as e:  # noqa: BLE001 - every other failure is reported as kinac's
+        text = ptx.decode(errors="replace") if isinstance(ptx, bytes) else ptx
+        m = re.search(r"line (\d+)", getattr(e, "detail", "") or str(e))
+        kernel = kernel_at_line(text, int(m.group(1))) if m else None
+        raise InternalCompilerError(entry, LOAD_STEP, kernel, e) from e
+    kernels: dict[str, Kernel] = {}
+    for name in functions:
+        try:
+            kernels[name] = mod.function(name)
+        except keep:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise InternalCompilerError(entry, LOOKUP_STEP, name, e) from e
+    return mod, kernels
 
 
 def cached_modules() -> int:
