@@ -1,0 +1,10 @@
+(** Printed by [make -C proofs]; tests/test_proofs.py checks that every theorem listed here
+    is closed under the global context (no axioms, no [Admitted]). *)
+From Kina Require Import Rules Soundness.
+Print Assumptions Rules.s_broadcast_sound.
+Print Assumptions Soundness.broadcast_sound.
+Print Assumptions Soundness.instantiate.
+Print Assumptions Soundness.preservation.
+Print Assumptions Soundness.progress.
+Print Assumptions Soundness.subject_reduction.
+Print Assumptions Soundness.type_safety.
