@@ -77,7 +77,9 @@ def _cast(x: np.ndarray, src: str, dst: str) -> np.ndarray:
         info = np.iinfo(target)
         with np.errstate(invalid="ignore"):
             t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
-            return np.clip(t, info.min, info.max).astype(target)
+            out = np.clip(t, info.min, info.max).astype(target)
+        # i64's max is 2^63 - 1, which float64 rounds to 2^63: saturate after the conversion
+        return np.where(t >= 2.0**63, info.max, out).astype(target) if dst == "i64" else out
     return x.astype(target)
 
 
