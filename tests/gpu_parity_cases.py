@@ -34,8 +34,16 @@ SPECIALS = (0.0, -0.0, math.inf, -math.inf, math.nan)
 # 1e-6 and gelu 8e-6 absolute, i.e. 8 and 67 ulps of 1); f64 code has no approximation.
 BOUND = {"f64": 2.0, "f32": 4.0, "f16": 1.0, "bf16": 1.0}
 EXTRA = {
-    "f32": {"sigmoid": 3.0, "silu": 3.0, "softplus": 2.0, "gelu": 12.0, "erf": 4.0, "tanh": 1.0},
-    "f64": {"sigmoid": 1.0, "silu": 1.0, "softplus": 1.0, "tanh": 1.0},
+    "f32": {
+        "sigmoid": 3.0,
+        "silu": 3.0,
+        "softplus": 2.0,
+        "gelu": 12.0,
+        "erf": 4.0,
+        "tanh": 1.0,
+        "softmax": 4.0,
+    },
+    "f64": {"sigmoid": 1.0, "silu": 1.0, "softplus": 1.0, "tanh": 1.0, "softmax": 2.0},
 }
 # where the formula cancels (1 + erf(x) for x < -1): ulps of max(|ref|, 1), as the host's tests
 ABSOLUTE = ("erf", "gelu")
