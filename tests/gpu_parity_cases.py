@@ -192,6 +192,11 @@ def structural_cases() -> Iterator[Case]:
         yield Case(g.build(g.where(c, a, b)), ins, [("where", dt, dt)])
 
 
+def values_finite(rng: np.random.Generator, shape: tuple[int, ...], dt: str) -> np.ndarray:
+    """Standard normal inputs of a float ``dt`` (bf16 as uint16 bits)."""
+    return _finite(rng, shape, dt)
+
+
 def _finite(rng: np.random.Generator, shape: tuple[int, ...], dt: str) -> np.ndarray:
     x = rng.standard_normal(shape)
     if dt == "bf16":

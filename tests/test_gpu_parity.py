@@ -2,7 +2,7 @@
 float64 reference, primitive by primitive and dtype by dtype, and on random programs.
 
 Every case of :mod:`gpu_parity_cases` (every elementwise primitive x every dtype it takes x
-odd shapes; reductions, softmax, matmul, all casts, ``where``) and random well-typed programs
+odd shapes; reductions, softmax, matmul, all casts, ``where``) and random well-typed programs (f32, f64, bf16, f16)
 of the checker's generator (:mod:`check_gen`) run on two GPU back ends:
 
 - ``emulated``: the same LLVM IR as the GPU's, compiled for the host CPU and run with one
@@ -37,7 +37,9 @@ from gpu_parity_cases import (
     floor_of,
     structural_cases,
     table,
+    to_f64,
     ulp_error,
+    values_finite,
 )
 from gpu_support import run_emulated
 from host_support import run as host_run
@@ -130,9 +132,17 @@ def test_structural_parity(backend: str) -> None:
     assert not bad, "\n".join(bad)
 
 
-def _program(seed: int) -> tuple[Any, list[np.ndarray]] | None:
+PROGRAM_DTYPES = ("f32", "f64", "bf16", "f16")
+# relative to the output's scale: bf16/f16 programs keep fused intermediates in f32 on the GPU
+# while the reference rounds after every op (PyTorch eager), so they differ by a few ulps
+PROGRAM_TOL = {"f32": 1e-5, "f64": 1e-12, "bf16": 2**-5, "f16": 2**-8}
+
+
+def _program(seed: int) -> tuple[Any, list[np.ndarray], str] | None:
+    """A random well-typed program (its f32 types turned to one of PROGRAM_DTYPES)."""
+    dt = PROGRAM_DTYPES[seed % len(PROGRAM_DTYPES)]
     prog = Gen(seed).run(1 + seed % 6)
-    ws = Workspace({"p.kina": prog.text})
+    ws = Workspace({"p.kina": prog.text.replace("f32", dt)})
     ref = DefnRef("p.kina", "f")
     c = ws.env.checked(ref)
     if not c.ok:
@@ -145,29 +155,33 @@ def _program(seed: int) -> tuple[Any, list[np.ndarray]] | None:
     if sp.graph is None:
         return None
     nrng = np.random.default_rng(seed)
-    return sp.graph, [nrng.standard_normal(t.shape).astype(np.float32) for _, t in sp.graph.params]
+    ins = [values_finite(nrng, t.shape, t.dtype) for _, t in sp.graph.params]
+    return sp.graph, ins, dt
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_random_programs(backend: str) -> None:
-    """The checker's generator of well-typed programs, run on the GPU back end: each output
-    within 1e-5 (relative to the output's scale) of the host back end and the reference."""
+    """The checker's generator of well-typed programs, in f32, f64, bf16 and f16, run on the
+    GPU back end: each output close (PROGRAM_TOL of the output's scale) to the reference and
+    the host back end."""
     run = runner(backend)
-    n = 4 if backend == "emulated" else 30
+    n = 8 if backend == "emulated" else 32
     done, bad = 0, []
     for seed in range(1000):
         made = _program(seed)
         if made is None:
             continue
-        graph, ins = made
+        graph, ins, dt = made
         got, ref = run(graph, *ins), evaluate(graph, *ins)
         host = host_run(graph, *ins) if backend == "cuda" else ref
-        for g, r, h in zip(got, ref, host, strict=True):
-            scale = max(1.0, float(np.max(np.abs(np.nan_to_num(r.astype(np.float64))))))
+        for j, (g, r, h) in enumerate(zip(got, ref, host, strict=True)):
+            odt = graph.nodes[graph.outputs[j]].type.dtype
+            g, r, h = to_f64(g, odt), to_f64(r, odt), to_f64(h, odt)
+            scale = max(1.0, float(np.max(np.abs(np.nan_to_num(r)))))
             for other, what in ((r, "reference"), (h, "host")):
-                err = float(np.max(np.abs(g.astype(np.float64) - other.astype(np.float64))))
-                if not err <= 1e-5 * scale:
-                    bad.append(f"seed {seed}: {err:.3g} from the {what}")
+                err = float(np.max(np.abs(g - other)))
+                if not err <= PROGRAM_TOL[dt] * scale:
+                    bad.append(f"seed {seed} ({dt}): {err:.3g} from the {what}")
         done += 1
         if done == n:
             break
