@@ -91,14 +91,28 @@ def ulp_error(got: np.ndarray, want: np.ndarray, floor: float = 0.0) -> float:
     return float(np.max(ulp_errors(got, want, floor)))
 
 
+def on_gpu(graph: Graph, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Run ``graph`` on the real GPU (skips without one)."""
+    from kinac.rt import cuda
+    from kinac.rt.cuda.entry import load_gpu_entry
+
+    if not cuda.available():
+        pytest.skip("no CUDA GPU")
+    lw = lower_graph_gpu(graph)
+    out = load_gpu_entry(lw, compile_ptx(lw.llvm_ir))(*inputs)
+    outs = out if isinstance(out, tuple) else (out,)
+    return tuple(o if isinstance(o, np.ndarray) else o.numpy() for o in outs)
+
+
+@pytest.mark.parametrize("backend", ["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("name", sorted(UNARY))
-def test_f64_unary_within_ulps(name: str) -> None:
+def test_f64_unary_within_ulps(name: str, backend: str) -> None:
     ref, points, bound, specials = UNARY[name]
     x = points(np.random.default_rng(sorted(UNARY).index(name)))
     x = np.concatenate([x, np.array(list(specials), np.float64)])
     graph = _unary(name, len(x))
     ptx_resources(compile_ptx(lower_graph_gpu(graph).llvm_ir, "sm_90"))
-    got = run_emulated(graph, x)[0]
+    got = (run_emulated if backend == "emulated" else on_gpu)(graph, x)[0]
     with np.errstate(all="ignore"):
         want = ref(x)
     errs = ulp_errors(got, want, 1.0 if name in ABSOLUTE else 0.0)
@@ -108,7 +122,8 @@ def test_f64_unary_within_ulps(name: str) -> None:
     np.testing.assert_array_equal(tail, np.array(list(specials.values())))
 
 
-def test_f64_pow() -> None:
+@pytest.mark.parametrize("backend", ["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_f64_pow(backend: str) -> None:
     rng = np.random.default_rng(7)
     a = np.concatenate([np.exp(rng.uniform(-30, 30, N)), rng.uniform(-3, 3, 64)])
     b = np.concatenate([rng.uniform(-20, 20, N), np.round(rng.uniform(-9, 9, 64))])
@@ -118,7 +133,7 @@ def test_f64_pow() -> None:
     g = GraphBuilder("pow_f64")
     graph = g.build(g.binary("pow", g.param("a", "f64", (len(a),)), g.param("b", "f64", (len(b),))))
     ptx_resources(compile_ptx(lower_graph_gpu(graph).llvm_ir, "sm_90"))
-    got = run_emulated(graph, a, b)[0]
+    got = (run_emulated if backend == "emulated" else on_gpu)(graph, a, b)[0]
     with np.errstate(all="ignore"):
         want = np.power(a, b)
     assert ulp_error(got[: -len(sa)], want[: -len(sa)]) <= 2.0
