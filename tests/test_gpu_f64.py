@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -185,3 +186,22 @@ def test_one_declaration_per_function_in_a_mixed_module() -> None:
     b2.declare("declare float @llvm.fma.f32(double, float, float)")
     with pytest.raises(ValueError, match="conflicting declarations of @llvm.fma.f32"):
         module_text([], [b1, b2], "nvptx")
+
+
+@pytest.mark.gpu
+def test_prelude_attention_f64_through_the_api(tmp_path: Any) -> None:
+    """Issue 18's program through ``kinac.compile(..., target="cuda")`` against the host."""
+    import kinac
+    from kinac.rt import cuda
+
+    if not cuda.available():
+        pytest.skip("no CUDA GPU")
+    path = tmp_path / "t.kina"
+    path.write_text(PRELUDE_ATTENTION)
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((2, 3, 7, 8)) for _ in range(3))
+    c, s = np.cos(rng.standard_normal((7, 8))), np.sin(rng.standard_normal((7, 8)))
+    gpu = kinac.compile(path, "f", target="cuda")(q, k, v, c, s)
+    host = kinac.compile(path, "f")(q, k, v, c, s)
+    got = gpu if isinstance(gpu, np.ndarray) else gpu.numpy()
+    np.testing.assert_allclose(got, np.asarray(host), rtol=1e-12, atol=1e-12)
