@@ -106,3 +106,33 @@ def test_the_drivers_rejection_is_a_compile_error() -> None:
     lw = lower_graph_gpu(g.build(g.unary("exp", g.param("x", "f32", (4,)))))
     with pytest.raises(KinaCompileError, match=r"entry `bad_ptx`, stage module loading"):
         load_gpu_entry(lw, PTX)
+
+
+BAD_IR = """target triple = "nvptx64-nvidia-cuda"
+
+define ptx_kernel void @k0_map(ptr addrspace(1) %p) {
+entry:
+  ret void
+}
+
+define ptx_kernel void @k1_row(ptr addrspace(1) %p) {
+entry:
+  %t1 = fadd float %undefined, 1.0
+  ret void
+}
+"""
+
+
+def test_an_llvm_error_in_ptx_generation_names_its_kernel() -> None:
+    """llvmlite's parse error (``<string>:LINE:COL``) is mapped to the function holding it,
+    and the pipeline's internal error names that kernel."""
+    from kinac.codegen.ptx import compile_ptx, function_at_line
+    from kinac.ir.ice import internal_errors
+
+    assert function_at_line(BAD_IR, 10) == "k1_row"
+    assert function_at_line(BAD_IR, 7) is None  # between functions
+    with pytest.raises(InternalCompilerError) as e:
+        with internal_errors("f at N=3", "PTX generation (LLVM NVPTX)"):
+            compile_ptx(BAD_IR)
+    assert e.value.kernel == "k1_row"
+    assert "stage PTX generation (LLVM NVPTX), kernel k1_row" in str(e.value)

@@ -18,6 +18,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kinac.codegen.llvm import binding
@@ -41,16 +43,49 @@ def optimize_nvptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> tup
     target = llvm.Target.from_triple(NVPTX_TRIPLE)
     features = PTX_ISA.get(arch, "+ptx80")
     tm = target.create_target_machine(cpu=arch, features=features, opt=opt_level)
-    mod = llvm.parse_assembly(llvm_ir)
-    mod.triple = NVPTX_TRIPLE
-    mod.data_layout = str(tm.target_data)
-    mod.verify()
+    with _naming_the_kernel(llvm_ir):
+        mod = llvm.parse_assembly(llvm_ir)
+        mod.triple = NVPTX_TRIPLE
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     pto.loop_unrolling = opt_level >= 2
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     mod.verify()
     return mod, tm
+
+
+def function_at_line(llvm_ir: str, line: int) -> str | None:
+    """The function of ``llvm_ir`` whose body holds line ``line`` (1-based), if any."""
+    for text in reversed(llvm_ir.splitlines()[: max(line, 0)]):
+        if text.startswith("}"):
+            return None
+        m = re.match(r"define\b[^@]*@([\w.$]+)\(", text)
+        if m:
+            return m.group(1)
+    return None
+
+
+@contextmanager
+def _naming_the_kernel(llvm_ir: str) -> Iterator[None]:
+    """An LLVM parse or verify error names the kernel it is in (``<string>:LINE:COL`` or
+    ``Function 'k3_map'``), so the internal compiler error reports it (:mod:`kinac.ir.ice`)."""
+    try:
+        yield
+    except Exception as e:
+        text = str(e)
+        m = re.search(r"<string>:(\d+):", text)
+        name = function_at_line(llvm_ir, int(m.group(1))) if m else None
+        if name is None:
+            f = re.search(r"[Ff]unction '?@?([\w.$]+)'?", text)
+            name = f.group(1) if f and f"@{f.group(1)}(" in llvm_ir else None
+        if name is None:
+            raise
+        from kinac.ir.ice import in_kernel
+
+        with in_kernel(name):
+            raise
 
 
 def compile_ptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
