@@ -18,6 +18,7 @@ Inductive expr : Type :=
 | EUn (op : string) (e : expr)
 | EBin (k : bkind) (op : string) (a b : expr)
 | ECast (d : dtype) (e : expr)
+| ERed (op : string) (keep : bool) (ax : axis) (e : expr)  (** [(sum e :axis a :keepdims k)] *)
 | ELet (x : string) (e1 e2 : expr).
 
 Definition ctx (T : Type) := list (string * T).
@@ -44,6 +45,8 @@ Inductive has_type (A : list constr) : ctx ty -> expr -> ty -> Prop :=
     join_dev (ty_device ta) (ty_device tb) = Some dev ->
     shape_bcast A (ty_shape ta) (ty_shape tb) s ->
     has_type A G (EBin k op a b) (Ty (weak_result d' (is_scalar_shape s)) s dev)
+| T_Red : forall G op keep ax e t t',
+    has_type A G e t -> s_reduce op keep ax t = Some t' -> has_type A G (ERed op keep ax e) t'
 | T_Let : forall G x e1 e2 t1 t2,
     has_type A G e1 t1 -> has_type A ((x, t1) :: G) e2 t2 -> has_type A G (ELet x e1 e2) t2.
 
@@ -90,6 +93,8 @@ Inductive rt_type (i : inst) : ctx cty -> expr -> cty -> Prop :=
 | R_Bin : forall G k op a b ta tb t,
     rt_type i G a ta -> rt_type i G b tb -> c_binary k op ta tb = Some t ->
     rt_type i G (EBin k op a b) t
+| R_Red : forall G op keep ax e t t',
+    rt_type i G e t -> c_reduce op keep ax t = Some t' -> rt_type i G (ERed op keep ax e) t'
 | R_Let : forall G x e1 e2 t1 t2,
     rt_type i G e1 t1 -> rt_type i ((x, t1) :: G) e2 t2 -> rt_type i G (ELet x e1 e2) t2.
 
@@ -101,6 +106,7 @@ Fixpoint subst (x : string) (v : cty) (e : expr) : expr :=
   | EUn op a => EUn op (subst x v a)
   | EBin k op a b => EBin k op (subst x v a) (subst x v b)
   | ECast d a => ECast d (subst x v a)
+  | ERed op keep ax a => ERed op keep ax (subst x v a)
   | ELet y e1 e2 => ELet y (subst x v e1) (if String.eqb x y then e2 else subst x v e2)
   end.
 
@@ -113,9 +119,12 @@ Inductive step (i : inst) : expr -> expr -> Prop :=
 | S_Cast : forall d v, step i (ECast d (EVal v)) (EVal (c_cast (inst_dtype i d) v))
 | S_Bin : forall k op va vb v,
     c_binary k op va vb = Some v -> step i (EBin k op (EVal va) (EVal vb)) (EVal v)
+| S_Red : forall op keep ax v v',
+    c_reduce op keep ax v = Some v' -> step i (ERed op keep ax (EVal v)) (EVal v')
 | S_Let : forall x v e2, step i (ELet x (EVal v) e2) (subst x v e2)
 | S_UnC : forall op e e', step i e e' -> step i (EUn op e) (EUn op e')
 | S_CastC : forall d e e', step i e e' -> step i (ECast d e) (ECast d e')
+| S_RedC : forall op keep ax e e', step i e e' -> step i (ERed op keep ax e) (ERed op keep ax e')
 | S_BinL : forall k op a a' b, step i a a' -> step i (EBin k op a b) (EBin k op a' b)
 | S_BinR : forall k op va b b',
     step i b b' -> step i (EBin k op (EVal va) b) (EBin k op (EVal va) b')

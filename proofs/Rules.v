@@ -227,3 +227,52 @@ Proof.
     + destruct gb; [discriminate|]; injection H as <-; apply SB_left; auto.
     + destruct ga; [discriminate|]; injection H as <-; apply SB_right; auto; lia.
 Qed.
+
+(** ** Reductions ([sum mean max min] with [:axis] and [:keepdims], kinac's reduce rules).
+    An axis is [AFront k] ([k >= 0]) or [ABack k] (the negative axis [-k], [k >= 1]); after a
+    variadic group only negative axes are static. *)
+Inductive axis : Type := AFront (k : nat) | ABack (k : nat).
+
+Definition remove_at {A : Type} (k : nat) (l : list A) : list A := firstn k l ++ skipn (S k) l.
+Definition set_at {A : Type} (k : nat) (v : A) (l : list A) : list A :=
+  firstn k l ++ v :: skipn (S k) l.
+
+Definition c_axis (n : nat) (ax : axis) : option nat :=
+  match ax with
+  | AFront k => if Nat.ltb k n then Some k else None
+  | ABack k => if Nat.leb 1 k && Nat.leb k n then Some (n - k) else None
+  end.
+
+Definition s_axis (s : shape) (ax : axis) : option nat :=
+  match group s, ax with
+  | Some _, AFront _ => None
+  | _, _ => c_axis (List.length (fixed s)) ax
+  end.
+
+(** The dtype side: not on weak scalars or bool; [mean] needs a float. *)
+Definition reduce_dtype_ok (op : string) (d : dtype) : bool :=
+  negb (is_weak d) && negb (dtype_eqb d (DT Bool))
+  && (negb (String.eqb op "mean") || float_like d).
+
+Definition c_reduce (op : string) (keep : bool) (ax : axis) (t : cty) : option cty :=
+  if reduce_dtype_ok op (c_dtype t) then
+    match c_axis (List.length (c_shape t)) ax with
+    | Some k =>
+        Some (CTy (c_dtype t) (if keep then set_at k 1 (c_shape t) else remove_at k (c_shape t))
+                  (c_device t))
+    | None => None
+    end
+  else None.
+
+Definition s_reduce (op : string) (keep : bool) (ax : axis) (t : ty) : option ty :=
+  if reduce_dtype_ok op (ty_dtype t) then
+    match s_axis (ty_shape t) ax with
+    | Some k =>
+        let s := ty_shape t in
+        Some (Ty (ty_dtype t)
+                 (Shape (group s) (if keep then set_at k (DLit 1) (fixed s)
+                                   else remove_at k (fixed s)))
+                 (ty_device t))
+    | None => None
+    end
+  else None.

@@ -173,6 +173,78 @@ Proof.
     match goal with H : [] = _ ++ [_] |- _ => destruct (app_cons_not_nil _ _ _ H) end.
 Qed.
 
+(** ** Reductions are sound under instantiation. *)
+Lemma remove_at_app : forall (l1 l2 : list nat) k,
+  remove_at (List.length l1 + k) (l1 ++ l2) = l1 ++ remove_at k l2.
+Proof.
+  intros; unfold remove_at; rewrite firstn_app_2, skipn_app.
+  replace (S (List.length l1 + k) - List.length l1) with (S k) by lia.
+  rewrite (skipn_all2 l1) by lia; simpl; rewrite app_assoc; reflexivity.
+Qed.
+
+Lemma set_at_app : forall (l1 l2 : list nat) k v,
+  set_at (List.length l1 + k) v (l1 ++ l2) = l1 ++ set_at k v l2.
+Proof.
+  intros; unfold set_at; rewrite firstn_app_2, skipn_app.
+  replace (S (List.length l1 + k) - List.length l1) with (S k) by lia.
+  rewrite (skipn_all2 l1) by lia; simpl; rewrite app_assoc; reflexivity.
+Qed.
+
+Lemma map_remove_at : forall (f : dim -> nat) k l, map f (remove_at k l) = remove_at k (map f l).
+Proof. intros; unfold remove_at; rewrite map_app, firstn_map, skipn_map; reflexivity. Qed.
+
+
+Lemma map_set_at : forall (f : dim -> nat) k v l,
+  map f (set_at k v l) = set_at k (f v) (map f l).
+Proof.
+  intros; unfold set_at; rewrite map_app, firstn_map; cbn [map]; rewrite skipn_map; auto.
+Qed.
+
+Lemma axis_inst : forall s ax k (gl : list nat),
+  s_axis s ax = Some k -> (group s = None -> gl = []) ->
+  c_axis (List.length gl + List.length (fixed s)) ax = Some (List.length gl + k).
+Proof.
+  intros [[g|] ds] ax k gl H G; unfold s_axis in H; simpl in *.
+  - destruct ax as [k0|k0]; [discriminate|]; unfold c_axis in *.
+    destruct (1 <=? k0) eqn:E1, (k0 <=? List.length ds) eqn:E2; simpl in H;
+      try discriminate; injection H as <-.
+    apply Nat.leb_le in E1; apply Nat.leb_le in E2.
+    simpl.
+    destruct (Nat.leb_spec k0 (List.length gl + List.length ds)); [|lia].
+    f_equal; lia.
+  - rewrite (G eq_refl); simpl; exact H.
+Qed.
+
+Lemma reduce_dtype_inst : forall A i op d,
+  inst_ok A i -> reduce_dtype_ok op d = true -> reduce_dtype_ok op (inst_dtype i d) = true.
+Proof.
+  intros A i op d [_ [_ Fl]] H; destruct d as [b|v| |]; simpl; auto.
+  pose proof (Fl v) as F; unfold reduce_dtype_ok; simpl.
+  destruct (i_dtypes i v); simpl in F; try discriminate; simpl;
+    destruct (String.eqb op "mean"); reflexivity.
+Qed.
+
+Lemma reduce_inst : forall A i op keep ax t t',
+  inst_ok A i -> s_reduce op keep ax t = Some t' ->
+  c_reduce op keep ax (inst_ty i t) = Some (inst_ty i t') /\ is_weak (ty_dtype t') = false.
+Proof.
+  intros A i op keep ax [d [g ds] dv] t' Ok H; unfold s_reduce, c_reduce in *; simpl in *.
+  destruct (reduce_dtype_ok op d) eqn:Ed; [|discriminate].
+  destruct (s_axis (Shape g ds) ax) eqn:Ea; [|discriminate].
+  injection H as <-; simpl.
+  split; [|unfold reduce_dtype_ok in Ed; destruct (is_weak d); auto; discriminate].
+  rewrite (reduce_dtype_inst A i op d Ok Ed).
+  unfold inst_shape; simpl.
+  set (gl := match g with Some g0 => i_groups i g0 | None => [] end).
+  rewrite app_length, map_length.
+  assert (Ax : c_axis (List.length gl + List.length ds) ax = Some (List.length gl + n)).
+  { apply (axis_inst (Shape g ds) ax n gl Ea); simpl; intro; subst g; reflexivity. }
+  rewrite Ax.
+  destruct keep; unfold inst_ty, inst_shape; simpl; f_equal; f_equal; fold gl.
+  - rewrite map_set_at, set_at_app; reflexivity.
+  - rewrite map_remove_at, remove_at_app; reflexivity.
+Qed.
+
 (** ** Instantiation: a symbolically typed expression is typed at every admissible
     instance by the concrete rules. *)
 Definition inst_ctx (i : inst) (G : ctx ty) : ctx cty :=
@@ -237,6 +309,10 @@ Proof.
       unfold weak_result; rewrite inst_weak.
       destruct (is_weak d') eqn:Wd; simpl; auto.
       destruct (Weak eq_refl) as [_ [_ [_ [Hs _]]]]; subst; reflexivity.
+  - destruct (IHhas_type WG) as [W R]; clear IHhas_type.
+    destruct (reduce_inst A i op keep ax t t' Ok H0) as [C Nw].
+    split; [intro Hw; rewrite Nw in Hw; discriminate|].
+    eapply R_Red; [exact R | exact C].
   - destruct (IHhas_type1 WG) as [W1 R1].
     assert (WG' : wf_ctx ((x, t1) :: G)).
     { intros y u Hy; simpl in Hy; destruct (String.eqb y x); [injection Hy as <-; auto|].
@@ -258,7 +334,8 @@ Qed.
 Lemma substitution : forall i e G x v t,
   rt_type i ((x, v) :: G) e t -> rt_type i G (subst x v e) t.
 Proof.
-  intros i e; induction e as [z| | |c|op a IH|k op a IHa b IHb|d a IH|z e1 IHe1 e2 IHe2];
+  intros i e;
+    induction e as [z| | |c|op a IH|k op a IHa b IHb|d a IH|op kp ax a IH|z e1 IHe1 e2 IHe2];
     intros G y u t H; inversion H; subst; simpl; try (econstructor; eauto; fail).
   - simpl in H2; destruct (String.eqb_spec y z); subst.
     + rewrite String.eqb_refl in H2; injection H2 as <-; apply R_Val.
@@ -287,6 +364,8 @@ Proof.
     match goal with H1 : c_binary _ _ _ _ = _, H2 : c_binary _ _ _ _ = _ |- _ =>
       rewrite H1 in H2; injection H2 as <- end; apply R_Val.
   - match goal with H : rt_type _ _ (EVal _) _ |- _ => inversion H; subst end.
+    assert (v' = t) by congruence; subst; apply R_Val.
+  - match goal with H : rt_type _ _ (EVal _) _ |- _ => inversion H; subst end.
     apply substitution; auto.
 Qed.
 
@@ -310,6 +389,9 @@ Proof.
       * inversion H; inversion H0; subst; eexists; apply S_Bin; eauto.
       * eexists; apply S_BinR; eauto.
     + eexists; apply S_BinL; eauto.
+  - right; destruct IHrt_type as [[v ->]|[e' S]]; auto.
+    + inversion H; subst; eexists; apply S_Red; eauto.
+    + eexists; apply S_RedC; eauto.
   - right; destruct IHrt_type1 as [[v ->]|[e' S]]; auto.
     + eexists; apply S_Let.
     + eexists; apply S_LetC; eauto.

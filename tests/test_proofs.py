@@ -358,3 +358,67 @@ def test_concrete_primitive_rules_agree(cases: list[tuple]) -> None:
         except ShapeError:
             want = None
         assert _parse_cty(out) == want, (op, xs, out, want)
+
+
+REDUCE = ("sum", "mean", "max", "min")
+
+
+def _coq_axis(z: int) -> str:
+    return f"(AFront {z})" if z >= 0 else f"(ABack {-z})"
+
+
+@settings(
+    max_examples=2, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck)
+)
+@given(
+    sym=st.lists(
+        st.tuples(st.sampled_from(REDUCE), tensor_st, st.integers(-4, 3), st.booleans()),
+        min_size=40,
+        max_size=40,
+    ),
+    conc=st.lists(
+        st.tuples(st.sampled_from(REDUCE), ctensor_st, st.integers(-4, 3), st.booleans()),
+        min_size=40,
+        max_size=40,
+    ),
+)
+def test_reduction_rules_agree(sym: list[tuple], conc: list[tuple]) -> None:
+    """``sum mean max min`` with ``:axis`` and ``:keepdims``: Coq's ``s_reduce`` against
+    kinac's checker (as for the elementwise rules) and ``c_reduce`` against the primitives'
+    concrete evaluators."""
+    from kinac.check.prims.base import CArgs, find
+
+    coq_dt = {"~f": "WeakF", "~i": "WeakI"}
+    terms = [
+        f'(s_reduce "{op}" {str(keep).lower()} {_coq_axis(z)} ({_coq_ty(x)}))'
+        for op, x, z, keep in sym
+    ]
+    for op, (dt, shape, dev), z, keep in conc:
+        c = f"CTy ({coq_dt.get(dt) or _coq_dtype(dt)}) {list(shape)!r} ({_coq_device(dev)})"
+        terms.append(f'c_reduce "{op}" {str(keep).lower()} {_coq_axis(z)} ({c})'.replace(",", ";"))
+    outs = _coq_eval(terms)
+    for (op, x, z, keep), out in zip(sym, outs[: len(sym)], strict=True):
+        want = _parse_ty(out)
+        declared = "f32" if want is None else _kina_ty(want)
+        src = (
+            f"(defn f [(x0 : {_kina_ty(x)})] -> {declared} "
+            f"({op} x0 :axis {z} :keepdims {str(keep).lower()}))"
+        )
+        c = Workspace({"p.kina": src}, solve_cache=_SOLVE).env.checked(DefnRef("p.kina", "f"))
+        codes = {d.code for d in c.diagnostics}
+        if want is None:
+            assert not c.ok and codes & (RULE_CODES | {"K0405"}), (src, codes)
+        else:
+            assert c.ok and c.body is not None, (src, codes)
+            t = c.body.type
+            got = (t.dtype, t.shape.group, tuple(_dim_atom(p) for p in t.shape.dims), t.device)
+            assert got == want, (src, got, want)
+    for (op, x, z, keep), out in zip(conc, outs[len(sym) :], strict=True):
+        p = find(op, 1, {"axis", "keepdims"})
+        assert p is not None
+        try:
+            t, _ = p.concrete(CArgs([TType(*x)], {"axis": z, "keepdims": keep}))
+            want_c: object = (t.dtype, tuple(t.shape), t.device)
+        except ShapeError:
+            want_c = None
+        assert _parse_cty(out) == want_c, (op, x, z, keep, out, want_c)
