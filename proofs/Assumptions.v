@@ -1,8 +1,8 @@
 (** Printed by [make -C proofs]; tests/test_proofs.py checks that every theorem listed here
     is closed under the global context (no axioms, nothing admitted). *)
-From Kina Require Import Rules Soundness Calls MoreRules.
+From Kina Require Import Rules Instances Soundness Calls MoreRules.
 Print Assumptions Rules.s_broadcast_sound.
-Print Assumptions Soundness.broadcast_sound.
+Print Assumptions Instances.broadcast_sound.
 Print Assumptions Soundness.instantiate.
 Print Assumptions Soundness.preservation.
 Print Assumptions Soundness.progress.

@@ -4,7 +4,7 @@
     instance of its declared result ([call_sound]); with [type_safety] it runs to such a
     value. Arguments are bound by [let], in declared order. *)
 From Coq Require Import List Arith String Lia.
-From Kina Require Import Dims Types Rules Lang Soundness.
+From Kina Require Import Dims Types Rules Lang Instances Soundness.
 Import ListNotations.
 
 Lemma ty_equiv_inst : forall A i t u,

@@ -2,7 +2,7 @@
     ([reduce_sound]), [matmul] with broadcasting batch dims ([matmul_sound]) and the
     three-way broadcast of [where] ([where_sound]). They reuse [broadcast_sound]. *)
 From Coq Require Import List Arith String Lia.
-From Kina Require Import Dims Types Rules Lang Soundness.
+From Kina Require Import Dims Types Rules Lang Instances Soundness.
 Import ListNotations.
 
 (** Reductions over a static axis [a] of a shape without a variadic group. *)
