@@ -329,8 +329,8 @@ def entry_graph(db: Database, key: EntryKey) -> Any:
 
 def _internal_errors(key: EntryKey, stage: str) -> Any:
     """The one channel for a lowering or codegen failure on a checked program: an internal
-    compiler error naming the entry, the stage and the kernel (:mod:`kinac.ir.ice`)."""
-    from kinac.ir.ice import entry_label, internal_errors
+    compiler error naming the entry, the stage and the kernel (:mod:`kinac.ice`)."""
+    from kinac.ice import entry_label, internal_errors
 
     return internal_errors(entry_label(key.defn, key.dims, key.file), stage)
 

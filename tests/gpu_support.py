@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from kinac.artifacts.gpu import GpuGemm, GpuLoweredEntry
 from kinac.codegen.llvm import compile_object, host_target, jit_load
-from kinac.ir.gpu_lowered import GpuGemm, GpuLoweredEntry
 from kinac.ir.gpu_pipeline import lower_graph_gpu
 from kinac.rt.cuda.blas import colmajor
 from kinac.tir.graph import Graph

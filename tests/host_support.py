@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from kinac.rt.host import HostEntry, compile_graph
+from kinac.graph_build import compile_graph
+from kinac.rt.host import HostEntry
 from kinac.tir.graph import Graph, Node
 
 TORCH_DTYPES = {

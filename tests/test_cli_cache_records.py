@@ -1,9 +1,9 @@
 """A cached record decodes in a process that has not imported its module yet.
 
 ``kinac build --target cuda`` caches ``gpu_lowered`` (a ``GpuLoweredEntry``); a later
-``kinac run --target cuda`` reads it before anything imports ``kinac.ir.gpu_lowered``. On a
+``kinac run --target cuda`` reads it before anything imports ``kinac.artifacts.gpu``. On a
 machine without a GPU this warned "cache entry ... does not decode (unknown record tag
-'ir.gpu_lowered.GpuLoweredEntry')" and recomputed. The codec now imports a tag's module before
+'artifacts.gpu.GpuLoweredEntry')" and recomputed. The codec now imports a tag's module before
 decoding; this reproduces the user's two commands, no GPU needed.
 """
 

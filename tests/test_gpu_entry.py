@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinac.ir.gpu_lowered import GemmOperand, GpuGemm, GpuLoweredEntry
-from kinac.ir.lowered import BufferSpec
+from kinac.artifacts.gpu import GemmOperand, GpuGemm, GpuLoweredEntry
+from kinac.artifacts.host import BufferSpec
 from kinac.rt.cuda.blas import colmajor, stride
 from kinac.rt.cuda.entry import VOLATILE, GpuEntry
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kinac.errors import KinaCompileError
-from kinac.ir.ice import InternalCompilerError
+from kinac.ice import InternalCompilerError
 from kinac.rt.cuda import module
 from kinac.rt.cuda.errors import CudaError, CudaOutOfMemoryError
 
@@ -127,7 +127,7 @@ def test_an_llvm_error_in_ptx_generation_names_its_kernel() -> None:
     """llvmlite's parse error (``<string>:LINE:COL``) is mapped to the function holding it,
     and the pipeline's internal error names that kernel."""
     from kinac.codegen.ptx import compile_ptx, function_at_line
-    from kinac.ir.ice import internal_errors
+    from kinac.ice import internal_errors
 
     assert function_at_line(BAD_IR, 10) == "k1_row"
     assert function_at_line(BAD_IR, 7) is None  # between functions

@@ -107,14 +107,14 @@ def _record_tags() -> list[str]:
 def test_every_record_decodes_in_a_fresh_process() -> None:
     """By construction: a tag names its module, so no list of stage modules can go stale
     (``kinac run --target cuda`` after a build used to warn ``unknown record tag
-    'ir.gpu_lowered.GpuLoweredEntry'``)."""
+    'artifacts.gpu.GpuLoweredEntry'``)."""
     tags = _record_tags()
-    assert "ir.gpu_lowered.GpuLoweredEntry" in tags and len(tags) > 30
+    assert "artifacts.gpu.GpuLoweredEntry" in tags and len(tags) > 30
     code = (
         "import sys, json\n"
         "from kinac.rules import codec\n"
         "tags = json.loads(sys.argv[1])\n"
-        "assert 'kinac.ir.gpu_lowered' not in sys.modules\n"
+        "assert 'kinac.artifacts.gpu' not in sys.modules\n"
         "for t in tags:\n"
         "    cls = codec._RECORDS.get(t) or codec._record_class(t)\n"
         "    assert cls is not None, t\n"

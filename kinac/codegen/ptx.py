@@ -70,7 +70,7 @@ def function_at_line(llvm_ir: str, line: int) -> str | None:
 @contextmanager
 def _naming_the_kernel(llvm_ir: str) -> Iterator[None]:
     """An LLVM parse or verify error names the kernel it is in (``<string>:LINE:COL`` or
-    ``Function 'k3_map'``), so the internal compiler error reports it (:mod:`kinac.ir.ice`)."""
+    ``Function 'k3_map'``), so the internal compiler error reports it (:mod:`kinac.ice`)."""
     try:
         yield
     except Exception as e:
@@ -82,7 +82,7 @@ def _naming_the_kernel(llvm_ir: str) -> Iterator[None]:
             name = f.group(1) if f and f"@{f.group(1)}(" in llvm_ir else None
         if name is None:
             raise
-        from kinac.ir.ice import in_kernel
+        from kinac.ice import in_kernel
 
         with in_kernel(name):
             raise

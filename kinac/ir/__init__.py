@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kinac.ir.lowered import BufferSpec, LoweredEntry, Step
+from kinac.artifacts.host import BufferSpec, LoweredEntry, Step
 
 if TYPE_CHECKING:
     from kinac.tir.graph import Graph

@@ -16,10 +16,10 @@ import math
 
 from xdsl.ir import BlockArgument, SSAValue
 
+from kinac.artifacts.gpu import GemmOperand, GpuGemm
 from kinac.ir import dialect as el
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.gpu_lowered import GemmOperand, GpuGemm
 from kinac.ir.layout import Layout, as_blas_matrix
 from kinac.ir.views import chain_layout, view_base
 

@@ -3,7 +3,7 @@
 Buffers are planned as on the host (params, outputs, and a liveness-packed scratch arena,
 here with 256-byte aligned offsets for cuBLAS). A generated kernel becomes one LLVM function per
 launch (:mod:`kinac.ir.gpu_kernels`) in one module for ``nvptx64-nvidia-cuda``; a ``blas``
-kernel becomes a :class:`~kinac.ir.gpu_lowered.GpuGemm` (cuBLAS, or cuBLASLt when it has an
+kernel becomes a :class:`~kinac.artifacts.gpu.GpuGemm` (cuBLAS, or cuBLASLt when it has an
 epilogue). The pass records each decision on its ``kina.kernel`` as a ``gpu`` attribute
 (``cublas pointers batch=64``, ``kernel k3_row grid=512 block=256 vec=4 T=32 C=8``), so the
 IR printed after it shows what runs.
@@ -20,15 +20,15 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
+from kinac.artifacts.gpu import GpuLaunch, GpuStep
 from kinac.errors import KinaCompileError
+from kinac.ice import in_kernel
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
 from kinac.ir.gpu_emit import module_text
 from kinac.ir.gpu_gemm import plan_gemm
 from kinac.ir.gpu_kernels import KernelGen
-from kinac.ir.gpu_lowered import GpuLaunch, GpuStep
 from kinac.ir.gpu_scalar import ITEMSIZE
-from kinac.ir.ice import in_kernel
 from kinac.ir.kina_to_loops import BufferPlan, pack_arena
 
 ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands

@@ -21,14 +21,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 
+from kinac.artifacts.gpu import GpuLoweredEntry
+from kinac.artifacts.host import BufferSpec
 from kinac.ir.from_graph import graph_to_module
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.gpu_fuse_epilogues import GpuFuseEpilogues
 from kinac.ir.gpu_fuse_rows import GpuFuseRows
 from kinac.ir.gpu_kernels_to_nvvm import STATUS_SLOTS, GpuKernelsToNvvm, lower_kernels
-from kinac.ir.gpu_lowered import GpuLoweredEntry
 from kinac.ir.gpu_select_impl import GpuSelectImpl
-from kinac.ir.lowered import BufferSpec
 from kinac.tir.graph import Graph
 
 GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (

@@ -36,9 +36,9 @@ from xdsl.passes import ModulePass
 
 from kinac.check.limits import MAX_TENSOR_BYTES
 from kinac.errors import KinaCompileError
+from kinac.ice import in_kernel
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.ice import in_kernel
 from kinac.ir.kbuf import LaunchOp
 from kinac.ir.kernels import KernelLowering, parallel_extent
 from kinac.ir.loopgen import INDEX, Emitter

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 
+from kinac.artifacts.host import BufferSpec, LoweredEntry, Step
 from kinac.ir import dialect_struct as st
 from kinac.ir.dialect import dtype_name, shape_of
 from kinac.ir.expand_math import ExpandMath
@@ -25,7 +26,6 @@ from kinac.ir.kina_to_loops import STATUS_SLOTS, KinaToLoops, plan_buffers
 from kinac.ir.legalize_dtypes import LegalizeDtypes
 from kinac.ir.llvm_to_text import module_to_llvm_ir
 from kinac.ir.loops_to_llvm import LoopsToLLVM, wrapper_name
-from kinac.ir.lowered import BufferSpec, LoweredEntry, Step
 from kinac.ir.select_impl import SelectImpl
 from kinac.tir.graph import Graph
 

@@ -97,8 +97,8 @@ def _to_plain(v: Any) -> Any:
 def _record_class(tag: str) -> type | None:
     """The class registered for ``tag``, importing its module first if it is not loaded yet.
 
-    A tag names its class's module (``ir.gpu_lowered.GpuLoweredEntry`` is class
-    ``GpuLoweredEntry`` of ``kinac.ir.gpu_lowered``), so any kinac record decodes in any process
+    A tag names its class's module (``artifacts.gpu.GpuLoweredEntry`` is class
+    ``GpuLoweredEntry`` of ``kinac.artifacts.gpu``), so any kinac record decodes in any process
     whatever was imported before: stages import their modules lazily, and a fresh process may
     decode a value before the stage that defines its class ever ran. This is registration, not a
     list: the engine knows no stage by name. Only ``kinac`` modules are imported this way (a

@@ -1,7 +1,7 @@
 """cuBLAS and cuBLASLt calls for the GPU entries, through nvmath-python's bindings.
 
 The only module of kinac that imports ``nvmath`` (inside functions: importing this module is
-free and works without a GPU). A :class:`~kinac.ir.gpu_lowered.GpuGemm` is row-major; cuBLAS
+free and works without a GPU). A :class:`~kinac.artifacts.gpu.GpuGemm` is row-major; cuBLAS
 is column-major, so ``C = A B`` is issued as ``C^T = B^T A^T`` (:func:`colmajor`, a pure
 function the CPU tests check against numpy). Binding a call to buffer addresses
 (:meth:`Blas.bind`) returns a closure that issues it on a stream, so an entry's sequence of
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kinac.ir.gpu_lowered import GpuGemm
+from kinac.artifacts.gpu import GpuGemm
 
 CUDA_R = {"f32": 0, "f64": 1, "f16": 2, "bf16": 14}  # cudaDataType_t
 COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70  # cublasComputeType_t
@@ -173,7 +173,7 @@ class Blas:
             return residual
         one = {"f32": b"\x00\x00\x80\x3f", "bf16": b"\x80\x3f", "f16": b"\x00\x3c"}[g.out_dtype]
         ones = upload(one * g.m)
-        from kinac.ir.gpu_lowered import GemmOperand
+        from kinac.artifacts.gpu import GemmOperand
 
         rank1 = GpuGemm(
             g.out_dtype, g.out_dtype, g.m, g.n, 1, 1,

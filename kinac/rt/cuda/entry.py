@@ -1,6 +1,6 @@
 """A compiled GPU entry: buffers from the pool, kernel launches and cuBLAS calls, graph replay.
 
-:func:`load_gpu_entry` takes a :class:`~kinac.ir.gpu_lowered.GpuLoweredEntry` and its PTX and
+:func:`load_gpu_entry` takes a :class:`~kinac.artifacts.gpu.GpuLoweredEntry` and its PTX and
 returns a :class:`GpuEntry`, a callable taking one array per param:
 
 - CUDA arrays (kinac tensors, or any DLPack producer such as a torch CUDA tensor) are used in
@@ -32,8 +32,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from kinac.artifacts.gpu import GpuLoweredEntry, GpuStep
 from kinac.errors import KinaCallError
-from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.entry_support import (
     DL_NAMES,

@@ -7,8 +7,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kinac.artifacts.gpu import GpuLoweredEntry, GpuStep
 from kinac.errors import KinaRuntimeError
-from kinac.ir.gpu_lowered import GpuLoweredEntry, GpuStep
 from kinac.rt.cuda.tensor import Tensor
 
 if TYPE_CHECKING:

@@ -115,12 +115,12 @@ def load_entry_module(
 
     Why: the PTX is kinac's output for a checked program, so the driver's JIT rejecting it
     (``CUDA_ERROR_INVALID_PTX``, a PTX ISA the driver is too old for) or a kernel missing from
-    it is an :class:`~kinac.ir.ice.InternalCompilerError` (a ``KinaCompileError``) naming the
+    it is an :class:`~kinac.ice.InternalCompilerError` (a ``KinaCompileError``) naming the
     entry, the step and the kernel (from the line ptxas reports), with the driver's message
     attached, never a bare ``CudaError`` traceback. Out of memory and a missing GPU stay what
     they are (the environment's, not the compiler's).
     """
-    from kinac.ir.ice import InternalCompilerError
+    from kinac.ice import InternalCompilerError
     from kinac.rt.cuda.errors import CudaOutOfMemoryError, CudaUnavailableError
 
     keep = (CudaOutOfMemoryError, CudaUnavailableError, KeyboardInterrupt)

@@ -8,7 +8,7 @@ raise :class:`KinaRuntimeError`.
 
 from __future__ import annotations
 
-from kinac.rt.host.entry import HostEntry, compile_graph, load_entry
+from kinac.rt.host.entry import HostEntry, load_entry
 from kinac.rt.host.errors import KinaRuntimeError
 
-__all__ = ["HostEntry", "KinaRuntimeError", "compile_graph", "load_entry"]
+__all__ = ["HostEntry", "KinaRuntimeError", "load_entry"]

@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from kinac.ir.lowered import GATHER_OOB, LoweredEntry
+from kinac.artifacts.host import GATHER_OOB, LoweredEntry
 from kinac.rt.host.arrays import as_host_array, new_output
 from kinac.rt.host.blas import single_threaded_blas
 from kinac.rt.host.errors import KinaRuntimeError
 from kinac.rt.host.pool import runtime_symbols
-from kinac.tir.graph import Graph
 
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
@@ -91,19 +90,13 @@ class HostEntry:
 
 
 def load_entry(lowered: LoweredEntry, object_code: bytes) -> HostEntry:
-    """Link ``object_code`` (from :func:`kinac.codegen.llvm.compile_object`) and wrap it."""
+    """Link ``object_code`` (from :func:`kinac.codegen.llvm.compile_object`) and wrap it.
+
+    The runtime loads objects; it never compiles a graph (that is :mod:`kinac.graph_build` or
+    the pipeline's queries): ``tests/test_layers.py`` keeps the compiler out of ``kinac.rt``.
+    """
     from kinac.codegen.llvm import jit_load
 
     symbols = {n: a for n, a in runtime_symbols().items() if n in lowered.library_calls}
     image = jit_load(object_code, symbols, (lowered.symbol,))
     return HostEntry(lowered, image)
-
-
-def compile_graph(graph: Graph) -> HostEntry:
-    """Lower, compile for this machine and load ``graph`` (no caching: the rule engine caches
-    :func:`kinac.ir.lower_graph` and :func:`kinac.codegen.llvm.compile_object` as queries)."""
-    from kinac.codegen.llvm import compile_object, host_target
-    from kinac.ir import lower_graph
-
-    lowered = lower_graph(graph)
-    return load_entry(lowered, compile_object(lowered.llvm_ir, host_target()))

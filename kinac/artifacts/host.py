@@ -1,4 +1,4 @@
-"""The records that leave :mod:`kinac.ir`: a lowered entry and its buffer plan and steps.
+"""Host artifacts: a lowered entry, its buffer plan and steps, and its runtime status codes.
 
 Plain data (``@record``), no xDSL: the runtime reads them without importing the compiler.
 """

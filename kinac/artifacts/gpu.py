@@ -7,7 +7,7 @@ without importing the compiler. Buffers are named as in the host's records: ``pa
 
 from __future__ import annotations
 
-from kinac.ir.lowered import BufferSpec
+from kinac.artifacts.host import BufferSpec
 from kinac.rules.codec import record
 
 GPU_LOWERING_VERSION = 1
