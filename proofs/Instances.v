@@ -244,3 +244,59 @@ Proof.
   - rewrite map_remove_at, remove_at_app; reflexivity.
 Qed.
 
+
+(** ** [matmul] is sound under instantiation. *)
+Lemma mm_dtype_inst : forall A i a b d,
+  inst_ok A i -> mm_dtype a b = Some d ->
+  mm_dtype (inst_dtype i a) (inst_dtype i b) = Some (inst_dtype i d) /\ is_weak d = false.
+Proof.
+  intros A i a b d [_ [_ Fl]] H; unfold mm_dtype in *.
+  destruct (is_weak a || is_weak b) eqn:W; [discriminate|].
+  destruct (dtype_eqb a b && negb (dtype_eqb a (DT Bool))) eqn:E; [|discriminate].
+  injection H as <-; apply andb_prop in E as [E1 E2]; apply dtype_eqb_eq in E1; subst b.
+  apply orb_false_elim in W as [W _]; split; auto.
+  destruct a as [x|v| |]; simpl in *; try discriminate.
+  - rewrite (proj2 (base_eqb_eq x x) eq_refl); simpl in *; rewrite E2; auto.
+  - pose proof (Fl v) as F; destruct (i_dtypes i v); simpl in *; try discriminate; auto.
+Qed.
+
+Lemma c_broadcast_nil_r : forall a, c_broadcast a [] = Some a.
+Proof. intro a; unfold c_broadcast; simpl; rewrite bcast_rev_nil_r, rev_involutive; auto. Qed.
+
+Lemma inst_shape_snoc2 : forall i g ds x y,
+  inst_shape i (Shape g (ds ++ [x; y]))
+  = inst_shape i (Shape g ds) ++ [eval_dim (i_dims i) x; eval_dim (i_dims i) y].
+Proof.
+  intros; unfold inst_shape; cbn [group fixed]; rewrite map_app, app_assoc; reflexivity.
+Qed.
+
+Theorem mm_shape_sound : forall A i a b c,
+  mm_shape A a b c -> inst_ok A i ->
+  c_mm_shape (inst_shape i a) (inst_shape i b) = Some (inst_shape i c).
+Proof.
+  intros A i a b c H Ok; destruct H as [ga gb g ba bb bc m k k' n Hk Hb | g k k' n Hk].
+  - rewrite !inst_shape_snoc2; unfold c_mm_shape.
+    rewrite app_length; simpl List.length.
+    replace (Nat.eqb (List.length (inst_shape i (Shape ga ba)) + 2) 1) with false
+      by (symmetry; apply Nat.eqb_neq; lia).
+    simpl; unfold c_mm_general; rewrite !rev_app_distr; simpl.
+    rewrite !rev_involutive, (Hk _ (proj1 Ok)), Nat.eqb_refl.
+    rewrite (broadcast_sound A i _ _ _ Hb Ok); reflexivity.
+  - unfold inst_shape; cbn [group fixed map].
+    rewrite (Hk _ (proj1 Ok)).
+    destruct (i_groups i g) as [|x G] eqn:EG.
+    + unfold c_mm_shape; simpl; rewrite Nat.eqb_refl; reflexivity.
+    + unfold c_mm_shape; simpl.
+      replace (Datatypes.length (G ++ [eval_dim (i_dims i) k']) =? 0) with false
+        by (symmetry; apply Nat.eqb_neq; rewrite app_length; simpl; lia).
+      simpl; unfold c_mm_general.
+      replace (rev (x :: G ++ [eval_dim (i_dims i) k']))
+        with (eval_dim (i_dims i) k' :: (rev G ++ [x]))
+        by (simpl; rewrite rev_app_distr; reflexivity).
+      destruct (rev G ++ [x]) as [|l rG] eqn:E.
+      { destruct (app_cons_not_nil _ _ _ (eq_sym E)). }
+      cbn [rev app]; rewrite Nat.eqb_refl; simpl; rewrite c_broadcast_nil_r.
+      assert (HG : x :: G = rev rG ++ [l]).
+      { rewrite <- (rev_involutive (x :: G)); simpl; rewrite E; reflexivity. }
+      rewrite app_comm_cons, HG, <- app_assoc; reflexivity.
+Qed.

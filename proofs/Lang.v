@@ -19,6 +19,7 @@ Inductive expr : Type :=
 | EBin (k : bkind) (op : string) (a b : expr)
 | ECast (d : dtype) (e : expr)
 | ERed (op : string) (keep : bool) (ax : axis) (e : expr)  (** [(sum e :axis a :keepdims k)] *)
+| EMat (a b : expr)                                         (** [(matmul a b)] *)
 | ELet (x : string) (e1 e2 : expr).
 
 Definition ctx (T : Type) := list (string * T).
@@ -47,6 +48,12 @@ Inductive has_type (A : list constr) : ctx ty -> expr -> ty -> Prop :=
     has_type A G (EBin k op a b) (Ty (weak_result d' (is_scalar_shape s)) s dev)
 | T_Red : forall G op keep ax e t t',
     has_type A G e t -> s_reduce op keep ax t = Some t' -> has_type A G (ERed op keep ax e) t'
+| T_Mat : forall G a b ta tb d dev s,
+    has_type A G a ta -> has_type A G b tb ->
+    mm_dtype (ty_dtype ta) (ty_dtype tb) = Some d ->
+    join_dev (ty_device ta) (ty_device tb) = Some dev ->
+    mm_shape A (ty_shape ta) (ty_shape tb) s ->
+    has_type A G (EMat a b) (Ty d s dev)
 | T_Let : forall G x e1 e2 t1 t2,
     has_type A G e1 t1 -> has_type A ((x, t1) :: G) e2 t2 -> has_type A G (ELet x e1 e2) t2.
 
@@ -95,6 +102,9 @@ Inductive rt_type (i : inst) : ctx cty -> expr -> cty -> Prop :=
     rt_type i G (EBin k op a b) t
 | R_Red : forall G op keep ax e t t',
     rt_type i G e t -> c_reduce op keep ax t = Some t' -> rt_type i G (ERed op keep ax e) t'
+| R_Mat : forall G a b ta tb t,
+    rt_type i G a ta -> rt_type i G b tb -> c_matmul ta tb = Some t ->
+    rt_type i G (EMat a b) t
 | R_Let : forall G x e1 e2 t1 t2,
     rt_type i G e1 t1 -> rt_type i ((x, t1) :: G) e2 t2 -> rt_type i G (ELet x e1 e2) t2.
 
@@ -107,6 +117,7 @@ Fixpoint subst (x : string) (v : cty) (e : expr) : expr :=
   | EBin k op a b => EBin k op (subst x v a) (subst x v b)
   | ECast d a => ECast d (subst x v a)
   | ERed op keep ax a => ERed op keep ax (subst x v a)
+  | EMat a b => EMat (subst x v a) (subst x v b)
   | ELet y e1 e2 => ELet y (subst x v e1) (if String.eqb x y then e2 else subst x v e2)
   end.
 
@@ -121,6 +132,7 @@ Inductive step (i : inst) : expr -> expr -> Prop :=
     c_binary k op va vb = Some v -> step i (EBin k op (EVal va) (EVal vb)) (EVal v)
 | S_Red : forall op keep ax v v',
     c_reduce op keep ax v = Some v' -> step i (ERed op keep ax (EVal v)) (EVal v')
+| S_Mat : forall va vb v, c_matmul va vb = Some v -> step i (EMat (EVal va) (EVal vb)) (EVal v)
 | S_Let : forall x v e2, step i (ELet x (EVal v) e2) (subst x v e2)
 | S_UnC : forall op e e', step i e e' -> step i (EUn op e) (EUn op e')
 | S_CastC : forall d e e', step i e e' -> step i (ECast d e) (ECast d e')
@@ -128,6 +140,8 @@ Inductive step (i : inst) : expr -> expr -> Prop :=
 | S_BinL : forall k op a a' b, step i a a' -> step i (EBin k op a b) (EBin k op a' b)
 | S_BinR : forall k op va b b',
     step i b b' -> step i (EBin k op (EVal va) b) (EBin k op (EVal va) b')
+| S_MatL : forall a a' b, step i a a' -> step i (EMat a b) (EMat a' b)
+| S_MatR : forall va b b', step i b b' -> step i (EMat (EVal va) b) (EMat (EVal va) b')
 | S_LetC : forall x e1 e1' e2, step i e1 e1' -> step i (ELet x e1 e2) (ELet x e1' e2).
 
 Inductive multi (i : inst) : expr -> expr -> Prop :=

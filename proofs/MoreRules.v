@@ -1,6 +1,6 @@
-(** * More shape rules, sound at every instance: reductions over a static axis
-    ([reduce_sound]), [matmul] with broadcasting batch dims ([matmul_sound]) and the
-    three-way broadcast of [where] ([where_sound]). They reuse [broadcast_sound]. *)
+(** * More shape rules, sound at every instance: reductions over a static axis as list
+    operations ([reduce_sound]) and the three-way broadcast of [where] ([where_sound]). They
+    reuse [broadcast_sound]; [matmul] and the reductions are primitives of Lang.v. *)
 From Coq Require Import List Arith String Lia.
 From Kina Require Import Dims Types Rules Lang Instances Soundness.
 Import ListNotations.
@@ -16,40 +16,6 @@ Theorem reduce_sound : forall i s a,
 Proof.
   intros i [g fs] a G; simpl in G; subst; unfold inst_shape, remove_axis.
   cbn [group fixed app]; rewrite map_app, firstn_map, skipn_map; reflexivity.
-Qed.
-
-(** [matmul]: [a : [..., M, K]], [b : [..., K', N]] with [K ≡ K'] and broadcasting batch
-    dims give [[..., M, N]]. *)
-Definition c_matmul (a b : list nat) : option (list nat) :=
-  match rev a, rev b with
-  | k :: m :: ra, n :: k' :: rb =>
-      if Nat.eqb k k' then
-        match c_broadcast (rev ra) (rev rb) with Some c => Some (c ++ [m; n]) | None => None end
-      else None
-  | _, _ => None
-  end.
-
-Inductive matmul_shape (A : list constr) : shape -> shape -> shape -> Prop :=
-| MM : forall (ga gb g : option string) (ba bb bc : list dim) (m k k' n : dim),
-    provably_eq A k k' -> shape_bcast A (Shape ga ba) (Shape gb bb) (Shape g bc) ->
-    matmul_shape A (Shape ga (ba ++ [m; k])) (Shape gb (bb ++ [k'; n])) (Shape g (bc ++ [m; n])).
-
-Lemma inst_shape_snoc2 : forall i g ds x y,
-  inst_shape i (Shape g (ds ++ [x; y]))
-  = inst_shape i (Shape g ds) ++ [eval_dim (i_dims i) x; eval_dim (i_dims i) y].
-Proof.
-  intros; unfold inst_shape; cbn [group fixed]; rewrite map_app, app_assoc; reflexivity.
-Qed.
-
-Theorem matmul_sound : forall A i a b c,
-  matmul_shape A a b c -> inst_ok A i ->
-  c_matmul (inst_shape i a) (inst_shape i b) = Some (inst_shape i c).
-Proof.
-  intros A i a b c H Ok; destruct H as [ga gb g ba bb bc m k k' n Hk Hb].
-  rewrite !inst_shape_snoc2; unfold c_matmul.
-  rewrite !rev_app_distr; simpl.
-  rewrite !rev_involutive, (Hk _ (proj1 Ok)), Nat.eqb_refl.
-  rewrite (broadcast_sound A i _ _ _ Hb Ok); reflexivity.
 Qed.
 
 (** [where c a b]: broadcasting over the three, [c] bool; the result dtype is the join of

@@ -276,3 +276,94 @@ Definition s_reduce (op : string) (keep : bool) (ax : axis) (t : ty) : option ty
     | None => None
     end
   else None.
+
+(** ** [matmul] (kinac's matmul rule): [[..., M, K] x [..., K', N] -> [..., M, N]] with
+    [K ≡ K'] and broadcasting batch dims; and [[..b K] x [K' N] -> [..b N]] (the group holds the
+    rows). Operands are tensors (not literals) of one dtype, not bool. *)
+Definition mm_dtype (a b : dtype) : option dtype :=
+  if is_weak a || is_weak b then None
+  else if dtype_eqb a b && negb (dtype_eqb a (DT Bool)) then Some a else None.
+
+Definition c_mm_general (a b : list nat) : option (list nat) :=
+  match rev a, rev b with
+  | k :: m :: ra, n :: k' :: rb =>
+      if Nat.eqb k k' then
+        match c_broadcast (rev ra) (rev rb) with Some c => Some (c ++ [m; n]) | None => None end
+      else None
+  | _, _ => None
+  end.
+
+Definition c_mm_shape (a b : list nat) : option (list nat) :=
+  if Nat.eqb (List.length a) 1 && Nat.eqb (List.length b) 2 then
+    match a, b with
+    | [k], [k'; n] => if Nat.eqb k k' then Some [n] else None
+    | _, _ => None
+    end
+  else c_mm_general a b.
+
+Definition c_matmul (a b : cty) : option cty :=
+  match mm_dtype (c_dtype a) (c_dtype b), join_dev (c_device a) (c_device b),
+        c_mm_shape (c_shape a) (c_shape b) with
+  | Some d, Some dev, Some s => Some (CTy d s dev)
+  | _, _, _ => None
+  end.
+
+Inductive mm_shape (A : list constr) : shape -> shape -> shape -> Prop :=
+| MM_batch : forall (ga gb g : option string) (ba bb bc : list dim) (m k k' n : dim),
+    provably_eq A k k' -> shape_bcast A (Shape ga ba) (Shape gb bb) (Shape g bc) ->
+    mm_shape A (Shape ga (ba ++ [m; k])) (Shape gb (bb ++ [k'; n])) (Shape g (bc ++ [m; n]))
+| MM_rows : forall (g : string) (k k' n : dim),
+    provably_eq A k k' ->
+    mm_shape A (Shape (Some g) [k]) (Shape None [k'; n]) (Shape (Some g) [n]).
+
+(** Executable instance (syntactic dim equality), for the agreement test. *)
+Definition s_mm_general (a b : shape) : option shape :=
+  match rev (fixed a), rev (fixed b) with
+  | k :: m :: ra, n :: k' :: rb =>
+      if dim_eqb k k' then
+        match s_broadcast (Shape (group a) (rev ra)) (Shape (group b) (rev rb)) with
+        | Some (Shape g bc) => Some (Shape g (bc ++ [m; n]))
+        | None => None
+        end
+      else None
+  | _, _ => None
+  end.
+
+Definition s_mm_shape (a b : shape) : option shape :=
+  match group a, fixed a, group b, fixed b with
+  | Some g, [k], None, [k'; n] => if dim_eqb k k' then Some (Shape (Some g) [n]) else None
+  | _, _, _, _ => s_mm_general a b
+  end.
+
+Lemma s_mm_general_sound : forall A a b c, s_mm_general a b = Some c -> mm_shape A a b c.
+Proof.
+  intros A [ga fa] [gb fb] c H; unfold s_mm_general in H; simpl in H.
+  destruct (rev fa) as [|k [|m ra]] eqn:Ea; try discriminate.
+  destruct (rev fb) as [|n [|k' rb]] eqn:Eb; try discriminate.
+  destruct (dim_eqb k k') eqn:Ek; [|discriminate].
+  destruct (s_broadcast (Shape ga (rev ra)) (Shape gb (rev rb))) as [[g bc]|] eqn:Es;
+    [|discriminate].
+  injection H as <-.
+  apply dim_eqb_eq in Ek; subst k'.
+  rewrite <- (rev_involutive fa), <- (rev_involutive fb), Ea, Eb; simpl.
+  rewrite <- !app_assoc; simpl.
+  apply MM_batch; [apply provably_eq_refl | apply s_broadcast_sound; exact Es].
+Qed.
+
+Arguments s_mm_general : simpl never.
+
+Lemma s_mm_shape_sound : forall A a b c, s_mm_shape a b = Some c -> mm_shape A a b c.
+Proof.
+  intros A [ga fa] [gb fb] c H; unfold s_mm_shape in H; simpl in H.
+  destruct ga as [g|], fa as [|k [|x fa]], gb as [h|], fb as [|k' [|n [|y fb]]];
+    try (apply s_mm_general_sound; exact H).
+  destruct (dim_eqb k k') eqn:Ek; [|discriminate].
+  apply dim_eqb_eq in Ek; subst; injection H as <-; apply MM_rows, provably_eq_refl.
+Qed.
+
+Definition s_matmul (a b : ty) : option ty :=
+  match mm_dtype (ty_dtype a) (ty_dtype b), join_dev (ty_device a) (ty_device b),
+        s_mm_shape (ty_shape a) (ty_shape b) with
+  | Some d, Some dev, Some s => Some (Ty d s dev)
+  | _, _, _ => None
+  end.

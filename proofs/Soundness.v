@@ -74,6 +74,11 @@ Proof.
     destruct (reduce_inst A i op keep ax t t' Ok H0) as [C Nw].
     split; [intro Hw; rewrite Nw in Hw; discriminate|].
     eapply R_Red; [exact R | exact C].
+  - destruct (IHhas_type1 WG) as [Wa Ra]; destruct (IHhas_type2 WG) as [Wb Rb].
+    destruct (mm_dtype_inst A i _ _ d Ok H1) as [Dt Nw].
+    split; [intro Hw; simpl in Hw; rewrite Nw in Hw; discriminate|].
+    eapply R_Mat; [exact Ra | exact Rb |].
+    unfold c_matmul; simpl; rewrite Dt, H2, (mm_shape_sound A i _ _ s H3 Ok); reflexivity.
   - destruct (IHhas_type1 WG) as [W1 R1].
     assert (WG' : wf_ctx ((x, t1) :: G)).
     { intros y u Hy; simpl in Hy; destruct (String.eqb y x); [injection Hy as <-; auto|].
@@ -96,7 +101,8 @@ Lemma substitution : forall i e G x v t,
   rt_type i ((x, v) :: G) e t -> rt_type i G (subst x v e) t.
 Proof.
   intros i e;
-    induction e as [z| | |c|op a IH|k op a IHa b IHb|d a IH|op kp ax a IH|z e1 IHe1 e2 IHe2];
+    induction e as [z| | |c|op a IH|k op a IHa b IHb|d a IH|op kp ax a IH|a IHa b IHb
+                   |z e1 IHe1 e2 IHe2];
     intros G y u t H; inversion H; subst; simpl; try (econstructor; eauto; fail).
   - simpl in H2; destruct (String.eqb_spec y z); subst.
     + rewrite String.eqb_refl in H2; injection H2 as <-; apply R_Val.
@@ -126,6 +132,8 @@ Proof.
       rewrite H1 in H2; injection H2 as <- end; apply R_Val.
   - match goal with H : rt_type _ _ (EVal _) _ |- _ => inversion H; subst end.
     assert (v' = t) by congruence; subst; apply R_Val.
+  - repeat match goal with H : rt_type _ _ (EVal _) _ |- _ => inversion H; subst; clear H end.
+    assert (v = t) by congruence; subst; apply R_Val.
   - match goal with H : rt_type _ _ (EVal _) _ |- _ => inversion H; subst end.
     apply substitution; auto.
 Qed.
@@ -153,6 +161,11 @@ Proof.
   - right; destruct IHrt_type as [[v ->]|[e' S]]; auto.
     + inversion H; subst; eexists; apply S_Red; eauto.
     + eexists; apply S_RedC; eauto.
+  - right; destruct IHrt_type1 as [[va ->]|[a' S]]; auto.
+    + destruct IHrt_type2 as [[vb ->]|[b' S]]; auto.
+      * inversion H; inversion H0; subst; eexists; apply S_Mat; eauto.
+      * eexists; apply S_MatR; eauto.
+    + eexists; apply S_MatL; eauto.
   - right; destruct IHrt_type1 as [[v ->]|[e' S]]; auto.
     + eexists; apply S_Let.
     + eexists; apply S_LetC; eauto.

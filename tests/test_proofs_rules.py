@@ -126,3 +126,61 @@ def test_reduction_rules_agree(sym: list[tuple], conc: list[tuple]) -> None:
         except ShapeError:
             want_c = None
         assert _parse_cty(out) == want_c, (op, x, z, keep, out, want_c)
+
+
+mm_tensor_st = st.tuples(
+    st.sampled_from(("f32", "f64", "i32", "bool", "T")),
+    st.sampled_from([None, None, "..b"]),
+    st.lists(st.sampled_from([1, 2, 3, "A", "B"]), max_size=4),
+    st.sampled_from(("", "", "cpu")),
+)
+mm_ctensor_st = st.tuples(
+    st.sampled_from(("f32", "f64", "i32", "bool")),
+    st.lists(st.integers(1, 3), max_size=4).map(tuple),
+    st.sampled_from(("", "", "cpu")),
+)
+
+
+@settings(
+    max_examples=2, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck)
+)
+@given(
+    sym=st.lists(st.tuples(mm_tensor_st, mm_tensor_st), min_size=40, max_size=40),
+    conc=st.lists(st.tuples(mm_ctensor_st, mm_ctensor_st), min_size=60, max_size=60),
+)
+def test_matmul_rules_agree(sym: list[tuple], conc: list[tuple]) -> None:
+    """``matmul`` (batch broadcasting, the contraction, the ``[..b K] x [K N]`` rows case):
+    Coq's ``s_matmul`` (an instance of the proved relation) against kinac's checker and
+    ``c_matmul`` against the primitive's concrete evaluator."""
+    from kinac.check.prims.base import CArgs, find
+
+    terms = [f"s_matmul ({_coq_ty(a)}) ({_coq_ty(b)})" for a, b in sym]
+    for a, b in conc:
+        ca, cb = (
+            f"CTy ({_coq_dtype(x[0])}) {list(x[1])!r} ({_coq_device(x[2])})".replace(",", ";")
+            for x in (a, b)
+        )
+        terms.append(f"c_matmul ({ca}) ({cb})")
+    outs = _coq_eval(terms)
+    for (a, b), out in zip(sym, outs[: len(sym)], strict=True):
+        want = _parse_ty(out)
+        declared = "f32" if want is None else _kina_ty(want)
+        src = f"(defn f [(x0 : {_kina_ty(a)}) (x1 : {_kina_ty(b)})] -> {declared} (matmul x0 x1))"
+        c = Workspace({"p.kina": src}, solve_cache=_SOLVE).env.checked(DefnRef("p.kina", "f"))
+        codes = {d.code for d in c.diagnostics}
+        if want is None:
+            assert not c.ok and codes & (RULE_CODES | {"K0403"}), (src, codes)
+        else:
+            assert c.ok and c.body is not None, (src, codes)
+            t = c.body.type
+            got = (t.dtype, t.shape.group, tuple(_dim_atom(p) for p in t.shape.dims), t.device)
+            assert got == want, (src, got, want)
+    p = find("matmul", 2, set())
+    assert p is not None
+    for (a, b), out in zip(conc, outs[len(sym) :], strict=True):
+        try:
+            t, _ = p.concrete(CArgs([TType(*a), TType(*b)], {}))
+            want_c: object = (t.dtype, tuple(t.shape), t.device)
+        except ShapeError:
+            want_c = None
+        assert _parse_cty(out) == want_c, (a, b, out, want_c)

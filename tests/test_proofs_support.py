@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROOFS = ROOT / "proofs"
 PROVED = (
     "Rules.s_broadcast_sound",
+    "Rules.s_mm_shape_sound",
     "Instances.broadcast_sound",
+    "Instances.mm_shape_sound",
     "Soundness.instantiate",
     "Soundness.preservation",
     "Soundness.progress",
@@ -30,7 +32,6 @@ PROVED = (
     "Soundness.type_safety",
     "Calls.call_sound",
     "MoreRules.reduce_sound",
-    "MoreRules.matmul_sound",
     "MoreRules.where_sound",
 )
 SKIP_WITHOUT_COQ = pytest.mark.skipif(
