@@ -79,7 +79,7 @@ def copy_bandwidth() -> float:
 
 def compile_gpu(graph: Any, **opts: Any) -> Any:
     from kinac.codegen.ptx import compile_ptx
-    from kinac.ir.gpu_pipeline import lower_graph_gpu
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
     from kinac.rt.cuda.entry import load_gpu_entry
 
     lw = lower_graph_gpu(graph)

@@ -362,7 +362,7 @@ def object_code(db: Database, key: EntryKey) -> bytes | None:
 @query("gpu_lowered", stage="lower", tools=("xdsl",))
 def gpu_lowered(db: Database, key: EntryKey) -> Any:
     """The entry lowered for the GPU: LLVM IR for NVPTX, cuBLAS calls and launch plan."""
-    from kinac.ir.gpu_pipeline import lower_graph_gpu
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
 
     spec = entry_graph(db, key)
     if spec.graph is None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from kinac.artifacts.gpu import GpuGemm, GpuLoweredEntry
 from kinac.codegen.llvm import compile_object, host_target, jit_load
-from kinac.ir.gpu_pipeline import lower_graph_gpu
+from kinac.ir.gpu.pipeline import lower_graph_gpu
 from kinac.rt.cuda.blas import colmajor
 from kinac.tir.graph import Graph
 from kinac.tir.interp import NP_DTYPES, bf16_to_f32, f32_to_bf16

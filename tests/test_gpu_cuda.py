@@ -31,7 +31,7 @@ from gpu_refs import (
 from host_support import assert_close, randn, torch_eval
 
 from kinac.codegen.ptx import compile_ptx
-from kinac.ir.gpu_pipeline import lower_graph_gpu
+from kinac.ir.gpu.pipeline import lower_graph_gpu
 from kinac.ir.testing import GraphBuilder, block_graph
 from kinac.rt import cuda
 from kinac.rt.cuda.entry import GpuEntry, KinaGpuError, load_gpu_entry

@@ -72,7 +72,7 @@ def test_an_entry_runs_on_one_gpu() -> None:
 
 
 def test_outputs_stay_on_the_gpu_of_the_params() -> None:
-    from kinac.ir.gpu_pipeline import lower_graph_gpu
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
     from kinac.ir.testing import GraphBuilder
 
     g = GraphBuilder("on1")

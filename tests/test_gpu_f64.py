@@ -1,6 +1,6 @@
 """f64 on the GPU back end: transcendentals generated as code, one declaration per intrinsic.
 
-PTX has no f64 ``exp``/``log``/``sin``..., so :mod:`kinac.ir.gpu_scalar_f64` generates them;
+PTX has no f64 ``exp``/``log``/``sin``..., so :mod:`kinac.ir.gpu.scalar_f64` generates them;
 each is checked here against numpy's float64 (the reference), in f64 ulps, through the
 emulated GPU path (the same LLVM IR as the GPU's, compiled for the host), and its PTX through
 ``ptxas -arch=sm_90`` where installed. The prelude's ``causal-attention`` over ``rope`` in f64
@@ -21,8 +21,8 @@ from gpu_support import run_emulated
 
 from kinac.check import DefnRef, specialise
 from kinac.codegen.ptx import compile_ptx, ptx_resources
-from kinac.ir.gpu_emit import Builder, module_text
-from kinac.ir.gpu_pipeline import lower_graph_gpu
+from kinac.ir.gpu.emit import Builder, module_text
+from kinac.ir.gpu.pipeline import lower_graph_gpu
 from kinac.ir.testing import GraphBuilder
 from kinac.tir.graph import Graph
 from kinac.tir.interp import evaluate

@@ -95,7 +95,7 @@ def test_kernel_at_line() -> None:
 
 @pytest.mark.gpu
 def test_the_drivers_rejection_is_a_compile_error() -> None:
-    from kinac.ir.gpu_pipeline import lower_graph_gpu
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
     from kinac.ir.testing import GraphBuilder
     from kinac.rt import cuda
     from kinac.rt.cuda.entry import load_gpu_entry

@@ -15,8 +15,8 @@ import pytest
 from gpu_support import emulated, run_emulated
 
 from kinac.codegen.ptx import compile_ptx, ptx_resources
-from kinac.ir.gpu_pipeline import lower_graph_gpu, lower_stages_gpu
-from kinac.ir.gpu_plan import map_unroll, row_config, vector_width
+from kinac.ir.gpu.pipeline import lower_graph_gpu, lower_stages_gpu
+from kinac.ir.gpu.plan import map_unroll, row_config, vector_width
 from kinac.ir.testing import GraphBuilder, attention_graph, block_graph, mlp_graph
 from kinac.tir.graph import Graph
 from kinac.tir.interp import bf16_to_f32, evaluate, f32_to_bf16

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from kinac.codegen.ptx import compile_ptx
-from kinac.ir.gpu_pipeline import lower_graph_gpu
+from kinac.ir.gpu.pipeline import lower_graph_gpu
 from kinac.ir.testing import GraphBuilder
 from kinac.rt import cuda
 from kinac.rt.cuda.driver import api, check

@@ -57,7 +57,7 @@ BACKENDS = ["emulated", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 def _cuda() -> Runner:
     from kinac.codegen.ptx import compile_ptx
-    from kinac.ir.gpu_pipeline import lower_graph_gpu
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
     from kinac.rt import cuda
     from kinac.rt.cuda.entry import load_gpu_entry
 

@@ -15,8 +15,8 @@ import pytest
 from kinac import cli, pipeline
 from kinac.check.limits import MAX_TENSOR_BYTES
 from kinac.errors import EXIT_PROGRAM_ERRORS
-from kinac.ir.gpu_pipeline import lower_graph_gpu
-from kinac.ir.pipeline import lower_graph
+from kinac.ir.gpu.pipeline import lower_graph_gpu
+from kinac.ir.host.pipeline import lower_graph
 from kinac.ir.testing import GraphBuilder
 from kinac.pipeline_support import EntryKey
 from kinac.session import Session

@@ -13,8 +13,8 @@ import kinac
 from kinac import cli, pipeline
 from kinac.errors import EXIT_INTERNAL, KinaCompileError
 from kinac.ice import InternalCompilerError
-from kinac.ir.gpu_kernels import KernelGen
-from kinac.ir.kernels import KernelLowering
+from kinac.ir.gpu.kernels import KernelGen
+from kinac.ir.host.kernel_loops import KernelLowering
 from kinac.pipeline_support import EntryKey
 from kinac.session import Session
 

@@ -20,8 +20,8 @@ from kinac import pipeline
 from kinac.codegen.ptx import compile_ptx
 from kinac.graph_build import compile_graph
 from kinac.ir.fuse_kernels import MAX_FUSED_COST
-from kinac.ir.gpu_pipeline import lower_graph_gpu
-from kinac.ir.pipeline import MANY_KERNELS, lower_graph
+from kinac.ir.gpu.pipeline import lower_graph_gpu
+from kinac.ir.host.pipeline import MANY_KERNELS, lower_graph
 from kinac.ir.testing import GraphBuilder
 from kinac.pipeline_support import EntryKey
 from kinac.reader.sexpr import MAX_DEPTH

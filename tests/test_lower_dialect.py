@@ -7,9 +7,9 @@ from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 
-from kinac.ir import dialect as el
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import tensor_type
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import tensor_type
 from kinac.ir.from_graph import graph_to_module
 from kinac.ir.testing import GraphBuilder, block_graph
 

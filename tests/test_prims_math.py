@@ -23,7 +23,7 @@ from host_support import run
 
 from kinac.check import DefnRef, specialise
 from kinac.codegen.ptx import compile_ptx, ptx_resources
-from kinac.ir.gpu_pipeline import lower_graph_gpu
+from kinac.ir.gpu.pipeline import lower_graph_gpu
 from kinac.ir.testing import GraphBuilder
 from kinac.tir.graph import Graph
 from kinac.tir.interp import bf16_to_f32, evaluate, f32_to_bf16

@@ -17,8 +17,8 @@ import pytest
 
 from kinac.check import fold
 from kinac.check.prims import PRIMS
-from kinac.ir.dialect_struct import OPS
-from kinac.ir.gpu_pipeline import lower_graph_gpu
+from kinac.ir.dialects.kina_struct import OPS
+from kinac.ir.gpu.pipeline import lower_graph_gpu
 from kinac.ir.testing import GraphBuilder
 from kinac.prims.elementwise import ELEMENTWISE, apply, names
 from kinac.tir.interp import evaluate

@@ -1,11 +1,12 @@
-"""Lowering of concrete Graphs through xDSL dialects to LLVM IR (host target).
+"""Lowering of concrete Graphs through xDSL dialects to LLVM IR.
 
-Dialects: ``kina`` (typed primitives, :mod:`kinac.ir.dialect`, :mod:`kinac.ir.dialect_struct`)
-and ``kbuf`` (library calls on buffers, :mod:`kinac.ir.kbuf`), with xDSL's builtin, func, arith,
-math, memref, scf, cf and llvm dialects. Passes, one per module: ``legalize_dtypes``,
-``select_impl``, ``fuse_kernels``, ``kina_to_loops``, ``expand_math``, ``loops_to_llvm``, then
-``llvm_to_text``. xDSL is imported only inside this package, and lazily from here.
-"""
+Layout: ``dialects/`` (the ``kina`` and ``kbuf`` dialects), ``host/`` (the CPU lowering's
+passes, one per module), ``gpu/`` (the GPU lowering's passes); here, what both share: building
+a ``kina`` module from a Graph (``from_graph``), partitioning it into kernels
+(``fuse_kernels``), the layout algebra of views (``layout``, ``views``), demand-driven
+evaluation (``trampoline``) and hand-built test graphs (``testing``). What leaves this package
+is an artifact (:mod:`kinac.artifacts`). xDSL is imported only inside this package, and lazily
+from here."""
 
 from __future__ import annotations
 
@@ -21,13 +22,13 @@ __all__ = ["BufferSpec", "LoweredEntry", "Step", "lower_graph", "lower_stages"]
 
 def lower_graph(graph: Graph) -> LoweredEntry:
     """Lower ``graph`` to a :class:`LoweredEntry` (LLVM IR text and calling metadata)."""
-    from kinac.ir.pipeline import lower_graph as impl
+    from kinac.ir.host.pipeline import lower_graph as impl
 
     return impl(graph)
 
 
 def lower_stages(graph: Graph) -> dict[str, str]:
     """The IR text after each pass (for golden tests and inspection)."""
-    from kinac.ir.pipeline import lower_stages as impl
+    from kinac.ir.host.pipeline import lower_stages as impl
 
     return impl(graph)

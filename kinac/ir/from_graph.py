@@ -23,8 +23,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from kinac.ir.dialect import FLOATS, tensor_type
-from kinac.ir.dialect_struct import OPS
+from kinac.ir.dialects.kina import FLOATS, tensor_type
+from kinac.ir.dialects.kina_struct import OPS
 from kinac.tir.graph import Graph, Node
 
 

@@ -18,8 +18,8 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from kinac.ir import dialect as el
-from kinac.ir import dialect_struct as st
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
 from kinac.ir.layout import as_blas_matrix
 from kinac.ir.views import VIEWS, chain_layout, view_base
 

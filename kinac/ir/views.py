@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from xdsl.ir import BlockArgument, SSAValue
 
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import _int, _ints, shape_of
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import _int, _ints, shape_of
 from kinac.ir.layout import Layout
 
 VIEWS = (

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import _int, dtype_name, shape_of
-from kinac.ir.gpu_emit import Builder, Ix, Val
-from kinac.ir.gpu_plan import (
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import _int, dtype_name, shape_of
+from kinac.ir.gpu.emit import Builder, Ix, Val
+from kinac.ir.gpu.plan import (
     BLOCK,
     RowConfig,
     index_type,
@@ -37,9 +37,9 @@ from kinac.ir.gpu_plan import (
     row_config,
     vector_width,
 )
-from kinac.ir.gpu_read import BodyReader, Lanes, bcast
-from kinac.ir.gpu_rows import RowReducer
-from kinac.ir.gpu_scalar import COMPUTE, ITEMSIZE
+from kinac.ir.gpu.read import BodyReader, Lanes, bcast
+from kinac.ir.gpu.rows import RowReducer
+from kinac.ir.gpu.scalar import COMPUTE, ITEMSIZE
 from kinac.ir.layout import cstrides
 
 GATHER_OOB = 1

@@ -15,9 +15,9 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from kinac.ir import dialect as el
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import dtype_name, shape_of, tensor_type
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import dtype_name, shape_of, tensor_type
 
 LOW = ("f16", "bf16")
 _COMPUTE = (el.UnaryOp, el.BinaryOp, st.ReduceOp, st.SoftmaxOp, st.MatmulOp)

@@ -1,6 +1,6 @@
 """The ``kina`` dialect, part two: creation, reductions, contraction, views and structure.
 
-See :mod:`kinac.ir.dialect` for the elementwise ops and the type helpers. This module also
+See :mod:`kinac.ir.dialects.kina` for the elementwise ops and the type helpers. This module also
 assembles the :data:`Kina` dialect and :data:`OPS`, the op class of each Graph op name.
 """
 
@@ -28,8 +28,8 @@ from xdsl.irdl import (
 from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from kinac.ir import dialect as el
-from kinac.ir.dialect import KinaOp, _int, _ints, broadcast, dtype_name, shape_of
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects.kina import KinaOp, _int, _ints, broadcast, dtype_name, shape_of
 
 
 class CreationOp(KinaOp):

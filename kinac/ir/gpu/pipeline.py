@@ -1,6 +1,6 @@
 """The GPU lowering: Graph -> ``kina`` -> kernels -> fused rows and epilogues -> LLVM (NVPTX).
 
-The same front half as the host (:mod:`kinac.ir.pipeline`): ``graph_to_module`` and the host's
+The same front half as the host (:mod:`kinac.ir.host.pipeline`): ``graph_to_module`` and the host's
 ``fuse-kernels``, between GPU passes: ``gpu-select-impl`` (cuBLAS or generated kernel, per
 matmul), ``gpu-fuse-epilogues`` (bias and residual adds into cuBLASLt calls) and
 ``gpu-fuse-rows`` (norms and softmaxes into one row kernel), then ``gpu-kernels-to-nvvm``.
@@ -25,10 +25,10 @@ from kinac.artifacts.gpu import GpuLoweredEntry
 from kinac.artifacts.host import BufferSpec
 from kinac.ir.from_graph import graph_to_module
 from kinac.ir.fuse_kernels import FuseKernels
-from kinac.ir.gpu_fuse_epilogues import GpuFuseEpilogues
-from kinac.ir.gpu_fuse_rows import GpuFuseRows
-from kinac.ir.gpu_kernels_to_nvvm import STATUS_SLOTS, GpuKernelsToNvvm, lower_kernels
-from kinac.ir.gpu_select_impl import GpuSelectImpl
+from kinac.ir.gpu.fuse_epilogues import GpuFuseEpilogues
+from kinac.ir.gpu.fuse_rows import GpuFuseRows
+from kinac.ir.gpu.kernels_to_nvvm import STATUS_SLOTS, GpuKernelsToNvvm, lower_kernels
+from kinac.ir.gpu.select_impl import GpuSelectImpl
 from kinac.tir.graph import Graph
 
 GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (

@@ -26,13 +26,13 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from kinac.artifacts.host import GATHER_OOB
-from kinac.ir import dialect as el
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import _int, _ints, dtype_name, shape_of
-from kinac.ir.kbuf import GemmOp
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kbuf import GemmOp
+from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
+from kinac.ir.host.loopgen import INDEX, Emitter, Ix
+from kinac.ir.host.scalar import Scalars
 from kinac.ir.layout import Layout, as_blas_matrix, cstrides
-from kinac.ir.loopgen import INDEX, Emitter, Ix
-from kinac.ir.scalar import Scalars
 from kinac.ir.trampoline import evaluate
 from kinac.ir.views import VIEWS, chain_layout, view_base
 

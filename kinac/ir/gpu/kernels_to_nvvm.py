@@ -2,7 +2,7 @@
 
 Buffers are planned as on the host (params, outputs, and a liveness-packed scratch arena,
 here with 256-byte aligned offsets for cuBLAS). A generated kernel becomes one LLVM function per
-launch (:mod:`kinac.ir.gpu_kernels`) in one module for ``nvptx64-nvidia-cuda``; a ``blas``
+launch (:mod:`kinac.ir.gpu.kernels`) in one module for ``nvptx64-nvidia-cuda``; a ``blas``
 kernel becomes a :class:`~kinac.artifacts.gpu.GpuGemm` (cuBLAS, or cuBLASLt when it has an
 epilogue). The pass records each decision on its ``kina.kernel`` as a ``gpu`` attribute
 (``cublas pointers batch=64``, ``kernel k3_row grid=512 block=256 vec=4 T=32 C=8``), so the
@@ -23,13 +23,13 @@ from xdsl.passes import ModulePass
 from kinac.artifacts.gpu import GpuLaunch, GpuStep
 from kinac.errors import KinaCompileError
 from kinac.ice import in_kernel
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.gpu_emit import module_text
-from kinac.ir.gpu_gemm import plan_gemm
-from kinac.ir.gpu_kernels import KernelGen
-from kinac.ir.gpu_scalar import ITEMSIZE
-from kinac.ir.kina_to_loops import BufferPlan, pack_arena
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import dtype_name, shape_of
+from kinac.ir.gpu.emit import module_text
+from kinac.ir.gpu.gemm import plan_gemm
+from kinac.ir.gpu.kernels import KernelGen
+from kinac.ir.gpu.scalar import ITEMSIZE
+from kinac.ir.host.kina_to_loops import BufferPlan, pack_arena
 
 ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands
 STATUS_SLOTS = 8
@@ -39,7 +39,7 @@ MAX_GRID = 2**31 - 1  # CUDA's gridDim.x
 
 def plan_buffers(fn: func.FuncOp) -> BufferPlan:
     """Params, outputs (a returned param stays a param), and arena offsets for the rest,
-    packed as on the host (:func:`~kinac.ir.kina_to_loops.pack_arena`) at ``ALIGN``."""
+    packed as on the host (:func:`~kinac.ir.host.kina_to_loops.pack_arena`) at ``ALIGN``."""
     blk = fn.body.block
     ret = blk.last_op
     assert isinstance(ret, func.ReturnOp)

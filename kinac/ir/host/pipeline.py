@@ -17,16 +17,16 @@ from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 
 from kinac.artifacts.host import BufferSpec, LoweredEntry, Step
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.expand_math import ExpandMath
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.from_graph import graph_to_module, symbol_name
 from kinac.ir.fuse_kernels import FuseKernels
-from kinac.ir.kina_to_loops import STATUS_SLOTS, KinaToLoops, plan_buffers
-from kinac.ir.legalize_dtypes import LegalizeDtypes
-from kinac.ir.llvm_to_text import module_to_llvm_ir
-from kinac.ir.loops_to_llvm import LoopsToLLVM, wrapper_name
-from kinac.ir.select_impl import SelectImpl
+from kinac.ir.host.expand_math import ExpandMath
+from kinac.ir.host.kina_to_loops import STATUS_SLOTS, KinaToLoops, plan_buffers
+from kinac.ir.host.legalize_dtypes import LegalizeDtypes
+from kinac.ir.host.llvm_to_text import module_to_llvm_ir
+from kinac.ir.host.loops_to_llvm import LoopsToLLVM, wrapper_name
+from kinac.ir.host.select_impl import SelectImpl
 from kinac.tir.graph import Graph
 
 # Past this many kernels an entry keeps them out of line (``noinline``): inlined, they form one

@@ -32,10 +32,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from kinac.ir.gpu_emit import Val
+from kinac.ir.gpu.emit import Val
 
 if TYPE_CHECKING:
-    from kinac.ir.gpu_scalar import Scalars
+    from kinac.ir.gpu.scalar import Scalars
 
 Num = Val | float
 

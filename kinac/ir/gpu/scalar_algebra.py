@@ -1,11 +1,11 @@
 """The base scalar operations as LLVM IR text for the GPU: how the GPU emits a formula.
 
-Why: the GPU emitter (:class:`kinac.ir.gpu_scalar.Scalars`) knows no primitive; it evaluates
+Why: the GPU emitter (:class:`kinac.ir.gpu.scalar.Scalars`) knows no primitive; it evaluates
 each primitive's formula from :mod:`kinac.prims.defs` over this :class:`GpuAlgebra`. Values are
 registers of the *compute* type (``float`` for f16/bf16, ``i1`` for bool), so each operation
 dispatches on its operand's type. ``exp``/``log``/``tanh``/``erf``/``pow`` are the careful
-functions of :class:`~kinac.ir.gpu_scalar.Scalars` (f32) and
-:class:`~kinac.ir.gpu_scalar_f64.F64Math` (f64, which also generates the ``libm`` functions
+functions of :class:`~kinac.ir.gpu.scalar.Scalars` (f32) and
+:class:`~kinac.ir.gpu.scalar_f64.F64Math` (f64, which also generates the ``libm`` functions
 ``log1p``, ``sin``, ``cos``: no libdevice is linked); ``approx_div`` is the GPU's 2-ulp division.
 """
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kinac.ir.gpu_emit import Val
+from kinac.ir.gpu.emit import Val
 
 if TYPE_CHECKING:
-    from kinac.ir.gpu_scalar import Scalars
+    from kinac.ir.gpu.scalar import Scalars
 
 _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 _INT_TYPES = ("i1", "i32", "i64")
@@ -140,6 +140,6 @@ class GpuAlgebra:
         if r is None:  # f32 code uses the primitive's kernel_f32; a new libm name needs F64Math
             raise NotImplementedError(
                 f"{name} on {'f64' if a.ty == 'double' else a.ty} has no GPU implementation "
-                "(add it to kinac/ir/gpu_scalar_f64.py)"
+                "(add it to kinac/ir/gpu/scalar_f64.py)"
             )
         return r

@@ -1,6 +1,6 @@
 """The base scalar operations as host ``arith``/``math`` ops: how the host emits a formula.
 
-Why: the host emitter (:class:`kinac.ir.scalar.Scalars`) knows no primitive; it evaluates each
+Why: the host emitter (:class:`kinac.ir.host.scalar.Scalars`) knows no primitive; it evaluates each
 primitive's formula from :mod:`kinac.prims.defs` over this :class:`HostAlgebra`. Values are SSA
 registers of the *compute* type (``f32`` for f16/bf16, ``i1`` for bool), so each operation
 dispatches on its operand's type. Float adds, multiplies and divides may contract into FMAs;
@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import Float64Type, IntegerType, StringAttr, f32, f64
 from xdsl.ir import Attribute, SSAValue
 
 if TYPE_CHECKING:
-    from kinac.ir.scalar import Scalars
+    from kinac.ir.host.scalar import Scalars
 
 _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 

@@ -36,7 +36,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 
-from kinac.ir.kbuf import GemmOp, LaunchOp
+from kinac.ir.dialects.kbuf import GemmOp, LaunchOp
 
 PTR = llvm.LLVMPointerType()
 _NOWRAP = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP])

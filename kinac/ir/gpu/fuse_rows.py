@@ -7,7 +7,7 @@ row fits in the registers of the threads that own it, so this pass merges a ``re
 line up (the map's output has the reduced tensor's shape, and reads the reduction only
 elementwise, broadcast along the row). The result is one ``kind = "row"`` kernel whose body
 holds both: the GPU lowering reads each row once, reduces it with warp shuffles, and writes
-the normalised row (see :mod:`kinac.ir.gpu_kernels`). The merge shows in the IR.
+the normalised row (see :mod:`kinac.ir.gpu.kernels`). The merge shows in the IR.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from kinac.ir import dialect as el
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import _int, dtype_name, shape_of
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import _int, dtype_name, shape_of
 from kinac.ir.fuse_kernels import copy_op
-from kinac.ir.gpu_plan import row_config, vector_width
-from kinac.ir.gpu_scalar import ITEMSIZE
+from kinac.ir.gpu.plan import row_config, vector_width
+from kinac.ir.gpu.scalar import ITEMSIZE
 
 ELEMENTWISE = (el.UnaryOp, el.CastOp, el.BinaryOp, el.WhereOp)
 ROWLIKE = ("reduce", "softmax", "row")

@@ -3,7 +3,7 @@
 ``read(v, idx, lax)`` produces the ``V`` elements of ``v`` at the index ``idx`` whose position
 ``lax`` advances by one per lane (``lax=None``: all lanes read the same element). It recurses
 through elementwise ops (which broadcast) and views down to loads of the kernel's input buffers,
-like the host's :class:`kinac.ir.kernels.KernelLowering`, but decides per load how the lanes
+like the host's :class:`kinac.ir.host.kernel_loops.KernelLowering`, but decides per load how the lanes
 map to memory, from the view's layout (:mod:`kinac.ir.layout`):
 
 - lanes contiguous in memory and the offset provably a multiple of ``V``: one vector load
@@ -26,11 +26,11 @@ from typing import Any
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from kinac.ir import dialect as el
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import _int, _ints, dtype_name, shape_of
-from kinac.ir.gpu_emit import Builder, Ix, Val
-from kinac.ir.gpu_scalar import FLOAT, ITEMSIZE, STORAGE, Scalars
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
+from kinac.ir.gpu.emit import Builder, Ix, Val
+from kinac.ir.gpu.scalar import FLOAT, ITEMSIZE, STORAGE, Scalars
 from kinac.ir.layout import Layout, cstrides
 from kinac.ir.trampoline import evaluate
 from kinac.ir.views import VIEWS, chain_layout, view_base

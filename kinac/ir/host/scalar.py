@@ -5,7 +5,7 @@ already rounded to their precision; ``bool`` is ``i1``); buffers hold the *stora
 as ``f16``, bf16 as its ``i16`` bit pattern, bool as ``i8``). The semantics match
 ``kinac.tir.interp`` (integer floor division with ``x // 0 == 0``, NaN-propagating max/min,
 saturating float-to-int casts). No primitive is written here: an elementwise op is its formula
-from :mod:`kinac.prims.defs` over :class:`kinac.ir.scalar_host_algebra.HostAlgebra`. Float adds and multiplies may contract into FMAs; nothing else
+from :mod:`kinac.prims.defs` over :class:`kinac.ir.host.scalar_algebra.HostAlgebra`. Float adds and multiplies may contract into FMAs; nothing else
 is relaxed, so infinities and NaNs (the causal mask's ``-inf``) behave as in PyTorch.
 """
 
@@ -30,8 +30,8 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, SSAValue
 
-from kinac.ir.loopgen import Emitter, Ix
-from kinac.ir.scalar_host_algebra import HostAlgebra
+from kinac.ir.host.loopgen import Emitter, Ix
+from kinac.ir.host.scalar_algebra import HostAlgebra
 from kinac.prims.elementwise import ELEMENTWISE, apply
 
 CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])

@@ -17,9 +17,9 @@ import math
 from xdsl.ir import BlockArgument, SSAValue
 
 from kinac.artifacts.gpu import GemmOperand, GpuGemm
-from kinac.ir import dialect as el
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import dtype_name, shape_of
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.layout import Layout, as_blas_matrix
 from kinac.ir.views import chain_layout, view_base
 

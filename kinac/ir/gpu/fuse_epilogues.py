@@ -18,11 +18,11 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import BlockArgument
 from xdsl.passes import ModulePass
 
-from kinac.ir import dialect as el
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.gpu_fuse_rows import merge_kernels, only_user, yielded
-from kinac.ir.gpu_gemm import plan_gemm
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import dtype_name, shape_of
+from kinac.ir.gpu.fuse_rows import merge_kernels, only_user, yielded
+from kinac.ir.gpu.gemm import plan_gemm
 
 EPILOGUE_DTYPES = ("f32", "f16", "bf16")
 

@@ -2,7 +2,7 @@
 
 On the GPU every float matmul (f64, f32, f16, bf16; 2-D, batched, with broadcast batch dims,
 the attention's batched products included) is a library call (``impl = "blas"``: cuBLAS or
-cuBLASLt, see :mod:`kinac.ir.gpu_gemm`); integer matmuls, which cuBLAS does not offer in
+cuBLASLt, see :mod:`kinac.ir.gpu.gemm`); integer matmuls, which cuBLAS does not offer in
 general, become a generated kernel (``impl = "loops"``). Unlike the host there is no size
 threshold: inside a CUDA graph a library call costs no more to launch than a kernel. The
 choice is the ``impl`` attribute of ``kina.matmul``, so it shows in the IR. cuBLAS takes
@@ -18,8 +18,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.dialect_struct import MatmulOp
+from kinac.ir.dialects.kina import dtype_name, shape_of
+from kinac.ir.dialects.kina_struct import MatmulOp
 
 CUBLAS_DTYPES = ("f64", "f32", "f16", "bf16")
 CUBLAS_MAX_ELEMENTS = 2**31 - 1  # every size, leading dim and batch count cuBLAS takes is int

@@ -1,4 +1,4 @@
-"""The passes of a row kernel over a row cached in registers (see :mod:`kinac.ir.gpu_kernels`).
+"""The passes of a row kernel over a row cached in registers (see :mod:`kinac.ir.gpu.kernels`).
 
 Each thread of a row's ``T`` threads holds ``C`` chunks of ``V`` values. A reduction combines
 the thread's values (masked past the row's end), then across the row's threads with butterfly
@@ -10,11 +10,11 @@ then one multiply by the row's reciprocal sum.
 
 from __future__ import annotations
 
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.gpu_emit import Builder, Ix, Val
-from kinac.ir.gpu_plan import RowConfig
-from kinac.ir.gpu_read import BodyReader, Lanes
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import dtype_name, shape_of
+from kinac.ir.gpu.emit import Builder, Ix, Val
+from kinac.ir.gpu.plan import RowConfig
+from kinac.ir.gpu.read import BodyReader, Lanes
 
 
 class RowReducer:

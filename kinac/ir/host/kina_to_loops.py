@@ -8,7 +8,7 @@ calls one private ``func.func`` per kernel (its buffers marked ``llvm.noalias``)
 A large kernel whose outermost loop has independent iterations (map, softmax, row reduction)
 takes that loop's bounds as two extra arguments and is started with ``kbuf.launch`` in chunks
 that the runtime's thread pool runs concurrently (a GPU target would launch a grid instead).
-Buffers are flat 1-D memrefs of the storage type (see :mod:`kinac.ir.scalar`): a kernel's
+Buffers are flat 1-D memrefs of the storage type (see :mod:`kinac.ir.host.scalar`): a kernel's
 index arithmetic is explicit, which is what a GPU target maps to thread indices.
 """
 
@@ -37,12 +37,12 @@ from xdsl.passes import ModulePass
 from kinac.check.limits import MAX_TENSOR_BYTES
 from kinac.errors import KinaCompileError
 from kinac.ice import in_kernel
-from kinac.ir import dialect_struct as st
-from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.kbuf import LaunchOp
-from kinac.ir.kernels import KernelLowering, parallel_extent
-from kinac.ir.loopgen import INDEX, Emitter
-from kinac.ir.scalar import storage_type
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kbuf import LaunchOp
+from kinac.ir.dialects.kina import dtype_name, shape_of
+from kinac.ir.host.kernel_loops import KernelLowering, parallel_extent
+from kinac.ir.host.loopgen import INDEX, Emitter
+from kinac.ir.host.scalar import storage_type
 
 ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
 ALIGN = 64
@@ -88,7 +88,7 @@ def pack_arena(
 ) -> BufferPlan:
     """Give each kernel result not yet in ``where`` an ``align``-ed arena offset: first fit over
     live ranges (values never live at the same time share memory; a kernel's output never
-    overlaps its inputs). Shared with the GPU's :mod:`kinac.ir.gpu_kernels_to_nvvm`."""
+    overlaps its inputs). Shared with the GPU's :mod:`kinac.ir.gpu.kernels_to_nvvm`."""
     last: dict[SSAValue, int] = {}
     for i, k in enumerate(kernels):
         for u in k.operands:

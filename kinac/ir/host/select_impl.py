@@ -12,8 +12,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from kinac.ir.dialect import dtype_name, shape_of
-from kinac.ir.dialect_struct import MatmulOp
+from kinac.ir.dialects.kina import dtype_name, shape_of
+from kinac.ir.dialects.kina_struct import MatmulOp
 
 BLAS_DTYPES = ("f32", "f64")
 BLAS_MIN_FLOPS = 4096  # M*N*K below this: a loop nest beats the call
