@@ -125,7 +125,7 @@ def test_a_proved_obligation_that_fails_concretely_is_an_internal_error(
 
 def test_a_callee_assumption_that_fails_although_proved_is_an_internal_error() -> None:
     from kinac.check.deferred import CheckerBug
-    from kinac.check.tir import CheckedDefn
+    from kinac.check.typed_ir import CheckedDefn
 
     env = _env(LIMIT.replace("  (small x))", "  (where (<= N 64))\n  (small x))"), unknown=False)
     f = env.checked(DefnRef("a.kina", "f"))

@@ -21,7 +21,7 @@ from kinac.check.protocol import CheckEnv, GraphEnv, SpecEnv
 from kinac.check.sig import DefnRef, SigInfo, analyse
 from kinac.check.solver import solve_formula
 from kinac.check.specialise import Specialised, specialise
-from kinac.check.tir import CheckedDefn
+from kinac.check.typed_ir import CheckedDefn
 from kinac.check.types import SShape, SType
 
 __all__ = [

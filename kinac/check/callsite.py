@@ -16,7 +16,7 @@ from kinac.check.formula import Rel
 from kinac.check.infer import _Checker
 from kinac.check.infer import _Fail as Fail
 from kinac.check.sig import DefnRef, analyse
-from kinac.check.tir import TCall, TExpr
+from kinac.check.typed_ir import TCall, TExpr
 from kinac.check.types import SShape, SType
 from kinac.diag.model import Diagnostic, Label, NodeRef
 from kinac.reader import ast

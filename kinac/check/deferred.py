@@ -20,7 +20,7 @@ from kinac.check.dims import DimEvalError
 from kinac.check.formula import Rel, holds, rel_vars
 from kinac.check.oblig import explain, fmt_rel
 from kinac.check.sig import DefnRef
-from kinac.check.tir import CheckedDefn
+from kinac.check.typed_ir import CheckedDefn
 from kinac.diag.model import Diagnostic, Label
 from kinac.tir.graph import TType
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from kinac.check.formula import Formula, SolveResult
 from kinac.check.infer import check_defn
 from kinac.check.sig import DefnRef
-from kinac.check.tir import CheckedDefn
+from kinac.check.typed_ir import CheckedDefn
 from kinac.reader import ast
 
 PRELUDE_PREFIX = "@kinac/"

@@ -22,7 +22,7 @@ from kinac.check.protocol import CheckEnv
 from kinac.check.shard import mesh_names
 from kinac.check.sig import analyse
 from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
-from kinac.check.tir import (
+from kinac.check.typed_ir import (
     CheckedDefn,
     TBind,
     TCall,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kinac.check import dims as D
 from kinac.check.formula import Rel
-from kinac.check.tir import TCall, TConst, TDim, TExpr, TLocal, TPrim
+from kinac.check.typed_ir import TCall, TConst, TDim, TExpr, TLocal, TPrim
 from kinac.prims.elementwise import names
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES

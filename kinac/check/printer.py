@@ -5,7 +5,7 @@ Why: the checker's view of a program should be inspectable in the language's own
 
 from __future__ import annotations
 
-from kinac.check.tir import CheckedDefn, TCall, TExpr, TLet, TPrim
+from kinac.check.typed_ir import CheckedDefn, TCall, TExpr, TLet, TPrim
 from kinac.check.types import fmt_type
 
 

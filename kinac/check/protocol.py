@@ -14,7 +14,7 @@ from kinac.check.sig import DefnRef
 from kinac.reader import ast
 
 if TYPE_CHECKING:
-    from kinac.check.tir import CheckedDefn
+    from kinac.check.typed_ir import CheckedDefn
 
 
 class CheckEnv(Protocol):

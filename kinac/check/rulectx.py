@@ -14,7 +14,7 @@ from kinac.check.codes import error
 from kinac.check.formula import Rel
 from kinac.check.oblig import fmt_rel
 from kinac.check.prims.base import REQ, Args, Prim
-from kinac.check.tir import TExpr, TPrim
+from kinac.check.typed_ir import TExpr, TPrim
 from kinac.check.types import fmt_type
 from kinac.diag.model import Label
 from kinac.reader import ast

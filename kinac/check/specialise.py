@@ -30,7 +30,7 @@ from kinac.check.literals import fits, range_text
 from kinac.check.prims.base import PRIMS, CArgs, Prim, ShapeError
 from kinac.check.protocol import SpecEnv
 from kinac.check.sig import DefnRef
-from kinac.check.tir import TCall, TConst, TDim, TExpr, TLet, TLocal, TParam, TPrim
+from kinac.check.typed_ir import TCall, TConst, TDim, TExpr, TLet, TLocal, TParam, TPrim
 from kinac.check.types import WEAK_F, SShape, SType
 from kinac.diag.model import Diagnostic
 from kinac.rules.codec import record
