@@ -90,15 +90,17 @@ class CompiledDefn:
         found = pipeline.find_defn(db, (defn_name, entry.file if entry else None))
         if not found:
             # the defn may be in a file that does not read (not UTF-8, syntax errors): say that
-            unread = [
-                d
+            unread_by_file = {
+                f: errs
                 for f in pipeline.source_files(db, ())
-                for d in pipeline.parse_diagnostics(db, f)
-                if d.is_error
-            ]
-            if unread:
+                if (errs := [d for d in pipeline.parse_diagnostics(db, f) if d.is_error])
+            }
+            if unread_by_file:
+                unread = [d for errs in unread_by_file.values() for d in errs]
                 raise KinaCompileError(
-                    self._render(unread) + "\n" + self._unknown_name(defn_name, path, cfg)
+                    self._render(unread)
+                    + "\n"
+                    + self._not_in_readable_files(name, defn_name, entry, path, cfg, unread_by_file)
                 )
             if entry is None:
                 raise KinaUsageError(self._unknown_name(name, path, cfg))
@@ -132,6 +134,20 @@ class CompiledDefn:
         self._fast: dict[tuple[Any, ...], Any] = {}
         self._arrays_only = not self.dim_params
 
+    def _not_in_readable_files(
+        self, name: str, defn_name: str, entry: Any, path: Any, cfg: Any, unread: dict[str, Any]
+    ) -> str:
+        """After the diagnostics of files that do not read: the defn may be in one of them, so
+        say that, never "no entry named X (did you mean X?)" about an entry that exists."""
+        files = ", ".join(sorted(unread))
+        has = "has" if len(unread) == 1 else "have"
+        where = f"{files} {has} errors (above) and may define it: fix them and run again"
+        if entry is not None:
+            return (
+                f"entry `{name}` runs defn `{defn_name}`, which no file that reads defines; {where}"
+            )
+        return self._unknown_name(name, path, cfg) + f"\n  {where}"
+
     def _unknown_name(self, name: str, path: Any, cfg: Any) -> str:
         """A name that is neither an entry nor a defn: what there is, and the closest match."""
         from kinac import pipeline
@@ -145,7 +161,8 @@ class CompiledDefn:
             )
         )
         lines = [
-            f"no entry or defn named `{name}` in {path}{did_you_mean(name, [*entries, *defns])}"
+            f"no entry or defn named `{name}` in {path}"
+            + did_you_mean(name, [c for c in (*entries, *defns) if c != name])
         ]
         lines.append(f"  entries (kina.toml): {', '.join(entries) if entries else 'none'}")
         if defns:

@@ -124,4 +124,6 @@ def test_an_entry_whose_file_does_not_read_reports_that_file(tmp_path: Path) -> 
     )
     with pytest.raises(kinac.KinaCompileError, match=r"error\[K01\d\d\]") as e:
         kinac.compile(tmp_path, "f", no_cache=True)
-    assert "no entry or defn named `f`" in str(e.value)
+    assert "entry `f` runs defn `f`, which no file that reads defines; f.kina has errors" in str(
+        e.value
+    )

@@ -162,6 +162,8 @@ def test_run_bad_programs(src: bytes) -> None:
     with workspace(kina=src) as ws:
         code, out, err = cli("run", str(ws), "tiny", "--repeat", "1", "--cache-dir", str(ws / "c"))
         assert_documented(code, out, err, {0, 1}, src)
+        # never "no entry named X (did you mean X?)" about the entry that exists
+        assert not re.search(r"named `([^`]+)`[^\n]*did you mean `\1`", out + err), err
         _c, check_out, check_err = cli("check", str(ws / "t.kina"))
         codes = set(re.findall(r"error\[(K\d{4})\]", check_out + check_err))
         if codes:  # run reports the program's own errors, not a consequence of them
