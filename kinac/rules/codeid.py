@@ -14,7 +14,7 @@ read from the import graph instead. For a query function it is:
   (the lazy-export tables, for instance).
 
 Imports are read with :mod:`ast`. Scanning all of kinac costs ~0.2 s, so each file's scan is
-cached by (mtime, size) in a table the store persists: a fresh process stats ~150 files and
+cached by (mtime, ctime, size) in a table the store persists: a fresh process stats ~150 files and
 re-reads only those that changed. The installed kinac is thus verified once per process, never
 per query.
 """
@@ -216,12 +216,14 @@ def scan_source(module: str, text: bytes, is_package: bool = False) -> FileScan:
 
 
 class CodeIndex:
-    """Scans of kinac's sources, cached by (mtime, size); closures and their hashes."""
+    """Scans of kinac's sources, cached by their stat; closures and their hashes."""
 
     def __init__(self, root: Path = KINAC_DIR, read: Callable[[Path], bytes] | None = None) -> None:
         self.root = root
         self.read = read or (lambda p: p.read_bytes())
-        self._table: dict[str, tuple[int, int, FileScan]] = {}  # relpath -> (mtime_ns, size, scan)
+        # relpath -> (mtime_ns, ctime_ns, size, scan); ctime too, which no tool can set back
+        # (``cp -p``, ``rsync -t`` and ``touch -r`` keep the mtime of an edited file)
+        self._table: dict[str, tuple[int, int, int, FileScan]] = {}
         self._fresh: dict[str, FileScan | None] = {}  # module -> scan checked in this process
         self._ids: dict[str, str] = {}  # "module:function" -> identity, valid for _stamp
         self._denoted: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -231,7 +233,7 @@ class CodeIndex:
         self.files_changed = False
 
     def stamp(self) -> str:
-        """Hash of every kinac source's (path, mtime, size): computed once per process."""
+        """Hash of every kinac source's (path, mtime, ctime, size): computed once per process."""
         if self._stamp is None:
             h = hashlib.blake2b(digest_size=16)
             stack = [self.root]
@@ -243,7 +245,9 @@ class CodeIndex:
                             stack.append(Path(e.path))
                         elif e.name.endswith(".py"):
                             st = e.stat()
-                            h.update(f"{e.path}|{st.st_mtime_ns}|{st.st_size}\n".encode())
+                            h.update(
+                                f"{e.path}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_size}\n".encode()
+                            )
             self._stamp = h.hexdigest()
         return self._stamp
 
@@ -270,8 +274,10 @@ class CodeIndex:
             return
         for rel, entry in doc.items():
             try:
-                mtime, size, scan = entry
-                self._table.setdefault(str(rel), (int(mtime), int(size), FileScan.from_doc(scan)))
+                mtime, ctime, size, scan = entry  # an older 3-field entry is rescanned
+                self._table.setdefault(
+                    str(rel), (int(mtime), int(ctime), int(size), FileScan.from_doc(scan))
+                )
             except (TypeError, ValueError):
                 continue
 
@@ -281,12 +287,14 @@ class CodeIndex:
 
     def export_files(self) -> dict[str, Any]:
         """The per-file scan table (read only after kinac's sources changed)."""
-        return {rel: [m, s, scan.to_doc()] for rel, (m, s, scan) in sorted(self._table.items())}
+        return {
+            rel: [m, c, s, scan.to_doc()] for rel, (m, c, s, scan) in sorted(self._table.items())
+        }
 
     # ---------------------------------------------------------------- scanning
 
     def scan(self, module: str) -> FileScan | None:
-        """The scan of a kinac module's file, reusing the table when mtime and size match."""
+        """The scan of a kinac module's file, reusing the table when its stat matches."""
         if module in self._fresh:
             return self._fresh[module]
         if self._load_files is not None:
@@ -297,11 +305,12 @@ class CodeIndex:
             rel = path.relative_to(self.root).as_posix()
             st = os.stat(path)
             cached = self._table.get(rel)
-            if cached is not None and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
-                scan = cached[2]
+            stat = (st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+            if cached is not None and cached[:3] == stat:
+                scan = cached[3]
             else:
                 scan = scan_source(module, self.read(path), path.name == "__init__.py")
-                self._table[rel] = (st.st_mtime_ns, st.st_size, scan)
+                self._table[rel] = (*stat, scan)
                 self.files_changed = True
         self._fresh[module] = scan
         return scan

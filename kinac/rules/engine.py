@@ -248,6 +248,8 @@ class Database:
         q = lookup(memo.name)
         if q is None:
             return None
+        if not q.is_input and q.qid_of_json(memo.key_json) != dep_qid:
+            return None  # computed by older code: its dependent re-runs, calling the new id
         if not q.is_input and self._still_green(dep_qid, q, None, memo):
             return memo.fp
         try:

@@ -84,6 +84,7 @@ class Query(Generic[K, V]):
     is_input: bool = False
     persist: bool = True
     _salt: str | None = field(default=None, repr=False)
+    _code_fp: tuple[str, str] | None = field(default=None, repr=False)  # (salt, its digest)
 
     def salt(self) -> str:
         """Everything but the key that goes into a memo's identity (computed once)."""
@@ -102,7 +103,19 @@ class Query(Generic[K, V]):
 
     def qid(self, key: K) -> str:
         """The memo id of this query at ``key``."""
-        return digest(self.salt().encode() + b"\x00" + encode(key))
+        return self.qid_of_json(encode(key))
+
+    def qid_of_json(self, key_json: bytes) -> str:
+        """The memo id at an encoded key. A stored memo whose id differs was computed by other
+        code (its id holds the salt of its time): it must not be reused."""
+        return digest(self.salt().encode() + b"\x00" + key_json)
+
+    def code_fp(self) -> str:
+        """Fingerprint of this query's code (its salt), recorded in summaries (summaries.py)."""
+        salt = self.salt()
+        if self._code_fp is None or self._code_fp[0] is not salt:
+            self._code_fp = (salt, digest(salt.encode()))
+        return self._code_fp[1]
 
     def __call__(self, db: Any, key: K) -> V:
         return db.get(self, key)

@@ -12,6 +12,11 @@ no-op build checks one summary; a one-file edit fails the root's summary and the
 the files that read the edited one, and walks only those traces. A summary is rewritten only
 when its memo was re-verified through its trace; a summary built above a memo that was itself
 verified by summary reuses that summary's inputs instead of descending.
+
+A summary also names the code it depends on: one entry ``code:NAME`` per query with a memo
+below it, with that query's code fingerprint (its salt: code identity, tool versions). Inputs
+alone cannot say that ``kinac/check/specialise.py`` was edited since (the memos below keep
+their old ids), and a no-op build once printed the old result after such an edit.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
     from kinac.rules.engine import Database, Memo
 
 Inputs = dict[str, tuple[str, bytes, str]]  # input qid -> (query name, key json, fingerprint)
+CODE_PREFIX = "code:"  # an entry "code:NAME" -> (NAME, b"", the query's code_fp): see below
 
 
 def targets(db: Database) -> set[str]:
@@ -81,6 +87,16 @@ class _InputSets:
             return None
         return {q: self.info[q] for q in sorted(found)}
 
+    def _code_of(self, name: str) -> frozenset[str] | None:
+        """The set holding a memo's own code entry (None: its query is gone, so unknown)."""
+        code = CODE_PREFIX + name
+        if code not in self.info:
+            q = lookup(name)
+            if q is None:
+                return None
+            self.info[code] = (name, b"", q.code_fp())
+        return self._intern(frozenset((code,)))
+
     def _intern(self, s: frozenset[str]) -> frozenset[str]:
         return self.interned.setdefault(s, s)
 
@@ -118,8 +134,9 @@ class _InputSets:
         sets, db = self.sets, self.db
         if qid in sets:
             return sets[qid]
-        empty = self._intern(frozenset())
-        stack: list[tuple[str, Memo, int, frozenset[str] | None]] = [(qid, memo, 0, empty)]
+        stack: list[tuple[str, Memo, int, frozenset[str] | None]] = [
+            (qid, memo, 0, self._code_of(memo.name))
+        ]
         while stack:
             cur, m, i, acc = stack.pop()
             deps = m.deps
@@ -134,7 +151,7 @@ class _InputSets:
                         if dm is not None:
                             sets[dep_qid] = None  # in progress: a guard (the graph is acyclic)
                             stack.append((cur, m, i, acc))
-                            stack.append((dep_qid, dm, 0, empty))
+                            stack.append((dep_qid, dm, 0, self._code_of(dm.name)))
                             break
                         leaf = None  # part of the trace is not loaded: keep the older summary
                     got = sets[dep_qid] = leaf  # type: ignore[assignment]
@@ -188,9 +205,22 @@ def verify(db: Database, qid: str, root: bool = False) -> Memo | None:
     if summary is None:
         return None
     (name, key_json, fp, deps), inputs, gen = summary
+    target_q = lookup(name)
+    if (
+        target_q is None
+        or target_q.qid_of_json(key_json) != qid
+        or CODE_PREFIX + name not in inputs
+    ):
+        return None  # older code computed it (or an older kinac wrote it without code entries)
     changed: list[str] = []
     current: Inputs = {}
     for in_qid, (in_name, in_key, in_fp) in inputs.items():
+        if in_qid.startswith(CODE_PREFIX):
+            code_q = lookup(in_name)
+            if code_q is None or code_q.code_fp() != in_fp:
+                return None  # the code changed: walk the trace (no cone: no edges name code)
+            current[in_qid] = (in_name, in_key, in_fp)
+            continue
         inp = db._inputs.get(in_qid)
         if inp is None:
             q = lookup(in_name)
@@ -218,7 +248,5 @@ def verify(db: Database, qid: str, root: bool = False) -> Memo | None:
         db._memos[qid] = memo
     memo.verified_rev = db.rev
     db._by_summary[qid] = inputs
-    q = lookup(name)
-    if q is not None:
-        db.events.reused(q, None, qid)
+    db.events.reused(target_q, None, qid)
     return memo
