@@ -136,15 +136,4 @@ def test_foreign_tags_import_nothing() -> None:
             decode(json.dumps({"$t": tag}).encode())
 
 
-def test_the_engine_imports_no_language_package() -> None:
-    index = CodeIndex()
-    allowed = ("kinac", "kinac.errors")
-    for f in sorted((KINAC_DIR / "rules").glob("*.py")):
-        mod = "kinac.rules" if f.stem == "__init__" else f"kinac.rules.{f.stem}"
-        for unit in ("*",):
-            bad = [
-                m
-                for m in index.closure(mod, unit)
-                if not m.startswith("kinac.rules") and m not in allowed
-            ]
-            assert bad == [], f"{mod} imports {bad}"
+# The engine importing no language package is a layer rule: tests/test_layers.py.
