@@ -43,8 +43,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> object:
     [
         ("big", {"N": 2**32, "M": 2**32}, "the parameter `x`", 1),  # 2^64 elements
         ("big", {"N": 10**20, "M": 1}, "the parameter `x`", 1),  # a dim past i64
-        ("made", {"N": 2**63 - 1, "M": 2}, "`full`", 4),  # an intermediate
-        ("counted", {"N": 2**59}, "`iota`", 6),  # exactly 2^62 bytes
+        ("made", {"N": 2**63 - 1, "M": 2}, "the result of `full`", 4),  # an intermediate
+        ("counted", {"N": 2**59}, "the result of `iota`", 6),  # exactly 2^62 bytes
     ],
 )
 @pytest.mark.parametrize("target", ["cpu", "cuda"])

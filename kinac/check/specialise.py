@@ -325,7 +325,7 @@ class _Emitter:
         if dev != t.device:
             t = TType(t.dtype, t.shape, dev)
         self.runnable(dev, c.ref, e.nid, f"`{p.name}`")
-        self.small_enough(t, c.ref, e.nid, f"`{p.name}`")
+        self.small_enough(t, c.ref, e.nid, f"the result of `{p.name}`")
         if e.op == "matmul" and len(self.nodes[idx[0]].type.shape) == 1:
             return self.vecmat(idx, t)
         self.nodes.append(make_node(e.op, tuple(idx), t, **gattrs))
