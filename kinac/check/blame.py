@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from kinac.check import dims as D
 from kinac.check.dims import Poly
 from kinac.check.sig import SigInfo
+from kinac.check.types import SShape
 
 
 def binding_sites(
@@ -38,3 +39,18 @@ def binding_sites(
             best = max(groups.values(), key=len)  # the first of the largest: ties go first
             out[st.var] = best[0]
     return out
+
+
+def pick_majority(
+    given: list[tuple[int, SShape]], majority: Callable[[Poly], Poly] | None
+) -> tuple[int, SShape]:
+    """The argument (index, value) that fixes a variadic group several arguments give: the
+    first of the value most of them agree on (ties: the earliest value), as for single dims;
+    without ``majority``, the first."""
+    if majority is None:
+        return given[0]
+    classes: dict[tuple[object, ...], list[tuple[int, SShape]]] = {}
+    for i, g in given:
+        key = (g.group, len(g.dims), *(majority(d) for d in g.dims))
+        classes.setdefault(key, []).append((i, g))
+    return max(classes.values(), key=len)[0]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kinac.check import dims as D
-from kinac.check.blame import binding_sites
+from kinac.check.blame import binding_sites, pick_majority
 from kinac.check.dims import Poly
 from kinac.check.formula import Rel, canon_rel, decide_cheap, rel_subst
 from kinac.check.sig import SigInfo
@@ -116,6 +116,7 @@ def instantiate(
     used_where: set[int] = set()
     devices: list[str] = []
     weak_vars: list[str] = []
+    group_args: dict[str, list[tuple[int, SShape]]] = {}  # each group's value, per argument
     for i, (p, a) in enumerate(zip(sig.params, args, strict=True)):
         if p.is_dim or p.type is None:
             assert isinstance(a, Poly)
@@ -227,35 +228,13 @@ def instantiate(
                             i,
                         )
                     )
-            prev = b.groups.get(ps.group)
-            if prev is None:
-                b.groups[ps.group] = gval
-            elif prev.group != gval.group or len(prev.dims) != len(gval.dims):
-                b.issues.append(
-                    Issue(
-                        "K0402",
-                        f"`{p.name}` of `{callee}`: group `{ps.group}` "
-                        f"stands for {_fmt_group(prev)} from an earlier argument "
-                        f"but for {_fmt_group(gval)} here",
-                        i,
-                    )
-                )
-                continue
-            else:
-                for j, (x, y) in enumerate(zip(prev.dims, gval.dims, strict=True)):
-                    b.needs.append(
-                        Need(
-                            Rel("eq", x, y),
-                            "K0408",
-                            f"dim {j} of group `{ps.group}` in `{p.name}` of "
-                            f"`{callee}` differs from an earlier argument's",
-                            i,
-                        )
-                    )
+            group_args.setdefault(ps.group, []).append((i, gval))
         for j, d in enumerate(ps.dims):
             pairs.append((i, j, d, as_.dims[k + j]))
     for var in weak_vars:
         b.dtypes.setdefault(var, "f32")  # only literals met it: weak alone is f32
+    for name, given in group_args.items():
+        _bind_group(b, name, given, majority, sig, callee)
     if b.issues:
         return b
     pair_of = {(i, j): (d, v) for i, j, d, v in pairs}
@@ -379,6 +358,48 @@ def _surely_positive(p: Poly) -> bool:
     """True when normal forms alone show ``p >= 1`` (every atom is >= 1)."""
     lb = D.lower_bound(p)
     return lb is not None and lb >= 1
+
+
+def _bind_group(
+    b: Bound,
+    name: str,
+    given: list[tuple[int, SShape]],
+    majority: Callable[[Poly], Poly] | None,
+    sig: SigInfo,
+    callee: str,
+) -> None:
+    """Fix the variadic group ``name`` from the arguments that give it (``given``: argument
+    index, value), by the same rule as single dims (:mod:`kinac.check.blame`): the value most
+    arguments agree on, ties to the first; without ``majority`` the first. The others are
+    blamed: a different rank is an issue, different dims are needs."""
+    site, fixed = pick_majority(given, majority)
+    b.groups[name] = fixed
+    fixed_by = (site, f"fixes group `{name}` as {_fmt_group(fixed)}")
+    for i, gval in given:
+        if i == site:
+            continue
+        pname = sig.params[i].name
+        if fixed.group != gval.group or len(fixed.dims) != len(gval.dims):
+            b.issues.append(
+                Issue(
+                    "K0402",
+                    f"`{pname}` of `{callee}`: group `{name}` stands for {_fmt_group(fixed)} "
+                    f"from `{sig.params[site].name}` but for {_fmt_group(gval)} here",
+                    i,
+                )
+            )
+            continue
+        for j, (x, y) in enumerate(zip(fixed.dims, gval.dims, strict=True)):
+            b.needs.append(
+                Need(
+                    Rel("eq", y, x),
+                    "K0408",
+                    f"dim {j} of group `{name}` in `{pname}` of `{callee}` differs from "
+                    f"`{sig.params[site].name}`'s",
+                    i,
+                    bound_by=fixed_by,
+                )
+            )
 
 
 def _fmt_group(s: SShape) -> str:
