@@ -12,6 +12,7 @@ planted (the real files are never edited).
 
 from __future__ import annotations
 
+import ast
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +43,9 @@ class Layer:
 
 
 ENGINE = ("kinac.rules",)
-# ``kinac`` (the top package) and ``kinac.errors`` (the exception types) are light and shared.
-BASE = ("kinac", "kinac.errors")
+# ``kinac`` (the top package), ``kinac.errors`` (the exception types) and ``kinac.dtypes`` (dtype
+# names and sizes) import nothing heavy and are shared by every layer.
+BASE = ("kinac", "kinac.errors", "kinac.dtypes")
 
 LAYERS = (
     Layer(
@@ -223,3 +225,46 @@ def test_a_type_checking_import_is_not_a_dependency(tree: Path) -> None:
         assert violations(layer, tree) == []
     finally:
         path.write_text(original)
+
+
+# A fact every layer needs has one home; a copy elsewhere (under any name) drifts.
+HOMES = {
+    "GATHER_OOB": "kinac.artifacts.host",
+    "ITEMSIZE": "kinac.dtypes",
+    "FLOAT_DTYPES": "kinac.dtypes",
+    "NVPTX_TRIPLE": "kinac.codegen.target",
+}
+VALUES = {  # literal values that may only appear in their home's definition
+    repr(("f64", "f32", "f16", "bf16")): "kinac.dtypes",
+    repr({"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}): "kinac.dtypes",
+    repr("nvptx64-nvidia-cuda"): "kinac.codegen.target",
+}
+
+
+def constant_definitions(root: Path = KINAC_DIR) -> list[tuple[str, str, str]]:
+    """``(module, name, repr of the literal value or "")`` for every top-level assignment."""
+    out = []
+    for mod in modules_of("kinac", root):
+        path = module_file(mod, root)
+        assert path is not None
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                try:
+                    value = repr(ast.literal_eval(node.value))
+                except ValueError:
+                    value = ""
+                out += [(mod, t.id, value) for t in targets if isinstance(t, ast.Name)]
+    return out
+
+
+def test_shared_constants_have_one_home() -> None:
+    defs = constant_definitions()
+    misplaced = [
+        f"{mod}.{name}"
+        for mod, name, value in defs
+        if HOMES.get(name, mod) != mod or VALUES.get(value, mod) != mod
+    ]
+    assert misplaced == []
+    for name, home in HOMES.items():
+        assert (home, name) in {(m, n) for m, n, _ in defs}, f"{name} is not defined in {home}"

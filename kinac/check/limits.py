@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from kinac.check.codes import at, error
 from kinac.diag.model import Diagnostic
+from kinac.dtypes import ITEMSIZE
 from kinac.tir.graph import TType
 
 MAX_TENSOR_BYTES = 2**62
-ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
 
 
 def nbytes(t: TType) -> int:

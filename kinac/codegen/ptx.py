@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from kinac.codegen.llvm import binding
+from kinac.codegen.target import NVPTX_TRIPLE
 
-NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 PTX_ISA = {"sm_80": "+ptx70", "sm_86": "+ptx71", "sm_89": "+ptx78", "sm_90": "+ptx80",
            "sm_90a": "+ptx80"}  # fmt: skip
 

@@ -230,6 +230,8 @@ def copy_v4_ptx(arch: str = "sm_90", ptx_features: str = "+ptx80") -> str:
     llvm.initialize_all_asmprinters()
     mod = llvm.parse_assembly(COPY_V4_LL)
     mod.verify()
-    target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
+    from kinac.codegen.target import NVPTX_TRIPLE
+
+    target = llvm.Target.from_triple(NVPTX_TRIPLE)
     tm = target.create_target_machine(cpu=arch, features=ptx_features, opt=3)
     return str(tm.emit_assembly(mod))

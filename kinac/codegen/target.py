@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from kinac.rules.codec import record
 
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"  # the LLVM triple of every GPU module kinac writes
+
 
 @record
 class TargetSpec:

@@ -41,10 +41,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinac.dtypes import DTYPES as DTYPES
+from kinac.dtypes import FLOAT_DTYPES as FLOAT_DTYPES
 from kinac.rules.codec import record
-
-DTYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "bool")
-FLOAT_DTYPES = ("f64", "f32", "f16", "bf16")
 
 
 @record

@@ -40,6 +40,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from kinac.dtypes import FLOAT_DTYPES as FLOATS
 from kinac.prims.elementwise import ELEMENTWISE, Elementwise
 
 _ELEM: dict[str, Attribute] = {
@@ -51,7 +52,6 @@ _ELEM: dict[str, Attribute] = {
     "i32": i32,
     "bool": i1,
 }
-FLOATS = ("f64", "f32", "f16", "bf16")
 
 
 def elem_type(dtype: str) -> Attribute:

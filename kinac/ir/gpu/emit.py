@@ -20,7 +20,8 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+from kinac.codegen.target import NVPTX_TRIPLE as NVPTX_TRIPLE
+
 NVPTX_LAYOUT = (
     "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 )

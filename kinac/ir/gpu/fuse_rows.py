@@ -20,12 +20,12 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, dtype_name, shape_of
 from kinac.ir.fuse_kernels import copy_op
 from kinac.ir.gpu.plan import row_config, vector_width
-from kinac.ir.gpu.scalar import ITEMSIZE
 
 ELEMENTWISE = (el.UnaryOp, el.CastOp, el.BinaryOp, el.WhereOp)
 ROWLIKE = ("reduce", "softmax", "row")

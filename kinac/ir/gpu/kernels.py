@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
+from kinac.artifacts.host import GATHER_OOB
+from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, dtype_name, shape_of
 from kinac.ir.gpu.emit import Builder, Ix, Val
@@ -39,10 +41,8 @@ from kinac.ir.gpu.plan import (
 )
 from kinac.ir.gpu.read import BodyReader, Lanes, bcast
 from kinac.ir.gpu.rows import RowReducer
-from kinac.ir.gpu.scalar import COMPUTE, ITEMSIZE
+from kinac.ir.gpu.scalar import COMPUTE
 from kinac.ir.layout import cstrides
-
-GATHER_OOB = 1
 
 
 @dataclass(frozen=True)

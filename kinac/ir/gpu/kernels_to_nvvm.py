@@ -21,6 +21,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from kinac.artifacts.gpu import GpuLaunch, GpuStep
+from kinac.dtypes import ITEMSIZE
 from kinac.errors import KinaCompileError
 from kinac.ice import in_kernel
 from kinac.ir.dialects import kina_struct as st
@@ -28,7 +29,6 @@ from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.gpu.emit import module_text
 from kinac.ir.gpu.gemm import plan_gemm
 from kinac.ir.gpu.kernels import KernelGen
-from kinac.ir.gpu.scalar import ITEMSIZE
 from kinac.ir.host.kina_to_loops import BufferPlan, pack_arena
 
 ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands

@@ -26,11 +26,13 @@ from typing import Any
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from kinac.dtypes import FLOAT_DTYPES as FLOAT
+from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
 from kinac.ir.gpu.emit import Builder, Ix, Val
-from kinac.ir.gpu.scalar import FLOAT, ITEMSIZE, STORAGE, Scalars
+from kinac.ir.gpu.scalar import STORAGE, Scalars
 from kinac.ir.layout import Layout, cstrides
 from kinac.ir.trampoline import evaluate
 from kinac.ir.views import VIEWS, chain_layout, view_base

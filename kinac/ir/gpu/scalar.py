@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import struct
 
+from kinac.dtypes import FLOAT_DTYPES as FLOAT
 from kinac.ir.gpu.emit import Builder, Val
 from kinac.ir.gpu.scalar_algebra import GpuAlgebra
 from kinac.ir.gpu.scalar_f64 import F64Math
@@ -32,8 +33,6 @@ COMPUTE = {"f64": "double", "f32": "float", "f16": "float", "bf16": "float",
            "i64": "i64", "i32": "i32", "bool": "i1"}  # fmt: skip
 STORAGE = {"f64": "double", "f32": "float", "f16": "half", "bf16": "i16",
            "i64": "i64", "i32": "i32", "bool": "i8"}  # fmt: skip
-ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
-FLOAT = ("f64", "f32", "f16", "bf16")
 LOG2E = 1.4426950216293335  # log2(e) rounded to f32
 LOG2E_LO = 1.4426950408889634 - LOG2E
 

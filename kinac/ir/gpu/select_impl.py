@@ -18,10 +18,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
+from kinac.dtypes import FLOAT_DTYPES
 from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.dialects.kina_struct import MatmulOp
 
-CUBLAS_DTYPES = ("f64", "f32", "f16", "bf16")
+CUBLAS_DTYPES = FLOAT_DTYPES  # cuBLAS(Lt) takes every float dtype kinac has
 CUBLAS_MAX_ELEMENTS = 2**31 - 1  # every size, leading dim and batch count cuBLAS takes is int
 
 

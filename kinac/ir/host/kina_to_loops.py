@@ -35,6 +35,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from kinac.check.limits import MAX_TENSOR_BYTES
+from kinac.dtypes import ITEMSIZE
 from kinac.errors import KinaCompileError
 from kinac.ice import in_kernel
 from kinac.ir.dialects import kina_struct as st
@@ -44,7 +45,6 @@ from kinac.ir.host.kernel_loops import KernelLowering, parallel_extent
 from kinac.ir.host.loopgen import INDEX, Emitter
 from kinac.ir.host.scalar import storage_type
 
-ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
 ALIGN = 64
 STATUS_SLOTS = 8
 PAR_MIN_ELEMENTS = 1 << 15  # smaller kernels run whole: a task costs about a microsecond

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, SSAValue
 
+from kinac.dtypes import FLOAT_DTYPES as FLOAT
 from kinac.ir.host.loopgen import Emitter, Ix
 from kinac.ir.host.scalar_algebra import HostAlgebra
 from kinac.prims.elementwise import ELEMENTWISE, apply
@@ -44,7 +45,6 @@ _STORAGE: dict[str, Attribute] = {
     "f64": f64, "f32": f32, "f16": Float16Type(), "bf16": i16, "i64": i64, "i32": i32,
     "bool": i8,
 }  # fmt: skip
-FLOAT = ("f64", "f32", "f16", "bf16")
 
 
 def compute_type(dt: str) -> Attribute:

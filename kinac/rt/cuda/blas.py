@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kinac.artifacts.gpu import GpuGemm
+from kinac.dtypes import ITEMSIZE
 
 CUDA_R = {"f32": 0, "f64": 1, "f16": 2, "bf16": 14}  # cudaDataType_t
 COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70  # cublasComputeType_t
 OP_N, OP_T = 0, 1
 GEMM_DEFAULT = -1
-ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2}
 WORKSPACE = 32 << 20
 Call = Callable[[int], None]  # stream handle -> None
 

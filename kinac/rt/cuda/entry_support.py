@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kinac.artifacts.gpu import GpuLoweredEntry, GpuStep
+from kinac.artifacts.host import GATHER_OOB as GATHER_OOB
+from kinac.dtypes import ITEMSIZE as ITEMSIZE
 from kinac.errors import KinaRuntimeError
 from kinac.rt.cuda.tensor import Tensor
 
@@ -17,9 +19,7 @@ if TYPE_CHECKING:
 DL_NAMES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
             "i64": "int64", "i32": "int32", "bool": "bool"}  # fmt: skip
 NP_NAMES = {**DL_NAMES, "bf16": "uint16"}
-GATHER_OOB = 1
 VOLATILE = 3  # distinct addresses after which an argument is staged instead of bound in place
-ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
 Seq = Callable[[Any], None]
 
 
