@@ -53,10 +53,18 @@ def host_target() -> TargetSpec:
 
 
 def _machine(target: TargetSpec, opt_level: int) -> Any:
+    """A target machine for code that MCJIT links into this process.
+
+    The large code model with static relocations addresses every symbol, constant pool and
+    libm function through a 64-bit absolute address. The default (small) model assumes the
+    object's sections and the functions it calls lie within 2 GiB of each other, and in a big
+    process (PyTorch, CUDA libraries, hundreds of JIT'd entries) they need not: RuntimeDyld
+    then aborts the process (``isInt<32>(RealOffset)``), as seen on the H200 machine.
+    """
     llvm = _llvm()
     t = llvm.Target.from_triple(target.triple)
     return t.create_target_machine(
-        cpu=target.cpu, features=target.features, opt=opt_level, reloc="pic", codemodel="default"
+        cpu=target.cpu, features=target.features, opt=opt_level, reloc="static", codemodel="large"
     )
 
 
