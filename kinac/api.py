@@ -69,7 +69,6 @@ class CompiledDefn:
         no_cache: bool = False,
         **gpu_options: Any,
     ) -> None:
-        from kinac import pipeline
         from kinac.session import Session
 
         if target not in ("cpu", "cuda"):
@@ -77,6 +76,15 @@ class CompiledDefn:
         self.target = target
         self.gpu_options = gpu_options  # target cuda: graphs=True, allow_tf32=False, max_graphs=8
         self.sess = Session(path, cache_dir=cache_dir, no_cache=no_cache)
+        try:
+            self._resolve(path, name, target)
+        finally:
+            self.sess.db.close()  # not held between compilations (each new shape reopens it)
+
+    def _resolve(self, path: str | os.PathLike[str], name: str, target: str) -> None:
+        """Find the defn (or entry) and check its file: what every later call needs."""
+        from kinac import pipeline
+
         db = self.sess.db
         errors = self.sess.config_errors()
         if errors:
@@ -324,6 +332,7 @@ class CompiledDefn:
                 code, artifact = pipeline.lowered(db, key), pipeline.object_code(db, key)
         finally:
             db.commit()  # whatever was built is kept, even when a later step fails
+            db.close()  # and the cache's files are not held until the next shape
         assert code is not None and artifact is not None
         if self.target == "cuda":
             from kinac.rt.cuda.entry import load_gpu_entry

@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         return _internal_error(
             e, debug=getattr(args, "debug", False) or os.environ.get("KINAC_DEBUG") == "1"
         )
+    finally:
+        while _OPEN_SESSIONS:  # in-process callers must not keep the cache's files open
+            _OPEN_SESSIONS.pop().close()
 
 
 def _internal_error(e: BaseException, debug: bool) -> int:
@@ -93,15 +96,20 @@ def _internal_error(e: BaseException, debug: bool) -> int:
     return EXIT_INTERNAL
 
 
+_OPEN_SESSIONS: list[Any] = []  # opened by this call of ``main``, closed when it returns
+
+
 def _session(args: argparse.Namespace) -> Any:
     from kinac.session import Session
 
-    return Session(
+    sess = Session(
         args.path,
         cache_dir=args.cache_dir,
         no_cache=args.no_cache,
         target=getattr(args, "target", None),
     )
+    _OPEN_SESSIONS.append(sess)
+    return sess
 
 
 def cmd_check(args: argparse.Namespace) -> int:

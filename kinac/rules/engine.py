@@ -145,6 +145,18 @@ class Database:
         for m in dirty.values():
             m.dirty = False
 
+    def close(self) -> None:
+        """Release the store's files (a later ``get`` or ``commit`` opens them again); callers
+        that run in-process (the CLI's ``main``, ``kinac.compile``) close after each build."""
+        if self.store is not None:
+            self.store.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _seed_code(self) -> None:
         """Adopt the store's code-identity table before any memo id is computed: the installed
         kinac is then verified by a few stat calls, once per process (see codeid)."""

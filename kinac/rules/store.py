@@ -207,7 +207,15 @@ class Store:
         else:
             self._disable(f"the cache at {self.directory} failed ({e})")
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
+        """Release the SQLite connections now (not at garbage collection). The store stays
+        usable: the next read or write opens them again."""
         if self._con is not None:
             try:
                 self._con.close()
