@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kinac.errors import EXIT_OK, KinaCompileError, KinaUsageError
+from kinac.errors import EXIT_OK, KinaCallError, KinaCompileError, KinaUsageError
 
 
 def _random_input(rng: Any, dtype: str, shape: tuple[int, ...], bound: int) -> Any:
@@ -132,6 +132,44 @@ def _require_flags(name: str, sig: Any, dims: dict[str, Any], dtypes: dict[str, 
         )
 
 
+def _bind_inputs(
+    fn: Any, arrays: list[Any], given_dims: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The dims and dtype variables a plain defn's ``--inputs`` arrays fix, as
+    ``kinac.compile`` takes them from its arguments, so ``--dims`` is needed only for what the
+    arrays do not determine (dim parameters, dims only a ``where`` clause or the result
+    names). Arrays that disagree with each other are a call error naming the dissenters."""
+    from kinac.api import _arg_type
+    from kinac.call_shapes import majority_blame
+    from kinac.check import bind_call_types
+
+    missing = [p.name for p in fn.signature.params if p.is_dim and p.name not in given_dims]
+    types = tuple(_arg_type(a, n) for a, n in zip(arrays, fn.tensor_params, strict=True))
+    if missing:
+        # The dim parameters come from --dims only, and _require_flags asks for them; what the
+        # arrays fix whatever the missing ones are (the same at two placeholders) is not asked.
+        seen: list[dict[str, Any]] = []
+        dtypes: dict[str, str] = {}
+        for placeholder in (1, 2):
+            b = bind_call_types(
+                fn.key.file,
+                fn.signature,
+                types,
+                {**given_dims, **dict.fromkeys(missing, placeholder)},
+            )
+            if isinstance(b, tuple):
+                return {}, {}
+            seen.append(dict(b.dims))
+            dtypes = dict(b.dtypes)
+        fixed = {k: v for k, v in seen[0].items() if k not in missing and seen[1].get(k) == v}
+        return fixed, dtypes
+    bound = bind_call_types(fn.key.file, fn.signature, types, given_dims)
+    if isinstance(bound, tuple):
+        tensors = [p for p in fn.signature.params if not p.is_dim]
+        raise KinaCallError(majority_blame(tensors, types, given_dims) or fn._render(list(bound)))
+    return dict(bound.dims), dict(bound.dtypes)
+
+
 def _to_host(o: Any) -> Any:
     """An output as a numpy array (target cuda returns kinac CUDA tensors; bf16 widened)."""
     if not hasattr(o, "__dlpack_device__") or hasattr(o, "__array__"):
@@ -169,6 +207,12 @@ def run_entry(args: argparse.Namespace) -> int:
     unknown = unknown_bindings(checked.sig, given_dims, given_dtypes)
     if unknown:
         raise KinaUsageError("--dims/--dtypes: " + "; ".join(unknown))
+    arrays: list[Any] | None = None
+    if fn.fixed is None and checked.ok and args.inputs:  # dims and dtypes from the arrays
+        arrays = _load_inputs(args.inputs, fn.tensor_params)
+        from_arrays = _bind_inputs(fn, arrays, given_dims)
+        given_dims = {**from_arrays[0], **given_dims}
+        given_dtypes = {**from_arrays[1], **given_dtypes}
     if fn.fixed is None and checked.ok:  # a plain defn: its dims come from the command line
         _require_flags(fn.key.name, checked.sig, given_dims, given_dtypes)
     dims: dict[str, Any] = dict(given_dims)
@@ -194,7 +238,7 @@ def run_entry(args: argparse.Namespace) -> int:
         )
         fn.fixed_by, fn.fixed_what = f"`{fn.key.name}` at --dims", "--dims"
     if args.inputs:
-        arrays = _load_inputs(args.inputs, names)
+        arrays = arrays if arrays is not None else _load_inputs(args.inputs, names)
     else:
         rng = np.random.default_rng(args.seed)
         bound = min((d for _, t in params for d in t.shape), default=1)
