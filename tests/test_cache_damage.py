@@ -157,7 +157,7 @@ def test_read_only_cache_dir(
     real_access = os.access
     if os.geteuid() == 0:  # root writes anyway: let the store see what a user would
         monkeypatch.setattr(
-            "kinac.rules.store.os.access",
+            "kinac.rules.cache_files.os.access",
             lambda p, m: False if Path(p) == cache else real_access(p, m),
         )
     try:

@@ -1,0 +1,229 @@
+"""The cache's two files kept usable: opened lazily, damage quarantined, closed on demand.
+
+Why a module of its own: :mod:`kinac.rules.store` says *what* the cache holds (memo rows,
+summaries, settings, values); this says how its files are kept healthy, whatever they hold.
+Damage never stops a build and is reported once. A damaged SQLite file (malformed, truncated,
+zeros, random bytes, a directory where the file should be) is *quarantined*: renamed aside to
+``<name>.corrupt-<UTC time>`` so nothing is lost, with one warning naming it, and a fresh one
+takes its place. A cache that cannot be used at all (its directory is a file, or read-only)
+turns caching off for the process, again with one warning. Connections are opened on first
+use and released by :meth:`CacheFiles.close` (the next use opens them again).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import diskcache
+
+from kinac.rules.disk import Damaged, SafeDisk, check_header, damage_kind
+
+FORMAT = b"4"
+INDEX = "index.db"
+BLOBS = "blobs"
+DEFAULT_SIZE_LIMIT = 2 * 1024**3
+KEEP_GENERATIONS = 50
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS memo(qid TEXT PRIMARY KEY, name TEXT NOT NULL, rec BLOB NOT NULL,"
+    " gen INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS root(qid TEXT PRIMARY KEY, rec BLOB NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS rdep(dep TEXT NOT NULL, qid TEXT NOT NULL, PRIMARY KEY (dep, qid))"
+    " WITHOUT ROWID",
+)
+
+
+def _warn_stderr(msg: str) -> None:
+    print(f"kinac: warning: {msg}", file=sys.stderr)
+
+
+class CacheFiles:
+    """A cache directory's index (SQLite) and value store (diskcache), opened when first used."""
+
+    def __init__(
+        self,
+        directory: Path,
+        size_limit: int = DEFAULT_SIZE_LIMIT,
+        warn: Callable[[str], None] = _warn_stderr,
+    ) -> None:
+        self.directory = Path(directory)
+        self.size_limit = size_limit
+        self.warn = warn
+        self.warnings: list[str] = []
+        self.quarantined: list[Path] = []
+        self.disabled: str | None = None  # why caching is off for this process, if it is
+        self._pending: dict[str, bytes] = {}
+        self._con: sqlite3.Connection | None = None
+        self._blobs: diskcache.Cache | None = None
+        self.base_gen: int | None = None  # the generation this process first read
+
+    # ------------------------------------------------------------------ opening and damage
+
+    def _warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+        self.warn(msg)
+
+    def _disable(self, why: str) -> None:
+        if self.disabled is None:
+            self.disabled = why
+            self._warn(f"{why}; building without a cache")
+        self.close()
+
+    def _usable_dir(self) -> bool:
+        if self.disabled is not None:
+            return False
+        d = self.directory
+        if d.exists() and not d.is_dir():
+            self._disable(f"cache directory {d} is not a directory")
+            return False
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            self._disable(f"cannot create cache directory {d} ({e.strerror or e})")
+            return False
+        if not os.access(d, os.W_OK | os.X_OK):
+            self._disable(f"cache directory {d} is read-only")
+            return False
+        return True
+
+    def quarantine(self, path: Path, why: object) -> None:
+        """Rename a damaged file (or directory) aside, with its SQLite side files; warn once."""
+        self.close()
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        dest = path.with_name(f"{path.name}.corrupt-{stamp}")
+        n = 1
+        while dest.exists():
+            n += 1
+            dest = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+        try:
+            os.replace(path, dest)
+            for side in ("-wal", "-shm"):
+                if Path(f"{path}{side}").exists():
+                    os.replace(f"{path}{side}", f"{dest}{side}")
+        except OSError as e:
+            self._disable(f"cache file {path} is damaged ({why}) and cannot be moved aside ({e})")
+            return
+        self.quarantined.append(dest)
+        self._warn(
+            f"cache file {path} is damaged ({why}); moved it aside to {dest.name} "
+            "and started a fresh one"
+        )
+
+    def _index(self) -> sqlite3.Connection | None:
+        if self._con is not None:
+            return self._con
+        if not self._usable_dir():
+            return None
+        path = self.directory / INDEX
+        old = self.directory / "meta"  # the graph of cache format 2: replaced by index.db
+        if old.is_dir() and not path.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        for attempt in (0, 1):
+            try:
+                self._con = _connect(path)
+                if self.base_gen is None:
+                    self.base_gen = _gen(self._con)
+                return self._con
+            except (sqlite3.Error, Damaged, OSError) as e:
+                kind = damage_kind(e)
+                if kind == "damaged" and attempt == 0:
+                    self.quarantine(path, e)
+                    if self.disabled is None:
+                        continue
+                    return None
+                self._disable(f"cache index {path} is unusable ({e})")
+                return None
+        return None
+
+    def _values(self) -> diskcache.Cache | None:
+        if self._blobs is not None:
+            return self._blobs
+        if not self._usable_dir():
+            return None
+        path = self.directory / BLOBS
+        for attempt in (0, 1):
+            try:
+                if path.exists() and not (path / "cache.db").is_file() and any(path.iterdir()):
+                    raise Damaged("its index is missing or not a file")
+                check_header(path / "cache.db")
+                self._blobs = diskcache.Cache(
+                    str(path),
+                    disk=SafeDisk,
+                    eviction_policy="least-recently-stored",
+                    size_limit=self.size_limit,
+                    cull_limit=64,
+                )
+                return self._blobs
+            except (sqlite3.Error, Damaged, OSError) as e:
+                if damage_kind(e) == "damaged" and attempt == 0:
+                    self.quarantine(path, e)
+                    if self.disabled is None:
+                        continue
+                    return None
+                self._disable(f"value store {path} is unusable ({e})")
+                return None
+        return None
+
+    def _failed(self, e: BaseException, which: str) -> None:
+        """A read or write failed: quarantine what is damaged, else turn the cache off."""
+        if damage_kind(e) == "damaged":
+            self.quarantine(self.directory / (INDEX if which == "index" else BLOBS), e)
+        else:
+            self._disable(f"the cache at {self.directory} failed ({e})")
+
+    def __enter__(self) -> CacheFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the SQLite connections now (not at garbage collection). The store stays
+        usable: the next read or write opens them again."""
+        if self._con is not None:
+            try:
+                self._con.close()
+            except sqlite3.Error:
+                pass
+        if self._blobs is not None:
+            try:
+                self._blobs.close()
+            except (sqlite3.Error, OSError):
+                pass
+        self._con = None
+        self._blobs = None
+
+
+def _gen(con: sqlite3.Connection) -> int:
+    row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open (or create) the index; raises on a file that is not a healthy kinac index."""
+    check_header(path)
+    con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        for stmt in _SCHEMA:
+            con.execute(stmt)
+        row = con.execute("SELECT v FROM meta WHERE k = 'format'").fetchone()
+        if row is not None and row[0] != FORMAT:  # an older kinac's index: start it afresh
+            for table in ("memo", "root", "meta", "rdep"):
+                con.execute(f"DROP TABLE IF EXISTS {table}")
+            for stmt in _SCHEMA:
+                con.execute(stmt)
+            row = None
+        if row is None:
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+    except BaseException:
+        con.close()
+        raise
+    return con
