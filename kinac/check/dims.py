@@ -331,11 +331,6 @@ def linear_in(p: Poly, x: str) -> tuple[Poly, Poly] | None:
     return _freeze(a), _freeze(r)
 
 
-def all_nonneg(p: Poly) -> bool:
-    """True if every coefficient is >= 0 (with all atoms >= 1, then ``p >= const + others``)."""
-    return all(c >= 0 for _, c in p.terms)
-
-
 def lower_bound(p: Poly) -> int | None:
     """A lower bound of ``p`` over atoms >= 1 when every non-constant coefficient is >= 0."""
     lb = 0
@@ -344,11 +339,6 @@ def lower_bound(p: Poly) -> int | None:
             return None
         lb += c
     return lb
-
-
-def poly_sum(ps: Iterable[Poly]) -> Poly:
-    """Sum of an iterable of polynomials."""
-    return add(*ps)
 
 
 def poly_prod(ps: Iterable[Poly]) -> Poly:

@@ -19,7 +19,6 @@ from kinac.check.typed_ir import CheckedDefn
 from kinac.reader import ast
 
 PRELUDE_PREFIX = "@kinac/"
-PRELUDE_PATH = "@kinac/std/nn.kina"
 _STD_DIR = Path(__file__).resolve().parent.parent
 
 

@@ -55,7 +55,6 @@ class SType:
 
 
 SCALAR = SShape(None, ())
-ERR_TYPE = SType(ERR, SCALAR)
 
 
 def is_dtype_var(dt: str) -> bool:

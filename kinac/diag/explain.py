@@ -15,7 +15,3 @@ def explanation(code: str) -> str | None:
         return None
     page = EXPLAIN_DIR / f"{code}.md"
     return page.read_text(encoding="utf-8") if page.is_file() else None
-
-
-def known_codes() -> list[str]:
-    return sorted(p.stem for p in EXPLAIN_DIR.glob("K*.md"))

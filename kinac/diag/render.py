@@ -7,7 +7,6 @@ comment and whitespace edits and still point at the right columns.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -54,10 +53,6 @@ def to_json(d: Diagnostic, resolve: Resolver) -> dict[str, Any]:
         "help": d.help,
         "counterexample": dict(d.counterexample) if d.counterexample is not None else None,
     }
-
-
-def dumps_json(diags: Iterable[Diagnostic], resolve: Resolver) -> str:
-    return json.dumps([to_json(d, resolve) for d in diags], indent=2)
 
 
 def _excerpt(

@@ -15,7 +15,6 @@ from kinac.prims.elementwise import names
 from kinac.tir.graph import Graph, Node, TType, make_node
 
 UNARY: tuple[str, ...] = names("float") + names("numeric")
-INT_UNARY: tuple[str, ...] = names("numeric")
 BINARY = names("arith")
 COMPARE = names("compare")
 REDUCE = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min")

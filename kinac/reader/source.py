@@ -138,11 +138,3 @@ class Source:
                 h(sp, byte(last.end, last.eline))
             out.append(sp)
         return tuple(out)
-
-    def line_of(self, offset: int) -> int:
-        """1-based line number of a character offset."""
-        return bisect_right(self.line_starts, offset)
-
-    def col0(self, offset: int) -> int:
-        """0-based column (in code points) of a character offset."""
-        return offset - self.line_starts[bisect_right(self.line_starts, offset) - 1]

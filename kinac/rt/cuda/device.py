@@ -15,9 +15,6 @@ from typing import Any
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.driver import check
 
-LEGACY_STREAM = 1  # CU_STREAM_LEGACY
-PER_THREAD_STREAM = 2  # CU_STREAM_PER_THREAD
-
 
 class Device:
     """One GPU and its primary context (retained; :meth:`make_current` or :meth:`enter` binds
