@@ -7,9 +7,13 @@ Measures, in one run:
   * one-body edit rebuild, in a fresh process and in watch mode (goal: < 10% of the cold build).
 
 Python's bytecode cache matters for the fresh-process figures (each ``kinac`` process imports
-the checker); the header says whether it was on (``PYTHONDONTWRITEBYTECODE`` turns it off).
+the checker); the header says whether it was on. ``--bytecode on`` compiles kinac's bytecode
+first and lets the ``kinac`` processes use it, ``off`` sets ``PYTHONDONTWRITEBYTECODE`` for
+them (without stale ``.pyc`` files, that means every process compiles), and ``env`` (default)
+keeps this environment's setting.
 
-Usage: python benches/incremental.py [--files 100] [--defns 10] [--json out.json]
+Usage: python benches/incremental.py [--files 100] [--defns 10] [--bytecode env|on|off]
+                                     [--json out.json]
 """
 
 from __future__ import annotations
@@ -29,6 +33,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import wsgen  # noqa: E402
 
+CHILD_ENV = dict(os.environ)  # the environment of the ``kinac`` processes (see --bytecode)
+
+
+def set_bytecode(mode: str) -> bool:
+    """Set up the bytecode cache of the ``kinac`` processes; whether it is on."""
+    if mode == "on":
+        CHILD_ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+        import compileall
+
+        compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "kinac"), quiet=1)
+    elif mode == "off":
+        CHILD_ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+    return not CHILD_ENV.get("PYTHONDONTWRITEBYTECODE")
+
 
 def kinac_build(ws: Path, cache: Path) -> tuple[float, dict]:
     t0 = time.perf_counter()
@@ -37,6 +55,7 @@ def kinac_build(ws: Path, cache: Path) -> tuple[float, dict]:
         capture_output=True,
         text=True,
         check=False,
+        env=CHILD_ENV,
     )
     wall = time.perf_counter() - t0
     if out.returncode not in (0, 1):
@@ -59,8 +78,11 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=100)
     ap.add_argument("--defns", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--bytecode", choices=("env", "on", "off"), default="env")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
+    bytecode = set_bytecode(args.bytecode)
+    defn = min(3, args.defns - 1)  # the defn whose body the edits change (files 50.., 60..)
     from kinac.session import Session
 
     tmp = Path(tempfile.mkdtemp(prefix="kinac-bench-"))
@@ -77,7 +99,7 @@ def main() -> None:
 
     edits = []
     for i in range(args.repeat):
-        body_edit(ws, 50 + i, 3, 1 + i % 4)
+        body_edit(ws, (args.files // 2 + i) % args.files, defn, 1 + i % 4)
         w, d = kinac_build(ws, cache)
         edits.append((w, d))
     edit_wall = statistics.median(w for w, _ in edits)
@@ -95,9 +117,10 @@ def main() -> None:
         watch_noop.append(time.perf_counter() - t0)
     watch_edit = []
     for i in range(args.repeat):
-        body_edit(ws, 60 + i, 3, 1 + i % 4)
+        f = (args.files * 3 // 5 + i) % args.files
+        body_edit(ws, f, defn, 1 + i % 4)
         t0 = time.perf_counter()
-        sess.invalidate_paths([ws / f"m{60 + i:03d}.kina"])
+        sess.invalidate_paths([ws / f"m{f:03d}.kina"])
         sess.db.events.clear()
         sess.build()
         watch_edit.append(time.perf_counter() - t0)
@@ -138,7 +161,7 @@ def main() -> None:
         ),
         ("one-body edit, watch", f"{res['body_edit_watch_ms']:.1f} ms", ""),
     ]
-    res["bytecode_cache"] = not sys.dont_write_bytecode
+    res["bytecode_cache"] = bytecode
     print(
         f"kinac incremental benchmark, {res['workspace']}, {res['date']}, {res['machine']}, "
         f"bytecode cache {'on' if res['bytecode_cache'] else 'off'}"
