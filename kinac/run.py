@@ -12,13 +12,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kinac.dtypes import FLOAT_DTYPES
 from kinac.errors import EXIT_OK, KinaCallError, KinaCompileError, KinaUsageError
 
 
 def _random_input(rng: Any, dtype: str, shape: tuple[int, ...], bound: int) -> Any:
     import numpy as np
 
-    if dtype in ("f64", "f32", "f16", "bf16"):
+    if dtype in FLOAT_DTYPES:
         np_dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32}[dtype]
         return rng.standard_normal(shape).astype(np_dt)
     if dtype in ("i64", "i32"):

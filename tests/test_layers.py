@@ -268,3 +268,38 @@ def test_shared_constants_have_one_home() -> None:
     assert misplaced == []
     for name, home in HOMES.items():
         assert (home, name) in {(m, n) for m, n, _ in defs}, f"{name} is not defined in {home}"
+
+
+def dtype_lists(root: Path = KINAC_DIR) -> list[str]:
+    """``module:line`` of every literal tuple, list or set spelling the float dtypes or all the
+    dtypes, outside :mod:`kinac.dtypes` (a ``Literal[...]`` type must spell them: exempt)."""
+    floats, every = (
+        {"f64", "f32", "f16", "bf16"},
+        {"f64", "f32", "f16", "bf16", "i64", "i32", "bool"},
+    )
+    found = []
+    for mod in modules_of("kinac", root):
+        path = module_file(mod, root)
+        assert path is not None
+        tree = ast.parse(path.read_text())
+        exempt = {
+            id(n.slice)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Subscript)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == "Literal"
+        }
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Tuple | ast.List | ast.Set) and id(n) not in exempt:
+                values = {e.value for e in n.elts if isinstance(e, ast.Constant)}
+                if (
+                    len(values) == len(n.elts)
+                    and values in (floats, every)
+                    and mod != "kinac.dtypes"
+                ):
+                    found.append(f"{mod}:{n.lineno}")
+    return found
+
+
+def test_dtype_lists_are_not_spelled_out_again() -> None:
+    assert dtype_lists() == []

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from kinac.dtypes import FLOAT_DTYPES
 from kinac.prims.elementwise import Elementwise, apply, lookup
 from kinac.tir.graph import Graph, Node
 from kinac.tir.np_algebra import NumpyAlgebra
@@ -73,7 +74,7 @@ def _cast(x: np.ndarray, src: str, dst: str) -> np.ndarray:
     if dst == "bool":
         return x != 0
     target = _compute_dtype(dst)
-    if src in ("f64", "f32", "f16", "bf16") and dst in ("i32", "i64"):
+    if src in FLOAT_DTYPES and dst in ("i32", "i64"):
         info = np.iinfo(target)
         with np.errstate(invalid="ignore"):
             t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any, Literal
 
+from kinac.dtypes import DTYPES
 from kinac.workspace.model import (
     ConfigError,
     ConfigResult,
@@ -19,7 +20,7 @@ from kinac.workspace.model import (
     WorkspaceConfig,
 )
 
-DTYPE_NAMES = ("f64", "f32", "f16", "bf16", "i64", "i32", "bool")
+DTYPE_NAMES = DTYPES  # the Literal below must spell them out for pydantic
 
 
 def _models() -> Any:
