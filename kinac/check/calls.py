@@ -189,9 +189,7 @@ def instantiate(
             )
         if a.device:
             devices.append(a.device)
-        ps, as_ = pt.shape, a.shape
-        if a.is_weak:
-            as_ = SShape(None, ())
+        ps, as_ = pt.shape, a.shape  # weak scalars are rank 0; a weak `where` has a shape
         if ps.group is None:
             if as_.group is not None or len(as_.dims) != len(ps.dims):
                 b.issues.append(

@@ -27,6 +27,8 @@ from kinac.diag.model import Diagnostic
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES, TType
 
+WEAK = (WEAK_F, WEAK_I)
+
 
 class ConcreteError(Exception):
     """The program fails at these dims (the message says where and why); ``nids`` are the
@@ -148,6 +150,8 @@ def _defn_all(
         out = yield ev.expr(defn.body, scope)
         ret = ev.ttype(sig.ret.dtype, sig.ret.shape, "")
         ev.same(out, ret, "the result", (defn.body.nid,))
+        if out.dtype in WEAK and out.shape:  # a weak `where` returned: the declared dtype
+            out = TType(ret.dtype, out.shape, out.device)
         for r, what in sig.ret_shard_divs:  # the declared result's @sharded dims split evenly
             if not holds_at(r, denv):
                 raise ConcreteError(f"the result has {what}: uneven", (defn.signature.ret.nid,))
@@ -202,6 +206,9 @@ class _Eval:
         return TType(self.dts.get(dtype, dtype), self.shape(s), device)
 
     def same(self, got: TType, want: TType, what: str, nids: tuple[int, ...]) -> None:
+        if got.dtype in (WEAK_F, WEAK_I) and got.shape:  # a weak `where` takes want's dtype
+            fits_want = want.dtype not in ("i32", "i64", "bool") or got.dtype == WEAK_I
+            got = TType(want.dtype if fits_want else "f32", got.shape, got.device)
         if got.dtype in (WEAK_F, WEAK_I):
             if want.shape != () or want.dtype in ("i32", "i64", "bool") and got.dtype == WEAK_F:
                 raise ConcreteError(f"{what}: a scalar literal is not {want}", nids)
@@ -301,6 +308,8 @@ class _Eval:
         kws = {k.key: k.value for k in e.kwargs}
         for k, kind, default in p.kwargs:
             vals[k] = self.conv(kind, kws[k]) if k in kws else default
+        if p.family != "elementwise":  # a weak `where` meeting a reduction, a view, …: f32
+            ts = [TType("f32", t.shape, t.device) if t.dtype in WEAK and t.shape else t for t in ts]
         try:
             t, _attrs = p.concrete(CArgs(ts, vals, self.default))
         except ShapeError as ex:
@@ -363,7 +372,8 @@ class _Eval:
                 if t.dtype in (WEAK_F, WEAK_I):
                     # a literal for a dtype variable stays weak: a tensor argument fixes it
                     pd = p.type.dtype if p.type is not None else "f32"
-                    t = TType(pd if pd in DTYPES else t.dtype, (), self.default)
+                    device = t.device if t.shape else self.default  # a weak `where` has one
+                    t = TType(pd if pd in DTYPES else t.dtype, t.shape, device)
                 tensors.append(t)
         b = bind_call_types(ref.file, sig_ast, tuple(tensors), dim_args, self.env.meshes(ref.file))
         if isinstance(b, tuple):

@@ -251,6 +251,10 @@ class _Checker:
         self, want: SType, got: SType, nid: int, what: str, secondary: tuple[Label, ...]
     ) -> None:
         """``got`` must be provably ``want`` (declared result, ``the``): K0411."""
+        if got.is_weak and (got.shape.dims or got.shape.group is not None):
+            # a weak `where`: its literals take the declared dtype if they can, else f32
+            fits_want = want.dtype not in ("i32", "i64", "bool") or got.dtype == WEAK_I
+            got = SType(want.dtype if fits_want else "f32", got.shape, got.device, got.shards)
         wt, gt = fmt_type(want), fmt_type(got)
         if got.is_weak:
             ok = (

@@ -74,6 +74,10 @@ def check_fit(ck: _Checker, e: TExpr, dtype: str) -> None:
     known (specialisation), other weak expressions where their folded value is materialised."""
     if dtype not in DTYPES:
         return
+    if isinstance(e, TPrim) and e.op == "where" and e.type.is_weak:  # its literals meet dtype
+        for branch in e.args[1:]:
+            check_fit(ck, branch, dtype)
+        return
     if isinstance(e, TLocal) and e.name in ck.weak_locals:  # `(let [(c 3000000000)] …)`
         bound = ck.weak_locals[e.name]
         if isinstance(bound, TConst):

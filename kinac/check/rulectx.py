@@ -15,7 +15,7 @@ from kinac.check.formula import Rel
 from kinac.check.oblig import fmt_rel
 from kinac.check.prims.base import REQ, Args, Prim
 from kinac.check.typed_ir import TExpr, TPrim
-from kinac.check.types import fmt_type
+from kinac.check.types import fmt_type, settle_weak
 from kinac.diag.model import Label
 from kinac.reader import ast
 
@@ -193,7 +193,10 @@ def read_prim(ck: _Checker, p: Prim, e: ast.Call) -> TExpr:
     if failed:
         raise _Fail()
     rc = _RC(ck, e, texprs, exprs, kw_nids)
-    rt = p.rule(rc, Args([x.type for x in texprs], vals))
+    types = [x.type for x in texprs]
+    if p.family != "elementwise":  # a weak `where` meets a reduction, a view, …: it is f32
+        types = [settle_weak(t) for t in types]
+    rt = p.rule(rc, Args(types, vals))
     if rt is None:
         raise _Fail()
     vals.update(rc.extra)

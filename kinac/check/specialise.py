@@ -9,7 +9,7 @@ these dims, so a disagreement between the two rule forms is caught as an interna
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,16 @@ class _Weak:
     is_float: bool
 
 
-Val = int | _Weak
+@dataclass
+class _WeakWhere:
+    """A ``where`` of literals over a condition tensor: weak like its literals (spec §4), so
+    it is built once the dtype it meets is known (``build(dtype)`` -> node), as the checker
+    types it (``prims.elementwise``); alone it is f32."""
+
+    build: Callable[[str], int]
+
+
+Val = int | _Weak | _WeakWhere
 
 _BY_OP: dict[str, Prim] = {}
 for _ps in PRIMS.values():
@@ -238,6 +247,11 @@ class _Emitter:
             denv = evaluate_inst(c.ref, e.nid, e.callee.name, e.inst.dims, c.denv)
             groups = {g: self.shape(s, c.denv, c.groups) for g, s in e.inst.groups}
             dts = {v: self.dtype(d, c.dts) for v, d in e.inst.dtypes}
+            if any(isinstance(a, _WeakWhere) for a in args):  # it takes the parameter's dtype
+                tensors = [p for p in self.env.checked(e.callee).sig.params if p.type is not None]
+                for i, (param, arg) in enumerate(zip(tensors, args, strict=False)):
+                    if isinstance(arg, _WeakWhere) and param.type is not None:
+                        args[i] = arg.build(self.dtype(param.type.dtype, dts))
             self.check_call(e, c, denv, groups, args)
             return (yield self.enter(e.callee, args, denv, groups, dts, c.stack))
         assert isinstance(e, TPrim)
@@ -262,8 +276,21 @@ class _Emitter:
         if bad is not None:
             raise _Abort(bad)
 
-    def prim(self, e: TPrim, c: _Ctx, args: list[Val]) -> Val:
+    def prim(self, e: TPrim, c: _Ctx, args: list[Val], meets: str | None = None) -> Val:
+        """The node of ``e`` over ``args``; ``meets``: the dtype a weak ``where`` is built at."""
         p = _BY_OP[e.op]
+        if e.op == "where" and meets is None and e.type.is_weak:
+            built: dict[str, int] = {}
+            operands = list(args)
+
+            def build(dtype: str) -> int:
+                if dtype not in built:
+                    node = self.prim(e, c, operands, dtype)
+                    assert isinstance(node, int)
+                    built[dtype] = node
+                return built[dtype]
+
+            return _WeakWhere(build)
         if e.op == "identity":
             return args[0]
         if (
@@ -282,7 +309,7 @@ class _Emitter:
             if e.op != "where"
             else [self.nodes[a].type for a in args[1:] if isinstance(a, int)]
         )
-        ctx_dt = next((t.dtype for t in vstrong), "f32")
+        ctx_dt = meets or next((t.dtype for t in vstrong), "f32")
         if e.op in ("cast",):
             ctx_dt = self.dtype(e.attr("to"), c.dts)
         dev = next((t.device for t in strong), self.default)
@@ -318,7 +345,7 @@ class _Emitter:
             n = t.shape[gattrs["axis"]] - 1
             if not fits(n, t.dtype):
                 raise _Abort(_misfit(n, t.dtype, c.ref, e.nid, code="K0605"))
-        want = self.shape(e.type.shape, c.denv, c.groups) if not e.type.is_weak else ()
+        want = self.shape(e.type.shape, c.denv, c.groups)  # weak scalars: (), a weak `where`: c's
         if t.shape != want:
             raise AssertionError(f"internal: {e.op} concrete shape {t.shape} != symbolic {want}")
         dev = t.device or self.default
@@ -380,6 +407,8 @@ class _Emitter:
     def materialise(self, v: Val, dtype: str, device: str) -> int:
         if isinstance(v, int):
             return v
+        if isinstance(v, _WeakWhere):
+            return v.build(dtype)
         value: float | int | bool
         if isinstance(v.value, bool):
             dtype, value = "bool", bool(v.value)

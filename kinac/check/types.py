@@ -127,3 +127,12 @@ def subst_shape(s: SShape, dims: dict[str, Poly], groups: dict[str, SShape]) -> 
         g = groups[s.group]
         return SShape(g.group, g.dims + ds)
     return SShape(s.group, ds)
+
+
+def settle_weak(t: SType) -> SType:
+    """A weak tensor (a ``where`` of literals over a condition tensor) that meets no strong
+    dtype, or meets a primitive outside the elementwise family, is f32 (spec §4: weak alone is
+    f32); weak scalars and strong types are returned unchanged."""
+    if t.is_weak and (t.shape.dims or t.shape.group is not None):
+        return SType("f32", t.shape, t.device, t.shards)
+    return t

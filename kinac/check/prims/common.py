@@ -152,7 +152,7 @@ def broadcast(rc: RuleCtx, ts: list[SType], idx: list[int]) -> SShape | None:
     cur: SShape | None = None
     cur_i = idx[0]
     for t, i in zip(ts, idx, strict=True):
-        s = SShape(None, ()) if t.is_weak else t.shape
+        s = t.shape  # weak scalars are rank 0; a weak `where` has its condition's shape
         if cur is None:
             cur, cur_i = s, i
             continue

@@ -34,6 +34,8 @@ def _unary_rule(op: str) -> Any:
         if not need_float(rc, t, 0, op):
             return None
         if t.is_weak:
+            if t.shape.dims or t.shape.group is not None:  # a weak `where`: weak alone is f32
+                return SType("f32", t.shape, t.device, t.shards)
             return SType(WEAK_F, SShape(None, ()))
         return t
 
@@ -45,6 +47,8 @@ def _unary_concrete(op: str) -> Any:
         t = a.t[0]
         if t.dtype not in FLOAT_DTYPES and t.dtype not in (WEAK_F, WEAK_I):
             raise ShapeError(f"{op} of {t.dtype}")
+        if t.dtype in (WEAK_F, WEAK_I) and t.shape:
+            return TType("f32", t.shape, t.device), {}
         if t.dtype == WEAK_I:
             return TType(WEAK_F, (), ""), {}
         return t, {}
@@ -55,8 +59,7 @@ def _unary_concrete(op: str) -> Any:
 def _cast_rule(rc: RuleCtx, a: Args) -> SType | None:
     t = a.t[0]
     dt = a.v["to"]
-    shape = SShape(None, ()) if t.is_weak else t.shape
-    return SType(dt, shape, t.device, t.shards)
+    return SType(dt, t.shape, t.device, t.shards)
 
 
 def _cast_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
@@ -190,8 +193,8 @@ def _where_rule(rc: RuleCtx, a: Args) -> SType | None:
     shape = broadcast(rc, a.t, [0, 1, 2])
     if shape is None:
         return None
-    if dt in (WEAK_F, WEAK_I):
-        dt = "f32"
+    # literals on both sides stay weak (with the condition's shape): `(add x (where c 1 2))`
+    # takes x's dtype, as `(add x 1)` does; alone it is f32 (types.settle_weak)
     return SType(dt, shape, dev)
 
 
@@ -199,9 +202,7 @@ def _where_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
     c, x, y = a.t
     if c.dtype != "bool":
         raise ShapeError("where condition is not bool")
-    dt = c_dtype([x, y])
-    if dt in (WEAK_F, WEAK_I):
-        dt = "f32"
+    dt = c_dtype([x, y])  # literals on both sides stay weak, as in the symbolic rule
     dev = c_device(a.t)
     return TType(dt, c_broadcast([t.shape for t in a.t]), dev), {}
 
