@@ -78,3 +78,35 @@ def test_an_edit_that_keeps_size_and_mtime_is_still_seen(
     assert target.stat().st_size == before.st_size
     assert target.stat().st_mtime_ns == before.st_mtime_ns
     assert "entry_graph" in fresh_build(monkeypatch, ws, src)
+
+
+def test_tool_versions_are_read_without_importlib_metadata() -> None:
+    """A no-op checks every query's salt, tool versions included: the fast path reads the
+    ``.dist-info`` names and agrees with importlib.metadata (which costs ~20 ms to import)."""
+    from importlib import metadata
+
+    from kinac.rules.query import _dist_info_version
+
+    tools = {t for q in _REGISTRY.values() for t in q.tools} | {"msgpack", "diskcache"}
+    assert {"z3-solver", "xdsl", "llvmlite"} <= tools
+    for tool in sorted(tools):
+        assert _dist_info_version(tool) == metadata.version(tool), tool
+    assert _dist_info_version("no-such-distribution-kinac") is None
+
+
+def test_a_noop_build_imports_no_importlib_metadata(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    shutil.copytree(WS, ws, ignore=shutil.ignore_patterns(".kinac-cache"))
+    build = [sys.executable, "-m", "kinac", "build", str(ws), "--cache-dir", str(tmp_path / "c")]
+    subprocess.run(build, check=True, capture_output=True)
+    probe = (
+        "import sys, runpy; sys.argv = " + repr(["kinac", *build[3:]]) + "\n"
+        "try:\n    runpy.run_module('kinac', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('importlib.metadata' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
