@@ -95,14 +95,14 @@ def test_formulas_are_alpha_canonical() -> None:
 
 def test_solver_outcomes() -> None:
     f, back = make_formula(Rel("eq", D.mul(H, Dh), D.var("D")), [])
-    r = solve_formula(f, 2000)
+    r = solve_formula(f, 10_000)
     assert r.status == "refuted"
     env = {back[k]: v for k, v in r.model}
     assert not holds(Rel("eq", D.mul(H, Dh), D.var("D")), env) and sum(env.values()) == 4
     f, _ = make_formula(Rel("dvd", H, D.var("D")), [Rel("eq", D.var("D"), D.mul(H, Dh))])
-    assert solve_formula(f, 2000).status == "proved"
+    assert solve_formula(f, 10_000).status == "proved"
     f, back = make_formula(Rel("lt", A, D.const(5)), [Rel("le", D.const(3), A)])
-    r = solve_formula(f, 2000)
+    r = solve_formula(f, 10_000)
     assert r.status == "refuted" and dict(r.model)[next(iter(back))] == 5
     f, _ = make_formula(Rel("eq", A, D.const(1)), [Rel("eq", D.mul(A, A), D.mul(D.const(2), B, B))])
     r = solve_formula(f, 20)
