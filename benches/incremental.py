@@ -9,8 +9,9 @@ Measures, in one run:
 Python's bytecode cache matters for the fresh-process figures (each ``kinac`` process imports
 the checker); the header says whether it was on. ``--bytecode on`` compiles kinac's bytecode
 first and lets the ``kinac`` processes use it, ``off`` sets ``PYTHONDONTWRITEBYTECODE`` for
-them (without stale ``.pyc`` files, that means every process compiles), and ``env`` (default)
-keeps this environment's setting.
+them and points their ``.pyc`` lookup at an empty directory (every process compiles what it
+imports, as on a read-only install without bytecode), and ``env`` (default) keeps this
+environment's setting (``PYTHONDONTWRITEBYTECODE`` alone still reads existing ``.pyc`` files).
 
 Usage: python benches/incremental.py [--files 100] [--defns 10] [--bytecode env|on|off]
                                      [--json out.json]
@@ -43,8 +44,9 @@ def set_bytecode(mode: str) -> bool:
         import compileall
 
         compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "kinac"), quiet=1)
-    elif mode == "off":
+    elif mode == "off":  # and no .pyc found either: an empty cache prefix hides kinac's
         CHILD_ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+        CHILD_ENV["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="kinac-bench-nopyc-")
     return not CHILD_ENV.get("PYTHONDONTWRITEBYTECODE")
 
 
