@@ -19,14 +19,15 @@ Proof.
 Qed.
 
 (** [where c a b]: broadcasting over the three, [c] bool; the result dtype is the join of
-    [a] and [b] (a weak result becomes f32). *)
+    [a] and [b]; weak branches keep the result weak, as kinac's checker does (the dtype it
+    meets fixes it, alone it becomes f32). *)
 Definition c_where (c a b : cty) : option cty :=
   match c_dtype c, join_dtype (c_dtype a) (c_dtype b) with
   | DT Bool, Some d =>
       match c_broadcast (c_shape c) (c_shape a) with
       | Some s1 =>
           match c_broadcast s1 (c_shape b) with
-          | Some s => Some (CTy (if is_weak d then DT F32 else d) s (c_device a))
+          | Some s => Some (CTy d s (c_device a))
           | None => None
           end
       | None => None
