@@ -26,6 +26,7 @@ __all__ = [
     "KinaRuntimeError",
     "KinaUsageError",
     "compile",
+    "profile",
 ]
 
 
@@ -34,3 +35,11 @@ def compile(path: str, entry: str, target: str = "cpu", **options: Any) -> Any: 
     from kinac.api import compile as _compile
 
     return _compile(path, entry, target=target, **options)
+
+
+def profile(fn: Any, *arrays: Any, repeat: int = 10, **dims: int) -> Any:
+    """Time every kernel of compiled ``fn`` on ``arrays``: a :class:`kinac.observe.profile.Profile`
+    (``.table()``, ``.kernels``, ``.write_trace(path)``); see :mod:`kinac.observe.profile`."""
+    from kinac.observe.profile import profile as _profile
+
+    return _profile(fn, *arrays, repeat=repeat, **dims)

@@ -204,6 +204,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_entry(args)
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    from kinac.run import profile_command
+
+    return profile_command(args)
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from kinac.rules import cache_admin
 

@@ -64,6 +64,38 @@ def _count(least: int) -> Any:
     return parse
 
 
+def _add_run_inputs(p: argparse.ArgumentParser) -> None:
+    """What ``run`` and ``profile`` share: the entry and its inputs."""
+    p.add_argument("path", help="workspace directory or .kina file")
+    p.add_argument("entry", help="entry name from kina.toml (or a defn name with --dims)")
+    p.add_argument(
+        "--seed", type=_count(0), default=0, help="seed of the random inputs (>= 0, default 0)"
+    )
+    p.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help=".npz (arrays named after the parameters) or .npy (one input)",
+    )
+    p.add_argument(
+        "--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry"
+    )
+    p.add_argument(
+        "--dtypes",
+        metavar="T=f32,...",
+        help="dtype variables for a defn that is not a kina.toml entry",
+    )
+    p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
+
+
+def _add_metrics_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--metrics-port",
+        type=_count(0),
+        metavar="N",
+        help="serve Prometheus metrics on 127.0.0.1:N while the runs repeat (0: any free port)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kinac", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -117,25 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build an entry point and run it on random inputs (from --seed) or on "
         "arrays from a .npz/.npy file; print a summary of the outputs and the time.",
     )
-    p.add_argument("path", help="workspace directory or .kina file")
-    p.add_argument("entry", help="entry name from kina.toml (or a defn name with --dims)")
-    p.add_argument(
-        "--seed", type=_count(0), default=0, help="seed of the random inputs (>= 0, default 0)"
-    )
-    p.add_argument(
-        "--inputs",
-        metavar="FILE",
-        help=".npz (arrays named after the parameters) or .npy (one input)",
-    )
-    p.add_argument(
-        "--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry"
-    )
-    p.add_argument(
-        "--dtypes",
-        metavar="T=f32,...",
-        help="dtype variables for a defn that is not a kina.toml entry",
-    )
-    p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
+    _add_run_inputs(p)
     p.add_argument(
         "--repeat",
         type=_count(1),
@@ -143,6 +157,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="timed repetitions after the first call (>= 1, default 10)",
     )
     p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")
+    _add_common(p)
+
+    p = sub.add_parser(
+        "profile",
+        help="time every kernel of an entry point, write a trace",
+        description="Build an entry point, run it on random inputs (or --inputs) and print "
+        "a table of every kernel: time, share, bytes, GB/s; --trace writes a Chrome/Perfetto "
+        "trace (open it in ui.perfetto.dev or chrome://tracing).",
+    )
+    _add_run_inputs(p)
+    p.add_argument("--repeat", type=_count(1), default=10, help="profiled calls (>= 1, default 10)")
+    p.add_argument("--trace", metavar="FILE", help="write a Trace Event Format JSON file")
     _add_common(p)
 
     p = sub.add_parser(

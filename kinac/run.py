@@ -190,9 +190,9 @@ def _synchronizer(target: str) -> Any:
     return lambda: cuda.current_device().synchronize()  # the device the last call ran on
 
 
-def run_entry(args: argparse.Namespace) -> int:
-    """Build and run one entry; bad flags or inputs raise :class:`KinaUsageError` (exit 2),
-    a program that does not build or a failed call raises another ``KinaError`` (exit 1)."""
+def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any], list[Any]]:
+    """The compiled defn, its input arrays, its dim arguments and the graph's params (shared
+    by ``kinac run`` and ``kinac profile``)."""
     import numpy as np
 
     from kinac import pipeline
@@ -245,6 +245,16 @@ def run_entry(args: argparse.Namespace) -> int:
         bound = min((d for _, t in params for d in t.shape), default=1)
         arrays = [_random_input(rng, t.dtype, t.shape, bound) for _, t in params]
     call_dims = {k: v for k, v in dims.items() if k in fn.dim_params}
+    return fn, arrays, call_dims, list(params)
+
+
+def run_entry(args: argparse.Namespace) -> int:
+    """Build and run one entry; bad flags or inputs raise :class:`KinaUsageError` (exit 2),
+    a program that does not build or a failed call raises another ``KinaError`` (exit 1)."""
+    import numpy as np
+
+    target = args.target or "cpu"
+    fn, arrays, call_dims, params = _prepare(args)
     sync = _synchronizer(target)
     t0 = time.perf_counter()
     out = fn(*arrays, **call_dims)
@@ -276,4 +286,25 @@ def run_entry(args: argparse.Namespace) -> int:
             np.savez(args.save, *outs)
         except OSError as e:
             raise KinaUsageError(f"--save: cannot write {args.save}: {e.strerror or e}") from None
+    return EXIT_OK
+
+
+def profile_command(args: argparse.Namespace) -> int:
+    """``kinac profile``: every kernel's time as a table, and optionally a trace file."""
+    from rich.console import Console
+
+    from kinac.observe.profile import profile
+
+    fn, arrays, call_dims, _ = _prepare(args)
+    prof = profile(fn, *arrays, repeat=args.repeat, **call_dims)
+    console = Console()
+    if not console.is_terminal:  # piped or captured: whole names, not an 80-column squeeze
+        console = Console(width=160)
+    console.print(prof.table())
+    if args.trace:
+        try:
+            prof.write_trace(args.trace)
+        except OSError as e:
+            raise KinaUsageError(f"--trace: cannot write {args.trace}: {e.strerror or e}") from None
+        print(f"trace: {args.trace} ({len(prof.events)} events; open in ui.perfetto.dev)")
     return EXIT_OK

@@ -1,0 +1,347 @@
+"""Where the time of an entry goes: per-kernel times, a table, and a Chrome/Perfetto trace.
+
+The host runtime runs an entry as one native call, so the normal path carries no timing code
+at all (nothing to pay when profiling is off). To profile, the entry's LLVM IR is rebuilt with
+a call to ``kinac_prof_mark(i64)`` before and after every step's call in the entry function
+(a step is either a direct call of its kernel or a ``kinac_parallel`` launch of its task), and
+that copy is linked with the mark bound to a recorder. On the GPU the runtime's own per-step
+timing (:meth:`kinac.rt.cuda.entry.GpuEntry.profile`, CUDA events around a CUDA graph of each
+step, as ``benches/gpu.py`` uses) is reused, with NVTX ranges (optional ``nvtx`` package)
+around the entry and each kernel so ``nsys`` shows Kina names.
+
+The trace is the JSON Trace Event Format: ``X`` (complete) events with ``ts``/``dur`` in
+microseconds, one ``pid`` per run, one ``tid`` per host thread or CUDA stream, named by ``M``
+(metadata) events; Perfetto and ``chrome://tracing`` open it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kinac.dtypes import ITEMSIZE
+
+MARK = "kinac_prof_mark"
+_MARK_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+_PARALLEL = re.compile(r'@"?kinac_parallel"?\(.*i64 (\d+)\)\s*$')
+_DEFINE = re.compile(r'^define [^@]*@"?([\w.$]+)"?\(')
+
+
+@dataclass
+class KernelTime:
+    """One kernel of the entry: its identity, launch shape and median time per call."""
+
+    name: str
+    kind: str
+    impl: str
+    shape: tuple[int, ...]
+    dtype: str
+    ms: float
+    nbytes: int
+    launch: str = ""  # GPU: grid x block of each launch; host: the thread-pool tasks
+    from_graph: bool | None = None  # GPU: timed inside a CUDA graph; host: None
+    span: str | None = None  # the Kina source span, where the lowered records carry one
+    share: float = 0.0
+
+    @property
+    def gbps(self) -> float:
+        return self.nbytes / (self.ms * 1e6) if self.ms > 0 else 0.0
+
+
+@dataclass
+class Profile:
+    """The kernels of one entry on one target, and the trace events of the profiled calls."""
+
+    entry: str
+    target: str
+    calls: int
+    kernels: list[KernelTime]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def total_ms(self) -> float:
+        return sum(k.ms for k in self.kernels)
+
+    def trace(self) -> dict[str, Any]:
+        """The Chrome/Perfetto trace document."""
+        return {"traceEvents": self.events, "displayTimeUnit": "ms"}
+
+    def write_trace(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.trace(), indent=1) + "\n")
+
+    def table(self) -> Any:
+        """A ``rich`` table of every kernel, slowest share first in the entry's order."""
+        from rich.table import Table
+
+        t = Table(
+            title=f"{self.entry} on {self.target}: {self.total_ms:.3f} ms per call "
+            f"(median of {self.calls})"
+        )
+        t.add_column("#", justify="right")
+        for col in (
+            "kernel",
+            "source",
+            "kind",
+            "shape",
+            "launch",
+            "ms",
+            "share",
+            "bytes",
+            "GB/s",
+            "graph",
+        ):
+            t.add_column(col, justify="left" if col in ("kernel", "source", "kind") else "right")
+        for i, k in enumerate(self.kernels):
+            graph = "-" if k.from_graph is None else ("yes" if k.from_graph else "no")
+            t.add_row(
+                str(i),
+                k.name,
+                k.span or "-",
+                f"{k.kind}/{k.impl}",
+                "x".join(map(str, k.shape)) or "()",
+                k.launch,
+                f"{k.ms:.4f}",
+                f"{k.share:.1f}%",
+                f"{k.nbytes:,}",
+                f"{k.gbps:.1f}",
+                graph,
+            )
+        return t
+
+
+# ---- host ---------------------------------------------------------------------------------------
+def instrument_ir(
+    llvm_ir: str,
+    steps: tuple[str, ...],
+    launches: list[str] | None = None,
+    callees: tuple[str, ...] = (),
+) -> str:
+    """``llvm_ir`` with ``kinac_prof_mark(2i)`` before and ``(2i+1)`` after step ``i``'s call.
+
+    The entry function calls its steps in order, each once: directly, or through
+    ``kinac_parallel`` with the step's ``__task``; a task body (which calls its kernel once
+    per chunk) and the exported ``kinac_call_`` wrapper are not the entry function. The
+    ``n``-th such call is step ``n`` (two steps may share one canonical kernel symbol).
+    ``launches`` receives each step's launch: ``pool xN`` (N tasks) or ``inline``.
+    ``callees``: other symbols a step's call may name (an entry split into per-kernel objects
+    calls its canonical kernels)."""
+    names = set(steps) | set(callees)
+    out, current, n = [], "", 0
+    for line in llvm_ir.splitlines():
+        m = _DEFINE.match(line)
+        if m:
+            current = m.group(1)
+        outside = current.endswith("__task") or current.startswith("kinac_call_")
+        if outside or not _calls_step(line, names):
+            out.append(line)
+            continue
+        if n >= len(steps):
+            raise ValueError(f"the entry function calls more than its {len(steps)} steps")
+        indent = line[: len(line) - len(line.lstrip())]
+        if launches is not None:
+            tasks = _PARALLEL.search(line)
+            launches.append(f"pool x{tasks.group(1)}" if tasks else "inline")
+        out += [f"{indent}call void @{MARK}(i64 {2 * n})", line]
+        out.append(f"{indent}call void @{MARK}(i64 {2 * n + 1})")
+        n += 1
+    if n != len(steps):
+        raise ValueError(f"found {n} step calls in the entry function, expected {len(steps)}")
+    out.append(f"declare void @{MARK}(i64)")
+    return "\n".join(out) + "\n"
+
+
+def _calls_step(line: str, names: set[str]) -> bool:
+    if not line.lstrip().startswith("call ") and " = call " not in line:
+        return False
+    return any(n.removesuffix("__task") in names for n in re.findall(r'@"?([\w.$]+)"?', line))
+
+
+class _Recorder:
+    """The mark callback: ``(mark, perf_counter_ns, thread)`` per call, in order."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[int, int, int]] = []
+        self.callback = _MARK_PROTO(self._mark)
+
+    def _mark(self, which: int) -> None:
+        self.marks.append((which, time.perf_counter_ns(), threading.get_ident()))
+
+
+def _step_bytes(lowered: Any) -> list[int]:
+    """Bytes each step reads and writes (every buffer once), from the buffer plan."""
+    sizes: dict[str, int] = {}
+    for i, p in enumerate(lowered.params):
+        sizes[f"param{i}"] = _nbytes(p.dtype, p.shape)
+    out = []
+    for s in lowered.steps:
+        written = _nbytes(s.dtype, s.shape)
+        out.append(written + sum(sizes.get(r, 0) for r in s.reads))
+        sizes[s.writes] = written
+    return out
+
+
+def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    n = ITEMSIZE.get(dtype, 4)
+    for d in shape:
+        n *= d
+    return n
+
+
+def profile_host(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
+    """Time every step of a :class:`kinac.rt.host.HostEntry` over ``repeat`` calls."""
+    from kinac.codegen.llvm import compile_object, host_target, jit_load
+    from kinac.rt.host.entry import HostEntry
+    from kinac.rt.host.pool import runtime_symbols
+
+    lw = entry.lowered
+    steps = tuple(s.sym for s in lw.steps)
+    launches: list[str] = []
+    kernels = tuple(k.symbol for k in getattr(lw, "kernels", ()))
+    ir = instrument_ir(lw.llvm_ir, steps, launches, kernels)
+    obj = compile_object(ir, host_target())
+    rec = _Recorder()
+    symbols = {n: a for n, a in runtime_symbols().items() if n in lw.library_calls}
+    symbols[MARK] = ctypes.cast(rec.callback, ctypes.c_void_p).value or 0
+    # An entry split into per-kernel objects: its wrapper calls them by symbol; bind those to
+    # the kernels already loaded with the entry (only the wrapper is rebuilt).
+    engine = entry._image._engine
+    for sym in kernels:
+        address = engine.get_function_address(sym)
+        if not address:
+            raise RuntimeError(f"kernel {sym} of {lw.name} is not loaded")
+        symbols[sym] = address
+    timed = HostEntry(lw, jit_load(obj, symbols, (lw.symbol,)))
+    timed(*arrays)  # warm-up
+    rec.marks.clear()
+    origin = time.perf_counter_ns()
+    events: list[dict[str, Any]] = []
+    per_step: list[list[float]] = [[] for _ in steps]
+    tids: dict[int, int] = {}
+    for call in range(repeat):
+        rec.marks.clear()
+        t0 = time.perf_counter_ns()
+        timed(*arrays)
+        t1 = time.perf_counter_ns()
+        tid = tids.setdefault(threading.get_ident(), len(tids) + 1)
+        events.append(_x(f"{lw.name} #{call}", "entry", t0 - origin, t1 - t0, tid, {}))
+        begins: dict[int, int] = {}
+        for which, ns, _thread in rec.marks:
+            i, end = divmod(which, 2)
+            if not end:
+                begins[i] = ns
+                continue
+            s = lw.steps[i]
+            dur = ns - begins.pop(i, ns)
+            per_step[i].append(dur / 1e6)
+            args = {"kind": s.kind, "impl": s.impl, "shape": list(s.shape), "dtype": s.dtype}
+            events.append(_x(s.sym, "kernel", ns - dur - origin, dur, tid, args))
+    events += _thread_names(tids, "host thread")
+    nbytes = _step_bytes(lw)
+    timings = [
+        KernelTime(s.sym, s.kind, s.impl, s.shape, s.dtype, _median(t), b, launch)
+        for s, t, b, launch in zip(lw.steps, per_step, nbytes, launches, strict=True)
+    ]
+    return _finish(Profile(lw.name, "cpu", repeat, timings, events))
+
+
+# ---- GPU ----------------------------------------------------------------------------------------
+def _nvtx_range(name: str) -> Any:
+    """An NVTX range when the optional ``nvtx`` package is installed, else nothing."""
+    try:
+        import nvtx  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return contextlib.nullcontext()
+    return nvtx.annotate(name, domain="kinac")
+
+
+def profile_gpu(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
+    """Per-step device times from :meth:`GpuEntry.profile` (CUDA graphs, events), laid out
+    back to back on the entry's stream track, with NVTX ranges around entry and kernels."""
+    lw = entry.lowered
+    with _nvtx_range(f"kinac:{lw.name}"):
+        for s in lw.steps:  # one labelled eager run, so nsys shows each kernel's Kina name
+            with _nvtx_range(s.sym):
+                pass
+        timed = entry.profile(*arrays, reps=max(repeat, 1))
+    stream = int(getattr(entry.stream, "cu", 0) or 0)
+    events: list[dict[str, Any]] = []
+    kernels = []
+    at = 0.0
+    for s, ms in timed:
+        launch = " ".join(f"{la.grid}x{la.block}" for la in s.launches) or s.impl
+        args = {"kind": s.kind, "impl": s.impl, "launch": launch, "cuda_graph": True}
+        events.append(_x(s.sym, "kernel", int(at * 1e6), int(ms * 1e6), 1, args))
+        at += ms
+        kernels.append(
+            KernelTime(s.sym, s.kind, s.impl, s.shape, s.dtype, ms, s.bytes_moved, launch, True)
+        )
+    events.insert(0, _x(lw.name, "entry", 0, int(at * 1e6), 1, {}))
+    events += _thread_names({stream: 1}, "cuda stream")
+    return _finish(Profile(lw.name, "cuda", repeat, kernels, events))
+
+
+# ---- shared -------------------------------------------------------------------------------------
+def _x(name: str, cat: str, ts_ns: int, dur_ns: int, tid: int, args: dict[str, Any]) -> dict:
+    return {
+        "name": name,
+        "cat": cat,
+        "ph": "X",
+        "ts": ts_ns / 1000,
+        "dur": dur_ns / 1000,
+        "pid": 1,
+        "tid": tid,
+        "args": args,
+    }
+
+
+def _thread_names(tids: dict[int, int], what: str) -> list[dict[str, Any]]:
+    meta: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "kinac"}}
+    ]
+    for ident, tid in tids.items():
+        meta.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": 1,
+                "tid": tid,
+                "args": {"name": f"{what} {ident:#x}"},
+            }
+        )
+    return meta
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2] if xs else 0.0
+
+
+def _finish(p: Profile) -> Profile:
+    total = p.total_ms
+    for k in p.kernels:
+        k.share = 100.0 * k.ms / total if total > 0 else 0.0
+    return p
+
+
+def profile_entry(entry: Any, arrays: tuple[Any, ...], repeat: int = 10) -> Profile:
+    """Profile a loaded entry (host or GPU) on ``arrays``."""
+    if hasattr(entry, "capture_stream"):
+        return profile_gpu(entry, arrays, repeat)
+    return profile_host(entry, arrays, repeat)
+
+
+def profile(fn: Any, *arrays: Any, repeat: int = 10, **dims: int) -> Profile:
+    """``kinac.profile(kinac.compile(...), *arrays)``: run once to specialise, then profile."""
+    from kinac.api import _arg_type
+
+    fn(*arrays, **dims)
+    given, dim_args = fn._split(arrays, dims)
+    types = tuple(_arg_type(a, n) for a, n in zip(given, fn.tensor_params, strict=True))
+    entry = fn._entries[(types, tuple(sorted(dim_args.items())))]
+    return profile_entry(entry, tuple(given), repeat)
