@@ -141,3 +141,30 @@ def test_every_primitive_has_traits_and_empty_slots() -> None:
     for ps in PRIMS.values():
         for p in ps:
             assert p.family in p.traits and p.vjp_rule is None and p.shard_rule is None
+
+
+def test_rank_zero_values_keep_their_shape() -> None:
+    """bf16 rounding and reshape/broadcast-to in the reference interpreter keep a rank-0 value
+    rank 0 (numpy's ascontiguousarray makes it rank 1; the GPU entry then refused [1] for [])."""
+    import numpy as np
+
+    from kinac.tir.interp import f32_to_bf16
+
+    for x in (np.array(1.5, dtype=np.float32), np.float32(1.5), 1.5):
+        assert f32_to_bf16(x).shape == ()
+    assert f32_to_bf16(np.ones((2, 3), np.float32)).shape == (2, 3)
+
+
+def test_reshape_to_rank_zero_is_rank_zero_in_the_interpreter() -> None:
+    import numpy as np
+    from check_support import Workspace
+
+    from kinac.check.specialise import DefnRef, specialise
+    from kinac.tir.interp import evaluate
+
+    src = "(defn f [(x : (tensor bf16 [1 1]))] -> bf16 (reshape x []))\n"
+    ws = Workspace({"p.kina": src})
+    sp = specialise(DefnRef("p.kina", "f"), {}, {}, ws.env)
+    assert sp.graph is not None
+    (out,) = evaluate(sp.graph, np.array([[0x3FC0]], dtype=np.uint16))
+    assert out.shape == ()

@@ -40,7 +40,9 @@ def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
 
 def f32_to_bf16(x: np.ndarray) -> np.ndarray:
     """Round float32 to bf16 bit patterns (nearest even, NaN kept quiet)."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    f = np.asarray(x, dtype=np.float32)
+    # ascontiguousarray makes a rank-0 array rank 1: keep the shape
+    u = np.ascontiguousarray(f).view(np.uint32).reshape(f.shape).astype(np.uint64)
     rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
     nan = np.isnan(np.asarray(x, dtype=np.float32))
     return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
@@ -128,7 +130,7 @@ def _eval_node(
         return np.transpose(a[0], n.attr("perm"))
     if op in ("reshape", "broadcast_to"):
         f = np.reshape if op == "reshape" else np.broadcast_to
-        return np.ascontiguousarray(f(a[0], shape))
+        return np.ascontiguousarray(f(a[0], shape)).reshape(shape)  # rank 0 stays rank 0
     if op == "concat":
         return np.concatenate(a, axis=n.attr("axis"))
     if op == "slice":

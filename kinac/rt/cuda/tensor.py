@@ -152,7 +152,7 @@ class Tensor:
         """Copy a NumPy array to a new device tensor (synchronous for the host array)."""
         import numpy as np
 
-        a = np.ascontiguousarray(array)
+        a = np.ascontiguousarray(array).reshape(np.shape(array))  # rank 0 stays rank 0
         t = cls.empty(a.shape, str(a.dtype), resource, stream)
         t.copy_from_host(a)
         return t
