@@ -157,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="timed repetitions after the first call (>= 1, default 10)",
     )
     p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")
+    _add_metrics_flags(p)
     _add_common(p)
 
     p = sub.add_parser(

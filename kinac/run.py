@@ -248,6 +248,27 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any], 
     return fn, arrays, call_dims, list(params)
 
 
+def _metrics(
+    args: argparse.Namespace, fn: Any, arrays: list[Any], dims: dict[str, Any], target: str
+) -> tuple[Any, Any]:
+    """``--metrics-port``: the run's metrics and their server on 127.0.0.1 (else two Nones)."""
+    if getattr(args, "metrics_port", None) is None:
+        return None, None
+    from kinac.metrics import MetricsServer, RunMetrics
+    from kinac.observe.profile import loaded_entry
+
+    entry, _ = loaded_entry(fn, tuple(arrays), dims)
+    metrics = RunMetrics(args.entry, target, entry=entry, db=fn.sess.db)
+    try:
+        server = MetricsServer(metrics, args.metrics_port)
+    except OSError as e:
+        raise KinaUsageError(
+            f"--metrics-port: cannot listen on 127.0.0.1:{args.metrics_port}: {e.strerror or e}"
+        ) from None
+    print(f"metrics: {server.url} while the {args.repeat} runs repeat", flush=True)
+    return metrics, server
+
+
 def run_entry(args: argparse.Namespace) -> int:
     """Build and run one entry; bad flags or inputs raise :class:`KinaUsageError` (exit 2),
     a program that does not build or a failed call raises another ``KinaError`` (exit 1)."""
@@ -260,12 +281,21 @@ def run_entry(args: argparse.Namespace) -> int:
     out = fn(*arrays, **call_dims)
     sync()
     first = time.perf_counter() - t0
+    metrics, server = _metrics(args, fn, arrays, call_dims, target)
+    if metrics is not None:
+        metrics.observe_call(first)
     times = []
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        out = fn(*arrays, **call_dims)
-        sync()  # device work is asynchronous: time it to completion
-        times.append(time.perf_counter() - t0)
+    try:
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            out = fn(*arrays, **call_dims)
+            sync()  # device work is asynchronous: time it to completion
+            times.append(time.perf_counter() - t0)
+            if metrics is not None:
+                metrics.observe_call(times[-1])
+    finally:
+        if server is not None:
+            server.close()
     outs = tuple(_to_host(o) for o in (out if isinstance(out, tuple) else (out,)))
     print(f"{args.entry}: {fn.key.name} from {fn.key.file}, target {target}")
     for n, t in params:

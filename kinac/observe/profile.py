@@ -336,12 +336,18 @@ def profile_entry(entry: Any, arrays: tuple[Any, ...], repeat: int = 10) -> Prof
     return profile_host(entry, arrays, repeat)
 
 
-def profile(fn: Any, *arrays: Any, repeat: int = 10, **dims: int) -> Profile:
-    """``kinac.profile(kinac.compile(...), *arrays)``: run once to specialise, then profile."""
+def loaded_entry(fn: Any, arrays: tuple[Any, ...], dims: dict[str, int]) -> tuple[Any, tuple]:
+    """The runtime entry a :class:`kinac.api.CompiledDefn` runs for these arguments (it must
+    have been called with them once), and the arrays it takes."""
     from kinac.api import _arg_type
 
-    fn(*arrays, **dims)
     given, dim_args = fn._split(arrays, dims)
     types = tuple(_arg_type(a, n) for a, n in zip(given, fn.tensor_params, strict=True))
-    entry = fn._entries[(types, tuple(sorted(dim_args.items())))]
-    return profile_entry(entry, tuple(given), repeat)
+    return fn._entries[(types, tuple(sorted(dim_args.items())))], tuple(given)
+
+
+def profile(fn: Any, *arrays: Any, repeat: int = 10, **dims: int) -> Profile:
+    """``kinac.profile(kinac.compile(...), *arrays)``: run once to specialise, then profile."""
+    fn(*arrays, **dims)
+    entry, given = loaded_entry(fn, arrays, dims)
+    return profile_entry(entry, given, repeat)

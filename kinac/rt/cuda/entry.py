@@ -122,6 +122,7 @@ class GpuEntry:
         self._stage: dict[int, int] = {}
         self._bound: OrderedDict[tuple[int, ...], tuple[Seq, list[Seq], Any]] = OrderedDict()
         self.captures = 0
+        self.replays = 0  # calls run by a graph replay (metrics: graph hit rate)
 
     # ---- memory ---------------------------------------------------------------------------
     def _alloc(self, nbytes: int) -> int:
@@ -280,7 +281,10 @@ class GpuEntry:
         else:
             self._bound.move_to_end(ptrs)
         seq, _, graph = hit
-        return graph.replay if graph is not None else seq
+        if graph is None:
+            return seq
+        self.replays += graph.captured  # an eager fallback is no replay
+        return graph.replay
 
     def prepare(self, *arrays: Any) -> tuple[list[Tensor], list[Tensor], tuple[int, ...]]:
         lw = self.lowered
