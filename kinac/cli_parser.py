@@ -158,6 +158,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")
     _add_metrics_flags(p)
+    p.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="checksum every kernel's output; compare with --manifest, or with a second run "
+        "(host target)",
+    )
+    p.add_argument(
+        "--manifest",
+        metavar="FILE",
+        help="determinism manifest: written if FILE does not exist, else compared against; "
+        "names the first kernel whose output differs",
+    )
     _add_common(p)
 
     p = sub.add_parser(

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from kinac.dtypes import FLOAT_DTYPES
-from kinac.errors import EXIT_OK, KinaCallError, KinaCompileError, KinaUsageError
+from kinac.errors import (
+    EXIT_OK,
+    KinaCallError,
+    KinaCompileError,
+    KinaRuntimeError,
+    KinaUsageError,
+)
 
 
 def _random_input(rng: Any, dtype: str, shape: tuple[int, ...], bound: int) -> Any:
@@ -190,9 +196,9 @@ def _synchronizer(target: str) -> Any:
     return lambda: cuda.current_device().synchronize()  # the device the last call ran on
 
 
-def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any], list[Any]]:
-    """The compiled defn, its input arrays, its dim arguments and the graph's params (shared
-    by ``kinac run`` and ``kinac profile``)."""
+def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any], list[Any], str]:
+    """The compiled defn, its input arrays, its dim arguments, the graph's params and the
+    graph's hash (shared by ``kinac run`` and ``kinac profile``)."""
     import numpy as np
 
     from kinac import pipeline
@@ -245,7 +251,9 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any], 
         bound = min((d for _, t in params for d in t.shape), default=1)
         arrays = [_random_input(rng, t.dtype, t.shape, bound) for _, t in params]
     call_dims = {k: v for k, v in dims.items() if k in fn.dim_params}
-    return fn, arrays, call_dims, list(params)
+    from kinac.rules.codec import fingerprint
+
+    return fn, arrays, call_dims, list(params), fingerprint(spec.graph)
 
 
 def _metrics(
@@ -269,13 +277,55 @@ def _metrics(
     return metrics, server
 
 
+def _determinism_gate(
+    args: argparse.Namespace, fn: Any, arrays: list[Any], dims: dict[str, Any], graph_hash: str
+) -> None:
+    """``--deterministic``: record each kernel's output checksum; compare with ``--manifest``
+    (written there when the file does not exist yet) or, without one, with a second run."""
+    from kinac.observe.determinism import (
+        first_difference,
+        read_manifest,
+        record_host,
+        write_manifest,
+    )
+    from kinac.observe.profile import loaded_entry
+
+    entry, given = loaded_entry(fn, tuple(arrays), dims)
+    now = record_host(entry, given, graph_hash)
+    n = len(now["kernels"])
+    if args.manifest and not Path(args.manifest).exists():
+        try:
+            write_manifest(Path(args.manifest), now)
+        except OSError as e:
+            raise KinaUsageError(
+                f"--manifest: cannot write {args.manifest}: {e.strerror or e}"
+            ) from None
+        print(f"  deterministic: recorded {n} kernels to {args.manifest} (graph {graph_hash[:12]})")
+        return
+    if args.manifest:
+        old = read_manifest(Path(args.manifest))
+        if isinstance(old, str):
+            raise KinaUsageError(f"--manifest: {old}")
+        against = args.manifest
+    else:
+        old, against = record_host(entry, given, graph_hash), "a second run"
+    why = first_difference(old, now)
+    if why is not None:
+        raise KinaRuntimeError(f"not deterministic against {against}: {why}")
+    print(f"  deterministic: {n} kernels and outputs bit-identical to {against}")
+
+
 def run_entry(args: argparse.Namespace) -> int:
     """Build and run one entry; bad flags or inputs raise :class:`KinaUsageError` (exit 2),
     a program that does not build or a failed call raises another ``KinaError`` (exit 1)."""
     import numpy as np
 
     target = args.target or "cpu"
-    fn, arrays, call_dims, params = _prepare(args)
+    if getattr(args, "manifest", None) and not args.deterministic:
+        args.deterministic = True  # --manifest alone asks for the gate too
+    if getattr(args, "deterministic", False) and target != "cpu":
+        raise KinaUsageError("--deterministic checks the host target only for now (--target cpu)")
+    fn, arrays, call_dims, params, graph_hash = _prepare(args)
     sync = _synchronizer(target)
     t0 = time.perf_counter()
     out = fn(*arrays, **call_dims)
@@ -311,6 +361,8 @@ def run_entry(args: argparse.Namespace) -> int:
         f"  time: first call {first * 1000:.1f} ms (build or cache load), then median "
         f"{times[len(times) // 2] * 1000:.3f} ms over {len(times)} run{'s' * (len(times) != 1)}"
     )
+    if getattr(args, "deterministic", False):
+        _determinism_gate(args, fn, arrays, call_dims, graph_hash)
     if args.save:
         try:
             np.savez(args.save, *outs)
@@ -325,7 +377,7 @@ def profile_command(args: argparse.Namespace) -> int:
 
     from kinac.observe.profile import profile
 
-    fn, arrays, call_dims, _ = _prepare(args)
+    fn, arrays, call_dims, _, _ = _prepare(args)
     prof = profile(fn, *arrays, repeat=args.repeat, **call_dims)
     console = Console()
     if not console.is_terminal:  # piped or captured: whole names, not an 80-column squeeze

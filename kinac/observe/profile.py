@@ -163,6 +163,9 @@ def _calls_step(line: str, names: set[str]) -> bool:
     return any(n.removesuffix("__task") in names for n in re.findall(r'@"?([\w.$]+)"?', line))
 
 
+MARK_PROTO = _MARK_PROTO
+
+
 class _Recorder:
     """The mark callback: ``(mark, perf_counter_ns, thread)`` per call, in order."""
 
@@ -194,8 +197,9 @@ def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
     return n
 
 
-def profile_host(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
-    """Time every step of a :class:`kinac.rt.host.HostEntry` over ``repeat`` calls."""
+def marked_entry(entry: Any, mark_address: int) -> tuple[Any, list[str]]:
+    """A copy of host ``entry`` whose wrapper calls the function at ``mark_address`` with
+    ``2i`` before and ``2i+1`` after step ``i``; and each step's launch (``pool xN``/``inline``)."""
     from kinac.codegen.llvm import compile_object, host_target, jit_load
     from kinac.rt.host.entry import HostEntry
     from kinac.rt.host.pool import runtime_symbols
@@ -206,9 +210,8 @@ def profile_host(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
     kernels = tuple(k.symbol for k in getattr(lw, "kernels", ()))
     ir = instrument_ir(lw.llvm_ir, steps, launches, kernels)
     obj = compile_object(ir, host_target())
-    rec = _Recorder()
     symbols = {n: a for n, a in runtime_symbols().items() if n in lw.library_calls}
-    symbols[MARK] = ctypes.cast(rec.callback, ctypes.c_void_p).value or 0
+    symbols[MARK] = mark_address
     # An entry split into per-kernel objects: its wrapper calls them by symbol; bind those to
     # the kernels already loaded with the entry (only the wrapper is rebuilt).
     engine = entry._image._engine
@@ -217,7 +220,15 @@ def profile_host(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
         if not address:
             raise RuntimeError(f"kernel {sym} of {lw.name} is not loaded")
         symbols[sym] = address
-    timed = HostEntry(lw, jit_load(obj, symbols, (lw.symbol,)))
+    return HostEntry(lw, jit_load(obj, symbols, (lw.symbol,))), launches
+
+
+def profile_host(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
+    """Time every step of a :class:`kinac.rt.host.HostEntry` over ``repeat`` calls."""
+    lw = entry.lowered
+    steps = tuple(s.sym for s in lw.steps)
+    rec = _Recorder()
+    timed, launches = marked_entry(entry, ctypes.cast(rec.callback, ctypes.c_void_p).value or 0)
     timed(*arrays)  # warm-up
     rec.marks.clear()
     origin = time.perf_counter_ns()
