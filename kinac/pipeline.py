@@ -337,26 +337,59 @@ def _internal_errors(key: EntryKey, stage: str) -> Any:
 
 @query("lowered", stage="lower", tools=("xdsl",))
 def lowered(db: Database, key: EntryKey) -> Any:
-    """The entry lowered through the xDSL dialects to LLVM IR, with its calling plan."""
-    from kinac.ir import lower_graph
+    """The entry lowered to its wrapper's LLVM IR and calling plan; its kernels are canonical
+    sources (``kernels``), each lowered and compiled by its own queries, once per distinct
+    kernel (:mod:`kinac.ir.host.kernels`)."""
+    from dataclasses import replace
+
+    from kinac.ice import in_kernel
+    from kinac.ir.host.kernels import split_graph
 
     spec = entry_graph(db, key)
     if spec.graph is None:
         return None
     with _internal_errors(key, "host lowering"):
-        return lower_graph(spec.graph)
+        lo = split_graph(spec.graph)
+        calls = set(lo.library_calls)  # a kernel's failure is reported as its entry's
+        for step, k in zip(lo.steps, lo.kernels, strict=True):
+            with in_kernel(step.sym):
+                calls.update(host_kernel_llvm(db, k).library_calls)
+    return replace(lo, library_calls=tuple(sorted(calls)))
+
+
+@query("host_kernel_llvm", stage="lower", tools=("xdsl",))
+def host_kernel_llvm(db: Database, kernel: Any) -> Any:
+    """One canonical kernel lowered to LLVM IR: keyed by its body, not by its entry (a failure
+    reaches the entry's query, which reports it as an internal error naming the entry)."""
+    from kinac.ir.host.kernels import lower_kernel
+
+    return lower_kernel(kernel)
+
+
+@query("host_kernel_object", stage="codegen", tools=("llvmlite",))
+def host_kernel_object(db: Database, kernel: Any) -> bytes:
+    """One canonical kernel's object code for the host (-O3), shared by every entry using it."""
+    from kinac.codegen.llvm import compile_object
+
+    return compile_object(host_kernel_llvm(db, kernel).llvm_ir, host_target(db, ()))
 
 
 @query("object_code", stage="codegen", tools=("llvmlite",))
-def object_code(db: Database, key: EntryKey) -> bytes | None:
-    """Native object code for the host (llvmlite, -O3, the host CPU's features)."""
+def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
+    """Native object code for the host: the wrapper's object, then each kernel's."""
     from kinac.codegen.llvm import compile_object
+    from kinac.ice import in_kernel
 
     lo = lowered(db, key)
     if lo is None:
         return None
     with _internal_errors(key, "host code generation (LLVM)"):
-        return compile_object(lo.llvm_ir, host_target(db, ()))
+        wrapper = compile_object(lo.llvm_ir, host_target(db, ()))
+        objects = [wrapper]
+        for step, k in zip(lo.steps, lo.kernels, strict=True):
+            with in_kernel(step.sym):
+                objects.append(host_kernel_object(db, k))
+    return tuple(dict.fromkeys(objects))  # identical kernels: one object
 
 
 @query("gpu_lowered", stage="lower", tools=("xdsl",))

@@ -40,6 +40,27 @@ class Step:
 
 
 @record
+class HostKernel:
+    """One fused kernel in canonical form (:mod:`kinac.ir.host.kernels`): ``text`` is its body
+    cut out of its entry (xDSL generic format, nothing positional), ``symbol`` the function
+    name derived from it, ``status_step`` the step a gather kernel reports errors as (0 for
+    others). Compiled once per distinct kernel, whatever entry or layer it comes from."""
+
+    symbol: str
+    text: str
+    status_step: int
+
+
+@record
+class KernelCode:
+    """A kernel's LLVM IR (defining ``symbol``) and the external functions it calls."""
+
+    symbol: str
+    llvm_ir: str
+    library_calls: tuple[str, ...]
+
+
+@record
 class LoweredEntry:
     """An entry point lowered to LLVM IR, with what the runtime needs to call it.
 
@@ -47,6 +68,8 @@ class LoweredEntry:
     then the outputs, then a scratch arena of ``arena_bytes`` and a status buffer of
     ``status_slots`` int64s (zeroed; a nonzero first slot reports a runtime error, see
     :mod:`kinac.rt.host`). ``library_calls`` are the external symbols the code needs bound.
+    When ``kernels`` is not empty, ``llvm_ir`` is only the wrapper: each kernel is its own
+    object (the pipeline's per-kernel queries), loaded beside it.
     """
 
     name: str
@@ -59,3 +82,4 @@ class LoweredEntry:
     steps: tuple[Step, ...]
     library_calls: tuple[str, ...]
     version: int = LOWERING_VERSION
+    kernels: tuple[HostKernel, ...] = ()  # empty: ``llvm_ir`` holds every kernel

@@ -107,19 +107,25 @@ class JitImage:
         self.addresses = addresses
 
 
-def jit_load(object_code: bytes, symbols: dict[str, int], exports: tuple[str, ...]) -> JitImage:
-    """Link ``object_code`` in-process; ``symbols`` binds its external names to addresses.
+def jit_load(
+    object_code: bytes | tuple[bytes, ...], symbols: dict[str, int], exports: tuple[str, ...]
+) -> JitImage:
+    """Link ``object_code`` (one object, or several: an entry's wrapper and its per-kernel
+    objects, which resolve each other's symbols) in-process; ``symbols`` binds its external
+    names to addresses.
 
     Names not in ``symbols`` resolve against the process (libm's ``tanh``, ``erf``...).
     Returns the addresses of ``exports``.
     """
+    objects = (object_code,) if isinstance(object_code, bytes) else object_code
     llvm = _llvm()
     with _LLVM:
         for name, addr in symbols.items():
             llvm.add_symbol(name, addr)
         tm = _machine(host_target(), 3)
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-        engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        for obj in objects:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
         addrs = {e: engine.get_function_address(e) for e in exports}
     missing = [e for e, a in addrs.items() if not a]

@@ -133,15 +133,31 @@ def launch_shape(k: st.KernelOp) -> tuple[int, int] | None:
     return ext, min(ext, PAR_TASKS)
 
 
-def _kernel_func(k: st.KernelOp, index: int, parallel: bool) -> func.FuncOp:
-    has_status = k.kind.data == "gather"
+def kernel_signature(k: st.KernelOp, parallel: bool) -> tuple[list[Attribute], int]:
+    """The argument types of ``k``'s function and how many of them are buffers."""
     types: list[Attribute] = [buffer_type(k.result.type)]
     types += [buffer_type(u.type) for u in k.inputs]
-    if has_status:
+    if k.kind.data == "gather":
         types.append(MemRefType(i64, [STATUS_SLOTS]))
     nbufs = len(types)
     if parallel:
         types += [INDEX, INDEX]  # lo, hi of the outermost loop
+    return types, nbufs
+
+
+def kernel_declaration(k: st.KernelOp, parallel: bool) -> func.FuncOp:
+    """A body-less declaration of ``k``'s function: its code lives in its own object
+    (:mod:`kinac.ir.host.kernels`), compiled once per canonical kernel."""
+    types, _ = kernel_signature(k, parallel)
+    return func.FuncOp.external(k.sym.data, types, [])
+
+
+def kernel_func(
+    k: st.KernelOp, index: int, parallel: bool, visibility: str | None = "private"
+) -> func.FuncOp:
+    """``k`` as a function of loops over flat buffers (``index``: its step, for errors)."""
+    has_status = k.kind.data == "gather"
+    types, nbufs = kernel_signature(k, parallel)
     block = Block(arg_types=types)
     ret = func.ReturnOp()
     block.add_op(ret)
@@ -153,11 +169,12 @@ def _kernel_func(k: st.KernelOp, index: int, parallel: bool) -> func.FuncOp:
     KernelLowering(k, em, ins, block.args[0], status, index).lower()
     assert em.split is None, "the parallel loop was opened"
     attrs = ArrayAttr([_NOALIAS] * nbufs + [DictionaryAttr({})] * (len(types) - nbufs))
-    return func.FuncOp(k.sym.data, (types, []), Region(block), "private", arg_attrs=attrs)
+    return func.FuncOp(k.sym.data, (types, []), Region(block), visibility, arg_attrs=attrs)
 
 
-def lower_entry(fn: func.FuncOp) -> tuple[list[Operation], BufferPlan]:
-    """The entry function and its kernel functions, for one fused ``func.func``."""
+def lower_entry(fn: func.FuncOp, declare_only: bool = False) -> tuple[list[Operation], BufferPlan]:
+    """The entry function and its kernel functions, for one fused ``func.func``; with
+    ``declare_only``, declarations of them (one per symbol: identical kernels share one)."""
     plan = plan_buffers(fn)
     blk = fn.body.block
     ret = blk.last_op
@@ -190,6 +207,7 @@ def lower_entry(fn: func.FuncOp) -> tuple[list[Operation], BufferPlan]:
         return r
 
     funcs: list[Operation] = []
+    declared: set[str] = set()
     for i, k in enumerate(o for o in blk.ops if isinstance(o, st.KernelOp)):
         args = [buf(k.result), *(buf(u) for u in k.inputs)]
         if k.kind.data == "gather":
@@ -210,8 +228,13 @@ def lower_entry(fn: func.FuncOp) -> tuple[list[Operation], BufferPlan]:
         call.attributes["kind"] = k.kind
         call.attributes["impl"] = k.impl
         ops.append(call)
+        if declare_only:
+            if k.sym.data not in declared:
+                declared.add(k.sym.data)
+                funcs.append(kernel_declaration(k, launch is not None))
+            continue
         with in_kernel(k.sym.data):
-            funcs.append(_kernel_func(k, i, launch is not None))
+            funcs.append(kernel_func(k, i, launch is not None))
     ops.append(func.ReturnOp())
     entry.add_ops(ops)
     ftype: tuple[list[Attribute], list[Attribute]] = ([a.type for a in entry.args], [])

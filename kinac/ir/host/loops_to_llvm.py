@@ -137,7 +137,8 @@ class _FuncConverter:
             self.out = self.bmap[b]
             for op in b.ops:
                 self.op(op)
-        linkage = "internal" if fn.sym_visibility is not None else "external"
+        # a declaration (a kernel compiled in its own object) links externally
+        linkage = "internal" if fn.sym_visibility is not None and blocks else "external"
         props: dict[str, Attribute | None] = {}
         if fn.arg_attrs is not None:
             props["arg_attrs"] = fn.arg_attrs
@@ -348,7 +349,8 @@ class LoopsToLLVM(ModulePass):
             conv = _FuncConverter(externals)
             lf = conv.convert(f)
             new.append(lf)
-            new.extend(_task(*launch) for launch in conv.launches)
+            for launch in dict.fromkeys(conv.launches):  # identical kernels share one task
+                new.append(_task(*launch))
             if "kinac.entry" in f.attributes:
                 lf.properties["linkage"] = llvm.LinkageAttr("internal")
                 new.append(_wrapper(lf))

@@ -42,7 +42,7 @@ def print_ir(module: ModuleOp) -> str:
     return s.getvalue() + "\n"
 
 
-def _steps(fused: ModuleOp) -> tuple[tuple[Step, ...], int]:
+def steps_of(fused: ModuleOp) -> tuple[tuple[Step, ...], int]:
     fn = next(o for o in fused.ops if isinstance(o, func.FuncOp))
     plan = plan_buffers(fn)
     names: dict[object, str] = {}
@@ -97,7 +97,7 @@ def lower_graph(graph: Graph) -> LoweredEntry:
     ctx = Context()
     for p in KINA_PASSES:
         p().apply(ctx, m)
-    steps, arena = _steps(m)
+    steps, arena = steps_of(m)
     for p in LOW_PASSES:
         p().apply(ctx, m)
     calls = sorted(

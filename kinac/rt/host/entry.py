@@ -89,8 +89,9 @@ class HostEntry:
         return f"<HostEntry {self.lowered.name}({ps})>"
 
 
-def load_entry(lowered: LoweredEntry, object_code: bytes) -> HostEntry:
-    """Link ``object_code`` (from :func:`kinac.codegen.llvm.compile_object`) and wrap it.
+def load_entry(lowered: LoweredEntry, object_code: bytes | tuple[bytes, ...]) -> HostEntry:
+    """Link ``object_code`` (from :func:`kinac.codegen.llvm.compile_object`; for an entry
+    split into kernels, its wrapper's object then each kernel's) and wrap it.
 
     The runtime loads objects; it never compiles a graph (that is :mod:`kinac.graph_build` or
     the pipeline's queries): ``tests/test_layers.py`` keeps the compiler out of ``kinac.rt``.

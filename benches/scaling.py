@@ -1,0 +1,98 @@
+"""Compile-time scaling with depth: a model chaining the transformer block L times.
+
+    python benches/scaling.py [--layers 1 4 16 32] [--targets cpu cuda]
+
+Each layer has its own weights (B=2 S=32 D=64 H=4 KV=2 F=176, f32), so the L layers lower to
+the same kernels L times over. For each L and target (``cuda`` builds PTX only: no GPU is
+needed) it times, each in a fresh ``kinac build`` process: a cold build (empty cache), a build
+after editing only the last layer's wiring (one extra ``mul``), and a no-op rebuild. Prints a
+markdown table. Issue 19's goals: cold L=32 within 2x of cold L=1; the one-layer edit at L=32
+within 10% of its cold build... of the cold L=1 build, since only one layer's kernels change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK_WS = ROOT / "workspaces" / "transformer"
+DIMS = {"H": 4, "KV": 2, "B": 2, "S": 32, "D": 64, "F": 176}
+WEIGHTS = (
+    ("wn1", "[D]"), ("wq", "[D D]"), ("wk", "[D (* KV Dh)]"), ("wv", "[D (* KV Dh)]"),
+    ("wo", "[D D]"), ("wn2", "[D]"), ("wg", "[D F]"), ("wu", "[D F]"), ("wd", "[F D]"),
+)  # fmt: skip
+
+
+def model_source(layers: int, edited: bool) -> str:
+    """``model``: ``x`` through ``layers`` blocks, layer ``i``'s weights named ``wq-i`` etc."""
+    params = ["(H : dim) (KV : dim) (x : (tensor T [B S D]))"]
+    params += [f"({w}-{i} : (tensor T {t}))" for i in range(layers) for w, t in WEIGHTS]
+    lets, prev = [], "x"
+    for i in range(layers):
+        arg = f"(mul {prev} {prev})" if edited and i == layers - 1 else prev
+        ws = " ".join(f"{w}-{i}" for w, _ in WEIGHTS)
+        lets.append(f"(h{i} (block H KV {arg} {ws}))")
+    return (
+        '(module model)\n(import "block.kina")\n\n'
+        f"(defn model [{' '.join(params)}]\n  -> (tensor T [B S D])\n"
+        "  (where (= D (* H Dh)) (= H (* KV G)))\n"
+        f"  (let [{' '.join(lets)}]\n    h{layers - 1}))\n"
+    )
+
+
+def make_workspace(where: Path, layers: int) -> Path:
+    ws = where / f"ws{layers}"
+    shutil.copytree(BLOCK_WS, ws, ignore=shutil.ignore_patterns(".kinac-cache", "kina.toml"))
+    dims = ", ".join(f"{k} = {v}" for k, v in DIMS.items())
+    (ws / "kina.toml").write_text(
+        '[workspace]\nname = "scaling"\nsources = ["**/*.kina"]\n\n[target]\nkind = "cpu"\n\n'
+        f'[[entry]]\nname = "model"\ndefn = "model"\ndims = {{ {dims} }}\ndtypes = {{ T = "f32" }}\n'
+    )
+    (ws / "model.kina").write_text(model_source(layers, edited=False))
+    return ws
+
+
+def timed_build(ws: Path, cache: Path, target: str) -> float:
+    cmd = [sys.executable, "-m", "kinac", "build", str(ws), "--cache-dir", str(cache)]
+    t0 = time.perf_counter()
+    done = subprocess.run([*cmd, "--target", target], capture_output=True, text=True, cwd=ROOT)
+    took = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"build failed ({target}):\n{done.stdout}\n{done.stderr}")
+    return took
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--layers", type=int, nargs="+", default=[1, 4, 16, 32])
+    ap.add_argument("--targets", nargs="+", default=["cpu", "cuda"])
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kinac-scaling-") as tmp:
+        for target in args.targets:
+            for n in args.layers:
+                ws = make_workspace(Path(tmp) / target, n)
+                cache = Path(tmp) / target / f"cache{n}"
+                cold = timed_build(ws, cache, target)
+                (ws / "model.kina").write_text(model_source(n, edited=True))
+                edit = timed_build(ws, cache, target)
+                noop = timed_build(ws, cache, target)
+                rows.append((target, n, cold, edit, noop))
+                print(
+                    f"  {target} L={n}: cold {cold:.2f} s, edit {edit:.2f} s, no-op {noop:.2f} s",
+                    file=sys.stderr,
+                )
+    print("| target | L | cold build (s) | one-layer edit (s) | no-op (s) |")
+    print("|---|---|---|---|---|")
+    for target, n, cold, edit, noop in rows:
+        print(f"| {target} | {n} | {cold:.2f} | {edit:.2f} | {noop:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

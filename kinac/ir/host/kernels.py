@@ -1,0 +1,132 @@
+"""Kernels as content-addressed units: an entry split into its wrapper and canonical kernels.
+
+After fusion every ``kina.kernel`` op is cut out of its entry into a module of its own: one
+``func.func @kernel`` whose arguments are the kernel's inputs, printed in xDSL's generic
+format. Nothing positional survives (its symbol becomes ``kernel``, values are numbered by
+the printer), so the text is a canonical form of the kernel's body: its ops, shapes, dtypes,
+layouts and implementation choice. Its BLAKE2b digest names the kernel's function
+(``k_<digest>``), so identical kernels of different layers or entries are one symbol and one
+compilation, and the pipeline's per-kernel queries (``host_kernel_llvm``,
+``host_kernel_object``) are keyed by that text. A gather kernel also records its step number
+(its runtime error names the step), which is part of its key.
+
+The entry itself lowers to a small *wrapper* module: the buffer plan, the calls (or thread-pool
+launches) and body-less declarations of the kernels it calls; see :func:`split_graph`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from hashlib import blake2b
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, llvm
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Region
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+
+from kinac.artifacts.host import BufferSpec, HostKernel, KernelCode, LoweredEntry
+from kinac.ir.dialects import kbuf, kina_struct
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.from_graph import graph_to_module, symbol_name
+from kinac.ir.host.expand_math import ExpandMath
+from kinac.ir.host.kina_to_loops import STATUS_SLOTS, kernel_func, launch_shape, lower_entry
+from kinac.ir.host.llvm_to_text import module_to_llvm_ir
+from kinac.ir.host.loops_to_llvm import LoopsToLLVM, wrapper_name
+from kinac.ir.host.pipeline import KINA_PASSES, steps_of
+from kinac.tir.graph import Graph
+
+CANONICAL_NAME = "kernel"
+_DECLARE = re.compile(r"^declare [^@]*@\"?([A-Za-z0-9_.$]+)\"?\(", re.M)
+
+
+def _print_generic(module: ModuleOp) -> str:
+    s = io.StringIO()
+    Printer(stream=s, print_generic_format=True).print_op(module)
+    return s.getvalue() + "\n"
+
+
+def canonical_kernel(k: st.KernelOp, step: int) -> HostKernel:
+    """``k`` cut out of its entry: its canonical text and the symbol derived from it."""
+    block = Block(arg_types=[u.type for u in k.inputs])
+    copy = k.clone(value_mapper=dict(zip(k.inputs, block.args, strict=True)))
+    copy.properties["sym"] = StringAttr(CANONICAL_NAME)
+    block.add_ops([copy, func.ReturnOp(copy.results[0])])
+    ftype = ([u.type for u in k.inputs], [copy.results[0].type])
+    text = _print_generic(ModuleOp([func.FuncOp(CANONICAL_NAME, ftype, Region(block))]))
+    status_step = step if k.kind.data == "gather" else 0
+    digest = blake2b(f"{status_step}\n{text}".encode(), digest_size=10).hexdigest()
+    return HostKernel(f"k_{digest}", text, status_step)
+
+
+def _declared(llvm_ir: str) -> tuple[str, ...]:
+    return tuple(sorted({n for n in _DECLARE.findall(llvm_ir) if not n.startswith("llvm.")}))
+
+
+def split_graph(graph: Graph) -> LoweredEntry:
+    """Lower ``graph``'s wrapper; its kernels are left as canonical sources (``kernels``).
+
+    ``library_calls`` holds the wrapper's own external calls: the caller adds each kernel's
+    (:func:`lower_kernel`) before loading."""
+    m = graph_to_module(graph)
+    ctx = Context()
+    for p in KINA_PASSES:
+        p().apply(ctx, m)
+    steps, arena = steps_of(m)
+    fn = next(o for o in m.ops if isinstance(o, func.FuncOp))
+    kernels: list[HostKernel] = []  # one per step (identical kernels repeat: one symbol)
+    for i, k in enumerate(o for o in fn.body.block.ops if isinstance(o, st.KernelOp)):
+        kernels.append(canonical_kernel(k, i))
+        k.properties["sym"] = StringAttr(kernels[-1].symbol)
+    ops, _ = lower_entry(fn, declare_only=True)
+    fn.detach()
+    fn.erase(safe_erase=False)
+    m.body.block.add_ops(ops)
+    LoopsToLLVM().apply(ctx, m)
+    wrapper_ir = module_to_llvm_ir(m)
+    params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
+    outputs = tuple(
+        BufferSpec(f"out{j}", graph.nodes[o].type.dtype, graph.nodes[o].type.shape)
+        for j, o in enumerate(graph.outputs)
+    )
+    symbols = {k.symbol for k in kernels}
+    own = tuple(c for c in _declared(wrapper_ir) if c not in symbols)
+    return LoweredEntry(
+        name=graph.name,
+        symbol=wrapper_name(symbol_name(graph.name)),
+        llvm_ir=wrapper_ir,
+        params=params,
+        outputs=outputs,
+        arena_bytes=arena,
+        status_slots=STATUS_SLOTS,
+        steps=steps,  # positional names: runtime errors name the step, as before
+        library_calls=own,
+        kernels=tuple(kernels),
+    )
+
+
+def _context() -> Context:
+    ctx = Context()
+    for d in (builtin.Builtin, func.Func, arith.Arith, kina_struct.Kina, kbuf.KBuf):
+        ctx.load_dialect(d)
+    return ctx
+
+
+def lower_kernel(kernel: HostKernel) -> KernelCode:
+    """One canonical kernel to LLVM IR defining ``kernel.symbol`` (and its math helpers)."""
+    parsed = Parser(_context(), kernel.text).parse_module()
+    outer = next(o for o in parsed.ops if isinstance(o, func.FuncOp))
+    k = next(o for o in outer.body.block.ops if isinstance(o, st.KernelOp))
+    k.properties["sym"] = StringAttr(kernel.symbol)
+    kf = kernel_func(k, kernel.status_step, launch_shape(k) is not None, visibility=None)
+    m = ModuleOp([kf])
+    ctx = Context()
+    ExpandMath().apply(ctx, m)
+    LoopsToLLVM().apply(ctx, m)
+    assert not any(
+        isinstance(o, llvm.FuncOp) and o.sym_name.data.startswith("kinac_call_") for o in m.ops
+    )
+    text = module_to_llvm_ir(m)
+    return KernelCode(kernel.symbol, text, _declared(text))
