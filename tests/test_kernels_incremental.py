@@ -91,3 +91,43 @@ def test_split_entry_runs_like_the_whole_entry() -> None:
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(p.shape).astype(np.float32) for p in lo.params]
     np.testing.assert_array_equal(load_entry(lo, objs)(*args), compile_graph(g)(*args))
+
+
+def test_repeated_kernels_share_the_canonical_form_printed_for_each() -> None:
+    """The structural key that skips re-printing repeats agrees with printing every kernel."""
+    from xdsl.context import Context
+    from xdsl.dialects import func
+
+    from kinac.ir.dialects import kina_struct as st
+    from kinac.ir.from_graph import graph_to_module
+    from kinac.ir.host.kernels import canonical_kernel, split_graph
+    from kinac.ir.host.pipeline import KINA_PASSES
+    from kinac.ir.testing import GraphBuilder, block_graph
+
+    for g in (block_graph(2, 8, 16), _same_inputs(GraphBuilder), _twin_layers(GraphBuilder)):
+        m = graph_to_module(g)
+        for p in KINA_PASSES:
+            p().apply(Context(), m)
+        fn = next(o for o in m.ops if isinstance(o, func.FuncOp))
+        ops = [o for o in fn.body.block.ops if isinstance(o, st.KernelOp)]
+        each = [canonical_kernel(k, i) for i, k in enumerate(ops)]
+        assert list(split_graph(g).kernels) == each
+    assert len(set(each)) < len(each)  # the twin layers repeat their kernels
+
+
+def _same_inputs(builder: Any) -> Any:
+    """Kernels reading the same types but computing, or wiring, differently."""
+    g = builder("same_inputs")
+    x, y = g.param("x", "f32", (8, 16)), g.param("y", "f32", (8, 16))
+    outs = (g.unary("tanh", x), g.unary("exp", x), g.binary("sub", x, y), g.binary("sub", y, x))
+    return g.build(*outs)
+
+
+def _twin_layers(builder: Any) -> Any:
+    """``tanh(x * w1) * w2`` then the same again with other weights: two identical layers."""
+    g = builder("twins")
+    x = g.param("x", "f32", (8, 16))
+    ws = [g.param(f"w{i}", "f32", (16, 16)) for i in range(2)]
+    for w in ws:
+        x = g.unary("tanh", g.matmul(x, w))
+    return g.build(x)
