@@ -327,6 +327,20 @@ def entry_graph(db: Database, key: EntryKey) -> Any:
                       default_device=device)
 
 
+@query("shard_propagate", stage="shard")
+def shard_propagate(db: Database, key: EntryKey) -> Any:
+    """Each tensor's sharding and the collectives it implies (kinac.shard; docs/sharding.md):
+    reads the entry's graph, its defn's signature and the meshes its file sees. Lowering
+    does not consume it yet."""
+    from kinac.shard.entry import plan_entry
+
+    spec = entry_graph(db, key)
+    sig = signature(db, DefnKey(key.file, key.defn))
+    if spec.graph is None or sig is None:
+        return None
+    return plan_entry(spec.graph, sig, CheckEnv(db).meshes(key.file), key.file)
+
+
 def _internal_errors(key: EntryKey, stage: str) -> Any:
     """The one channel for a lowering or codegen failure on a checked program: an internal
     compiler error naming the entry, the stage and the kernel (:mod:`kinac.ice`)."""

@@ -90,6 +90,12 @@ LAYERS = (
         forbidden=("kinac.check", "kinac.tir", "kinac.ir", "kinac.codegen", "kinac.rt"),
     ),
     Layer(
+        "kinac.shard",
+        "sharding propagation sits between specialisation and lowering: it reads the concrete "
+        "graph and never lowers, generates code or runs",
+        forbidden=("kinac.ir", "kinac.codegen", "kinac.rt", "kinac.artifacts"),
+    ),
+    Layer(
         "kinac.tir",
         "the concrete graph and its reference evaluator sit below lowering and checking",
         forbidden=("kinac.check", "kinac.ir", "kinac.codegen", "kinac.rt"),
@@ -146,7 +152,18 @@ def test_stage_packages_use_only_the_codec_of_the_engine() -> None:
     call it: a direct import of ``kinac.rules`` from a stage is the codec or nothing."""
     index = CodeIndex()
     bad = []
-    for package in ("reader", "check", "tir", "ir", "codegen", "rt", "prims", "artifacts", "diag"):
+    for package in (
+        "reader",
+        "check",
+        "tir",
+        "ir",
+        "codegen",
+        "rt",
+        "prims",
+        "artifacts",
+        "diag",
+        "shard",
+    ):
         for mod in modules_of(f"kinac.{package}", KINAC_DIR):
             scan = index.scan(mod)
             assert scan is not None, mod

@@ -1,0 +1,160 @@
+"""Planning: after propagation, the collectives each op's operands need (docs/sharding.md).
+
+Kept apart from the fixpoint because it is a different question: propagation decides
+layouts, planning compares each use with what its op's factors ask and prices the
+redistribution (bytes moved per device).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kinac.diag.model import Label
+from kinac.shard.factors import PARTIAL_LINEAR, OpFactors
+from kinac.shard.model import Collective, TensorLayout
+
+if TYPE_CHECKING:
+    from kinac.shard.propagate import _State
+
+
+def _factor_axes(
+    st: _State, i: int, layout: list[tuple[tuple[str, ...], ...]]
+) -> dict[int, tuple[str, ...]]:
+    """Each factor's axes at op ``i``: the result's for factors it has, else (reduction
+    factors) the first operand's split dim that may carry them."""
+    node, of = st.graph.nodes[i], st.facts[i]
+    fa: dict[int, tuple[str, ...]] = {}
+    in_result = {f for fs in of.result for f in fs}
+    for d, fs in enumerate(of.result):
+        if fs:
+            fa[fs[0]] = layout[i][d]
+    taken = {a for axes in fa.values() for a in axes}
+    for a, dims in zip(node.args, of.operands, strict=True):
+        for d, fs in enumerate(dims):
+            if not fs or fs[0] in fa or fs[0] in in_result or fs[0] in of.need_replication:
+                continue
+            axes = layout[a][d]
+            if axes and not taken & set(axes) and st.fits(axes, of.sizes[fs[0]]):
+                fa[fs[0]] = axes
+                taken |= set(axes)
+    return fa
+
+
+def _keeps_partial(op: str, partial_args: list[bool]) -> bool:
+    """Whether the op is linear in its partial operands, so its result stays partial."""
+    if op in PARTIAL_LINEAR:
+        return True
+    if op in ("add", "sub"):
+        return all(partial_args)
+    if op == "mul":
+        return sum(partial_args) == 1
+    if op == "div":
+        return partial_args[0] and not any(partial_args[1:])
+    return False
+
+
+def plan(
+    st: _State, pinned_partial: dict[int, tuple[str, ...]]
+) -> tuple[tuple[TensorLayout, ...], tuple[Collective, ...]]:
+    """Final layouts and the collectives, in program order."""
+    g = st.graph
+    layout = [tuple(d.axes if d is not None else () for d in dims) for dims in st.dims]
+    partial: dict[int, tuple[str, ...]] = dict(pinned_partial)
+    cause: dict[int, Label | None] = {}
+    out: list[Collective] = []
+
+    def local_bytes(t: int, dims: tuple[tuple[str, ...], ...]) -> int:
+        n = 1
+        for axes in dims:
+            for a in axes:
+                n *= st.sizes[a]
+        return st.nbytes(t) // n
+
+    for i in range(len(g.params), len(g.nodes)):
+        node, of = g.nodes[i], st.facts[i]
+        fa = _factor_axes(st, i, layout)
+        pargs = [bool(partial.get(a)) for a in node.args]
+        keep = any(pargs) and _keeps_partial(node.op, pargs)
+        for k, (a, dims) in enumerate(zip(node.args, of.operands, strict=True)):
+            want = tuple(
+                fa.get(fs[0], ()) if fs and fs[0] not in of.need_replication else () for fs in dims
+            )
+            have = list(layout[a])
+            if pargs[k] and not keep:
+                for p in partial[a]:
+                    hit = next((d for d, w in enumerate(want) if p in w and p not in have[d]), None)
+                    kind = "all-reduce" if hit is None else "reduce-scatter"
+                    size = local_bytes(a, tuple(have))
+                    if hit is not None:
+                        have[hit] = have[hit] + (p,)
+                    out.append(
+                        Collective(
+                            kind, p, a, i, size, cause.get(a), f"`{node.op}` reads a partial sum"
+                        )
+                    )
+            for d, w in enumerate(want):
+                extra = [x for x in have[d] if x not in w]
+                for x in extra:
+                    have[d] = tuple(y for y in have[d] if y != x)
+                    dim = st.dims[a][d]
+                    out.append(
+                        Collective(
+                            "all-gather",
+                            x,
+                            a,
+                            i,
+                            local_bytes(a, tuple(have)),
+                            dim.cause if dim else None,
+                            f"`{node.op}` needs dim {d} whole along `{x}`",
+                        )
+                    )
+                for x in w:
+                    if x not in have[d]:
+                        out.append(
+                            Collective("slice", x, a, i, 0, None, f"`{node.op}` splits dim {d}")
+                        )
+        red = [f for f in of.reduction if fa.get(f)]
+        res_partial = tuple(a for f in sorted(red) for a in fa[f])
+        if keep:
+            res_partial += tuple(
+                p for a in node.args for p in partial.get(a, ()) if p not in res_partial
+            )
+            cause[i] = next((cause[a] for a in node.args if a in cause), None)
+        if res_partial:
+            partial[i] = tuple(dict.fromkeys(res_partial))
+            if red:
+                cause[i] = _reduction_cause(st, i, of, red)
+    for o in g.outputs:
+        for p in partial.get(o, ()):
+            out.append(
+                Collective(
+                    "all-reduce",
+                    p,
+                    o,
+                    -1,
+                    local_bytes(o, layout[o]),
+                    cause.get(o),
+                    "the entry returns a partial sum",
+                )
+            )
+    layouts = tuple(
+        TensorLayout(
+            i, g.params[i][0] if i < len(g.params) else f"%{i}", layout[i], partial.get(i, ())
+        )
+        for i in range(len(g.nodes))
+    )
+    return layouts, tuple(out)
+
+
+def _reduction_cause(st: _State, i: int, of: OpFactors, red: list[int]) -> Label | None:
+    """The annotation behind the split reduction factor (what made the result partial),
+    preferring a pinned operand's."""
+    best: Label | None = None
+    for a, dims in zip(st.graph.nodes[i].args, of.operands, strict=True):
+        for d, fs in enumerate(dims):
+            dim = st.dims[a][d]
+            if fs and fs[0] in red and dim is not None and dim.cause is not None:
+                if dim.pinned:
+                    return dim.cause
+                best = best or dim.cause
+    return best

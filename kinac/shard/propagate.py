@@ -1,0 +1,167 @@
+"""``propagate``: shardings for every tensor of an entry, and the collectives they imply.
+
+One algorithm over the factor tables of :mod:`kinac.shard.factors`, never over op names:
+
+1. Pinned layouts: the parameters' annotations (user annotations win: never changed).
+2. Fixpoint: forward then backward over the ops, each op reads the known dims of its
+   operands and result, gives each factor the axes of the dims whose major factor it is,
+   and writes them into open dims. A dim is written once, so it terminates. Two different
+   candidates for one factor are decided by the cost model (the larger tensor keeps its
+   layout: moving it costs more bytes); two *pinned* tensors disagreeing at one op is K0704.
+3. Open dims left are replicated.
+4. Planning: in program order, each operand's layout is compared with what its op's
+   factors ask; partial operands are all-reduced (or reduce-scattered when the op wants
+   them split on that axis), dims split where the factor is not are all-gathered, dims
+   whole where the factor is split are sliced locally (no traffic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kinac.diag.model import Diagnostic, Label
+from kinac.dtypes import ITEMSIZE
+from kinac.reader import ast
+from kinac.shard.annotations import Pinned
+from kinac.shard.factors import OpFactors, factors_of
+from kinac.shard.model import Collective, ShardPlan, TensorLayout
+from kinac.shard.plan import plan
+from kinac.tir.graph import Graph
+
+
+@dataclass
+class _Dim:
+    """A known dim layout: its axes and the annotation it came from."""
+
+    axes: tuple[str, ...]
+    cause: Label | None
+    pinned: bool
+
+
+class _State:
+    """Per node, per dim: a known layout or None (open)."""
+
+    def __init__(self, graph: Graph, sizes: Mapping[str, int]) -> None:
+        self.graph = graph
+        self.sizes = dict(sizes)
+        self.dims: list[list[_Dim | None]] = [[None] * len(n.type.shape) for n in graph.nodes]
+        self.facts: list[OpFactors] = [
+            factors_of(n, [graph.nodes[a].type.shape for a in n.args]) for n in graph.nodes
+        ]
+
+    def nbytes(self, i: int) -> int:
+        t = self.graph.nodes[i].type
+        return t.numel * ITEMSIZE[t.dtype]
+
+    def used(self, i: int) -> set[str]:
+        return {a for d in self.dims[i] if d is not None for a in d.axes}
+
+    def fits(self, axes: tuple[str, ...], size: int) -> bool:
+        n = 1
+        for a in axes:
+            n *= self.sizes[a]
+        return size % n == 0
+
+
+def _step(st: _State, i: int, diags: list[Diagnostic]) -> bool:
+    """One op: derive factor axes from known dims, write them into open dims."""
+    node, of = st.graph.nodes[i], st.facts[i]
+    members = [(a, dims) for a, dims in zip(node.args, of.operands, strict=True)]
+    members.append((i, of.result))
+    choice: dict[int, tuple[_Dim, int]] = {}
+    for t, dims in members:
+        for d, fs in enumerate(dims):
+            known = st.dims[t][d]
+            if not fs or known is None or not known.axes or fs[0] in of.need_replication:
+                continue
+            f = fs[0]
+            prev = choice.get(f)
+            if prev is None:
+                choice[f] = (known, t)
+                continue
+            old, ot = prev
+            if old.axes == known.axes:
+                continue
+            if old.pinned and known.pinned and ot != t and old.cause and known.cause:
+                diags.append(_conflict(st, old, known, ot, t))
+            if (st.nbytes(t), -t) > (st.nbytes(ot), -ot):
+                choice[f] = (known, t)
+    changed = False
+    for t, dims in members:
+        for d, fs in enumerate(dims):
+            if st.dims[t][d] is not None or not fs or fs[0] not in choice:
+                continue
+            src, _ = choice[fs[0]]
+            size = st.graph.nodes[t].type.shape[d]
+            if st.used(t) & set(src.axes) or not st.fits(src.axes, of.sizes[fs[0]]):
+                continue
+            if not st.fits(src.axes, size):
+                continue
+            st.dims[t][d] = _Dim(src.axes, src.cause, False)
+            changed = True
+    return changed
+
+
+def _conflict(st: _State, a: _Dim, b: _Dim, ta: int, tb: int) -> Diagnostic:
+    from kinac.check.codes import error
+
+    na, nb = _name(st.graph, ta), _name(st.graph, tb)
+    assert a.cause is not None and b.cause is not None
+    return error(
+        "K0704",
+        f"the shardings of `{na}` and `{nb}` meet at one op and disagree "
+        f"(mesh axes {list(a.axes)} against {list(b.axes)} for the same dim)",
+        Label(b.cause.loc, f"`{nb}` split over {', '.join(b.axes)}"),
+        (Label(a.cause.loc, f"`{na}` split over {', '.join(a.axes)}"),),
+        help="both layouts are pinned by annotations: make them agree, or `reshard` one",
+    )
+
+
+def _name(graph: Graph, i: int) -> str:
+    return graph.params[i][0] if i < len(graph.params) else f"%{i}"
+
+
+def propagate(
+    graph: Graph,
+    pinned: Mapping[int, Pinned],
+    mesh: ast.Mesh | None,
+    diagnostics: Sequence[Diagnostic] = (),
+) -> ShardPlan:
+    """The plan for ``graph`` given the parameters' ``pinned`` layouts over ``mesh``."""
+    diags = list(diagnostics)
+    if mesh is None:
+        layouts = tuple(
+            TensorLayout(i, _name(graph, i), tuple(() for _ in n.type.shape))
+            for i, n in enumerate(graph.nodes)
+        )
+        return ShardPlan(None, (), layouts, (), tuple(diags))
+    st = _State(graph, dict(zip(mesh.axes, mesh.shape, strict=True)))
+    partial: dict[int, tuple[str, ...]] = {}
+    for p, pin in pinned.items():
+        for d, axes in enumerate(pin.dims):
+            cause = next((pin.where[a] for a in axes), None)
+            cause = cause or next(iter(pin.where.values()), None)
+            st.dims[p][d] = _Dim(axes, cause, True)
+        if pin.partial:
+            partial[p] = pin.partial
+    order = range(len(graph.params), len(graph.nodes))
+    while True:
+        changed = False
+        for i in order:
+            changed |= _step(st, i, diags)
+        for i in reversed(order):
+            changed |= _step(st, i, diags)
+        if not changed or any(d.is_error for d in diags):
+            break
+    layouts, collectives = plan(st, partial)
+    return ShardPlan(
+        mesh.name,
+        tuple(zip(mesh.axes, mesh.shape, strict=True)),
+        layouts,
+        collectives,
+        tuple(dict.fromkeys(diags)),
+    )
+
+
+__all__ = ["Collective", "propagate"]

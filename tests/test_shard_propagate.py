@@ -1,0 +1,131 @@
+"""Sharding propagation (``shard_propagate``): layouts inferred from weight annotations
+alone, the collectives they imply, and the query's incrementality (docs/sharding.md)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from kinac import pipeline
+from kinac.pipeline_support import EntryKey
+from kinac.session import Session
+
+WS = Path(__file__).resolve().parent.parent / "workspaces" / "transformer"
+DIMS = {"H": 4, "KV": 2, "B": 4, "S": 128, "D": 256, "F": 704}
+COL, ROW, BATCH = (
+    "@sharded(axis=1, mesh=tp)",
+    "@sharded(axis=0, mesh=tp)",
+    "@sharded(axis=0, mesh=tp)",
+)
+WEIGHTS = {
+    "wq": "[D D]",
+    "wk": "[D (* KV Dh)]",
+    "wv": "[D (* KV Dh)]",
+    "wo": "[D D]",
+    "wg": "[D F]",
+    "wu": "[D F]",
+    "wd": "[F D]",
+}
+
+
+def annotated_block(tmp: Path, annotations: dict[str, str], mesh: str = "(mesh tp [2])") -> Path:
+    """A copy of the transformer workspace whose ``block`` parameters carry ``annotations``."""
+    dst = tmp / "ws"
+    shutil.copytree(WS, dst, ignore=shutil.ignore_patterns(".kinac-cache"))
+    block = dst / "block.kina"
+    text = block.read_text().replace('(import "ffn.kina")', f'(import "ffn.kina")\n{mesh}')
+    for name, ann in annotations.items():
+        shape = WEIGHTS.get(name, "[B S D]")
+        old = f"({name} : (tensor T {shape}))"
+        assert old in text, old
+        text = text.replace(old, f"({name} : (tensor T {shape} {ann}))")
+    block.write_text(text)
+    return dst
+
+
+def plan_of(ws: Path, defn: str = "block", dims: dict[str, int] = DIMS) -> tuple[object, object]:
+    db = Session(ws, no_cache=True).db
+    key = EntryKey("block.kina", defn, tuple(sorted(dims.items())), (("T", "f32"),), "cpu")
+    spec = pipeline.entry_graph(db, key)
+    assert spec.graph is not None, spec.diagnostics
+    return spec.graph, pipeline.shard_propagate(db, key)
+
+
+MEGATRON = {"wq": COL, "wk": COL, "wv": COL, "wo": ROW, "wg": COL, "wu": COL, "wd": ROW}
+
+
+def test_megatron_from_weight_annotations_alone(tmp_path: Path) -> None:
+    graph, plan = plan_of(annotated_block(tmp_path, MEGATRON))
+    assert not plan.diagnostics
+    kinds = [(c.kind, graph.nodes[c.node].op, graph.nodes[c.consumer].op) for c in plan.collectives]
+    assert kinds == [("all-reduce", "matmul", "add")] * 2  # Megatron's count, after wo and wd
+    by_op = [(graph.nodes[lay.node].op, lay.spec("tp")) for lay in plan.layouts]
+    # Attention heads split: q/k/v projections on their columns, scores and softmax on heads.
+    assert [s for op, s in by_op if op == "softmax"] == ["S(1)"]
+    assert [s for op, s in by_op if op == "repeat_interleave"] == ["S(1)", "S(1)"]
+    assert [s for op, s in by_op if op == "silu"] == ["S(2)"]
+    # The two row-parallel matmuls are partial sums; the residual stream is replicated.
+    assert [s for op, s in by_op if op == "matmul"].count("P(sum)") == 2
+    assert [s for op, s in by_op if op == "add"][-1] == "R"
+    assert all(c.cause is not None for c in plan.collectives)
+    wo = next(p.nid for p in _sig(graph, tmp_path).params if p.name == "wo")
+    assert plan.collectives[0].bytes == 4 * 128 * 256 * 4  # the whole f32 activation
+    assert wo < plan.collectives[0].cause.loc.nid  # the annotation inside wo's type
+
+
+def _sig(graph: object, tmp_path: Path) -> object:
+    db = Session(tmp_path / "ws", no_cache=True).db
+    return pipeline.signature(db, pipeline.DefnKey("block.kina", "block"))
+
+
+def test_data_parallel_forward_has_no_collective(tmp_path: Path) -> None:
+    graph, plan = plan_of(annotated_block(tmp_path, {"x": BATCH}))
+    assert not plan.diagnostics and plan.collectives == ()
+    acts = [lay for lay in plan.layouts if lay.node >= len(graph.params)]
+    batched = [lay for lay in acts if graph.nodes[lay.node].type.shape[:1] == (4,)]
+    assert batched and all(lay.spec("tp") == "S(0)" for lay in batched)
+    assert all(lay.spec("tp") == "R" for lay in plan.layouts[1 : len(graph.params)])  # weights
+
+
+def test_no_annotation_no_mesh(tmp_path: Path) -> None:
+    _, plan = plan_of(annotated_block(tmp_path, {}))
+    assert plan.mesh is None and plan.collectives == ()
+
+
+def test_editing_one_annotation_reruns_only_that_entrys_propagation(tmp_path: Path) -> None:
+    ws = tmp_path / "two"
+    ws.mkdir()
+    (ws / "kina.toml").write_text('[workspace]\nname = "two"\nsources = ["*.kina"]\n')
+    src = ws / "m.kina"
+    src.write_text(
+        "(mesh tp [2])\n"
+        "(defn f [(x : (tensor f32 [N D] @sharded(axis=0, mesh=tp)))] -> (tensor f32 [N D]) (exp x))\n"
+        "(defn g [(x : (tensor f32 [N D] @sharded(axis=1, mesh=tp)))] -> (tensor f32 [N D]) (exp x))\n"
+    )
+    keys = {d: EntryKey("m.kina", d, (("D", 4), ("N", 4)), (), "cpu") for d in "fg"}
+
+    def run() -> tuple[Session, dict[str, object]]:
+        sess = Session(ws, cache_dir=str(tmp_path / "cache"))
+        plans = {d: pipeline.shard_propagate(sess.db, k) for d, k in keys.items()}
+        sess.db.commit()  # as a build does: the next process reuses the memos
+        sess.close()
+        return sess, plans
+
+    _, before = run()
+    src.write_text(
+        src.read_text()
+        .replace("(exp x))\n(defn g", "(exp x))\n(defn g", 1)
+        .replace(
+            "[N D] @sharded(axis=0, mesh=tp)))] -> (tensor f32 [N D]) (exp",
+            "[N D] @sharded(axis=1, mesh=tp)))] -> (tensor f32 [N D]) (exp",
+            1,
+        )
+    )
+    sess, after = run()
+    ran = sess.db.events.executed_names(None)
+    assert {k for n, k in ran if n == "shard_propagate"} == {keys["f"]}
+    assert {k for n, k in ran if n == "entry_graph"} == {keys["f"]}
+    assert before["g"] == after["g"]
+    assert (
+        before["f"].layouts[-1].spec("tp") == "S(0)" and after["f"].layouts[-1].spec("tp") == "S(1)"
+    )
