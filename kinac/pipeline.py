@@ -452,6 +452,10 @@ def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple
     spec = entry_graph(db, key)
     if spec.graph is None:
         return spec.diagnostics, ()
+    plan = shard_propagate(db, key)  # sharding conflicts (K0703/K0704) stop the entry here
+    sharding = plan.diagnostics if plan is not None else ()
+    if any(d.is_error for d in sharding):
+        return spec.diagnostics + sharding, ()
     arts = [(name, "graph", fingerprint(spec.graph))]
     if kind == "cpu":
         arts.append((name, "llvm-ir", fingerprint(lowered(db, key).llvm_ir)))
@@ -459,7 +463,7 @@ def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple
     else:
         arts.append((name, "llvm-ir", fingerprint(gpu_lowered(db, key).llvm_ir)))
         arts.append((name, "ptx", fingerprint(ptx(db, key))))
-    return spec.diagnostics, tuple(arts)
+    return spec.diagnostics + sharding, tuple(arts)
 
 
 @query("build", stage="build")

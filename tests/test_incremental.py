@@ -87,7 +87,9 @@ def test_body_edit_rechecks_that_defn_only(ws: Path) -> None:
             assert (name, key) in {("file_report", "ffn.kina"), ("build", ()), ("entry_report", "block_small")} \
                 or name in ("solve", "host_kernel_llvm", "host_kernel_object"), (name, key)  # kernels: test_kernels_incremental
     rebuilt = {(n, k.defn) for n, k in executed(sess) if isinstance(k, EntryKey)}
-    assert rebuilt == {("entry_graph", "block"), ("lowered", "block"), ("object_code", "block")}
+    assert rebuilt == {
+        ("entry_graph", "block"), ("shard_propagate", "block"), ("lowered", "block"), ("object_code", "block")
+    }
 
 
 def test_signature_edit_rechecks_exactly_its_dependents(ws: Path) -> None:

@@ -65,7 +65,7 @@ def read_pinned(
                 diags.append(
                     error(
                         "K0703",
-                        f"mesh axis `{ax}` of `{mesh.name}` is given two shardings on `{name}` "
+                        f"{_axis_name(mesh, ax)} is given two shardings on `{name}` "
                         f"({what[ax]} and {desc})",
                         Label(label.loc, f"{desc} over `{ax}`"),
                         (Label(first.loc, f"{what[ax]} over `{ax}`"),),
@@ -84,3 +84,11 @@ def read_pinned(
     if not any_named:
         return None, diags
     return Pinned(dims, tuple(partial), where), diags
+
+
+def _axis_name(mesh: ast.Mesh, axis: str) -> str:
+    """``mesh `tp` `` for a 1-D mesh (its axis is named after it), else ``mesh axis `dp` of
+    `grid` ``."""
+    if mesh.axes == (mesh.name,):
+        return f"mesh `{mesh.name}`"
+    return f"mesh axis `{axis}` of `{mesh.name}`"

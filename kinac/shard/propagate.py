@@ -84,9 +84,14 @@ def _step(st: _State, i: int, diags: list[Diagnostic]) -> bool:
             if old.axes == known.axes:
                 continue
             if old.pinned and known.pinned and ot != t and old.cause and known.cause:
-                diags.append(_conflict(st, old, known, ot, t))
-            if (st.nbytes(t), -t) > (st.nbytes(ot), -ot):
-                choice[f] = (known, t)
+                diags.append(_conflict(st, old, known, ot, t, node.op))
+                continue
+            keep, lose = (known, t), prev
+            if (st.nbytes(t), -t) <= (st.nbytes(ot), -ot):
+                keep, lose = prev, (known, t)
+            choice[f] = keep
+            if keep[0].cause is not None:
+                diags.append(_redistribution(st, keep, lose, node.op))
     changed = False
     for t, dims in members:
         for d, fs in enumerate(dims):
@@ -103,19 +108,53 @@ def _step(st: _State, i: int, diags: list[Diagnostic]) -> bool:
     return changed
 
 
-def _conflict(st: _State, a: _Dim, b: _Dim, ta: int, tb: int) -> Diagnostic:
+def _conflict(st: _State, a: _Dim, b: _Dim, ta: int, tb: int, op: str) -> Diagnostic:
+    """K0704: two pinned layouts give one factor of ``op`` different mesh axes."""
     from kinac.check.codes import error
 
-    na, nb = _name(st.graph, ta), _name(st.graph, tb)
+    na, nb = _describe(st.graph, ta), _describe(st.graph, tb)
+    xa, xb = _axes(a.axes), _axes(b.axes)
     assert a.cause is not None and b.cause is not None
     return error(
         "K0704",
-        f"the shardings of `{na}` and `{nb}` meet at one op and disagree "
-        f"(mesh axes {list(a.axes)} against {list(b.axes)} for the same dim)",
-        Label(b.cause.loc, f"`{nb}` split over {', '.join(b.axes)}"),
-        (Label(a.cause.loc, f"`{na}` split over {', '.join(a.axes)}"),),
+        f"the shardings of {na} and {nb} disagree where they meet in `{op}`: the same dim is "
+        f"split over {xa} in one and over {xb} in the other",
+        Label(b.cause.loc, f"{nb} split over {xb}"),
+        (Label(a.cause.loc, f"{na} split over {xa}"),),
         help="both layouts are pinned by annotations: make them agree, or `reshard` one",
     )
+
+
+def _axes(axes: tuple[str, ...]) -> str:
+    return " x ".join(f"`{a}`" for a in axes)
+
+
+def _redistribution(
+    st: _State, keep: tuple[_Dim, int], lose: tuple[_Dim, int], op: str
+) -> Diagnostic:
+    """A note (K0705): two layouts meet at ``op``, one of them inferred; the cost model keeps
+    the layout of the larger tensor and the other is redistributed (planned in plan.py)."""
+    (kd, kt), (ld, lt) = keep, lose
+    assert kd.cause is not None
+    kn, ln = _describe(st.graph, kt), _describe(st.graph, lt)
+    sec = (Label(ld.cause.loc, "this annotation's layout is redistributed"),) if ld.cause else ()
+    return Diagnostic(
+        "K0705",
+        "note",
+        f"`{op}` meets {kn} split over {_axes(kd.axes)} and {ln} split over "
+        f"{_axes(ld.axes)} on the same dim: {kn} keeps its layout ({st.nbytes(kt)} bytes, "
+        f"the larger or the first), {ln} is all-gathered over {_axes(ld.axes)}",
+        Label(kd.cause.loc, "this annotation's layout is kept"),
+        sec,
+        help="annotate one side to choose the other layout, or `reshard` explicitly",
+    )
+
+
+def _describe(graph: Graph, i: int) -> str:
+    """A parameter by name, an intermediate by its op."""
+    if i < len(graph.params):
+        return f"`{graph.params[i][0]}`"
+    return f"the result of `{graph.nodes[i].op}`"
 
 
 def _name(graph: Graph, i: int) -> str:
