@@ -140,7 +140,8 @@ def test_every_primitive_has_traits_and_empty_slots() -> None:
     assert "reduction" in traits["sum"] and "reduction" in traits["softmax"]
     for ps in PRIMS.values():
         for p in ps:
-            assert p.family in p.traits and p.vjp_rule is None and p.shard_rule is None
+            # the sharding issue filled every shard_rule (kinac/check/shard_factors.py); vjp waits
+            assert p.family in p.traits and p.vjp_rule is None and p.shard_rule is not None
 
 
 def test_rank_zero_values_keep_their_shape() -> None:

@@ -42,3 +42,14 @@ def test_shard_golden(case: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_at_least_ten_cases() -> None:
     assert len(CASES) >= 10
+
+
+def test_every_shard_code_has_a_page_and_a_golden() -> None:
+    from kinac.diag.explain import explanation
+    from kinac.shard.codes import SHARD_CODES
+
+    outs = "".join(c.with_suffix(".out").read_text() for c in CASES)
+    for code, title in SHARD_CODES.items():
+        page = explanation(code)
+        assert page is not None and page.startswith(f"# {code}: {title}"), code
+        assert f"[{code}]" in outs, code

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kinac.diag.model import Diagnostic, Label, NodeRef
 from kinac.reader import ast
+from kinac.shard.codes import shard_diagnostic
 
 
 @dataclass
@@ -38,8 +39,6 @@ def read_pinned(
     ty: ast.TensorType, rank: int, mesh: ast.Mesh, file: str, defn: str, name: str
 ) -> tuple[Pinned | None, list[Diagnostic]]:
     """The layout ``ty``'s annotations pin over ``mesh`` (None when none names it)."""
-    from kinac.check.codes import error
-
     dims: list[tuple[str, ...]] = [() for _ in range(rank)]
     partial: list[str] = []
     where: dict[str, Label] = {}
@@ -63,8 +62,9 @@ def read_pinned(
             if ax in where:
                 first = where[ax]
                 diags.append(
-                    error(
+                    shard_diagnostic(
                         "K0703",
+                        "error",
                         f"{_axis_name(mesh, ax)} is given two shardings on `{name}` "
                         f"({what[ax]} and {desc})",
                         Label(label.loc, f"{desc} over `{ax}`"),

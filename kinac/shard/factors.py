@@ -1,229 +1,42 @@
-"""Factor rules: each graph op described as factors, Shardy style (``addFactor``).
+"""The factor table of a graph op, read from the primitive registry's ``shard_rule`` slots.
 
-A factor is an iteration dimension of the op. Every operand and result dim maps to a list
-of factors (major first; ``()`` for a broadcast size-1 dim); a dim split by a reshape maps to
-several. A factor absent from the result is a *reduction* factor: sharding it leaves the
-result ``@partial(sum)`` (matmul's contraction, ``reduce_sum``'s axis). A factor in
-``need_replication`` may not be sharded (softmax's axis, a slice's or concat's axis, a
-gather's table rows, max/min reductions): an operand sharded along it is all-gathered.
-Propagation (:mod:`kinac.shard.propagate`) reads only these tables, never op names.
+Why a lookup and not a table: each primitive declares its factors where it is defined
+(:mod:`kinac.check.shard_factors`, named in its :class:`kinac.check.prims.base.Prim`), so
+propagation stays generic: it asks an op for its factors and never names one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from functools import cache
 
+from kinac.check.shard_factors import FactorRule, OpFactors, opaque, pointwise, reshape_factors
 from kinac.tir.graph import Node
 
-Dims = tuple[tuple[int, ...], ...]
+__all__ = ["PARTIAL_LINEAR", "OpFactors", "factor_rule", "factors_of", "reshape_factors"]
+
+_NO_PRIMITIVE = frozenset({"param", "const"})
+"""Graph ops with no primitive: leaves, one factor per dim (never read: they have no operands)."""
 
 
-@dataclass(frozen=True)
-class OpFactors:
-    """The factor table of one op instance (sizes, operand/result dim maps)."""
+@cache
+def _by_op() -> dict[str, FactorRule]:
+    """Each graph op's rule, from the registry (the first entry of an op, as specialisation
+    maps ops to primitives); an empty slot is opaque (replicated, correct, never fast)."""
+    from kinac.check.prims import PRIMS  # the package: importing it fills the table
 
-    sizes: tuple[int, ...]
-    operands: tuple[Dims, ...]
-    result: Dims
-    need_replication: frozenset[int] = field(default_factory=frozenset)
-
-    @property
-    def reduction(self) -> frozenset[int]:
-        """Factors of some operand that the result does not have."""
-        in_result = {f for fs in self.result for f in fs}
-        return frozenset(f for op in self.operands for fs in op for f in fs) - in_result
+    out: dict[str, FactorRule] = {}
+    for entries in PRIMS.values():
+        for p in entries:
+            out.setdefault(p.op, p.shard_rule or opaque)
+    return out
 
 
-class _Builder:
-    """Accumulates factor sizes (``add``) for one rule."""
-
-    def __init__(self) -> None:
-        self.sizes: list[int] = []
-
-    def add(self, size: int) -> int:
-        self.sizes.append(size)
-        return len(self.sizes) - 1
-
-
-def _aligned(shapes: Sequence[tuple[int, ...]], out: tuple[int, ...]) -> OpFactors:
-    """Pointwise with numpy broadcasting from the right: one factor per result dim."""
-    b = _Builder()
-    fs = [b.add(d) for d in out]
-    ops = []
-    for s in shapes:
-        off = len(out) - len(s)
-        ops.append(
-            tuple(() if d == 1 and out[off + i] != 1 else (fs[off + i],) for i, d in enumerate(s))
-        )
-    return OpFactors(tuple(b.sizes), tuple(ops), tuple((f,) for f in fs))
-
-
-def _pointwise(node: Node, ins: Sequence[tuple[int, ...]]) -> OpFactors:
-    return _aligned(ins, node.type.shape)
-
-
-def _reduce(node: Node, ins: Sequence[tuple[int, ...]], replicate: bool) -> OpFactors:
-    b = _Builder()
-    s, axis = ins[0], int(node.attr("axis"))
-    fs = [b.add(d) for d in s]
-    keep = bool(node.attr("keepdims", False))
-    res: Dims = tuple(() if i == axis else (f,) for i, f in enumerate(fs) if i != axis or keep)
-    need = frozenset({fs[axis]}) if replicate else frozenset()
-    return OpFactors(tuple(b.sizes), (tuple((f,) for f in fs),), res, need)
-
-
-def _on_axis_replicated(node: Node, ins: Sequence[tuple[int, ...]]) -> OpFactors:
-    """Pointwise except along ``axis``, which must be whole (softmax, slice, concat)."""
-    of = _aligned(ins, node.type.shape)
-    axis = int(node.attr("axis"))
-    b = _Builder()
-    b.sizes = list(of.sizes)
-    ops = list(of.operands)
-    cut = set()
-    for k, s in enumerate(ins):  # the axis of each operand is its own factor (sizes differ)
-        f = b.add(s[axis])
-        cut.add(f)
-        ops[k] = tuple((f,) if i == axis else d for i, d in enumerate(ops[k]))
-    cut.add(of.result[axis][0])
-    return OpFactors(tuple(b.sizes), tuple(ops), of.result, frozenset(cut))
-
-
-def _matmul(node: Node, ins: Sequence[tuple[int, ...]]) -> OpFactors:
-    a, c = ins
-    out = node.type.shape
-    b = _Builder()
-    batch = [b.add(d) for d in out[:-2]]
-    m, n, k = b.add(a[-2]), b.add(c[-1]), b.add(a[-1])
-
-    def bat(s: tuple[int, ...]) -> Dims:
-        off = len(batch) - (len(s) - 2)
-        return tuple(
-            () if d == 1 and out[off + i] != 1 else (batch[off + i],) for i, d in enumerate(s[:-2])
-        )
-
-    return OpFactors(
-        tuple(b.sizes),
-        (bat(a) + ((m,), (k,)), bat(c) + ((k,), (n,))),
-        tuple((f,) for f in batch) + ((m,), (n,)),
-    )
-
-
-def _transpose(node: Node, ins: Sequence[tuple[int, ...]]) -> OpFactors:
-    b = _Builder()
-    fs = [b.add(d) for d in ins[0]]
-    perm = node.attr("perm")
-    return OpFactors(tuple(b.sizes), (tuple((f,) for f in fs),), tuple((fs[p],) for p in perm))
-
-
-def reshape_factors(
-    src: tuple[int, ...], dst: tuple[int, ...]
-) -> tuple[list[int], Dims, Dims] | None:
-    """Split/merge factors mapping ``src`` dims to ``dst`` dims (major first), or None when
-    the two shapes share no common refinement by exact division (e.g. ``[6 4] -> [4 6]``)."""
-    sizes: list[int] = []
-    a: list[list[int]] = [[] for _ in src]
-    c: list[list[int]] = [[] for _ in dst]
-    i = j = 0
-    ra = src[0] if src else 1
-    rb = dst[0] if dst else 1
-    while i < len(src) and j < len(dst):
-        if ra == 1:
-            i += 1
-            ra = src[i] if i < len(src) else 1
-            continue
-        if rb == 1:
-            j += 1
-            rb = dst[j] if j < len(dst) else 1
-            continue
-        if ra % rb and rb % ra:
-            return None
-        f = min(ra, rb)
-        sizes.append(f)
-        a[i].append(len(sizes) - 1)
-        c[j].append(len(sizes) - 1)
-        ra //= f
-        rb //= f
-    return sizes, tuple(tuple(x) for x in a), tuple(tuple(x) for x in c)
-
-
-def _reshape(node: Node, ins: Sequence[tuple[int, ...]]) -> OpFactors:
-    got = reshape_factors(ins[0], node.type.shape)
-    if got is None:
-        return _opaque(node, ins)
-    sizes, a, c = got
-    return OpFactors(tuple(sizes), (a,), c)
-
-
-def _repeat_interleave(node: Node, ins: Sequence[tuple[int, ...]]) -> OpFactors:
-    """``axis`` of size n becomes n*r with index ``i*r + j``: the input's factor is the
-    result dim's major factor, the repeat a minor one (so a sharded axis stays sharded)."""
-    b = _Builder()
-    axis, reps = int(node.attr("axis")), int(node.attr("repeats"))
-    fs = [b.add(d) for d in ins[0]]
-    rep = b.add(reps)
-    res = tuple((f, rep) if i == axis else (f,) for i, f in enumerate(fs))
-    return OpFactors(tuple(b.sizes), (tuple((f,) for f in fs),), res)
-
-
-def _gather(node: Node, ins: Sequence[tuple[int, ...]]) -> OpFactors:
-    table, idx = ins
-    b = _Builder()
-    rows, width = b.add(table[0]), b.add(table[1])
-    batch = [b.add(d) for d in idx]
-    res = tuple((f,) for f in batch) + ((width,),)
-    return OpFactors(
-        tuple(b.sizes), (((rows,), (width,)), tuple((f,) for f in batch)), res, frozenset({rows})
-    )
-
-
-def _opaque(node: Node, ins: Sequence[tuple[int, ...]]) -> OpFactors:
-    """No rule: every dim its own factor, all replicated (correct, never fast)."""
-    b = _Builder()
-    ops = tuple(tuple((b.add(d),) for d in s) for s in ins)
-    res = tuple((b.add(d),) for d in node.type.shape)
-    return OpFactors(tuple(b.sizes), ops, res, frozenset(range(len(b.sizes))))
-
-
-Rule = Callable[[Node, Sequence[tuple[int, ...]]], OpFactors]
-
-_STRUCTURAL: dict[str, Rule] = {
-    "reduce_sum": lambda n, s: _reduce(n, s, False),
-    "reduce_mean": lambda n, s: _reduce(n, s, False),
-    "reduce_max": lambda n, s: _reduce(n, s, True),
-    "reduce_min": lambda n, s: _reduce(n, s, True),
-    "matmul": _matmul,
-    "transpose": _transpose,
-    "reshape": _reshape,
-    "broadcast_to": _pointwise,
-    "softmax": _on_axis_replicated,
-    "slice": _on_axis_replicated,
-    "concat": _on_axis_replicated,
-    "repeat_interleave": _repeat_interleave,
-    "gather": _gather,
-}
-"""The factor rule of each non-elementwise op; elementwise ops (every definition of
-:mod:`kinac.prims.defs`, ``cast``, ``where``, ``to_device``...) are pointwise."""
-
-POINTWISE_EXTRA = frozenset(
-    {"cast", "where", "to_device", "to_host", "param", "const", "iota", "full"}
-)
-
-
-def factor_rule(op: str) -> Rule:
-    """The rule for ``op``: a structural one, pointwise for elementwise ops, else opaque."""
-    if op in _STRUCTURAL:
-        return _STRUCTURAL[op]
-    if op in POINTWISE_EXTRA or _is_elementwise(op):
-        return _pointwise
-    return _opaque
-
-
-def _is_elementwise(op: str) -> bool:
-    """Whether ``op`` has a one-definition elementwise primitive (:mod:`kinac.prims`)."""
-    from kinac.prims import lookup
-
-    return lookup(op) is not None
+def factor_rule(op: str) -> FactorRule:
+    """The rule for graph op ``op``."""
+    if op in _NO_PRIMITIVE:
+        return pointwise
+    return _by_op().get(op, opaque)
 
 
 def factors_of(node: Node, operand_shapes: Sequence[tuple[int, ...]]) -> OpFactors:
@@ -236,4 +49,4 @@ PARTIAL_LINEAR = frozenset(
 )
 """Ops through which a ``@partial(sum)`` operand stays partial (linear in it); ``add``/``sub``
 when every operand is partial over the same axes, ``mul`` when one is, ``div`` when the
-numerator is, are decided in :mod:`kinac.shard.propagate`."""
+numerator is, are decided in :mod:`kinac.shard.plan`."""

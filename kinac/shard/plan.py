@@ -19,25 +19,33 @@ if TYPE_CHECKING:
 
 def _factor_axes(
     st: _State, i: int, layout: list[tuple[tuple[str, ...], ...]]
-) -> dict[int, tuple[str, ...]]:
+) -> tuple[dict[int, tuple[str, ...]], set[str]]:
     """Each factor's axes at op ``i``: the result's for factors it has, else (reduction
-    factors) the first operand's split dim that may carry them."""
+    factors) the first operand's split dim that may carry them; and the *scattered* axes,
+    on a reduction factor and on a result dim both: the op computes a partial sum and
+    reduce-scatters it into the result's layout (GSPMD's reduce-scatter matmul)."""
     node, of = st.graph.nodes[i], st.facts[i]
     fa: dict[int, tuple[str, ...]] = {}
     in_result = {f for fs in of.result for f in fs}
     for d, fs in enumerate(of.result):
         if fs:
             fa[fs[0]] = layout[i][d]
-    taken = {a for axes in fa.values() for a in axes}
+    on_result = {a for axes in fa.values() for a in axes}
+    reduced: set[str] = set()
     for a, dims in zip(node.args, of.operands, strict=True):
         for d, fs in enumerate(dims):
             if not fs or fs[0] in fa or fs[0] in in_result or fs[0] in of.need_replication:
                 continue
             axes = layout[a][d]
-            if axes and not taken & set(axes) and st.fits(axes, of.sizes[fs[0]]):
+            if axes and not reduced & set(axes) and st.fits(axes, of.sizes[fs[0]]):
                 fa[fs[0]] = axes
-                taken |= set(axes)
-    return fa
+                reduced |= set(axes)
+    scattered = on_result & reduced
+    if scattered:  # operands see those result factors whole: the split comes after
+        for f in in_result:
+            if f in fa:
+                fa[f] = tuple(x for x in fa[f] if x not in scattered)
+    return fa, scattered
 
 
 def _keeps_partial(op: str, partial_args: list[bool]) -> bool:
@@ -72,7 +80,7 @@ def plan(
 
     for i in range(len(g.params), len(g.nodes)):
         node, of = g.nodes[i], st.facts[i]
-        fa = _factor_axes(st, i, layout)
+        fa, scattered = _factor_axes(st, i, layout)
         pargs = [bool(partial.get(a)) for a in node.args]
         keep = any(pargs) and _keeps_partial(node.op, pargs)
         for k, (a, dims) in enumerate(zip(node.args, of.operands, strict=True)):
@@ -114,7 +122,20 @@ def plan(
                             Collective("slice", x, a, i, 0, None, f"`{node.op}` splits dim {d}")
                         )
         red = [f for f in of.reduction if fa.get(f)]
-        res_partial = tuple(a for f in sorted(red) for a in fa[f])
+        res_partial = tuple(a for f in sorted(red) for a in fa[f] if a not in scattered)
+        for x in sorted(scattered):
+            whole = tuple(tuple(y for y in axes if y != x) for axes in layout[i])
+            out.append(
+                Collective(
+                    "reduce-scatter",
+                    x,
+                    i,
+                    i,
+                    local_bytes(i, whole),
+                    _reduction_cause(st, i, of, red),
+                    f"`{node.op}` sums over `{x}` into a result split over `{x}`",
+                )
+            )
         if keep:
             res_partial += tuple(
                 p for a in node.args for p in partial.get(a, ()) if p not in res_partial
@@ -143,7 +164,9 @@ def plan(
         )
         for i in range(len(g.nodes))
     )
-    return layouts, tuple(out)
+    # one tensor read twice by one op (``(concat [x x])``) is redistributed once
+    once = {(c.kind, c.axis, c.node, c.consumer): c for c in out}
+    return layouts, tuple(once.values())
 
 
 def _reduction_cause(st: _State, i: int, of: OpFactors, red: list[int]) -> Label | None:

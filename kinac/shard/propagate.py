@@ -24,6 +24,7 @@ from kinac.diag.model import Diagnostic, Label
 from kinac.dtypes import ITEMSIZE
 from kinac.reader import ast
 from kinac.shard.annotations import Pinned
+from kinac.shard.codes import shard_diagnostic
 from kinac.shard.factors import OpFactors, factors_of
 from kinac.shard.model import Collective, ShardPlan, TensorLayout
 from kinac.shard.plan import plan
@@ -110,13 +111,12 @@ def _step(st: _State, i: int, diags: list[Diagnostic]) -> bool:
 
 def _conflict(st: _State, a: _Dim, b: _Dim, ta: int, tb: int, op: str) -> Diagnostic:
     """K0704: two pinned layouts give one factor of ``op`` different mesh axes."""
-    from kinac.check.codes import error
-
     na, nb = _describe(st.graph, ta), _describe(st.graph, tb)
     xa, xb = _axes(a.axes), _axes(b.axes)
     assert a.cause is not None and b.cause is not None
-    return error(
+    return shard_diagnostic(
         "K0704",
+        "error",
         f"the shardings of {na} and {nb} disagree where they meet in `{op}`: the same dim is "
         f"split over {xa} in one and over {xb} in the other",
         Label(b.cause.loc, f"{nb} split over {xb}"),
@@ -138,7 +138,7 @@ def _redistribution(
     assert kd.cause is not None
     kn, ln = _describe(st.graph, kt), _describe(st.graph, lt)
     sec = (Label(ld.cause.loc, "this annotation's layout is redistributed"),) if ld.cause else ()
-    return Diagnostic(
+    return shard_diagnostic(
         "K0705",
         "note",
         f"`{op}` meets {kn} split over {_axes(kd.axes)} and {ln} split over "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinac.check import shard_factors as SF
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import axis_index, c_axis, device_number_ok
 from kinac.check.types import SType
@@ -46,6 +47,7 @@ register(
         _iota_rule,
         _iota_concrete,
         "creation",
+        shard_rule=SF.pointwise,
         doc="values 0..n-1 along axis",
     )
 )
@@ -88,6 +90,7 @@ register(
         _full_rule,
         _full_concrete,
         "creation",
+        shard_rule=SF.pointwise,
         doc="a tensor filled with v",
     )
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinac.check import shard_factors as SF
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import (
     broadcast,
@@ -76,6 +77,7 @@ register(
         _cast_rule,
         _cast_concrete,
         "elementwise",
+        shard_rule=SF.pointwise,
         doc="same shape, dtype DT",
     )
 )
@@ -165,7 +167,7 @@ def _register(d: Elementwise) -> None:
             doc=d.doc or _DOCS[d.kind],
             traits=d.traits,
             vjp_rule=d.vjp,
-            shard_rule=d.shard_factors,
+            shard_rule=d.shard_factors or SF.pointwise,
             definition=d,
         )
     )
@@ -216,6 +218,7 @@ register(
         _where_rule,
         _where_concrete,
         "elementwise",
+        shard_rule=SF.pointwise,
         doc="broadcasting over the three",
     )
 )

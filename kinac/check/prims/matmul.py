@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check import dims as D
+from kinac.check import shard_factors as SF
 from kinac.check.formula import Rel
 from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import ONE, bcast_pair, c_broadcast, c_device, join_device, join_dtype
@@ -95,6 +96,7 @@ register(
         _rule,
         _concrete,
         "matmul",
+        shard_rule=SF.matmul,
         doc="[..., M, K] x [..., K, N] -> [..., M, N]",
     )
 )

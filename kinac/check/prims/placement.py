@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinac.check import shard_factors as SF
 from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import device_number_ok
 from kinac.check.types import SShape, SType
@@ -51,6 +52,7 @@ register(
         _to_device_rule,
         _to_device_concrete,
         "placement",
+        shard_rule=SF.pointwise,
         doc="copy to a device",
     )
 )
@@ -77,6 +79,7 @@ register(
         _to_host_rule,
         _to_host_concrete,
         "placement",
+        shard_rule=SF.pointwise,
         doc="copy to the host",
     )
 )
@@ -109,6 +112,7 @@ for _name in ("reshard", "all-reduce", "all-gather", "reduce-scatter", "all-to-a
             _reshard_rule(_name),
             _identity_concrete,
             "placement",
+            shard_rule=SF.pointwise,
             doc="changes sharding only (checked in a later issue)",
         )
     )

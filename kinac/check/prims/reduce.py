@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinac.check import shard_factors as SF
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import ONE, axis_index, c_axis, need_float
 from kinac.check.types import WEAK_F, WEAK_I, SShape, SType
@@ -74,6 +75,7 @@ for _op in ("sum", "mean", "max", "min"):
             _reduce_rule(_op),
             _reduce_concrete(_op),
             "reduce",
+            shard_rule=SF.reduction(_op),
             doc="removes (or keeps as 1) axis a",
         )
     )
@@ -107,6 +109,7 @@ register(
         _softmax_rule,
         _softmax_concrete,
         "reduce",
+        shard_rule=SF.whole_axis,
         doc="shape-preserving",
     )
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check import dims as D
+from kinac.check import shard_factors as SF
 from kinac.check.formula import Rel
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import (
@@ -98,6 +99,7 @@ register(
         _concat_rule,
         _concat_concrete,
         "shape",
+        shard_rule=SF.whole_axis,
         doc="other dims equal; axis dim is the sum",
     )
 )
@@ -154,6 +156,7 @@ register(
         _slice_concrete,
         "shape",
         traits=frozenset({"view"}),
+        shard_rule=SF.whole_axis,
         doc="0 <= s < e <= dim; axis dim becomes e - s",
     )
 )
@@ -200,6 +203,7 @@ register(
         _gather_rule,
         _gather_concrete,
         "shape",
+        shard_rule=SF.gather,
         doc="[V D] x int[..b] -> [..b D]",
     )
 )
@@ -240,6 +244,7 @@ register(
         _rep_rule,
         _rep_concrete,
         "shape",
+        shard_rule=SF.repeat_interleave,
         doc="dim d at axis a becomes d * r",
     )
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check import dims as D
+from kinac.check import shard_factors as SF
 from kinac.check.formula import Rel
 from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import (
@@ -77,6 +78,7 @@ register(
         _transpose_concrete,
         "shape",
         traits=frozenset({"view"}),
+        shard_rule=SF.transpose,
         doc="permutes dims",
     )
 )
@@ -150,6 +152,7 @@ register(
         _reshape_concrete,
         "shape",
         traits=frozenset({"view"}),
+        shard_rule=SF.reshape,
         doc="product of dims unchanged",
     )
 )
@@ -220,6 +223,7 @@ register(
         _bto_concrete,
         "shape",
         traits=frozenset({"view"}),
+        shard_rule=SF.pointwise,
         doc="numpy broadcasting obligations",
     )
 )
