@@ -129,3 +129,51 @@ def test_editing_one_annotation_reruns_only_that_entrys_propagation(tmp_path: Pa
     assert (
         before["f"].layouts[-1].spec("tp") == "S(0)" and after["f"].layouts[-1].spec("tp") == "S(1)"
     )
+
+
+def test_megatron_on_four_devices_with_two_kv_heads(tmp_path: Path) -> None:
+    """KV = 2 heads cannot split 4 ways: k and v projections are gathered before their
+    reshape, and repeat-interleave computes its heads whole, then keeps its own quarter."""
+    graph, plan = plan_of(annotated_block(tmp_path, MEGATRON, "(mesh tp [4])"))
+    assert plan.count("all-reduce") == 2 and plan.count("all-gather") == 2
+    slices = [c for c in plan.collectives if c.kind == "slice"]
+    assert [graph.nodes[c.node].op for c in slices] == ["repeat_interleave"] * 2
+    assert all(c.node == c.consumer for c in slices)  # the result, not the 2-head input
+
+
+GRID = "(mesh grid [2 2] :axes [dp tp])"
+
+
+def test_two_d_mesh_data_and_tensor_parallel(tmp_path: Path) -> None:
+    over = {k: v.replace("mesh=tp", "mesh=grid, over=tp") for k, v in MEGATRON.items()}
+    over["x"] = "@sharded(axis=0, mesh=grid, over=dp)"
+    graph, plan = plan_of(annotated_block(tmp_path, over, GRID))
+    assert not plan.diagnostics and plan.axes == (("dp", 2), ("tp", 2))
+    assert [(c.kind, c.axis) for c in plan.collectives] == [("all-reduce", "tp")] * 2
+    out = plan.layouts[graph.outputs[0]]
+    assert (out.spec("dp"), out.spec("tp")) == ("S(0)", "R")
+    soft = next(lay for lay in plan.layouts if graph.nodes[lay.node].op == "softmax")
+    assert (soft.spec("dp"), soft.spec("tp")) == ("S(0)", "S(1)")
+
+
+def test_mesh_from_kina_toml(tmp_path: Path) -> None:
+    ws = tmp_path / "toml"
+    ws.mkdir()
+    (ws / "kina.toml").write_text(
+        '[workspace]\nname = "t"\n\n[[mesh]]\nname = "grid"\nshape = [2, 2]\naxes = ["dp", "tp"]\n'
+    )
+    (ws / "m.kina").write_text(
+        "(defn f [(x : (tensor f32 [N D] @sharded(axis=0, mesh=grid, over=dp)))\n"
+        "         (w : (tensor f32 [D F] @sharded(axis=0, mesh=grid, over=tp)))]\n"
+        "  -> (tensor f32 [N F]) (matmul x w))\n"
+    )
+    db = Session(ws, no_cache=True).db
+    key = EntryKey("m.kina", "f", (("D", 4), ("F", 6), ("N", 4)), (), "cpu")
+    plan = pipeline.shard_propagate(db, key)
+    assert plan.mesh == "grid"
+    # x's D is sliced locally over tp to meet w's rows, the product is partial over tp
+    assert [(c.kind, c.axis, c.consumer) for c in plan.collectives] == [
+        ("slice", "tp", 2),
+        ("all-reduce", "tp", -1),
+    ]
+    assert plan.layouts[-1].dims == (("dp",), ()) and plan.layouts[-1].partial == ("tp",)

@@ -28,8 +28,8 @@ def _factor_axes(
     fa: dict[int, tuple[str, ...]] = {}
     in_result = {f for fs in of.result for f in fs}
     for d, fs in enumerate(of.result):
-        if fs:
-            fa[fs[0]] = layout[i][d]
+        if fs:  # a split the major factor cannot hold is computed whole, then sliced (plan)
+            fa[fs[0]] = layout[i][d] if st.fits(layout[i][d], of.sizes[fs[0]]) else ()
     on_result = {a for axes in fa.values() for a in axes}
     reduced: set[str] = set()
     for a, dims in zip(node.args, of.operands, strict=True):
@@ -121,6 +121,10 @@ def plan(
                         out.append(
                             Collective("slice", x, a, i, 0, None, f"`{node.op}` splits dim {d}")
                         )
+        for d, fs in enumerate(of.result):
+            for x in layout[i][d] if fs and not fa.get(fs[0]) else ():
+                reason = f"`{node.op}` computes dim {d} whole; the result is sliced locally"
+                out.append(Collective("slice", x, i, i, 0, None, reason))
         red = [f for f in of.reduction if fa.get(f)]
         res_partial = tuple(a for f in sorted(red) for a in fa[f] if a not in scattered)
         for x in sorted(scattered):
