@@ -29,13 +29,16 @@ WEIGHTS = (
 )  # fmt: skip
 
 
-def model_source(layers: int, edited: bool) -> str:
-    """``model``: ``x`` through ``layers`` blocks, layer ``i``'s weights named ``wq-i`` etc."""
+def model_source(layers: int, edited: bool, wrap: dict[int, str] | None = None) -> str:
+    """``model``: ``x`` through ``layers`` blocks, layer ``i``'s weights named ``wq-i`` etc.;
+    ``edited`` squares the last layer's input, ``wrap`` applies a unary op to layer ``i``'s."""
     params = ["(H : dim) (KV : dim) (x : (tensor T [B S D]))"]
     params += [f"({w}-{i} : (tensor T {t}))" for i in range(layers) for w, t in WEIGHTS]
     lets, prev = [], "x"
     for i in range(layers):
         arg = f"(mul {prev} {prev})" if edited and i == layers - 1 else prev
+        if wrap and i in wrap:
+            arg = f"({wrap[i]} {arg})"
         ws = " ".join(f"{w}-{i}" for w, _ in WEIGHTS)
         lets.append(f"(h{i} (block H KV {arg} {ws}))")
     return (
