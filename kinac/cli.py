@@ -182,6 +182,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                     [ev.chain(e.qid, sess.db.describe) for e in executed], len(ev.reused_events)
                 )
             )
+        if args.shardings and not report.error_count:
+            _print_shardings(sess, args.color)
         sources = [f for f in report.files if f.file != "kina.toml"]
         print(
             f"built {plural(len(sources), 'file')}, {plural(len(report.artifacts), 'artifact')}: "
@@ -190,6 +192,29 @@ def cmd_build(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_PROGRAM_ERRORS if report.error_count else EXIT_OK
+
+
+def _print_shardings(sess: Any, color: str) -> None:
+    """``build --shardings``: every kina.toml entry's plan (``shard_propagate``) as tables."""
+    from rich.console import Console
+
+    from kinac import pipeline
+    from kinac.diag.render import use_color
+    from kinac.shard.report import shardings_tables
+
+    cfg = pipeline.config(sess.db, ()).config
+    kind = pipeline.target(sess.db, ()).kind
+    console = Console(no_color=not use_color(color), highlight=False, width=200)
+    for entry in cfg.entries if cfg is not None else ():
+        found = pipeline.find_defn(sess.db, (entry.defn, entry.file))
+        if len(found) != 1:
+            continue  # reported by the build
+        key = pipeline.EntryKey(found[0].file, entry.defn, entry.dims, entry.dtypes, kind)
+        graph = pipeline.entry_graph(sess.db, key).graph
+        plan = pipeline.shard_propagate(sess.db, key)
+        if graph is not None and plan is not None:
+            for table in shardings_tables(entry.name, graph, plan, sess.resolve):
+                console.print(table)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

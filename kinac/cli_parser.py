@@ -139,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--why", action="store_true", help="for each query that re-ran, the change that caused it"
     )
+    p.add_argument(
+        "--shardings",
+        action="store_true",
+        help="print each entry's tensor layouts per mesh axis and its planned collectives",
+    )
     p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     _add_common(p)
