@@ -64,7 +64,14 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
-_UNARY: dict[str, Any] = {
+# Each unary op's defining formula, evaluated in float64 IEEE arithmetic (numpy and ``math``).
+# Why not PyTorch: at non-finite inputs it is not a reference. torch 2.13 CPU gives
+# gelu(+inf) = nan for tensors of two or more elements (its vectorised erf path) and inf for a
+# one-element tensor, so a test trusting it fails on a right answer. A formula cannot drift
+# like that; where the formula itself is indeterminate (gelu(-inf) = -inf * 0, silu(-inf) =
+# -inf / inf) the IEEE result, NaN, is the defined one (docs/language.md, "Activations at
+# infinities"), as in PyTorch and JAX.
+F64_UNARY: dict[str, Any] = {
     "neg": np.negative,
     "exp": np.exp,
     "log": np.log,
@@ -72,13 +79,20 @@ _UNARY: dict[str, Any] = {
     "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "tanh": np.tanh,
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "relu": lambda x: np.maximum(x, 0),
+    "relu": lambda x: np.maximum(x, 0.0),
     "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
     "silu": lambda x: x / (1.0 + np.exp(-x)),
     "abs": np.abs,
     "recip": lambda x: 1.0 / x,
     "square": np.square,
+    "erf": _erf,
+    "log1p": np.log1p,
+    "softplus": lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
+    "sin": np.sin,
+    "cos": np.cos,
 }
+
+
 _BINARY: dict[str, Any] = {
     "add": np.add,
     "sub": np.subtract,
@@ -105,8 +119,8 @@ def run_graph(g: Graph, inputs: list[np.ndarray]) -> np.ndarray:
             v = np.asarray(inputs[n.attr("index")])
         elif op == "const":
             v = np.asarray(n.attr("value"))
-        elif op in _UNARY:
-            v = _UNARY[op](a[0].astype(np.float64))
+        elif op in F64_UNARY:
+            v = F64_UNARY[op](a[0].astype(np.float64))
         elif op in _BINARY:
             v = _BINARY[op](a[0], a[1])
         elif op == "cast":

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from check_support import F64_UNARY
 
 from kinac.graph_build import compile_graph
 from kinac.rt.host import HostEntry
@@ -125,39 +126,6 @@ def _node(g: Graph, n: Node, v: list[torch.Tensor], inputs: tuple[Any, ...]) -> 
     if op in ("to_device", "to_host"):
         return a[0]
     return _binary(op, a[0], a[1])
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
-
-
-# Each unary op's defining formula, evaluated in float64 IEEE arithmetic (numpy and ``math``).
-# Why not PyTorch: at non-finite inputs it is not a reference. torch 2.13 CPU gives
-# gelu(+inf) = nan for tensors of two or more elements (its vectorised erf path) and inf for a
-# one-element tensor, so a test trusting it fails on a right answer. A formula cannot drift
-# like that; where the formula itself is indeterminate (gelu(-inf) = -inf * 0, silu(-inf) =
-# -inf / inf) the IEEE result, NaN, is the defined one (docs/language.md, "Activations at
-# infinities"), as in PyTorch and JAX.
-F64_UNARY: dict[str, Any] = {
-    "neg": np.negative,
-    "exp": np.exp,
-    "log": np.log,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "tanh": np.tanh,
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "relu": lambda x: np.maximum(x, 0.0),
-    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
-    "silu": lambda x: x / (1.0 + np.exp(-x)),
-    "abs": np.abs,
-    "recip": lambda x: 1.0 / x,
-    "square": np.square,
-    "erf": _erf,
-    "log1p": np.log1p,
-    "softplus": lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
-    "sin": np.sin,
-    "cos": np.cos,
-}
 
 
 def f64_unary(op: str, x: np.ndarray, dtype: str) -> np.ndarray:
