@@ -31,3 +31,21 @@ def test_build_without_the_flag_prints_no_table(
     ws = annotated_block(tmp_path, MEGATRON)
     assert main(["build", str(ws), "--no-cache", "--color", "never"]) == 0
     assert "planned collectives" not in capsys.readouterr().out
+
+
+def test_editing_an_annotation_shows_in_build_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Removing `wd`'s annotation re-runs the entry's propagation (and `build --why` says it
+    was the signature), while lowering is reused: the graph did not change."""
+    ws = annotated_block(tmp_path, MEGATRON)
+    cache = str(tmp_path / "cache")
+    assert main(["build", str(ws), "--cache-dir", cache]) == 0
+    block = ws / "block.kina"
+    block.write_text(block.read_text().replace("[F D] @sharded(axis=0, mesh=tp)", "[F D]"))
+    capsys.readouterr()
+    assert main(["build", str(ws), "--cache-dir", cache, "--why", "--color", "never"]) == 0
+    why = capsys.readouterr().out
+    shard = [line for line in why.splitlines() if line.strip().startswith("shard_propagate(")]
+    assert len(shard) == 1 and "<-  signature(DefnKey(file='block.kina', name='block'))" in shard[0]
+    assert "lowered(" not in why and "object_code(" not in why

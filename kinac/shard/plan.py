@@ -123,6 +123,8 @@ def plan(
                         )
         for d, fs in enumerate(of.result):
             for x in layout[i][d] if fs and not fa.get(fs[0]) else ():
+                if x in scattered:
+                    continue  # split by the reduce-scatter below
                 reason = f"`{node.op}` computes dim {d} whole; the result is sliced locally"
                 out.append(Collective("slice", x, i, i, 0, None, reason))
         red = [f for f in of.reduction if fa.get(f)]
