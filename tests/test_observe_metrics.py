@@ -12,30 +12,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from observe_support import mlp_workspace
 
 import kinac
 from kinac.metrics import RunMetrics, parse, render
 from kinac.observe.profile import loaded_entry
 
-SRC = """(defn mlp [(x : (tensor f32 [B D])) (w1 : (tensor f32 [D F])) (w2 : (tensor f32 [F D]))]
-  -> (tensor f32 [B D])
-  (matmul (gelu (matmul x w1)) w2))
-"""
-TOML = """[workspace]
-name = "p"
-[[entry]]
-name = "mlp"
-defn = "mlp"
-dims = { B = 8, D = 16, F = 32 }
-"""
 REPEAT = 50000  # long enough (about a second) for two scrapes while it runs
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    (tmp_path / "m.kina").write_text(SRC)
-    (tmp_path / "kina.toml").write_text(TOML)
-    return tmp_path
+    return mlp_workspace(tmp_path, b=8, d=16, f=32)
 
 
 def _own_entry(ws: Path) -> tuple[object, tuple[object, ...]]:

@@ -9,29 +9,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from observe_support import mlp_workspace
 
 import kinac
 from kinac.cli import main
 from kinac.observe.profile import MARK, instrument_ir
 
-SRC = """(defn mlp [(x : (tensor f32 [B D])) (w1 : (tensor f32 [D F])) (w2 : (tensor f32 [F D]))]
-  -> (tensor f32 [B D])
-  (matmul (gelu (matmul x w1)) w2))
-"""
-TOML = """[workspace]
-name = "p"
-[[entry]]
-name = "mlp"
-defn = "mlp"
-dims = { B = 64, D = 64, F = 256 }
-"""
-
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    (tmp_path / "m.kina").write_text(SRC)
-    (tmp_path / "kina.toml").write_text(TOML)
-    return tmp_path
+    return mlp_workspace(tmp_path, b=64, d=64, f=256)
 
 
 def check_trace(doc: Any, steps: list[str], calls: int) -> None:
