@@ -149,3 +149,24 @@ def test_gather_rows_are_whole_and_width_splits(tmp_path: Path) -> None:
         tmp_path, params.format(a=1), "(tensor f32 [N D])", "(gather t i)", {"V": 8, "D": 4, "N": 3}
     )
     assert p.collectives == () and p.layouts[g.outputs[0]].spec("tp") == "S(1)"
+
+
+@pytest.mark.parametrize(
+    ("body", "consumer_op"),
+    [("(mul x 2.0)", None), ("(exp x)", "exp"), ("(add x x)", None), ("(sub (exp x) x)", "exp")],
+)
+def test_a_pinned_partial_is_reduced_where_it_stops_being_linear(
+    tmp_path: Path, body: str, consumer_op: str | None
+) -> None:
+    x = "(x : (tensor f32 [N 8] @partial(sum, mesh=tp)))"
+    g, p = plan(tmp_path, x, "(tensor f32 [N 8])", body, {"N": 4})
+    assert kinds(p) == [("all-reduce", "tp")]
+    c = p.collectives[0]
+    assert (g.nodes[c.consumer].op if c.consumer >= 0 else None) == consumer_op
+
+
+def test_a_gathered_copy_serves_every_later_use(tmp_path: Path) -> None:
+    x = "(x : (tensor f32 [N 8] @sharded(axis=1, mesh=tp)))"
+    body = "(add (softmax x :axis 1) (slice (concat [x x] :axis 1) :axis 1 :start 0 :stop 8))"
+    _, p = plan(tmp_path, x, "(tensor f32 [N 8])", body, {"N": 4})
+    assert kinds(p) == [("all-gather", "tp")]

@@ -70,6 +70,8 @@ def plan(
     partial: dict[int, tuple[str, ...]] = dict(pinned_partial)
     cause: dict[int, Label | None] = {}
     out: list[Collective] = []
+    made: set[tuple[str, str, int, tuple[tuple[str, ...], ...]]] = set()
+    """(kind, axis, tensor, layout after): a redistributed copy, reused by later uses."""
 
     def local_bytes(t: int, dims: tuple[tuple[str, ...], ...]) -> int:
         n = 1
@@ -95,6 +97,9 @@ def plan(
                     size = local_bytes(a, tuple(have))
                     if hit is not None:
                         have[hit] = have[hit] + (p,)
+                    if (kind, p, a, tuple(have)) in made:
+                        continue  # an earlier use made this copy already: reused
+                    made.add((kind, p, a, tuple(have)))
                     out.append(
                         Collective(
                             kind, p, a, i, size, cause.get(a), f"`{node.op}` reads a partial sum"
@@ -105,6 +110,9 @@ def plan(
                 for x in extra:
                     have[d] = tuple(y for y in have[d] if y != x)
                     dim = st.dims[a][d]
+                    if ("all-gather", x, a, tuple(have)) in made:
+                        continue  # an earlier use gathered this copy already: reused
+                    made.add(("all-gather", x, a, tuple(have)))
                     out.append(
                         Collective(
                             "all-gather",
