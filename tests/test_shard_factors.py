@@ -170,3 +170,30 @@ def test_a_gathered_copy_serves_every_later_use(tmp_path: Path) -> None:
     body = "(add (softmax x :axis 1) (slice (concat [x x] :axis 1) :axis 1 :start 0 :stop 8))"
     _, p = plan(tmp_path, x, "(tensor f32 [N 8])", body, {"N": 4})
     assert kinds(p) == [("all-gather", "tp")]
+
+
+def test_a_partial_meeting_a_split_is_reduce_scattered_not_sliced(tmp_path: Path) -> None:
+    """x is partial over tp, y split over tp: x's slice would be a slice of one device's
+    share, not of the sum, so x is reduce-scattered although mul is linear in it."""
+    params = (
+        "(x : (tensor f32 [N 8] @partial(sum, mesh=tp)))"
+        " (y : (tensor f32 [N 8] @sharded(axis=0, mesh=tp)))"
+    )
+    g, p = plan(tmp_path, params, "(tensor f32 [N 8])", "(mul x y)", {"N": 4})
+    assert kinds(p) == [("reduce-scatter", "tp")]
+    out = p.layouts[g.outputs[0]]
+    assert out.spec("tp") == "S(0)" and out.partial == ()
+
+
+def test_a_partial_stays_partial_through_linear_ops_on_other_axes(tmp_path: Path) -> None:
+    params = (
+        "(x : (tensor f32 [N K] @partial(sum, mesh=grid, over=tp)))"
+        " (w : (tensor f32 [K M] @sharded(axis=1, mesh=grid, over=dp)))"
+    )
+    body = "(mean (matmul x w) :axis 0)"
+    g, p = plan(tmp_path, params, "(tensor f32 [M])", body, {"N": 4, "K": 8, "M": 6}, GRID)
+    assert kinds(p) == [("all-reduce", "tp")] and p.collectives[0].consumer == -1
+    assert p.layouts[g.outputs[0]].spec("dp") == "S(0)"
+
+
+GRID = "(mesh grid [2 2] :axes [dp tp])"

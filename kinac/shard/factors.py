@@ -45,8 +45,18 @@ def factors_of(node: Node, operand_shapes: Sequence[tuple[int, ...]]) -> OpFacto
 
 
 PARTIAL_LINEAR = frozenset(
-    {"transpose", "reshape", "neg", "reduce_sum", "cast", "to_device", "to_host", "broadcast_to"}
+    {
+        "transpose",
+        "reshape",
+        "neg",
+        "reduce_sum",
+        "reduce_mean",
+        "cast",
+        "to_device",
+        "to_host",
+        "broadcast_to",
+    }
 )
 """Ops through which a ``@partial(sum)`` operand stays partial (linear in it); ``add``/``sub``
-when every operand is partial over the same axes, ``mul`` when one is, ``div`` when the
+when every operand is partial over the same axes, ``mul`` and ``matmul`` when one is, ``div`` when the
 numerator is, are decided in :mod:`kinac.shard.plan`."""

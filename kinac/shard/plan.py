@@ -54,7 +54,7 @@ def _keeps_partial(op: str, partial_args: list[bool]) -> bool:
         return True
     if op in ("add", "sub"):
         return all(partial_args)
-    if op == "mul":
+    if op in ("mul", "matmul"):
         return sum(partial_args) == 1
     if op == "div":
         return partial_args[0] and not any(partial_args[1:])
@@ -84,7 +84,11 @@ def plan(
         node, of = g.nodes[i], st.facts[i]
         fa, scattered = _factor_axes(st, i, layout)
         pargs = [bool(partial.get(a)) for a in node.args]
-        keep = any(pargs) and _keeps_partial(node.op, pargs)
+        split = {x for axes in fa.values() for x in axes}
+        pax = {x for a in node.args for x in partial.get(a, ())}
+        # linear in its partial operands, and none of their axes splits a factor here (a
+        # slice of a partial sum is not a slice of the sum)
+        keep = any(pargs) and _keeps_partial(node.op, pargs) and not pax & split
         for k, (a, dims) in enumerate(zip(node.args, of.operands, strict=True)):
             want = tuple(
                 fa.get(fs[0], ()) if fs and fs[0] not in of.need_replication else () for fs in dims
