@@ -197,3 +197,9 @@ def test_a_partial_stays_partial_through_linear_ops_on_other_axes(tmp_path: Path
 
 
 GRID = "(mesh grid [2 2] :axes [dp tp])"
+
+
+def test_a_partial_cast_to_an_integer_is_reduced_first(tmp_path: Path) -> None:
+    x = "(x : (tensor f32 [N 8] @partial(sum, mesh=tp)))"
+    g, p = plan(tmp_path, x, "(tensor i32 [N 8])", "(cast x :to i32)", {"N": 4})
+    assert [(c.kind, g.nodes[c.consumer].op) for c in p.collectives] == [("all-reduce", "cast")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kinac.diag.model import Label
+from kinac.dtypes import FLOAT_DTYPES
 from kinac.shard.factors import PARTIAL_LINEAR, OpFactors
 from kinac.shard.model import Collective, TensorLayout
 
@@ -48,8 +49,11 @@ def _factor_axes(
     return fa, scattered
 
 
-def _keeps_partial(op: str, partial_args: list[bool]) -> bool:
-    """Whether the op is linear in its partial operands, so its result stays partial."""
+def _keeps_partial(op: str, partial_args: list[bool], dtype: str) -> bool:
+    """Whether the op is linear in its partial operands, so its result stays partial (a sum
+    of integers or booleans is not the cast of a sum of floats: only float results)."""
+    if dtype not in FLOAT_DTYPES:
+        return False
     if op in PARTIAL_LINEAR:
         return True
     if op in ("add", "sub"):
@@ -88,7 +92,7 @@ def plan(
         pax = {x for a in node.args for x in partial.get(a, ())}
         # linear in its partial operands, and none of their axes splits a factor here (a
         # slice of a partial sum is not a slice of the sum)
-        keep = any(pargs) and _keeps_partial(node.op, pargs) and not pax & split
+        keep = any(pargs) and _keeps_partial(node.op, pargs, node.type.dtype) and not pax & split
         for k, (a, dims) in enumerate(zip(node.args, of.operands, strict=True)):
             want = tuple(
                 fa.get(fs[0], ()) if fs and fs[0] not in of.need_replication else () for fs in dims
