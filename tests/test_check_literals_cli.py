@@ -3,12 +3,10 @@ a K0604/K0605 diagnostic and exit 1, never a traceback from xDSL or numpy."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from cli_support import kinac_process
 
 TOML = """[workspace]
 name = "lits"
@@ -25,16 +23,7 @@ dtypes = {dtypes}
 
 
 def _kinac(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("KINAC_CACHE_DIR", None)
-    p = subprocess.run(
-        [sys.executable, "-m", "kinac", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    p = kinac_process(*args)
     assert "Traceback" not in p.stderr + p.stdout, p.stderr
     return p
 

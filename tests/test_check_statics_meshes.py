@@ -5,17 +5,15 @@ error naming every declaration; it silently took the last one."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from cli_support import kinac_process
 
 from kinac.check import DefnRef
 from kinac.check.env import InMemoryEnv
 from kinac.diag.model import NodeRef, Span
 from kinac.reader.parse import parse_file
 
-ROOT = Path(__file__).resolve().parent.parent
 USE = "(defn f [(x : (tensor f32 [N] @sharded(axis=0, mesh=tp)))] -> (tensor f32 [N]) x)\n"
 
 
@@ -46,16 +44,7 @@ def test_a_source_mesh_clashing_with_kina_toml_is_k0702(tmp_path: Path) -> None:
         '[workspace]\nname = "m"\n[[mesh]]\nname = "tp"\nshape = [8]\n'
     )
     (tmp_path / "m.kina").write_text("(mesh tp [2])\n" + USE)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("KINAC_CACHE_DIR", None)
-    p = subprocess.run(
-        [sys.executable, "-m", "kinac", "check", str(tmp_path), "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    p = kinac_process("check", str(tmp_path), "--format", "json")
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert "K0702" in p.stdout and "kina.toml" in p.stdout
     assert json.loads(p.stdout)

@@ -3,15 +3,12 @@ refuses GPU placements with K0803 (it raised a ValueError in lowering)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from cli_support import kinac_process
 
 from kinac.check import DefnRef, specialise
 from kinac.check.env import InMemoryEnv
-
-ROOT = Path(__file__).resolve().parent.parent
 
 PLACED = """
 (defn p [(x : (tensor f32 [N] @cuda(0)))] -> (tensor f32 [N] @cpu) (to-host x))
@@ -41,16 +38,7 @@ def test_host_build_of_to_device_is_k0803_not_a_traceback(tmp_path: Path) -> Non
         '[[entry]]\nname = "t"\ndefn = "t"\ndims = { N = 4 }\n'
     )
     (tmp_path / "m.kina").write_text(PLACED)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("KINAC_CACHE_DIR", None)
-    p = subprocess.run(
-        [sys.executable, "-m", "kinac", "build", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    p = kinac_process("build", str(tmp_path))
     out = p.stdout + p.stderr
     assert p.returncode == 1 and "K0803" in out and "`to-device`" in out, out
     assert "Traceback" not in out and "internal error" not in out

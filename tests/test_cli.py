@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_support import kinac_process
 
 ROOT = Path(__file__).resolve().parent.parent
 WS = ROOT / "workspaces"
@@ -20,10 +21,7 @@ import wsgen  # noqa: E402
 
 
 def kinac(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop("KINAC_CACHE_DIR", None)
-    return subprocess.run([sys.executable, "-m", "kinac", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300, check=False)
+    return kinac_process(*args, cwd=cwd)
 
 
 def no_traceback(p: subprocess.CompletedProcess[str]) -> None:
@@ -139,8 +137,7 @@ def test_cache_dir_precedence(ws: Path, tmp_path: Path) -> None:
     assert kinac("check", str(ws)).returncode == 0
     assert (ws / "from-toml").is_dir()
     env_dir = tmp_path / "from-env"
-    p = subprocess.run([sys.executable, "-m", "kinac", "check", str(ws)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]), "KINAC_CACHE_DIR": str(env_dir)}, check=False)
+    p = kinac_process("check", str(ws), env={"KINAC_CACHE_DIR": str(env_dir)})
     assert p.returncode == 0 and env_dir.is_dir()
 
 

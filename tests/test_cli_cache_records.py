@@ -9,38 +9,23 @@ decoding; this reproduces the user's two commands, no GPU needed.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_support import kinac_process
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def kinac(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-    }
-    env.pop("KINAC_CACHE_DIR", None)
-    return subprocess.run(
-        [sys.executable, "-m", "kinac", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_gpu_build_then_gpu_run_reuses_the_cached_gpu_lowering(tmp_path: Path) -> None:
     ws = tmp_path / "mlp"
     shutil.copytree(ROOT / "workspaces" / "mlp", ws, ignore=shutil.ignore_patterns(".kinac-cache"))
     cache = str(tmp_path / "cache")
-    built = kinac("build", str(ws), "--target", "cuda", "--cache-dir", cache)
+    built = kinac_process("build", str(ws), "--target", "cuda", "--cache-dir", cache)
     assert built.returncode == 0, built.stderr
-    ran = kinac("run", str(ws), "mlp", "--target", "cuda", "--repeat", "1", "--cache-dir", cache)
+    ran = kinac_process(
+        "run", str(ws), "mlp", "--target", "cuda", "--repeat", "1", "--cache-dir", cache
+    )
     assert "does not decode" not in ran.stderr and "unknown record tag" not in ran.stderr, (
         ran.stderr
     )

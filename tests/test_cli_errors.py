@@ -6,13 +6,11 @@ environment run ``python -m kinac`` as a user does.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_support import kinac_process
 
 import kinac
 from kinac.cli import main
@@ -20,25 +18,6 @@ from kinac.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 GATHER = "(defn emb [(t : (tensor f32 [V D])) (i : (tensor i32 [N]))] -> (tensor f32 [N D])\n  (gather t i))\n"
 BAD = "(defn f [(x : (tensor f32 [N]))\n         (y : (tensor f32 [M]))] -> (tensor f32 [N])\n  (add x y))\n"
-
-
-def kinac_proc(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        **(env or {}),
-    }
-    for k in ("KINAC_CACHE_DIR", "NO_COLOR", "FORCE_COLOR", "KINAC_DEBUG"):
-        if env is None or k not in env:
-            full.pop(k, None)
-    return subprocess.run(
-        [sys.executable, "-m", "kinac", *args],
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_every_error_class_is_a_kina_error_and_exported() -> None:
@@ -95,7 +74,7 @@ def test_gather_out_of_range_is_one_error_line_exit_1(tmp_path: Path) -> None:
     src = tmp_path / "g.kina"
     src.write_text(GATHER)
     np.savez(tmp_path / "in.npz", t=np.ones((4, 3), np.float32), i=np.array([0, 9], np.int32))
-    p = kinac_proc(
+    p = kinac_process(
         "run",
         str(src),
         "emb",
@@ -141,7 +120,7 @@ def test_internal_error_is_one_line_exit_3_traceback_only_when_debugging(
 
 
 def test_exit_codes_are_documented() -> None:
-    p = kinac_proc("--help")
+    p = kinac_process("--help")
     assert (
         "exit codes: 0 clean, 1 errors in the program, 2 usage or configuration errors" in p.stdout
     )
@@ -165,6 +144,6 @@ def test_colour_follows_flag_then_no_color_then_force_color(
 ) -> None:
     bad = tmp_path / "bad.kina"
     bad.write_text(BAD)
-    p = kinac_proc("check", str(bad), "--no-cache", "--color", flag, env=env)
+    p = kinac_process("check", str(bad), "--no-cache", "--color", flag, env=env)
     assert p.returncode == 1 and "error[K0" in p.stdout
     assert ("\x1b[" in p.stdout) is coloured, p.stdout[:200]

@@ -4,16 +4,13 @@ parameter named `日本` crashed the build with xDSL's ValueError)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+from cli_support import kinac_process
 
 from kinac.reader.parse import parse_file
 
-ROOT = Path(__file__).resolve().parent.parent
 SRC = """(defn größe [(日本 : (tensor T [Ñ])) (ÿ : (tensor T [Ñ]))] -> (tensor T [Ñ])
   (let [(ž (neg 日本)) (π (mul ž Ñ))] (add π ÿ)))
 """
@@ -39,16 +36,7 @@ def test_the_reader_keeps_non_ascii_names() -> None:
 def test_non_ascii_names_build_and_run(tmp_path: Path) -> None:
     (tmp_path / "m.kina").write_text(SRC, encoding="utf-8")
     (tmp_path / "kina.toml").write_text(TOML, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("KINAC_CACHE_DIR", None)
-    p = subprocess.run(
-        [sys.executable, "-m", "kinac", "run", str(tmp_path), "e", "--repeat", "1"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    p = kinac_process("run", str(tmp_path), "e", "--repeat", "1")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "日本" in p.stdout and "Traceback" not in p.stderr
 
