@@ -290,12 +290,12 @@ class CompiledDefn:
                 "\n".join(problems) + f"\n  ({self.fixed_by} is built for {fixed_dims})"
             )
 
-    def _specialise(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
-        from kinac import pipeline
+    def _bind(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
+        """The dims and dtype variables the argument types fix (``kinac run --inputs`` binds
+        through here too). Arguments that disagree are a :class:`KinaCallError` naming the ones
+        that disagree with the majority, else the binder's own diagnostics."""
         from kinac.check import bind_call_types
 
-        self._check_devices(types)
-        self._check_fixed_shapes(types)
         bound = bind_call_types(self.key.file, self.signature, types, dim_args)
         if isinstance(bound, tuple):
             from kinac.call_shapes import majority_blame
@@ -304,6 +304,14 @@ class CompiledDefn:
             raise KinaCallError(
                 majority_blame(tensors, types, dim_args) or self._render(list(bound))
             )
+        return bound
+
+    def _specialise(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
+        from kinac import pipeline
+
+        self._check_devices(types)
+        self._check_fixed_shapes(types)
+        bound = self._bind(types, dim_args)
         if self.fixed is not None:
             want = dict(self.fixed.dims)
             got = dict(bound.dims)

@@ -15,7 +15,6 @@ from typing import Any
 from kinac.dtypes import FLOAT_DTYPES
 from kinac.errors import (
     EXIT_OK,
-    KinaCallError,
     KinaCompileError,
     KinaRuntimeError,
     KinaUsageError,
@@ -147,7 +146,6 @@ def _bind_inputs(
     arrays do not determine (dim parameters, dims only a ``where`` clause or the result
     names). Arrays that disagree with each other are a call error naming the dissenters."""
     from kinac.api import _arg_type
-    from kinac.call_shapes import majority_blame
     from kinac.check import bind_call_types
 
     missing = [p.name for p in fn.signature.params if p.is_dim and p.name not in given_dims]
@@ -170,10 +168,7 @@ def _bind_inputs(
             dtypes = dict(b.dtypes)
         fixed = {k: v for k, v in seen[0].items() if k not in missing and seen[1].get(k) == v}
         return fixed, dtypes
-    bound = bind_call_types(fn.key.file, fn.signature, types, given_dims)
-    if isinstance(bound, tuple):
-        tensors = [p for p in fn.signature.params if not p.is_dim]
-        raise KinaCallError(majority_blame(tensors, types, given_dims) or fn._render(list(bound)))
+    bound = fn._bind(types, given_dims)
     return dict(bound.dims), dict(bound.dtypes)
 
 
