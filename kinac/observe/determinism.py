@@ -21,8 +21,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kinac.dtypes import ITEMSIZE
-
 MANIFEST_VERSION = 1
 
 
@@ -47,7 +45,7 @@ def record_host(entry: Any, arrays: tuple[Any, ...], graph_hash: str) -> dict[st
     import numpy as np
 
     from kinac.codegen.llvm import host_target
-    from kinac.observe.profile import MARK_PROTO, marked_entry
+    from kinac.observe.profile import MARK_PROTO, marked_entry, step_nbytes
 
     lw = entry.lowered
     sums: dict[int, str] = {}
@@ -57,9 +55,8 @@ def record_host(entry: Any, arrays: tuple[Any, ...], graph_hash: str) -> dict[st
         i, end = divmod(which, 2)
         s = lw.steps[i]
         if end and s.writes.startswith("arena+") and arena_at:
-            size = ITEMSIZE.get(s.dtype, 4) * int(np.prod(s.shape, dtype=np.int64))
             at = arena_at[0] + int(s.writes.removeprefix("arena+"))
-            sums[i] = _sha(ctypes.string_at(at, size))
+            sums[i] = _sha(ctypes.string_at(at, step_nbytes(s.dtype, s.shape)))
 
     callback = MARK_PROTO(mark)
     marked, launches = marked_entry(entry, ctypes.cast(callback, ctypes.c_void_p).value or 0)

@@ -181,16 +181,17 @@ def _step_bytes(lowered: Any) -> list[int]:
     """Bytes each step reads and writes (every buffer once), from the buffer plan."""
     sizes: dict[str, int] = {}
     for i, p in enumerate(lowered.params):
-        sizes[f"param{i}"] = _nbytes(p.dtype, p.shape)
+        sizes[f"param{i}"] = step_nbytes(p.dtype, p.shape)
     out = []
     for s in lowered.steps:
-        written = _nbytes(s.dtype, s.shape)
+        written = step_nbytes(s.dtype, s.shape)
         out.append(written + sum(sizes.get(r, 0) for r in s.reads))
         sizes[s.writes] = written
     return out
 
 
-def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+def step_nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    """Bytes of a step's or parameter's buffer (the determinism gate reads as many)."""
     n = ITEMSIZE.get(dtype, 4)
     for d in shape:
         n *= d
