@@ -207,7 +207,9 @@ def file_index(db: Database, path: str) -> FileIndex:
 @query("defn_ast", stage="read")
 def defn_ast(db: Database, key: DefnKey) -> Defn | None:
     """Firewall: one defn's AST (span-free), the first of that name in its file."""
-    return next((d for d in parse(db, key.file).defns if d.name == key.name), None)
+    from kinac.pipeline_support import first_by_name
+
+    return first_by_name(parse(db, key.file).defns, key.name, lambda d: d.name)
 
 
 @query("signature", stage="read")
@@ -239,7 +241,10 @@ def scope(db: Database, path: str) -> tuple[tuple[str, DefnKey], ...]:
 def resolve_name(db: Database, key: tuple[str, str]) -> DefnKey | None:
     """Firewall: which defn ``name`` means in ``file`` (changes only if that answer changes)."""
     file, name = key
-    return next((ref for n, ref in scope(db, file) if n == name), None)
+    from kinac.pipeline_support import first_by_name
+
+    hit = first_by_name(scope(db, file), name, lambda item: item[0])
+    return hit[1] if hit is not None else None
 
 
 @query("solve", stage="check", tools=("z3-solver",))

@@ -7,7 +7,7 @@ here reads the world; the checker's environment answers through the pipeline's q
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -319,3 +319,26 @@ def entry_binding_error(entry: Any, problems: list[str]) -> Diagnostic:
         Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
         help="remove the name from the entry's dims/dtypes, or fix its spelling",
     )
+
+
+_NAME_INDEXES: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+_NAME_INDEX_LIMIT = 64
+
+
+def first_by_name(items: tuple[Any, ...], name: str, name_of: Callable[[Any], str]) -> Any | None:
+    """The first of ``items`` whose ``name_of`` is ``name``, or None.
+
+    Why: ``defn_ast`` and ``resolve_name`` run once per defn and each looked through the whole
+    file (or scope): quadratic in the defns of a file. The index of one tuple is built once and
+    kept for the last few tuples seen (a query's value is one object while it is in use); the
+    identity check makes a reused ``id`` harmless.
+    """
+    hit = _NAME_INDEXES.get(id(items))
+    if hit is None or hit[0] is not items:
+        index: dict[str, Any] = {}
+        for it in items:
+            index.setdefault(name_of(it), it)
+        if len(_NAME_INDEXES) >= _NAME_INDEX_LIMIT:
+            _NAME_INDEXES.pop(next(iter(_NAME_INDEXES)))
+        hit = _NAME_INDEXES[id(items)] = (items, index)
+    return hit[1].get(name)
