@@ -57,6 +57,23 @@ def _arg_type(x: Any, name: str) -> Any:
     return TType(kina, tuple(int(d) for d in shape), device)
 
 
+FAST_CACHE = 256  # distinct argument forms remembered per compiled defn
+
+
+def _fast_key(args: tuple[Any, ...], dims: dict[str, Any]) -> tuple[Any, ...]:
+    """The form of a call's arguments (AttributeError when an argument has no cheap form: then
+    the call takes the full path, which reports whatever is wrong).
+
+    An array contributes ``(type, dtype, shape, device)``, a positional dim ``(int, value)``;
+    keyword dims add ``(name, type, value)`` each, so ``True`` is never taken for ``1``."""
+    key = tuple(
+        [(int, a) if type(a) is int else (type(a), a.dtype, a.shape, a.device) for a in args]
+    )
+    if dims:
+        return (key, tuple([(k, type(v), v) for k, v in dims.items()]))
+    return (key,)
+
+
 class CompiledDefn:
     """A defn of a workspace, compiled per distinct argument shapes on first call."""
 
@@ -138,9 +155,10 @@ class CompiledDefn:
         ]
         self.default_device = "cpu" if target == "cpu" else f"cuda:{pipeline.target(db, ()).device}"
         self._entries: dict[Any, Any] = {}
-        # per-call fast path: (type, dtype, shape, device) of each array -> its specialisation
-        self._fast: dict[tuple[Any, ...], Any] = {}
-        self._arrays_only = not self.dim_params
+        # per-call fast path: the form of each argument -> (loaded entry, array positions)
+        self._fast: dict[tuple[Any, ...], tuple[Any, tuple[int, ...] | None]] = {}
+        self.fast_calls = 0  # calls that took the fast path (tests observe these counters)
+        self.slow_calls = 0  # calls that bound types from the arguments (first of each form)
 
     def _not_in_readable_files(
         self, name: str, defn_name: str, entry: Any, path: Any, cfg: Any, unread: dict[str, Any]
@@ -187,10 +205,23 @@ class CompiledDefn:
     def _split(
         self, args: tuple[Any, ...], dims: dict[str, int]
     ) -> tuple[list[Any], dict[str, int]]:
+        """The call's arrays (in parameter order) and its dims (positional and keyword)."""
+        arrays, dim_args, _ = self._split_indexed(args, dims)
+        return arrays, dim_args
+
+    def _split_indexed(
+        self, args: tuple[Any, ...], dims: dict[str, int]
+    ) -> tuple[list[Any], dict[str, int], tuple[int, ...]]:
+        """:meth:`_split`, and the positions in ``args`` of the arrays (the fast path passes
+        ``args`` at those positions straight to the entry on later calls)."""
         arrays: list[Any] = []
+        where: list[int] = []
         dim_args = dict(dims)
-        it = iter(args)
+        for k, v in dims.items():  # bool and float are not dims (True would bind 1)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise KinaCallError(f"the dim parameter `{k}` must be a positive int, got {v!r}")
         n_dims_positional = len(args) - len(self.tensor_params)
+        i = 0
         for p in self.signature.params:
             if p.is_dim:
                 if p.name in dim_args:
@@ -200,7 +231,10 @@ class CompiledDefn:
                         f"`{self.key.name}` needs the dim parameter `{p.name}` "
                         f"(pass it positionally, in declared order, or as {p.name}=...)"
                     )
-                v = next(it)
+                if i >= len(args):
+                    break
+                v = args[i]
+                i += 1
                 n_dims_positional -= 1
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                     raise KinaCallError(
@@ -208,45 +242,61 @@ class CompiledDefn:
                     )
                 dim_args[p.name] = v
             else:
-                try:
-                    arrays.append(next(it))
-                except StopIteration:
+                if i >= len(args):
                     raise KinaCallError(
                         f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
                         f"({', '.join(self.tensor_params)}), got {len(arrays)}"
-                    ) from None
-        rest = list(it)
-        if rest:
+                    )
+                arrays.append(args[i])
+                where.append(i)
+                i += 1
+        if i < len(args):
             raise KinaCallError(
                 f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
-                f"({', '.join(self.tensor_params)}), got {len(arrays) + len(rest)}"
+                f"({', '.join(self.tensor_params)}), got {len(arrays) + len(args) - i}"
             )
-        return arrays, dim_args
+        return arrays, dim_args, tuple(where)
 
     def __call__(self, *args: Any, **dims: int) -> Any:
-        # Fast path: arrays only, each seen before with this (type, dtype, shape, device): the
-        # specialisation is known without building Kina types (a few attribute reads per array;
-        # the full path below costs ~10 us per torch tensor).
-        if self._arrays_only and not dims:
-            try:
-                fkey = tuple([(type(a), a.dtype, a.shape, a.device) for a in args])
-                entry = self._fast.get(fkey)
-            except (AttributeError, TypeError):  # no .device, or unhashable parts
-                fkey, entry = None, None
-            if entry is not None:
+        # Fast path: every argument seen before in this form (an array's type, dtype, shape and
+        # device; a dim's type and value): the specialisation, and which arguments are its
+        # arrays, are known without building Kina types (a few attribute reads per array; the
+        # full path below costs ~10 us per torch tensor). Dims positional or by keyword take it
+        # too. Anything new, or wrong, goes down the full path, which checks and reports it.
+        fkey: tuple[Any, ...] | None
+        try:
+            fkey = _fast_key(args, dims)
+            hit = self._fast.get(fkey)
+        except (AttributeError, TypeError):  # no .dtype/.device, or unhashable parts
+            fkey, hit = None, None
+        if hit is not None:
+            self.fast_calls += 1
+            entry, where = hit
+            if where is None:
                 return entry(*args)
-        else:
-            fkey = None
-        arrays, dim_args = self._split(args, dims)
+            return entry(*[args[i] for i in where])
+        entry, arrays, where = self.specialisation(args, dims)
+        if fkey is not None and len(self._fast) < FAST_CACHE:
+            self._fast[fkey] = (entry, None if len(where) == len(args) else where)
+        return entry(*arrays)
+
+    def specialisation(
+        self, args: tuple[Any, ...], dims: dict[str, int]
+    ) -> tuple[Any, list[Any], tuple[int, ...]]:
+        """The slow path of a call: the loaded entry for these arguments (compiled on first
+        use, every check made), the arrays it takes, and their positions in ``args``.
+
+        Reusable by wrappers of a compiled defn (sharded, differentiated calls): the binding
+        and every diagnostic of a plain call, without running anything."""
+        self.slow_calls += 1
+        arrays, dim_args, where = self._split_indexed(args, dims)
         types = tuple(_arg_type(a, n) for a, n in zip(arrays, self.tensor_params, strict=True))
-        fast = (types, tuple(sorted(dim_args.items())))
-        entry = self._entries.get(fast)
+        skey = (types, tuple(sorted(dim_args.items())))
+        entry = self._entries.get(skey)
         if entry is None:
             entry = self._specialise(types, dim_args)
-            self._entries[fast] = entry
-        if fkey is not None and len(self._fast) < 256:
-            self._fast[fkey] = entry
-        return entry(*arrays)
+            self._entries[skey] = entry
+        return entry, arrays, where
 
     def _check_devices(self, types: tuple[Any, ...]) -> None:
         """Arrays for unannotated parameters must be where the entry runs (host arrays are
