@@ -411,31 +411,6 @@ def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
     return tuple(dict.fromkeys(objects))  # identical kernels: one object
 
 
-@query("gpu_lowered", stage="lower", tools=("xdsl",))
-def gpu_lowered(db: Database, key: EntryKey) -> Any:
-    """The entry lowered for the GPU: LLVM IR for NVPTX, cuBLAS calls and launch plan."""
-    from kinac.ir.gpu.pipeline import lower_graph_gpu
-
-    spec = entry_graph(db, key)
-    if spec.graph is None:
-        return None
-    with _internal_errors(key, "GPU lowering"):
-        return lower_graph_gpu(spec.graph)
-
-
-@query("ptx", stage="codegen", tools=("llvmlite",))
-def ptx(db: Database, key: EntryKey) -> str | None:
-    """PTX for the target's GPU architecture (llvmlite's NVPTX back end, -O3)."""
-    from kinac.codegen.ptx import compile_ptx
-
-    lo = gpu_lowered(db, key)
-    if lo is None:
-        return None
-    arch = target(db, ()).arch
-    with _internal_errors(key, "PTX generation (LLVM NVPTX)"):
-        return compile_ptx(lo.llvm_ir, arch)
-
-
 @query("entry_report", stage="build")
 def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str, str], ...]]:
     """Build one kina.toml entry: its diagnostics and its artifacts (kind, fingerprint)."""
@@ -505,3 +480,6 @@ def display_source(db: Database, path: str) -> str | None:
     """The text shown under diagnostics (bad bytes replaced when the file is not UTF-8)."""
     text = source_text(db, path)
     return (text.shown or None) if isinstance(text, UnreadableFile) else text
+
+
+from kinac.pipeline_gpu import gpu_lowered, ptx  # noqa: E402,F401  (registers the GPU queries)
