@@ -8,7 +8,8 @@ raise :class:`KinaRuntimeError`.
 
 from __future__ import annotations
 
+from kinac.rt.host.arrays import OUTPUT_STATS
 from kinac.rt.host.entry import HostEntry, load_entry
 from kinac.rt.host.errors import KinaRuntimeError
 
-__all__ = ["HostEntry", "KinaRuntimeError", "load_entry"]
+__all__ = ["OUTPUT_STATS", "HostEntry", "KinaRuntimeError", "load_entry"]

@@ -70,5 +70,39 @@ def as_host_array(x: Any, name: str, dtype: str, shape: tuple[int, ...]) -> np.n
     return arr
 
 
+class OutputStats:
+    """How many output buffers (and bytes) the host runtime has allocated in this process.
+
+    A training step that passes its outputs (``HostEntry(..., out=...)``, buffer donation)
+    allocates none: ``kinac.train`` measures that with these counters."""
+
+    allocations: int = 0
+    nbytes: int = 0
+
+
+OUTPUT_STATS = OutputStats()
+
+
 def new_output(dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    return np.empty(shape, dtype=NP_DTYPES[dtype])
+    arr = np.empty(shape, dtype=NP_DTYPES[dtype])
+    OUTPUT_STATS.allocations += 1
+    OUTPUT_STATS.nbytes += arr.nbytes
+    return arr
+
+
+def given_output(
+    x: Any, name: str, dtype: str, shape: tuple[int, ...], ins: list[np.ndarray]
+) -> np.ndarray:
+    """A caller's output buffer (``out=``): a writeable C-contiguous numpy array of exactly the
+    output's dtype and shape that overlaps no input (the kernels' buffers are ``noalias``)."""
+    if not isinstance(x, np.ndarray):
+        raise KinaRuntimeError(f"out {name!r}: expected a numpy array, got {type(x).__name__}")
+    if x.dtype != NP_DTYPES[dtype] or tuple(x.shape) != tuple(shape):
+        raise KinaRuntimeError(
+            f"out {name!r}: {x.dtype}{list(x.shape)}, expected {dtype}{list(shape)}"
+        )
+    if not (x.flags.c_contiguous and x.flags.writeable):
+        raise KinaRuntimeError(f"out {name!r}: must be C-contiguous and writeable")
+    if any(np.may_share_memory(x, a) for a in ins):
+        raise KinaRuntimeError(f"out {name!r}: overlaps an input (outputs are written in place)")
+    return x

@@ -2,7 +2,8 @@
 
 :func:`load_entry` links an entry's object code into the process (binding its BLAS calls) and
 returns a :class:`HostEntry`, a callable taking one array per param. Each call allocates the
-outputs, reuses a per-thread scratch arena, runs the code through one ctypes call, then checks
+outputs (or writes into the caller's, ``out=``: buffer donation, so a training step allocates
+nothing), reuses a per-thread scratch arena, runs the code through one ctypes call, then checks
 the status buffer the kernels write runtime errors into.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from kinac.artifacts.host import GATHER_OOB, LoweredEntry
-from kinac.rt.host.arrays import as_host_array, new_output
+from kinac.rt.host.arrays import as_host_array, given_output, new_output
 from kinac.rt.host.blas import single_threaded_blas
 from kinac.rt.host.errors import KinaRuntimeError
 from kinac.rt.host.pool import runtime_symbols
@@ -48,7 +49,9 @@ class HostEntry:
             self._local.scratch = got
         return got[1], got[2], got[3]
 
-    def __call__(self, *arrays: Any) -> Any:
+    def __call__(self, *arrays: Any, out: tuple[Any, ...] | list[Any] | None = None) -> Any:
+        """Run on ``arrays``; ``out``, one array per output, receives the results (no buffer
+        is allocated: a training step reuses its buffers) and is returned as a call would."""
         lw = self.lowered
         if len(arrays) != len(lw.params):
             raise KinaRuntimeError(
@@ -59,7 +62,17 @@ class HostEntry:
             as_host_array(a, p.name, p.dtype, p.shape)
             for a, p in zip(arrays, lw.params, strict=True)
         ]
-        outs = [new_output(o.dtype, o.shape) for o in lw.outputs]
+        if out is None:
+            outs = [new_output(o.dtype, o.shape) for o in lw.outputs]
+        else:
+            if len(out) != len(lw.outputs):
+                raise KinaRuntimeError(
+                    f"{lw.name} has {len(lw.outputs)} outputs, got {len(out)} out= arrays"
+                )
+            outs = [
+                given_output(x, f"{lw.name}[{i}]", o.dtype, o.shape, ins)
+                for i, (x, o) in enumerate(zip(out, lw.outputs, strict=True))
+            ]
         status, arena_at, status_at = self._scratch()
         status[0] = 0
         ptrs = [b.ctypes.data for b in ins] + [b.ctypes.data for b in outs] + [arena_at, status_at]

@@ -1,0 +1,51 @@
+"""Buffer donation on the host (``HostEntry(..., out=...)``): results land in the caller's
+arrays, no output is allocated (``OUTPUT_STATS``), and bad ``out`` arrays are refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kinac
+from kinac.rt.host import OUTPUT_STATS, KinaRuntimeError
+
+OPTIM = Path(kinac.__file__).parent / "std" / "optim.kina"
+
+
+@pytest.fixture(scope="module")
+def sgd_param(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return kinac.compile(OPTIM, "sgd-param", cache_dir=str(tmp_path_factory.mktemp("cache")))
+
+
+def test_out_receives_the_result_and_allocates_nothing(sgd_param: object) -> None:
+    rng = np.random.default_rng(0)
+    p, buf = (rng.standard_normal((5, 7)).astype(np.float32) for _ in range(2))
+    lr = np.float32(0.1)
+    want = sgd_param(p, buf, lr)  # type: ignore[operator]
+    entry, _, _ = sgd_param.specialisation((p, buf, lr), {})  # type: ignore[attr-defined]
+    out = np.full((5, 7), np.nan, dtype=np.float32)
+    before = OUTPUT_STATS.allocations
+    got = entry(p, buf, lr, out=(out,))
+    assert OUTPUT_STATS.allocations == before
+    assert got is out
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_allclose(want, p - lr * buf, rtol=1e-6, atol=1e-7)  # fma may round once
+    entry(p, buf, lr)
+    assert OUTPUT_STATS.allocations == before + 1
+
+
+def test_bad_out_arrays_are_refused(sgd_param: object) -> None:
+    p = np.ones((3, 4), np.float32)
+    buf = np.ones((3, 4), np.float32)
+    lr = np.float32(0.5)
+    entry, _, _ = sgd_param.specialisation((p, buf, lr), {})  # type: ignore[attr-defined]
+    with pytest.raises(KinaRuntimeError, match=r"expected f32\[3, 4\]"):
+        entry(p, buf, lr, out=(np.empty((4, 3), np.float32),))
+    with pytest.raises(KinaRuntimeError, match="overlaps an input"):
+        entry(p, buf, lr, out=(p,))
+    with pytest.raises(KinaRuntimeError, match="1 outputs, got 2"):
+        entry(p, buf, lr, out=(np.empty_like(p), np.empty_like(p)))
+    with pytest.raises(KinaRuntimeError, match="C-contiguous"):
+        entry(p, buf, lr, out=(np.empty((4, 3), np.float32).T,))
