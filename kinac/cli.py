@@ -304,3 +304,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """``kinac train``: :mod:`kinac.train.cli`."""
+    from kinac.train.cli import run
+
+    return run(args)

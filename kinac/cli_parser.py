@@ -190,6 +190,30 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = sub.add_parser(
+        "train",
+        help="train a loss entry on a synthetic token task",
+        description="Train a kina.toml entry whose defn returns a scalar loss (docs/training.md): "
+        "value_and_grad of its weights, an optimizer from std/optim.kina, a synthetic "
+        "learnable token task. A progress bar (step, loss, tokens/s), or --json lines.",
+    )
+    p.add_argument("path", help="workspace directory")
+    p.add_argument("entry", help="entry name from kina.toml (e.g. decoder_1m)")
+    p.add_argument("--steps", type=_count(1), default=20, help="training steps (default 20)")
+    p.add_argument("--lr", type=float, default=3e-3, help="learning rate (default 3e-3)")
+    p.add_argument("--seed", type=_count(0), default=0, help="seed of weights and data (default 0)")
+    p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
+    p.add_argument("--weight-decay", type=float, default=0.0, help="(default 0)")
+    p.add_argument(
+        "--loss-scale",
+        metavar="dynamic|X",
+        help="loss scaling of a mixed-precision entry (default: dynamic for f16, 1 otherwise)",
+    )
+    p.add_argument("--target", choices=["cpu", "cuda"], help="where to train (default cpu)")
+    p.add_argument("--json", action="store_true", help="one JSON object per step on stdout")
+    p.add_argument("--save", metavar="FILE", help="save the trained weights to a .npz file")
+    _add_common(p)
+
+    p = sub.add_parser(
         "watch",
         help="rebuild on every save",
         description="Watch a workspace; on each save rebuild only what changed and redraw "

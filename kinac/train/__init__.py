@@ -6,3 +6,16 @@ command line. The update formulas are Kina (``std/optim.kina``, ``std/amp.kina``
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["StepResult", "Trainer", "train"]
+
+
+def __getattr__(name: str) -> Any:
+    """``Trainer``, ``StepResult`` and ``train`` load the trainer (and numpy) on first use."""
+    if name in __all__:
+        from kinac.train import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(name)

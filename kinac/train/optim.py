@@ -34,13 +34,16 @@ def to_numpy(x: Any) -> Any:
     return x.numpy()
 
 
-class _Defn:
-    """One defn of std/optim.kina, called with donated outputs on the host."""
+class KinaFn:
+    """One defn of a prelude module, called with donated outputs on the host (``out``) and
+    plainly on a GPU; its specialisations are keyed by the caller (one per parameter)."""
 
-    def __init__(self, name: str, target: str, options: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, target: str, options: dict[str, Any], path: Path = OPTIM_KINA
+    ) -> None:
         from kinac.api import compile as compile_defn
 
-        self.fn = compile_defn(OPTIM_KINA, name, target=target, **options)
+        self.fn = compile_defn(path, name, target=target, **options)
         self.host = target == "cpu"
         self._entries: dict[str, Any] = {}
 
@@ -73,7 +76,7 @@ class Optimizer:
         self.lr = float(lr)
         self.t = 0
         self.target = target
-        self._fns = {n: _Defn(n, target, options) for n in self.defns}
+        self._fns = {n: KinaFn(n, target, options) for n in self.defns}
         self._np = {k: np.dtype(np.asarray(to_numpy(v)).dtype) for k, v in params.items()}
         for k, dt in self._np.items():
             if dt not in (np.float32, np.float64):

@@ -38,6 +38,7 @@ class EntryInfo:
     params: tuple[ParamInfo, ...]
     dims: dict[str, int]
     dim_params: tuple[str, ...]
+    f16: bool = False  # the loss computes in f16 somewhere: dynamic loss scaling by default
 
     @property
     def weights(self) -> tuple[ParamInfo, ...]:
@@ -82,7 +83,8 @@ def entry_info(workspace: str, entry: str, target: str = "cpu", **options: Any) 
     g = spec.graph
     params = tuple(ParamInfo(n, t.dtype, tuple(t.shape)) for n, t in g.params)
     dims = {k: v for k, v in cd.fixed.dims if isinstance(v, int)}  # no variadic groups here
-    info = EntryInfo(params, dims, tuple(cd.dim_params))
+    f16 = any(n.type.dtype == "f16" for n in g.nodes)
+    info = EntryInfo(params, dims, tuple(cd.dim_params), f16)
     _check_roles(entry, info, g.nodes[g.outputs[0]].type)
     return info
 

@@ -1,0 +1,86 @@
+"""Dynamic loss scaling for f16 training (mixed precision with f32 master weights).
+
+The loss defn multiplies its f32 loss by ``scale`` (a rank-0 f32 argument: see
+``workspaces/decoder``'s ``decoder-loss-f16``), so f16 gradients stay above f16's underflow.
+After each backward pass the scaler unscales the gradients and checks them
+(``std/amp.kina``: ``unscale``, ``nonfinite``). An inf or NaN anywhere skips the optimizer
+step and multiplies the scale by ``backoff`` (0.5); ``growth_interval`` clean steps in a row
+multiply it by ``growth`` (2). Same rules and defaults as ``torch.amp.GradScaler``. The
+decision is made on the host, as GradScaler's ``step`` does (one scalar read per parameter).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kinac.errors import KinaUsageError
+from kinac.train.optim import KinaFn, to_numpy
+
+AMP_KINA = Path(__file__).resolve().parent.parent / "std" / "amp.kina"
+
+
+class LossScaler:
+    """The scale, the count of clean steps since the last change, and the checks."""
+
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth: float = 2.0,
+        backoff: float = 0.5,
+        growth_interval: int = 2000,
+        target: str = "cpu",
+        **options: Any,
+    ) -> None:
+        self.scale = float(init_scale)
+        self.growth, self.backoff, self.growth_interval = growth, backoff, int(growth_interval)
+        self.clean_steps = 0
+        self.skipped = 0
+        self.host = target == "cpu"
+        self._unscale = KinaFn("unscale", target, options, AMP_KINA)
+        self._nonfinite = {
+            r: KinaFn(n, target, options, AMP_KINA)
+            for r, n in ((0, "nonfinite-0"), (1, "nonfinite"), (2, "nonfinite-2"))
+            + ((3, "nonfinite-3"), (4, "nonfinite-4"))
+        }
+        self._bufs: dict[str, Any] = {}
+
+    def _buf(self, key: str, like: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+        import numpy as np
+
+        if not self.host:
+            return None
+        b = self._bufs.get(key)
+        if b is None:
+            b = self._bufs[key] = np.empty(shape, dtype)
+        return b
+
+    def unscale(self, grads: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The gradients divided by the scale, and whether all of them are finite."""
+        import numpy as np
+
+        out: dict[str, Any] = {}
+        finite = True
+        for k, g in grads.items():
+            dt = np.dtype(np.float32) if not self.host else g.dtype
+            inv = np.asarray(1.0 / self.scale, dtype=dt)
+            u = self._unscale(k, (g, inv), self._buf(k, g, tuple(g.shape), dt))
+            check = self._nonfinite.get(len(g.shape))
+            if check is None:
+                raise KinaUsageError(f"gradient `{k}` has rank {len(g.shape)}: at most 4")
+            bad = check(k, (u,), self._buf(f"{k}.bad", g, (), np.float32))
+            finite = finite and bool(np.isfinite(to_numpy(bad)))
+            out[k] = u
+        return out, finite
+
+    def update(self, finite: bool) -> None:
+        """After a step: back off on overflow (the step was skipped), grow after N clean."""
+        if not finite:
+            self.scale *= self.backoff
+            self.clean_steps = 0
+            self.skipped += 1
+            return
+        self.clean_steps += 1
+        if self.clean_steps >= self.growth_interval:
+            self.scale *= self.growth
+            self.clean_steps = 0

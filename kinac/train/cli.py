@@ -1,0 +1,138 @@
+"""``kinac train WORKSPACE ENTRY --steps N``: the trainer behind a progress bar or JSON lines.
+
+Text mode draws a rich progress bar on stderr in a terminal (step, loss, tokens/s) and prints
+a one-line summary on stdout; ``--json`` prints one JSON object per step
+(``{"event": "step", ...}``) and a last one (``{"event": "done", ...}``) on stdout, nothing
+else. Bad flags and entries that cannot be trained are ``kinac: error:`` lines (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from kinac.errors import EXIT_OK, EXIT_USAGE, KinaUsageError
+
+
+def _loss_scale(text: str | None) -> str | float | None:
+    if text is None or text == "dynamic":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise KinaUsageError(f"--loss-scale takes 'dynamic' or a number, got {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``train`` command (see :mod:`kinac.cli_parser` for its flags)."""
+    from pathlib import Path
+
+    from kinac.train.trainer import StepResult, Trainer
+
+    if getattr(args, "simulate", None):
+        raise KinaUsageError(
+            "--simulate is not wired into training yet: it needs the sharded runtime "
+            "(kinac/rt/comm, kinac/pipeline_shard.py) to run value_and_grad per device"
+        )
+    if not Path(args.path).is_dir():
+        print(f"kinac: error: {args.path} is not a workspace directory", file=sys.stderr)
+        return EXIT_USAGE
+    t0 = time.perf_counter()
+    trainer = Trainer(
+        args.path,
+        args.entry,
+        lr=args.lr,
+        seed=args.seed,
+        target=args.target or "cpu",
+        optimizer=args.optimizer,
+        weight_decay=args.weight_decay,
+        loss_scale=_loss_scale(args.loss_scale),
+        cache_dir=args.cache_dir,
+        no_cache=args.no_cache,
+    )
+    results: list[StepResult] = []
+    if args.json:
+        head = {
+            "event": "start",
+            "entry": args.entry,
+            "weights": trainer.n_weights,
+            "tokens_per_step": trainer.tokens_per_step,
+            "target": trainer.target,
+            "seed": args.seed,
+        }
+        print(json.dumps(head), flush=True)
+        for r in trainer.steps(args.steps):
+            results.append(r)
+            print(json.dumps(r.as_json()), flush=True)
+    else:
+        results = _with_progress(trainer, args.steps, sys.stderr.isatty())
+    total = time.perf_counter() - t0
+    done = _summary(trainer, results, total)
+    if args.json:
+        print(json.dumps(done), flush=True)
+    else:
+        print(
+            f"trained {args.entry} ({trainer.n_weights / 1e6:.2f}M weights) for "
+            f"{len(results)} steps: loss {done['first_loss']:.4f} -> {done['last_loss']:.4f}, "
+            f"{done['tokens_per_s']:,.0f} tokens/s after the first step"
+            + (f", {done['skipped']} skipped" if done["skipped"] else "")
+        )
+    if args.save:
+        _save(trainer, args.save)
+    return EXIT_OK
+
+
+def _summary(trainer: Any, results: list[Any], total: float) -> dict[str, Any]:
+    later = results[1:] or results
+    secs = sum(r.seconds for r in later)
+    return {
+        "event": "done",
+        "steps": len(results),
+        "first_loss": results[0].loss if results else None,
+        "last_loss": results[-1].loss if results else None,
+        "tokens_per_s": round(sum(r.tokens for r in later) / secs, 1) if secs else None,
+        "steps_per_s": round(len(later) / secs, 3) if secs else None,
+        "skipped": sum(r.skipped for r in results),
+        "allocations_after_first": sum(trainer.allocations_per_step[1:]),
+        "seconds": round(total, 3),
+    }
+
+
+def _with_progress(trainer: Any, steps: int, enabled: bool) -> list[Any]:
+    results: list[Any] = []
+    if not enabled:
+        return list(trainer.steps(steps))
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("[bold]train[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss [cyan]{task.fields[loss]}[/]"),
+        TextColumn("{task.fields[tps]} tok/s"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task(trainer.entry, total=steps, loss="-", tps="-")
+        for r in trainer.steps(steps):
+            results.append(r)
+            bar.update(
+                task,
+                advance=1,
+                loss=f"{r.loss:.4f}" + (" (skipped)" if r.skipped else ""),
+                tps=f"{r.tokens_per_s:,.0f}",
+            )
+    return results
+
+
+def _save(trainer: Any, path: str) -> None:
+    """The trained weights as a .npz (arrays named after the parameters)."""
+    import numpy as np
+
+    from kinac.train.optim import to_numpy
+
+    np.savez(path, **{k: to_numpy(v) for k, v in trainer.weights.items()})

@@ -1,0 +1,193 @@
+"""The training loop: a loss entry's ``value_and_grad``, an optimizer, optionally a scaler.
+
+:class:`Trainer` compiles ``kinac.value_and_grad`` of a ``kina.toml`` entry with respect to
+every weight (``kinac.train.params``: the roles of the parameters), initialises the weights
+from the seed, and runs steps on the synthetic task (``kinac.train.data``). On the host the
+loss-and-gradient call writes into buffers the trainer holds (``out=``) and the optimizer
+ping-pongs its own, so after the first step a step allocates no runtime buffer
+(:attr:`Trainer.allocations_per_step`, from ``kinac.rt.host.OUTPUT_STATS``).
+
+Determinism: data and first weights depend only on the seed, and every kernel is
+deterministic (no atomics on the default path), so two runs with one seed give bitwise equal
+losses and weights (``tests/test_train_determinism.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kinac.errors import KinaUsageError
+from kinac.train.params import DATA, SCALE, EntryInfo, entry_info, init_weights
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step: its number (from 1), the loss (unscaled), the tokens it saw, its wall time,
+    whether the optimizer skipped it (a non-finite gradient under loss scaling), the scale."""
+
+    step: int
+    loss: float
+    tokens: int
+    seconds: float
+    skipped: bool = False
+    scale: float | None = None
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else float("inf")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "event": "step",
+            "step": self.step,
+            "loss": self.loss,
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 6),
+            "tokens_per_s": round(self.tokens_per_s, 1),
+            "skipped": self.skipped,
+            "scale": self.scale,
+        }
+
+
+class Trainer:
+    """Train ``entry`` of ``workspace``: ``Trainer(ws, entry).run(steps)``."""
+
+    def __init__(
+        self,
+        workspace: str,
+        entry: str,
+        *,
+        lr: float = 3e-3,
+        seed: int = 0,
+        target: str = "cpu",
+        optimizer: str = "adamw",
+        weight_decay: float = 0.0,
+        loss_scale: str | float | None = None,
+        growth_interval: int = 2000,
+        **options: Any,
+    ) -> None:
+        from kinac.api_grad import value_and_grad
+        from kinac.train.amp import LossScaler
+        from kinac.train.optim import OPTIMIZERS
+
+        if optimizer not in OPTIMIZERS:
+            raise KinaUsageError(
+                f"unknown optimizer {optimizer!r}: use {' or '.join(sorted(OPTIMIZERS))}"
+            )
+        self.workspace, self.entry, self.seed, self.target = str(workspace), entry, seed, target
+        self.info: EntryInfo = entry_info(self.workspace, entry, target=target, **options)
+        self.names = tuple(p.name for p in self.info.weights)
+        self.vg = value_and_grad(
+            self.workspace, entry, wrt=list(self.names), target=target, **options
+        )
+        kw: dict[str, Any] = {"lr": lr, "weight_decay": weight_decay}
+        self.opt = OPTIMIZERS[optimizer](
+            init_weights(self.info, seed), target=target, **kw, **options
+        )
+        if loss_scale is None:
+            loss_scale = "dynamic" if self.info.f16 else 1.0
+        if not self.info.amp and loss_scale not in (1.0, "dynamic"):
+            raise KinaUsageError(
+                f"entry `{entry}` takes no `scale` parameter: loss scaling needs a mixed-"
+                "precision loss (e.g. workspaces/decoder's decoder-loss-f16)"
+            )
+        self.scaler: LossScaler | None = None
+        self.fixed_scale = 1.0
+        if self.info.amp and loss_scale == "dynamic":
+            self.scaler = LossScaler(growth_interval=growth_interval, target=target, **options)
+        elif isinstance(loss_scale, int | float):
+            self.fixed_scale = float(loss_scale)
+        self.step_count = 0
+        self._outs: tuple[Any, ...] | None = None  # donated loss-and-gradient buffers (host)
+        self._entry: Any = None
+        self.allocations_per_step: list[int] = []
+
+    @property
+    def n_weights(self) -> int:
+        return self.info.n_weights
+
+    @property
+    def tokens_per_step(self) -> int:
+        b, s = self.info.batch_shape
+        return b * s
+
+    @property
+    def weights(self) -> dict[str, Any]:
+        """The current weights (host arrays the next steps overwrite: copy what you keep)."""
+        return self.opt.params
+
+    def _args(self, tokens: Any, targets: Any, scale: float) -> tuple[Any, ...]:
+        import numpy as np
+
+        weights = self.opt.params
+        data = {"tokens": tokens, "targets": targets, SCALE: np.asarray(scale, np.float32)}
+        return tuple(
+            data[p.name] if p.name in (*DATA, SCALE) else weights[p.name] for p in self.info.params
+        )
+
+    def _loss_and_grads(self, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
+        """``value_and_grad`` on ``args``; on the host into the trainer's buffers."""
+        dims = {d: self.info.dims[d] for d in self.info.dim_params}
+        if self.target != "cpu":
+            return self.vg(*args, **dims)
+        import numpy as np
+
+        if self._entry is None:
+            self._entry, _, _ = self.vg.specialisation(args, dims)
+            lw = self._entry.entry.lowered
+            from kinac.rt.host.arrays import NP_DTYPES
+
+            self._outs = tuple(np.empty(o.shape, NP_DTYPES[o.dtype]) for o in lw.outputs)
+        outs = self._entry.entry(*args, out=self._outs)
+        return outs[0], dict(zip(self._entry.wrt, outs[1:], strict=True))
+
+    def step(self) -> StepResult:
+        """One training step on the next batch of the synthetic task."""
+        from kinac.rt.host import OUTPUT_STATS
+        from kinac.train.data import batch
+        from kinac.train.optim import to_numpy
+
+        b, s = self.info.batch_shape
+        tokens, targets = batch(self.seed, self.step_count, b, s, self.info.vocab)
+        before = OUTPUT_STATS.allocations
+        t0 = time.perf_counter()
+        scale = self.scaler.scale if self.scaler is not None else self.fixed_scale
+        loss, grads = self._loss_and_grads(self._args(tokens, targets, scale))
+        finite = True
+        if self.scaler is not None:
+            grads, finite = self.scaler.unscale(grads)
+        elif scale != 1.0:
+            raise KinaUsageError("a fixed loss scale other than 1 is not supported: use 'dynamic'")
+        if finite:
+            self.opt.step(grads)
+        if self.scaler is not None:
+            self.scaler.update(finite)
+        value = float(to_numpy(loss)) / scale
+        dt = time.perf_counter() - t0
+        self.allocations_per_step.append(OUTPUT_STATS.allocations - before)
+        self.step_count += 1
+        return StepResult(
+            self.step_count, value, b * s, dt, not finite, scale if self.info.amp else None
+        )
+
+    def steps(self, n: int) -> Iterator[StepResult]:
+        """``n`` steps, one result each as it completes."""
+        for _ in range(n):
+            yield self.step()
+
+    def run(self, n: int, on_step: Callable[[StepResult], None] | None = None) -> list[StepResult]:
+        """``n`` steps; ``on_step`` sees each result (a progress bar, JSON lines)."""
+        out = []
+        for r in self.steps(n):
+            out.append(r)
+            if on_step is not None:
+                on_step(r)
+        return out
+
+
+def train(workspace: str, entry: str, steps: int, **options: Any) -> list[StepResult]:
+    """Train ``entry`` for ``steps`` steps (options as :class:`Trainer`); the step results."""
+    return Trainer(workspace, entry, **options).run(steps)
