@@ -1,0 +1,204 @@
+# kinac-bench: gpu
+"""kinac's fused attention kernel against PyTorch SDPA, in one process, on one GPU.
+
+    PYTHONPATH=. python3 benches/attention.py --gpu --out DIR      (or: bash scripts/gpu.sh)
+
+Causal grouped-query attention (16 query heads over 4 K/V heads), head dim 128, bf16 and f16,
+B4 at S = 1024, 4096, 8192 and B1 at S = 16384. For each: every tile choice of the kernel
+(``kinac.ir.gpu.attention.TILE_CANDIDATES``) is checked against a float64 reference (a few
+heads, all rows) and timed with CUDA events (median of rounds); PyTorch's
+``scaled_dot_product_attention(is_causal=True, enable_gqa=True)`` (its own choice of the
+flash / cuDNN kernel) is timed in the same run. TFLOP/s count the causal half
+(``2 B H S^2 D``), as FlashAttention does. The fastest tile choice per shape is written to
+``attention_tiles.json`` (the fixed table of ``kinac/ir/gpu/attention.py`` comes from it).
+Writes ``attention_bench.md`` / ``.json`` to ``--out`` and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+from kinac.ir.gpu.attention_params import AttnParams, AttnTiles, bhsd_params  # noqa: E402
+
+SIZES = ((4, 1024), (4, 4096), (4, 8192), (1, 16384))
+HEADS, KV_HEADS, HEAD_DIM = 16, 4, 128
+
+
+class KernelRun:
+    """One compiled attention kernel, launched on torch tensors (legacy default stream)."""
+
+    def __init__(self, p: AttnParams) -> None:
+        from kinac.codegen.ptx import compile_ptx
+        from kinac.ir.gpu.attention_kernel import (
+            attention_llvm_ir,
+            grid,
+            kernel_name,
+            smem_bytes,
+        )
+        from kinac.rt.cuda import driver
+        from kinac.rt.cuda.device import Stream
+        from kinac.rt.cuda.module import load_module
+
+        self.p = p
+        t0 = time.perf_counter()
+        self.ptx = compile_ptx(attention_llvm_ir((p,)))
+        self.compile_s = time.perf_counter() - t0
+        k = load_module(self.ptx).function(kernel_name(p))
+        self.regs = k.num_regs
+        d = driver.api()
+        shm = smem_bytes(p)
+        attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver.check("cuFuncSetAttribute", d.cuFuncSetAttribute(k.handle, attr, shm))
+        self.launch = k.prepare(("ptr",) * 4, grid(p), 32 * p.warps, shm, None, "bindings")
+        self.stream = Stream.null()
+
+    def __call__(self, q: Any, k: Any, v: Any, o: Any) -> Any:
+        self.launch(self.stream, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+        return o
+
+
+def reference(q: Any, k: Any, v: Any, heads: list[int], causal: bool = True) -> Any:
+    """float64 attention of batch 0 at the given query heads: [len(heads), S, D]."""
+    import torch
+
+    g = q.shape[1] // k.shape[1]
+    outs = []
+    for h in heads:
+        qh = q[0, h].double()
+        kh, vh = k[0, h // g].double(), v[0, h // g].double()
+        s = (qh @ kh.T) * q.shape[-1] ** -0.5
+        if causal:
+            n = s.shape[0]
+            s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1), -1e300)
+        outs.append(torch.softmax(s, -1) @ vh)
+    return torch.stack(outs)
+
+
+def rel_err(out: Any, ref: Any) -> float:
+    return float((out.double() - ref).norm() / ref.norm())
+
+
+def time_ms(fn: Callable[[], Any], reps: int = 10, rounds: int = 5) -> float:
+    """Median over ``rounds`` of the mean of ``reps`` back-to-back calls (CUDA events)."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / reps)
+    return statistics.median(times)
+
+
+def tflops(p: AttnParams, ms: float) -> float:
+    from kinac.ir.gpu.attention_kernel import flops
+
+    return flops(p) / ms / 1e9
+
+
+def bench_shape(dtype: str, b: int, s: int, cands: tuple[AttnTiles, ...], rows: list[dict[str, Any]]) -> None:  # fmt: skip
+    import torch
+    import torch.nn.functional as F
+
+    tdt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(s + b)
+    q = torch.randn(b, HEADS, s, HEAD_DIM, device="cuda", dtype=tdt, generator=gen)
+    k = torch.randn(b, KV_HEADS, s, HEAD_DIM, device="cuda", dtype=tdt, generator=gen)
+    v = torch.randn(b, KV_HEADS, s, HEAD_DIM, device="cuda", dtype=tdt, generator=gen)
+    heads = [0, 5, HEADS - 1]
+    ref = reference(q, k, v, heads)
+    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)  # noqa: E731
+    so = sdpa()
+    sdpa_err = rel_err(so[0, heads], ref)
+    sdpa_ms = time_ms(sdpa)
+    del so
+    for t in cands:
+        p = bhsd_params(dtype, b, HEADS, KV_HEADS, s, HEAD_DIM, True, t)
+        row: dict[str, Any] = {"dtype": dtype, "B": b, "S": s, "tiles": f"{t.block_m}x{t.block_n}",
+                               "sdpa_ms": sdpa_ms, "sdpa_err": sdpa_err}  # fmt: skip
+        try:
+            run = KernelRun(p)
+            o = torch.full_like(q, float("nan"))
+            run(q, k, v, o)
+            torch.cuda.synchronize()
+            row["err"] = rel_err(o[0, heads], ref)
+            row["all_written"] = bool(torch.isfinite(o).all())
+            row["ms"] = time_ms(lambda run=run, o=o: run(q, k, v, o))
+            row["tflops"] = tflops(p, row["ms"])
+            row["sdpa_tflops"] = tflops(p, sdpa_ms)
+            row["ratio"] = row["ms"] / sdpa_ms
+            row["regs"] = run.regs
+        except Exception:  # noqa: BLE001 - one failing variant must not hide the others
+            row["error"] = traceback.format_exc()[-1500:]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--out", default="gpu-out")
+    ap.add_argument("--quick", action="store_true", help="one size, the fixed tiles only")
+    a = ap.parse_args()
+    import torch
+
+    from kinac.ir.gpu.attention import TILE_CANDIDATES, fixed_tiles
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    sizes = SIZES[:1] if a.quick else SIZES
+    for dtype in ("bf16", "f16"):
+        for b, s in sizes:
+            cands = (fixed_tiles(HEAD_DIM),) if a.quick else TILE_CANDIDATES[HEAD_DIM]
+            bench_shape(dtype, b, s, cands, rows)
+            torch.cuda.empty_cache()
+    best: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if "ms" not in r or r["err"] > 1e-2:
+            continue
+        key = f"{r['dtype']} B{r['B']} S{r['S']}"
+        if key not in best or r["ms"] < best[key]["ms"]:
+            best[key] = r
+    lines = [
+        f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; causal GQA H{HEADS} "
+        f"KV{KV_HEADS} D{HEAD_DIM}; best tile choice per shape",
+        "",
+        "| shape | tiles | kinac ms | kinac TFLOP/s | SDPA ms | SDPA TFLOP/s | kinac/SDPA "
+        "| err kinac | err SDPA |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key, r in best.items():
+        lines.append(
+            f"| {key} | {r['tiles']} | {r['ms']:.3f} | {r['tflops']:.0f} | {r['sdpa_ms']:.3f} "
+            f"| {r['sdpa_tflops']:.0f} | {r['ratio']:.2f}x | {r['err']:.1e} | {r['sdpa_err']:.1e} |"
+        )
+    text = "\n".join(lines)
+    print(text)
+    (out / "attention_bench.md").write_text(text + "\n")
+    (out / "attention_bench.json").write_text(json.dumps(rows, indent=1))
+    tiles = {k: r["tiles"] for k, r in best.items()}
+    (out / "attention_tiles.json").write_text(json.dumps(tiles, indent=1))
+    bad = [r for r in rows if "error" in r or r.get("err", 1) > 1e-2]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

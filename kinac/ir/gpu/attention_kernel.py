@@ -1,0 +1,477 @@
+"""The fused attention kernel (flash style) as LLVM IR text for NVPTX.
+
+One thread block computes ``block_m`` query rows of one (batch, head): 16 rows per warp. The
+block walks the keys in tiles of ``block_n``: ``S = Q K^T`` and ``O += P V`` on the tensor
+cores (``mma.sync.m16n8k16``, bf16 or f16 operands, f32 accumulators), with the softmax done
+online (running row max ``m`` and sum ``l``; ``O`` rescaled by ``exp2(m_old - m_new)``), so no
+``S x S`` tensor exists. Tiles are staged in shared memory by ``cp.async`` (16-byte chunks,
+zero-filled past the sequence end, two stages: tile ``j + 1`` loads while ``j`` computes),
+read into fragments by ``ldmatrix`` (``.trans`` for ``V``), with the 16-byte chunks of a row
+XOR-swizzled by ``row % 8`` so the eight rows an ``ldmatrix`` reads hit distinct banks.
+``P`` goes from the ``S`` accumulators straight into ``A`` fragments (the m16n8 accumulator
+layout of two adjacent tiles is the m16k16 operand layout), never through memory.
+
+Causal attention skips the key tiles past the block's last row; only the tiles that need a
+mask (the diagonal one, the sequence's tail) run the masked copy of the loop body. Grouped-
+query attention reads K/V head ``h // group``: no repeat-interleave copy exists.
+
+Everything is a compile-time constant of :class:`AttnParams` (sizes, strides, scale): the
+kernel's canonical key is its parameters (:func:`kernel_name`), the launch is four pointers.
+The IR keeps loop-carried state in ``alloca`` arrays indexed by constants only; LLVM's SROA
+turns them into registers (``ptxas -v``: no stack, no spills; ``tests/test_attention_*``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+from kinac.ir.gpu.attention_params import AttnParams
+from kinac.ir.gpu.emit import float_literal
+
+LOG2E = 1.4426950408889634
+
+
+def kernel_name(p: AttnParams) -> str:
+    """A stable function name derived from every parameter (the kernel's canonical key)."""
+    h = hashlib.sha256(repr(p).encode()).hexdigest()[:10]
+    return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}_{h}"
+
+
+NEG_INF = "0xFFF0000000000000"
+
+
+class _Fn:
+    """Straight-line IR text with fresh SSA names."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.n = 0
+
+    def v(self, expr: str) -> str:
+        self.n += 1
+        name = f"%v{self.n}"
+        self.lines.append(f"  {name} = {expr}")
+        return name
+
+    def do(self, stmt: str) -> None:
+        self.lines.append(f"  {stmt}")
+
+    def label(self, name: str) -> None:
+        self.lines.append(f"{name}:")
+
+
+def _decls(p: AttnParams) -> list[str]:
+    op = "<2 x half>" if p.dtype == "f16" else "i32"
+    mma = "llvm.nvvm.mma.m16n8k16.row.col." + ("f32.f32" if p.dtype == "f16" else "bf16")
+    f4 = "{float, float, float, float}"
+    i4 = "{i32, i32, i32, i32}"
+    return [
+        "@smem = external addrspace(3) global [0 x i8], align 16",
+        f"declare {f4} @{mma}({', '.join([op] * 6)}, float, float, float, float)",
+        f"declare {i4} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16(ptr addrspace(3))",
+        f"declare {i4} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16(ptr addrspace(3))",
+        "declare void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3), "
+        "ptr addrspace(1), i32)",
+        "declare void @llvm.nvvm.cp.async.commit.group()",
+        "declare void @llvm.nvvm.cp.async.wait.group(i32)",
+        "declare void @llvm.nvvm.barrier0()",
+        "declare float @llvm.nvvm.ex2.approx.ftz.f32(float)",
+        "declare float @llvm.maxnum.f32(float, float)",
+        "declare float @llvm.nvvm.shfl.sync.bfly.f32(i32, float, i32, i32)",
+        "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()",
+        "declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()",
+        "declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()",
+        "declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.z()",
+    ]
+
+
+class _Emitter:
+    """Emits one kernel for one :class:`AttnParams`."""
+
+    def __init__(self, p: AttnParams) -> None:
+        self.p = p
+        self.f = _Fn()
+        self.d = p.head_dim
+        self.nt = 32 * p.warps
+        self.row_bytes = 2 * p.head_dim
+        self.opty = "<2 x half>" if p.dtype == "f16" else "i32"
+        self.vecty = "<2 x half>" if p.dtype == "f16" else "<2 x bfloat>"
+        self.mma = "llvm.nvvm.mma.m16n8k16.row.col." + ("f32.f32" if p.dtype == "f16" else "bf16")
+        self.q_bytes = p.block_m * self.row_bytes
+        self.tile_bytes = p.block_n * self.row_bytes
+
+    # ---- small helpers ------------------------------------------------------------------
+    def shfl_max(self, x: str) -> str:
+        f = self.f
+        for m in (1, 2):
+            o = f.v(f"call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float {x}, i32 {m}, i32 31)")
+            x = f.v(f"call float @llvm.maxnum.f32(float {x}, float {o})")
+        return x
+
+    def shfl_sum(self, x: str) -> str:
+        f = self.f
+        for m in (1, 2):
+            o = f.v(f"call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float {x}, i32 {m}, i32 31)")
+            x = f.v(f"fadd float {x}, {o}")
+        return x
+
+    def sptr(self, byte_off: str) -> str:
+        return self.f.v(f"getelementptr i8, ptr addrspace(3) @smem, i32 {byte_off}")
+
+    def ldmatrix(self, addr: str, trans: bool) -> list[str]:
+        f = self.f
+        name = "trans.b16" if trans else "b16"
+        r = f.v(
+            "call {i32, i32, i32, i32} "
+            f"@llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.{name}(ptr addrspace(3) {addr})"
+        )
+        out = []
+        for i in range(4):
+            x = f.v(f"extractvalue {{i32, i32, i32, i32}} {r}, {i}")
+            if self.opty != "i32":
+                x = f.v(f"bitcast i32 {x} to {self.opty}")
+            out.append(x)
+        return out
+
+    def mma_op(self, a: list[str], b: list[str], c: list[str]) -> list[str]:
+        f = self.f
+        ops = ", ".join(f"{self.opty} {x}" for x in (*a, *b))
+        cs = ", ".join(f"float {x}" for x in c)
+        r = f.v(f"call {{float, float, float, float}} @{self.mma}({ops}, {cs})")
+        return [f.v(f"extractvalue {{float, float, float, float}} {r}, {i}") for i in range(4)]
+
+    def pack(self, x: str, y: str) -> str:
+        """Two f32 -> one register of two bf16/f16 (round to nearest even)."""
+        f = self.f
+        a = f.v(f"insertelement <2 x float> poison, float {x}, i32 0")
+        a = f.v(f"insertelement <2 x float> {a}, float {y}, i32 1")
+        h = f.v(f"fptrunc <2 x float> {a} to {self.vecty}")
+        return h if self.opty != "i32" else f.v(f"bitcast {self.vecty} {h} to i32")
+
+    def chunk_addr(self, base: int | str, row: str, chunk: int, lane_x: str) -> str:
+        """Shared address of 16-byte chunk ``chunk ^ lane_x`` of tile row ``row``."""
+        f = self.f
+        c = f.v(f"xor i32 {lane_x}, {chunk}")
+        cb = f.v(f"shl i32 {c}, 4")
+        rb = f.v(f"mul i32 {row}, {self.row_bytes}")
+        off = f.v(f"add i32 {rb}, {cb}")
+        off = f.v(f"add i32 {off}, {base}")
+        return self.sptr(off)
+
+    # ---- tile loads -----------------------------------------------------------------------
+    def load_tile(self, sbase: int | str, gbase: str, row0: str, nrows: int, limit: int,
+                  stride: int) -> None:  # fmt: skip
+        """cp.async ``nrows`` rows from ``row0`` (rows >= ``limit`` zero-filled)."""
+        f = self.f
+        cpr = self.d // 8
+        per = nrows * cpr // self.nt
+        for i in range(per):
+            r = f.v(f"add i32 {self.ld_row}, {i * self.nt // cpr}")
+            grow = f.v(f"add i32 {row0}, {r}")
+            ok = f.v(f"icmp slt i32 {grow}, {limit}")
+            crow = f.v(f"select i1 {ok}, i32 {grow}, i32 {limit - 1}")
+            size = f.v(f"select i1 {ok}, i32 16, i32 0")
+            g64 = f.v(f"sext i32 {crow} to i64")
+            goff = f.v(f"mul i64 {g64}, {2 * stride}")
+            goff = f.v(f"add i64 {goff}, {self.ld_gcol}")
+            gp = f.v(f"getelementptr i8, ptr addrspace(1) {gbase}, i64 {goff}")
+            scol = self.ld_scol
+            if (i * self.nt // cpr) % 8:  # the row's swizzle differs from the first row's
+                r7 = f.v(f"and i32 {r}, 7")
+                scol = f.v(f"shl i32 {f.v(f'xor i32 {self.ld_cc}, {r7}')}, 4")
+            soff = f.v(f"mul i32 {r}, {self.row_bytes}")
+            soff = f.v(f"add i32 {soff}, {scol}")
+            soff = f.v(f"add i32 {soff}, {sbase}")
+            sp = self.sptr(soff)
+            f.do(
+                "call void @llvm.nvvm.cp.async.cg.shared.global.16.s("
+                f"ptr addrspace(3) {sp}, ptr addrspace(1) {gp}, i32 {size})"
+            )
+
+    def load_kv(self, j: str) -> None:
+        """Issue the cp.async of key tile ``j`` into stage ``j % 2`` and commit."""
+        f, p = self.f, self.p
+        st = f.v(f"and i32 {j}, 1")
+        kb = f.v(f"mul i32 {st}, {2 * self.tile_bytes}")
+        kb = f.v(f"add i32 {kb}, {self.q_bytes}")
+        vb = f.v(f"add i32 {kb}, {self.tile_bytes}")
+        n0 = f.v(f"mul i32 {j}, {p.block_n}")
+        self.load_tile(kb, self.kbase, n0, p.block_n, p.sk, p.k_strides[2])
+        self.load_tile(vb, self.vbase, n0, p.block_n, p.sk, p.v_strides[2])
+        f.do("call void @llvm.nvvm.cp.async.commit.group()")
+
+    # ---- the kernel ----------------------------------------------------------------------
+    def emit(self) -> str:
+        f, p = self.f, self.p
+        name = kernel_name(p)
+        nt = self.nt
+        tid = f.v("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
+        bx = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()")
+        h = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()")
+        b = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.z()")
+        nqb = -(-p.sq // p.block_m)
+        qb = f.v(f"sub i32 {nqb - 1}, {bx}")  # heaviest causal blocks first
+        m0 = f.v(f"mul i32 {qb}, {p.block_m}")
+        kvh = f.v(f"udiv i32 {h}, {p.group}")
+        self.lane = f.v(f"and i32 {tid}, 31")
+        self.warp = f.v(f"lshr i32 {tid}, 5")
+        cpr = self.d // 8
+        self.ld_row = f.v(f"udiv i32 {tid}, {cpr}")
+        cc = self.ld_cc = f.v(f"urem i32 {tid}, {cpr}")
+        r7 = f.v(f"and i32 {self.ld_row}, 7")
+        sc = f.v(f"xor i32 {cc}, {r7}")
+        self.ld_scol = f.v(f"shl i32 {sc}, 4")
+        cc64 = f.v(f"zext i32 {cc} to i64")
+        self.ld_gcol = f.v(f"shl i64 {cc64}, 4")
+
+        def base(ptr: str, strides: tuple[int, int, int], head: str) -> str:
+            b64 = f.v(f"zext i32 {b} to i64")
+            h64 = f.v(f"zext i32 {head} to i64")
+            o = f.v(f"mul i64 {b64}, {2 * strides[0]}")
+            o2 = f.v(f"mul i64 {h64}, {2 * strides[1]}")
+            o = f.v(f"add i64 {o}, {o2}")
+            return f.v(f"getelementptr i8, ptr addrspace(1) {ptr}, i64 {o}")
+
+        qbase = base("%q", p.q_strides, h)
+        self.kbase = base("%k", p.k_strides, kvh)
+        self.vbase = base("%v", p.v_strides, kvh)
+        obase = base("%o", p.o_strides, h)
+        # key tiles: all that any row of the block sees; the first n_full need no mask
+        ntiles = -(-p.sk // p.block_n)
+        full_sk = p.sk // p.block_n
+        if p.causal:
+            last = f.v(f"add i32 {m0}, {p.block_m + p.block_n - 1}")
+            lim = f.v(f"udiv i32 {last}, {p.block_n}")
+            lt = f.v(f"icmp ult i32 {lim}, {ntiles}")
+            ntot = f.v(f"select i1 {lt}, i32 {lim}, i32 {ntiles}")
+            m1 = f.v(f"add i32 {m0}, 1")
+            fl = f.v(f"udiv i32 {m1}, {p.block_n}")
+            lt2 = f.v(f"icmp ult i32 {fl}, {full_sk}")
+            nfull = f.v(f"select i1 {lt2}, i32 {fl}, i32 {full_sk}")
+        else:
+            ntot, nfull = str(ntiles), str(full_sk)
+        # stage Q and key tile 0
+        self.load_tile(0, qbase, m0, p.block_m, p.sq, p.q_strides[2])
+        self.load_kv("0")
+        # per-lane ldmatrix rows and chunk parts
+        lane = self.lane
+        l7 = f.v(f"and i32 {lane}, 7")
+        l3 = f.v(f"lshr i32 {lane}, 3")
+        b3 = f.v(f"and i32 {l3}, 1")
+        b4 = f.v(f"lshr i32 {lane}, 4")
+        # A / V pattern: row = l7 + 8 * b3, chunk part = b4;  K pattern: row = l7 + 8 * b4, b3
+        ra = f.v(f"add i32 {l7}, {f.v(f'shl i32 {b3}, 3')}")
+        self.xa = f.v(f"xor i32 {b4}, {l7}")
+        rk = f.v(f"add i32 {l7}, {f.v(f'shl i32 {b4}, 3')}")
+        self.xk = f.v(f"xor i32 {b3}, {l7}")
+        self.ra, self.rk = ra, rk
+        w16 = f.v(f"shl i32 {self.warp}, 4")
+        qrow = f.v(f"add i32 {w16}, {ra}")
+        f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
+        f.do("call void @llvm.nvvm.barrier0()")
+        self.qf = []
+        for kk in range(self.d // 16):
+            self.qf.append(self.ldmatrix(self.chunk_addr(0, qrow, 2 * kk, self.xa), False))
+        # row indices of this thread's accumulator rows (g and g + 8)
+        g = f.v(f"lshr i32 {lane}, 2")
+        t4 = f.v(f"and i32 {lane}, 3")
+        self.row_g = f.v(f"add i32 {f.v(f'add i32 {m0}, {w16}')}, {g}")
+        self.col_t = f.v(f"shl i32 {t4}, 1")
+        # loop-carried state in allocas (SROA promotes them: constant indices only)
+        nacc = self.d // 8 * 4
+        for nm, n, init in (("oacc", nacc, "0.0"), ("mrow", 2, NEG_INF), ("lrow", 2, "0.0")):
+            f.do(f"%{nm} = alloca [{n} x float], align 4")
+            for i in range(n):
+                ptr = f.v(f"getelementptr [{n} x float], ptr %{nm}, i32 0, i32 {i}")
+                f.do(f"store float {init}, ptr {ptr}")
+        f.do("br label %loop0")
+        self.loop("loop0", "0", nfull, ntot, masked=False, next_label="loop1")
+        self.loop("loop1", nfull, ntot, ntot, masked=True, next_label="done")
+        f.label("done")
+        self.epilogue(obase)
+        f.do("ret void")
+        attrs = f'"nvvm.maxntid"="{nt}"'
+        if p.min_blocks:
+            attrs += f' "nvvm.minctasm"="{p.min_blocks}"'
+        sig = ", ".join(f"ptr addrspace(1) noalias %{x}" for x in "qkvo")
+        body = "\n".join(self.f.lines)
+        return f"define ptx_kernel void @{name}({sig}) #0 {{\nentry:\n{body}\n}}\nattributes #0 = {{ {attrs} }}\n"
+
+    def load_state(self, nm: str, n: int) -> list[str]:
+        f = self.f
+        out = []
+        for i in range(n):
+            ptr = f.v(f"getelementptr [{n} x float], ptr %{nm}, i32 0, i32 {i}")
+            out.append(f.v(f"load float, ptr {ptr}"))
+        return out
+
+    def store_state(self, nm: str, vals: list[str]) -> None:
+        f = self.f
+        for i, x in enumerate(vals):
+            ptr = f.v(f"getelementptr [{len(vals)} x float], ptr %{nm}, i32 0, i32 {i}")
+            f.do(f"store float {x}, ptr {ptr}")
+
+    def loop(self, lab: str, start: str, stop: str, ntot: str, masked: bool,
+             next_label: str) -> None:  # fmt: skip
+        """``for j in [start, stop)``: one key tile per iteration."""
+        f, p = self.f, self.p
+        f.label(lab)
+        j = f"%j_{lab}"
+        f.do(f"{j} = phi i32 [{start}, %{'entry' if lab == 'loop0' else 'loop0'}], "
+             f"[%jn_{lab}, %{lab}_tail]")  # fmt: skip
+        go = f.v(f"icmp slt i32 {j}, {stop}")
+        f.do(f"br i1 {go}, label %{lab}_body, label %{next_label}")
+        f.label(f"{lab}_body")
+        f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
+        f.do("call void @llvm.nvvm.barrier0()")
+        f.do(f"%jn_{lab} = add i32 {j}, 1")
+        more = f.v(f"icmp slt i32 %jn_{lab}, {ntot}")
+        f.do(f"br i1 {more}, label %{lab}_pf, label %{lab}_cmp")
+        f.label(f"{lab}_pf")
+        self.load_kv(f"%jn_{lab}")
+        f.do(f"br label %{lab}_cmp")
+        f.label(f"{lab}_cmp")
+        self.body(j, masked)
+        f.do(f"br label %{lab}_tail")
+        f.label(f"{lab}_tail")
+        f.do(f"br label %{lab}")
+        del p
+
+    def body(self, j: str, masked: bool) -> None:
+        f, p = self.f, self.p
+        st = f.v(f"and i32 {j}, 1")
+        kb = f.v(f"mul i32 {st}, {2 * self.tile_bytes}")
+        kb = f.v(f"add i32 {kb}, {self.q_bytes}")
+        vb = f.v(f"add i32 {kb}, {self.tile_bytes}")
+        nn = p.block_n // 8
+        # S = Q K^T: ldmatrix.x4 gives two key tiles' B fragments for one k step
+        s = [["0.0"] * 4 for _ in range(nn)]
+        for kk in range(self.d // 16):
+            for pr in range(nn // 2):
+                row = f.v(f"add i32 {self.rk}, {16 * pr}")
+                fr = self.ldmatrix(self.chunk_addr(kb, row, 2 * kk, self.xk), False)
+                s[2 * pr] = self.mma_op(self.qf[kk], fr[0:2], s[2 * pr])
+                s[2 * pr + 1] = self.mma_op(self.qf[kk], fr[2:4], s[2 * pr + 1])
+        n0 = f.v(f"mul i32 {j}, {p.block_n}")
+        if masked:
+            colb = f.v(f"add i32 {n0}, {self.col_t}")
+            rows = [self.row_g, f.v(f"add i32 {self.row_g}, 8")]
+            for nt in range(nn):
+                for e in range(4):
+                    col = f.v(f"add i32 {colb}, {nt * 8 + (e & 1)}")
+                    bad = f.v(f"icmp sge i32 {col}, {p.sk}")
+                    if p.causal:
+                        c2 = f.v(f"icmp sgt i32 {col}, {rows[e >> 1]}")
+                        bad = f.v(f"or i1 {bad}, {c2}")
+                    s[nt][e] = f.v(f"select i1 {bad}, float {NEG_INF}, float {s[nt][e]}")
+        # online softmax, rows g (e = 0, 1) and g + 8 (e = 2, 3)
+        c = float_literal(p.scale * LOG2E, "float")
+        m_old = self.load_state("mrow", 2)
+        l_old = self.load_state("lrow", 2)
+        o = self.load_state("oacc", self.d // 8 * 4)
+        alphas, m_new, l_new = [], [], []
+        pv = [[""] * 4 for _ in range(nn)]
+        for hr in range(2):
+            mx = s[0][2 * hr]
+            for nt in range(nn):
+                for e in (2 * hr, 2 * hr + 1):
+                    if (nt, e) != (0, 2 * hr):
+                        mx = f.v(f"call float @llvm.maxnum.f32(float {mx}, float {s[nt][e]})")
+            mx = self.shfl_max(mx)
+            mn = f.v(f"call float @llvm.maxnum.f32(float {m_old[hr]}, float {mx})")
+            m_new.append(mn)
+            isinf = f.v(f"fcmp oeq float {mn}, {NEG_INF}")
+            ms = f.v(f"fmul float {mn}, {c}")
+            ms = f.v(f"select i1 {isinf}, float 0.0, float {ms}")
+            nms = f.v(f"fneg float {ms}")
+            ao = f.v(f"call float @llvm.fma.f32(float {m_old[hr]}, float {c}, float {nms})")
+            alpha = f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {ao})")
+            alphas.append(alpha)
+            acc = None
+            for nt in range(nn):
+                for e in (2 * hr, 2 * hr + 1):
+                    x = f.v(f"call float @llvm.fma.f32(float {s[nt][e]}, float {c}, float {nms})")
+                    pe = f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {x})")
+                    pv[nt][e] = pe
+                    acc = pe if acc is None else f.v(f"fadd float {acc}, {pe}")
+            la = f.v(f"fmul float {l_old[hr]}, {alpha}")
+            l_new.append(f.v(f"fadd float {la}, {acc}"))
+        o = [f.v(f"fmul float {x}, {alphas[(i & 3) >> 1]}") for i, x in enumerate(o)]
+        # O += P V: P's A fragments from the S accumulators of key tiles 2kb, 2kb + 1
+        for kb2 in range(p.block_n // 16):
+            pa = [
+                self.pack(pv[2 * kb2][0], pv[2 * kb2][1]),
+                self.pack(pv[2 * kb2][2], pv[2 * kb2][3]),
+                self.pack(pv[2 * kb2 + 1][0], pv[2 * kb2 + 1][1]),
+                self.pack(pv[2 * kb2 + 1][2], pv[2 * kb2 + 1][3]),
+            ]
+            row = f.v(f"add i32 {self.ra}, {16 * kb2}")
+            for pr in range(self.d // 16):
+                fr = self.ldmatrix(self.chunk_addr(vb, row, 2 * pr, self.xa), True)
+                for half in range(2):
+                    dn = 2 * pr + half
+                    o[4 * dn : 4 * dn + 4] = self.mma_op(pa, fr[2 * half : 2 * half + 2],
+                                                         o[4 * dn : 4 * dn + 4])  # fmt: skip
+        self.store_state("oacc", o)
+        self.store_state("mrow", m_new)
+        self.store_state("lrow", l_new)
+
+    def epilogue(self, obase: str) -> None:
+        f, p = self.f, self.p
+        o = self.load_state("oacc", self.d // 8 * 4)
+        lr = self.load_state("lrow", 2)
+        inv = []
+        for hr in range(2):
+            tot = self.shfl_sum(lr[hr])
+            z = f.v(f"fcmp oeq float {tot}, 0.0")
+            r = f.v(f"fdiv arcp float 1.0, {tot}")
+            inv.append(f.v(f"select i1 {z}, float 0.0, float {r}"))
+        col2 = f.v(f"shl i32 {self.col_t}, 1")
+        col64 = f.v(f"zext i32 {col2} to i64")
+        for hr in range(2):
+            row = self.row_g if hr == 0 else f.v(f"add i32 {self.row_g}, 8")
+            ok = f.v(f"icmp slt i32 {row}, {p.sq}")
+            f.do(f"br i1 {ok}, label %st{hr}, label %sk{hr}")
+            f.label(f"st{hr}")
+            r64 = f.v(f"sext i32 {row} to i64")
+            roff = f.v(f"mul i64 {r64}, {2 * p.o_strides[2]}")
+            roff = f.v(f"add i64 {roff}, {col64}")
+            for dn in range(self.d // 8):
+                x = f.v(f"fmul float {o[4 * dn + 2 * hr]}, {inv[hr]}")
+                y = f.v(f"fmul float {o[4 * dn + 2 * hr + 1]}, {inv[hr]}")
+                pk = self.pack(x, y)
+                off = f.v(f"add i64 {roff}, {16 * dn}")
+                gp = f.v(f"getelementptr i8, ptr addrspace(1) {obase}, i64 {off}")
+                f.do(f"store {self.opty} {pk}, ptr addrspace(1) {gp}, align 4")
+            f.do(f"br label %sk{hr}")
+            f.label(f"sk{hr}")
+
+
+def attention_llvm_ir(params: tuple[AttnParams, ...]) -> str:
+    """One LLVM module holding a kernel per parameter set (names from :func:`kernel_name`)."""
+    seen: dict[str, str] = {}
+    for p in params:
+        seen.setdefault(kernel_name(p), _Emitter(p).emit())
+    decls = _decls(params[0]) if params else []
+    if any(p.dtype != params[0].dtype for p in params):
+        decls = sorted(set(sum((_decls(p) for p in params), [])))
+        decls.sort(key=lambda s: not s.startswith("@smem"))
+    decls.append("declare float @llvm.fma.f32(float, float, float)")
+    head = 'target triple = "nvptx64-nvidia-cuda"\n'
+    return head + "\n".join(decls) + "\n\n" + "\n".join(seen.values())
+
+
+def smem_bytes(p: AttnParams) -> int:
+    """Dynamic shared memory of one block: the Q tile and two stages of K and V tiles."""
+    return 2 * p.head_dim * (p.block_m + 4 * p.block_n)
+
+
+def flops(p: AttnParams) -> float:
+    """The useful FLOPs (causal: the lower triangle, as FlashAttention counts)."""
+    full = 4.0 * p.batch * p.heads * p.sq * p.sk * p.head_dim
+    return full / 2 if p.causal else full
+
+
+def grid(p: AttnParams) -> tuple[int, int, int]:
+    return (math.ceil(p.sq / p.block_m), p.heads, p.batch)

@@ -1,0 +1,99 @@
+"""The parameters of one fused attention kernel: its canonical key.
+
+Everything the generated code depends on is here (shapes, strides, scale, dtype, tile sizes),
+so the kernel is a pure function of this record (:func:`kinac.ir.gpu.attention_kernel.
+attention_llvm_ir`) and a per-kernel query can key on it. Strides are in elements, per
+(batch, head, row); the head dim is contiguous. ``group`` query heads share one K/V head
+(grouped-query attention: head ``h`` reads K/V head ``h // group``).
+"""
+
+from __future__ import annotations
+
+from kinac.rules.codec import record
+
+ATTN_DTYPES = ("bf16", "f16")
+ATTN_HEAD_DIMS = (64, 128)
+
+
+@record
+class AttnTiles:
+    """A tile choice: ``block_m`` query rows per block (16 per warp), ``block_n`` keys per
+    step, ``min_blocks`` resident blocks asked of ptxas (0: no register cap)."""
+
+    block_m: int = 64
+    block_n: int = 64
+    min_blocks: int = 0
+
+
+@record
+class AttnParams:
+    """One fused attention: ``softmax(scale * Q K^T [+ causal mask]) V`` over (batch, head)."""
+
+    dtype: str
+    head_dim: int
+    batch: int
+    heads: int
+    kv_heads: int
+    sq: int
+    sk: int
+    causal: bool
+    scale: float
+    q_strides: tuple[int, int, int]
+    k_strides: tuple[int, int, int]
+    v_strides: tuple[int, int, int]
+    o_strides: tuple[int, int, int]
+    block_m: int = 64
+    block_n: int = 64
+    min_blocks: int = 0
+
+    @property
+    def warps(self) -> int:
+        return self.block_m // 16
+
+    @property
+    def group(self) -> int:
+        return self.heads // self.kv_heads
+
+    @property
+    def tiles(self) -> AttnTiles:
+        return AttnTiles(self.block_m, self.block_n, self.min_blocks)
+
+
+def contiguous(batch: int, heads: int, seq: int, head_dim: int) -> tuple[int, int, int]:
+    """Strides (batch, head, row) of a contiguous ``[batch, heads, seq, head_dim]`` tensor."""
+    return (heads * seq * head_dim, seq * head_dim, head_dim)
+
+
+def bhsd_params(
+    dtype: str, b: int, h: int, kv: int, s: int, d: int, causal: bool = True,
+    tiles: AttnTiles | None = None, sk: int | None = None,
+) -> AttnParams:  # fmt: skip
+    """Parameters for contiguous ``[B, H, S, D]`` Q/O and ``[B, KV, Sk, D]`` K/V."""
+    t = tiles or AttnTiles()
+    sk = s if sk is None else sk
+    return AttnParams(
+        dtype, d, b, h, kv, s, sk, causal, d**-0.5,
+        contiguous(b, h, s, d), contiguous(b, kv, sk, d), contiguous(b, kv, sk, d),
+        contiguous(b, h, s, d), t.block_m, t.block_n, t.min_blocks,
+    )  # fmt: skip
+
+
+def check_params(p: AttnParams) -> str | None:
+    """Why the kernel cannot take ``p`` (None when it can)."""
+    if p.dtype not in ATTN_DTYPES:
+        return f"dtype {p.dtype} (the kernel takes {ATTN_DTYPES})"
+    if p.head_dim not in ATTN_HEAD_DIMS:
+        return f"head dim {p.head_dim} (the kernel takes {ATTN_HEAD_DIMS})"
+    if p.heads % p.kv_heads:
+        return f"{p.heads} heads over {p.kv_heads} K/V heads"
+    if p.block_m % 16 or p.block_m // 16 not in (2, 4, 8) or p.block_n not in (16, 32, 64, 128):
+        return f"tiles {p.block_m}x{p.block_n}"
+    if (p.block_n * p.head_dim // 8) % (32 * p.warps) or (p.block_m * p.head_dim // 8) % (
+        32 * p.warps
+    ):
+        return "tile chunks do not divide among the threads"
+    if any(s % 8 for st in (p.q_strides, p.k_strides, p.v_strides, p.o_strides) for s in st):
+        return "strides not multiples of 8 elements (16-byte chunks)"
+    if p.sq < 1 or p.sk < 1 or p.sq >= 2**31 // 2:
+        return "sequence lengths"
+    return None

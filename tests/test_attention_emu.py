@@ -1,0 +1,308 @@
+"""The generated attention kernel, run on the CPU: every lane's indexing, swizzle and fragment.
+
+The kernel's NVPTX IR is rewritten for the host (address spaces dropped, ``@smem`` a global
+buffer, thread and block indices read from the running thread) and its warp-collective
+instructions become calls of Python functions that implement the PTX ISA's definition of
+them over all 32 lanes: ``ldmatrix.x4`` (each lane names a row address; lane ``l`` receives
+row ``l / 4``, elements ``2 (l % 4)``, ``+1`` of each 8x8 matrix, or of its transpose) and
+``mma.m16n8k16.row.col`` (the documented A, B, C fragment layouts). ``cp.async`` is a plain
+copy (zero fill past ``src-size``). One OS thread per GPU thread, blocks one after another.
+So the kernel's own choices (which address each lane gives, the swizzle, the reuse of the
+S accumulators as P's A fragments, the masks and the online softmax) are checked against a
+float64 reference on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kinac.codegen.llvm import compile_object, host_target, jit_load
+from kinac.ir.gpu.attention_kernel import attention_llvm_ir, grid, kernel_name, smem_bytes
+from kinac.ir.gpu.attention_params import AttnParams, AttnTiles, bhsd_params
+from kinac.tir.interp import bf16_to_f32, f32_to_bf16
+
+WARP = 32
+_local = threading.local()
+_errors: list[str] = []
+
+
+class _Warp:
+    """A rendezvous of 32 lanes: lane 0 computes a collective's results for all lanes."""
+
+    def __init__(self) -> None:
+        self.posts: list[Any] = [None] * WARP
+        self.results: list[Any] = [None] * WARP
+        self.bar = threading.Barrier(WARP, timeout=120)
+
+    def collective(self, lane: int, post: Any, compute: Any) -> Any:
+        self.posts[lane] = post
+        self.bar.wait()
+        if lane == 0:
+            self.results = compute(self.posts)
+        self.bar.wait()
+        return self.results[lane]
+
+
+def _u16(addr: int) -> int:
+    return ctypes.c_uint16.from_address(addr).value
+
+
+def _ldsm(addr: int, trans: int, out: int) -> None:
+    def compute(addrs: list[int]) -> list[list[int]]:
+        res = []
+        for lane in range(WARP):
+            regs = []
+            for m in range(4):
+                if trans:  # element (row 2t + e, col g) of the stored matrix
+                    t, g = lane % 4, lane // 4
+                    lo = _u16(addrs[8 * m + 2 * t] + 2 * g)
+                    hi = _u16(addrs[8 * m + 2 * t + 1] + 2 * g)
+                else:  # row g, elements 2t, 2t + 1
+                    a = addrs[8 * m + lane // 4] + 4 * (lane % 4)
+                    lo, hi = _u16(a), _u16(a + 2)
+                regs.append(lo | (hi << 16))
+            res.append(regs)
+        return res
+
+    try:
+        regs = _local.warp.collective(_local.lane, addr, compute)
+        arr = (ctypes.c_uint32 * 4).from_address(out)
+        for i in range(4):
+            arr[i] = regs[i]
+    except Exception as e:  # noqa: BLE001 - reported after the launch
+        _errors.append(f"ldmatrix: {e!r}")
+
+
+def _halves(words: np.ndarray, dt: str) -> np.ndarray:
+    """[n] u32 words -> [n, 2] f64 values (low half first)."""
+    h = np.stack([words & 0xFFFF, words >> 16], -1).astype(np.uint16)
+    return (bf16_to_f32(h) if dt == "bf16" else h.view(np.float16)).astype(np.float64)
+
+
+def _mma(a: int, b: int, c: int, d: int) -> None:
+    dt = _local.dtype
+
+    def compute(posts: list[tuple[list[int], list[int], list[float]]]) -> list[list[float]]:
+        A = np.zeros((16, 16))
+        B = np.zeros((16, 8))
+        C = np.zeros((16, 8))
+        for lane, (ar, br, cr) in enumerate(posts):
+            g, t = lane // 4, lane % 4
+            av = _halves(np.array(ar, dtype=np.uint32), dt)
+            for i, (r, k) in enumerate(
+                ((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))
+            ):
+                A[r, k : k + 2] = av[i]
+            bv = _halves(np.array(br, dtype=np.uint32), dt)
+            B[2 * t : 2 * t + 2, g] = bv[0]
+            B[2 * t + 8 : 2 * t + 10, g] = bv[1]
+            C[g, 2 * t : 2 * t + 2] = cr[0:2]
+            C[g + 8, 2 * t : 2 * t + 2] = cr[2:4]
+        D = (A @ B + C).astype(np.float32)
+        return [
+            [D[lane // 4, 2 * (lane % 4)], D[lane // 4, 2 * (lane % 4) + 1],
+             D[lane // 4 + 8, 2 * (lane % 4)], D[lane // 4 + 8, 2 * (lane % 4) + 1]]
+            for lane in range(WARP)
+        ]  # fmt: skip
+
+    try:
+        ar = list((ctypes.c_uint32 * 4).from_address(a))
+        br = list((ctypes.c_uint32 * 2).from_address(b))
+        cr = list((ctypes.c_float * 4).from_address(c))
+        res = _local.warp.collective(_local.lane, (ar, br, cr), compute)
+        arr = (ctypes.c_float * 4).from_address(d)
+        for i in range(4):
+            arr[i] = res[i]
+    except Exception as e:  # noqa: BLE001
+        _errors.append(f"mma: {e!r}")
+
+
+def _sreg(which: int) -> int:
+    return int(_local.ids[which])
+
+
+def _shfl(v: float, off: int) -> float:
+    try:
+        return float(
+            _local.warp.collective(_local.lane, v, lambda p: [p[i ^ off] for i in range(WARP)])
+        )
+    except Exception as e:  # noqa: BLE001
+        _errors.append(f"shfl: {e!r}")
+        return v
+
+
+def _barrier() -> None:
+    try:
+        _local.block_bar.wait()
+    except Exception as e:  # noqa: BLE001
+        _errors.append(f"barrier: {e!r}")
+
+
+_P = ctypes.c_void_p
+_CB = {
+    "kemu_sreg": ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(_sreg),
+    "kemu_shfl": ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_int32)(_shfl),
+    "kemu_barrier": ctypes.CFUNCTYPE(None)(_barrier),
+    "kemu_ldsm": ctypes.CFUNCTYPE(None, _P, ctypes.c_int32, _P)(_ldsm),
+    "kemu_mma": ctypes.CFUNCTYPE(None, _P, _P, _P, _P)(_mma),
+}
+_SYMS = {n: ctypes.cast(f, ctypes.c_void_p).value or 0 for n, f in _CB.items()}
+
+_EMU_DEFS = """
+declare i32 @kemu_sreg(i32)
+declare float @kemu_shfl(float, i32)
+declare void @kemu_barrier()
+declare void @kemu_ldsm(ptr, i32, ptr)
+declare void @kemu_mma(ptr, ptr, ptr, ptr)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare float @llvm.exp2.f32(float)
+define void @emu_cp(ptr %d, ptr %s, i32 %n) {
+  %full = icmp eq i32 %n, 16
+  br i1 %full, label %cp, label %zero
+cp:
+  call void @llvm.memcpy.p0.p0.i64(ptr %d, ptr %s, i64 16, i1 false)
+  ret void
+zero:
+  call void @llvm.memset.p0.i64(ptr %d, i8 0, i64 16, i1 false)
+  ret void
+}
+define {i32, i32, i32, i32} @emu_ldsm(ptr %a, i32 %t) {
+  %o = alloca [4 x i32]
+  call void @kemu_ldsm(ptr %a, i32 %t, ptr %o)
+  %r = load {i32, i32, i32, i32}, ptr %o
+  ret {i32, i32, i32, i32} %r
+}
+define {float, float, float, float} @emu_mma(i32 %a0, i32 %a1, i32 %a2, i32 %a3, i32 %b0, i32 %b1,
+    float %c0, float %c1, float %c2, float %c3) {
+  %a = alloca [4 x i32]
+  %b = alloca [2 x i32]
+  %c = alloca [4 x float]
+  %d = alloca [4 x float]
+  store [4 x i32] [i32 0, i32 0, i32 0, i32 0], ptr %a
+  %av0 = insertvalue [4 x i32] undef, i32 %a0, 0
+  %av1 = insertvalue [4 x i32] %av0, i32 %a1, 1
+  %av2 = insertvalue [4 x i32] %av1, i32 %a2, 2
+  %av3 = insertvalue [4 x i32] %av2, i32 %a3, 3
+  store [4 x i32] %av3, ptr %a
+  %bv0 = insertvalue [2 x i32] undef, i32 %b0, 0
+  %bv1 = insertvalue [2 x i32] %bv0, i32 %b1, 1
+  store [2 x i32] %bv1, ptr %b
+  %cv0 = insertvalue [4 x float] undef, float %c0, 0
+  %cv1 = insertvalue [4 x float] %cv0, float %c1, 1
+  %cv2 = insertvalue [4 x float] %cv1, float %c2, 2
+  %cv3 = insertvalue [4 x float] %cv2, float %c3, 3
+  store [4 x float] %cv3, ptr %c
+  call void @kemu_mma(ptr %a, ptr %b, ptr %c, ptr %d)
+  %r = load {float, float, float, float}, ptr %d
+  ret {float, float, float, float} %r
+}
+"""
+
+
+def host_ir(p: AttnParams) -> str:
+    """The kernel's NVPTX IR rewritten for the host (see the module doc)."""
+    ir = attention_llvm_ir((p,))
+    ir = ir.replace('target triple = "nvptx64-nvidia-cuda"\n', "")
+    ir = "\n".join(x for x in ir.splitlines() if not x.startswith("declare"))
+    ir = ir.replace(
+        "@smem = external addrspace(3) global [0 x i8], align 16",
+        f"@smem = global [{smem_bytes(p)} x i8] zeroinitializer, align 16",
+    )
+    ir = ir.replace(" addrspace(3)", "").replace(" addrspace(1)", "").replace("ptx_kernel ", "")
+    sreg = {"tid.x": 0, "ctaid.x": 1, "ctaid.y": 2, "ctaid.z": 3}
+    ir = re.sub(
+        r"@llvm\.nvvm\.read\.ptx\.sreg\.(\w+\.\w)\(\)",
+        lambda m: f"@kemu_sreg(i32 {sreg[m[1]]})",
+        ir,
+    )
+    ir = re.sub(r"@llvm\.nvvm\.shfl\.sync\.bfly\.f32\(i32 -1, (float [^,]+), (i32 \d+), i32 31\)",
+                r"@kemu_shfl(\1, \2)", ir)  # fmt: skip
+    ir = ir.replace("@llvm.nvvm.barrier0()", "@kemu_barrier()")
+    ir = ir.replace("@llvm.nvvm.ex2.approx.ftz.f32", "@llvm.exp2.f32")
+    ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@emu_cp")
+    ir = re.sub(
+        r"  call void @llvm\.nvvm\.cp\.async\.(commit\.group\(\)|wait\.group\(i32 0\))\n", "", ir
+    )
+    ir = re.sub(
+        r"@llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x4\.b16\((ptr [^)]+)\)",
+        r"@emu_ldsm(\1, i32 0)",
+        ir,
+    )
+    ir = re.sub(
+        r"@llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.b16\((ptr [^)]+)\)",
+        r"@emu_ldsm(\1, i32 1)",
+        ir,
+    )
+    ir = re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
+    decls = "declare float @llvm.maxnum.f32(float, float)\ndeclare float @llvm.fma.f32(float, float, float)\n"
+    return decls + _EMU_DEFS + ir
+
+
+def run_kernel(p: AttnParams, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Run the kernel for ``p`` on 16-bit inputs (bit patterns, [B, H, S, D] contiguous)."""
+    assert p.dtype == "bf16", "the emulation feeds the mma i32 operands (bf16 kernels)"
+    image = jit_load(compile_object(host_ir(p), host_target(), 1), _SYMS, (kernel_name(p),))
+    fn = ctypes.CFUNCTYPE(None, _P, _P, _P, _P)(image.addresses[kernel_name(p)])
+    o = np.full(q.shape, 0x7FC0, dtype=np.uint16)  # NaN: every output element must be written
+    gx, gy, gz = grid(p)
+    nthreads = 32 * p.warps
+    for bz in range(gz):
+        for by in range(gy):
+            for bx in range(gx):
+                warps = [_Warp() for _ in range(p.warps)]
+                bar = threading.Barrier(nthreads, timeout=120)
+
+                def run(tid: int, ids: tuple[int, ...] = (bx, by, bz), warps: Any = warps, bar: Any = bar) -> None:  # fmt: skip
+                    _local.ids = (tid, *ids)
+                    _local.warp, _local.lane, _local.block_bar = warps[tid // WARP], tid % WARP, bar
+                    _local.dtype = p.dtype
+                    fn(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data)
+
+                ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join()
+                if _errors:
+                    msg = "; ".join(_errors[:3])
+                    _errors.clear()
+                    raise RuntimeError(f"emulated launch failed: {msg}")
+    del image
+    return o
+
+
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+    g = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    s = q @ kk.swapaxes(-1, -2) * q.shape[-1] ** -0.5
+    if causal:
+        n, m = s.shape[-2:]
+        s = np.where(np.arange(m)[None, :] > np.arange(n)[:, None], -np.inf, s)
+    s = np.exp(s - s.max(-1, keepdims=True))
+    return (s / s.sum(-1, keepdims=True)) @ vv
+
+
+@pytest.mark.parametrize(
+    "d,s,causal,tiles",
+    [(64, 80, True, AttnTiles(64, 32)), (128, 45, False, AttnTiles(32, 32))],
+)
+def test_generated_kernel_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles) -> None:
+    rng = np.random.default_rng(d + s)
+    b, h, kv = 1, 2, 1
+    p = bhsd_params("bf16", b, h, kv, s, d, causal, tiles)
+    q = f32_to_bf16(rng.standard_normal((b, h, s, d)).astype(np.float32))
+    k = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
+    v = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
+    f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
+    out = f64(run_kernel(p, q, k, v))
+    ref = reference(f64(q), f64(k), f64(v), causal)
+    assert np.isfinite(out).all()
+    err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert err < 1e-2, err

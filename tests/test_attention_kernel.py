@@ -1,0 +1,58 @@
+"""The fused attention kernel's PTX: tensor-core instructions present, no spills, per variant.
+
+Every tile candidate of both head dims is compiled (bf16; f16 at the fixed tiles) and, where
+``ptxas`` is installed, assembled for sm_90 with ``-v``: no stack frame, no spill, at most 255
+registers. The numbers are the table of ``docs/gpu.md`` ("Fused attention").
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
+from kinac.ir.gpu.attention import TILE_CANDIDATES, fixed_tiles
+from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name, smem_bytes
+from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
+
+VARIANTS = [("bf16", d, t) for d, ts in TILE_CANDIDATES.items() for t in ts] + [
+    ("f16", d, fixed_tiles(d)) for d in TILE_CANDIDATES
+]
+
+
+@pytest.mark.parametrize("dtype,d,tiles", VARIANTS, ids=lambda x: str(x))
+def test_ptx_uses_tensor_cores_without_spills(dtype: str, d: int, tiles: AttnTiles) -> None:
+    p = bhsd_params(dtype, 2, 8, 2, 1000, d, True, tiles)
+    assert check_params(p) is None
+    ptx = compile_ptx(attention_llvm_ir((p,)))
+    name = kernel_name(p)
+    assert f".entry {name}(" in ptx
+    ab = "bf16.bf16" if dtype == "bf16" else "f16.f16"
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.f32" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
+    assert "cp.async.cg.shared.global" in ptx
+    assert "ex2.approx.ftz.f32" in ptx and ".maxntid" in ptx
+    assert ".local" not in ptx  # no array left in local memory
+    # two copies of the tile step (unmasked, masked), each (d/8 + block_n/8) * d/16 ... mmas
+    per_step = (tiles.block_n // 8) * (d // 16) + (d // 8) * (tiles.block_n // 16)
+    assert ptx.count("mma.sync") == 2 * per_step
+    assert smem_bytes(p) <= 227 * 1024
+    if ptxas_path() is None:
+        return
+    res = ptx_resources(ptx)[name]
+    assert res["spill_stores"] == 0 and res["spill_loads"] == 0 and res["stack"] == 0, res
+    assert res["registers"] <= 255
+
+
+def test_params_are_the_canonical_key() -> None:
+    a = bhsd_params("bf16", 2, 8, 2, 100, 64)
+    b = bhsd_params("bf16", 2, 8, 2, 101, 64)
+    assert kernel_name(a) == kernel_name(bhsd_params("bf16", 2, 8, 2, 100, 64))
+    assert kernel_name(a) != kernel_name(b)
+    ir = attention_llvm_ir((a, b, a))
+    assert ir.count("define ptx_kernel") == 2
+
+
+def test_check_params_refuses_what_the_kernel_cannot_do() -> None:
+    assert "head dim" in (check_params(bhsd_params("bf16", 1, 2, 1, 64, 96)) or "")
+    assert "dtype" in (check_params(bhsd_params("f32", 1, 2, 1, 64, 64)) or "")
+    assert "heads" in (check_params(bhsd_params("bf16", 1, 3, 2, 64, 64)) or "")
