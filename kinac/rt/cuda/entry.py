@@ -6,7 +6,9 @@ returns a :class:`GpuEntry`, a callable taking one array per param:
 - CUDA arrays (kinac tensors, or any DLPack producer such as a torch CUDA tensor) are used in
   place, without a copy (contiguous and 16-byte aligned; a misaligned one is copied once); the
   import of an array passed again (a weight) is reused while the array lives;
-  host arrays (numpy, torch CPU) are copied in, as the ``to-device`` of a host param is;
+  host arrays (numpy, torch CPU) are copied in, as the ``to-device`` of a host param is:
+  through page-locked slots on a copy stream that overlaps the previous call's compute
+  (:mod:`~kinac.rt.cuda.staging`; ``pinned=False``: a pageable copy and a wait, as before);
 - outputs are new kinac :class:`~kinac.rt.cuda.tensor.Tensor` s from the memory pool, which
   ``torch.from_dlpack`` takes without a copy; an output placed on the host (``to-host``) is
   copied back and returned as a numpy array;
@@ -62,10 +64,12 @@ class GpuEntry:
         allow_tf32: bool = False,
         resource: Any = None,
         max_graphs: int = 8,
+        pinned: bool = True,
     ) -> None:
         from kinac.rt import cuda
 
         self.lowered = lowered
+        self.pinned = pinned  # host arrays staged through pinned slots on a copy stream
         self.ordinal = placement(lowered)
         self.device = cuda.device.lookup(self.ordinal)
         pushed = self.device.enter()  # everything below belongs to the entry's GPU
@@ -121,6 +125,7 @@ class GpuEntry:
         self.volatile: set[int] = set()
         self._stage: dict[int, int] = {}
         self._bound: OrderedDict[tuple[int, ...], tuple[Seq, list[Seq], Any]] = OrderedDict()
+        self._stager: Any = None  # staging.HostStager, made at the first host array
         self.captures = 0
         self.replays = 0  # calls run by a graph replay (metrics: graph hit rate)
 
@@ -158,6 +163,12 @@ class GpuEntry:
             from kinac.rt.cuda.host_input import host_array
 
             a, keep = host_array(x, spec.name, self.lowered.name, spec.dtype, spec.shape)
+            if self.pinned:  # copied on the copy stream, overlapping the previous call's compute
+                ptr = self._staging_for().stage(i, a, spec.shape, NP_NAMES[spec.dtype])
+                del keep  # the pinned block holds the data now
+                return Tensor(
+                    ptr, spec.shape, DL_NAMES[spec.dtype], device=(KDL_CUDA, self.ordinal)
+                )
             t = Tensor.empty(spec.shape, DL_NAMES[spec.dtype], self.resource, 0)
             t.copy_from_host(a.astype(NP_NAMES[spec.dtype], copy=False))
             del keep  # the producer's memory was needed until the copy
@@ -175,6 +186,13 @@ class GpuEntry:
         if t is not x:
             self._remember(i, x, t)
         return t
+
+    def _staging_for(self) -> Any:
+        if self._stager is None:
+            from kinac.rt.cuda.staging import HostStager
+
+            self._stager = HostStager(self._alloc)
+        return self._stager
 
     def _check_gpu(self, name: str, ordinal: int) -> None:
         if ordinal != self.ordinal:
@@ -293,7 +311,13 @@ class GpuEntry:
             raise KinaGpuError(
                 f"{lw.name} takes {len(lw.params)} arrays ({names}), got {len(arrays)}"
             )
+        stager = self._stager
+        if stager is not None and stager._pending:  # a prepare whose run was never reported
+            stager.after_run(self.stream)
         ins = [self._input(a, i) for i, a in enumerate(arrays)]
+        stager = self._stager
+        if stager is not None and stager._pending:  # the compute waits, on the device, for copies
+            stager.before_run(self.stream)
         res, dev = self.resource, (KDL_CUDA, self.ordinal)
         outs = [
             Tensor(a.ptr, shape, dt, device=dev, strides=st, owner=a)
@@ -319,6 +343,8 @@ class GpuEntry:
         if self.volatile:
             self._copy(ptrs, key, inputs=True)
         run(self.stream)
+        if self._stager is not None:
+            self._stager.after_run(self.stream)  # the slots' device buffers are free after this
         if self.volatile:
             self._copy(ptrs, key, inputs=False)
         if self.status:

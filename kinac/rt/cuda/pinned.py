@@ -1,0 +1,213 @@
+"""Page-locked host memory, pooled: ``cuMemHostAlloc`` blocks cached by size class.
+
+Why: a host-to-device copy from pageable memory is staged by the driver through its own
+pinned bounce buffer and does not overlap with anything; from page-locked memory it is one DMA
+that runs on a copy engine while kernels run. ``cuMemHostAlloc`` itself is slow (it pins pages:
+a system call, tens of microseconds to milliseconds), so blocks are kept and handed out again,
+like the device pool does (:mod:`kinac.rt.cuda.pool`), with the same ``memory_stats()`` keys.
+
+Size classes: a request is rounded up to a power of two (at least 4 KiB) up to 64 MiB, and to a
+multiple of 2 MiB above; a freed block goes to its class's free list and serves the next
+request of that class. ``max_cached_bytes`` bounds what is kept free (beyond it, a freed block
+goes back to the driver); :meth:`release` gives back everything cached.
+
+The driver calls are injectable (``alloc``/``free``), so the pool's bookkeeping is tested on
+machines without a GPU over ordinary host memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+from kinac.rt.cuda.stats import Stats, percentages, stat
+
+KiB, MiB = 1 << 10, 1 << 20
+PORTABLE = 1  # CU_MEMHOSTALLOC_PORTABLE: pinned for every context, so any device may copy it
+
+
+def size_class(nbytes: int) -> int:
+    """The block size a request of ``nbytes`` gets."""
+    n = max(int(nbytes), 4 * KiB)
+    if n <= 64 * MiB:
+        return 1 << (n - 1).bit_length()
+    return -(-n // (2 * MiB)) * (2 * MiB)
+
+
+def _driver_alloc(nbytes: int) -> int:
+    from kinac.rt.cuda import driver
+    from kinac.rt.cuda.device import current_device
+
+    current_device()  # cuMemHostAlloc needs a current context
+    d = driver.api()
+    return int(driver.check("cuMemHostAlloc", d.cuMemHostAlloc(nbytes, PORTABLE)))
+
+
+def _driver_free(ptr: int) -> None:
+    from kinac.rt.cuda import driver
+
+    driver.check("cuMemFreeHost", driver.api().cuMemFreeHost(ptr))
+
+
+class PinnedPool:
+    """Pooled page-locked host memory with ``torch.cuda.memory_stats``-shaped statistics.
+
+    ``allocate(n)`` returns a host address valid for at least ``n`` bytes; ``deallocate``
+    takes it back. The pool does not know about streams: a caller that hands a block to an
+    asynchronous copy keeps it until the copy is done (the entry's stager does, with events).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_cached_bytes: int = 1 << 30,
+        alloc: Callable[[int], int] | None = None,
+        free: Callable[[int], None] | None = None,
+    ) -> None:
+        self.max_cached_bytes = max_cached_bytes
+        self._alloc = alloc or _driver_alloc
+        self._free = free or _driver_free
+        self._cache: dict[int, list[int]] = {}  # class size -> free blocks
+        self._used: dict[int, tuple[int, int]] = {}  # ptr -> (block size, requested)
+        self._cached = 0
+        self._reserved = self._res_peak = self._res_total = 0
+        self._cur = self._peak = self._total = 0
+        self._req_cur = self._req_peak = self._req_total = 0
+        self._n_peak = self._n_total = 0
+        self._segs = self._seg_peak = self._seg_total = 0
+        self.hits = 0  # requests served from the cache
+        self.misses = 0  # requests that called cuMemHostAlloc
+
+    def allocate(self, nbytes: int) -> int:
+        """A page-locked block of at least ``nbytes`` bytes (its address)."""
+        size = size_class(nbytes)
+        free = self._cache.get(size)
+        if free:
+            ptr = free.pop()
+            self._cached -= size
+            self.hits += 1
+        else:
+            ptr = self._alloc(size)
+            self.misses += 1
+            self._reserved += size
+            self._res_total += size
+            self._res_peak = max(self._res_peak, self._reserved)
+            self._segs += 1
+            self._seg_total += 1
+            self._seg_peak = max(self._seg_peak, self._segs)
+        self._used[ptr] = (size, int(nbytes))
+        self._cur += size
+        self._peak = max(self._peak, self._cur)
+        self._total += size
+        self._req_cur += int(nbytes)
+        self._req_peak = max(self._req_peak, self._req_cur)
+        self._req_total += int(nbytes)
+        self._n_total += 1
+        self._n_peak = max(self._n_peak, len(self._used))
+        return ptr
+
+    def deallocate(self, ptr: int, nbytes: int = 0) -> None:
+        """Take a block back (cached, or given back to the driver past ``max_cached_bytes``)."""
+        size, req = self._used.pop(ptr)
+        self._cur -= size
+        self._req_cur -= req
+        if self._cached + size > self.max_cached_bytes:
+            self._give_back(ptr, size)
+            return
+        self._cache.setdefault(size, []).append(ptr)
+        self._cached += size
+
+    def _give_back(self, ptr: int, size: int) -> None:
+        self._free(ptr)
+        self._reserved -= size
+        self._segs -= 1
+
+    def release(self) -> int:
+        """Give every cached block back to the driver; the bytes released."""
+        freed = 0
+        for size, ptrs in self._cache.items():
+            for p in ptrs:
+                self._give_back(p, size)
+                freed += size
+        self._cache.clear()
+        self._cached = 0
+        return freed
+
+    def memory_stats(self) -> Stats:
+        """The device pool's keys (``allocated_bytes.all.current``, ``reserved_bytes...``,
+        ``fragmentation_pct`` as requested / reserved at the peak), plus ``cached_bytes``,
+        ``hits`` and ``misses``."""
+        out: Stats = {}
+        n = len(self._used)
+        stat(out, "allocation", n, self._n_peak, self._n_total, self._n_total - n)
+        cur, tot = self._cur, self._total
+        stat(out, "allocated_bytes", cur, self._peak, tot, tot - cur)
+        rc, rt = self._req_cur, self._req_total
+        stat(out, "requested_bytes", rc, self._req_peak, rt, rt - rc)
+        res, rtot = self._reserved, self._res_total
+        stat(out, "reserved_bytes", res, self._res_peak, rtot, rtot - res)
+        stat(out, "segment", self._segs, self._seg_peak, self._seg_total, self._seg_total - self._segs)  # fmt: skip
+        largest = max((s for s, ps in self._cache.items() if ps), default=0)
+        percentages(out, res, cur, largest)
+        out["external_fragmentation_pct"] = out["fragmentation_pct"]
+        peak = self._res_peak
+        out["fragmentation_pct"] = 100.0 * (1 - self._req_peak / peak) if peak else 0.0
+        out["cached_bytes"] = self._cached
+        out["hits"] = self.hits
+        out["misses"] = self.misses
+        return out
+
+    def check(self) -> None:
+        """Verify the counters against the blocks (AssertionError if off); for tests."""
+        used = sum(s for s, _ in self._used.values())
+        cached = sum(s * len(ps) for s, ps in self._cache.items())
+        assert self._cur == used, "allocated bytes mismatch"
+        assert self._cached == cached, "cached bytes mismatch"
+        assert self._reserved == used + cached, "reserved bytes mismatch"
+        assert self._segs == len(self._used) + sum(len(ps) for ps in self._cache.values())
+        assert self._req_cur == sum(r for _, r in self._used.values()), "requested mismatch"
+
+
+class PinnedBuffer:
+    """A block of a :class:`PinnedPool` with a numpy view, given back when collected."""
+
+    __slots__ = ("pool", "ptr", "nbytes", "array")
+
+    def __init__(self, pool: PinnedPool, shape: tuple[int, ...], dtype: Any) -> None:
+        import math
+
+        import numpy as np
+
+        dt = np.dtype(dtype)
+        self.pool = pool
+        self.nbytes = math.prod(shape) * dt.itemsize
+        self.ptr = pool.allocate(self.nbytes)
+        raw = (ctypes.c_uint8 * max(self.nbytes, 1)).from_address(self.ptr)
+        flat = np.frombuffer(raw, dtype=np.uint8)[: self.nbytes]
+        self.array = flat.view(dt).reshape(shape)  # writes go straight to the pinned block
+
+    def free(self) -> None:
+        """Give the block back now (the caller knows no copy still reads it)."""
+        if self.ptr:
+            ptr, self.ptr = self.ptr, 0
+            self.array = None
+            self.pool.deallocate(ptr, self.nbytes)
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:  # noqa: BLE001 - never raise from a finaliser (shutdown, dead driver)
+            pass
+
+
+_pool: PinnedPool | None = None
+
+
+def default_pool() -> PinnedPool:
+    """The process-wide pinned pool (created on first use; pinned memory belongs to no device
+    in particular: it is allocated portable)."""
+    global _pool
+    if _pool is None:
+        _pool = PinnedPool()
+    return _pool

@@ -1,0 +1,147 @@
+"""Host inputs of a GPU entry staged through pinned slots on a copy stream (issue 17 item 3), on
+a GPU: the values arrive right even when calls are queued back to back and the caller rewrites
+its array between calls; the pinned and device pools do not grow over many calls; closing the
+entry gives the pinned blocks back. ``tests/test_pinned.py`` checks the protocol without a GPU.
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _need_gpu() -> None:
+    from kinac.rt import cuda
+
+    if not cuda.available():
+        pytest.skip(f"no CUDA GPU ({cuda.unavailable_reason()})")
+
+
+SRC = """(module t)
+(defn axpb [(x : (tensor f32 [N D])) (a : (tensor f32 [D])) (b : (tensor f32 [N D]))]
+  -> (tensor f32 [N D])
+  (add (mul x a) b))
+"""
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    p = tmp_path / "t.kina"
+    p.write_text(SRC, encoding="utf-8")
+    return p
+
+
+def test_staged_host_inputs_are_right_when_calls_queue_back_to_back(src: Path) -> None:
+    _need_gpu()
+    import kinac
+
+    f = kinac.compile(src, "axpb", target="cuda", no_cache=True)
+    rng = np.random.default_rng(0)
+    n, d = 512, 1000  # 2 MB per array: copies long enough to overlap
+    a = rng.standard_normal(d).astype(np.float32)
+    x = np.empty((n, d), np.float32)
+    b = rng.standard_normal((n, d)).astype(np.float32)
+    outs, wants = [], []
+    for _ in range(24):  # no synchronisation between calls; x rewritten in place each time
+        x[...] = rng.standard_normal((n, d)).astype(np.float32)
+        outs.append(f(x, a, b))
+        wants.append(x * a + b)
+    for k, (o, w) in enumerate(zip(outs, wants, strict=True)):
+        np.testing.assert_allclose(o.numpy(), w, rtol=1e-6, err_msg=f"call {k}")
+    entry = next(iter(f._entries.values()))
+    st = entry._stager
+    assert st is not None and st.copies == 24 * 3 and entry.pinned
+    assert len({s.dev for s in st._all}) == 2 * 3  # two slots per host parameter
+
+
+def test_staged_and_unstaged_paths_agree_bit_for_bit(src: Path) -> None:
+    _need_gpu()
+    import torch
+
+    import kinac
+
+    if not torch.cuda.is_available():
+        pytest.skip("no PyTorch CUDA")
+    rng = np.random.default_rng(1)
+    ins = [
+        rng.standard_normal((7, 33)).astype(np.float32),
+        rng.standard_normal(33).astype(np.float32),
+        rng.standard_normal((7, 33)).astype(np.float32),
+    ]
+    staged = kinac.compile(src, "axpb", target="cuda", no_cache=True)
+    plain = kinac.compile(src, "axpb", target="cuda", no_cache=True, pinned=False)
+    on_device = [torch.from_numpy(v).cuda() for v in ins]
+    want = torch.from_dlpack(staged(*on_device)).cpu().numpy()
+    for _ in range(3):
+        np.testing.assert_array_equal(staged(*ins).numpy(), want)
+        np.testing.assert_array_equal(plain(*ins).numpy(), want)
+    # a strided CPU torch tensor and a float64 numpy array are staged too (cast on the way)
+    t = torch.from_numpy(np.ascontiguousarray(ins[0].T)).t()
+    np.testing.assert_array_equal(staged(t, *ins[1:]).numpy(), want)
+    entry = next(iter(staged._entries.values()))
+    np.testing.assert_array_equal(entry(ins[0], ins[1].astype(np.float64), ins[2]).numpy(), want)
+    assert next(iter(plain._entries.values()))._stager is None
+
+
+def test_no_growth_over_many_calls_and_blocks_back_on_close(src: Path) -> None:
+    _need_gpu()
+    import kinac
+    from kinac.rt.cuda.pinned import default_pool
+
+    pool = default_pool()
+    base = pool.memory_stats()["allocated_bytes.all.current"]
+    f = kinac.compile(src, "axpb", target="cuda", no_cache=True)
+    rng = np.random.default_rng(2)
+    ins = [rng.standard_normal(s).astype(np.float32) for s in ((64, 256), (256,), (64, 256))]
+    for _ in range(5):
+        f(*ins)
+    entry = next(iter(f._entries.values()))
+    entry.stream.synchronize()
+    dev = entry.resource.memory_stats()
+    pin = pool.memory_stats()
+    for _ in range(300):
+        out = f(*ins)
+    entry.stream.synchronize()
+    np.testing.assert_allclose(out.numpy(), ins[0] * ins[1] + ins[2], rtol=1e-6)
+    del out
+    gc.collect()
+    dev2, pin2 = entry.resource.memory_stats(), pool.memory_stats()
+    # the pinned pool: the same blocks, no new ones; the device pool: no growth
+    assert pin2["allocated_bytes.all.current"] == pin["allocated_bytes.all.current"]
+    assert pin2["misses"] == pin["misses"]
+    assert pin2["allocated_bytes.all.current"] - base == entry._stager.pinned_bytes()
+    assert entry._stager.pinned_bytes() == 2 * (65536 + 4096 + 65536)  # 2 slots x 3 params
+    assert dev2["reserved_bytes.all.current"] == dev["reserved_bytes.all.current"]
+    assert dev2["allocated_bytes.all.current"] <= dev["allocated_bytes.all.current"]
+    entry._stager.close()
+    assert pool.memory_stats()["allocated_bytes.all.current"] == base
+    pool.check()
+
+
+def test_the_copy_stream_has_the_greatest_priority(src: Path) -> None:
+    _need_gpu()
+    import kinac
+    from kinac.rt.cuda import driver
+    from kinac.rt.cuda.staging import priority_range
+
+    f = kinac.compile(src, "axpb", target="cuda", no_cache=True)
+    x = np.ones((2, 4), np.float32)
+    f(x, np.ones(4, np.float32), x)
+    entry = next(iter(f._entries.values()))
+    pushed = entry.device.enter()
+    try:
+        least, greatest = priority_range()
+        d = driver.api()
+        prio = driver.check(
+            "cuStreamGetPriority", d.cuStreamGetPriority(entry._stager.copy_stream.cu)
+        )
+    finally:
+        entry.device.leave(pushed)
+    assert greatest <= least and int(prio) == greatest
