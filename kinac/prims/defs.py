@@ -45,8 +45,24 @@ def _sigmoid(x: S) -> S:
     return approx_div(1, 1 + exp(-x))
 
 
-define("sigmoid", "float", _sigmoid, "expensive", doc="``1 / (1 + exp(-x))``")
-define("relu", "numeric", lambda x: maximum(x, 0), doc="``max(x, 0)``")
+# VJPs given here (the rest are derived from the formula, kinac.prims.dual): sigmoid and silu
+# through ``out`` / a fresh sigmoid (the derived quotient rule overflows in exp(-x) for x << 0);
+# relu as torch (no gradient at 0; the derived max would split it).
+define(
+    "sigmoid",
+    "float",
+    _sigmoid,
+    "expensive",
+    doc="``1 / (1 + exp(-x))``",
+    vjp=lambda x, out, g: (g * out * (1 - out),),
+)
+define(
+    "relu",
+    "numeric",
+    lambda x: maximum(x, 0),
+    doc="``max(x, 0)``",
+    vjp=lambda x, out, g: (where(x > 0, g, 0),),
+)
 define(
     "gelu",
     "float",
@@ -54,7 +70,21 @@ define(
     "expensive",
     doc="exact GELU, ``x (1 + erf(x / sqrt 2)) / 2`` (``torch.nn.functional.gelu``)",
 )
-define("silu", "float", lambda x: approx_div(x, 1 + exp(-x)), "expensive", doc="``x sigmoid(x)``")
+
+
+def _silu_vjp(x: S, out: S, g: S) -> tuple[S]:
+    s = _sigmoid(x)
+    return (g * s * (1 + x * (1 - s)),)
+
+
+define(
+    "silu",
+    "float",
+    lambda x: approx_div(x, 1 + exp(-x)),
+    "expensive",
+    doc="``x sigmoid(x)``",
+    vjp=_silu_vjp,
+)
 define("abs", "numeric", fabs, doc="``|x|``")
 define("recip", "float", lambda x: 1 / x, doc="``1 / x``")
 define("square", "numeric", lambda x: x * x, doc="``x * x``")

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kinac.prims.dual import derive_vjp, nondifferentiable
 from kinac.prims.scalar import Algebra, S
 
 KINDS = ("float", "numeric", "arith", "compare")
@@ -35,8 +36,9 @@ class Elementwise:
     ``formula`` is its meaning over base operations (exact references through ``libm`` where
     the math library has the function); ``kernel_f32``, when given, is how generated f32 code
     computes it (range reduction and polynomials), and must agree with ``formula`` within the
-    ulp bound its tests state. ``vjp`` and ``shard_factors`` are the slots the differentiation
-    and sharding issues fill (``None`` until then).
+    ulp bound its tests state. ``vjp`` is the primitive's vector-Jacobian product over
+    :class:`S` (:mod:`kinac.prims.dual`: derived from ``formula`` unless given);
+    ``shard_factors`` is the sharding slot.
     """
 
     name: str
@@ -74,10 +76,16 @@ def define(
     *traits: str,
     kernel_f32: Callable[..., S] | None = None,
     doc: str = "",
+    vjp: Callable[..., Any] | None = None,
 ) -> Elementwise:
-    """Add one primitive to :data:`ELEMENTWISE` (its name is its graph op name)."""
+    """Add one primitive to :data:`ELEMENTWISE` (its name is its graph op name).
+
+    ``vjp`` (``(x..., out, g) -> cotangents`` over :class:`S`) defaults to the derivative of
+    ``formula`` (:func:`kinac.prims.dual.derive_vjp`); comparisons are not differentiable."""
     assert kind in KINDS and name not in ELEMENTWISE, (name, kind)
-    d = Elementwise(name, kind, formula, frozenset(traits), kernel_f32, doc)
+    if vjp is None:
+        vjp = nondifferentiable if kind == "compare" else derive_vjp(formula, ARITY[kind])
+    d = Elementwise(name, kind, formula, frozenset(traits), kernel_f32, doc, vjp=vjp)
     ELEMENTWISE[name] = d
     return d
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check import shard_factors as SF
+from kinac.check import vjp_rules as VJ
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import axis_index, c_axis, device_number_ok
 from kinac.check.types import SType
@@ -48,6 +49,7 @@ register(
         _iota_concrete,
         "creation",
         shard_rule=SF.pointwise,
+        vjp_rule=VJ.nondifferentiable,
         doc="values 0..n-1 along axis",
     )
 )
@@ -91,6 +93,7 @@ register(
         _full_concrete,
         "creation",
         shard_rule=SF.pointwise,
+        vjp_rule=VJ.nondifferentiable,
         doc="a tensor filled with v",
     )
 )

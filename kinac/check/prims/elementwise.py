@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check import shard_factors as SF
+from kinac.check import vjp_rules as VJ
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import (
     broadcast,
@@ -78,6 +79,7 @@ register(
         _cast_concrete,
         "elementwise",
         shard_rule=SF.pointwise,
+        vjp_rule=VJ.cast,
         doc="same shape, dtype DT",
     )
 )
@@ -166,7 +168,7 @@ def _register(d: Elementwise) -> None:
             "elementwise",
             doc=d.doc or _DOCS[d.kind],
             traits=d.traits,
-            vjp_rule=d.vjp,
+            vjp_rule=VJ.from_formula(d),
             shard_rule=d.shard_factors or SF.pointwise,
             definition=d,
         )
@@ -219,6 +221,7 @@ register(
         _where_concrete,
         "elementwise",
         shard_rule=SF.pointwise,
+        vjp_rule=VJ.where,
         doc="broadcasting over the three",
     )
 )

@@ -10,6 +10,7 @@ from typing import Any
 
 from kinac.check import dims as D
 from kinac.check import shard_factors as SF
+from kinac.check import vjp_rules as VJ
 from kinac.check.formula import Rel
 from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import ONE, bcast_pair, c_broadcast, c_device, join_device, join_dtype
@@ -97,6 +98,7 @@ register(
         _concrete,
         "matmul",
         shard_rule=SF.matmul,
+        vjp_rule=VJ.matmul,
         doc="[..., M, K] x [..., K, N] -> [..., M, N]",
     )
 )

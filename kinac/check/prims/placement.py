@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check import shard_factors as SF
+from kinac.check import vjp_rules as VJ
 from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import device_number_ok
 from kinac.check.types import SShape, SType
@@ -53,6 +54,7 @@ register(
         _to_device_concrete,
         "placement",
         shard_rule=SF.pointwise,
+        vjp_rule=VJ.placement,
         doc="copy to a device",
     )
 )
@@ -80,6 +82,7 @@ register(
         _to_host_concrete,
         "placement",
         shard_rule=SF.pointwise,
+        vjp_rule=VJ.placement,
         doc="copy to the host",
     )
 )
@@ -113,6 +116,7 @@ for _name in ("reshard", "all-reduce", "all-gather", "reduce-scatter", "all-to-a
             _identity_concrete,
             "placement",
             shard_rule=SF.pointwise,
+            vjp_rule=VJ.identity,
             doc="changes sharding only (checked in a later issue)",
         )
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check import shard_factors as SF
+from kinac.check import vjp_rules as VJ
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import ONE, axis_index, c_axis, need_float
 from kinac.check.types import WEAK_F, WEAK_I, SShape, SType
@@ -65,6 +66,12 @@ def _reduce_concrete(op: str) -> Any:
     return concrete
 
 
+_VJPS = {
+    "sum": VJ.reduce_sum,
+    "mean": VJ.reduce_mean,
+    "max": VJ.reduce_extremum,
+    "min": VJ.reduce_extremum,
+}
 for _op in ("sum", "mean", "max", "min"):
     register(
         Prim(
@@ -76,6 +83,7 @@ for _op in ("sum", "mean", "max", "min"):
             _reduce_concrete(_op),
             "reduce",
             shard_rule=SF.reduction(_op),
+            vjp_rule=_VJPS[_op],
             doc="removes (or keeps as 1) axis a",
         )
     )
@@ -110,6 +118,7 @@ register(
         _softmax_concrete,
         "reduce",
         shard_rule=SF.whole_axis,
+        vjp_rule=VJ.softmax,
         doc="shape-preserving",
     )
 )

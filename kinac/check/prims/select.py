@@ -10,6 +10,7 @@ from typing import Any
 
 from kinac.check import dims as D
 from kinac.check import shard_factors as SF
+from kinac.check import vjp_rules as VJ
 from kinac.check.formula import Rel
 from kinac.check.prims.base import REQ, Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import (
@@ -100,6 +101,7 @@ register(
         _concat_concrete,
         "shape",
         shard_rule=SF.whole_axis,
+        vjp_rule=VJ.concat,
         doc="other dims equal; axis dim is the sum",
     )
 )
@@ -157,6 +159,7 @@ register(
         "shape",
         traits=frozenset({"view"}),
         shard_rule=SF.whole_axis,
+        vjp_rule=VJ.slice_,
         doc="0 <= s < e <= dim; axis dim becomes e - s",
     )
 )
@@ -204,6 +207,7 @@ register(
         _gather_concrete,
         "shape",
         shard_rule=SF.gather,
+        vjp_rule=VJ.gather,
         doc="[V D] x int[..b] -> [..b D]",
     )
 )
@@ -245,6 +249,7 @@ register(
         _rep_concrete,
         "shape",
         shard_rule=SF.repeat_interleave,
+        vjp_rule=VJ.repeat_interleave,
         doc="dim d at axis a becomes d * r",
     )
 )

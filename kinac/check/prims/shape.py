@@ -10,6 +10,7 @@ from typing import Any
 
 from kinac.check import dims as D
 from kinac.check import shard_factors as SF
+from kinac.check import vjp_rules as VJ
 from kinac.check.formula import Rel
 from kinac.check.prims.base import Args, CArgs, Prim, RuleCtx, ShapeError, register
 from kinac.check.prims.common import (
@@ -79,6 +80,7 @@ register(
         "shape",
         traits=frozenset({"view"}),
         shard_rule=SF.transpose,
+        vjp_rule=VJ.transpose,
         doc="permutes dims",
     )
 )
@@ -153,6 +155,7 @@ register(
         "shape",
         traits=frozenset({"view"}),
         shard_rule=SF.reshape,
+        vjp_rule=VJ.reshape,
         doc="product of dims unchanged",
     )
 )
@@ -224,6 +227,7 @@ register(
         "shape",
         traits=frozenset({"view"}),
         shard_rule=SF.pointwise,
+        vjp_rule=VJ.broadcast_to,
         doc="numpy broadcasting obligations",
     )
 )

@@ -1,0 +1,124 @@
+"""The gradient queries: ``grad_graph`` and the compile path of the gradient graph.
+
+Why a module of its own: :mod:`kinac.pipeline` registers the forward stages; differentiation is
+one more stage on top of ``entry_graph`` (before ``shard_propagate`` and lowering, so the
+gradient graph is lowered, cached and, later, sharded like any entry's graph). Keys are
+``(EntryKey, wrt)``: the loss entry at concrete dims and the parameter names, in order.
+
+    entry_graph ─► grad_graph ─┬► grad_lowered ─► grad_object_code ─► host runtime
+                               └► grad_gpu_lowered ─► grad_ptx ─► CUDA runtime
+
+The kernels of a gradient graph go through the same ``host_kernel_llvm`` /
+``host_kernel_object`` queries as the forward entries': a gradient's matmul kernel that is
+textually the forward's is compiled once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinac.diag.model import Diagnostic
+from kinac.pipeline import (
+    _internal_errors,
+    entry_graph,
+    host_kernel_llvm,
+    host_kernel_object,
+    host_target,
+    target,
+)
+from kinac.pipeline_support import EntryKey
+from kinac.rules import Database, query
+from kinac.rules.codec import record
+from kinac.tir.graph import Graph
+
+GradKey = tuple[EntryKey, tuple[str, ...]]
+
+
+@record
+class GradSpec:
+    """The value-and-gradient graph (None when it cannot be built), the forward entry's
+    diagnostics, and why a request is refused (a non-scalar loss, an unknown or integer
+    ``wrt``): ``problem`` is a sentence for the user."""
+
+    graph: Graph | None
+    diagnostics: tuple[Diagnostic, ...]
+    problem: str | None = None
+
+
+@query("grad_graph", stage="grad")
+def grad_graph(db: Database, key: GradKey) -> GradSpec:
+    """The graph of ``(loss, d loss / d wrt...)`` (:func:`kinac.grad.value_and_grad`)."""
+    from kinac.grad import GradError, check_request, value_and_grad
+
+    entry, wrt = key
+    spec = entry_graph(db, entry)
+    if spec.graph is None:
+        return GradSpec(None, tuple(spec.diagnostics))
+    try:
+        check_request(spec.graph, wrt)
+    except GradError as e:
+        return GradSpec(None, tuple(spec.diagnostics), str(e))
+    with _internal_errors(entry, "differentiation"):
+        return GradSpec(value_and_grad(spec.graph, wrt), tuple(spec.diagnostics))
+
+
+@query("grad_lowered", stage="lower", tools=("xdsl",))
+def grad_lowered(db: Database, key: GradKey) -> Any:
+    """The gradient graph lowered for the host: wrapper and canonical kernels, each kernel
+    lowered by ``host_kernel_llvm`` (shared with every entry)."""
+    from dataclasses import replace
+
+    from kinac.ice import in_kernel
+    from kinac.ir.host.kernels import split_graph
+
+    spec = grad_graph(db, key)
+    if spec.graph is None:
+        return None
+    with _internal_errors(key[0], "host lowering of the gradient"):
+        lo = split_graph(spec.graph)
+        calls = set(lo.library_calls)
+        for step, k in zip(lo.steps, lo.kernels, strict=True):
+            with in_kernel(step.sym):
+                calls.update(host_kernel_llvm(db, k).library_calls)
+    return replace(lo, library_calls=tuple(sorted(calls)))
+
+
+@query("grad_object_code", stage="codegen", tools=("llvmlite",))
+def grad_object_code(db: Database, key: GradKey) -> tuple[bytes, ...] | None:
+    """Object code of the gradient graph: the wrapper's, then each distinct kernel's."""
+    from kinac.codegen.llvm import compile_object
+    from kinac.ice import in_kernel
+
+    lo = grad_lowered(db, key)
+    if lo is None:
+        return None
+    with _internal_errors(key[0], "host code generation of the gradient (LLVM)"):
+        objects = [compile_object(lo.llvm_ir, host_target(db, ()))]
+        for step, k in zip(lo.steps, lo.kernels, strict=True):
+            with in_kernel(step.sym):
+                objects.append(host_kernel_object(db, k))
+    return tuple(dict.fromkeys(objects))
+
+
+@query("grad_gpu_lowered", stage="lower", tools=("xdsl",))
+def grad_gpu_lowered(db: Database, key: GradKey) -> Any:
+    """The gradient graph lowered for the GPU (launch plan, cuBLAS calls, NVPTX LLVM IR)."""
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
+
+    spec = grad_graph(db, key)
+    if spec.graph is None:
+        return None
+    with _internal_errors(key[0], "GPU lowering of the gradient"):
+        return lower_graph_gpu(spec.graph)
+
+
+@query("grad_ptx", stage="codegen", tools=("llvmlite",))
+def grad_ptx(db: Database, key: GradKey) -> str | None:
+    """PTX of the gradient graph for the target's architecture."""
+    from kinac.codegen.ptx import compile_ptx
+
+    lo = grad_gpu_lowered(db, key)
+    if lo is None:
+        return None
+    with _internal_errors(key[0], "PTX generation of the gradient (LLVM NVPTX)"):
+        return compile_ptx(lo.llvm_ir, target(db, ()).arch)
