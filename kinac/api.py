@@ -405,7 +405,14 @@ class CompiledDefn:
 
 
 def compile(
-    path: str | os.PathLike[str], name: str, target: str = "cpu", **options: Any
-) -> CompiledDefn:  # noqa: A001
-    """Compile defn (or kina.toml entry) ``name`` of the workspace or file at ``path``."""
+    path: str | os.PathLike[str], name: str, target: str = "cpu", mesh: Any = None, **options: Any
+) -> Any:  # noqa: A001
+    """Compile defn (or kina.toml entry) ``name`` of the workspace or file at ``path``.
+
+    With ``mesh=`` (a mesh name, a device count or a shape), calls run the entry's sharded
+    program on a simulated mesh and return global arrays (:mod:`kinac.api_sharded`)."""
+    if mesh is not None:
+        from kinac.api_sharded import ShardedDefn
+
+        return ShardedDefn(path, name, mesh, target=target, **options)
     return CompiledDefn(path, name, target=target, **options)

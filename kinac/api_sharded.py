@@ -1,0 +1,321 @@
+"""``kinac.compile(path, name, mesh=...)`` and ``kinac run --simulate``: a sharded entry run on a
+simulated mesh, taking and returning GLOBAL arrays.
+
+Why a wrapper of :class:`kinac.api.CompiledDefn`: a sharded call binds dims and checks its
+arguments exactly as a plain call does (the global arrays are the entry's arguments); only
+what runs differs. The entry's per-device program (``device_program``, its segments compiled
+by the ordinary host path) runs on every rank of a threaded simulator
+(:mod:`kinac.rt.comm`): each rank gets its slice of every argument (by the program's
+parameter layouts) and the ranks' outputs are assembled into global arrays (partial sums
+added). The result equals the unsharded call's (up to the order of floating-point sums).
+
+Which mesh (``mesh=``, or ``--simulate``'s value):
+
+- ``None`` / ``""``: the mesh the entry's sharding annotations name;
+- a mesh name: that mesh, which must be the one the annotations name (or, for an entry without
+  annotations, any mesh the file sees: the entry then runs replicated on it);
+- ``N``, a shape ``(2, 2)`` or ``"2x2"``: the annotations' mesh resized to that shape (same
+  name and axes; a 1-D mesh takes ``N``), re-planned for the new sizes (sizes that do not divide
+  an annotated dim are a usage error); an entry without annotations runs replicated on a mesh
+  of that shape (every device computes everything; no collective).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+from typing import Any
+
+from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def parse_mesh(mesh: Any) -> str | tuple[int, ...] | None:
+    """A mesh request: ``None`` (the entry's own), a name, or a shape."""
+    if mesh is None or mesh == "":
+        return None
+    if isinstance(mesh, bool):
+        raise KinaUsageError(f"mesh= takes a mesh name, a device count or a shape, got {mesh!r}")
+    if isinstance(mesh, int):
+        shape: tuple[int, ...] = (mesh,)
+    elif isinstance(mesh, str) and re.fullmatch(r"\d+(x\d+)*", mesh.strip()):
+        shape = tuple(int(x) for x in mesh.strip().split("x"))
+    elif isinstance(mesh, str):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", mesh):
+            raise KinaUsageError(
+                f"mesh {mesh!r}: expected a mesh name, a device count (4) or a shape (2x2)"
+            )
+        return mesh
+    elif isinstance(mesh, tuple | list) and all(
+        isinstance(x, int) and not isinstance(x, bool) for x in mesh
+    ):
+        shape = tuple(mesh)
+    else:
+        raise KinaUsageError(
+            f"mesh= takes a mesh name, a device count or a shape, got {type(mesh).__name__}"
+        )
+    if not shape or any(s < 1 for s in shape):
+        raise KinaUsageError(f"a mesh needs at least one device per axis, got {list(shape)}")
+    return shape
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))
+
+
+class ShardedDefn:
+    """A defn (or entry) whose calls run on a simulated mesh: global arrays in and out.
+
+    ``last_log`` (a :class:`kinac.rt.comm.CommLog`) and ``last_program`` describe the last
+    call: the collectives each rank ran and the bytes they moved, the program it ran."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        name: str,
+        mesh: Any,
+        target: str = "cpu",
+        cache_dir: str | None = None,
+        no_cache: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        compiled: Any = None,
+    ) -> None:
+        from kinac.api import CompiledDefn
+
+        if target != "cpu":
+            raise KinaUsageError(
+                "a sharded entry runs on the threaded simulator, on the host: use target='cpu' "
+                "(running on several GPUs through NCCL is not built yet)"
+            )
+        self.request = parse_mesh(mesh)
+        self.inner = compiled or CompiledDefn(path, name, cache_dir=cache_dir, no_cache=no_cache)
+        self.key = self.inner.key
+        self.timeout_s = timeout_s
+        self.last_log: Any = None
+        self.last_program: Any = None
+        self._runs: dict[Any, tuple[Any, list[Any]]] = {}
+        self._check_request()
+
+    @classmethod
+    def wrap(cls, compiled: Any, mesh: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> ShardedDefn:
+        """A sharded view of an already resolved :class:`CompiledDefn` (``kinac run``)."""
+        return cls("", compiled.key.name, mesh, compiled=compiled, timeout_s=timeout_s)
+
+    # -- which mesh ---------------------------------------------------------------------------
+
+    def _meshes(self) -> tuple[Any, ...]:
+        from kinac.pipeline_support import CheckEnv
+
+        return CheckEnv(self.inner.sess.db).meshes(self.key.file)
+
+    def _own_mesh(self) -> Any:
+        from kinac import pipeline
+        from kinac.shard.entry import named_mesh
+
+        sig = pipeline.signature(self.inner.sess.db, pipeline.DefnKey(self.key.file, self.key.name))
+        return named_mesh(sig, self._meshes()) if sig is not None else None
+
+    def _check_request(self) -> None:
+        """Refuse, before anything compiles, a mesh the entry cannot run on."""
+        try:
+            own = self._own_mesh()
+            meshes = {m.name: m for m in self._meshes()}
+        finally:
+            self.inner.sess.db.close()
+        req = self.request
+        defn = f"`{self.key.name}`"
+        if isinstance(req, str):
+            if req not in meshes:
+                from kinac.pipeline_support import did_you_mean
+
+                known = ", ".join(f"`{m}`" for m in meshes) or "none"
+                raise KinaUsageError(
+                    f"no mesh named `{req}` for {defn}{did_you_mean(req, list(meshes))} "
+                    f"(meshes its file sees: {known})"
+                )
+            if own is not None and own.name != req:
+                raise KinaUsageError(
+                    f"{defn} is sharded over mesh `{own.name}` ({_shape_text(own.shape)}), "
+                    f"not `{req}`: its annotations name the mesh it runs on"
+                )
+        elif req is None and own is None:
+            raise KinaUsageError(
+                f"{defn} has no sharding annotation, so it names no mesh: give a device count "
+                f"(--simulate 4, mesh=4) to run it replicated, or annotate its parameters"
+            )
+        elif isinstance(req, tuple) and own is not None and len(req) != len(own.shape):
+            raise KinaUsageError(
+                f"{defn} is sharded over the {len(own.shape)}-D mesh `{own.name}` "
+                f"({_shape_text(own.shape)}, axes {' '.join(own.axes)}); a mesh of "
+                f"{_shape_text(req)} has {len(req)} dim{'s' * (len(req) > 1)}: give "
+                f"{len(own.shape)} sizes, e.g. {_shape_text(own.shape)}"
+            )
+
+    # -- a call -------------------------------------------------------------------------------
+
+    def _key(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
+        """The global entry's key, with every check of a plain call (kinac.api)."""
+        from kinac import pipeline
+
+        inner = self.inner
+        inner._check_devices(types)
+        inner._check_fixed_shapes(types)
+        bound = inner._bind(types, dim_args)
+        if inner.fixed is not None:
+            want, got = dict(inner.fixed.dims), dict(bound.dims)
+            bad = [
+                f"{k} = {got.get(k)} but {inner.fixed_what} fixes {k} = {v}"
+                for k, v in want.items()
+                if got.get(k) != v
+            ]
+            if bad:
+                raise KinaCallError(f"{inner.fixed_by} is built for fixed dims: {', '.join(bad)}")
+        return pipeline.EntryKey(self.key.file, self.key.name, bound.dims, bound.dtypes, "cpu")
+
+    def program(self, *args: Any, **dims: int) -> Any:
+        """The ``DeviceProgram`` a call with these arguments runs (built, not run)."""
+        return self._prepared(*args, **dims)[0][0]
+
+    def _prepared(self, *args: Any, **dims: int) -> tuple[tuple[Any, list[Any]], list[Any]]:
+        from kinac.api import _arg_type
+
+        arrays, dim_args = self.inner._split(args, dims)
+        types = tuple(
+            _arg_type(a, n) for a, n in zip(arrays, self.inner.tensor_params, strict=True)
+        )
+        skey = (types, tuple(sorted(dim_args.items())))
+        run = self._runs.get(skey)
+        if run is None:
+            run = self._build(self._key(types, dim_args))
+            self._runs[skey] = run
+        return run, arrays
+
+    def __call__(self, *args: Any, **dims: int) -> Any:
+        from kinac.rt.comm import CommLog, simulate
+        from kinac.rt.comm.execute import run_program
+        from kinac.rt.comm.layout import assemble, shard_global
+        from kinac.rt.host.arrays import as_host_array
+
+        (program, segments), arrays = self._prepared(*args, **dims)
+        glob = [  # the binding checked the shapes; this reads DLPack producers (torch) too
+            as_host_array(a, name, t.dtype, tuple(int(d) for d in a.shape))
+            for a, (name, t, _) in zip(arrays, program.params, strict=True)
+        ]
+        mesh = program.mesh
+
+        def rank(comm: Any) -> list[Any]:
+            local = [
+                shard_global(a, lay, mesh, comm.global_rank)
+                for a, (_, _, lay) in zip(glob, program.params, strict=True)
+            ]
+            return run_program(program, segments, comm, local)
+
+        log = CommLog()
+        outs = simulate(mesh, rank, timeout_s=self.timeout_s, log=log)
+        self.last_log, self.last_program = log, program
+        result = [
+            assemble([o[i] for o in outs], lay, mesh)
+            for i, (_, _, lay) in enumerate(program.outputs)
+        ]
+        return result[0] if len(result) == 1 else tuple(result)
+
+    # -- building the program -----------------------------------------------------------------
+
+    def _build(self, key: Any) -> tuple[Any, list[Any]]:
+        from kinac import pipeline, pipeline_shard
+
+        db = self.inner.sess.db
+        try:
+            spec = pipeline.entry_graph(db, key)
+            if spec.graph is None:
+                raise KinaCallError(self.inner._render(list(spec.diagnostics)))
+            plan = pipeline.shard_propagate(db, key)
+            errors = [d for d in plan.diagnostics if d.is_error] if plan is not None else []
+            if errors:
+                raise KinaCompileError(self.inner._render(errors))
+            req = self.request
+            if plan.mesh is None:
+                program = self._replicated(spec.graph, req)
+            elif req is None or isinstance(req, str) or req == tuple(n for _, n in plan.axes):
+                program = pipeline_shard.device_program(db, key)
+            else:
+                program = self._resized(db, key, spec.graph, plan.mesh, req)
+            assert program is not None, "a plan with a mesh and no error has a program"
+            segments = pipeline_shard.host_segments(db, program)
+        finally:
+            db.commit()
+            db.close()
+        return program, segments
+
+    def _replicated(self, graph: Any, req: Any) -> Any:
+        """Every device runs the whole entry (no annotation: nothing is split)."""
+        from kinac.artifacts.sharded import DeviceProgram, MeshSpec, ParamLayout, RunSegment
+
+        if isinstance(req, str):
+            m = {m.name: m for m in self._meshes()}[req]
+            mesh = MeshSpec(m.name, tuple(m.shape), tuple(m.axes))
+        else:
+            axes = ("devices",) if len(req) == 1 else tuple(f"d{i}" for i in range(len(req)))
+            mesh = MeshSpec("devices", tuple(req), axes)
+        n = len(graph.params)
+        whole = lambda t: ParamLayout(((),) * len(t.shape))  # noqa: E731
+        outs = tuple(
+            (n + k, graph.nodes[o].type, whole(graph.nodes[o].type))
+            for k, o in enumerate(graph.outputs)
+        )
+        return DeviceProgram(
+            mesh,
+            tuple((name, t, whole(t)) for name, t in graph.params),
+            outs,
+            (RunSegment(0, tuple(range(n)), tuple(range(n, n + len(outs)))),),
+            (graph,),
+        )
+
+    def _resized(self, db: Any, key: Any, graph: Any, name: str, shape: tuple[int, ...]) -> Any:
+        """The program for the annotations' mesh resized to ``shape``: re-planned, not cached
+        (planning the block takes milliseconds; its segments are cached by value)."""
+        from kinac import pipeline
+        from kinac.diag.model import Label
+        from kinac.shard.device import device_program
+        from kinac.shard.entry import plan_entry
+        from kinac.shard.report import tensor_name
+
+        meshes = tuple(replace(m, shape=shape) if m.name == name else m for m in self._meshes())
+        sig = pipeline.signature(db, pipeline.DefnKey(key.file, key.defn))
+        plan = plan_entry(graph, sig, meshes, key.file)
+        errors = [d for d in plan.diagnostics if d.is_error]
+        if errors:
+            raise KinaCompileError(self.inner._render(errors))
+        sizes = dict(plan.axes)
+        for lay in plan.layouts:
+            t = graph.nodes[lay.node].type
+            for d, axs in enumerate(lay.dims):
+                n = 1
+                for a in axs:
+                    n *= sizes[a]
+                if t.shape[d] % n:
+                    raise KinaUsageError(
+                        f"mesh `{name}` resized to {_shape_text(shape)}: the {n} devices of "
+                        f"{' x '.join(axs)} do not divide dim {d} (size {t.shape[d]}) of "
+                        f"{tensor_name(graph, lay.node)} ({t.dtype}[{' '.join(map(str, t.shape))}])"
+                    )
+
+        def span_of(label: Label | None) -> str:
+            span = pipeline.resolve_span(db, label.loc) if label is not None else None
+            return f"{span.file}:{span.line}:{span.col}" if span is not None else ""
+
+        return device_program(graph, plan, span_of)
+
+    def describe(self) -> str:
+        """One line about the last call: the mesh and the collectives each device ran."""
+        if self.last_program is None:
+            return "not run yet"
+        m = self.last_program.mesh
+        axes = " x ".join(f"{a}={n}" for a, n in zip(m.axes, m.shape, strict=True))
+        return f"simulated on mesh `{m.name}` ({axes}): {self.last_log.summary()}"
+
+    def __repr__(self) -> str:
+        req = "its own mesh" if self.request is None else f"mesh {self.request!r}"
+        return f"<kinac sharded {self.key.name} from {self.key.file} on {req}>"
