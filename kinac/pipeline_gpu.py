@@ -1,8 +1,16 @@
 """The GPU target's queries: an entry's launch plan, its kernels one by one, and its PTX.
 
-    entry_graph ─► gpu_lowered ─► ptx ─► CUDA runtime (target cuda)
+    entry_graph ─► gpu_lowered (passes, fusion, launch plan; kernels as GpuKernel texts)
+                     ├► gpu_kernel_llvm(GpuKernel) ─► gpu_kernel_ptx((GpuKernel, arch))
+                     └──────────────────────────────► ptx (the distinct kernels' PTX, linked)
 
-Registered by :mod:`kinac.pipeline` (its last line imports this module, and re-exports
+Kernels are content-addressed (issue 19, docs/architecture.md): ``gpu_lowered`` cuts each
+generated kernel out of its entry in canonical form (:mod:`kinac.ir.gpu.kernel_split`), and
+the per-kernel queries are keyed by that record, so identical kernels of different layers,
+entries or workspaces sharing a cache are lowered and compiled once, and an edit re-runs them
+only for kernels whose canonical form changed. The entry still loads one PTX module.
+
+Registered by :mod:`kinac.pipeline` (its last line imports this module and re-exports
 ``gpu_lowered`` and ``ptx``). The pipeline's own queries are imported inside each function:
 this module may be imported before or after :mod:`kinac.pipeline`.
 """
@@ -17,26 +25,65 @@ from kinac.rules import Database, query
 
 @query("gpu_lowered", stage="lower", tools=("xdsl",))
 def gpu_lowered(db: Database, key: EntryKey) -> Any:
-    """The entry lowered for the GPU: LLVM IR for NVPTX, cuBLAS calls and launch plan."""
-    from kinac.ir.gpu.pipeline import lower_graph_gpu
+    """The entry lowered for the GPU: cuBLAS calls and launch plan, its distinct kernels
+    (``kernels``, each lowered by ``gpu_kernel_llvm``) and their LLVM module (``llvm_ir``)."""
+    from kinac.ice import in_kernel
+    from kinac.ir.gpu.pipeline import assemble_entry, split_graph_gpu
     from kinac.pipeline import _internal_errors, entry_graph
 
     spec = entry_graph(db, key)
     if spec.graph is None:
         return None
     with _internal_errors(key, "GPU lowering"):
-        return lower_graph_gpu(spec.graph)
+        split = split_graph_gpu(spec.graph)
+        codes: dict[str, Any] = {}
+        for p in split.steps:  # a kernel's failure is reported as its entry's, at its step
+            if p.kernel is not None and p.kernel.symbol not in codes:
+                with in_kernel(p.step.sym):
+                    codes[p.kernel.symbol] = gpu_kernel_llvm(db, p.kernel)
+        return assemble_entry(spec.graph, split, codes)
+
+
+@query("gpu_kernel_llvm", stage="lower", tools=("xdsl",))
+def gpu_kernel_llvm(db: Database, kernel: Any) -> Any:
+    """One canonical GPU kernel lowered to LLVM IR (NVPTX) and its launch geometry: keyed by
+    its body, not by its entry (a failure reaches the entry's query, which reports it)."""
+    from kinac.ir.gpu.kernel_split import lower_gpu_kernel
+
+    return lower_gpu_kernel(kernel)
+
+
+@query("gpu_kernel_ptx", stage="codegen", tools=("llvmlite",))
+def gpu_kernel_ptx(db: Database, key: tuple[Any, str]) -> str:
+    """One canonical kernel's PTX for GPU architecture ``arch`` (-O3), shared by every entry
+    using it."""
+    from kinac.codegen.ptx import compile_ptx
+    from kinac.ir.gpu.kernel_split import kernel_module
+
+    kernel, arch = key
+    return compile_ptx(kernel_module([gpu_kernel_llvm(db, kernel)]), arch)
 
 
 @query("ptx", stage="codegen", tools=("llvmlite",))
 def ptx(db: Database, key: EntryKey) -> str | None:
-    """PTX for the target's GPU architecture (llvmlite's NVPTX back end, -O3)."""
-    from kinac.codegen.ptx import compile_ptx
+    """PTX for the target's GPU architecture: the entry's distinct kernels, each compiled by
+    ``gpu_kernel_ptx``, linked into one module (one driver JIT per entry, as before)."""
+    from kinac.codegen.ptx import link_ptx
+    from kinac.ice import in_kernel
     from kinac.pipeline import _internal_errors, target
 
     lo = gpu_lowered(db, key)
     if lo is None:
         return None
     arch = target(db, ()).arch
+    first: dict[str, str] = {}  # each function's first step, which an error names
+    for s in lo.steps:
+        for ln in s.launches:
+            first.setdefault(ln.function, s.sym)
     with _internal_errors(key, "PTX generation (LLVM NVPTX)"):
-        return compile_ptx(lo.llvm_ir, arch)
+        parts = []
+        for k in lo.kernels:
+            step = first.get(k.symbol) or first.get(f"{k.symbol}_0") or k.symbol  # concat parts
+            with in_kernel(step):
+                parts.append(gpu_kernel_ptx(db, (k, arch)))
+        return link_ptx(parts, arch)

@@ -83,6 +83,44 @@ class GpuStep:
 
 
 @record
+class GpuKernel:
+    """One generated GPU kernel as a content-addressed unit: the key of the per-kernel queries
+    ``gpu_kernel_llvm`` and ``gpu_kernel_ptx`` (issue 19; docs/architecture.md).
+
+    ``text`` is a canonical form of the kernel, independent of its position, layer and entry:
+    for ``source = "kina"``, its ``kina.kernel`` op after the GPU fusion passes cut out of the
+    entry into a ``func.func @kernel`` of its inputs, in xDSL's generic format. ``symbol``
+    (``k_<digest>`` of the key) names its functions in the PTX, so identical kernels of
+    different layers or entries are one function and one compilation. A gather writes its
+    step number into the status buffer (its error names the step): ``status_step`` is part of
+    its key (0 for every other kernel). ``source`` names the generator that reads ``text``:
+    another kind of kernel (hand-written, say) keys itself by its own canonical text.
+    """
+
+    symbol: str
+    text: str
+    status_step: int = 0
+    source: str = "kina"
+
+
+@record
+class GpuKernelCode:
+    """A :class:`GpuKernel` lowered to LLVM IR: what ``gpu_kernel_llvm`` returns.
+
+    ``launches`` hold each function's geometry (``args`` empty: the entry names the buffers
+    of each step that runs the kernel); ``declares`` the declarations its functions need
+    (merged with other kernels' when a module holds several); ``body`` its globals and
+    function definitions; ``has_status`` whether its functions take the status buffer last.
+    """
+
+    symbol: str
+    launches: tuple[GpuLaunch, ...]
+    has_status: bool
+    declares: tuple[str, ...]
+    body: str
+
+
+@record
 class GpuLoweredEntry:
     """An entry lowered for the GPU: LLVM IR for NVPTX and its launch plan.
 
@@ -101,6 +139,7 @@ class GpuLoweredEntry:
     steps: tuple[GpuStep, ...]
     functions: tuple[str, ...]
     version: int = GPU_LOWERING_VERSION
+    kernels: tuple[GpuKernel, ...] = ()  # the distinct generated kernels, in order of first use
 
     @property
     def has_status(self) -> bool:

@@ -6,13 +6,15 @@ matmul), ``gpu-fuse-epilogues`` (bias and residual adds into cuBLASLt calls) and
 ``gpu-fuse-rows`` (norms and softmaxes into one row kernel), then ``gpu-kernels-to-nvvm``.
 ``legalize-dtypes`` is not run: cuBLAS reads bf16 and f16 directly (f32 accumulation), and the
 generated kernels compute in f32 registers. :func:`lower_graph_gpu` is pure (a Graph in, a
-:class:`GpuLoweredEntry` out); :func:`lower_stages_gpu` shows the IR after each pass.
+:class:`GpuLoweredEntry` out); :func:`lower_stages_gpu` shows the IR after each pass. The
+pipeline splits the work (issue 19): :func:`split_graph_gpu` per entry, then each distinct
+kernel by its own queries, then :func:`assemble_entry`.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from xdsl.context import Context
@@ -21,13 +23,21 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 
-from kinac.artifacts.gpu import GpuLoweredEntry
+from kinac.artifacts.gpu import GpuKernelCode, GpuLoweredEntry
 from kinac.artifacts.host import BufferSpec
+from kinac.ice import in_kernel
 from kinac.ir.from_graph import graph_to_module
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.gpu.fuse_epilogues import GpuFuseEpilogues
 from kinac.ir.gpu.fuse_rows import GpuFuseRows
-from kinac.ir.gpu.kernels_to_nvvm import STATUS_SLOTS, GpuKernelsToNvvm, lower_kernels
+from kinac.ir.gpu.kernel_split import kernel_module, lower_gpu_kernel
+from kinac.ir.gpu.kernels_to_nvvm import (
+    STATUS_SLOTS,
+    GpuKernelsToNvvm,
+    SplitEntry,
+    link_steps,
+    split_kernels,
+)
 from kinac.ir.gpu.select_impl import GpuSelectImpl
 from kinac.tir.graph import Graph
 
@@ -54,13 +64,16 @@ def one_device(graph: Graph) -> Graph:
     return replace(graph, nodes=nodes, params=params)
 
 
-def gpu_module(graph: Graph) -> ModuleOp:
-    """The entry's module after the GPU passes up to (not including) code generation."""
+def gpu_module(graph: Graph, verify: bool = True) -> ModuleOp:
+    """The entry's module after the GPU passes up to (not including) code generation
+    (``verify``: run xDSL's verifier after each pass; the pipeline skips it, as the host's
+    lowering does: it was two thirds of the passes' time on a 32-layer model)."""
     m = graph_to_module(one_device(graph))
     ctx = Context()
     for p in GPU_PASSES:
         p().apply(ctx, m)
-        m.verify()
+        if verify:
+            m.verify()
     return m
 
 
@@ -79,11 +92,22 @@ def lower_stages_gpu(graph: Graph) -> dict[str, str]:
     return out
 
 
-def lower_graph_gpu(graph: Graph, flavour: str = "nvptx") -> GpuLoweredEntry:
-    """Lower one concrete entry for the GPU (``flavour="emu"``: the host-emulation variant)."""
-    m = gpu_module(graph)
+def split_graph_gpu(graph: Graph, verify: bool = False) -> SplitEntry:
+    """Lower ``graph`` up to its kernels: the launch plan, cuBLAS calls and each generated
+    kernel in canonical form, none lowered yet (the pipeline's ``gpu_lowered``)."""
+    m = gpu_module(graph, verify)
     fn = next(o for o in m.ops if isinstance(o, func.FuncOp))
-    nv = lower_kernels(fn, flavour)
+    return split_kernels(fn)
+
+
+def assemble_entry(
+    graph: Graph, split: SplitEntry, codes: Mapping[str, GpuKernelCode], flavour: str = "nvptx"
+) -> GpuLoweredEntry:
+    """The entry from its split and its distinct kernels' code (``codes``, by symbol):
+    launches bound to buffers, and one LLVM module of the distinct kernels (``llvm_ir``)."""
+    steps = link_steps(split, codes)
+    kernels = split.kernels
+    used = [codes[k.symbol] for k in kernels]
     params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
     outs = [graph.nodes[o].type for o in graph.outputs]
     # an output stays on the GPU unless the program moves it (to-host): on its own GPU, or the
@@ -97,13 +121,26 @@ def lower_graph_gpu(graph: Graph, flavour: str = "nvptx") -> GpuLoweredEntry:
     outputs = tuple(BufferSpec(f"out{j}", t.dtype, t.shape) for j, t in enumerate(outs))
     return GpuLoweredEntry(
         name=graph.name,
-        llvm_ir=nv.llvm_ir,
+        llvm_ir=kernel_module(used, flavour),
         params=params,
         outputs=outputs,
         param_devices=tuple(t.device for _, t in graph.params),
         output_devices=odev,
-        arena_bytes=nv.arena_bytes,
+        arena_bytes=split.arena_bytes,
         status_slots=STATUS_SLOTS,
-        steps=nv.steps,
-        functions=nv.functions,
+        steps=steps,
+        functions=tuple(f.function for c in used for f in c.launches),
+        kernels=kernels,
     )
+
+
+def lower_graph_gpu(graph: Graph, flavour: str = "nvptx") -> GpuLoweredEntry:
+    """Lower one concrete entry for the GPU in this process, every kernel included
+    (``flavour="emu"``: the host-emulation variant)."""
+    split = split_graph_gpu(graph, verify=True)
+    codes: dict[str, GpuKernelCode] = {}
+    for p in split.steps:
+        if p.kernel is not None and p.kernel.symbol not in codes:
+            with in_kernel(p.step.sym):
+                codes[p.kernel.symbol] = lower_gpu_kernel(p.kernel, flavour)
+    return assemble_entry(graph, split, codes, flavour)

@@ -1,0 +1,142 @@
+"""GPU kernels as content-addressed units: each generated kernel cut out of its entry.
+
+After the GPU fusion passes every generated ``kina.kernel`` (``impl`` not ``blas``) is cut out
+of its entry into a module of its own, ``func.func @kernel`` over the kernel's inputs, printed
+in xDSL's generic format. Nothing positional survives (its symbol becomes ``kernel``, values are
+numbered by the printer), so the text is a canonical form of the kernel: its ops, shapes,
+dtypes, layouts and fusion. Its BLAKE2b digest names the kernel's functions (``k_<digest>``,
+``k_<digest>_<i>`` for a concat's parts), so identical kernels of different layers or entries
+are one function and one compilation: the pipeline's ``gpu_kernel_llvm`` and
+``gpu_kernel_ptx`` are keyed by the :class:`~kinac.artifacts.gpu.GpuKernel` record. A gather
+writes its step number into the status buffer, so for gathers the step is part of the key.
+
+:func:`lower_gpu_kernel` parses the text back and generates the kernel's LLVM functions
+(:class:`~kinac.ir.gpu.kernels.KernelGen`); :func:`kernel_module` puts several kernels'
+functions into one LLVM module (one header, declarations merged). A new kind of kernel whose
+text is not a ``kina.kernel`` (a hand-written one) adds its generator to :data:`SOURCES`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Hashable, Sequence
+from hashlib import blake2b
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+
+from kinac.artifacts.gpu import GpuKernel, GpuKernelCode, GpuLaunch
+from kinac.ir.dialects import kbuf, kina_struct
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.gpu.emit import NVPTX_LAYOUT, NVPTX_TRIPLE, add_declaration
+from kinac.ir.gpu.kernels import KernelGen
+
+CANONICAL_NAME = "kernel"
+
+
+def _print_generic(module: ModuleOp) -> str:
+    s = io.StringIO()
+    Printer(stream=s, print_generic_format=True).print_op(module)
+    return s.getvalue() + "\n"
+
+
+def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
+    """``k`` cut out of its entry: its canonical text and the symbol derived from it."""
+    block = Block(arg_types=[u.type for u in k.inputs])
+    copy = k.clone(value_mapper=dict(zip(k.inputs, block.args, strict=True)))
+    copy.properties["sym"] = StringAttr(CANONICAL_NAME)
+    copy.attributes.pop("gpu", None)  # a decision printed by gpu-kernels-to-nvvm, not input
+    block.add_ops([copy, func.ReturnOp(copy.results[0])])
+    ftype = ([u.type for u in k.inputs], [copy.results[0].type])
+    text = _print_generic(ModuleOp([func.FuncOp(CANONICAL_NAME, ftype, Region(block))]))
+    status_step = step if k.kind.data == "gather" else 0
+    digest = blake2b(f"gpu\n{status_step}\n{text}".encode(), digest_size=10).hexdigest()
+    return GpuKernel(f"k_{digest}", text, status_step)
+
+
+def structure(k: st.KernelOp, step: int) -> Hashable:
+    """A hashable value equal for two kernels exactly when their canonical texts are equal
+    (same ops, properties, attributes, types and wiring): layers repeat kernels, and xDSL's
+    printer is slow, so each distinct kernel is printed once per entry."""
+    number: dict[SSAValue, int] = {v: i for i, v in enumerate(k.inputs)}
+    out: list[Hashable] = [step if k.kind.data == "gather" else 0]
+
+    def visit(op: Operation) -> None:
+        props = tuple(sorted((n, v) for n, v in op.properties.items() if op is not k or n != "sym"))
+        attrs = tuple(sorted((n, v) for n, v in op.attributes.items() if op is not k or n != "gpu"))
+        out.append((op.name, props, attrs))
+        out.append(tuple(number[o] for o in op.operands))
+        for r in op.results:
+            number[r] = len(number)
+            out.append(r.type)
+        for region in op.regions:
+            out.append("region")
+            for block in region.blocks:
+                out.append(("block", tuple(a.type for a in block.args)))
+                for a in block.args:
+                    number[a] = len(number)
+                for inner in block.ops:
+                    visit(inner)
+
+    visit(k)
+    return (tuple(u.type for u in k.inputs), tuple(out))
+
+
+def _context() -> Context:
+    ctx = Context()
+    for d in (builtin.Builtin, func.Func, arith.Arith, kina_struct.Kina, kbuf.KBuf):
+        ctx.load_dialect(d)
+    return ctx
+
+
+def _lower_kina(kernel: GpuKernel, flavour: str) -> GpuKernelCode:
+    """A ``kina.kernel`` text: parsed back, its functions generated as for the whole entry."""
+    parsed = Parser(_context(), kernel.text).parse_module()
+    outer = next(o for o in parsed.ops if isinstance(o, func.FuncOp))
+    k = next(o for o in outer.body.block.ops if isinstance(o, st.KernelOp))
+    k.properties["sym"] = StringAttr(kernel.symbol)
+    gen = KernelGen(k, kernel.status_step, flavour)
+    fns = gen.generate()
+    decls: dict[str, str] = {}
+    globals_: list[str] = []
+    for f in fns:
+        globals_.extend(f.builder.globals)
+        for decl in f.builder.declares.values():
+            add_declaration(decls, decl)
+    body = "\n".join([*globals_, *(f.text + "\n" for f in fns)])
+    launches = tuple(GpuLaunch(f.name, f.grid, f.block, (), f.vec, f.note) for f in fns)
+    return GpuKernelCode(
+        kernel.symbol, launches, gen.has_status, tuple(sorted(decls.values())), body
+    )
+
+
+# source -> generator of a kernel's LLVM functions (``flavour``: "nvptx", or "emu" for the host)
+SOURCES: dict[str, Callable[[GpuKernel, str], GpuKernelCode]] = {"kina": _lower_kina}
+
+
+def lower_gpu_kernel(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKernelCode:
+    """One canonical kernel to its LLVM functions and their launch geometry."""
+    gen = SOURCES.get(kernel.source)
+    if gen is None:
+        raise ValueError(f"no generator for GPU kernels of source {kernel.source!r}")
+    return gen(kernel, flavour)
+
+
+def kernel_module(codes: Sequence[GpuKernelCode], flavour: str = "nvptx") -> str:
+    """One LLVM module holding ``codes``' functions: target header, merged declarations (one
+    per function name, whatever mix of dtypes the kernels use), then each kernel's body."""
+    out: list[str] = []
+    if flavour == "nvptx":
+        out += [f'target triple = "{NVPTX_TRIPLE}"', f'target datalayout = "{NVPTX_LAYOUT}"', ""]
+    decls: dict[str, str] = {}
+    for c in codes:
+        for decl in c.declares:
+            add_declaration(decls, decl)
+    out.extend(sorted(decls.values()))
+    out.append("")
+    out.extend(c.body for c in codes)
+    return "\n".join(out)
