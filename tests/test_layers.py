@@ -92,8 +92,15 @@ LAYERS = (
     Layer(
         "kinac.shard",
         "sharding propagation sits between specialisation and lowering: it reads the concrete "
-        "graph and never lowers, generates code or runs",
-        forbidden=("kinac.ir", "kinac.codegen", "kinac.rt", "kinac.artifacts"),
+        "graph and never lowers, generates code or runs; the one artifact it builds is the "
+        "per-device program record (kinac.artifacts.sharded), cut into graphs lowered elsewhere",
+        forbidden=(
+            "kinac.ir",
+            "kinac.codegen",
+            "kinac.rt",
+            "kinac.artifacts.host",
+            "kinac.artifacts.gpu",
+        ),
     ),
     Layer(
         "kinac.tir",

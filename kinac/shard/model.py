@@ -50,16 +50,30 @@ class Collective:
 
 
 @record
+class Use:
+    """A layout with its partial axes: how an op reads an operand (``ShardPlan.reads``) or
+    what it computes locally before its result is redistributed (``ShardPlan.computed``)."""
+
+    dims: tuple[tuple[str, ...], ...]
+    partial: tuple[str, ...] = ()
+
+
+@record
 class ShardPlan:
     """The propagation result of one entry: the mesh (``None`` when no annotation names
     one: nothing is sharded), every node's layout, the collectives in program order, and
-    diagnostics (K0703/K0704 errors, notes for redistributions)."""
+    diagnostics (K0703/K0704 errors, notes for redistributions). ``reads[i]`` is the layout
+    op ``i`` reads each operand in, ``computed[i]`` what it computes locally (before a slice
+    or reduce-scatter of its result): the per-device program is built from these
+    (:mod:`kinac.shard.device`), the collectives being the redistributions between them."""
 
     mesh: str | None
     axes: tuple[tuple[str, int], ...]
     layouts: tuple[TensorLayout, ...]
     collectives: tuple[Collective, ...]
     diagnostics: tuple[Diagnostic, ...]
+    reads: tuple[tuple[Use, ...], ...] = ()
+    computed: tuple[Use, ...] = ()
 
     def count(self, kind: str) -> int:
         """How many collectives of ``kind`` are planned."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from kinac.diag.model import Label
 from kinac.dtypes import FLOAT_DTYPES
 from kinac.shard.factors import PARTIAL_LINEAR, OpFactors
-from kinac.shard.model import Collective, TensorLayout
+from kinac.shard.model import Collective, TensorLayout, Use
 
 if TYPE_CHECKING:
     from kinac.shard.propagate import _State
@@ -67,8 +67,11 @@ def _keeps_partial(op: str, partial_args: list[bool], dtype: str) -> bool:
 
 def plan(
     st: _State, pinned_partial: dict[int, tuple[str, ...]]
-) -> tuple[tuple[TensorLayout, ...], tuple[Collective, ...]]:
-    """Final layouts and the collectives, in program order."""
+) -> tuple[
+    tuple[TensorLayout, ...], tuple[Collective, ...], tuple[tuple[Use, ...], ...], tuple[Use, ...]
+]:
+    """Final layouts, the collectives in program order, and per op the layouts it reads its
+    operands in and the layout it computes locally (``ShardPlan.reads`` / ``computed``)."""
     g = st.graph
     layout = [tuple(d.axes if d is not None else () for d in dims) for dims in st.dims]
     partial: dict[int, tuple[str, ...]] = dict(pinned_partial)
@@ -76,6 +79,8 @@ def plan(
     out: list[Collective] = []
     made: set[tuple[str, str, int, tuple[tuple[str, ...], ...]]] = set()
     """(kind, axis, tensor, layout after): a redistributed copy, reused by later uses."""
+    reads: list[tuple[Use, ...]] = [() for _ in g.nodes]
+    computed: list[Use] = [Use(layout[p], partial.get(p, ())) for p in range(len(g.params))]
 
     def local_bytes(t: int, dims: tuple[tuple[str, ...], ...]) -> int:
         n = 1
@@ -93,10 +98,12 @@ def plan(
         # linear in its partial operands, and none of their axes splits a factor here (a
         # slice of a partial sum is not a slice of the sum)
         keep = any(pargs) and _keeps_partial(node.op, pargs, node.type.dtype) and not pax & split
+        uses: list[Use] = []
         for k, (a, dims) in enumerate(zip(node.args, of.operands, strict=True)):
             want = tuple(
                 fa.get(fs[0], ()) if fs and fs[0] not in of.need_replication else () for fs in dims
             )
+            uses.append(Use(want, partial[a] if pargs[k] and keep else ()))
             have = list(layout[a])
             if pargs[k] and not keep:
                 for p in partial[a]:
@@ -143,8 +150,12 @@ def plan(
                     continue  # split by the reduce-scatter below
                 reason = f"`{node.op}` computes dim {d} whole; the result is sliced locally"
                 out.append(Collective("slice", x, i, i, 0, None, reason))
+        reads[i] = tuple(uses)
         red = [f for f in of.reduction if fa.get(f)]
         res_partial = tuple(a for f in sorted(red) for a in fa[f] if a not in scattered)
+        here = tuple(fa.get(fs[0], ()) if fs else () for fs in of.result)
+        kept = tuple(p for a in node.args for p in partial.get(a, ())) if keep else ()
+        computed.append(Use(here, tuple(dict.fromkeys((*res_partial, *sorted(scattered), *kept)))))
         for x in sorted(scattered):
             whole = tuple(tuple(y for y in axes if y != x) for axes in layout[i])
             out.append(
@@ -188,7 +199,7 @@ def plan(
     )
     # one tensor read twice by one op (``(concat [x x])``) is redistributed once
     once = {(c.kind, c.axis, c.node, c.consumer): c for c in out}
-    return layouts, tuple(once.values())
+    return layouts, tuple(once.values()), tuple(reads), tuple(computed)
 
 
 def _reduction_cause(st: _State, i: int, of: OpFactors, red: list[int]) -> Label | None:

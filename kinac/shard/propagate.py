@@ -193,13 +193,15 @@ def propagate(
             changed |= _step(st, i, diags)
         if not changed or any(d.is_error for d in diags):
             break
-    layouts, collectives = plan(st, partial)
+    layouts, collectives, reads, computed = plan(st, partial)
     return ShardPlan(
         mesh.name,
         tuple(zip(mesh.axes, mesh.shape, strict=True)),
         layouts,
         collectives,
         tuple(dict.fromkeys(diags)),
+        reads,
+        computed,
     )
 
 
