@@ -13,8 +13,19 @@ In one run, each against a reference measured in the same process:
   * a 16-byte-vector grid-stride copy kernel (PTX from llvmlite) vs a device-to-device copy;
     goal >= 90% of the copy's bandwidth (bytes read + written).
 
+  * host inputs (issue 17 item 3): the MLP fed a numpy ``x`` each call through the pinned pool
+    with copy/compute overlap, and without (``pinned=False``), vs the same MLP fed a device
+    ``x``, pipelined; goal <= 1.2x where the copy is shorter than the compute
+    (``benches/runtime_modes.py``).
+
 Writes ``$OUT/runtime_bench.md`` (a markdown table, also printed) and ``$OUT/runtime_bench.json``.
 Usage: PYTHONPATH=. python3 benches/runtime.py --gpu [--out DIR] [--quick]
+
+Soak (issue 17 item 5), instead of the sections above:
+``benches/runtime.py --gpu --soak-minutes N [--sample-seconds S]`` runs MLP calls of several
+shapes with pool churn for N minutes, sampling the device and pinned pools every S seconds
+(default: 60, or a sixth of a shorter soak) into ``$OUT/soak_samples.csv``/``.json`` (and ``.png`` with matplotlib);
+``benches/runtime.py --plot CSV`` plots a CSV written elsewhere.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benches import runtime_modes  # noqa: E402
 from benches.launch_probe import native_loops, native_us  # noqa: E402
 from kinac.codegen.ptx_testkernels import NOOP8_ARGS, copy_v4_ptx  # noqa: E402
 from kinac.rt import cuda  # noqa: E402
@@ -306,7 +318,16 @@ def main() -> int:
     ap.add_argument("--gpu", action="store_true", help="run (this bench is GPU-only)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--soak-minutes", type=float, default=0.0, help="run the soak instead")
+    ap.add_argument(
+        "--sample-seconds", type=float, help="soak sampling period (default: min(60, N*60/6))"
+    )
+    ap.add_argument("--plot", metavar="CSV", help="plot a soak CSV to a PNG beside it, and exit")
     a = ap.parse_args()
+    if a.plot:
+        png = runtime_modes.plot(Path(a.plot), Path(a.plot).with_suffix(".png"))
+        print(png or "matplotlib is not installed: no plot")
+        return 0 if png else 1
     if not cuda.available():
         print(f"runtime bench: no GPU ({cuda.unavailable_reason()}); nothing to do")
         return 0
@@ -318,6 +339,11 @@ def main() -> int:
         print("torch unavailable:", e)
         torch = None
     dev = cuda.get_device()
+    if a.soak_minutes > 0:
+        every = a.sample_seconds or min(60.0, a.soak_minutes * 10.0)
+        summary = runtime_modes.soak(a.soak_minutes, every, Path(a.out))
+        print(json.dumps(summary, indent=1))
+        return 0 if summary.get("no_growth", True) else 1
     k = TestKernels()
     s = cuda.Stream()
     rows: list[Row] = []
@@ -343,6 +369,8 @@ def main() -> int:
     section("launch", launch_section)
     section("graph", lambda: bench_graph(k, s, launch_ref[0], a.quick) if launch_ref else [])
     section("bandwidth", lambda: bench_bandwidth(k, s, torch, a.quick))
+    if torch is not None:
+        section("host inputs", lambda: runtime_modes.bench_host_inputs(a.quick))
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = f"## CUDA runtime bench ({stamp}, {dev.name}, {dev.sm_count} SMs, torch {getattr(torch, '__version__', '-')})"
     md = table(rows, header)

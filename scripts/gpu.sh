@@ -7,7 +7,11 @@
 # and tests write there (runtime_bench.md/.json, soak.json).  Wheels in ./.whl (packages the
 # GPU machine lacks) are installed into /tmp/site first.  Exit status: non-zero if any step
 # failed; every step runs regardless.
+# Then a short runtime soak (issue 17 item 5): KINAC_SOAK_MINUTES (default 0.5; e.g. 10 for the
+# long one, or `bash scripts/gpu.sh --soak-minutes 10`) writes soak_samples.csv/.json/.png.
 set -uo pipefail
+SOAK_MINUTES="${KINAC_SOAK_MINUTES:-0.5}"
+if [ "${1:-}" = "--soak-minutes" ] && [ -n "${2:-}" ]; then SOAK_MINUTES="$2"; fi
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"
 export OUT
@@ -41,4 +45,10 @@ for bench in benches/*.py; do
   echo "$bench exit status: $rc"
   [ "$rc" -eq 0 ] || status=1
 done
+
+echo "== runtime soak ($SOAK_MINUTES min)"
+python3 benches/runtime.py --gpu --out "$OUT" --soak-minutes "$SOAK_MINUTES" 2>&1 | tee "$OUT/soak.log"
+rc=${PIPESTATUS[0]}
+echo "soak exit status: $rc"
+[ "$rc" -eq 0 ] || status=1
 exit $status
