@@ -182,8 +182,9 @@ def cmd_build(args: argparse.Namespace) -> int:
                     [ev.chain(e.qid, sess.db.describe) for e in executed], len(ev.reused_events)
                 )
             )
-        if args.shardings and not report.error_count:
-            _print_shardings(sess, args.color)
+        visualize = getattr(args, "visualize", False)  # implies --shardings
+        if (args.shardings or visualize) and not report.error_count:
+            _print_shardings(sess, args.color, visualize)
         sources = [f for f in report.files if f.file != "kina.toml"]
         print(
             f"built {plural(len(sources), 'file')}, {plural(len(report.artifacts), 'artifact')}: "
@@ -194,7 +195,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     return EXIT_PROGRAM_ERRORS if report.error_count else EXIT_OK
 
 
-def _print_shardings(sess: Any, color: str) -> None:
+def _print_shardings(sess: Any, color: str, visualize: bool = False) -> None:
     """``build --shardings``: every kina.toml entry's plan (``shard_propagate``) as tables."""
     from rich.console import Console
 
@@ -215,6 +216,11 @@ def _print_shardings(sess: Any, color: str) -> None:
         if graph is not None and plan is not None:
             for table in shardings_tables(entry.name, graph, plan, sess.resolve):
                 console.print(table)
+            if visualize:
+                from kinac.shard.report import layout_pictures
+
+                for picture in layout_pictures(entry.name, graph, plan, use_color(color)):
+                    console.print(picture)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

@@ -144,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print each entry's tensor layouts per mesh axis and its planned collectives",
     )
+    p.add_argument(
+        "--visualize",
+        action="store_true",
+        help="--shardings, and a picture of each 1-D and 2-D tensor's blocks over the mesh "
+        "with the devices holding each",
+    )
     p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     _add_common(p)
@@ -162,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="timed repetitions after the first call (>= 1, default 10)",
     )
     p.add_argument("--save", metavar="FILE", help="save the outputs to a .npz file")
+    p.add_argument(
+        "--simulate",
+        nargs="?",
+        const="",
+        metavar="MESH",
+        help="run the entry's sharded program on simulated devices (threads): alone, on the "
+        "mesh its annotations name; N or a shape (2x2) resizes that mesh (an entry without "
+        "annotations runs replicated); or a mesh name. Prints the global outputs and the "
+        "collectives run",
+    )
     _add_metrics_flags(p)
     p.add_argument(
         "--deterministic",

@@ -310,6 +310,30 @@ def _determinism_gate(
     print(f"  deterministic: {n} kernels and outputs bit-identical to {against}")
 
 
+def _simulated(args: argparse.Namespace, fn: Any, target: str) -> Any:
+    """``--simulate [MESH]``: the entry's sharded program on simulated devices
+    (:mod:`kinac.api_sharded`), or None without the flag."""
+    mesh = getattr(args, "simulate", None)
+    if mesh is None:
+        return None
+    clash = [
+        flag
+        for flag, on in (
+            ("--target cuda", target != "cpu"),
+            ("--deterministic/--manifest", getattr(args, "deterministic", False)),
+            ("--metrics-port", getattr(args, "metrics_port", None) is not None),
+        )
+        if on
+    ]
+    if clash:
+        raise KinaUsageError(
+            f"--simulate runs on host threads and does not combine with {', '.join(clash)}"
+        )
+    from kinac.api_sharded import ShardedDefn
+
+    return ShardedDefn.wrap(fn, mesh)
+
+
 def run_entry(args: argparse.Namespace) -> int:
     """Build and run one entry; bad flags or inputs raise :class:`KinaUsageError` (exit 2),
     a program that does not build or a failed call raises another ``KinaError`` (exit 1)."""
@@ -321,6 +345,9 @@ def run_entry(args: argparse.Namespace) -> int:
     if getattr(args, "deterministic", False) and target != "cpu":
         raise KinaUsageError("--deterministic checks the host target only for now (--target cpu)")
     fn, arrays, call_dims, params, graph_hash = _prepare(args)
+    sim = _simulated(args, fn, target)
+    if sim is not None:
+        fn = sim  # same inputs, same printout: global outputs assembled from the shards
     sync = _synchronizer(target)
     t0 = time.perf_counter()
     out = fn(*arrays, **call_dims)
@@ -356,6 +383,8 @@ def run_entry(args: argparse.Namespace) -> int:
         f"  time: first call {first * 1000:.1f} ms (build or cache load), then median "
         f"{times[len(times) // 2] * 1000:.3f} ms over {len(times)} run{'s' * (len(times) != 1)}"
     )
+    if sim is not None:
+        print(f"  {sim.describe()}")
     if getattr(args, "deterministic", False):
         _determinism_gate(args, fn, arrays, call_dims, graph_hash)
     if args.save:
