@@ -4,7 +4,8 @@ run every rank, assemble the outputs.
 Why a lockstep runner here: it is the reference meaning of each ``Collective`` record (the
 ranks' values of one step side by side, the collective computed from them, no threads), so
 a test can tell a wrong program from a wrong runtime. The threaded simulator
-(``kinac.rt.comm``) runs the same programs through a ``Communicator``; tests run both.
+(``kinac.rt.comm``: ``simulate`` + ``run_program``) runs the same programs through a
+``Communicator``; tests run both (:func:`run_simulated`).
 """
 
 from __future__ import annotations
@@ -133,35 +134,17 @@ def run_lockstep(
     return [[s[o] for o, _, _ in program.outputs] for s in slots]
 
 
-def run_program_locally(
-    program: DeviceProgram, segments: Sequence[Callable[..., Any]], comm: Any, ins: Sequence[Any]
-) -> list[np.ndarray]:
-    """One rank's run through a ``Communicator`` (the simulator's), for tests, in case the
-    runtime's executor is not importable: dims other than 0 move to the front (NCCL's flat
-    collectives split axis 0)."""
-    slots: dict[int, Any] = dict(enumerate(ins))
-    for step in program.steps:
-        if not isinstance(step, Collective):
-            outs = segments[step.segment](*(slots[i] for i in step.inputs))
-            outs = outs if isinstance(outs, tuple) else (outs,)
-            slots.update(zip(step.outputs, (np.asarray(v) for v in outs), strict=True))
-            continue
-        sub = comm.sub(step.axis)
-        x = slots[step.src]
-        tag = (step.kind, step.span)
-        if step.kind == "all-reduce":
-            y = sub.all_reduce(np.ascontiguousarray(x), tag=tag)
-        elif step.kind == "slice":
-            y = np.split(x, sub.size, axis=step.dim)[sub.rank]
-        elif step.kind == "all-to-all":
-            cd = step.dim if step.concat_dim < 0 else step.concat_dim
-            chunks = np.split(x, sub.size, axis=step.dim)
-            send = np.ascontiguousarray(np.stack(chunks).reshape(sub.size, -1))
-            recv = sub.all_to_all(send, tag=tag).reshape(sub.size, *chunks[0].shape)
-            y = np.concatenate(list(recv), axis=cd)
-        else:
-            front = np.ascontiguousarray(np.moveaxis(x, step.dim, 0))
-            fn = sub.all_gather if step.kind == "all-gather" else sub.reduce_scatter
-            y = np.moveaxis(fn(front, tag=tag), 0, step.dim)
-        slots[step.dst] = np.ascontiguousarray(y)
-    return [slots[o] for o, _, _ in program.outputs]
+def run_simulated(
+    program: DeviceProgram,
+    segments: Sequence[Callable[..., Any]],
+    local_inputs: Sequence[Sequence[np.ndarray]],
+) -> list[list[np.ndarray]]:
+    """Every rank's outputs, each rank in its own thread of the runtime's simulator."""
+    from kinac.rt.comm import simulate
+    from kinac.rt.comm.execute import run_program
+
+    return simulate(
+        program.mesh,
+        lambda comm: run_program(program, segments, comm, local_inputs[comm.rank]),
+        timeout_s=30,
+    )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shard_support import assemble, run_lockstep, run_program_locally, shard
+from shard_support import assemble, run_lockstep, run_simulated, shard
 from test_shard_propagate import COL, GRID, MEGATRON, ROW, annotated_block
 
 from kinac import pipeline, pipeline_shard
@@ -34,14 +34,14 @@ def traffic(prog) -> list[tuple[str, str]]:
     return [(s.kind, s.axis) for s in prog.steps if isinstance(s, Collective) and s.kind != "slice"]
 
 
-def run_against_single(graph, prog, segments, rng_seed: int = 0) -> None:
+def run_against_single(graph, prog, segments, rng_seed: int = 0, runner=run_lockstep) -> None:
     """Every rank's run (lockstep), assembled, equals the unsharded graph within 1e-5."""
     rng = np.random.default_rng(rng_seed)
     glob = [rng.standard_normal(t.shape).astype(np.float32) * 0.5 for _, t in graph.params]
     want = evaluate(graph, *glob)
     per = [shard(a, lay, prog.mesh, rng) for a, (_, _, lay) in zip(glob, prog.params, strict=True)]
     local = [[p[r] for p in per] for r in range(prog.mesh.size)]
-    outs = run_lockstep(prog, segments, local)
+    outs = runner(prog, segments, local)
     got = assemble([o[0] for o in outs], prog.outputs[0][2], prog.mesh)
     np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-5)
 
@@ -99,20 +99,9 @@ def test_segments_compile_for_the_host_and_match(tmp_path: Path) -> None:
 
 
 def test_program_runs_on_the_threaded_simulator(tmp_path: Path) -> None:
-    """Every rank in its own thread, collectives through the simulator's communicator."""
-    sim = pytest.importorskip("kinac.rt.comm.simulator")
+    """Every rank in its own thread, collectives through the runtime's communicator."""
     _, _, graph, prog = program_of(annotated_block(tmp_path, MEGATRON, "(mesh tp [4])"))
-    rng = np.random.default_rng(2)
-    glob = [rng.standard_normal(t.shape).astype(np.float32) * 0.5 for _, t in graph.params]
-    per = [shard(a, lay, prog.mesh, rng) for a, (_, _, lay) in zip(glob, prog.params, strict=True)]
-    segs = reference_segments(prog)
-
-    def rank_fn(comm):
-        return run_program_locally(prog, segs, comm, [p[comm.rank] for p in per])
-
-    outs = sim.simulate(prog.mesh, rank_fn, timeout_s=30)
-    got = assemble([o[0] for o in outs], prog.outputs[0][2], prog.mesh)
-    np.testing.assert_allclose(got, evaluate(graph, *glob)[0], rtol=1e-5, atol=1e-5)
+    run_against_single(graph, prog, reference_segments(prog), rng_seed=2, runner=run_simulated)
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from shard_support import assemble, run_lockstep, shard
+from shard_support import assemble, run_lockstep, run_simulated, shard
 
 from kinac import pipeline
 from kinac.artifacts.sharded import MeshSpec, ParamLayout
@@ -265,11 +265,13 @@ def test_oracle(case: str, mesh: str, tmp_path_factory: pytest.TempPathFactory) 
         except AssertionError as e:
             raise AssertionError(f"{case} on {mesh} with {layouts}: {e}") from None
     assert "ok" in results.values()
+    # only two pinned layouts that disagree in a contraction are refused (docs/sharding.md)
     refused = [ls for ls, r in results.items() if r == "refused"]
-    REFUSED.setdefault((case, mesh), refused)
-
-
-REFUSED: dict[tuple[str, str], list[Any]] = {}
+    assert not refused or (case.startswith("matmul") and mesh == "2x2"), refused
+    # a sample on the runtime's threaded simulator: the last placement (partial inputs)
+    last = list(results)[-1]
+    if results[last] == "ok":
+        run_case(graph, last, m, seed=99, runner=run_simulated)
 
 
 def test_every_primitive_is_covered_or_said_why() -> None:
