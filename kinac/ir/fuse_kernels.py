@@ -33,6 +33,7 @@ _KIND = {
     st.SoftmaxOp: "softmax",
     st.GatherOp: "gather",
     st.ConcatOp: "concat",
+    st.ScatterAddOp: "scatter_add",
 }
 
 

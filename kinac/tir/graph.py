@@ -27,6 +27,11 @@ binary                 ``add sub mul div max min pow`` and ``lt le gt ge eq`` (r
 ``slice``              ``axis``, ``start``, ``stop``
 ``gather``             ``(table [V, D], idx int [..b])`` -> ``[..b, D]``; an index outside
                        ``[0, V)`` is a runtime error, never garbage
+``scatter_add``        ``(idx int [..b], src [..b, D])`` -> the node's shape ``[V, D]``: zeros,
+                       then ``out[idx[p]] += src[p]`` for every position ``p`` in row-major
+                       order (deterministic: each row accumulated in that order; gather's
+                       VJP). An index outside ``[0, V)`` contributes nothing (the gather of
+                       the same indices reports it)
 ``softmax``            ``axis``
 ``repeat_interleave``  ``repeats``, ``axis``
 ``iota``               ``axis``: values 0..n-1 along ``axis``, broadcast along the others

@@ -146,6 +146,14 @@ def _eval_node(
                 f"gather index {int(idx[pos])} at {pos} is outside [0, {table.shape[0]})"
             )
         return table[idx]
+    if op == "scatter_add":
+        idx, src = a
+        out = np.zeros(shape, dtype=cd)
+        flat = idx.reshape(-1)
+        ok = (flat >= 0) & (flat < shape[0])
+        # np.add.at is unbuffered and goes in order: row p is added after row p - 1
+        np.add.at(out, flat[ok], src.reshape(-1, shape[1])[ok].astype(cd))
+        return _round(out, dt)
     if op == "softmax":
         ax = n.attr("axis")
         with np.errstate(invalid="ignore"):

@@ -327,6 +327,26 @@ class YieldOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ScatterAddOp(KinaOp):
+    """Gather's VJP: ``src`` rows ``[..idx, D]`` added into a zero ``[V, D]`` table at rows
+    ``idx``, in row-major order of ``idx`` (deterministic). Indices outside ``[0, V)``
+    contribute nothing (the gather of the same indices reports them)."""
+
+    name = "kina.scatter_add"
+    idx = operand_def(TensorType)
+    src = operand_def(TensorType)
+    result = result_def(TensorType)
+    assembly_format = "$idx `,` $src attr-dict `:` type($idx) `,` type($src) `->` type($result)"
+
+    def verify_(self) -> None:
+        i, s, r = shape_of(self.idx.type), shape_of(self.src.type), self.out_shape()
+        if len(r) != 2 or dtype_name(self.idx.type) not in ("i32", "i64"):
+            raise VerifyException("kina.scatter_add: an int index tensor into a [V, D] result")
+        if s != i + (r[1],) or dtype_name(self.src.type) != dtype_name(self.result.type):
+            raise VerifyException("kina.scatter_add: src is [..idx, D] of the result's dtype")
+
+
+@irdl_op_definition
 class KernelOp(IRDLOperation):
     """One materialised result: a fused loop nest or a library call over buffers.
 
@@ -365,6 +385,7 @@ OPS: dict[str, type[IRDLOperation]] = {
     "reshape": ReshapeOp, "broadcast_to": BroadcastToOp, "slice": SliceOp,
     "repeat_interleave": RepeatInterleaveOp, "to_device": ToDeviceOp, "to_host": ToDeviceOp,
     "concat": ConcatOp, "gather": GatherOp, "softmax": SoftmaxOp,
+    "scatter_add": ScatterAddOp,
 }  # fmt: skip
 """Graph op name -> ``kina`` op class (the elementwise ones come from the definitions)."""
 

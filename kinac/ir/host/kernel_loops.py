@@ -12,6 +12,8 @@ loads of the kernel's input buffers. The loop structure depends on the kernel's 
   over the output (the input read twice).
 - ``gather``: per index, a bounds check recorded in the status buffer, then a row copy.
 - ``concat``: one loop nest per operand, writing its slice.
+- ``scatter_add``: zero the table, then per index (row-major, one thread: deterministic) add
+  the source row into the table row; an index out of range adds ``-0.0`` to row 0 (a no-op).
 - ``matmul``: ``kbuf.gemm`` per batch (BLAS reads views in place through ``lda`` and transpose
   flags; batches that merge into rows become one call), or a loop nest for ``impl = "loops"``.
 """
@@ -313,6 +315,30 @@ class KernelLowering:
         row = em.pure("index_cast", lambda: arith.IndexCastOp(safe, INDEX), [safe])
         div = em.loop_nest([d])
         self._store_out(self.read(op.table, [row, div[0]]), [*bivs, div[0]])
+        em.close_nest(div)
+        em.close_nest(bivs)
+
+    def _scatter_add(self, op: st.ScatterAddOp) -> None:
+        em, sc = self.em, self.sc
+        ishape, (v_rows, d) = shape_of(op.idx.type), shape_of(op.result.type)
+        dt = dtype_name(op.result.type)
+        zero = em.loop_nest([v_rows, d])
+        self._store_out(sc.c(0, dt), zero)
+        em.close_nest(zero)
+        bivs = em.loop_nest(ishape)
+        raw = self.read(op.idx, bivs)
+        it = raw.type
+        neg = sc.compare("lt", raw, em.const(0, it), "i64")
+        high = sc.compare("ge", raw, em.const(v_rows, it), "i64")
+        bad = sc.binary("add", neg, high, "bool")
+        safe = sc.select(bad, em.const(0, it), raw)
+        row = em.pure("index_cast", lambda: arith.IndexCastOp(safe, INDEX), [safe])
+        div = em.loop_nest([d])
+        off = em.linear([row, div[0]], cstrides((v_rows, d)))
+        # x + (-0.0) == x for every x: an out-of-range index changes nothing
+        val = sc.select(bad, sc.c(-0.0, dt), self.read(op.src, [*bivs, div[0]]))
+        acc = sc.widen(em.load_fresh(self.out, off), dt)
+        sc.store(sc.binary("add", acc, val, dt), self.out, off, dt)
         em.close_nest(div)
         em.close_nest(bivs)
 

@@ -20,7 +20,7 @@ from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import dtype_name, shape_of, tensor_type
 
 LOW = ("f16", "bf16")
-_COMPUTE = (el.UnaryOp, el.BinaryOp, st.ReduceOp, st.SoftmaxOp, st.MatmulOp)
+_COMPUTE = (el.UnaryOp, el.BinaryOp, st.ReduceOp, st.SoftmaxOp, st.MatmulOp, st.ScatterAddOp)
 
 
 def _cast(v: SSAValue, dtype: str) -> Operation:
