@@ -150,7 +150,7 @@ class ShardedDefn:
                 f"{defn} is sharded over the {len(own.shape)}-D mesh `{own.name}` "
                 f"({_shape_text(own.shape)}, axes {' '.join(own.axes)}); a mesh of "
                 f"{_shape_text(req)} has {len(req)} dim{'s' * (len(req) > 1)}: give "
-                f"{len(own.shape)} sizes, e.g. {_shape_text(own.shape)}"
+                f"{len(own.shape)} size{'s' * (len(own.shape) > 1)}, e.g. {_shape_text(own.shape)}"
             )
 
     # -- a call -------------------------------------------------------------------------------
@@ -284,6 +284,7 @@ class ShardedDefn:
 
         meshes = tuple(replace(m, shape=shape) if m.name == name else m for m in self._meshes())
         sig = pipeline.signature(db, pipeline.DefnKey(key.file, key.defn))
+        assert sig is not None, "an entry that specialised has a signature"
         plan = plan_entry(graph, sig, meshes, key.file)
         errors = [d for d in plan.diagnostics if d.is_error]
         if errors:
@@ -297,9 +298,10 @@ class ShardedDefn:
                     n *= sizes[a]
                 if t.shape[d] % n:
                     raise KinaUsageError(
-                        f"mesh `{name}` resized to {_shape_text(shape)}: the {n} devices of "
-                        f"{' x '.join(axs)} do not divide dim {d} (size {t.shape[d]}) of "
-                        f"{tensor_name(graph, lay.node)} ({t.dtype}[{' '.join(map(str, t.shape))}])"
+                        f"mesh `{name}` resized to {_shape_text(shape)}: the {n} devices of mesh "
+                        f"axis {' x '.join(axs)} do not divide dim {d} (size {t.shape[d]}) of "
+                        f"`{tensor_name(graph, lay.node)}` "
+                        f"({t.dtype}[{' '.join(map(str, t.shape))}])"
                     )
 
         def span_of(label: Label | None) -> str:

@@ -219,7 +219,7 @@ def _print_shardings(sess: Any, color: str, visualize: bool = False) -> None:
             if visualize:
                 from kinac.shard.report import layout_pictures
 
-                for picture in layout_pictures(entry.name, graph, plan, use_color(color)):
+                for picture in layout_pictures(entry.name, graph, plan, bool(use_color(color))):
                     console.print(picture)
 
 
