@@ -97,3 +97,48 @@ def profile_steps(
         out.append((s, sorted(times)[1]))
     del ins, outs
     return out
+
+
+StepHook = Callable[[int, GpuStep, Any], bool]
+
+
+def run_steps_reading(
+    entry: GpuEntry, arrays: tuple[Any, ...], after_step: StepHook
+) -> tuple[list[Any], list[Any]]:
+    """Run the entry's steps eagerly, one by one, on its stream; after each, hand
+    ``after_step(i, step, buf)`` a host copy of what the step wrote (a writable numpy array
+    of the step's shape; bf16 as uint16 bits). When it returns True the (changed) copy is
+    written back before the next step runs: how a test plants a different kernel.
+
+    Returns the host copies of the inputs as the entry read them and of the outputs (the
+    determinism gate's manifest). The entry's GPU must be current."""
+    import numpy as np
+
+    from kinac.rt.cuda import driver
+
+    d = driver.api()
+    ins, outs, ptrs = entry.prepare(*arrays)
+    lw = entry.lowered
+    names: dict[str, int] = {"status": entry.status}
+    labels = [f"param{i}" for i in range(len(lw.params))]
+    labels += [f"out{j}" for j in range(len(lw.outputs))]
+    names.update(zip(labels, ptrs, strict=True))
+    _, steps = entry._bind(ptrs)
+    stream = entry.stream
+    if entry.status:
+        nstat = 8 * lw.status_slots
+        driver.check("cuMemsetD8Async", d.cuMemsetD8Async(entry.status, 0, nstat, stream.cu))
+    for i, (s, run) in enumerate(zip(lw.steps, steps, strict=True)):
+        run(stream)
+        where = s.writes
+        ptr = entry.arena + int(where[6:]) if where.startswith("arena+") else names[where]
+        buf = np.empty(s.shape, dtype=NP_NAMES[s.dtype])
+        if buf.nbytes:
+            stream.synchronize()
+            driver.check("cuMemcpyDtoH", d.cuMemcpyDtoH(buf.ctypes.data, ptr, buf.nbytes))
+        if after_step(i, s, buf) and buf.nbytes:
+            driver.check("cuMemcpyHtoD", d.cuMemcpyHtoD(ptr, buf.ctypes.data, buf.nbytes))
+    stream.synchronize()
+    if entry.status:
+        entry._check_status()
+    return [t.numpy() for t in ins], [t.numpy() for t in outs]
