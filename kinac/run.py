@@ -280,13 +280,15 @@ def _determinism_gate(
     from kinac.observe.determinism import (
         first_difference,
         read_manifest,
+        record_gpu,
         record_host,
         write_manifest,
     )
     from kinac.observe.profile import loaded_entry
 
     entry, given = loaded_entry(fn, tuple(arrays), dims)
-    now = record_host(entry, given, graph_hash)
+    record = record_gpu if fn.target == "cuda" else record_host
+    now = record(entry, given, graph_hash)
     n = len(now["kernels"])
     if args.manifest and not Path(args.manifest).exists():
         try:
@@ -303,7 +305,7 @@ def _determinism_gate(
             raise KinaUsageError(f"--manifest: {old}")
         against = args.manifest
     else:
-        old, against = record_host(entry, given, graph_hash), "a second run"
+        old, against = record(entry, given, graph_hash), "a second run"
     why = first_difference(old, now)
     if why is not None:
         raise KinaRuntimeError(f"not deterministic against {against}: {why}")
@@ -342,8 +344,6 @@ def run_entry(args: argparse.Namespace) -> int:
     target = args.target or "cpu"
     if getattr(args, "manifest", None) and not args.deterministic:
         args.deterministic = True  # --manifest alone asks for the gate too
-    if getattr(args, "deterministic", False) and target != "cpu":
-        raise KinaUsageError("--deterministic checks the host target only for now (--target cpu)")
     fn, arrays, call_dims, params, graph_hash = _prepare(args)
     sim = _simulated(args, fn, target)
     if sim is not None:
