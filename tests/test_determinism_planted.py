@@ -9,6 +9,7 @@ also runs ``kinac run --deterministic --target cuda`` (record, compare with a ma
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,6 @@ def test_kinac_run_deterministic_on_cuda(
     assert "bit-identical to a second run" in capsys.readouterr().out
     man = ws / "m.json"
     assert main([*base, "--manifest", str(man)]) == 0
-    assert "recorded 3 kernels" in capsys.readouterr().out
+    assert re.search(r"recorded \d+ kernels to ", capsys.readouterr().out)
     assert main([*base, "--manifest", str(man)]) == 0
     assert "bit-identical to" in capsys.readouterr().out
