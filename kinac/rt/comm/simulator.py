@@ -90,12 +90,14 @@ class _Aborted(KinaRuntimeError):
 
 @dataclass(frozen=True)
 class LogEntry:
-    """One collective one rank ran: kind, group axis, bytes moved (cost-model count), span."""
+    """One collective one rank ran: kind, group axis, bytes moved (cost-model count), span,
+    and the seconds the rank spent in it (waiting for its peers included)."""
 
     kind: str
     axis: str
     nbytes: int
     span: str
+    seconds: float = 0.0
 
 
 @dataclass
@@ -114,6 +116,10 @@ class CommLog:
 
     def bytes_per_device(self, rank: int = 0) -> int:
         return sum(e.nbytes for e in self.ranks[rank]) if self.ranks else 0
+
+    def seconds_in_collectives(self) -> float:
+        """The most any rank spent in collectives (waiting for peers included)."""
+        return max((sum(e.seconds for e in r) for r in self.ranks), default=0.0)
 
     def summary(self) -> str:
         """``2 all-reduce over tp; 1,048,576 bytes moved per device (4,194,304 in all)``."""
@@ -310,13 +316,15 @@ class SimComm:
                 f"{where}: the receive buffer is {dtype_name(recv)}{list(recv.shape)}, "
                 f"expected {dtype_name(send)}{list(shape)}"
             )
+        t0 = time.perf_counter()
         call = _Call(
             kind, op, tuple(send.shape), dtype_name(send), span, self.global_rank, np.array(send)
         )
         sends = self._world.exchange(self._group, self.global_rank, call)
         recv[...] = compute(kind, sends, self.rank, op)
+        took = time.perf_counter() - t0
         self._world.log[self.global_rank].append(
-            LogEntry(kind, self.axis, moved_bytes(kind, send, recv), span)
+            LogEntry(kind, self.axis, moved_bytes(kind, send, recv), span, took)
         )
         return recv
 
