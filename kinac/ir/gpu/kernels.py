@@ -12,6 +12,10 @@
 - ``gather``: a map over the output with a bounds check that records the first bad index in
   the status buffer (an atomic compare-and-swap), then reads row 0 instead of garbage.
 - ``concat``: one launch per operand, a map writing its slice of the output.
+- ``scatter_add`` (gather's VJP): a thread per (column, chunk of table rows) zeroes its rows,
+  then walks every index in order, adding the source element of the rows in its chunk: each
+  output element has one writer, which adds in index order, so results are deterministic (no
+  atomics). A bf16/f16 table is rounded after each add (the host rounds once).
 - ``matmul`` with ``impl = "loops"`` (integers): a thread per output element.
 
 Every kernel takes ``(out, inputs..., [status])`` as global pointers.
@@ -43,6 +47,10 @@ from kinac.ir.gpu.read import BodyReader, Lanes, bcast
 from kinac.ir.gpu.rows import RowReducer
 from kinac.ir.gpu.scalar import COMPUTE
 from kinac.ir.layout import cstrides
+
+
+SCATTER_THREADS = 1 << 16
+"""Threads a scatter-add aims for (columns x row chunks): each walks every index once."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,8 @@ class KernelGen:
             return [self._naive_matmul(sym)]
         if kind == "gather":
             return [self._gather(sym)]
+        if kind == "scatter_add":
+            return [self._scatter_add(sym)]
         if kind in ("reduce", "softmax", "row"):
             cfg = self.row_plan()
             if cfg is not None:
@@ -299,6 +309,52 @@ class KernelGen:
         self._map_body(b, r, out, shape, vec, value, None)
         groups = math.prod(shape) // vec
         return self._finish(b, name, map_grid(groups, map_unroll(groups)), BLOCK, vec)
+
+    def _scatter_add(self, name: str) -> KernelFn:
+        op = self.root.owner
+        assert isinstance(op, st.ScatterAddOp)
+        (vrows, d), dt = shape_of(self.root.type), dtype_name(self.root.type)
+        ishape, idt = shape_of(op.idx.type), dtype_name(op.idx.type)
+        chunks = max(1, min(vrows, -(-SCATTER_THREADS // d)))
+        rows = -(-vrows // chunks)
+        b, r, out = self._start(1)
+        ix = self.ix
+        tid, bid = self._tid(b)
+        g = b.iadd(b.imul(bid, BLOCK, ix), tid, ix)
+        live = b.icmp("ult", g, chunks * d, ix)
+        g = b.select(live, b.ival(g, ix), b.ci(0, ix))
+        col, first = b.imod(g, d, ix), b.imul(b.idiv(g, d, ix), rows, ix)
+
+        def zero(k: Val, _: list[Val]) -> list[Val]:
+            row = b.iadd(first, k, ix)
+            ok = b.and1(live, b.icmp("ult", row, vrows, ix))
+            b.if_then(ok, lambda: r.store(out, r.linear([row, col], (d, 1)), [r.sc.c(0, dt)], dt))
+            return []
+
+        b.loop(rows, ix, [], zero)
+
+        def add(p: Val, _: list[Val]) -> list[Val]:
+            with r.scope():
+                pidx = r.unflatten(p, ishape)
+                raw = r.read1(op.idx, pidx)
+                ty = COMPUTE[idt]
+                if ty != ix:
+                    raw = b.emit(f"{'trunc' if ty == 'i64' else 'sext'} {raw} to {ix}", ix)
+                rel = b.emit(f"sub {ix} {raw.ref}, {b.ival(first, ix).ref}", ix)
+                mine = b.and1(b.icmp("ult", rel, rows, ix), b.icmp("ult", raw, vrows, ix))
+
+                def accumulate() -> None:
+                    off = r.linear([raw, col], (d, 1))
+                    cur = r.scalar_load(out, off, dt)
+                    val = r.read1(op.src, [*pidx, col])
+                    r.store(out, off, [r.sc.binary("add", cur, val, dt)], dt)
+
+                b.if_then(b.and1(live, mine), accumulate)
+            return []
+
+        b.loop(math.prod(ishape), ix, [], add)
+        grid = max(1, -(-(chunks * d) // BLOCK))
+        return self._finish(b, name, grid, BLOCK, 1, note=f"{chunks} row chunks, in order")
 
     def _record_oob(self, b: Builder, r: BodyReader, bad: Val, raw: Val, bidx: list[Ix], ishape: tuple[int, ...], vrows: int) -> None:  # fmt: skip
         g = b.gptr
