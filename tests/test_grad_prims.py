@@ -337,7 +337,10 @@ def test_gpu_lowering_of_gradients_runs_emulated() -> None:
     if shutil.which("ptxas"):
         ptx = compile_ptx(lower_graph_gpu(grad).llvm_ir, "sm_90")
         run = subprocess.run(
-            ["ptxas", "-arch=sm_90", "-o", "/dev/null", "-"], input=ptx, text=True, capture_output=True
+            ["ptxas", "-arch=sm_90", "-o", "/dev/null", "-"],
+            input=ptx,
+            text=True,
+            capture_output=True,
         )
         assert run.returncode == 0, run.stderr
 

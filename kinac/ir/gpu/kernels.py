@@ -48,7 +48,6 @@ from kinac.ir.gpu.rows import RowReducer
 from kinac.ir.gpu.scalar import COMPUTE
 from kinac.ir.layout import cstrides
 
-
 SCATTER_THREADS = 1 << 16
 """Threads a scatter-add aims for (columns x row chunks): each walks every index once."""
 
