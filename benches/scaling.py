@@ -6,13 +6,15 @@ Each layer has its own weights (B=2 S=32 D=64 H=4 KV=2 F=176, f32), so the L lay
 the same kernels L times over. For each L and target (``cuda`` builds PTX only: no GPU is
 needed) it times, each in a fresh ``kinac build`` process: a cold build (empty cache), a build
 after editing only the last layer's wiring (one extra ``mul``), and a no-op rebuild. Prints a
-markdown table. Issue 19's goals: cold L=32 within 2x of cold L=1; the one-layer edit at L=32
-within 10% of its cold build... of the cold L=1 build, since only one layer's kernels change.
+markdown table, wall clock and CPU seconds (on a shared machine the CPU time is steadier).
+Issue 19's goals: cold L=32 within 2x of cold L=1; the one-layer edit at L=32 within 10% of
+its cold build; the no-op unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import subprocess
 import sys
@@ -41,6 +43,7 @@ def model_source(layers: int, edited: bool, wrap: dict[int, str] | None = None) 
             arg = f"({wrap[i]} {arg})"
         ws = " ".join(f"{w}-{i}" for w, _ in WEIGHTS)
         lets.append(f"(h{i} (block H KV {arg} {ws}))")
+        prev = f"h{i}"  # layer i reads layer i - 1's output
     return (
         '(module model)\n(import "block.kina")\n\n'
         f"(defn model [{' '.join(params)}]\n  -> (tensor T [B S D])\n"
@@ -61,14 +64,19 @@ def make_workspace(where: Path, layers: int) -> Path:
     return ws
 
 
-def timed_build(ws: Path, cache: Path, target: str) -> float:
+def timed_build(ws: Path, cache: Path, target: str) -> tuple[float, float]:
+    """Wall-clock and CPU (user + system) seconds of one ``kinac build`` process: on a shared
+    machine the CPU time is the steadier of the two."""
     cmd = [sys.executable, "-m", "kinac", "build", str(ws), "--cache-dir", str(cache)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run([*cmd, "--target", target], capture_output=True, text=True, cwd=ROOT)
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"build failed ({target}):\n{done.stdout}\n{done.stderr}")
-    return took
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return took, cpu
 
 
 def main() -> None:
@@ -88,14 +96,17 @@ def main() -> None:
                 noop = timed_build(ws, cache, target)
                 rows.append((target, n, cold, edit, noop))
                 print(
-                    f"  {target} L={n}: cold {cold:.2f} s, edit {edit:.2f} s, no-op {noop:.2f} s",
+                    f"  {target} L={n}: cold {cold[0]:.2f} s, edit {edit[0]:.2f} s, "
+                    f"no-op {noop[0]:.2f} s (CPU {cold[1]:.2f} / {edit[1]:.2f} / {noop[1]:.2f})",
                     file=sys.stderr,
                 )
-    print("| target | L | cold build (s) | one-layer edit (s) | no-op (s) |")
-    print("|---|---|---|---|---|")
+    print("| target | L | cold build (s) | one-layer edit (s) | edit / cold | no-op (s) |")
+    print("|---|---|---|---|---|---|")
     for target, n, cold, edit, noop in rows:
-        print(f"| {target} | {n} | {cold:.2f} | {edit:.2f} | {noop:.2f} |")
-
+        print(
+            f"| {target} | {n} | {cold[0]:.2f} (CPU {cold[1]:.2f}) | {edit[0]:.2f} "
+            f"(CPU {edit[1]:.2f}) | {edit[1] / cold[1]:.0%} | {noop[0]:.2f} (CPU {noop[1]:.2f}) |"
+        )
 
 if __name__ == "__main__":
     main()

@@ -346,6 +346,9 @@ def shard_propagate(db: Database, key: EntryKey) -> Any:
     return plan_entry(spec.graph, sig, CheckEnv(db).meshes(key.file), key.file)
 
 
+WRAPPER_OPT = 0  # LLVM -O level of an entry's wrapper (kernels: -O3)
+
+
 def _internal_errors(key: EntryKey, stage: str) -> Any:
     """The one channel for a lowering or codegen failure on a checked program: an internal
     compiler error naming the entry, the stage and the kernel (:mod:`kinac.ice`)."""
@@ -356,23 +359,32 @@ def _internal_errors(key: EntryKey, stage: str) -> Any:
 
 @query("lowered", stage="lower", tools=("xdsl",))
 def lowered(db: Database, key: EntryKey) -> Any:
-    """The entry lowered to its wrapper's LLVM IR and calling plan; its kernels are canonical
-    sources (``kernels``), each lowered and compiled by its own queries, once per distinct
-    kernel (:mod:`kinac.ir.host.kernels`)."""
+    """The entry lowered to its wrapper's LLVM IR and calling plan. The graph is cut at its
+    calls into pieces (:mod:`kinac.ir.pieces`), each fused by its own query once per distinct
+    piece (``host_piece``); the kernels are canonical sources (``kernels``), each lowered and
+    compiled by its own queries once per distinct kernel (:mod:`kinac.ir.host.kernels`); what
+    runs here is only the stitching (:mod:`kinac.ir.host.stitch`, no xDSL)."""
     from dataclasses import replace
 
     from kinac.ice import in_kernel
-    from kinac.ir.host.kernels import split_graph
+    from kinac.ir.host.stitch import stitch
+    from kinac.ir.pieces import cut
+    from kinac.pipeline_pieces import host_piece
 
     spec = entry_graph(db, key)
     if spec.graph is None:
         return None
     with _internal_errors(key, "host lowering"):
-        lo = split_graph(spec.graph)
+        pieces = cut(spec.graph, spec.calls)
+        fused = {g: host_piece(db, g) for g in dict.fromkeys(p.graph for p in pieces)}
+        lo = stitch(spec.graph, [(p.inputs, p.outputs) for p in pieces], [fused[p.graph] for p in pieces])
         calls = set(lo.library_calls)  # a kernel's failure is reported as its entry's
+        done: set[Any] = set()
         for step, k in zip(lo.steps, lo.kernels, strict=True):
-            with in_kernel(step.sym):
-                calls.update(host_kernel_llvm(db, k).library_calls)
+            if k not in done:
+                done.add(k)
+                with in_kernel(step.sym):
+                    calls.update(host_kernel_llvm(db, k).library_calls)
     return replace(lo, library_calls=tuple(sorted(calls)))
 
 
@@ -403,11 +415,16 @@ def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
     if lo is None:
         return None
     with _internal_errors(key, "host code generation (LLVM)"):
-        wrapper = compile_object(lo.llvm_ir, host_target(db, ()))
+        # the wrapper only computes buffer addresses and calls kernels: -O0 runs it as fast
+        # and compiles in a fraction of -O3's time (hundreds of calls at L=32)
+        wrapper = compile_object(lo.llvm_ir, host_target(db, ()), WRAPPER_OPT)
         objects = [wrapper]
+        done: set[Any] = set()
         for step, k in zip(lo.steps, lo.kernels, strict=True):
-            with in_kernel(step.sym):
-                objects.append(host_kernel_object(db, k))
+            if k not in done:
+                done.add(k)
+                with in_kernel(step.sym):
+                    objects.append(host_kernel_object(db, k))
     return tuple(dict.fromkeys(objects))  # identical kernels: one object
 
 
@@ -485,3 +502,4 @@ def display_source(db: Database, path: str) -> str | None:
 from kinac.pipeline_gpu import gpu_lowered, ptx  # noqa: E402,F401  (registers the GPU queries)
 from kinac import pipeline_grad as _pipeline_grad  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_shard as _pipeline_shard  # noqa: E402,F401  (registers its queries)
+from kinac import pipeline_pieces as _pipeline_pieces  # noqa: E402,F401  (registers its queries)

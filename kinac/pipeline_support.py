@@ -276,6 +276,13 @@ class CheckEnv:
     def callees(self, ref: Any) -> Any:
         return self.q.callees(self.db, DefnKey(ref.file, ref.name))
 
+    def specialised_call(self, key: Any) -> Any:
+        """One call of an entry's body specialised on its own (a query per distinct call:
+        :mod:`kinac.check.spec_calls`)."""
+        from kinac.pipeline_pieces import specialise_call
+
+        return specialise_call(self.db, key)
+
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """`` (did you mean `x`?)`` when a choice is close to ``name``, else empty."""

@@ -39,12 +39,18 @@ from kinac.tir.graph import FLOAT_DTYPES, Graph, Node, TType, make_node
 
 @record
 class Specialised:
-    """A graph (None when specialisation failed), the dims it was built at, diagnostics."""
+    """A graph (None when specialisation failed), the dims it was built at, diagnostics.
+
+    ``calls``: the node range ``(start, stop)`` of each call the entry's own body makes whose
+    arguments are all tensors: the nodes the inlined callee added. Lowering may cut the graph
+    at these boundaries into pieces compiled on their own (:mod:`kinac.ir.pieces`): identical
+    calls give identical pieces, so an edit re-lowers only the pieces it changed."""
 
     graph: Graph | None
     dims: tuple[tuple[str, int | tuple[int, ...]], ...]
     dtypes: tuple[tuple[str, str], ...]
     diagnostics: tuple[Diagnostic, ...]
+    calls: tuple[tuple[int, int], ...] = ()
 
 
 class _Abort(Exception):
@@ -147,13 +153,15 @@ def specialise(
     full: dict[str, DimValue] = dict(denv)
     full.update(groups)
     g = Graph(ref.name, tuple(params), tuple(em.nodes), (idx,))
-    return Specialised(g, tuple(sorted(full.items())), key_dt, ())
+    return Specialised(g, tuple(sorted(full.items())), key_dt, (), tuple(em.calls))
 
 
 class _Emitter:
     def __init__(self, env: SpecEnv, default_device: str) -> None:
         self.env, self.default = env, default_device
         self.nodes: list[Node] = []
+        self.calls: list[tuple[int, int]] = []  # the entry body's calls (see Specialised)
+        self.cache_calls = True  # take the entry body's calls from env.specialised_call
 
     def dtype(self, dt: str, dts: dict[str, str]) -> str:
         return dts.get(dt, dt)
@@ -253,9 +261,51 @@ class _Emitter:
                     if isinstance(arg, _WeakWhere) and param.type is not None:
                         args[i] = arg.build(self.dtype(param.type.dtype, dts))
             self.check_call(e, c, denv, groups, args)
-            return (yield self.enter(e.callee, args, denv, groups, dts, c.stack))
+            start = len(self.nodes)
+            if len(c.stack) != 1 or not all(isinstance(a, int) for a in args):
+                return (yield self.enter(e.callee, args, denv, groups, dts, c.stack))
+            out: Val | None = self.splice(e.callee, args, denv, groups, dts)  # type: ignore[arg-type]
+            if out is None:
+                out = yield self.enter(e.callee, args, denv, groups, dts, c.stack)
+            self.calls.append((start, len(self.nodes)))
+            return out
         assert isinstance(e, TPrim)
         return self.prim(e, c, args)
+
+    def splice(
+        self,
+        callee: DefnRef,
+        args: list[int],
+        denv: dict[str, int],
+        groups: dict[str, tuple[int, ...]],
+        dts: dict[str, str],
+    ) -> int | None:
+        """The call's nodes from the environment's cache of calls (:mod:`kinac.check.spec_calls`)
+        appended, and its value; None when the environment has no cache or the call's value is
+        not a tensor node (then it is inlined)."""
+        cached = getattr(self.env, "specialised_call", None)
+        if cached is None or not self.cache_calls:
+            return None
+        from kinac.check.spec_calls import CallKey
+
+        key = CallKey(
+            callee,
+            tuple(sorted(denv.items())),
+            tuple(sorted(groups.items())),
+            tuple(sorted(dts.items())),
+            tuple(self.nodes[a].type for a in args),
+            self.default,
+        )
+        frag = cached(key)
+        if frag is None:
+            return None
+        if frag.diagnostic is not None:
+            raise _Abort(frag.diagnostic)
+        k, off = len(args), len(self.nodes) - len(args)
+        nodes = self.nodes
+        for n in frag.nodes:
+            nodes.append(Node(n.op, tuple(args[x] if x < k else x + off for x in n.args), n.attrs, n.type))
+        return args[frag.result] if frag.result < k else frag.result + off
 
     def check_call(
         self,

@@ -7,7 +7,6 @@ This is the first IR the golden tests show.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from xdsl.dialects import func
@@ -25,15 +24,8 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from kinac.ir.dialects.kina import FLOATS, tensor_type
 from kinac.ir.dialects.kina_struct import OPS
+from kinac.ir.host.stitch import symbol_name as symbol_name  # re-exported
 from kinac.tir.graph import Graph, Node
-
-
-def symbol_name(name: str) -> str:
-    """A C identifier for an entry name (Kina names may hold ``-``, ``?`` or non-ASCII)."""
-    safe = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    if safe == name and safe[:1].isalpha():
-        return name
-    return f"k_{safe}_{hashlib.blake2b(name.encode(), digest_size=4).hexdigest()}"
 
 
 def scalar_attr(value: float | int | bool, dtype: str) -> Attribute:

@@ -10,8 +10,10 @@ compilation, and the pipeline's per-kernel queries (``host_kernel_llvm``,
 ``host_kernel_object``) are keyed by that text. A gather kernel also records its step number
 (its runtime error names the step), which is part of its key.
 
-The entry itself lowers to a small *wrapper* module: the buffer plan, the calls (or thread-pool
-launches) and body-less declarations of the kernels it calls; see :func:`split_graph`.
+An entry is lowered piece by piece (:mod:`kinac.ir.pieces`): :func:`lower_piece` fuses one
+piece and lists its kernels (the pipeline's ``host_piece`` query, once per distinct piece),
+and :func:`kinac.ir.host.stitch.stitch` assembles the entry's buffer plan, steps and wrapper
+from them without xDSL; :func:`split_graph` does both for an entry taken whole.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Hashable
-from hashlib import blake2b
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm
@@ -28,15 +29,18 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
-from kinac.artifacts.host import BufferSpec, HostKernel, KernelCode, LoweredEntry
+from kinac.artifacts.host import HostKernel, KernelCode, LoweredEntry
 from kinac.ir.dialects import kbuf, kina_struct
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.from_graph import graph_to_module, symbol_name
+from kinac.ir.dialects.kina import dtype_name, shape_of
+from kinac.ir.from_graph import graph_to_module
 from kinac.ir.host.expand_math import ExpandMath
-from kinac.ir.host.kina_to_loops import STATUS_SLOTS, kernel_func, launch_shape, lower_entry
+from kinac.ir.host.kina_to_loops import kernel_func, launch_shape
 from kinac.ir.host.llvm_to_text import module_to_llvm_ir
-from kinac.ir.host.loops_to_llvm import LoopsToLLVM, wrapper_name
-from kinac.ir.host.pipeline import KINA_PASSES, steps_of
+from kinac.ir.host.loops_to_llvm import LoopsToLLVM
+from kinac.ir.host.pipeline import KINA_PASSES
+from kinac.ir.host.stitch import LoweredPiece, PieceKernel, kernel_symbol, stitch
+from kinac.ir.pieces import cut
 from kinac.tir.graph import Graph
 
 CANONICAL_NAME = "kernel"
@@ -58,8 +62,7 @@ def canonical_kernel(k: st.KernelOp, step: int) -> HostKernel:
     ftype = ([u.type for u in k.inputs], [copy.results[0].type])
     text = _print_generic(ModuleOp([func.FuncOp(CANONICAL_NAME, ftype, Region(block))]))
     status_step = step if k.kind.data == "gather" else 0
-    digest = blake2b(f"{status_step}\n{text}".encode(), digest_size=10).hexdigest()
-    return HostKernel(f"k_{digest}", text, status_step)
+    return HostKernel(kernel_symbol(text, status_step), text, status_step)
 
 
 def _structure(k: st.KernelOp, step: int) -> Hashable:
@@ -93,50 +96,44 @@ def _declared(llvm_ir: str) -> tuple[str, ...]:
     return tuple(sorted({n for n in _DECLARE.findall(llvm_ir) if not n.startswith("llvm.")}))
 
 
-def split_graph(graph: Graph) -> LoweredEntry:
-    """Lower ``graph``'s wrapper; its kernels are left as canonical sources (``kernels``).
-
-    ``library_calls`` holds the wrapper's own external calls: the caller adds each kernel's
-    (:func:`lower_kernel`) before loading."""
-    m = graph_to_module(graph)
+def lower_piece(piece: Graph) -> LoweredPiece:
+    """One piece of an entry (:mod:`kinac.ir.pieces`) lowered and fused into its kernels, each
+    left as a canonical source: what the entry's :func:`~kinac.ir.host.stitch.stitch` needs."""
+    m = graph_to_module(piece)
     ctx = Context()
     for p in KINA_PASSES:
         p().apply(ctx, m)
-    steps, arena = steps_of(m)
     fn = next(o for o in m.ops if isinstance(o, func.FuncOp))
-    kernels: list[HostKernel] = []  # one per step (identical kernels repeat: one symbol)
-    printed: dict[Hashable, HostKernel] = {}
+    ret = fn.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    ref: dict[SSAValue, int] = {a: i for i, a in enumerate(fn.body.block.args)}
+    printed: dict[Hashable, HostKernel] = {}  # identical kernels repeat: print each once
+    kernels: list[PieceKernel] = []
     for i, k in enumerate(o for o in fn.body.block.ops if isinstance(o, st.KernelOp)):
         shape = _structure(k, i)
         if shape not in printed:
             printed[shape] = canonical_kernel(k, i)
-        kernels.append(printed[shape])
-        k.properties["sym"] = StringAttr(kernels[-1].symbol)
-    ops, _ = lower_entry(fn, declare_only=True)
-    fn.detach()
-    fn.erase(safe_erase=False)
-    m.body.block.add_ops(ops)
-    LoopsToLLVM().apply(ctx, m)
-    wrapper_ir = module_to_llvm_ir(m)
-    params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
-    outputs = tuple(
-        BufferSpec(f"out{j}", graph.nodes[o].type.dtype, graph.nodes[o].type.shape)
-        for j, o in enumerate(graph.outputs)
+        aux: tuple[int, ...] = ()
+        if k.kind.data == "gather":
+            g = next(o for o in k.body.block.ops if isinstance(o, st.GatherOp))
+            aux = shape_of(g.idx.type)
+        res = k.results[0]
+        kernels.append(
+            PieceKernel(printed[shape], k.kind.data, k.impl.data, dtype_name(res.type),
+                        shape_of(res.type), aux, tuple(ref[u] for u in k.inputs), launch_shape(k))
+        )  # fmt: skip
+        ref[res] = len(ref)
+    return LoweredPiece(
+        len(fn.body.block.args), tuple(kernels), tuple(ref[v] for v in ret.operands)
     )
-    symbols = {k.symbol for k in kernels}
-    own = tuple(c for c in _declared(wrapper_ir) if c not in symbols)
-    return LoweredEntry(
-        name=graph.name,
-        symbol=wrapper_name(symbol_name(graph.name)),
-        llvm_ir=wrapper_ir,
-        params=params,
-        outputs=outputs,
-        arena_bytes=arena,
-        status_slots=STATUS_SLOTS,
-        steps=steps,  # positional names: runtime errors name the step, as before
-        library_calls=own,
-        kernels=tuple(kernels),
-    )
+
+
+def split_graph(graph: Graph) -> LoweredEntry:
+    """Lower ``graph`` as one piece: its wrapper, and its kernels as canonical sources
+    (``kernels``). ``library_calls`` holds the wrapper's own external calls: the caller adds
+    each kernel's (:func:`lower_kernel`) before loading."""
+    (whole,) = cut(graph, ())
+    return stitch(graph, [(whole.inputs, whole.outputs)], [lower_piece(whole.graph)])
 
 
 def _context() -> Context:

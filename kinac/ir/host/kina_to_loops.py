@@ -34,9 +34,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from kinac.check.limits import MAX_TENSOR_BYTES
 from kinac.dtypes import ITEMSIZE
-from kinac.errors import KinaCompileError
 from kinac.ice import in_kernel
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kbuf import LaunchOp
@@ -44,9 +42,8 @@ from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.host.kernel_loops import KernelLowering, parallel_extent
 from kinac.ir.host.loopgen import INDEX, Emitter
 from kinac.ir.host.scalar import storage_type
+from kinac.ir.host.stitch import ALIGN, STATUS_SLOTS, first_fit
 
-ALIGN = 64
-STATUS_SLOTS = 8
 PAR_MIN_ELEMENTS = 1 << 15  # smaller kernels run whole: a task costs about a microsecond
 PAR_TASKS = 16
 
@@ -89,35 +86,8 @@ def pack_arena(
     """Give each kernel result not yet in ``where`` an ``align``-ed arena offset: first fit over
     live ranges (values never live at the same time share memory; a kernel's output never
     overlaps its inputs). Shared with the GPU's :mod:`kinac.ir.gpu.kernels_to_nvvm`."""
-    last: dict[SSAValue, int] = {}
-    for i, k in enumerate(kernels):
-        for u in k.operands:
-            last[u] = i
-    # offset, end, first, last use of the values still live (in kernel order, a value whose
-    # last use is past can never clash again: dropping it keeps long chains linear)
-    placed: list[tuple[int, int, int, int]] = []
-    arena = 0
-    for i, k in enumerate(kernels):
-        v = k.results[0]
-        if v in where:
-            continue
-        size = -(-size_of(v) // align) * align
-        live = (i, last.get(v, i))
-        placed = [p for p in placed if p[3] >= i]
-        clash = sorted((o, e) for o, e, a, b in placed if a <= live[1] and live[0] <= b)
-        off = 0
-        for o, e in clash:
-            if off + size <= o:
-                break
-            off = max(off, e)
-        placed.append((off, off + size, *live))
-        arena = max(arena, off + size)
-        where[v] = ("temp", off)
-    if arena >= MAX_TENSOR_BYTES:  # each tensor is below it (K0806); together they may not be
-        raise KinaCompileError(
-            f"the entry's intermediate tensors need {arena} bytes at once, past kinac's limit "
-            f"of 2^62 bytes (64-bit offsets into its scratch arena): build it at smaller dims"
-        )
+    results = [k.results[0] for k in kernels]
+    arena = first_fit(results, [k.operands for k in kernels], where, size_of, align)
     return BufferPlan(where, max(arena, align))
 
 

@@ -37,6 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 
 from kinac.ir.dialects.kbuf import GemmOp, LaunchOp
+from kinac.ir.host.stitch import task_name, wrapper_name
 
 PTR = llvm.LLVMPointerType()
 _NOWRAP = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP, llvm.OverflowFlag.NO_UNSIGNED_WRAP])
@@ -281,15 +282,6 @@ class _FuncConverter:
         args += [ci(1.0, t), a, ci(op.get("lda"), i64), b, ci(op.get("ldb"), i64)]
         args += [ci(0.0, t), c, ci(op.get("ldc"), i64)]
         self.emit(llvm.CallOp(name, *args))
-
-
-def wrapper_name(entry: str) -> str:
-    """The exported symbol of an entry: ``void kinac_call_NAME(void **argv)``."""
-    return f"kinac_call_{entry}"
-
-
-def task_name(kernel: str) -> str:
-    return f"{kernel}__task"
 
 
 def _task(kernel: str, nbufs: int, extent: int, tasks: int) -> llvm.FuncOp:

@@ -1,0 +1,270 @@
+"""An entry assembled from its pieces' kernels: buffer plan, steps and the wrapper's LLVM IR.
+
+Why: an entry cut into pieces (:mod:`kinac.ir.pieces`) has each piece lowered and fused on its
+own, once per distinct piece (:func:`kinac.ir.host.kernels.lower_piece`, a query). What is left
+per entry is only what depends on where the kernels sit: which buffer each value lives in
+(the same first fit over live ranges as the whole-entry lowering, over the same kernel
+sequence, so the same offsets), the steps, and the wrapper that calls the kernels in order.
+The wrapper is written here as LLVM IR text directly (pointer arithmetic into the arena,
+calls, thread-pool launches): no xDSL, so it costs a few milliseconds for hundreds of calls,
+and a build whose pieces are cached never imports xDSL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
+
+from kinac.artifacts.host import BufferSpec, HostKernel, LoweredEntry, Step
+from kinac.check.limits import MAX_TENSOR_BYTES
+from kinac.dtypes import ITEMSIZE
+from kinac.errors import KinaCompileError
+from kinac.rules.codec import record
+from kinac.tir.graph import Graph
+
+ALIGN = 64  # bytes: every arena buffer starts on a cache line
+STATUS_SLOTS = 8
+V = TypeVar("V", bound=Hashable)
+
+
+def symbol_name(name: str) -> str:
+    """A C identifier for an entry name (Kina names may hold ``-``, ``?`` or non-ASCII)."""
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if safe == name and safe[:1].isalpha():
+        return name
+    return f"k_{safe}_{hashlib.blake2b(name.encode(), digest_size=4).hexdigest()}"
+
+
+def wrapper_name(entry: str) -> str:
+    """The exported symbol of an entry: ``void kinac_call_NAME(void **argv)``."""
+    return f"kinac_call_{entry}"
+
+
+def task_name(kernel: str) -> str:
+    """``void kernel__task(ptr ctx, i64 chunk)``: one chunk of a launched kernel."""
+    return f"{kernel}__task"
+
+
+def kernel_symbol(text: str, status_step: int) -> str:
+    """The function name of a canonical kernel: a digest of its text (and of the step a
+    gather reports its errors as)."""
+    return "k_" + hashlib.blake2b(f"{status_step}\n{text}".encode(), digest_size=10).hexdigest()
+
+
+def first_fit(
+    results: Sequence[V],
+    reads: Sequence[Sequence[V]],
+    where: dict[V, tuple[str, int]],
+    size_of: Callable[[V], int],
+    align: int,
+) -> int:
+    """Give each kernel result (``results[i]``, reading ``reads[i]``) not yet in ``where`` an
+    ``align``-ed arena offset: first fit over live ranges (values never live at the same time
+    share memory; a kernel's output never overlaps its inputs). Returns the arena's size."""
+    last: dict[V, int] = {}
+    for i, rs in enumerate(reads):
+        for u in rs:
+            last[u] = i
+    # offset, end, first, last use of the values still live (in kernel order, a value whose
+    # last use is past can never clash again: dropping it keeps long chains linear)
+    placed: list[tuple[int, int, int, int]] = []
+    arena = 0
+    for i, v in enumerate(results):
+        if v in where:
+            continue
+        size = -(-size_of(v) // align) * align
+        live = (i, last.get(v, i))
+        placed = [p for p in placed if p[3] >= i]
+        clash = sorted((o, e) for o, e, a, b in placed if a <= live[1] and live[0] <= b)
+        off = 0
+        for o, e in clash:
+            if off + size <= o:
+                break
+            off = max(off, e)
+        placed.append((off, off + size, *live))
+        arena = max(arena, off + size)
+        where[v] = ("temp", off)
+    if arena >= MAX_TENSOR_BYTES:  # each tensor is below it (K0806); together they may not be
+        raise KinaCompileError(
+            f"the entry's intermediate tensors need {arena} bytes at once, past kinac's limit "
+            f"of 2^62 bytes (64-bit offsets into its scratch arena): build it at smaller dims"
+        )
+    return arena
+
+
+@record
+class PieceKernel:
+    """One kernel of a lowered piece. ``reads``: the piece's inputs (``0..n-1``) then its
+    earlier kernels' results (``n + i``); ``launch``: ``(extent, tasks)`` when it runs on the
+    thread pool; ``aux``: a gather's index shape."""
+
+    kernel: HostKernel
+    kind: str
+    impl: str
+    dtype: str
+    shape: tuple[int, ...]
+    aux: tuple[int, ...]
+    reads: tuple[int, ...]
+    launch: tuple[int, int] | None
+
+
+@record
+class LoweredPiece:
+    """A piece lowered and fused: its kernels in order, and which values are its outputs
+    (numbered as in :attr:`PieceKernel.reads`)."""
+
+    inputs: int
+    kernels: tuple[PieceKernel, ...]
+    outputs: tuple[int, ...]
+
+
+def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return max(1, n) * ITEMSIZE[dtype]
+
+
+def stitch(
+    graph: Graph,
+    pieces: Sequence[tuple[tuple[int, ...], tuple[int, ...]]],
+    lowered: Sequence[LoweredPiece],
+) -> LoweredEntry:
+    """The entry ``graph`` from its pieces (each ``(inputs, outputs)`` as entry nodes, see
+    :class:`kinac.ir.pieces.Piece`) and their lowerings, in order."""
+    nparams = len(graph.params)
+    value_of: dict[int, int] = {i: i for i in range(nparams)}  # entry node -> value
+    ks: list[PieceKernel] = []
+    results: list[int] = []
+    reads: list[tuple[int, ...]] = []
+    for (ins, outs), lp in zip(pieces, lowered, strict=True):
+        local = [value_of[v] for v in ins]
+        for pk in lp.kernels:
+            reads.append(tuple(local[r] for r in pk.reads))
+            results.append(nparams + len(ks))
+            local.append(results[-1])
+            ks.append(pk)
+        for o, r in zip(outs, lp.outputs, strict=True):
+            value_of[o] = local[r]
+    where: dict[int, tuple[str, int]] = {i: ("param", i) for i in range(nparams)}
+    for j, o in enumerate(graph.outputs):
+        where[value_of[o]] = ("out", j)
+    sizes = {v: _nbytes(k.dtype, k.shape) for v, k in zip(results, ks, strict=True)}
+    arena = max(first_fit(results, reads, where, sizes.__getitem__, ALIGN), ALIGN)
+
+    def name(v: int) -> str:
+        kind, n = where[v]
+        return f"arena+{n}" if kind == "temp" else f"{kind}{n}"
+
+    steps: list[Step] = []
+    kernels: list[HostKernel] = []
+    for i, (k, v, rs) in enumerate(zip(ks, results, reads, strict=True)):
+        steps.append(Step(f"k{i}_{k.kind}", k.kind, k.impl, k.dtype, k.shape,
+                          tuple(name(u) for u in rs), name(v), k.aux))  # fmt: skip
+        hk = k.kernel
+        if k.kind == "gather":  # it reports errors as its step in this entry
+            hk = HostKernel(kernel_symbol(hk.text, i), hk.text, i)
+        kernels.append(hk)
+    params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
+    outputs = tuple(
+        BufferSpec(f"out{j}", graph.nodes[o].type.dtype, graph.nodes[o].type.shape)
+        for j, o in enumerate(graph.outputs)
+    )
+    symbol = wrapper_name(symbol_name(graph.name))
+    calls = [
+        (hk.symbol, k, v, rs) for hk, k, v, rs in zip(kernels, ks, results, reads, strict=True)
+    ]
+    text = wrapper_ir(symbol, len(params), len(outputs), where, calls)
+    return LoweredEntry(
+        name=graph.name,
+        symbol=symbol,
+        llvm_ir=text,
+        params=params,
+        outputs=outputs,
+        arena_bytes=arena,
+        status_slots=STATUS_SLOTS,
+        steps=tuple(steps),
+        library_calls=("kinac_parallel",) if any(k.launch for k in ks) else (),
+        kernels=tuple(kernels),
+    )
+
+
+def wrapper_ir(
+    symbol: str,
+    nparams: int,
+    nouts: int,
+    where: dict[int, tuple[str, int]],
+    calls: Sequence[tuple[str, PieceKernel, int, tuple[int, ...]]],
+) -> str:
+    """``void symbol(void **argv)`` (params, outputs, arena, status) calling each kernel in
+    order, and the trampolines of the launched ones. Kernels are declared, defined in their own
+    objects."""
+    out: list[str] = []
+    body: list[str] = []
+    nargs = nparams + nouts + 2
+    for j in range(nargs):
+        body.append(f"  %a{j}.p = getelementptr inbounds ptr, ptr %argv, i64 {j}")
+        body.append(f"  %a{j} = load ptr, ptr %a{j}.p")
+    arena, status = f"%a{nargs - 2}", f"%a{nargs - 1}"
+    offsets: dict[int, str] = {}
+
+    def buf(v: int) -> str:
+        kind, n = where[v]
+        if kind == "param":
+            return f"%a{n}"
+        if kind == "out":
+            return f"%a{nparams + n}"
+        if n not in offsets:
+            offsets[n] = f"%t{n}"
+            body.append(f"  %t{n} = getelementptr inbounds i8, ptr {arena}, i64 {n}")
+        return offsets[n]
+
+    declared: dict[str, str] = {}
+    tasks: dict[str, str] = {}
+    for i, (sym, k, v, rs) in enumerate(calls):
+        args = [buf(v), *(buf(u) for u in rs)]
+        if k.kind == "gather":
+            args.append(status)
+        nbufs = len(args)
+        extra = ", i64, i64" if k.launch else ""
+        declared.setdefault(sym, f'declare void @"{sym}"({", ".join(["ptr"] * nbufs)}{extra})')
+        if k.launch is None:
+            body.append(f'  call void @"{sym}"({", ".join(f"ptr {a}" for a in args)})')
+            continue
+        extent, ntasks = k.launch
+        body.append(f"  %c{i} = alloca ptr, i64 {nbufs}, align 8")
+        for j, a in enumerate(args):
+            body.append(f"  %c{i}.{j} = getelementptr inbounds ptr, ptr %c{i}, i64 {j}")
+            body.append(f"  store ptr {a}, ptr %c{i}.{j}")
+        task = task_name(sym)
+        body.append(f'  call void @kinac_parallel(ptr @"{task}", ptr %c{i}, i64 {ntasks})')
+        if task not in tasks:
+            tasks[task] = _task(sym, task, nbufs, extent, ntasks)
+    out.extend(declared.values())
+    if tasks:
+        out.append("declare void @kinac_parallel(ptr, ptr, i64)")
+    out.extend(tasks.values())
+    out.append(f'define void @"{symbol}"(ptr %argv) nounwind {{\nentry:')
+    out.extend(body)
+    out.append("  ret void\n}")
+    return "\n".join(out) + "\n"
+
+
+def _task(sym: str, task: str, nbufs: int, extent: int, tasks: int) -> str:
+    """Chunk ``i`` of a launched kernel's outer loop: ``[i*c, min((i+1)*c, extent))``."""
+    chunk = -(-extent // tasks)
+    lines = [f'define internal void @"{task}"(ptr %ctx, i64 %i) nounwind {{', "entry:"]
+    for j in range(nbufs):
+        lines.append(f"  %b{j}.p = getelementptr inbounds ptr, ptr %ctx, i64 {j}")
+        lines.append(f"  %b{j} = load ptr, ptr %b{j}.p")
+    lines += [
+        f"  %lo = mul i64 %i, {chunk}",
+        f"  %hi0 = add i64 %lo, {chunk}",
+        f"  %past = icmp ugt i64 %hi0, {extent}",
+        f"  %hi = select i1 %past, i64 {extent}, i64 %hi0",
+    ]
+    bufs = ", ".join(f"ptr %b{j}" for j in range(nbufs))
+    lines += [f'  call void @"{sym}"({bufs}, i64 %lo, i64 %hi)', "  ret void", "}"]
+    return "\n".join(lines)

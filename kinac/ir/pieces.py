@@ -1,0 +1,148 @@
+"""Cutting an entry's graph into pieces that lower on their own and give the same kernels.
+
+Why: lowering an entry whole (xDSL module, fusion, the wrapper) costs time in proportion to the
+entry, so an edit to one layer of a 32-layer model paid for all 32. Specialisation records
+where each call of the entry's own body begins and ends (``Specialised.calls``); those
+positions are the candidate *cuts*. The graph between two chosen cuts is a *piece*: a Graph of
+its own whose params are the values it reads from earlier pieces (numbered by first use, so
+the same call in every layer is the same piece) and whose outputs are the values later pieces
+or the entry read. Pieces are lowered and fused as queries keyed by that Graph, so identical
+layers lower once and an edit re-lowers only the pieces it changed; the entry then only
+stitches their kernels (:mod:`kinac.ir.host.stitch`).
+
+A cut is taken only where it cannot change fusion: every value live across it must be one
+that ``fuse-kernels`` materialises in the whole graph anyway (:func:`surely_materialised`), so
+the pieces' kernels, in order, are exactly the whole graph's kernels. Plain Python over the
+Graph: no xDSL, so a build whose pieces are all cached never imports it.
+"""
+
+from __future__ import annotations
+
+from kinac.rules.codec import record
+from kinac.tir.graph import Graph, Node
+
+# Graph ops that ``fuse-kernels`` always materialises (not elementwise, not views) ...
+NOT_FUSED = frozenset(
+    {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "matmul", "softmax", "gather",
+     "concat", "to_device", "to_host"}
+)  # fmt: skip
+# ... the ones it recomputes in their readers for free (cost 0: index arithmetic, constants) ...
+FREE = frozenset(
+    {"transpose", "reshape", "broadcast_to", "slice", "repeat_interleave", "const", "full", "iota"}
+)
+# ... and every other op is elementwise arithmetic (cost >= 1). ``legalize-dtypes`` turns these
+# compute ops on f16/bf16 operands into f32 ones between casts: their value is then a cast.
+LOW_COMPUTED = frozenset(
+    {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "matmul", "softmax"}
+)
+LOW = ("f16", "bf16")
+
+
+@record
+class Piece:
+    """One piece of an entry: ``graph`` (params ``in0..``, in first-use order) computes the
+    entry's nodes ``start..stop``; ``inputs`` are the entry nodes its params stand for and
+    ``outputs`` the entry nodes its outputs are (the last piece's are the entry's outputs)."""
+
+    graph: Graph
+    start: int
+    stop: int
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+def surely_materialised(g: Graph, users: list[set[int]]) -> list[bool]:
+    """For each node, whether ``fuse-kernels`` gives it a buffer in the whole graph whatever
+    the rest of the graph is (a sufficient condition: a False only costs a cut).
+
+    Mirrors ``_Fuser.decide``: params and outputs; results of ops that are not elementwise
+    (unless ``legalize-dtypes`` hands their value on as a cast); elementwise arithmetic read
+    by two or more ops; arithmetic that a matmul reads (f32/f64/ints: no cast between)."""
+    n = len(g.nodes)
+    out = [False] * n
+    for o in g.outputs:
+        out[o] = True
+    for i, node in enumerate(g.nodes):
+        op = node.op
+        if op == "param":
+            out[i] = True
+            continue
+        low_cast = (
+            op in LOW_COMPUTED
+            and node.type.dtype in LOW
+            and any(g.nodes[a].type.dtype in LOW for a in node.args)
+        )
+        if op in NOT_FUSED and not low_cast:
+            out[i] = True
+        elif op not in FREE or low_cast:  # elementwise arithmetic (or a cast of a result)
+            if len(users[i]) >= 2:
+                out[i] = True
+            elif node.type.dtype not in LOW and any(g.nodes[u].op == "matmul" for u in users[i]):
+                out[i] = True
+    return out
+
+
+def cut_points(g: Graph, calls: tuple[tuple[int, int], ...]) -> list[int]:
+    """The candidate positions (call boundaries) at which cutting ``g`` keeps its kernels."""
+    n, nparams = len(g.nodes), len(g.params)
+    users: list[set[int]] = [set() for _ in range(n)]
+    last = list(range(n))  # last node reading each value (itself if none)
+    for i, node in enumerate(g.nodes):
+        for a in node.args:
+            users[a].add(i)
+            last[a] = i
+    for o in g.outputs:
+        last[o] = n  # read after the last node
+    mat = surely_materialised(g, users)
+    # a cut at p is safe when no value made before p (past the params) and read at or after p
+    # is one the whole graph would recompute in its reader: count those per position
+    bad = [0] * (n + 2)
+    for v in range(nparams, n):
+        if not mat[v] and last[v] > v:
+            bad[v + 1] += 1
+            bad[last[v] + 1] -= 1
+    live_bad, bad_at = 0, [0] * (n + 1)
+    for p in range(n + 1):
+        live_bad += bad[p]
+        bad_at[p] = live_bad
+    first_out = min((o for o in g.outputs if o >= nparams), default=n)
+    if len(set(g.outputs)) != len(g.outputs):  # a repeated output is copied at the end
+        return []
+    cands = sorted({p for c in calls for p in c if nparams < p < n and p <= first_out})
+    return [p for p in cands if bad_at[p] == 0]
+
+
+def cut(g: Graph, calls: tuple[tuple[int, int], ...]) -> tuple[Piece, ...]:
+    """``g`` cut at every safe call boundary (one piece, the whole graph, if none is)."""
+    n = len(g.nodes)
+    bounds = [len(g.params), *cut_points(g, calls), n]
+    last = [-1] * n
+    for i, node in enumerate(g.nodes):
+        for a in node.args:
+            last[a] = i
+    return tuple(_piece(g, a, b, last) for a, b in zip(bounds, bounds[1:], strict=False))
+
+
+def _piece(g: Graph, a: int, b: int, last: list[int]) -> Piece:
+    """Nodes ``a..b`` of ``g`` as a graph of their own."""
+    final = b == len(g.nodes)
+    outs = list(g.outputs) if final else [v for v in range(a, b) if last[v] >= b]
+    order: dict[int, None] = {}  # the values read from before ``a``, in first-use order
+    for i in range(a, b):
+        for x in g.nodes[i].args:
+            if x < a:
+                order.setdefault(x)
+    for o in outs:
+        if o < a:  # an entry output that is a param (the fuser copies it)
+            order.setdefault(o)
+    inputs = {v: j for j, v in enumerate(order)}
+    k = len(inputs)
+
+    def num(x: int) -> int:
+        return inputs[x] if x < a else x - a + k
+
+    params = tuple((f"in{j}", g.nodes[v].type) for j, v in enumerate(inputs))
+    nodes = [Node("param", (), (("index", j),), t) for j, (_, t) in enumerate(params)]
+    nodes += [Node(nd.op, tuple(num(x) for x in nd.args), nd.attrs, nd.type) for nd in g.nodes[a:b]]
+    graph = Graph("piece", params, tuple(nodes), tuple(num(o) for o in outs))
+    return Piece(graph, a, b, tuple(inputs), tuple(outs))
