@@ -47,8 +47,8 @@ def check_request(graph: Graph, wrt: Sequence[str]) -> None:
     out = graph.nodes[graph.outputs[0]].type
     if out.shape != () or out.dtype not in FLOAT_DTYPES:
         raise GradError(
-            f"the loss `{graph.name}` returns {out.dtype}{list(out.shape)}: grad needs a scalar "
-            "float (rank 0); reduce it first, e.g. (sum (reshape y [N]) :axis 0)"
+            f"`{graph.name}` returns {out.dtype}{list(out.shape)} here: the loss of a gradient "
+            "must be a scalar float (rank 0); reduce it first, e.g. (mean (reshape y [N]) :axis 0)"
         )
     params = dict(graph.params)
     if not wrt:
