@@ -49,6 +49,7 @@ class RunMetrics:
             self.launches, lab  # fmt: skip
         yield from _graph_samples(self.entry, lab)
         yield from _alloc_samples(self.entry, lab)
+        yield from _pinned_samples(self.entry, lab)
         yield from _query_samples(self.db)
 
 
@@ -92,6 +93,25 @@ def _alloc_samples(entry: Any, lab: dict[str, str]) -> Iterator[Any]:
     yield "alloc_frag_pct", "gauge", "external fragmentation of free memory, percent", frag, pool
 
 
+def _pinned_samples(entry: Any, lab: dict[str, str]) -> Iterator[Any]:
+    """GPU entries fed host arrays: the page-locked pool (``pool="pinned"``, process-wide) and
+    the entry's staged copies."""
+    stager = getattr(entry, "_stager", None)
+    if stager is None:
+        return
+    st = stager.pool.memory_stats()
+    pool = {**lab, "pool": "pinned"}
+    yield "alloc_reserved_bytes", "gauge", "bytes the allocator holds", \
+        st["reserved_bytes.all.current"], pool  # fmt: skip
+    yield "alloc_allocated_bytes", "gauge", "bytes handed out", \
+        st["allocated_bytes.all.current"], pool  # fmt: skip
+    yield "alloc_frag_pct", "gauge", "external fragmentation of free memory, percent", \
+        st["fragmentation_pct"], pool  # fmt: skip
+    yield "host_input_copies", "counter", "host arrays copied in through pinned slots", \
+        stager.copies, lab  # fmt: skip
+    yield "host_input_bytes", "counter", "bytes copied in from host arrays", stager.bytes, lab
+
+
 def _query_samples(db: Any) -> Iterator[Any]:
     events = getattr(db, "events", None)
     if events is None:
@@ -112,11 +132,14 @@ class _Collector:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+        families: dict[str, Any] = {}  # one family per name: samples differ by labels (pool)
         for name, kind, text, value, labels in list(self.run.samples()):
-            cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
-            fam = cls(PREFIX + name, text, labels=list(labels))
+            fam = families.get(name)
+            if fam is None:
+                cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+                fam = families[name] = cls(PREFIX + name, text, labels=list(labels))
             fam.add_metric(list(labels.values()), float(value))
-            yield fam
+        yield from families.values()
 
 
 def registry(run: RunMetrics) -> Any:
@@ -155,11 +178,14 @@ class MetricsServer:
 
 
 def parse(text: str) -> dict[str, float]:
-    """``{name: value}`` of a text exposition (labels dropped; for tests and scripts)."""
+    """``{name: value}`` of a text exposition, for tests and scripts: the bare name holds the
+    first sample of that name (``pool="cuda"`` before ``pool="pinned"``), and every sample is
+    also under its name with labels as written (``kinac_alloc_reserved_bytes{...}``)."""
     out: dict[str, float] = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
         head, _, value = line.rpartition(" ")
-        out[head.split("{", 1)[0]] = float(value)
+        out.setdefault(head.split("{", 1)[0], float(value))
+        out[head] = float(value)
     return out

@@ -217,3 +217,35 @@ def test_stager_double_buffers_and_orders_with_events(fake: FakeDriver) -> None:
     assert pool.memory_stats()["allocated_bytes.all.current"] == 0
     assert ("stream-sync", cs) in fake.log  # closing waits for queued copies first
     pool.check()
+
+
+def test_metrics_show_the_pinned_pool_beside_the_device_pool() -> None:
+    """One family per metric name, the pinned pool as ``pool="pinned"`` samples of it."""
+    from types import SimpleNamespace
+
+    from kinac.metrics import RunMetrics, parse, render
+
+    mem = HostMemory()
+    pool = PinnedPool(alloc=mem.alloc, free=mem.free)
+    keep = [pool.allocate(5000), pool.allocate(100)]
+    stager = SimpleNamespace(pool=pool, copies=6, bytes=6 * 5000)
+    device_pool = SimpleNamespace(
+        memory_stats=lambda: {
+            "reserved_bytes.all.current": 1 << 20,
+            "allocated_bytes.all.current": 1 << 19,
+            "fragmentation_pct": 2.5,
+        }  # fmt: skip
+    )
+    lowered = SimpleNamespace(steps=(), arena_bytes=0)
+    entry = SimpleNamespace(lowered=lowered, resource=device_pool, _stager=stager)
+    text = render(RunMetrics("e", "cuda", entry=entry))
+    assert text.count("# HELP kinac_alloc_reserved_bytes ") == 1
+    m = parse(text)
+    assert m["kinac_alloc_reserved_bytes"] == 1 << 20  # the device pool's, first
+    lab = 'entry="e",pool="pinned",target="cuda"'
+    pinned = {k: v for k, v in m.items() if 'pool="pinned"' in k}
+    assert pinned[f"kinac_alloc_reserved_bytes{{{lab}}}"] == 8192 + 4096
+    assert pinned[f"kinac_alloc_allocated_bytes{{{lab}}}"] == 8192 + 4096
+    assert m["kinac_host_input_copies_total"] == 6
+    assert m["kinac_host_input_bytes_total"] == 30000
+    del keep

@@ -120,6 +120,14 @@ def test_no_growth_over_many_calls_and_blocks_back_on_close(src: Path) -> None:
     assert entry._stager.pinned_bytes() == 2 * (65536 + 4096 + 65536)  # 2 slots x 3 params
     assert dev2["reserved_bytes.all.current"] == dev["reserved_bytes.all.current"]
     assert dev2["allocated_bytes.all.current"] <= dev["allocated_bytes.all.current"]
+    from kinac.metrics import RunMetrics, parse, render
+
+    m = parse(render(RunMetrics("axpb", "cuda", entry=entry)))
+    assert m["kinac_host_input_copies_total"] == entry._stager.copies == 305 * 3
+    pinned = [
+        v for k, v in m.items() if k.startswith("kinac_alloc_allocated_bytes{") and "pinned" in k
+    ]
+    assert pinned == [pool.memory_stats()["allocated_bytes.all.current"]]
     entry._stager.close()
     assert pool.memory_stats()["allocated_bytes.all.current"] == base
     pool.check()
