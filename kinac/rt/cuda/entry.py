@@ -270,7 +270,10 @@ class GpuEntry:
         for ln in s.launches:
             k = self.kernels[ln.function]
             args = tuple(ptr(a) for a in ln.args)
-            launches.append(k.prepare(("ptr",) * len(args), ln.grid, ln.block, 0, args, path))
+            if ln.shared > DEFAULT_SHARED:
+                allow_shared(k, ln.shared)
+            grid = (ln.grid, *ln.grid_yz)
+            launches.append(k.prepare(("ptr",) * len(args), grid, ln.block, ln.shared, args, path))
 
         def run(stream: Any) -> None:
             for launch in launches:
@@ -314,7 +317,11 @@ class GpuEntry:
         stager = self._stager
         if stager is not None and stager._pending:  # a prepare whose run was never reported
             stager.after_run(self.stream)
-        ins = [self._input(a, i) for i, a in enumerate(arrays)]
+        imports = self._imports
+        ins = []
+        for i, a in enumerate(arrays):  # a CUDA array passed before (weights): its import
+            hit = imports.get((i, id(a)))
+            ins.append(hit[1] if hit is not None and hit[0]() is a else self._input(a, i))
         stager = self._stager
         if stager is not None and stager._pending:  # the compute waits, on the device, for copies
             stager.before_run(self.stream)
@@ -324,7 +331,7 @@ class GpuEntry:
             for shape, dt, nbytes, st in self._out_specs
             for a in (Allocation(res, nbytes, 0),)
         ]
-        ptrs = tuple(t.ptr for t in (*ins, *outs))
+        ptrs = tuple([t.ptr for t in ins] + [t.ptr for t in outs])
         return ins, outs, ptrs
 
     def __call__(self, *arrays: Any) -> Any:
@@ -398,6 +405,17 @@ class GpuEntry:
     def __repr__(self) -> str:
         ps = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.lowered.params)
         return f"<GpuEntry {self.lowered.name}({ps}), {len(self.lowered.steps)} steps>"
+
+
+DEFAULT_SHARED = 48 * 1024  # dynamic shared memory a launch may ask for without opting in
+
+
+def allow_shared(kernel: Any, nbytes: int) -> None:
+    """Let ``kernel`` launch with ``nbytes`` of dynamic shared memory (past 48 KiB a function
+    must opt in: ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``)."""
+    d = driver.api()
+    attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.check("cuFuncSetAttribute", d.cuFuncSetAttribute(kernel.handle, attr, nbytes))
 
 
 def load_gpu_entry(lowered: GpuLoweredEntry, ptx: str, **options: Any) -> GpuEntry:
