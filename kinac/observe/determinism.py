@@ -99,7 +99,7 @@ def record_host(
             nbytes = step_nbytes(s.dtype, s.shape)
             if nbytes:
                 raw = (ctypes.c_uint8 * nbytes).from_address(at)
-                view = np.frombuffer(raw, dtype=NP_DTYPES.get(s.dtype, s.dtype))
+                view = np.frombuffer(memoryview(raw), dtype=NP_DTYPES.get(s.dtype, s.dtype))
                 if plant is not None:
                     plant(i, view.reshape(s.shape))
                 sketches[i] = _sketch(view, s.dtype)
