@@ -106,9 +106,10 @@ def is_bf16(a: np.ndarray) -> bool:
 
 
 def dtype_name(a: np.ndarray) -> str:
-    """The Kina name of a buffer's dtype, for messages."""
-    names = {"float64": "f64", "float32": "f32", "float16": "f16", "uint16": "bf16"}
-    names |= {"int64": "i64", "int32": "i32", "bool": "bool"}
+    """The Kina name of a buffer's dtype, for messages (the host runtime's table)."""
+    from kinac.rt.host.arrays import NP_DTYPES
+
+    names = {dt.name: kina for kina, dt in NP_DTYPES.items()}
     return names.get(a.dtype.name, a.dtype.name)
 
 

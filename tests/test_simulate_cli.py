@@ -1,0 +1,97 @@
+"""``kinac run --simulate`` on small programs: a mesh from ``kina.toml`` ``[[mesh]]``, a plain
+defn run with ``--dims`` and ``--inputs``, ``--save`` of the global outputs, and the flags it
+does not combine with (usage errors, never tracebacks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kinac.cli import main
+
+TOML = """[workspace]
+name = "sim"
+
+[[mesh]]
+name = "grid"
+shape = [2, 2]
+axes = ["dp", "tp"]
+
+[[entry]]
+name = "mlp"
+defn = "mlp"
+dims = { N = 8, D = 4, F = 8 }
+"""
+SOURCE = """(defn mlp [(x : (tensor f32 [N D] @sharded(axis=0, mesh=grid, over=dp)))
+           (w1 : (tensor f32 [D F] @sharded(axis=1, mesh=grid, over=tp)))
+           (w2 : (tensor f32 [F D] @sharded(axis=0, mesh=grid, over=tp)))]
+  -> (tensor f32 [N D])
+  (matmul (relu (matmul x w1)) w2))
+"""
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "kina.toml").write_text(TOML)
+    (tmp_path / "m.kina").write_text(SOURCE)
+    return tmp_path
+
+
+def _inputs(path: Path) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(3)
+    arrays = {
+        "x": rng.standard_normal((8, 4)).astype(np.float32),
+        "w1": rng.standard_normal((4, 8)).astype(np.float32),
+        "w2": rng.standard_normal((8, 4)).astype(np.float32),
+    }
+    np.savez(path, **arrays)
+    return arrays
+
+
+def test_mesh_from_kina_toml_with_inputs_and_save(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arrays = _inputs(tmp_path / "in.npz")
+    out = tmp_path / "out.npz"
+    args = [
+        "run",
+        str(ws),
+        "mlp",
+        "--no-cache",
+        "--repeat",
+        "1",
+        "--inputs",
+        str(tmp_path / "in.npz"),
+    ]
+    assert main([*args, "--simulate", "--save", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "  simulated on mesh `grid` (dp=2 x tp=2): 1 collectives per device (1 all-reduce over tp); "
+        "64 bytes moved per device (256 in all)"
+    ) in printed
+    want = np.maximum(arrays["x"] @ arrays["w1"], 0) @ arrays["w2"]
+    np.testing.assert_allclose(np.load(out)["arr_0"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_plain_defn_with_dims(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (ws / "m.kina").write_text(SOURCE.replace("mlp", "f"))
+    code = main(
+        ["run", str(ws), "f", "--no-cache", "--repeat", "1", "--dims", "N=4,D=2,F=4", "--simulate"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "out 0      float32[4, 2]" in out and "1 all-reduce over tp" in out
+
+
+@pytest.mark.parametrize(
+    "flag", [["--deterministic"], ["--metrics-port", "0"], ["--target", "cuda"]]
+)
+def test_flags_it_does_not_combine_with(
+    ws: Path, capsys: pytest.CaptureFixture[str], flag: list[str]
+) -> None:
+    code = main(["run", str(ws), "mlp", "--no-cache", "--repeat", "1", "--simulate", *flag])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(
+        "kinac: error: --simulate runs on host threads and does not"
+    )
