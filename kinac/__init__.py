@@ -46,9 +46,12 @@ def profile(fn: Any, *arrays: Any, repeat: int = 10, **dims: int) -> Any:
     return _profile(fn, *arrays, repeat=repeat, **dims)
 
 
-def value_and_grad(path: str, entry: str, wrt: Any, target: str = "cpu", **options: Any) -> Any:
-    """Compile loss ``entry`` with its gradients with respect to the parameters ``wrt``: the
-    callable returns ``(value, {name: gradient})``; see :mod:`kinac.api_grad`."""
+def value_and_grad(
+    path: str, entry: str, wrt: Any = None, target: str = "cpu", **options: Any
+) -> Any:
+    """Compile loss ``entry`` with its gradients with respect to the parameters ``wrt`` (default:
+    the kina.toml entry's ``grad``): the callable returns ``(value, {name: gradient})``; see
+    :mod:`kinac.api_grad`."""
     from kinac.api_grad import value_and_grad as _value_and_grad
 
     return _value_and_grad(path, entry, wrt, target=target, **options)

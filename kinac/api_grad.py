@@ -37,20 +37,27 @@ class ValueAndGrad(CompiledDefn):
         self,
         path: str | os.PathLike[str],
         name: str,
-        wrt: Sequence[str],
+        wrt: Sequence[str] | None = None,
         target: str = "cpu",
         **options: Any,
     ) -> None:
-        if isinstance(wrt, str) or not all(isinstance(w, str) for w in wrt):
+        if wrt is not None and (isinstance(wrt, str) or not all(isinstance(w, str) for w in wrt)):
             raise KinaUsageError(
                 f"wrt must be a list of parameter names, e.g. wrt=['w1', 'b1'], got {wrt!r}"
             )
+        super().__init__(path, name, target=target, **options)
+        if wrt is None:  # a kina.toml entry's `grad = [...]`
+            wrt = self.fixed.grad if self.fixed is not None else ()
+            if not wrt:
+                raise KinaUsageError(
+                    f"value_and_grad({name!r}) needs wrt=[...]: name the parameters to "
+                    "differentiate (or give the kina.toml entry `grad = [...]`)"
+                )
         self.wrt = tuple(wrt)
         if not self.wrt:
             raise KinaUsageError("wrt is empty: name the parameters to differentiate")
         if len(set(self.wrt)) != len(self.wrt):
             raise KinaUsageError(f"wrt names a parameter twice: {list(self.wrt)}")
-        super().__init__(path, name, target=target, **options)
         self._check_signature()
 
     def _check_signature(self) -> None:
@@ -147,10 +154,11 @@ class ValueAndGrad(CompiledDefn):
 def value_and_grad(
     path: str | os.PathLike[str],
     name: str,
-    wrt: Sequence[str],
+    wrt: Sequence[str] | None = None,
     target: str = "cpu",
     **options: Any,
 ) -> ValueAndGrad:
     """Compile loss ``name`` of the workspace or file at ``path`` with its gradients with respect
-    to the parameters ``wrt``; calling the result returns ``(value, {name: gradient})``."""
+    to the parameters ``wrt`` (default: the kina.toml entry's ``grad`` list); calling the result
+    returns ``(value, {name: gradient})``."""
     return ValueAndGrad(path, name, wrt, target=target, **options)

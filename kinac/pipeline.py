@@ -460,7 +460,8 @@ def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple
     else:
         arts.append((name, "llvm-ir", fingerprint(gpu_lowered(db, key).llvm_ir)))
         arts.append((name, "ptx", fingerprint(ptx(db, key))))
-    return spec.diagnostics + sharding, tuple(arts)
+    grad_diags, grad_arts = _pipeline_grad.entry_grad_report(db, entry, key)  # grad = [...]
+    return spec.diagnostics + sharding + grad_diags, tuple(arts) + grad_arts
 
 
 @query("build", stage="build")

@@ -8,6 +8,9 @@ gradient graph is lowered, cached and, later, sharded like any entry's graph). K
     entry_graph ─► grad_graph ─┬► grad_lowered ─► grad_object_code ─► host runtime
                                └► grad_gpu_lowered ─► grad_ptx ─► CUDA runtime
 
+A kina.toml entry with ``grad = ["w1", ...]`` builds its gradient too (:func:`entry_grad_report`,
+called by ``entry_report``): a request the loss cannot satisfy is K0155 on the entry.
+
 The kernels of a gradient graph go through the same ``host_kernel_llvm`` /
 ``host_kernel_object`` queries as the forward entries': a gradient's matmul kernel that is
 textually the forward's is compiled once.
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinac.diag.model import Diagnostic
+from kinac.diag.model import Diagnostic, Label, Span
 from kinac.pipeline import (
     _internal_errors,
     entry_graph,
@@ -30,6 +33,7 @@ from kinac.pipeline_support import EntryKey
 from kinac.rules import Database, query
 from kinac.rules.codec import record
 from kinac.tir.graph import Graph
+from kinac.workspace.model import EntryConfig
 
 GradKey = tuple[EntryKey, tuple[str, ...]]
 
@@ -122,3 +126,37 @@ def grad_ptx(db: Database, key: GradKey) -> str | None:
         return None
     with _internal_errors(key[0], "PTX generation of the gradient (LLVM NVPTX)"):
         return compile_ptx(lo.llvm_ir, target(db, ()).arch)
+
+
+def grad_entry_error(entry: EntryConfig, problem: str) -> Diagnostic:
+    """K0155: a kina.toml entry's ``grad`` request the loss cannot satisfy."""
+    return Diagnostic(
+        "K0155",
+        "error",
+        f"entry `{entry.name}`: grad = {list(entry.grad)}: {problem}",
+        Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
+        help="name float tensor parameters of a defn returning a scalar float (`-> f32`)",
+    )
+
+
+def entry_grad_report(
+    db: Database, entry: EntryConfig, key: EntryKey
+) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str, str], ...]]:
+    """The gradient artifacts of an entry with ``grad = [...]`` (none without), or K0155."""
+    from kinac.rules.codec import fingerprint
+
+    if not entry.grad:
+        return (), ()
+    gkey = (key, tuple(entry.grad))
+    spec = grad_graph(db, gkey)
+    if spec.graph is None:
+        return ((grad_entry_error(entry, spec.problem),) if spec.problem else ()), ()
+    name = entry.name
+    arts = [(name, "grad-graph", fingerprint(spec.graph))]
+    if key.target == "cpu":
+        arts.append((name, "grad-llvm-ir", fingerprint(grad_lowered(db, gkey).llvm_ir)))
+        arts.append((name, "grad-object", fingerprint(grad_object_code(db, gkey))))
+    else:
+        arts.append((name, "grad-llvm-ir", fingerprint(grad_gpu_lowered(db, gkey).llvm_ir)))
+        arts.append((name, "grad-ptx", fingerprint(grad_ptx(db, gkey))))
+    return (), tuple(arts)

@@ -38,6 +38,7 @@ class EntryConfig:
     file: str | None
     dims: tuple[tuple[str, int | tuple[int, ...]], ...]  # a variadic group ("..b") has a tuple
     dtypes: tuple[tuple[str, str], ...] = ()
+    grad: tuple[str, ...] = ()  # differentiate the (scalar) loss w.r.t. these params (issue 12)
 
 
 @record

@@ -67,6 +67,7 @@ def _models() -> Any:
         file: str | None = None
         dims: dict[str, Any] = {}  # an int; a variadic group ("..b") takes a list of ints
         dtypes: dict[str, Literal["f64", "f32", "f16", "bf16", "i64", "i32", "bool"]] = {}
+        grad: list[str] = []  # parameters to differentiate the loss with respect to
 
     class KinaToml(Strict):
         workspace: Workspace
@@ -282,6 +283,7 @@ def validate(text: str, default_name: str) -> ConfigResult:
                     sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in e.dims.items())
                 ),
                 tuple(sorted(e.dtypes.items())),
+                tuple(e.grad),
             )
             for e in m.entry
         ),
