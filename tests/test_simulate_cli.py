@@ -95,3 +95,41 @@ def test_flags_it_does_not_combine_with(
     assert code == 2 and err.startswith(
         "kinac: error: --simulate runs on host threads and does not"
     )
+
+
+def test_a_rank_that_skips_a_collective_is_named_with_the_programs_span(ws: Path) -> None:
+    """The compiler's program, with rank 3 running it minus its all-reduce: the report names
+    the waiting rank's all-reduce by the annotation that caused it (``w2``'s, line 3)."""
+    from dataclasses import replace
+
+    import kinac
+    from kinac.artifacts.sharded import Collective
+    from kinac.rt.comm import simulate
+    from kinac.rt.comm.execute import run_program
+    from kinac.rt.comm.layout import shard_global
+
+    arrays = _inputs(ws / "in.npz")
+    fn = kinac.compile(ws, "mlp", mesh="", no_cache=True)
+    (prog, segments), _ = fn._prepared(*arrays.values())
+    reduce = next(s for s in prog.steps if isinstance(s, Collective) and s.kind == "all-reduce")
+    assert reduce.span.startswith("m.kina:3:")
+    cut = prog.steps.index(reduce)
+    truncated = replace(prog, steps=prog.steps[:cut], outputs=())  # ends before the all-reduce
+    glob = list(arrays.values())
+
+    def rank(comm: object) -> object:
+        r = comm.global_rank  # type: ignore[attr-defined]
+        local = [
+            shard_global(a, lay, prog.mesh, r)
+            for a, (_, _, lay) in zip(glob, prog.params, strict=True)
+        ]
+        return run_program(truncated if r == 3 else prog, segments, comm, local)  # type: ignore[arg-type]
+
+    with pytest.raises(kinac.KinaRuntimeError) as e:
+        simulate(prog.mesh, rank, timeout_s=0.5)
+    msg = str(e.value)
+    assert msg.startswith(
+        f"collective mismatch: rank 2 waits in all-reduce(sum) over tp of f32[4 4] at {reduce.span}, "
+        "but rank 3 returned without calling it"
+    )
+    assert "  rank 3: returned (calls nothing more)" in msg
