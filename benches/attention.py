@@ -64,7 +64,7 @@ class KernelRun:
         self.stream = Stream.null()
 
     def __call__(self, q: Any, k: Any, v: Any, o: Any) -> Any:
-        self.launch(self.stream, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+        self.launch(self.stream, o.data_ptr(), q.data_ptr(), k.data_ptr(), v.data_ptr())
         return o
 
 

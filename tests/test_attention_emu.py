@@ -211,9 +211,10 @@ def host_ir(p: AttnParams) -> str:
     ir = attention_llvm_ir((p,))
     ir = ir.replace('target triple = "nvptx64-nvidia-cuda"\n', "")
     ir = "\n".join(x for x in ir.splitlines() if not x.startswith("declare"))
-    ir = ir.replace(
-        "@smem = external addrspace(3) global [0 x i8], align 16",
-        f"@smem = global [{smem_bytes(p)} x i8] zeroinitializer, align 16",
+    ir = re.sub(
+        r"(@\w+_smem) = external addrspace\(3\) global \[0 x i8\], align 16",
+        rf"\1 = global [{smem_bytes(p)} x i8] zeroinitializer, align 16",
+        ir,
     )
     ir = ir.replace(" addrspace(3)", "").replace(" addrspace(1)", "").replace("ptx_kernel ", "")
     sreg = {"tid.x": 0, "ctaid.x": 1, "ctaid.y": 2, "ctaid.z": 3}
@@ -245,12 +246,15 @@ def host_ir(p: AttnParams) -> str:
     return decls + _EMU_DEFS + ir
 
 
-def run_kernel(p: AttnParams, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Run the kernel for ``p`` on 16-bit inputs (bit patterns, [B, H, S, D] contiguous)."""
+def run_kernel(p: AttnParams, *inputs: np.ndarray) -> np.ndarray:
+    """Run the kernel for ``p`` on 16-bit buffers (bit patterns), ``inputs`` in the kernel's
+    parameter order; returns the [B, H, Sq, D] output (NaN where nothing was written)."""
     assert p.dtype == "bf16", "the emulation feeds the mma i32 operands (bf16 kernels)"
     image = jit_load(compile_object(host_ir(p), host_target(), 1), _SYMS, (kernel_name(p),))
-    fn = ctypes.CFUNCTYPE(None, _P, _P, _P, _P)(image.addresses[kernel_name(p)])
-    o = np.full(q.shape, 0x7FC0, dtype=np.uint16)  # NaN: every output element must be written
+    fn = ctypes.CFUNCTYPE(None, *([_P] * (1 + p.n_inputs)))(image.addresses[kernel_name(p)])
+    o = np.full((p.batch, p.heads, p.sq, p.head_dim), 0x7FC0, dtype=np.uint16)
+    bufs = [np.ascontiguousarray(x) for x in inputs]
+    ptrs = [o.ctypes.data, *(x.ctypes.data for x in bufs)]
     gx, gy, gz = grid(p)
     nthreads = 32 * p.warps
     for bz in range(gz):
@@ -263,7 +267,7 @@ def run_kernel(p: AttnParams, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np
                     _local.ids = (tid, *ids)
                     _local.warp, _local.lane, _local.block_bar = warps[tid // WARP], tid % WARP, bar
                     _local.dtype = p.dtype
-                    fn(q.ctypes.data, k.ctypes.data, v.ctypes.data, o.ctypes.data)
+                    fn(*ptrs)
 
                 ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
                 for t in ts:

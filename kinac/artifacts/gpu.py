@@ -15,7 +15,13 @@ GPU_LOWERING_VERSION = 1
 
 @record
 class GpuLaunch:
-    """One kernel launch: the function in the PTX module, its grid and its buffers."""
+    """One kernel launch: the function in the PTX module, its grid and its buffers.
+
+    ``grid`` is the grid's x extent; ``grid_yz`` its y and z (the fused attention's heads and
+    batch); ``shared`` the bytes of dynamic shared memory (above 48 KiB the runtime raises
+    the function's limit first). The block size is also the kernel's launch bound
+    (``.maxntid`` in its PTX) where it declares one.
+    """
 
     function: str
     grid: int
@@ -23,6 +29,8 @@ class GpuLaunch:
     args: tuple[str, ...]  # buffer names, in the kernel's parameter order
     vec: int = 1
     note: str = ""
+    grid_yz: tuple[int, int] = (1, 1)
+    shared: int = 0
 
 
 @record

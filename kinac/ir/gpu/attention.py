@@ -1,22 +1,351 @@
-"""Fused attention on the GPU: the tile choice per kernel (and, below, the graph pattern).
+"""Pass ``gpu-fuse-attention``: scores -> scale -> mask -> softmax -> weighted sum, one kernel.
 
-``TILE_CANDIDATES`` are the tile shapes the kernel is generated and timed with on the device
-(``benches/attention.py``); :func:`fixed_tiles` is the choice used when no measurement for a
-shape is cached: the fastest candidate measured on the H200 per head dim.
+After ``fuse-kernels`` (and the GPU fusions) attention is three kernels: a batched matmul
+``S = Q K^T`` (cuBLAS), a softmax kernel holding the scale and the mask, and a batched matmul
+``O = P V`` (cuBLAS), with grouped-query attention's ``repeat_interleave`` of K and V fused
+into the matmuls as views. This pass finds that chain and merges it into one ``kina.kernel``
+with ``kind = "attention"`` and ``impl = "flash"`` (its body keeps the original ops, so the IR
+still says what it computes); ``gpu-kernels-to-nvvm`` lowers it to the generated flash kernel
+(:mod:`kinac.ir.gpu.attention_kernel`) and prints the launch on it.
+
+Matched: Q, K, V of bf16 or f16 with head dim 64 or 128, read through views whose batch and
+head offsets are affine (``h // G`` for K/V heads: no copy of the repeated heads), head dim
+contiguous, rows 16-byte aligned; the scores' transforms are multiplications by scalar
+constants (``rsqrt Dh``) and at most one additive mask built from ``iota``/compare/``where``
+(``full`` of 0 and ``-inf``, maybe cast) that is exactly the causal one (key ``j`` masked
+when ``j > i``); the softmax is over the keys. Anything else (a user's mask tensor, f32, other
+head dims) keeps today's path: cuBLAS and the softmax kernel.
+
+Tile choice: :func:`choose_tiles` (a fixed table per head dim measured on the H200; see
+``docs/gpu.md``, "Fused attention").
 """
 
 from __future__ import annotations
 
-from kinac.ir.gpu.attention_params import AttnTiles
+import math
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from kinac.ir.dialects import kina as el
+from kinac.ir.dialects import kina_struct as st
+from kinac.ir.dialects.kina import _int, dtype_name, shape_of
+from kinac.ir.gpu.attention_params import AttnParams, AttnTiles, check_params
+from kinac.ir.gpu.fuse_rows import merge_kernels, only_user, yielded
+from kinac.ir.gpu.gemm import find_matmul
+from kinac.ir.layout import Layout
+from kinac.ir.views import chain_layout, view_base
 
 TILE_CANDIDATES: dict[int, tuple[AttnTiles, ...]] = {
     64: (AttnTiles(64, 64), AttnTiles(128, 64), AttnTiles(128, 32), AttnTiles(64, 128)),
     128: (AttnTiles(64, 64), AttnTiles(128, 64), AttnTiles(128, 32), AttnTiles(64, 32)),
 }
 
+# the fastest candidate per head dim on the H200 (benches/attention.py, docs/gpu.md)
 FIXED_TILES: dict[int, AttnTiles] = {64: AttnTiles(128, 64), 128: AttnTiles(64, 64)}
+LONG_TILES: dict[int, AttnTiles] = {64: AttnTiles(128, 64), 128: AttnTiles(128, 64)}
+LONG_KEYS = 8192  # from here on the 128-row tiles won (two rows of blocks per SM wave)
 
 
 def fixed_tiles(head_dim: int) -> AttnTiles:
     """The measured default tile choice for ``head_dim``."""
     return FIXED_TILES[head_dim]
+
+
+def choose_tiles(head_dim: int, sq: int, sk: int) -> AttnTiles:
+    """The tile choice for one attention (measured on the H200 at B4 S1024-8192, B1 S16384)."""
+    return LONG_TILES[head_dim] if min(sq, sk) >= LONG_KEYS else FIXED_TILES[head_dim]
+
+
+def _round(x: float, dtype: str) -> float:
+    """``x`` rounded to ``dtype`` (nearest even), as the program's scalar op computes it."""
+    if dtype in ("f64",):
+        return x
+    f = struct.unpack("<f", struct.pack("<f", x))[0] if math.isfinite(x) else x
+    if dtype == "bf16" and math.isfinite(f):
+        b = struct.unpack("<I", struct.pack("<f", f))[0]
+        b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+        return float(struct.unpack("<f", struct.pack("<I", b))[0])
+    if dtype == "f16":
+        import numpy as np
+
+        return float(np.float16(f))
+    return float(f)
+
+
+def scalar_value(v: SSAValue) -> float | None:
+    """The value of a rank-0 (or all-ones shape) constant expression, in its dtype."""
+    if any(n != 1 for n in shape_of(v.type)):
+        return None
+    op = v.owner
+    dt = dtype_name(v.type)
+    if isinstance(op, st.ConstOp | st.FullOp) and isinstance(op.value, FloatAttr | IntegerAttr):
+        return _round(float(op.value.value.data), dt)
+    if isinstance(op, el.CastOp):
+        x = scalar_value(op.x)
+        return None if x is None else _round(x, dt)
+    if isinstance(op, el.UnaryOp) and op.name in ("kina.rsqrt", "kina.sqrt", "kina.neg"):
+        x = scalar_value(op.x)
+        if x is None or (op.name != "kina.neg" and x <= 0):
+            return None
+        y = {"kina.rsqrt": lambda: 1 / math.sqrt(x), "kina.sqrt": lambda: math.sqrt(x),
+             "kina.neg": lambda: -x}[op.name]()  # fmt: skip
+        return _round(y, dt)
+    if isinstance(op, el.BinaryOp) and op.name in ("kina.mul", "kina.div"):
+        a, b = scalar_value(op.lhs), scalar_value(op.rhs)
+        if a is None or b is None or (op.name == "kina.div" and b == 0):
+            return None
+        return _round(a * b if op.name == "kina.mul" else a / b, dt)
+    return None
+
+
+_CMP = {"kina.ge": lambda a, b: a >= b, "kina.gt": lambda a, b: a > b,
+        "kina.le": lambda a, b: a <= b, "kina.lt": lambda a, b: a < b,
+        "kina.eq": lambda a, b: a == b, "kina.ne": lambda a, b: a != b}  # fmt: skip
+
+
+def _mask_at(v: SSAValue, i: int, j: int, compares: list[Operation]) -> float | None:
+    """The mask expression ``v`` at query ``i``, key ``j`` (its last two axes), or None if
+    ``v`` is not built from iota, full, const, one compare, where and casts alone."""
+    op = v.owner
+    rank = len(shape_of(v.type))
+    if isinstance(op, st.IotaOp):
+        ax = _int(op, "axis")
+        return float(i if ax == rank - 2 else j if ax == rank - 1 else 0)
+    if isinstance(op, st.FullOp | st.ConstOp) and isinstance(op.value, FloatAttr | IntegerAttr):
+        return float(op.value.value.data)
+    if isinstance(op, el.CastOp):
+        return _mask_at(op.x, i, j, compares)
+    if isinstance(op, el.WhereOp):
+        c = _mask_at(op.cond, i, j, compares)
+        return None if c is None else _mask_at(op.a if c else op.b, i, j, compares)
+    if isinstance(op, el.BinaryOp) and op.name in _CMP:
+        if op not in compares:
+            compares.append(op)
+        a, b = _mask_at(op.lhs, i, j, compares), _mask_at(op.rhs, i, j, compares)
+        return None if a is None or b is None else float(_CMP[op.name](a, b))
+    return None
+
+
+def is_causal_mask(v: SSAValue) -> bool:
+    """``v`` is ``-inf`` exactly where key ``j`` > query ``i``, else 0 (one compare of two
+    iotas decides, so the three orders of ``i`` and ``j`` prove it for every position)."""
+    compares: list[Operation] = []
+    for i, j, want in ((0, 1, -math.inf), (1, 0, 0.0), (1, 1, 0.0)):
+        got = _mask_at(v, i, j, compares)
+        if got != want:
+            return False
+    return len(compares) == 1 and all(
+        isinstance(c.lhs.owner, st.IotaOp) and isinstance(c.rhs.owner, st.IotaOp)
+        for c in compares
+        if isinstance(c, el.BinaryOp)
+    )
+
+
+def scores_transform(x: SSAValue, scores: SSAValue) -> tuple[float, bool] | None:
+    """``x`` as ``scale * scores [+ causal mask]``: (scale, causal), or None."""
+    scale, causal = 1.0, False
+    while x is not scores:
+        op = x.owner
+        if isinstance(op, el.BinaryOp) and op.name in ("kina.mul", "kina.div", "kina.add"):
+            for mine, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+                if op.name == "kina.div" and mine is op.rhs:
+                    continue
+                if op.name == "kina.add":
+                    if not causal and is_causal_mask(other):
+                        causal, x = True, mine
+                        break
+                    continue
+                c = scalar_value(other)
+                if c is not None and c > 0:
+                    scale = scale * c if op.name == "kina.mul" else scale / c
+                    x = mine
+                    break
+            else:
+                return None
+            continue
+        return None
+    return scale, causal
+
+
+@dataclass
+class Operand:
+    """An attention operand read through views of one kernel input."""
+
+    arg: BlockArgument
+    layout: Layout
+
+
+def _operand(v: SSAValue) -> Operand | None:
+    base, chain = view_base(v)
+    if not isinstance(base, BlockArgument):
+        return None
+    lay = chain_layout(base, chain)
+    return None if lay is None else Operand(base, lay)
+
+
+def _strides(
+    lay: Layout, b: int, h: int, group: int, rows_axis: int
+) -> tuple[int, int, int, int] | None:
+    """(batch, head, row) strides of a [B, H, rows, D]-like view (K/V heads ``h // group``),
+    ``None`` unless every (b, h) offset follows them and the head dim is contiguous."""
+    rank = len(lay.shape)
+    if rank not in (3, 4):
+        return None
+    sr = lay.stride(rows_axis)
+    dax = rank - 1 if rows_axis == rank - 2 else rank - 2
+    if sr is None or lay.stride(dax) != 1:
+        return None
+
+    def at(bi: int, hi: int) -> int:
+        idx = (bi, hi, 0, 0) if rank == 4 else (hi, 0, 0)
+        return lay.offset_of(idx)
+
+    base = at(0, 0)
+    sh = at(0, group) - base if h > group else 0
+    sb = at(1, 0) - base if b > 1 and rank == 4 else 0
+    for bi in range(b):
+        for hi in range(h):
+            if at(bi, hi) != base + bi * sb + (hi // group) * sh:
+                return None
+    return (sb, sh, sr, base)
+
+
+def attention_params(
+    mm1: st.MatmulOp, sm: st.SoftmaxOp, mm2: st.MatmulOp, scores: SSAValue, probs: SSAValue,
+    index_of: Callable[[BlockArgument], int], n_inputs: int,
+) -> AttnParams | None:  # fmt: skip
+    """The fused kernel's parameters for the chain ``mm1 -> ... -> sm -> mm2``, or None.
+
+    ``scores`` is where the softmax's input chain must end (``mm1``'s result or the block
+    argument standing for it), ``probs`` what ``mm2`` must multiply; ``index_of`` gives the
+    position, among the fused kernel's ``n_inputs`` buffers, of the one a block argument reads.
+    """
+    qs, ks, ss, vs = (shape_of(v.type) for v in (mm1.lhs, mm1.rhs, sm.x, mm2.rhs))
+    if mm2.lhs is not probs or _int(sm, "axis") != len(ss) - 1 or len(qs) not in (3, 4):
+        return None
+    if not (len(qs) == len(ks) == len(vs) == len(ss)):
+        return None
+    dt = dtype_name(mm1.lhs.type)
+    if any(dtype_name(v.type) != dt for v in (mm1.rhs, mm2.rhs, mm2.result, sm.x)):
+        return None
+    tr = scores_transform(sm.x, scores)
+    if tr is None:
+        return None
+    scale, causal = tr
+    q, k, v = _operand(mm1.lhs), _operand(mm1.rhs), _operand(mm2.rhs)
+    if q is None or k is None or v is None:
+        return None
+    b, h = (1, qs[0]) if len(qs) == 3 else (qs[0], qs[1])
+    sq, d, sk = qs[-2], qs[-1], ks[-1]
+    if ks[-2] != d or vs[-2] != sk or shape_of(mm2.result.type)[-1] != d:
+        return None
+    if (causal and sq != sk) or d not in FIXED_TILES:
+        return None
+    n = len(qs)
+    # K^T is read as K: its rows are the keys (axis -1 of K^T), its head dim axis -2
+    kv_heads = 0
+    for g in range(1, h + 1):  # the largest group that K's offsets follow
+        if h % g == 0 and _strides(k.layout, b, h, g, n - 1) is not None:
+            kv_heads = h // g
+    if kv_heads == 0:
+        return None
+    group = h // kv_heads
+    qst = _strides(q.layout, b, h, 1, n - 2)
+    kst = _strides(k.layout, b, h, group, n - 1)
+    vst = _strides(v.layout, b, h, group, n - 2)
+    if qst is None or kst is None or vst is None:
+        return None
+    tiles = choose_tiles(d, sq, sk)
+    p = AttnParams(
+        dt, d, b, h, kv_heads, sq, sk, causal, scale, qst[:3], kst[:3], vst[:3],
+        (h * sq * d, sq * d, d), tiles.block_m, tiles.block_n, tiles.min_blocks,
+        (index_of(q.arg), index_of(k.arg), index_of(v.arg)), n_inputs,
+        (qst[3], kst[3], vst[3]),
+    )  # fmt: skip
+    return p if check_params(p) is None else None
+
+
+def merged_params(k: st.KernelOp) -> AttnParams:
+    """The parameters of a merged ``attention`` kernel (an internal error if it is not one)."""
+    mms = [o for o in k.body.block.ops if isinstance(o, st.MatmulOp)]
+    sm = next(o for o in k.body.block.ops if isinstance(o, st.SoftmaxOp))
+    p = attention_params(
+        mms[0], sm, mms[1], mms[0].result, sm.result, lambda a: a.index, len(k.inputs)
+    )
+    if p is None:
+        raise AssertionError(f"{k.sym.data}: not an attention kernel")
+    return p
+
+
+def _arg_for(k: st.KernelOp, producer: st.KernelOp) -> BlockArgument | None:
+    args = [a for a, u in zip(k.body.block.args, k.inputs, strict=True) if u is producer.result]
+    return args[0] if len(args) == 1 else None
+
+
+def match(k3: st.KernelOp) -> tuple[st.KernelOp, st.KernelOp, AttnParams] | None:
+    """(scores kernel, softmax kernel, parameters) when ``k3`` is attention's ``P V``."""
+    if k3.kind.data != "matmul" or k3.impl.data != "blas":
+        return None
+    mm2 = find_matmul(k3)
+    if yielded(k3) is not mm2.result or not isinstance(mm2.lhs, BlockArgument):
+        return None
+    k2 = k3.inputs[mm2.lhs.index].owner
+    if not isinstance(k2, st.KernelOp) or k2.kind.data != "softmax" or only_user(k2) is not k3:
+        return None
+    sm = yielded(k2).owner
+    if not isinstance(sm, st.SoftmaxOp) or len(k2.inputs) != 1:
+        return None  # a second input: the user's own mask tensor, not fused
+    k1 = k2.inputs[0].owner
+    if not isinstance(k1, st.KernelOp) or k1.kind.data != "matmul" or k1.impl.data != "blas":
+        return None
+    mm1 = find_matmul(k1)
+    if yielded(k1) is not mm1.result or only_user(k1) is not k2:
+        return None
+    s_arg, p_arg = _arg_for(k2, k1), _arg_for(k3, k2)
+    if s_arg is None or p_arg is None:
+        return None
+    # the merged kernel's inputs, as merge_kernels orders them
+    order = list(dict.fromkeys([*k1.inputs, *(u for u in k3.inputs if u is not k2.result)]))
+
+    def index_of(a: BlockArgument) -> int:
+        src = k1 if a.block is k1.body.block else k3
+        return order.index(src.inputs[a.index])
+
+    p = attention_params(mm1, sm, mm2, s_arg, p_arg, index_of, len(order))
+    return None if p is None else (k1, k2, p)
+
+
+def fuse_attention(fn: func.FuncOp) -> int:
+    """Merge every matched attention chain of ``fn`` into one kernel; returns the count."""
+    n = 0
+    for k3 in [o for o in fn.body.block.ops if isinstance(o, st.KernelOp)]:
+        m = match(k3)
+        if m is None:
+            continue
+        k1, k2, p = m
+        k12 = merge_kernels(k1, k2, "attention")
+        k = merge_kernels(k12, k3, "attention")
+        k.properties["impl"] = StringAttr("flash")
+        k.properties["sym"] = StringAttr(f"{k3.sym.data.split('_')[0]}_attention")
+        if merged_params(k) != p:  # the merged body must analyse as the chain did
+            raise AssertionError(f"{k.sym.data}: attention parameters changed by the merge")
+        n += 1
+    return n
+
+
+class GpuFuseAttention(ModulePass):
+    """Merge attention's scores, softmax and weighted sum into one flash kernel."""
+
+    name = "gpu-fuse-attention"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in op.ops:
+            if isinstance(f, func.FuncOp) and f.body.blocks:
+                fuse_attention(f)

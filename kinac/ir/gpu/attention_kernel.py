@@ -67,7 +67,6 @@ def _decls(p: AttnParams) -> list[str]:
     f4 = "{float, float, float, float}"
     i4 = "{i32, i32, i32, i32}"
     return [
-        "@smem = external addrspace(3) global [0 x i8], align 16",
         f"declare {f4} @{mma}({', '.join([op] * 6)}, float, float, float, float)",
         f"declare {i4} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16(ptr addrspace(3))",
         f"declare {i4} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16(ptr addrspace(3))",
@@ -78,6 +77,7 @@ def _decls(p: AttnParams) -> list[str]:
         "declare void @llvm.nvvm.barrier0()",
         "declare float @llvm.nvvm.ex2.approx.ftz.f32(float)",
         "declare float @llvm.maxnum.f32(float, float)",
+        "declare float @llvm.fma.f32(float, float, float)",
         "declare float @llvm.nvvm.shfl.sync.bfly.f32(i32, float, i32, i32)",
         "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()",
         "declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()",
@@ -100,6 +100,7 @@ class _Emitter:
         self.mma = "llvm.nvvm.mma.m16n8k16.row.col." + ("f32.f32" if p.dtype == "f16" else "bf16")
         self.q_bytes = p.block_m * self.row_bytes
         self.tile_bytes = p.block_n * self.row_bytes
+        self.smem = f"@{kernel_name(p)}_smem"
 
     # ---- small helpers ------------------------------------------------------------------
     def shfl_max(self, x: str) -> str:
@@ -117,7 +118,7 @@ class _Emitter:
         return x
 
     def sptr(self, byte_off: str) -> str:
-        return self.f.v(f"getelementptr i8, ptr addrspace(3) @smem, i32 {byte_off}")
+        return self.f.v(f"getelementptr i8, ptr addrspace(3) {self.smem}, i32 {byte_off}")
 
     def ldmatrix(self, addr: str, trans: bool) -> list[str]:
         f = self.f
@@ -225,18 +226,20 @@ class _Emitter:
         cc64 = f.v(f"zext i32 {cc} to i64")
         self.ld_gcol = f.v(f"shl i64 {cc64}, 4")
 
-        def base(ptr: str, strides: tuple[int, int, int], head: str) -> str:
+        def base(ptr: str, strides: tuple[int, int, int], head: str, off: int) -> str:
             b64 = f.v(f"zext i32 {b} to i64")
             h64 = f.v(f"zext i32 {head} to i64")
             o = f.v(f"mul i64 {b64}, {2 * strides[0]}")
             o2 = f.v(f"mul i64 {h64}, {2 * strides[1]}")
             o = f.v(f"add i64 {o}, {o2}")
+            o = f.v(f"add i64 {o}, {2 * off}")
             return f.v(f"getelementptr i8, ptr addrspace(1) {ptr}, i64 {o}")
 
-        qbase = base("%q", p.q_strides, h)
-        self.kbase = base("%k", p.k_strides, kvh)
-        self.vbase = base("%v", p.v_strides, kvh)
-        obase = base("%o", p.o_strides, h)
+        ins = [f"%in{p.args[i]}" for i in range(3)]
+        qbase = base(ins[0], p.q_strides, h, p.offsets[0])
+        self.kbase = base(ins[1], p.k_strides, kvh, p.offsets[1])
+        self.vbase = base(ins[2], p.v_strides, kvh, p.offsets[2])
+        obase = base("%out", p.o_strides, h, 0)
         # key tiles: all that any row of the block sees; the first n_full need no mask
         ntiles = -(-p.sk // p.block_n)
         full_sk = p.sk // p.block_n
@@ -294,9 +297,11 @@ class _Emitter:
         attrs = f'"nvvm.maxntid"="{nt}"'
         if p.min_blocks:
             attrs += f' "nvvm.minctasm"="{p.min_blocks}"'
-        sig = ", ".join(f"ptr addrspace(1) noalias %{x}" for x in "qkvo")
+        names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
+        sig = ", ".join(f"ptr addrspace(1) noalias %{x}" for x in names)
         body = "\n".join(self.f.lines)
-        return f"define ptx_kernel void @{name}({sig}) #0 {{\nentry:\n{body}\n}}\nattributes #0 = {{ {attrs} }}\n"
+        smem = f"{self.smem} = external addrspace(3) global [0 x i8], align 16"
+        return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
 
     def load_state(self, nm: str, n: int) -> list[str]:
         f = self.f
@@ -448,18 +453,22 @@ class _Emitter:
             f.label(f"sk{hr}")
 
 
+def kernel_ir(p: AttnParams) -> tuple[tuple[str, ...], str]:
+    """``p``'s kernel as (declarations, body): the body holds its shared-memory symbol and its
+    function, so several kernels share a module (:func:`kinac.ir.gpu.kernel_split.kernel_module`)."""
+    return tuple(_decls(p)), _Emitter(p).emit()
+
+
 def attention_llvm_ir(params: tuple[AttnParams, ...]) -> str:
     """One LLVM module holding a kernel per parameter set (names from :func:`kernel_name`)."""
-    seen: dict[str, str] = {}
+    bodies: dict[str, str] = {}
+    decls: dict[str, None] = {}
     for p in params:
-        seen.setdefault(kernel_name(p), _Emitter(p).emit())
-    decls = _decls(params[0]) if params else []
-    if any(p.dtype != params[0].dtype for p in params):
-        decls = sorted(set(sum((_decls(p) for p in params), [])))
-        decls.sort(key=lambda s: not s.startswith("@smem"))
-    decls.append("declare float @llvm.fma.f32(float, float, float)")
+        if kernel_name(p) not in bodies:
+            d, bodies[kernel_name(p)] = kernel_ir(p)
+            decls.update(dict.fromkeys(d))
     head = 'target triple = "nvptx64-nvidia-cuda"\n'
-    return head + "\n".join(decls) + "\n\n" + "\n".join(seen.values())
+    return head + "\n".join(sorted(decls)) + "\n\n" + "\n".join(bodies.values())
 
 
 def smem_bytes(p: AttnParams) -> int:

@@ -45,6 +45,9 @@ class AttnParams:
     block_m: int = 64
     block_n: int = 64
     min_blocks: int = 0
+    args: tuple[int, int, int] = (0, 1, 2)  # Q, K, V: which kernel input each one is
+    n_inputs: int = 3
+    offsets: tuple[int, int, int] = (0, 0, 0)  # Q, K, V: element offset into its input
 
     @property
     def warps(self) -> int:
@@ -92,7 +95,8 @@ def check_params(p: AttnParams) -> str | None:
         32 * p.warps
     ):
         return "tile chunks do not divide among the threads"
-    if any(s % 8 for st in (p.q_strides, p.k_strides, p.v_strides, p.o_strides) for s in st):
+    strides = (p.q_strides, p.k_strides, p.v_strides, p.o_strides, p.offsets)
+    if any(s % 8 or s < 0 for st in strides for s in st):
         return "strides not multiples of 8 elements (16-byte chunks)"
     if p.sq < 1 or p.sk < 1 or p.sq >= 2**31 // 2:
         return "sequence lengths"

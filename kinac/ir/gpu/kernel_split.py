@@ -46,6 +46,10 @@ def _print_generic(module: ModuleOp) -> str:
 
 def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
     """``k`` cut out of its entry: its canonical text and the symbol derived from it."""
+    if k.kind.data == "attention":  # the generated flash kernel: keyed by its parameters
+        from kinac.ir.gpu.attention_lower import canonical_attention_kernel
+
+        return canonical_attention_kernel(k)
     block = Block(arg_types=[u.type for u in k.inputs])
     copy = k.clone(value_mapper=dict(zip(k.inputs, block.args, strict=True)))
     copy.properties["sym"] = StringAttr(CANONICAL_NAME)
@@ -115,7 +119,16 @@ def _lower_kina(kernel: GpuKernel, flavour: str) -> GpuKernelCode:
 
 
 # source -> generator of a kernel's LLVM functions (``flavour``: "nvptx", or "emu" for the host)
-SOURCES: dict[str, Callable[[GpuKernel, str], GpuKernelCode]] = {"kina": _lower_kina}
+def _lower_attention(kernel: GpuKernel, flavour: str) -> GpuKernelCode:
+    from kinac.ir.gpu.attention_lower import lower_attention_kernel
+
+    return lower_attention_kernel(kernel, flavour)
+
+
+SOURCES: dict[str, Callable[[GpuKernel, str], GpuKernelCode]] = {
+    "kina": _lower_kina,
+    "attention": _lower_attention,
+}
 
 
 def lower_gpu_kernel(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKernelCode:

@@ -28,6 +28,7 @@ from kinac.artifacts.host import BufferSpec
 from kinac.ice import in_kernel
 from kinac.ir.from_graph import graph_to_module
 from kinac.ir.fuse_kernels import FuseKernels
+from kinac.ir.gpu.attention import GpuFuseAttention
 from kinac.ir.gpu.fuse_epilogues import GpuFuseEpilogues
 from kinac.ir.gpu.fuse_rows import GpuFuseRows
 from kinac.ir.gpu.kernel_split import kernel_module, lower_gpu_kernel
@@ -46,6 +47,7 @@ GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (
     FuseKernels,
     GpuFuseEpilogues,
     GpuFuseRows,
+    GpuFuseAttention,
 )
 
 
