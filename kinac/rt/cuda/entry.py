@@ -120,6 +120,10 @@ class GpuEntry:
 
             self.blas = Blas(self._alloc, allow_tf32=allow_tf32)
         self._imports: dict[tuple[int, int], tuple[Any, Tensor]] = {}
+        # the last call's argument ids and imports, when every argument was a remembered CUDA
+        # array: the same arrays again (weights and activations reused) skip the per-argument
+        # lookups. Emptied by the weakref callback of any of them, before its id can be reused.
+        self._last_box: list[Any] = [None]
         npos = len(lowered.params) + len(lowered.outputs)
         self._seen: list[set[int]] = [set() for _ in range(npos)]
         self.volatile: set[int] = set()
@@ -205,8 +209,14 @@ class GpuEntry:
         """Reuse the import of a CUDA array passed again (weights, most often) until it dies."""
         key = (i, id(x))
         imports = self._imports
+        box = self._last_box
+
+        def gone(_: Any) -> None:
+            imports.pop(key, None)
+            box[0] = None
+
         try:
-            ref = weakref.ref(x, lambda _: imports.pop(key, None))
+            ref = weakref.ref(x, gone)
         except TypeError:
             return
         imports[key] = (ref, t)
@@ -317,11 +327,22 @@ class GpuEntry:
         stager = self._stager
         if stager is not None and stager._pending:  # a prepare whose run was never reported
             stager.after_run(self.stream)
-        imports = self._imports
-        ins = []
-        for i, a in enumerate(arrays):  # a CUDA array passed before (weights): its import
-            hit = imports.get((i, id(a)))
-            ins.append(hit[1] if hit is not None and hit[0]() is a else self._input(a, i))
+        ids = tuple(map(id, arrays))
+        last = self._last_box[0]
+        if last is not None and last[0] == ids:  # the same arrays as the last call
+            ins = last[1]
+        else:
+            imports = self._imports
+            ins = []
+            hits = 0
+            for i, a in enumerate(arrays):  # a CUDA array passed before (weights): its import
+                hit = imports.get((i, id(a)))
+                if hit is not None and hit[0]() is a:
+                    ins.append(hit[1])
+                    hits += 1
+                else:
+                    ins.append(self._input(a, i))
+            self._last_box[0] = (ids, ins) if hits == len(arrays) else None
         stager = self._stager
         if stager is not None and stager._pending:  # the compute waits, on the device, for copies
             stager.before_run(self.stream)
