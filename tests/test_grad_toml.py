@@ -78,3 +78,32 @@ def test_value_and_grad_takes_the_entry_list(ws: Path) -> None:
         assert rel_err(grads[n], t[n].grad.numpy()) <= 1e-5
     with pytest.raises(KinaUsageError, match="needs wrt"):
         kinac.value_and_grad(ws, "mlp-forward", no_cache=True)
+
+
+def test_gradient_queries_rerun_exactly_on_a_loss_edit(ws: Path) -> None:
+    """A comment edit re-runs nothing after reading; a loss body edit re-runs the entry's
+    gradient graph and lowering, and compiles only the kernels whose text changed."""
+    cache = str(ws.parent / "cache")
+
+    def rebuild() -> set[tuple[str, object]]:
+        sess = Session(ws, cache_dir=cache)
+        sess.build()
+        sess.close()
+        return set(sess.db.events.executed_names(None))
+
+    first = rebuild()
+    total = len({k for n, k in first if n == "host_kernel_object"})
+    assert rebuild() == set()
+    loss = ws / "loss.kina"
+    loss.write_text(loss.read_text().replace("(module mlp_loss)", "(module mlp_loss) ; a note"))
+    ran = {n for n, _ in rebuild()}
+    assert not ran & {"grad_graph", "grad_lowered", "grad_object_code", "check_defn"}, ran
+    loss.write_text(loss.read_text().replace("(square (sub", "(abs (sub"))
+    ran_keys = rebuild()
+    ran = {n for n, _ in ran_keys}
+    assert {"grad_graph", "grad_lowered", "grad_object_code"} <= ran, ran
+    grads = {k[0].defn for n, k in ran_keys if n == "grad_graph"}  # type: ignore[index]
+    assert grads == {"mlp-loss"}
+    compiled = [k for n, k in ran_keys if n == "host_kernel_object"]
+    # 4 of 18 here: the kernels the edit changed; matmuls and the forward's kernels are reused
+    assert 0 < len(compiled) <= total // 2, (len(compiled), total)
