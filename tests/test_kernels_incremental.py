@@ -133,13 +133,72 @@ def _twin_layers(builder: Any) -> Any:
     return g.build(x)
 
 
+def test_a_one_layer_edit_reruns_only_what_it_changed(tmp_path: Path) -> None:
+    """The scaling model (4 layers, one block call each): squaring the last layer's input
+    re-specialises no call, re-fuses only the one piece that changed (the layer before the
+    edit, whose output the new ``mul`` now reads alone and fuses), re-lowers only the kernels
+    that piece changed, and gives what a clean build gives."""
+    import sys
+
+    from kinac.pipeline import EntryKey
+    from kinac.pipeline_support import DefnKey
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches"))
+    import scaling
+
+    ws = scaling.make_workspace(tmp_path, 4)
+    cache = tmp_path / "cache"
+    sess, before = build(ws, cache)
+    assert [k.callee.name for _, k in _ran(sess, "specialise_call")] == ["block"]  # once
+    old_pieces = {k for _, k in _ran(sess, "host_piece")}
+    assert len(old_pieces) == 1  # four identical layers: one piece fused
+    (key,) = before
+    old_kernels = set(before[key][0].kernels)
+
+    (ws / "model.kina").write_text(scaling.model_source(4, edited=True))
+    sess2, after = build(ws, cache, [key])
+    lo = after[key][0]
+    ran = {(n, k) for n, k in _ran(sess2, None) if n not in _READ}
+    assert {k for n, k in ran if n == "check_defn"} == {DefnKey("model.kina", "model")}
+    assert not [k for n, k in ran if n == "specialise_call"]
+    assert {n for n, k in ran if isinstance(k, EntryKey)} == {
+        "entry_graph",
+        "shard_propagate",
+        "lowered",
+        "object_code",
+    }
+    new_pieces = {k for n, k in ran if n == "host_piece"}
+    assert len(new_pieces) == 1 and not new_pieces & old_pieces
+    new_kernels = set(lo.kernels) - old_kernels
+    assert new_kernels
+    for q in KERNEL_QUERIES:
+        assert {k for n, k in ran if n == q} == new_kernels, q
+    assert {n for n, _ in ran} <= {
+        "check_defn", "file_report", "entry_report", "build", "callees", "host_piece",
+        *KERNEL_QUERIES, "entry_graph", "shard_propagate", "lowered", "object_code",
+    }  # fmt: skip
+
+    _, clean = build(ws, tmp_path / "clean-cache", [key])
+    assert clean == after
+
+
+_READ = ("parse", "file_index", "parse_diagnostics", "defn_ast", "signature", "scope")
+
+
+def _ran(sess: Session, name: str | None) -> list[tuple[str, Any]]:
+    return [(n, k) for n, k in sess.db.events.executed_names(None) if name is None or n == name]
+
+
 def test_random_wiring_edits_match_clean_builds(tmp_path: Path) -> None:
-    """Random edits to a 3-layer model's wiring: every incremental build (one long-lived
-    session or a fresh one, over one cache) reports the same artifacts, objects included, as a
-    clean build, byte for byte."""
+    """Random edits to a 3-layer model's wiring and to the block every layer calls: every
+    incremental build (one long-lived session or a fresh one, over one cache) reports the same
+    artifacts, objects included, as a clean build, byte for byte, and its lowered entry (the
+    pieces' kernels stitched: steps, buffer plan, wrapper) and objects equal a clean build's."""
     import random
     import sys
 
+    from kinac import pipeline
+    from kinac.pipeline import EntryKey
     from kinac.rules.codec import encode
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches"))
@@ -147,28 +206,44 @@ def test_random_wiring_edits_match_clean_builds(tmp_path: Path) -> None:
 
     rng = random.Random(19)
     ws = scaling.make_workspace(tmp_path, 3)
+    block = ws / "block.kina"
+    plain, norm_of = block.read_text(), "(rms-norm x wn1)"
+    assert norm_of in plain
     cache = str(tmp_path / "cache")
     live = Session(ws, cache_dir=cache)
     live.build()
+    key = next(k for n, k in live.db.events.executed_names(None) if n == "lowered")
+    assert isinstance(key, EntryKey)
+
+    def entry(sess: Session) -> bytes:
+        return encode((pipeline.lowered(sess.db, key), pipeline.object_code(sess.db, key)))
+
     wrap: dict[int, str] = {}
-    for step in range(4):
-        layer = rng.randrange(3)
-        choice = rng.choice(["neg", "tanh", "exp", None])
-        if choice is None:
-            wrap.pop(layer, None)
+    for step in range(5):
+        if step == 2 or rng.random() < 0.3:  # the callee every layer shares: all pieces change
+            op = rng.choice(["neg", "tanh", None])
+            block.write_text(
+                plain if op is None else plain.replace(norm_of, f"(rms-norm ({op} x) wn1)")
+            )
         else:
-            wrap[layer] = choice
-        (ws / "model.kina").write_text(scaling.model_source(3, edited=False, wrap=wrap))
-        live.invalidate_paths([ws / "model.kina"])
+            layer = rng.randrange(3)
+            choice = rng.choice(["neg", "tanh", "exp", None])
+            if choice is None:
+                wrap.pop(layer, None)
+            else:
+                wrap[layer] = choice
+            (ws / "model.kina").write_text(scaling.model_source(3, edited=False, wrap=wrap))
+        live.invalidate_paths([ws / "model.kina", block])
         if step % 2:
-            got = encode(live.build())
+            got, got_entry = encode(live.build()), entry(live)
         else:
             fresh = Session(ws, cache_dir=cache)
-            got = encode(fresh.build())
+            got, got_entry = encode(fresh.build()), entry(fresh)
             fresh.close()
         clean = Session(ws, no_cache=True)
         want = clean.build()
         assert want.error_count == 0 and any(kind == "object" for _, kind, _ in want.artifacts)
         assert got == encode(want), f"step {step}: reports differ"
+        assert got_entry == entry(clean), f"step {step}: lowered entries differ"
         clean.close()
     live.close()

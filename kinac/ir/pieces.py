@@ -18,20 +18,19 @@ Graph: no xDSL, so a build whose pieces are all cached never imports it.
 
 from __future__ import annotations
 
+from kinac.prims import ELEMENTWISE
 from kinac.rules.codec import record
 from kinac.tir.graph import Graph, Node
 
 # Graph ops that ``fuse-kernels`` always materialises (not elementwise, not views) ...
 NOT_FUSED = frozenset(
-    {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "matmul", "softmax", "gather",
-     "concat", "to_device", "to_host"}
-)  # fmt: skip
-# ... the ones it recomputes in their readers for free (cost 0: index arithmetic, constants) ...
-FREE = frozenset(
-    {"transpose", "reshape", "broadcast_to", "slice", "repeat_interleave", "const", "full", "iota"}
+    {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "matmul", "softmax", "gather", "concat"}
 )
-# ... and every other op is elementwise arithmetic (cost >= 1). ``legalize-dtypes`` turns these
-# compute ops on f16/bf16 operands into f32 ones between casts: their value is then a cast.
+# ... and the elementwise arithmetic it recomputes in a single reader but materialises when read
+# twice (cost >= 1). Any other op (views, creation, an op added later) is taken to be one the
+# fuser may recompute for free: never a reason to cut. ``legalize-dtypes`` turns compute ops
+# on f16/bf16 operands into f32 ones between casts: their value is then a cast.
+ARITH = frozenset((*ELEMENTWISE, "cast", "where"))
 LOW_COMPUTED = frozenset(
     {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "matmul", "softmax"}
 )
@@ -74,7 +73,7 @@ def surely_materialised(g: Graph, users: list[set[int]]) -> list[bool]:
         )
         if op in NOT_FUSED and not low_cast:
             out[i] = True
-        elif op not in FREE or low_cast:  # elementwise arithmetic (or a cast of a result)
+        elif op in ARITH or low_cast:  # elementwise arithmetic (or a cast of a result)
             if len(users[i]) >= 2:
                 out[i] = True
             elif node.type.dtype not in LOW and any(g.nodes[u].op == "matmul" for u in users[i]):

@@ -1,0 +1,194 @@
+"""An entry cut into pieces at its calls lowers to exactly the kernels of the whole entry, and
+its calls specialised on their own splice in exactly the nodes inlining adds (issue 19)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kinac.ir.testing import GraphBuilder, block_graph, mlp_graph
+from kinac.tir.graph import Graph
+
+
+def _gather_graph() -> Graph:
+    g = GraphBuilder("gathers")
+    table = g.param("table", "f32", (16, 8))
+    idx = g.param("idx", "i32", (4, 3))
+    e = g.gather(table, idx)
+    h = g.unary("tanh", g.binary("mul", e, e))
+    e2 = g.gather(table, idx)
+    return g.build(g.binary("add", h, g.softmax(e2, 2)))
+
+
+def _low_graph() -> Graph:
+    """bf16: a matmul's value is a cast of an f32 matmul (``legalize-dtypes``)."""
+    return block_graph(2, 8, 16, dtype="bf16")
+
+
+def _views_graph() -> Graph:
+    g = GraphBuilder("views")
+    x = g.param("x", "f32", (8, 16))
+    w = g.param("w", "f32", (16, 16))
+    t = g.transpose(g.unary("exp", x), (1, 0))  # a view of arithmetic: recomputed in its reader
+    m = g.matmul(g.transpose(t, (1, 0)), w)
+    s = g.binary("add", m, g.unary("neg", m))
+    return g.build(g.reduce("reduce_sum", s, 1))
+
+
+GRAPHS = {
+    "block": lambda: block_graph(2, 8, 16),
+    "mlp": lambda: mlp_graph(2, 8, 16, 32),
+    "low": _low_graph,
+    "gather": _gather_graph,
+    "views": _views_graph,
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_every_accepted_cut_keeps_the_whole_entrys_kernels(name: str) -> None:
+    """With every position offered as a cut, the pieces' kernels, stitched, are the whole
+    entry's: same steps, canonical kernels, buffer plan; and the entry computes the same."""
+    from kinac.ir.host.kernels import lower_piece, split_graph
+    from kinac.ir.host.stitch import stitch
+    from kinac.ir.pieces import cut
+
+    g = GRAPHS[name]()
+    everywhere = tuple((p, p) for p in range(len(g.nodes)))
+    pieces = cut(g, everywhere)
+    assert len(pieces) > 1, "some cut is safe in every test graph"
+    got = stitch(g, [(p.inputs, p.outputs) for p in pieces], [lower_piece(p.graph) for p in pieces])
+    whole = split_graph(g)
+    assert got.steps == whole.steps
+    assert got.kernels == whole.kernels
+    assert got.arena_bytes == whole.arena_bytes
+    if all(p.dtype not in ("bf16", "f16") for p in got.params):  # numpy has no bf16
+        _runs_like_the_whole_module(g, got)
+
+
+def _runs_like_the_whole_module(g: Graph, lo: Any) -> None:
+    from dataclasses import replace
+
+    from kinac.codegen.llvm import compile_object, host_target
+    from kinac.graph_build import compile_graph
+    from kinac.ir.host.kernels import lower_kernel
+    from kinac.rt.host import load_entry
+
+    codes = {k.symbol: lower_kernel(k) for k in lo.kernels}
+    calls = set(lo.library_calls).union(*(c.library_calls for c in codes.values()))
+    lo = replace(lo, library_calls=tuple(sorted(calls)))
+    objs = (
+        compile_object(lo.llvm_ir, host_target(), 0),
+        *(compile_object(c.llvm_ir, host_target()) for c in codes.values()),
+    )
+    rng = np.random.default_rng(0)
+    args = []
+    for p in lo.params:
+        if p.dtype.startswith("i"):
+            args.append(rng.integers(0, 16, p.shape).astype(p.dtype.replace("i", "int")))
+        else:
+            args.append(rng.standard_normal(p.shape).astype(np.float32))
+    np.testing.assert_array_equal(
+        np.asarray(load_entry(lo, objs)(*args)), np.asarray(compile_graph(g)(*args))
+    )
+
+
+def test_a_cut_that_would_change_fusion_is_not_taken() -> None:
+    """A value read once by elementwise code is recomputed in its reader, so no cut may
+    separate them; read twice (or by a matmul) it has its own buffer, and the cut is safe.
+    In bf16 a matmul's value is a cast, fused into its reader: not a cut."""
+    from kinac.ir.pieces import cut_points
+
+    g = GraphBuilder("chain")
+    x = g.param("x", "f32", (8, 16))
+    a = g.unary("tanh", x)  # read once, by exp: recomputed inside exp's kernel
+    b = g.unary("exp", a)  # read twice: a buffer
+    c = g.binary("add", b, g.unary("neg", b))
+    graph = g.build(c)
+    assert cut_points(graph, ((a, a), (b, b))) == []
+    assert cut_points(graph, ((b + 1, b + 1),)) == [b + 1]
+
+    for dtype, safe in (("f32", True), ("bf16", False)):
+        h = GraphBuilder("mm")
+        u = h.param("u", dtype, (8, 16))
+        w = h.param("w", dtype, (16, 16))
+        m = h.matmul(u, w)
+        out = h.build(h.unary("tanh", m))
+        assert cut_points(out, ((m + 1, m + 1),)) == ([m + 1] if safe else [])
+
+
+def test_the_cut_rules_agree_with_the_fuser() -> None:
+    """The Graph-level rules (:mod:`kinac.ir.pieces`) claim no more than the fuser does: every
+    NOT_FUSED op is one it never fuses, every ARITH op elementwise arithmetic (cost >= 1), and
+    every op it never fuses is NOT_FUSED, but for ops added since (taken as free: safe)."""
+    from kinac.ir.dialects import kina_struct as st
+    from kinac.ir.fuse_kernels import ELEMENTWISE
+    from kinac.ir.pieces import ARITH, NOT_FUSED
+    from kinac.ir.views import VIEWS
+
+    for op, cls in st.OPS.items():
+        fused = issubclass(cls, ELEMENTWISE + VIEWS)
+        if op in NOT_FUSED:
+            assert not fused, op
+        if op in ARITH:
+            assert fused and not issubclass(cls, VIEWS + (st.CreationOp,)), op
+    assert NOT_FUSED <= set(st.OPS) and ARITH <= set(st.OPS)
+    assert {"matmul", "reduce_sum", "softmax", "gather", "concat"} <= NOT_FUSED
+    assert {"add", "mul", "exp", "tanh", "cast", "where"} <= ARITH
+
+
+CALLS_SRC = """(module calls)
+
+(defn twice [(x : (tensor T [n d]))] -> (tensor T [n d]) (add x x))
+(defn same [(x : (tensor T [n d]))] -> (tensor T [n d]) x)
+(defn scale [(x : (tensor T [n d])) (s : T)] -> (tensor T [n d]) (mul x s))
+(defn mix [(x : (tensor T [n d])) (w : (tensor T [d d]))] -> (tensor T [n d])
+  (tanh (matmul x w)))
+
+(defn net [(x : (tensor T [n d])) (w : (tensor T [d d]))] -> (tensor T [n d])
+  (let [(a (mix x w)) (b (twice a)) (c (same b)) (e (scale c 2.0)) (f (mix e w))]
+    (add (twice f) (same a))))
+"""
+
+
+def test_calls_specialised_on_their_own_splice_the_inlined_nodes(tmp_path: Path) -> None:
+    """``specialise_call`` fragments (a call returning its argument, a weak scalar argument
+    inlined, identical calls specialised once) give the graph inlining gives, node for node."""
+    from kinac.check import DefnRef, specialise
+    from kinac.pipeline import EntryKey, entry_graph
+    from kinac.pipeline_support import CheckEnv
+    from kinac.session import Session
+
+    (tmp_path / "calls.kina").write_text(CALLS_SRC)
+    (tmp_path / "kina.toml").write_text(
+        '[workspace]\nname = "c"\n\n[[entry]]\nname = "net"\ndefn = "net"\n'
+        'dims = { n = 4, d = 8 }\ndtypes = { T = "f32" }\n'
+    )
+    sess = Session(tmp_path, no_cache=True)
+    assert sess.build().error_count == 0
+    key = next(k for n, k in sess.db.events.executed_names(None) if n == "entry_graph")
+    assert isinstance(key, EntryKey)
+    spec = entry_graph(sess.db, key)
+    ran = [k.callee.name for n, k in sess.db.events.executed_names(None) if n == "specialise_call"]
+    assert sorted(ran) == ["mix", "same", "twice"]  # scale has a weak argument: inlined
+    env = CheckEnv(sess.db)
+    inlined = specialise(
+        DefnRef(key.file, key.defn), dict(key.dims), dict(key.dtypes), _NoCalls(env)
+    )
+    assert spec.graph == inlined.graph and spec.calls == inlined.calls
+    assert len(spec.calls) == 6  # all 7 calls but scale's
+    sess.close()
+
+
+class _NoCalls:
+    """The pipeline's environment without its cache of calls: every call is inlined."""
+
+    def __init__(self, env: Any) -> None:
+        self.env, self.budget_ms, self.on_unknown = env, env.budget_ms, env.on_unknown
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "specialised_call":
+            raise AttributeError(name)
+        return getattr(self.env, name)
