@@ -24,8 +24,9 @@ from kinac.tir.graph import Graph, Node
 
 # Graph ops that ``fuse-kernels`` always materialises (not elementwise, not views) ...
 NOT_FUSED = frozenset(
-    {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "matmul", "softmax", "gather", "concat"}
-)
+    {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "matmul", "softmax", "gather",
+     "concat"}
+)  # fmt: skip
 # ... and the elementwise arithmetic it recomputes in a single reader but materialises when read
 # twice (cost >= 1). Any other op (views, creation, an op added later) is taken to be one the
 # fuser may recompute for free: never a reason to cut. ``legalize-dtypes`` turns compute ops
