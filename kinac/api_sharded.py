@@ -14,7 +14,8 @@ Which mesh (``mesh=``, or ``--simulate``'s value):
 - ``None`` / ``""``: the mesh the entry's sharding annotations name;
 - a mesh name: that mesh, which must be the one the annotations name (or, for an entry without
   annotations, any mesh the file sees: the entry then runs replicated on it);
-- ``N``, a shape ``(2, 2)`` or ``"2x2"``: the annotations' mesh resized to that shape (same
+- ``N`` equal to the annotations' mesh's device count: that mesh (a 2x2 mesh for ``N = 4``);
+- another ``N``, a shape ``(2, 2)`` or ``"2x2"``: the annotations' mesh resized to that shape (same
   name and axes; a 1-D mesh takes ``N``), re-planned for the new sizes (sizes that do not divide
   an annotated dim are a usage error); an entry without annotations runs replicated on a mesh
   of that shape (every device computes everything; no collective).
@@ -125,6 +126,12 @@ class ShardedDefn:
         finally:
             self.inner.sess.db.close()
         req = self.request
+        if isinstance(req, tuple) and len(req) == 1 and own is not None:
+            size = 1
+            for n in own.shape:
+                size *= n
+            if req[0] == size:  # N devices, as many as the entry's (N-D) mesh: that mesh
+                self.request = req = None
         defn = f"`{self.key.name}`"
         if isinstance(req, str):
             if req not in meshes:

@@ -133,3 +133,15 @@ def test_a_rank_that_skips_a_collective_is_named_with_the_programs_span(ws: Path
         "but rank 3 returned without calling it"
     )
     assert "  rank 3: returned (calls nothing more)" in msg
+
+
+def test_n_equal_to_the_meshs_device_count_runs_on_that_mesh(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["run", str(ws), "mlp", "--no-cache", "--repeat", "1", "--simulate"]
+    assert main([*base, "4"]) == 0
+    assert "simulated on mesh `grid` (dp=2 x tp=2): 1 collectives" in capsys.readouterr().out
+    assert main([*base, "8"]) == 2  # 8 devices: a 1-D request for a 2-D mesh
+    assert "`mlp` is sharded over the 2-D mesh `grid` (2x2, axes dp tp)" in capsys.readouterr().err
+    assert main([*base, "4x2"]) == 0  # resized: dp=4, tp=2 (N=8 rows split 4 ways)
+    assert "simulated on mesh `grid` (dp=4 x tp=2)" in capsys.readouterr().out
