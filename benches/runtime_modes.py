@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -140,18 +141,32 @@ def soak(minutes: float, sample_s: float, out: Path, seed: int = 0) -> dict[str,
     """Run the soak workload for ``minutes``; write ``soak_samples.csv``/``.json`` (and
     ``soak_samples.png``) under ``out``; return the summary."""
     import numpy as np
+
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    tmp = tempfile.mkdtemp()  # the source must outlive the compiled defn (compiled per shape)
+    try:
+        pinned, _ = _mlp_fns(Path(tmp))
+        return _soak(pinned, minutes, sample_s, out, rng, nrng)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _soak(
+    pinned: Any, minutes: float, sample_s: float, out: Path, rng: random.Random, nrng: Any
+) -> dict[str, Any]:
+    import numpy as np
     import torch
 
     from kinac.rt import cuda
     from kinac.rt.cuda.pinned import default_pool
 
-    rng = random.Random(seed)
-    nrng = np.random.default_rng(seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        pinned, _ = _mlp_fns(Path(tmp))
     shapes = [(4, 128, 256, 1024), (2, 64, 256, 1024), (8, 128, 512, 2048)]
     weights = {(d, f): _weights(torch, d, f) for _, _, d, f in shapes}
     xs = [nrng.standard_normal((b, s, d)).astype(np.float32) for b, s, d, _ in shapes]
+    for (_, _, d, f), x in zip(shapes, xs, strict=True):  # compile every specialisation first
+        pinned(x, *weights[(d, f)])
+        pinned(torch.from_numpy(x).cuda(), *weights[(d, f)])
     pool = cuda.default_resource()
     pin = default_pool()
     dev = cuda.current_device()
