@@ -130,17 +130,20 @@ class Trainer:
 
     def _loss_and_grads(self, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
         """``value_and_grad`` on ``args``; on the host into the trainer's buffers."""
-        dims = {d: self.info.dims[d] for d in self.info.dim_params}
-        if self.target != "cpu":
-            return self.vg(*args, **dims)
         import numpy as np
 
-        if self._entry is None:
-            self._entry, _, _ = self.vg.specialisation(args, dims)
-            lw = self._entry.entry.lowered
-            from kinac.rt.host.arrays import NP_DTYPES
+        from kinac.train.optim import specialised
 
-            self._outs = tuple(np.empty(o.shape, NP_DTYPES[o.dtype]) for o in lw.outputs)
+        if self._entry is None:
+            dims = {d: self.info.dims[d] for d in self.info.dim_params}
+            self._entry = specialised(self.vg, args, dims)
+            if self.target == "cpu":
+                from kinac.rt.host.arrays import NP_DTYPES
+
+                lw = self._entry.entry.lowered
+                self._outs = tuple(np.empty(o.shape, NP_DTYPES[o.dtype]) for o in lw.outputs)
+        if self._outs is None:
+            return self._entry(*args)  # type: ignore[no-any-return]
         outs = self._entry.entry(*args, out=self._outs)
         return outs[0], dict(zip(self._entry.wrt, outs[1:], strict=True))
 
