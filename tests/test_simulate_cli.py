@@ -145,3 +145,24 @@ def test_n_equal_to_the_meshs_device_count_runs_on_that_mesh(
     assert "`mlp` is sharded over the 2-D mesh `grid` (2x2, axes dp tp)" in capsys.readouterr().err
     assert main([*base, "4x2"]) == 0  # resized: dp=4, tp=2 (N=8 rows split 4 ways)
     assert "simulated on mesh `grid` (dp=4 x tp=2)" in capsys.readouterr().out
+
+
+def test_bf16_entry_through_the_api(ws: Path) -> None:
+    """bf16 in (torch bf16 tensors), bf16 out (uint16 bit patterns), the tp partials all-reduced
+    in f32 and rounded once: within a bf16 rounding of the unsharded call."""
+    import torch
+
+    import kinac
+    from kinac.rt.comm.communicator import bf16_to_f32
+
+    (ws / "kina.toml").write_text(TOML + 'dtypes = { T = "bf16" }\n')
+    (ws / "m.kina").write_text(SOURCE.replace("f32", "T"))
+    torch.manual_seed(0)
+    xs = [torch.randn(s).to(torch.bfloat16) for s in ((8, 4), (4, 8), (8, 4))]
+    plain = kinac.compile(ws, "mlp", no_cache=True)(*xs)
+    fn = kinac.compile(ws, "mlp", mesh="", no_cache=True)
+    got = fn(*xs)
+    assert got.dtype == np.uint16 and got.shape == (8, 4)
+    a, b = bf16_to_f32(plain), bf16_to_f32(got)
+    np.testing.assert_allclose(b, a, rtol=2**-7, atol=2**-7)
+    assert fn.last_log.bytes_per_device() == 4 * 4 * 2  # a bf16 [4 4] partial
