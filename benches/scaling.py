@@ -1,6 +1,7 @@
 """Compile-time scaling with depth: a model chaining the transformer block L times.
 
     python benches/scaling.py [--layers 1 4 16 32] [--targets cpu cuda]
+    python benches/scaling.py --speed [--reps N]
 
 Each layer has its own weights (B=2 S=32 D=64 H=4 KV=2 F=176, f32), so the L layers lower to
 the same kernels L times over. For each L and target (``cuda`` builds PTX only: no GPU is
@@ -9,6 +10,12 @@ after editing only the last layer's wiring (one extra ``mul``), and a no-op rebu
 markdown table, wall clock and CPU seconds (on a shared machine the CPU time is steadier).
 Issue 19's goals: cold L=32 within 2x of cold L=1; the one-layer edit at L=32 within 10% of
 its cold build; the no-op unchanged.
+
+``--speed``: steady-state run time, same run, of entries built as the pipeline builds them
+(cut into pieces at their calls, kernels stitched, wrapper at -O0) against the same graph
+lowered whole (one piece, wrapper at -O3, as before the pieces) and as one module
+(``lower_graph``: kernels inlined, -O3). Entries: the transformer workspace's block and
+attention, and this model at L = 4.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK_WS = ROOT / "workspaces" / "transformer"
@@ -79,11 +87,71 @@ def timed_build(ws: Path, cache: Path, target: str) -> tuple[float, float]:
     return took, cpu
 
 
+def _built_three_ways(ws: Path, cache: Path) -> list[tuple[str, Any, Any, Any, Any]]:
+    """Each cpu entry of ``ws``: (name, graph, pipeline entry, whole entry, one-module entry)."""
+    from dataclasses import replace
+
+    from kinac import pipeline
+    from kinac.codegen.llvm import compile_object, host_target
+    from kinac.graph_build import compile_graph
+    from kinac.ir.host.kernels import lower_kernel, split_graph
+    from kinac.rt.host import load_entry
+    from kinac.session import Session
+
+    sess = Session(ws, cache_dir=str(cache))
+    assert sess.build().error_count == 0
+    out = []
+    for _, key in [(n, k) for n, k in sess.db.events.executed_names(None) if n == "lowered"]:
+        graph = pipeline.entry_graph(sess.db, key).graph
+        piped = load_entry(pipeline.lowered(sess.db, key), pipeline.object_code(sess.db, key))
+        lo = split_graph(graph)
+        codes = {k.symbol: lower_kernel(k) for k in lo.kernels}
+        calls = set(lo.library_calls).union(*(c.library_calls for c in codes.values()))
+        lo = replace(lo, library_calls=tuple(sorted(calls)))
+        objs = (compile_object(lo.llvm_ir, host_target(), 3),
+                *(compile_object(c.llvm_ir, host_target()) for c in codes.values()))  # fmt: skip
+        out.append((key.defn, graph, piped, load_entry(lo, objs), compile_graph(graph)))
+    sess.close()
+    return out
+
+
+def speed(reps: int) -> None:
+    """Best-of-``reps`` batch time of each entry built three ways, in alternation."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(prefix="kinac-speed-") as tmp:
+        ws = Path(tmp) / "transformer"
+        shutil.copytree(BLOCK_WS, ws, ignore=shutil.ignore_patterns(".kinac-cache"))
+        entries = _built_three_ways(ws, Path(tmp) / "c1")
+        entries += _built_three_ways(make_workspace(Path(tmp), 4), Path(tmp) / "c2")
+    rng = np.random.default_rng(0)
+    print("| entry | pieces (ms) | whole (ms) | one module (ms) | pieces / whole |")
+    print("|---|---|---|---|---|")
+    for name, graph, *fns in entries:
+        args = [(rng.standard_normal(t.shape) * 0.1).astype(np.float32) for _, t in graph.params]
+        np.testing.assert_allclose(fns[0](*args), fns[2](*args), rtol=1e-5, atol=1e-5)
+        best = [float("inf")] * 3
+        for _ in range(reps):
+            for i, f in enumerate(fns):
+                t0 = time.perf_counter()
+                for _ in range(5):
+                    f(*args)
+                best[i] = min(best[i], (time.perf_counter() - t0) / 5)
+        print(f"| {name} ({len(graph.nodes)} nodes) | {best[0] * 1e3:.3f} | {best[1] * 1e3:.3f} | "
+              f"{best[2] * 1e3:.3f} | {best[0] / best[1]:.3f} |")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layers", type=int, nargs="+", default=[1, 4, 16, 32])
     ap.add_argument("--targets", nargs="+", default=["cpu", "cuda"])
+    ap.add_argument("--speed", action="store_true", help="steady-state run time, three ways")
+    ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
+    if args.speed:
+        sys.path.insert(0, str(ROOT))
+        speed(args.reps)
+        return
     rows = []
     with tempfile.TemporaryDirectory(prefix="kinac-scaling-") as tmp:
         for target in args.targets:
@@ -107,6 +175,7 @@ def main() -> None:
             f"| {target} | {n} | {cold[0]:.2f} (CPU {cold[1]:.2f}) | {edit[0]:.2f} "
             f"(CPU {edit[1]:.2f}) | {edit[1] / cold[1]:.0%} | {noop[0]:.2f} (CPU {noop[1]:.2f}) |"
         )
+
 
 if __name__ == "__main__":
     main()
