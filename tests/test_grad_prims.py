@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 from grad_support import central_differences, torch_eval, with_loss
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kinac.grad import value_and_grad
 from kinac.ir.testing import BINARY, UNARY, GraphBuilder
@@ -362,3 +364,60 @@ def test_gpu_scatter_add_kernel_emulated(v: int, d: int, ishape: tuple[int, ...]
     (got,) = run_emulated(graph, i, s)
     (want,) = evaluate(graph, i, s)
     np.testing.assert_array_equal(got, want)  # one writer per element, index order: exact
+
+
+SMOOTH = ("exp", "tanh", "sigmoid", "gelu", "silu", "sin", "cos", "erf", "softplus", "square")
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[Graph, tuple[str, ...]]:
+    """A random chain over params of broadcastable shapes: smooth unary ops, arithmetic with
+    a broadcast operand, reductions with keepdims, softmax, views."""
+    g = GraphBuilder("p")
+    a = g.param("a", "f32", (2, 3, 4))
+    b = g.param("b", "f32", draw(st.sampled_from([(4,), (3, 1), (1, 4), (2, 3, 4)])))
+    c = g.param("c", "f32", draw(st.sampled_from([(1,), (2, 1, 4), (3, 4)])))
+    x = a
+    for _ in range(draw(st.integers(2, 6))):
+        kind = draw(st.sampled_from(["unary", "binary", "reduce", "softmax", "view"]))
+        if kind == "unary":
+            x = g.unary(draw(st.sampled_from(SMOOTH)), x)
+        elif kind == "binary":
+            other = draw(st.sampled_from([b, c]))
+            full = g.t(a).shape
+            if any(d not in (1, n) for d, n in zip(g.t(x).shape, full, strict=True)):
+                x = g.transpose(x, (2, 1, 0))  # the view step reversed it
+            if g.t(x).shape != full:
+                x = g.broadcast_to(x, full)
+            x = g.binary(draw(st.sampled_from(["add", "sub", "mul", "max", "min"])), x, other)
+        elif kind == "reduce":
+            op = draw(st.sampled_from(["reduce_sum", "reduce_mean", "reduce_max"]))
+            x = g.reduce(op, x, draw(st.integers(0, g.t(x).rank - 1)), True)
+        elif kind == "softmax":
+            x = g.softmax(x, draw(st.integers(0, g.t(x).rank - 1)))
+        else:
+            x = g.transpose(x, tuple(reversed(range(g.t(x).rank))))
+    return with_loss(g, x), ("a", "b", "c")
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs())
+def test_random_programs_match_torch_autograd(prog: tuple[Graph, tuple[str, ...]]) -> None:
+    import torch
+
+    graph, wrt = prog
+    rng = np.random.default_rng(0)
+    xs = [rng.uniform(-1.5, 1.5, size=t.shape).astype(np.float32) for _, t in graph.params]
+    value, *grads = evaluate(value_and_grad(graph, wrt), *xs)
+    names = [n for n, _ in graph.params]
+    ts = [torch.tensor(x, requires_grad=n in wrt) for n, x in zip(names, xs, strict=True)]
+    (ref,) = torch_eval(graph, ts)
+    ref.backward()
+    assert float(value) == pytest.approx(ref.item(), rel=1e-5, abs=1e-5)
+    for w, got in zip(wrt, grads, strict=True):
+        t = ts[names.index(w)]
+        want = t.grad.numpy() if t.grad is not None else np.zeros(t.shape, np.float32)
+        # inputs are O(1): a gradient summed over a broadcast cancels to small values whose
+        # f32 rounding is that of its O(0.1) terms
+        scale = max(0.1, float(np.max(np.abs(want))))
+        assert float(np.max(np.abs(got - want))) <= 1e-5 * scale, (w, got, want)
