@@ -166,6 +166,11 @@ class FakeDriver:
         self.log.append(("copy", dst, int(s)))
         return (0,)
 
+    def cuMemcpyDtoDAsync(self, dst: int, src: int, n: int, s: int) -> tuple[int]:  # noqa: N802
+        ctypes.memmove(dst, src, n)
+        self.log.append(("dtod", dst, int(s)))
+        return (0,)
+
     def cuEventDestroy(self, ev: int) -> tuple[int]:  # noqa: N802
         return (0,)
 
@@ -249,3 +254,64 @@ def test_metrics_show_the_pinned_pool_beside_the_device_pool() -> None:
     assert m["kinac_host_input_copies_total"] == 6
     assert m["kinac_host_input_bytes_total"] == 30000
     del keep
+
+
+def test_a_gpu_entry_stages_host_arrays_and_orders_its_compute(
+    fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GpuEntry.prepare/_call with host arrays, driverless: "device" memory is host memory,
+    the kernel a Python function reading the staged buffer. Each call's result uses that
+    call's data; the compute stream (0) waits for this call's copies before it runs and
+    records that it is done with them after."""
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from kinac.artifacts.gpu import GpuLoweredEntry
+    from kinac.artifacts.host import BufferSpec
+    from kinac.rt.cuda import pinned
+    from kinac.rt.cuda.entry import GpuEntry
+    from kinac.rt.cuda.tensor import DTYPES, Allocation
+
+    mem = HostMemory()
+    monkeypatch.setattr(pinned, "_pool", PinnedPool(alloc=mem.alloc, free=mem.free))
+    dev = HostMemory()
+    res = SimpleNamespace(ordinal=0, allocate=lambda n, s=0: dev.alloc(n),
+                          deallocate=lambda p, n=0, s=0: dev.free(p))  # fmt: skip
+    lw = GpuLoweredEntry("e", "", (BufferSpec("x", "f32", (4,)),), (BufferSpec("o", "f32", (4,)),),
+                         ("cpu",), ("cuda:0",), 0, 0, (), ())  # fmt: skip
+    e = GpuEntry.__new__(GpuEntry)
+    e.lowered, e.ordinal, e.pinned, e.resource = lw, 0, True, res
+    e._out_specs = [((4,), DTYPES["float32"], 16, (1,))]
+    e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], False, 8, 0
+    e.stream = device.Stream.wrap(0)
+    e._imports, e._last_box, e._stager, e._allocs = {}, [None], None, []
+    e._seen, e.volatile, e._stage, e._bound = [set(), set()], set(), {}, OrderedDict()
+    e.captures = e.replays = 0
+
+    def bind(key: tuple[int, ...]) -> Any:
+        x, out = (p if p else e._staging(pos) for pos, p in enumerate(key))  # as GpuEntry._bind
+
+        def seq(stream: Any) -> None:
+            fake.log.append(("compute", x))
+            src = np.ctypeslib.as_array((ctypes.c_float * 4).from_address(x))
+            np.ctypeslib.as_array((ctypes.c_float * 4).from_address(out))[:] = 2 * src
+
+        return seq, []
+
+    e._bind = bind
+    outs = []
+    for k in range(5):
+        fake.log.clear()
+        outs.append(e._call((np.full(4, k, np.float64),)))  # cast to f32 on the way
+        kinds = [(ev[0], ev[1]) if ev[0] == "wait" else ev[0] for ev in fake.log]
+        staged = fake.log[kinds.index("copy")][1]
+        assert ("compute", staged) in fake.log  # the kernel read the staged buffer
+        assert kinds.index(("wait", 0)) < kinds.index("compute")  # after the copy, on device
+        consumed = [i for i, ev in enumerate(fake.log) if ev[0] == "record" and ev[2] == 0]
+        assert consumed and consumed[-1] > kinds.index("compute")  # on the compute stream, after
+        assert not any(ev[0] in ("stream-sync",) for ev in fake.log)
+    for k, o in enumerate(outs):
+        assert isinstance(o, Allocation) or hasattr(o, "ptr")
+        got = np.ctypeslib.as_array((ctypes.c_float * 4).from_address(o.ptr))
+        np.testing.assert_array_equal(got, np.full(4, 2 * k, np.float32))
+    assert e._stager.copies == 5 and len({s.dev for s in e._stager._all}) == 2
