@@ -282,6 +282,36 @@ def test_layers_sharing_kernels_run_like_the_host_emulated(tmp_path: Path) -> No
     assert float(np.linalg.norm(got - want) / np.linalg.norm(want)) < 1e-6
 
 
+def test_linked_ptx_of_every_kernel_kind_passes_ptxas() -> None:
+    """Each kernel kind (long rows with shared memory, a column softmax, a gather with its
+    status buffer, a concat's parts, an integer matmul) compiled alone and linked: ``ptxas``
+    accepts the module, with one ``.entry`` per function of the entry."""
+    from kinac.codegen.ptx import compile_ptx, link_ptx, ptx_resources, ptxas_path
+    from kinac.ir.gpu.kernel_split import kernel_module, lower_gpu_kernel
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
+    from kinac.ir.testing import GraphBuilder
+
+    g = GraphBuilder("kinds")
+    x = g.param("x", "f32", (6, 2000))
+    t = g.param("t", "f32", (50, 8))
+    i = g.param("i", "i32", (3, 5))
+    a = g.param("a", "i32", (4, 6))
+    long = g.reduce("reduce_sum", g.unary("exp", x), -1)
+    cat = g.concat([g.slice(x, 1, 0, 3), g.slice(x, 1, 5, 9)], 1)
+    mm = g.matmul(a, g.transpose(a, (1, 0)))
+    outs = [g.reduce("reduce_max", g.softmax(x, 0), 0), long, g.gather(t, i)]
+    outs += [g.reduce("reduce_min", cat, 1), g.reduce("reduce_sum", mm, 0)]
+    lw = lower_graph_gpu(g.build(*outs))
+    assert {"reduce", "softmax", "gather", "concat", "matmul"} <= {s.kind for s in lw.steps}
+    linked = link_ptx([compile_ptx(kernel_module([lower_gpu_kernel(k)])) for k in lw.kernels])
+    assert sorted(ln.split("(")[0].split()[-1] for ln in linked.splitlines() if ".entry" in ln) == (
+        sorted(lw.functions)
+    )
+    if ptxas_path() is None:
+        pytest.skip("ptxas is not installed")
+    assert sorted(ptx_resources(linked, ARCH)) == sorted(lw.functions)
+
+
 @pytest.mark.gpu
 def test_layers_sharing_kernels_run_like_the_host(tmp_path: Path) -> None:
     """A 3-layer model on the GPU (its layers launch the same kernels on different buffers)
