@@ -60,19 +60,26 @@ def _arg_type(x: Any, name: str) -> Any:
 FAST_CACHE = 256  # distinct argument forms remembered per compiled defn
 
 
+def _device(a: Any) -> Any:
+    """Where an array without ``.device`` lives, as :func:`_arg_type` decides it."""
+    dl = getattr(a, "__dlpack_device__", None)
+    return tuple(dl()) if dl is not None else None
+
+
 def _fast_key(args: tuple[Any, ...], dims: dict[str, Any]) -> tuple[Any, ...]:
     """The form of a call's arguments (AttributeError when an argument has no cheap form: then
     the call takes the full path, which reports whatever is wrong).
 
-    An array contributes ``(type, dtype, shape, device)`` (numpy before 2.0 has no ``device``:
-    its type says the host), a positional dim ``(int, value)``;
+    An array contributes ``(type, dtype, shape, device)``, a positional dim ``(int, value)``;
     keyword dims add ``(name, type, value)`` each, so ``True`` is never taken for ``1``."""
-    key = tuple(
-        [
-            (int, a) if type(a) is int else (type(a), a.dtype, a.shape, getattr(a, "device", None))
-            for a in args
-        ]
-    )
+    try:
+        key = tuple(
+            [(int, a) if type(a) is int else (type(a), a.dtype, a.shape, a.device) for a in args]
+        )
+    except AttributeError:  # no .device (numpy before 2.0, other DLPack producers)
+        key = tuple(
+            [(int, a) if type(a) is int else (type(a), a.dtype, a.shape, _device(a)) for a in args]
+        )
     if dims:
         return (key, tuple([(k, type(v), v) for k, v in dims.items()]))
     return (key,)

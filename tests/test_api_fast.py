@@ -126,3 +126,29 @@ def test_keyword_dims_must_be_ints(src: Path) -> None:
     assert "`N` must be a positive int, got 3.0" in _error(f, x, x, N=3.0)  # type: ignore[arg-type]
     f(x, x, N=3)
     assert "got True" in _error(f, x, x, N=True)  # after a fast-path form with N = 3, too
+
+
+class NoDevice:
+    """A DLPack producer without ``.device`` (as numpy before 2.0): keyed by its DLPack device."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a, self.dtype, self.shape = a, a.dtype, a.shape
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        return self.a
+
+    def __dlpack__(self, **kw: object) -> object:
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.a.__dlpack_device__()
+
+
+def test_arrays_without_a_device_attribute_take_the_fast_path(src: Path) -> None:
+    f = kinac.compile(src, "g", no_cache=True)
+    r = np.random.default_rng(4)
+    y = _rand(r, 4)
+    for _ in range(3):
+        x = _rand(r, 3, 4)
+        np.testing.assert_allclose(np.asarray(f(NoDevice(x), NoDevice(y))), x + y, rtol=1e-6)
+    assert (f.slow_calls, f.fast_calls) == (1, 2)
