@@ -1,0 +1,269 @@
+# kinac-bench: gpu
+"""Training throughput: kinac's ``Trainer`` against PyTorch eager and ``torch.compile``.
+
+    PYTHONPATH=. python3 benches/train.py                   host: the 1M and 100M decoders
+    PYTHONPATH=. python3 benches/train.py --gpu --out DIR   GPU (scripts/gpu.sh): f32, bf16 AMP
+
+The model is ``workspaces/decoder`` (4 pre-norm blocks; ``decoder_1m``: 0.80M weights, 256
+tokens a step; ``decoder_100m``: 99.6M weights, 512 tokens a step), one AdamW step each
+(lr 3e-4), on the synthetic task of ``kinac.train.data``. PyTorch runs the same model
+(``tests/train_support.py``: ``decoder_loss_torch``) from the same first weights on the same
+batches, with ``torch.optim.AdamW`` (``foreach`` on the GPU); bf16 is
+``torch.autocast(bfloat16)`` over f32 weights, as kinac's ``decoder-loss-bf16`` casts f32
+master weights. Per row: steps/s and tokens/s over the timed steps (after warm-up steps that
+include compilation; the first kinac step's time, compile included, is its own column),
+the first step's loss (kinac and torch must agree), and on the GPU the peak memory (torch's
+``max_memory_allocated``; kinac's pool peak). Writes ``train_bench.md``/``.json`` to
+``--out`` and prints the markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+WS = ROOT / "workspaces" / "decoder"
+ROWS: list[dict[str, Any]] = []
+LR = 3e-4
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def kinac_rows(entry: str, target: str, steps: int, warm: int, cache: str) -> dict[str, Any]:
+    """kinac's Trainer: the first step (compile included), then ``steps`` timed steps."""
+    from kinac.train import Trainer
+
+    t0 = time.perf_counter()
+    tr = Trainer(WS, entry, lr=LR, seed=0, target=target, cache_dir=cache)
+    setup = time.perf_counter() - t0
+    first = tr.step()
+    peak = None
+    for _ in range(warm - 1):
+        tr.step()
+    res = _pool(target, reset=True)
+    t = time.perf_counter()
+    results = tr.run(steps)
+    dt = time.perf_counter() - t
+    if res is not None:
+        peak = _pool(target, reset=False)
+    return {
+        "impl": "kinac",
+        "weights": tr.n_weights,
+        "tokens": tr.tokens_per_step,
+        "first_step_s": round(setup + first.seconds, 2),
+        "steps_per_s": steps / dt,
+        "tokens_per_s": steps * tr.tokens_per_step / dt,
+        "loss0": first.loss,
+        "loss_last": results[-1].loss,
+        "peak_mib": peak,
+        "allocations_after_first": sum(tr.allocations_per_step[1:]),
+    }
+
+
+def _pool(target: str, reset: bool) -> float | None:
+    """The peak of kinac's GPU memory pool since the last reset, in MiB (None on the host)."""
+    if target != "cuda":
+        return None
+    from kinac.rt import cuda
+
+    res = cuda.default_resource()
+    stats = getattr(res, "memory_stats", None)
+    if stats is None:
+        return None
+    if reset:
+        res.reset_peak_stats()
+        return 0.0
+    return float(stats().get("allocated_bytes.all.peak", 0)) / 2**20
+
+
+def torch_rows(
+    entry: str, device: str, amp: bool, compiled: bool, steps: int, warm: int
+) -> dict[str, Any]:
+    """The same model and steps in PyTorch (eager, or ``torch.compile`` of the loss)."""
+    import torch
+    from train_support import decoder_loss_torch
+
+    from kinac.train.data import batch
+    from kinac.train.params import entry_info, init_weights
+
+    info = entry_info(str(WS), entry)
+    h, kv = info.dims["H"], info.dims["KV"]
+    w = {
+        k: torch.tensor(v, device=device, requires_grad=True)
+        for k, v in init_weights(info, 0).items()
+    }
+    opt = torch.optim.AdamW(list(w.values()), lr=LR, weight_decay=0.0, foreach=device == "cuda")
+    b, s = info.batch_shape
+
+    def loss_fn(tok: Any, tgt: Any) -> Any:
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=amp):
+            return decoder_loss_torch(tok, tgt, w, h=h, kv=kv)
+
+    fn: Callable[..., Any] = torch.compile(loss_fn) if compiled else loss_fn
+
+    def step(i: int) -> float:
+        tok, tgt = batch(0, i, b, s, info.vocab)
+        loss = fn(torch.tensor(tok, device=device), torch.tensor(tgt, device=device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return float(loss.item())
+
+    t0 = time.perf_counter()
+    loss0 = step(0)
+    first = time.perf_counter() - t0
+    for i in range(1, warm):
+        step(i)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    _sync(device)
+    t = time.perf_counter()
+    last = 0.0
+    for i in range(warm, warm + steps):
+        last = step(i)
+    _sync(device)
+    dt = time.perf_counter() - t
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
+    return {
+        "impl": "torch.compile" if compiled else "torch eager",
+        "weights": info.n_weights,
+        "tokens": b * s,
+        "first_step_s": round(first, 2),
+        "steps_per_s": steps / dt,
+        "tokens_per_s": steps * b * s / dt,
+        "loss0": loss0,
+        "loss_last": last,
+        "peak_mib": peak,
+        "allocations_after_first": None,
+    }
+
+
+def run(label: str, fn: Callable[[], dict[str, Any]], **extra: Any) -> None:
+    try:
+        row = fn()
+    except Exception as e:  # noqa: BLE001 - a failed row is reported, the others still run
+        traceback.print_exc()
+        row = {"impl": extra.get("impl", "?"), "error": f"{type(e).__name__}: {str(e)[:200]}"}
+    row = {"model": label, **extra, **row}
+    ROWS.append(row)
+    print(json.dumps(row), flush=True)
+
+
+def markdown(device: str) -> str:
+    lines = [
+        f"### Training ({device}, {datetime.date.today().isoformat()}): one AdamW step",
+        "",
+        "| model | dtype | impl | steps/s | tokens/s | first step s | loss step 1 | "
+        "loss last | peak MiB |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in ROWS:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['dtype']} | {r['impl']} | {r['error']} |||||")
+            continue
+        peak = "" if r.get("peak_mib") is None else f"{r['peak_mib']:.0f}"
+        lines.append(
+            f"| {r['model']} | {r['dtype']} | {r['impl']} | {r['steps_per_s']:.2f} | "
+            f"{r['tokens_per_s']:,.0f} | {r['first_step_s']} | {r['loss0']:.4f} | "
+            f"{r['loss_last']:.4f} | {peak} |"
+        )
+    return "\n".join(lines)
+
+
+def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The rows to measure: per size and dtype, kinac, torch eager, and torch.compile where
+    cheap (the host's 1M; on the GPU only with --compile: it compiles for about a minute)."""
+    rows = []
+    for size in args.sizes.split(","):
+        big = size == "100m"
+        # the host's 100M step takes seconds: fewer steps there
+        steps, warm = (2, 1) if big and not args.gpu else (5, 1) if big else (20, 2)
+        for dt in args.dtypes.split(","):
+            base = dict(size=size, dtype=dt, steps=steps, warm=warm)
+            rows.append({**base, "impl": "kinac"})
+            rows.append({**base, "impl": "torch eager"})
+            if (args.compile if args.gpu else not big) and not args.no_compile:
+                rows.append({**base, "impl": "torch.compile"})
+    return rows
+
+
+def one_row(spec: dict[str, Any], device: str, cache: str) -> None:
+    """Measure one row in this process (the parent runs each row in a fresh process, so no
+    row sees another's threads, caches or memory pool)."""
+    size, dt, steps, warm = spec["size"], spec["dtype"], spec["steps"], spec["warm"]
+    label = f"decoder {size.upper()}"
+    if spec["impl"] == "kinac":
+        entry = f"decoder_{size}" + ("_bf16" if dt == "bf16" else "")
+        run(label, lambda: kinac_rows(entry, device, steps, warm, cache), dtype=dt, impl="kinac")
+    else:
+        compiled = spec["impl"] == "torch.compile"
+        run(
+            label,
+            lambda: torch_rows(f"decoder_{size}", device, dt == "bf16", compiled, steps, warm),
+            dtype=dt,
+            impl=spec["impl"],
+        )
+
+
+def main() -> int:
+    import subprocess
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--gpu", action="store_true", help="train on the GPU (needs CUDA)")
+    ap.add_argument("--out", default=None, help="write train_bench.md/.json here")
+    ap.add_argument("--sizes", default=None, help="1m, 100m or both (default: host both, GPU 100m)")
+    ap.add_argument(
+        "--dtypes", default=None, help="f32, bf16 or both (default: host f32, GPU both)"
+    )
+    ap.add_argument("--compile", action="store_true", help="torch.compile rows on the GPU too")
+    ap.add_argument("--no-compile", action="store_true", help="no torch.compile rows")
+    ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: measure one row, print it
+    ap.add_argument("--cache", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    device = "cuda" if args.gpu else "cpu"
+    if args.row:
+        one_row(json.loads(args.row), device, args.cache)
+        return 0
+    args.sizes = args.sizes or ("100m" if args.gpu else "1m,100m")
+    args.dtypes = args.dtypes or ("f32,bf16" if args.gpu else "f32")
+    cache = tempfile.mkdtemp(prefix="kinac-train-bench-")
+    for spec in plan(args):
+        cmd = [sys.executable, __file__, "--row", json.dumps(spec), "--cache", cache]
+        cmd += ["--gpu"] if args.gpu else []
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        got = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if got:
+            ROWS.append(json.loads(got[-1]))
+        else:
+            sys.stderr.write(proc.stderr[-3000:])
+            ROWS.append({"model": f"decoder {spec['size'].upper()}", "dtype": spec["dtype"],
+                         "impl": spec["impl"], "error": f"exit {proc.returncode}"})  # fmt: skip
+        print(json.dumps(ROWS[-1]), flush=True)
+    md = markdown(device)
+    print(md)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "train_bench.md").write_text(md + "\n")
+        (out / "train_bench.json").write_text(json.dumps(ROWS, indent=2) + "\n")
+    return 1 if any("error" in r for r in ROWS) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
