@@ -224,6 +224,14 @@ def test_link_ptx_one_header_declarations_once_clashes_refused() -> None:
         link_ptx([PTX_A, PTX_A.replace("ret;", "exit;")])
     with pytest.raises(ValueError, match="different targets"):
         link_ptx([PTX_A, ptx_b.replace("sm_90", "sm_80")])
+    helper = ".func (.param .b32 func_retval0) k_a_helper(\n\t.param .b32 x\n)\n{\n\tret;\n}\n"
+    smem = ".shared .align 16 .b8 smem_k_a[64];\n"
+    with_helper = PTX_A + helper + smem
+    assert link_ptx([with_helper, with_helper]) == link_ptx([with_helper])
+    with pytest.raises(ValueError, match="define k_a_helper differently"):
+        link_ptx([with_helper, PTX_A + helper.replace("ret;", "exit;")])
+    with pytest.raises(ValueError, match="define smem_k_a differently"):
+        link_ptx([with_helper, PTX_A + helper + smem.replace("64", "32")])
     empty = link_ptx([], "sm_90")
     assert ".target sm_90" in empty and ".entry" not in empty
 

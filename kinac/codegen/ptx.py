@@ -96,7 +96,7 @@ def compile_ptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
 
 _HEADER = re.compile(r"^\.(version|target|address_size)\b")
 _DEFINES = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)?\.(?:entry|func|global|shared|const)\b")
-_NAME = re.compile(r"([A-Za-z_$%][\w$]*)\s*(?:\(|\[|;|$)")
+_FUNCTION = re.compile(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
 
 
 def _top_level(ptx: str) -> tuple[list[str], list[str]]:
@@ -128,13 +128,16 @@ def _top_level(ptx: str) -> tuple[list[str], list[str]]:
 
 
 def _defined_name(item: str) -> str | None:
-    """The symbol a top-level PTX item defines (``None`` for a pure declaration)."""
+    """The symbol a top-level PTX item defines (``None`` for a pure declaration): a function
+    (after its return parameters, if any) or a variable (before its size and initialiser)."""
     first = next(line.strip() for line in item.splitlines() if not line.strip().startswith("//"))
     if first.startswith(".extern") or not _DEFINES.match(first):
         return None
-    head = first.split("(")[0] if ".entry" in first or ".func" in first else first
-    m = _NAME.findall(head.split("=")[0])
-    return m[-1] if m else None
+    m = _FUNCTION.search(first)
+    if m:
+        return m.group(1)
+    decl = re.sub(r"\[[^\]]*\]", "", re.split(r"[=;]", first)[0]).split()
+    return decl[-1] if decl else None
 
 
 def link_ptx(modules: Sequence[str], arch: str = "sm_90") -> str:
