@@ -126,20 +126,23 @@ def instrument_ir(
     """``llvm_ir`` with ``kinac_prof_mark(2i)`` before and ``(2i+1)`` after step ``i``'s call.
 
     The entry function calls its steps in order, each once: directly, or through
-    ``kinac_parallel`` with the step's ``__task``; a task body (which calls its kernel once
-    per chunk) and the exported ``kinac_call_`` wrapper are not the entry function. The
-    ``n``-th such call is step ``n`` (two steps may share one canonical kernel symbol).
+    ``kinac_parallel`` with the step's ``__task``; a task body calls its kernel once per chunk
+    and is not the entry function. The entry function is the one (not a task) that calls
+    steps: the ``kinac_call_`` wrapper itself when the entry was stitched from pieces
+    (:mod:`kinac.ir.host.stitch`), else the function that wrapper calls. The ``n``-th such
+    call is step ``n`` (two steps may share one canonical kernel symbol).
     ``launches`` receives each step's launch: ``pool xN`` (N tasks) or ``inline``.
     ``callees``: other symbols a step's call may name (an entry split into per-kernel objects
     calls its canonical kernels)."""
     names = set(steps) | set(callees)
+    lines = llvm_ir.splitlines()
+    entry_fn = _entry_function(lines, names)
     out, current, n = [], "", 0
-    for line in llvm_ir.splitlines():
+    for line in lines:
         m = _DEFINE.match(line)
         if m:
             current = m.group(1)
-        outside = current.endswith("__task") or current.startswith("kinac_call_")
-        if outside or not _calls_step(line, names):
+        if current != entry_fn or not _calls_step(line, names):
             out.append(line)
             continue
         if n >= len(steps):
@@ -155,6 +158,19 @@ def instrument_ir(
         raise ValueError(f"found {n} step calls in the entry function, expected {len(steps)}")
     out.append(f"declare void @{MARK}(i64)")
     return "\n".join(out) + "\n"
+
+
+def _entry_function(lines: list[str], names: set[str]) -> str:
+    """The function (not a ``__task``) with the most step calls: the one that runs them."""
+    counts: dict[str, int] = {}
+    current = ""
+    for line in lines:
+        m = _DEFINE.match(line)
+        if m:
+            current = m.group(1)
+        if current and not current.endswith("__task") and _calls_step(line, names):
+            counts[current] = counts.get(current, 0) + 1
+    return max(counts, key=lambda f: counts[f]) if counts else ""
 
 
 def _calls_step(line: str, names: set[str]) -> bool:
