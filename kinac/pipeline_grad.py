@@ -18,6 +18,7 @@ textually the forward's is compiled once.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kinac.diag.model import Diagnostic, Label, Span
@@ -133,7 +134,7 @@ def grad_entry_error(entry: EntryConfig, problem: str) -> Diagnostic:
     return Diagnostic(
         "K0155",
         "error",
-        f"entry `{entry.name}`: grad = {list(entry.grad)}: {problem}",
+        f"entry `{entry.name}`: grad = {json.dumps(list(entry.grad))}: {problem}",
         Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
         help="name float tensor parameters of a defn returning a scalar float (`-> f32`)",
     )

@@ -103,6 +103,12 @@ LAYERS = (
         ),
     ),
     Layer(
+        "kinac.grad",
+        "differentiation transforms the concrete graph (before sharding and lowering): it reads "
+        "the graph and the primitives' VJP rules and never lowers, generates code or runs",
+        forbidden=("kinac.ir", "kinac.codegen", "kinac.rt", "kinac.artifacts", "kinac.shard"),
+    ),
+    Layer(
         "kinac.tir",
         "the concrete graph and its reference evaluator sit below lowering and checking",
         forbidden=("kinac.check", "kinac.ir", "kinac.codegen", "kinac.rt"),
@@ -170,6 +176,7 @@ def test_stage_packages_use_only_the_codec_of_the_engine() -> None:
         "artifacts",
         "diag",
         "shard",
+        "grad",
     ):
         for mod in modules_of(f"kinac.{package}", KINAC_DIR):
             scan = index.scan(mod)
