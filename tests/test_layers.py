@@ -223,7 +223,12 @@ PLANTS = [
     ("kinac.rt", "kinac.rt.cuda.module", "from kinac.codegen import ptx\n", "kinac.codegen.ptx"),
     ("kinac.check", "kinac.check.fold", "from kinac.codegen import llvm\n", "kinac.codegen.llvm"),
     ("kinac.prims", "kinac.prims.defs", "import kinac.check.types as t\n", "kinac.check.types"),
-    ("kinac.grad", "kinac.grad.builder", "def _lazy():\n    import kinac.ir.from_graph\n", "kinac.ir"),
+    (
+        "kinac.grad",
+        "kinac.grad.builder",
+        "def _lazy():\n    import kinac.ir.from_graph\n",
+        "kinac.ir",
+    ),
 ]
 
 
