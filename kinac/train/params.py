@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from kinac.dtypes import FLOAT_DTYPES
 from kinac.errors import KinaUsageError
 
 DATA = ("tokens", "targets")
@@ -103,7 +104,7 @@ def _check_roles(entry: str, info: EntryInfo, result: Any) -> None:
     s = names.get(SCALE)
     if s is not None and (s.dtype != "f32" or s.shape != ()):
         problems.append(f"`{SCALE}` as a rank-0 f32 (the loss scale)")
-    bad = [p.name for p in info.weights if p.dtype not in ("f32", "f64", "bf16", "f16")]
+    bad = [p.name for p in info.weights if p.dtype not in FLOAT_DTYPES]
     if bad:
         problems.append(f"float weights only (not {', '.join(bad)})")
     if not info.weights:
