@@ -233,6 +233,9 @@ def main() -> int:
     )
     ap.add_argument("--compile", action="store_true", help="torch.compile rows on the GPU too")
     ap.add_argument("--no-compile", action="store_true", help="no torch.compile rows")
+    ap.add_argument(
+        "--row-timeout", type=float, default=600.0, help="seconds per row before it is stopped"
+    )
     ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: measure one row, print it
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -246,14 +249,22 @@ def main() -> int:
     for spec in plan(args):
         cmd = [sys.executable, __file__, "--row", json.dumps(spec), "--cache", cache]
         cmd += ["--gpu"] if args.gpu else []
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        failed = {"model": f"decoder {spec['size'].upper()}", "dtype": spec["dtype"],
+                  "impl": spec["impl"]}  # fmt: skip
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, check=False, timeout=args.row_timeout
+            )
+        except subprocess.TimeoutExpired:
+            ROWS.append({**failed, "error": f"over {args.row_timeout:.0f} s (stopped)"})
+            print(json.dumps(ROWS[-1]), flush=True)
+            continue
         got = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if got:
             ROWS.append(json.loads(got[-1]))
         else:
             sys.stderr.write(proc.stderr[-3000:])
-            ROWS.append({"model": f"decoder {spec['size'].upper()}", "dtype": spec["dtype"],
-                         "impl": spec["impl"], "error": f"exit {proc.returncode}"})  # fmt: skip
+            ROWS.append({**failed, "error": f"exit {proc.returncode}"})
         print(json.dumps(ROWS[-1]), flush=True)
     md = markdown(device)
     print(md)
