@@ -143,6 +143,8 @@ def max_rel_err(got: dict[str, Any], want: dict[str, Any]) -> float:
     worst = 0.0
     for n, w in want.items():
         g = torch.from_dlpack(got[n]) if not isinstance(got[n], torch.Tensor) else got[n]
+        if g.dtype in (torch.int16, torch.uint16):  # bf16 bit patterns (numpy has no bf16)
+            g = g.view(torch.bfloat16)
         g = g.to(device=w.device, dtype=torch.float64)
         w64 = w.to(torch.float64)
         worst = max(worst, float((g - w64).abs().max() / w64.abs().max()))

@@ -80,7 +80,7 @@ def torch_block(t: dict[str, object], H: int, KV: int) -> object:
     q = heads(a @ t["wq"], H)
     k = heads(a @ t["wk"], KV).repeat_interleave(H // KV, dim=1)
     v = heads(a @ t["wv"], KV).repeat_interleave(H // KV, dim=1)
-    mask = torch.triu(torch.full((S, S), float("-inf")), diagonal=1)
+    mask = torch.triu(torch.full((S, S), float("-inf"), dtype=x.dtype, device=x.device), diagonal=1)
     s = q @ k.transpose(-1, -2) * Dh**-0.5 + mask
     o = (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(B, S, D)
     h = x + o @ t["wo"]
@@ -159,6 +159,26 @@ def test_block_gradients_match_torch_and_repeat_bitwise(tmp_path: Path) -> None:
         return fn(H, KV, *xs)
 
     check_against_torch(call, names, arrays, BLOCK_W, lambda t: torch_block(t, H, KV))
+
+
+def test_block_gradients_in_bf16_keep_the_dtype(tmp_path: Path) -> None:
+    """bf16 weights get bf16 gradients, within bf16's precision of torch's bf16 autograd."""
+    import torch
+
+    ws = workspace(tmp_path, "transformer", BLOCK_LOSS)
+    fn = kinac.value_and_grad(ws, "block-loss", wrt=BLOCK_W, cache_dir=str(tmp_path / "cache"))
+    H, KV = 4, 2
+    t = {
+        k: torch.tensor(a).to(torch.bfloat16) for k, a in block_arrays(2, 16, 32, 48, H, KV).items()
+    }
+    value, grads = fn(H, KV, *[t[n] for n in block_names()])
+    ref = {k: x.clone().requires_grad_(k in BLOCK_W) for k, x in t.items()}
+    torch_block(ref, H, KV).backward()  # type: ignore[attr-defined]
+    for n in BLOCK_W:
+        bits = np.asarray(grads[n])
+        assert bits.dtype == np.uint16 and bits.shape == tuple(t[n].shape)  # bf16 bit patterns
+        got = torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16).float().numpy()
+        assert rel_err(got, ref[n].grad.float().numpy()) <= 2e-2, n
 
 
 def _no_cuda() -> bool:
