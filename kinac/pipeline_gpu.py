@@ -27,21 +27,30 @@ from kinac.rules import Database, query
 def gpu_lowered(db: Database, key: EntryKey) -> Any:
     """The entry lowered for the GPU: cuBLAS calls and launch plan, its distinct kernels
     (``kernels``, each lowered by ``gpu_kernel_llvm``) and their LLVM module (``llvm_ir``)."""
-    from kinac.ice import in_kernel
-    from kinac.ir.gpu.pipeline import assemble_entry, split_graph_gpu
-    from kinac.pipeline import _internal_errors, entry_graph
+    from kinac.pipeline import entry_graph
 
     spec = entry_graph(db, key)
     if spec.graph is None:
         return None
-    with _internal_errors(key, "GPU lowering"):
-        split = split_graph_gpu(spec.graph)
+    return lower_graph(db, spec.graph, key, "GPU lowering")
+
+
+def lower_graph(db: Database, graph: Any, key: EntryKey, stage: str) -> Any:
+    """``graph`` lowered for the GPU through the per-kernel queries (``gpu_lowered``'s body; the
+    gradient queries of :mod:`kinac.pipeline_grad` call it too). Failures are internal errors
+    of ``key``'s entry at ``stage``."""
+    from kinac.ice import in_kernel
+    from kinac.ir.gpu.pipeline import assemble_entry, split_graph_gpu
+    from kinac.pipeline import _internal_errors
+
+    with _internal_errors(key, stage):
+        split = split_graph_gpu(graph)
         codes: dict[str, Any] = {}
         for p in split.steps:  # a kernel's failure is reported as its entry's, at its step
             if p.kernel is not None and p.kernel.symbol not in codes:
                 with in_kernel(p.step.sym):
                     codes[p.kernel.symbol] = gpu_kernel_llvm(db, p.kernel)
-        return assemble_entry(spec.graph, split, codes)
+        return assemble_entry(graph, split, codes)
 
 
 @query("gpu_kernel_llvm", stage="lower", tools=("xdsl",))
@@ -68,19 +77,24 @@ def gpu_kernel_ptx(db: Database, key: tuple[Any, str]) -> str:
 def ptx(db: Database, key: EntryKey) -> str | None:
     """PTX for the target's GPU architecture: the entry's distinct kernels, each compiled by
     ``gpu_kernel_ptx``, linked into one module (one driver JIT per entry, as before)."""
+    lo = gpu_lowered(db, key)
+    if lo is None:
+        return None
+    return link_lowered(db, lo, key, "PTX generation (LLVM NVPTX)")
+
+
+def link_lowered(db: Database, lo: Any, key: EntryKey, stage: str) -> str:
+    """The PTX of a GPU lowering ``lo`` (``ptx``'s body; the gradient queries call it too)."""
     from kinac.codegen.ptx import link_ptx
     from kinac.ice import in_kernel
     from kinac.pipeline import _internal_errors, target
 
-    lo = gpu_lowered(db, key)
-    if lo is None:
-        return None
     arch = target(db, ()).arch
     first: dict[str, str] = {}  # each function's first step, which an error names
     for s in lo.steps:
         for ln in s.launches:
             first.setdefault(ln.function, s.sym)
-    with _internal_errors(key, "PTX generation (LLVM NVPTX)"):
+    with _internal_errors(key, stage):
         parts = []
         for k in lo.kernels:
             step = first.get(k.symbol) or first.get(f"{k.symbol}_0") or k.symbol  # concat parts

@@ -28,7 +28,6 @@ from kinac.pipeline import (
     host_kernel_llvm,
     host_kernel_object,
     host_target,
-    target,
 )
 from kinac.pipeline_support import EntryKey
 from kinac.rules import Database, query
@@ -107,26 +106,25 @@ def grad_object_code(db: Database, key: GradKey) -> tuple[bytes, ...] | None:
 
 @query("grad_gpu_lowered", stage="lower", tools=("xdsl",))
 def grad_gpu_lowered(db: Database, key: GradKey) -> Any:
-    """The gradient graph lowered for the GPU (launch plan, cuBLAS calls, NVPTX LLVM IR)."""
-    from kinac.ir.gpu.pipeline import lower_graph_gpu
+    """The gradient graph lowered for the GPU, its kernels through the shared per-kernel
+    queries (``gpu_kernel_llvm``): :func:`kinac.pipeline_gpu.lower_graph`."""
+    from kinac.pipeline_gpu import lower_graph
 
     spec = grad_graph(db, key)
     if spec.graph is None:
         return None
-    with _internal_errors(key[0], "GPU lowering of the gradient"):
-        return lower_graph_gpu(spec.graph)
+    return lower_graph(db, spec.graph, key[0], "GPU lowering of the gradient")
 
 
 @query("grad_ptx", stage="codegen", tools=("llvmlite",))
 def grad_ptx(db: Database, key: GradKey) -> str | None:
-    """PTX of the gradient graph for the target's architecture."""
-    from kinac.codegen.ptx import compile_ptx
+    """PTX of the gradient graph: its distinct kernels (``gpu_kernel_ptx``), linked."""
+    from kinac.pipeline_gpu import link_lowered
 
     lo = grad_gpu_lowered(db, key)
     if lo is None:
         return None
-    with _internal_errors(key[0], "PTX generation of the gradient (LLVM NVPTX)"):
-        return compile_ptx(lo.llvm_ir, target(db, ()).arch)
+    return link_lowered(db, lo, key[0], "PTX generation of the gradient (LLVM NVPTX)")
 
 
 def grad_entry_error(entry: EntryConfig, problem: str) -> Diagnostic:
