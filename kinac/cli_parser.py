@@ -225,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="loss scaling of a mixed-precision entry (default: dynamic for f16, 1 otherwise)",
     )
     p.add_argument("--target", choices=["cpu", "cuda"], help="where to train (default cpu)")
+    p.add_argument(
+        "--simulate",
+        type=_count(1),
+        metavar="N",
+        help="data-parallel on N simulated devices (threads): each computes the gradients of "
+        "B/N sequences, then they are all-reduced",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per step on stdout")
     p.add_argument("--save", metavar="FILE", help="save the trained weights to a .npz file")
     _add_common(p)

@@ -32,11 +32,6 @@ def run(args: argparse.Namespace) -> int:
 
     from kinac.train.trainer import StepResult, Trainer
 
-    if getattr(args, "simulate", None):
-        raise KinaUsageError(
-            "--simulate is not wired into training yet: it needs the sharded runtime "
-            "(kinac/rt/comm, kinac/pipeline_shard.py) to run value_and_grad per device"
-        )
     if not Path(args.path).is_dir():
         print(f"kinac: error: {args.path} is not a workspace directory", file=sys.stderr)
         return EXIT_USAGE
@@ -50,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         optimizer=args.optimizer,
         weight_decay=args.weight_decay,
         loss_scale=_loss_scale(args.loss_scale),
+        simulate=args.simulate,
         cache_dir=args.cache_dir,
         no_cache=args.no_cache,
     )
@@ -62,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
             "tokens_per_step": trainer.tokens_per_step,
             "target": trainer.target,
             "seed": args.seed,
+            "simulate": args.simulate,
         }
         print(json.dumps(head), flush=True)
         for r in trainer.steps(args.steps):

@@ -67,6 +67,7 @@ class Trainer:
         weight_decay: float = 0.0,
         loss_scale: str | float | None = None,
         growth_interval: int = 2000,
+        simulate: int | None = None,
         **options: Any,
     ) -> None:
         from kinac.api_grad import value_and_grad
@@ -80,9 +81,19 @@ class Trainer:
         self.workspace, self.entry, self.seed, self.target = str(workspace), entry, seed, target
         self.info: EntryInfo = entry_info(self.workspace, entry, target=target, **options)
         self.names = tuple(p.name for p in self.info.weights)
-        self.vg = value_and_grad(
-            self.workspace, entry, wrt=list(self.names), target=target, **options
-        )
+        self.parallel: Any = None
+        if simulate is not None:
+            if target != "cpu":
+                raise KinaUsageError(
+                    "--simulate runs on the host's device simulator: drop --target cuda"
+                )
+            from kinac.train.parallel import DataParallel
+
+            self.parallel = DataParallel(self.workspace, entry, self.info, simulate, **options)
+        else:
+            self.vg = value_and_grad(
+                self.workspace, entry, wrt=list(self.names), target=target, **options
+            )
         kw: dict[str, Any] = {"lr": lr, "weight_decay": weight_decay}
         self.opt = OPTIMIZERS[optimizer](
             init_weights(self.info, seed), target=target, **kw, **options
@@ -134,6 +145,8 @@ class Trainer:
 
         from kinac.train.optim import specialised
 
+        if self.parallel is not None:
+            return self.parallel(args)  # type: ignore[no-any-return]
         if self._entry is None:
             dims = {d: self.info.dims[d] for d in self.info.dim_params}
             self._entry = specialised(self.vg, args, dims)
