@@ -125,11 +125,11 @@ KINA_SOURCE = """\
 
 def wall_ms(fn: Callable[[], Any], n: int, sync_each: bool) -> float:
     """Host wall time per call: a sync after each call, or ``n`` calls then one sync
-    (pipelined); median of 5 rounds."""
+    (pipelined); median of 3 rounds."""
     import torch
 
     times = []
-    for _ in range(5):
+    for _ in range(3):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(n):
@@ -155,7 +155,7 @@ def api_row(dtype: str, b: int, s: int, q: Any, k: Any, v: Any, sdpa: Callable[[
     torch.cuda.synchronize()
     row["first_call_s"] = time.perf_counter() - t0
     row["err"] = rel_err(out[0, heads], ref)
-    n = max(3, min(50, int(200 / max(0.05, time_ms(sdpa, 3, 3)))))
+    n = max(3, min(20, int(60 / max(0.05, time_ms(sdpa, 3, 3)))))
     for name, fn in (("kinac", lambda: f(q, k, v)), ("sdpa", sdpa)):
         row[f"{name}_sync_ms"] = wall_ms(fn, n, True)
         row[f"{name}_pipe_ms"] = wall_ms(fn, n, False)
@@ -188,6 +188,14 @@ def bench_shape(dtype: str, b: int, s: int, cands: tuple[AttnTiles, ...], rows: 
     sdpa_err = rel_err(so[0, heads], ref)
     sdpa_ms = time_ms(sdpa)
     del so
+    flash_ms = None
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            flash_ms = time_ms(sdpa)
+    except Exception:  # noqa: BLE001 - the flash backend may refuse (GQA, build): no column
+        flash_ms = None
     try:
         api.append(api_row(dtype, b, s, q, k, v, sdpa, ref, heads, src))
     except Exception:  # noqa: BLE001
@@ -196,7 +204,7 @@ def bench_shape(dtype: str, b: int, s: int, cands: tuple[AttnTiles, ...], rows: 
     for t in cands:
         p = bhsd_params(dtype, b, HEADS, KV_HEADS, s, HEAD_DIM, True, t)
         row: dict[str, Any] = {"dtype": dtype, "B": b, "S": s, "tiles": f"{t.block_m}x{t.block_n}",
-                               "sdpa_ms": sdpa_ms, "sdpa_err": sdpa_err}  # fmt: skip
+                               "sdpa_ms": sdpa_ms, "sdpa_err": sdpa_err, "flash_ms": flash_ms}  # fmt: skip
         try:
             run = KernelRun(p)
             o = torch.full_like(q, float("nan"))
@@ -215,28 +223,10 @@ def bench_shape(dtype: str, b: int, s: int, cands: tuple[AttnTiles, ...], rows: 
         print(json.dumps(row), flush=True)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--gpu", action="store_true")
-    ap.add_argument("--out", default="gpu-out")
-    ap.add_argument("--quick", action="store_true", help="one size, the fixed tiles only")
-    a = ap.parse_args()
+def report(rows: list[dict[str, Any]], api: list[dict[str, Any]], out: Path) -> int:
+    """Write the tables (after every shape: a run cut short still leaves its numbers)."""
     import torch
 
-    from kinac.ir.gpu.attention import TILE_CANDIDATES, fixed_tiles
-
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    api: list[dict[str, Any]] = []
-    src = out / "gqa.kina"
-    src.write_text(KINA_SOURCE)
-    sizes = SIZES[:1] if a.quick else SIZES
-    for dtype in ("bf16", "f16"):
-        for b, s in sizes:
-            cands = (fixed_tiles(HEAD_DIM),) if a.quick else TILE_CANDIDATES[HEAD_DIM]
-            bench_shape(dtype, b, s, cands, rows, api, src)
-            torch.cuda.empty_cache()
     best: dict[str, dict[str, Any]] = {}
     for r in rows:
         if "ms" not in r or r["err"] > 1e-2:
@@ -246,16 +236,20 @@ def main() -> int:
             best[key] = r
     lines = [
         f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; causal GQA H{HEADS} "
-        f"KV{KV_HEADS} D{HEAD_DIM}; best tile choice per shape",
+        f"KV{KV_HEADS} D{HEAD_DIM}; kernel times by CUDA events, best tile choice per shape; "
+        "SDPA: its own choice of kernel; SDPA flash: the flash backend forced",
         "",
         "| shape | tiles | kinac ms | kinac TFLOP/s | SDPA ms | SDPA TFLOP/s | kinac/SDPA "
-        "| err kinac | err SDPA |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| SDPA flash ms | kinac/flash | err kinac | err SDPA |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, r in best.items():
+        fl = r.get("flash_ms")
+        fls = f"{fl:.3f} | {r['ms'] / fl:.2f}x" if fl else "- | -"
         lines.append(
             f"| {key} | {r['tiles']} | {r['ms']:.3f} | {r['tflops']:.0f} | {r['sdpa_ms']:.3f} "
-            f"| {r['sdpa_tflops']:.0f} | {r['ratio']:.2f}x | {r['err']:.1e} | {r['sdpa_err']:.1e} |"
+            f"| {r['sdpa_tflops']:.0f} | {r['ratio']:.2f}x | {fls} | {r['err']:.1e} "
+            f"| {r['sdpa_err']:.1e} |"
         )
     lines += [
         "",
@@ -277,13 +271,49 @@ def main() -> int:
             f"| {r['tflops_pipe']:.0f} | {r['err']:.1e} | {r['first_call_s']:.1f} |"
         )
     text = "\n".join(lines)
-    print(text)
     (out / "attention_bench.md").write_text(text + "\n")
     (out / "attention_bench.json").write_text(json.dumps({"kernel": rows, "api": api}, indent=1))
     tiles = {k: r["tiles"] for k, r in best.items()}
     (out / "attention_tiles.json").write_text(json.dumps(tiles, indent=1))
     bad = [r for r in rows + api if "error" in r or r.get("err", 1) > 1e-2]
     return 1 if bad else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--out", default="gpu-out")
+    ap.add_argument("--quick", action="store_true", help="one size, the chosen tiles only")
+    ap.add_argument("--all-tiles", action="store_true", help="every tile candidate per shape")
+    a = ap.parse_args()
+    import torch
+
+    from kinac.ir.gpu.attention import TILE_CANDIDATES, choose_tiles
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    api: list[dict[str, Any]] = []
+    src = out / "gqa.kina"
+    src.write_text(KINA_SOURCE)
+    sizes = SIZES[:1] if a.quick else SIZES
+    t0 = time.perf_counter()
+    rc = 0
+    for dtype in ("bf16", "f16"):
+        for b, s in sizes:
+            chosen = choose_tiles(HEAD_DIM, s, s)
+            if a.all_tiles:
+                cands = TILE_CANDIDATES[HEAD_DIM]
+            elif a.quick:
+                cands = (chosen,)
+            else:  # the choice and the runner-up of the sweeps (docs/gpu.md)
+                cands = (chosen, *(t for t in TILE_CANDIDATES[HEAD_DIM][:2] if t != chosen))
+            bench_shape(dtype, b, s, cands, rows, api, src)
+            torch.cuda.empty_cache()
+            rc = report(rows, api, out)
+            print(f"[{time.perf_counter() - t0:.0f} s] {dtype} B{b} S{s} done", flush=True)
+    print((out / "attention_bench.md").read_text())
+    return rc
 
 
 if __name__ == "__main__":
