@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -421,3 +422,42 @@ def test_random_programs_match_torch_autograd(prog: tuple[Graph, tuple[str, ...]
         # f32 rounding is that of its O(0.1) terms
         scale = max(0.1, float(np.max(np.abs(want))))
         assert float(np.max(np.abs(got - want))) <= 1e-5 * scale, (w, got, want)
+
+
+EMBED = """(defn emb-loss [(table : (tensor f32 [V D])) (idx : (tensor i32 [N]))
+                (w : (tensor f32 [N D]))] -> f32
+  (sum (reshape (mul (gather table idx) w) [(* N D)]) :axis 0))
+"""
+
+
+def _no_cuda() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_no_cuda(), reason="no CUDA GPU with PyTorch")
+def test_embedding_gradient_on_the_gpu_is_an_ordered_scatter_add(tmp_path: Path) -> None:
+    """Gather's VJP on the GPU: rows added in index order (bitwise numpy's ``add.at``), the
+    same bits on a second run (no atomics)."""
+    import torch
+
+    import kinac
+
+    path = tmp_path / "emb.kina"
+    path.write_text(EMBED)
+    fn = kinac.value_and_grad(path, "emb-loss", wrt=["table"], target="cuda", no_cache=True)
+    rng = np.random.default_rng(11)
+    v, d, n = 1000, 64, 4096
+    table = rng.standard_normal((v, d)).astype(np.float32)
+    idx = rng.integers(0, 50, size=n).astype(np.int32)  # many repeats per row
+    w = rng.standard_normal((n, d)).astype(np.float32)
+    args = [torch.tensor(a, device="cuda") for a in (table, idx, w)]
+    _, grads = fn(*args)
+    got = torch.from_dlpack(grads["table"]).cpu().numpy()
+    want = np.zeros_like(table)
+    np.add.at(want, idx, w)
+    np.testing.assert_array_equal(got, want)
+    _, again = fn(*args)
+    assert torch.from_dlpack(again["table"]).cpu().numpy().tobytes() == got.tobytes()
