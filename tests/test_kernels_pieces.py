@@ -95,6 +95,20 @@ def _runs_like_the_whole_module(g: Graph, lo: Any) -> None:
     )
 
 
+def test_repeated_and_param_outputs_are_each_written() -> None:
+    """An entry returning one value twice and a param: each output buffer gets its copy (the
+    stitched plan once gave the first copy an arena slot and left ``out0`` unwritten)."""
+    from kinac.ir.host.kernels import split_graph
+
+    g = GraphBuilder("outs")
+    y = g.param("y", "f32", (4, 8))
+    t = g.unary("tanh", y)
+    graph = g.build(t, t, y)
+    lo = split_graph(graph)
+    assert [s.writes for s in lo.steps] == ["out0", "out1", "out2"]
+    _runs_like_the_whole_module(graph, lo)
+
+
 def test_a_cut_that_would_change_fusion_is_not_taken() -> None:
     """A value read once by elementwise code is recomputed in its reader, so no cut may
     separate them; read twice (or by a matmul) it has its own buffer, and the cut is safe.

@@ -137,6 +137,7 @@ def stitch(
     nparams = len(graph.params)
     value_of: dict[int, int] = {i: i for i in range(nparams)}  # entry node -> value
     ks: list[PieceKernel] = []
+    finals: list[int] = []
     results: list[int] = []
     reads: list[tuple[int, ...]] = []
     for (ins, outs), lp in zip(pieces, lowered, strict=True):
@@ -148,9 +149,10 @@ def stitch(
             ks.append(pk)
         for o, r in zip(outs, lp.outputs, strict=True):
             value_of[o] = local[r]
+        finals = [local[r] for r in lp.outputs]  # the last piece's: the entry's, in order
     where: dict[int, tuple[str, int]] = {i: ("param", i) for i in range(nparams)}
-    for j, o in enumerate(graph.outputs):
-        where[value_of[o]] = ("out", j)
+    for j, v in enumerate(finals):  # a repeated output is a copy: each has its own value
+        where[v] = ("out", j)
     sizes = {v: _nbytes(k.dtype, k.shape) for v, k in zip(results, ks, strict=True)}
     arena = max(first_fit(results, reads, where, sizes.__getitem__, ALIGN), ALIGN)
 
