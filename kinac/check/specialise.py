@@ -304,7 +304,9 @@ class _Emitter:
         k, off = len(args), len(self.nodes) - len(args)
         nodes = self.nodes
         for n in frag.nodes:
-            nodes.append(Node(n.op, tuple(args[x] if x < k else x + off for x in n.args), n.attrs, n.type))
+            nodes.append(
+                Node(n.op, tuple(args[x] if x < k else x + off for x in n.args), n.attrs, n.type)
+            )
         return args[frag.result] if frag.result < k else frag.result + off
 
     def check_call(
