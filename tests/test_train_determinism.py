@@ -45,3 +45,18 @@ def test_gpu_training_is_bitwise_deterministic(tmp_path_factory: pytest.TempPath
     first, second = _run(7, "cuda", cache), _run(7, "cuda", cache)
     _same(first, second)
     assert first[0][-1] < first[0][0]
+
+
+def test_without_donation_the_same_bits() -> None:
+    """The GPU's way (each call returns new arrays: no ``out=``, no ping-pong), run on the
+    host, gives the donated run's losses and weights bit for bit (f32, and f16 with the
+    scaler's unscale and checks)."""
+    for entry in ("decoder_1m", "decoder_1m_f16"):
+        a = Trainer(DECODER, entry, seed=5, cache_dir=CACHE)
+        b = Trainer(DECODER, entry, seed=5, cache_dir=CACHE, donate=False)
+        ra, rb = a.run(3), b.run(3)
+        assert [r.loss for r in ra] == [r.loss for r in rb]
+        assert [r.skipped for r in ra] == [r.skipped for r in rb]
+        for k, v in a.weights.items():
+            assert v.tobytes() == to_numpy(b.weights[k]).tobytes(), (entry, k)
+        assert b.allocations_per_step[1] > 0  # it did allocate: the other path ran

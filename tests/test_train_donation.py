@@ -49,3 +49,18 @@ def test_bad_out_arrays_are_refused(sgd_param: object) -> None:
         entry(p, buf, lr, out=(np.empty_like(p), np.empty_like(p)))
     with pytest.raises(KinaRuntimeError, match="C-contiguous"):
         entry(p, buf, lr, out=(np.empty((4, 3), np.float32).T,))
+
+
+def test_device_tensors_are_typed_through_a_stub(sgd_param: object) -> None:
+    """kinac's own runtime tensors (a GPU call's outputs) bind a specialisation through a
+    zero-memory numpy stand-in of their dtype and shape (the API cannot read their dtype)."""
+    from kinac.rt.cuda.tensor import Tensor
+    from kinac.train.optim import specialised, type_stub
+
+    p = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = Tensor.host(p)
+    stub = type_stub(t)
+    assert stub.dtype == np.float32 and stub.shape == (3, 4) and stub.base.nbytes == 4
+    assert type_stub(p) is p
+    entry = specialised(sgd_param, (t, p, np.float32(1.0)), {})
+    np.testing.assert_array_equal(entry(p, p, np.float32(1.0)), np.zeros((3, 4), np.float32))

@@ -30,16 +30,17 @@ class LossScaler:
         backoff: float = 0.5,
         growth_interval: int = 2000,
         target: str = "cpu",
+        donate: bool | None = None,
         **options: Any,
     ) -> None:
         self.scale = float(init_scale)
         self.growth, self.backoff, self.growth_interval = growth, backoff, int(growth_interval)
         self.clean_steps = 0
         self.skipped = 0
-        self.host = target == "cpu"
-        self._unscale = KinaFn("unscale", target, options, AMP_KINA)
+        self.host = target == "cpu" if donate is None else donate  # results into own buffers
+        self._unscale = KinaFn("unscale", target, options, AMP_KINA, self.host)
         self._nonfinite = {
-            r: KinaFn(n, target, options, AMP_KINA)
+            r: KinaFn(n, target, options, AMP_KINA, self.host)
             for r, n in ((0, "nonfinite-0"), (1, "nonfinite"), (2, "nonfinite-2"))
             + ((3, "nonfinite-3"), (4, "nonfinite-4"))
         }

@@ -61,19 +61,24 @@ class KinaFn:
     plainly on a GPU; its specialisations are keyed by the caller (one per parameter)."""
 
     def __init__(
-        self, name: str, target: str, options: dict[str, Any], path: Path = OPTIM_KINA
+        self,
+        name: str,
+        target: str,
+        options: dict[str, Any],
+        path: Path = OPTIM_KINA,
+        donate: bool | None = None,
     ) -> None:
         from kinac.api import compile as compile_defn
 
         self.fn = compile_defn(path, name, target=target, **options)
-        self.host = target == "cpu"
+        self.donate = target == "cpu" if donate is None else donate
         self._entries: dict[str, Any] = {}
 
     def __call__(self, key: str, args: tuple[Any, ...], out: Any) -> Any:
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = specialised(self.fn, args, {})
-        if not self.host:
+        if not self.donate:
             return entry(*args)
         return entry(*args, out=(out,))
 
@@ -90,20 +95,25 @@ class Optimizer:
         *,
         lr: float,
         target: str = "cpu",
+        donate: bool | None = None,
         **options: Any,
     ) -> None:
+        """``donate`` (default: on the host) writes every result into a buffer the optimizer
+        holds; without it each call returns a new array (the GPU's way, testable on the host)."""
         import numpy as np
 
         self.lr = float(lr)
         self.t = 0
         self.target = target
-        self._fns = {n: KinaFn(n, target, options) for n in self.defns}
+        host = self.donate = target == "cpu" if donate is None else donate
+        if host and target != "cpu":
+            raise KinaUsageError("buffer donation is a host runtime feature (target cpu)")
+        self._fns = {n: KinaFn(n, target, options, donate=host) for n in self.defns}
         self._np = {k: np.dtype(np.asarray(to_numpy(v)).dtype) for k, v in params.items()}
         for k, dt in self._np.items():
             if dt not in (np.float32, np.float64):
                 raise KinaUsageError(f"parameter `{k}` is {dt}: optimizers update f32 or f64")
-        host = target == "cpu"
-        # two buffers per tensor on the host (ping-pong), one on a GPU (the calls allocate)
+        # two buffers per tensor when donating (ping-pong), else one (the calls allocate)
         self._bufs: dict[str, list[Any]] = {}
         for k, v in params.items():
             v = np.ascontiguousarray(to_numpy(v)) if host else v
@@ -148,7 +158,7 @@ class Optimizer:
         self.t += 1
         for k in self._np:
             self._update(k, grads[k])
-        if self.target == "cpu":
+        if self.donate:
             self._cur = 1 - self._cur
 
     def _update(self, k: str, g: Any) -> None:

@@ -68,6 +68,7 @@ class Trainer:
         loss_scale: str | float | None = None,
         growth_interval: int = 2000,
         simulate: int | None = None,
+        donate: bool | None = None,
         **options: Any,
     ) -> None:
         from kinac.api_grad import value_and_grad
@@ -95,8 +96,9 @@ class Trainer:
                 self.workspace, entry, wrt=list(self.names), target=target, **options
             )
         kw: dict[str, Any] = {"lr": lr, "weight_decay": weight_decay}
+        self.donate = target == "cpu" if donate is None else donate
         self.opt = OPTIMIZERS[optimizer](
-            init_weights(self.info, seed), target=target, **kw, **options
+            init_weights(self.info, seed), target=target, donate=self.donate, **kw, **options
         )
         if loss_scale is None:
             loss_scale = "dynamic" if self.info.f16 else 1.0
@@ -108,7 +110,9 @@ class Trainer:
         self.scaler: LossScaler | None = None
         self.fixed_scale = 1.0
         if self.info.amp and loss_scale == "dynamic":
-            self.scaler = LossScaler(growth_interval=growth_interval, target=target, **options)
+            self.scaler = LossScaler(
+                growth_interval=growth_interval, target=target, donate=self.donate, **options
+            )
         elif isinstance(loss_scale, int | float):
             self.fixed_scale = float(loss_scale)
         self.step_count = 0
@@ -150,7 +154,7 @@ class Trainer:
         if self._entry is None:
             dims = {d: self.info.dims[d] for d in self.info.dim_params}
             self._entry = specialised(self.vg, args, dims)
-            if self.target == "cpu":
+            if self.donate:
                 from kinac.rt.host.arrays import NP_DTYPES
 
                 lw = self._entry.entry.lowered
