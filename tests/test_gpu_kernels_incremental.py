@@ -96,6 +96,12 @@ def test_identical_kernels_compile_once_and_an_edit_recompiles_exactly_the_chang
     _, clean = build(ws, None)
     assert clean == after  # lowering, linked PTX and every kernel's PTX, byte for byte
 
+    # undo the edit: every kernel is in the cache, none recompiles, the PTX is the first's
+    (ws / "model.kina").write_text(sc.model_source(3, edited=False))
+    sess3, undone = build(ws, cache)
+    assert not ran(sess3, "gpu_kernel_llvm") and not ran(sess3, "gpu_kernel_ptx")
+    assert undone == before
+
 
 def test_random_wiring_edits_match_clean_builds(tmp_path: Path) -> None:
     """Random edits to a 3-layer model: every incremental cuda build (one long-lived session
