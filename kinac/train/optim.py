@@ -1,10 +1,12 @@
 """Optimizers: the update formulas live in Kina (``std/optim.kina``); this drives them.
 
 An optimizer owns its parameters and their state. Each step calls the state updates, then the
-parameter update, one compiled defn call per tensor (a Kina defn has one result). On the host
-every call writes into a buffer the optimizer already holds (``HostEntry(..., out=...)``):
-each tensor has two buffers, the step reads one and writes the other (ping-pong), so after
-the first step a step allocates nothing (``kinac.rt.host.OUTPUT_STATS``). Writing a parameter
+parameter update (a Kina defn has one result). On the host the parameters of one dtype, their
+gradients and each state live in flat buffers (every parameter is a view of a slice), so a
+step is one call per defn over all the weights, and every call writes into a buffer the
+optimizer already holds (``HostEntry(..., out=...)``): each flat buffer has two copies, the
+step reads one and writes the other (ping-pong), so after the first step a step allocates
+nothing (``kinac.rt.host.OUTPUT_STATS``). On a GPU there is one call per parameter. Writing a parameter
 over itself would need the lowering to allow an output to alias an input; ping-pong costs one
 extra copy of the parameters and state in memory instead. On a GPU the calls return new
 tensors from the runtime's caching pool.
@@ -15,6 +17,7 @@ learning-rate schedule or a new step never recompiles.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -113,30 +116,71 @@ class Optimizer:
         for k, dt in self._np.items():
             if dt not in (np.float32, np.float64):
                 raise KinaUsageError(f"parameter `{k}` is {dt}: optimizers update f32 or f64")
-        # two buffers per tensor when donating (ping-pong), else one (the calls allocate)
+        # What one update call covers (a "unit"), its dtype, and its buffers (``_bufs[unit]``,
+        # ``_bufs[unit.state]``). Donating: one unit per dtype, whose buffers are flat (every
+        # parameter of that dtype is a view of a slice of them), two of each (ping-pong), so
+        # a step is a few calls over all the weights. Otherwise one unit per parameter, one
+        # buffer each (the calls allocate).
+        self._unit_dt: dict[str, Any] = {}
+        self._members: dict[str, list[tuple[str, int, tuple[int, ...]]]] = {}
         self._bufs: dict[str, list[Any]] = {}
-        for k, v in params.items():
-            v = np.ascontiguousarray(to_numpy(v)) if host else v
-            self._bufs[k] = [v, np.empty_like(v)] if host else [v]
-            for s in self.state_names:
-                z = np.zeros(tuple(v.shape), self._np[k])
-                self._bufs[f"{k}.{s}"] = [z, np.empty_like(z)] if host else [z]
+        self._grad: dict[str, Any] = {}
+        if host:
+            for k, dt in self._np.items():
+                unit = f"flat.{dt.name}"
+                self._unit_dt[unit] = dt
+                members = self._members.setdefault(unit, [])
+                off = members[-1][1] + math.prod(members[-1][2]) if members else 0
+                members.append((k, off, tuple(np.shape(to_numpy(params[k])))))
+            for unit, members in self._members.items():
+                n = members[-1][1] + math.prod(members[-1][2])
+                dt = self._unit_dt[unit]
+                self._bufs[unit] = [np.empty(n, dt), np.empty(n, dt)]
+                for k, off, shape in members:
+                    size = math.prod(shape)
+                    self._bufs[unit][0][off : off + size] = to_numpy(params[k]).reshape(-1)
+                for st in self.state_names:
+                    self._bufs[f"{unit}.{st}"] = [np.zeros(n, dt), np.empty(n, dt)]
+                self._grad[unit] = np.zeros(n, dt)
+        else:
+            for k, v in params.items():
+                self._unit_dt[k] = self._np[k]
+                self._bufs[k] = [v]
+                for st in self.state_names:
+                    self._bufs[f"{k}.{st}"] = [np.zeros(tuple(v.shape), self._np[k])]
         self._cur = 0
+
+    def _views(self, flats: dict[str, Any]) -> dict[str, Any]:
+        """Each parameter's view of its unit's flat buffer ``flats[unit]``."""
+        return {
+            k: flats[unit][off : off + math.prod(shape)].reshape(shape)
+            for unit, members in self._members.items()
+            for k, off, shape in members
+        }
 
     @property
     def params(self) -> dict[str, Any]:
-        """The current parameters (on the host, buffers that the next step overwrites only
-        after one more: copy what you keep)."""
-        return {k: self._bufs[k][self._cur] for k in self._np}
+        """The current parameters (when donating, views of buffers that the step after next
+        overwrites: copy what you keep)."""
+        if self.donate:
+            return self._views({u: self._bufs[u][self._cur] for u in self._members})
+        return {k: self._bufs[k][0] for k in self._np}
 
     def state(self, name: str) -> dict[str, Any]:
         """The current value of state ``name`` (``m``, ``v``, ``buf``) of each parameter."""
-        return {k: self._bufs[f"{k}.{name}"][self._cur] for k in self._np}
+        if self.donate:
+            return self._views({u: self._bufs[f"{u}.{name}"][self._cur] for u in self._members})
+        return {k: self._bufs[f"{k}.{name}"][0] for k in self._np}
 
-    def _scalar(self, k: str, x: float) -> Any:
+    def grad_buffers(self) -> dict[str, Any] | None:
+        """When donating: where each gradient should be written (views of the flat gradient
+        buffer: a loss-and-gradient call given these as ``out`` costs the step no copy)."""
+        return self._views(self._grad) if self.donate else None
+
+    def _scalar(self, unit: str, x: float) -> Any:
         import numpy as np
 
-        return np.asarray(x, dtype=self._np[k])
+        return np.asarray(x, dtype=self._unit_dt[unit])
 
     def _io(self, name: str) -> tuple[Any, Any]:
         """The current buffer of ``name`` and the one its update writes (None on a GPU)."""
@@ -156,10 +200,21 @@ class Optimizer:
         if missing:
             raise KinaUsageError(f"no gradient for {', '.join(missing)}")
         self.t += 1
-        for k in self._np:
-            self._update(k, grads[k])
-        if self.donate:
-            self._cur = 1 - self._cur
+        if not self.donate:
+            for k in self._np:
+                self._update(k, grads[k])
+            return
+        import numpy as np
+
+        views = self._views(self._grad)
+        for k, g in grads.items():
+            if k in views and not (
+                isinstance(g, np.ndarray) and g.ctypes.data == views[k].ctypes.data
+            ):
+                np.copyto(views[k], to_numpy(g))  # not written in place: one copy
+        for unit in self._members:
+            self._update(unit, self._grad[unit])
+        self._cur = 1 - self._cur
 
     def _update(self, k: str, g: Any) -> None:
         raise NotImplementedError

@@ -45,6 +45,7 @@ class DataParallel:
         self.dims = {d: info.dims[d] for d in info.dim_params}
         self._entry: Any = None
         self._outs: list[tuple[Any, ...]] = []
+        self.grad_buffers: dict[str, Any] | None = None  # the optimizer's, set by the trainer
         self.log: Any = None
 
     def local_args(self, args: tuple[Any, ...], rank: int) -> tuple[Any, ...]:
@@ -62,6 +63,7 @@ class DataParallel:
         from kinac.rt.comm import CommLog, simulate
         from kinac.rt.host.arrays import NP_DTYPES
         from kinac.train.optim import specialised
+        from kinac.train.trainer import grads_into
 
         if self._entry is None:
             self._entry = specialised(self.vg, self.local_args(args, 0), self.dims)
@@ -70,6 +72,8 @@ class DataParallel:
                 tuple(np.empty(o.shape, NP_DTYPES[o.dtype]) for o in lw.outputs)
                 for _ in range(self.n)
             ]
+            # rank 0 reduces straight into the optimizer's gradient buffers
+            self._outs[0] = grads_into(self._outs[0], self._entry.wrt, self.grad_buffers)
 
         def rank(comm: Any) -> None:
             outs = self._entry.entry(*self.local_args(args, comm.rank), out=self._outs[comm.rank])

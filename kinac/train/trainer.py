@@ -52,6 +52,17 @@ class StepResult:
         }
 
 
+def grads_into(outs: tuple[Any, ...], wrt: tuple[str, ...], bufs: Any) -> tuple[Any, ...]:
+    """A loss-and-gradient call's ``out`` arrays with each gradient written straight into the
+    optimizer's flat gradient buffer where it has one (same dtype and shape), else ``outs``."""
+    if not bufs:
+        return outs
+    return (outs[0],) + tuple(
+        bufs[n] if n in bufs and bufs[n].dtype == o.dtype and bufs[n].shape == o.shape else o
+        for n, o in zip(wrt, outs[1:], strict=True)
+    )
+
+
 class Trainer:
     """Train ``entry`` of ``workspace``: ``Trainer(ws, entry).run(steps)``."""
 
@@ -100,6 +111,8 @@ class Trainer:
         self.opt = OPTIMIZERS[optimizer](
             init_weights(self.info, seed), target=target, donate=self.donate, **kw, **options
         )
+        if self.parallel is not None:
+            self.parallel.grad_buffers = self.opt.grad_buffers()
         if loss_scale is None:
             loss_scale = "dynamic" if self.info.f16 else 1.0
         if not self.info.amp and loss_scale not in (1.0, "dynamic"):
@@ -159,6 +172,7 @@ class Trainer:
 
                 lw = self._entry.entry.lowered
                 self._outs = tuple(np.empty(o.shape, NP_DTYPES[o.dtype]) for o in lw.outputs)
+                self._outs = grads_into(self._outs, self._entry.wrt, self.opt.grad_buffers())
         if self._outs is None:
             return self._entry(*args)  # type: ignore[no-any-return]
         outs = self._entry.entry(*args, out=self._outs)
