@@ -5,7 +5,7 @@
     PYTHONPATH=. python3 benches/train.py --gpu --out DIR   GPU (scripts/gpu.sh): f32, bf16 AMP
 
 The model is ``workspaces/decoder`` (4 pre-norm blocks; ``decoder_1m``: 0.80M weights, 256
-tokens a step; ``decoder_100m``: 99.6M weights, 512 tokens a step), one AdamW step each
+tokens a step; ``decoder_100m``: 94.4M weights, 512 tokens a step), one AdamW step each
 (lr 3e-4), on the synthetic task of ``kinac.train.data``. PyTorch runs the same model
 (``tests/train_support.py``: ``decoder_loss_torch``) from the same first weights on the same
 batches, with ``torch.optim.AdamW`` (``foreach`` on the GPU); bf16 is
