@@ -504,3 +504,4 @@ from kinac.pipeline_gpu import gpu_lowered, ptx  # noqa: E402,F401  (registers t
 from kinac import pipeline_grad as _pipeline_grad  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_shard as _pipeline_shard  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_pieces as _pipeline_pieces  # noqa: E402,F401  (registers its queries)
+from kinac import pipeline_grad_shard as _pipeline_grad_shard  # noqa: E402,F401  (registers its queries)

@@ -18,7 +18,7 @@ Local rewrites (the only ops whose meaning depends on the split):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kinac.artifacts.sharded import (
@@ -146,9 +146,17 @@ def _layout(u: Use) -> Layout:
 
 
 def device_program(
-    graph: Graph, plan: ShardPlan, span_of: Callable[[Label | None], str]
+    graph: Graph,
+    plan: ShardPlan,
+    span_of: Callable[[Label | None], str],
+    output_dims: Sequence[Dims | None] | None = None,
 ) -> DeviceProgram:
-    """The SPMD program of ``graph`` under ``plan`` (whose mesh is not None)."""
+    """The SPMD program of ``graph`` under ``plan`` (whose mesh is not None).
+
+    ``output_dims[k]``, when given and not None, is the layout output ``k`` is returned in
+    (instead of its node's): a graph returning one node twice, or a node whose own layout
+    differs from the one its caller asked for (a gradient in its parameter's layout), gets
+    each output redistributed to its own layout."""
     assert plan.mesh is not None
     mesh = MeshSpec(plan.mesh, tuple(n for _, n in plan.axes), tuple(a for a, _ in plan.axes))
     b = _Builder(graph, plan, mesh, span_of)
@@ -164,8 +172,9 @@ def device_program(
     for i in range(len(graph.params), len(graph.nodes)):
         _lower_node(b, i)
     outputs = []
-    for o in graph.outputs:
-        final = plan.layouts[o].dims
+    for k, o in enumerate(graph.outputs):
+        asked = output_dims[k] if output_dims is not None else None
+        final = plan.layouts[o].dims if asked is None else tuple(tuple(d) for d in asked)
         v = b.get(o, (final, ()))
         outputs.append((v, b.types[v], ParamLayout(final, ())))
     return _segment(b, tuple(params), outputs)

@@ -166,8 +166,15 @@ def propagate(
     pinned: Mapping[int, Pinned],
     mesh: ast.Mesh | None,
     diagnostics: Sequence[Diagnostic] = (),
+    hints: Mapping[int, Pinned] | None = None,
 ) -> ShardPlan:
-    """The plan for ``graph`` given the parameters' ``pinned`` layouts over ``mesh``."""
+    """The plan for ``graph`` given the parameters' ``pinned`` layouts over ``mesh``.
+
+    ``hints`` are soft pins (the gradient of a parameter, which should come out in its
+    parameter's layout): their dims are set before the fixpoint and never overwritten, so
+    propagation plans toward them, but unlike ``pinned`` they never conflict (K0704) with
+    anything: where they meet another layout, the cost model decides. A hint on a dim already
+    pinned is ignored (a node hinted twice keeps the first); partial axes are not hinted."""
     diags = list(diagnostics)
     if mesh is None:
         layouts = tuple(
@@ -184,6 +191,14 @@ def propagate(
             st.dims[p][d] = _Dim(axes, cause, True)
         if pin.partial:
             partial[p] = pin.partial
+    for h, pin in (hints or {}).items():
+        for d, axes in enumerate(pin.dims):
+            if st.dims[h][d] is not None or st.used(h) & set(axes):
+                continue
+            if not st.fits(axes, graph.nodes[h].type.shape[d]):
+                continue
+            cause = next((pin.where[a] for a in axes), None)
+            st.dims[h][d] = _Dim(tuple(axes), cause or next(iter(pin.where.values()), None), False)
     order = range(len(graph.params), len(graph.nodes))
     while True:
         changed = False
