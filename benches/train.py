@@ -221,6 +221,34 @@ def one_row(spec: dict[str, Any], device: str, cache: str) -> None:
         )
 
 
+def parallel_check(size: str, n: int, steps: int, cache: str) -> str:
+    """``steps`` AdamW steps on one device and data-parallel on ``n`` simulated devices from
+    the same weights and batches: the largest per-step relative loss difference, the losses."""
+    from kinac.train import Trainer
+
+    entry = f"decoder_{size}"
+    t0 = time.perf_counter()
+    one = [r.loss for r in Trainer(WS, entry, lr=LR, seed=0, cache_dir=cache).run(steps)]
+    t1 = time.perf_counter()
+    tr = Trainer(WS, entry, lr=LR, seed=0, simulate=n, cache_dir=cache)
+    par = [r.loss for r in tr.run(steps)]
+    t2 = time.perf_counter()
+    worst = max(abs(a - b) / abs(a) for a, b in zip(one, par, strict=True))
+    return "\n".join(
+        [
+            f"### Data parallel on {n} simulated devices ({datetime.date.today().isoformat()}): "
+            f"{entry}, {steps} AdamW steps",
+            "",
+            f"- largest per-step relative loss difference against one device: {worst:.2e}",
+            f"- loss (one device): {one[0]:.4f} -> {one[-1]:.4f}; ({n} devices): "
+            f"{par[0]:.4f} -> {par[-1]:.4f}",
+            f"- wall time: one device {t1 - t0:.1f} s, {n} devices {t2 - t1:.1f} s "
+            f"(compilation included); collectives per step and device: "
+            + ", ".join(f"{k[0]} over {k[1]}: {v}" for k, v in tr.parallel.log.counts().items()),
+        ]
+    )
+
+
 def main() -> int:
     import subprocess
 
@@ -236,6 +264,12 @@ def main() -> int:
     ap.add_argument(
         "--row-timeout", type=float, default=600.0, help="seconds per row before it is stopped"
     )
+    ap.add_argument(
+        "--parallel-check",
+        metavar="N",
+        type=int,
+        help="instead: train each --sizes model 20 steps on one device and data-parallel on N",
+    )
     ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: measure one row, print it
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -246,6 +280,15 @@ def main() -> int:
     args.sizes = args.sizes or ("100m" if args.gpu else "1m,100m")
     args.dtypes = args.dtypes or ("f32,bf16" if args.gpu else "f32")
     cache = tempfile.mkdtemp(prefix="kinac-train-bench-")
+    if args.parallel_check:
+        text = "\n\n".join(
+            parallel_check(size, args.parallel_check, 20, cache) for size in args.sizes.split(",")
+        )
+        print(text)
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / "train_parallel.md").write_text(text + "\n")
+        return 0
     for spec in plan(args):
         cmd = [sys.executable, __file__, "--row", json.dumps(spec), "--cache", cache]
         cmd += ["--gpu"] if args.gpu else []
