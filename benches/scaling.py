@@ -2,6 +2,7 @@
 
     python benches/scaling.py [--layers 1 4 16 32] [--targets cpu cuda]
     python benches/scaling.py --speed [--reps N]
+    python benches/scaling.py --resident [--layers ...]
 
 Each layer has its own weights (B=2 S=32 D=64 H=4 KV=2 F=176, f32), so the L layers lower to
 the same kernels L times over. For each L and target (``cuda`` builds PTX only: no GPU is
@@ -10,6 +11,10 @@ after editing only the last layer's wiring (one extra ``mul``), and a no-op rebu
 markdown table, wall clock and CPU seconds (on a shared machine the CPU time is steadier).
 Issue 19's goals: cold L=32 within 2x of cold L=1; the one-layer edit at L=32 within 10% of
 its cold build; the no-op unchanged.
+
+``--resident``: the same edit in a long-lived session (what ``kinac watch`` does: imports and
+the interpreter paid once), CPU seconds of the cold build and of the edit's build, in one
+fresh process per L (cpu target).
 
 ``--speed``: steady-state run time, same run, of entries built as the pipeline builds them
 (cut into pieces at their calls, kernels stitched, wrapper at -O0) against the same graph
@@ -87,6 +92,38 @@ def timed_build(ws: Path, cache: Path, target: str) -> tuple[float, float]:
     return took, cpu
 
 
+RESIDENT = """
+import sys, time
+sys.path[:0] = [{root!r}, {benches!r}]
+from pathlib import Path
+import scaling
+from kinac.session import Session
+ws = Path({ws!r})
+s = Session(ws, cache_dir={cache!r})
+t = time.process_time(); s.build(); cold = time.process_time() - t
+(ws / "model.kina").write_text(scaling.model_source({n}, edited=True))
+s.invalidate_paths([ws / "model.kina"])
+t = time.process_time(); s.build(); edit = time.process_time() - t
+print(cold, edit)
+"""
+
+
+def resident(layers: list[int]) -> None:
+    """Cold build and one-layer edit in one session per L (CPU seconds)."""
+    print("| L | cold, in session (CPU s) | one-layer edit, same session (CPU s) | edit / cold |")
+    print("|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="kinac-resident-") as tmp:
+        for n in layers:
+            ws = make_workspace(Path(tmp), n)
+            code = RESIDENT.format(root=str(ROOT), benches=str(ROOT / "benches"), ws=str(ws),
+                                   cache=str(Path(tmp) / f"cache{n}"), n=n)  # fmt: skip
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(done.stderr)
+            cold, edit = (float(x) for x in done.stdout.split()[-2:])
+            print(f"| {n} | {cold:.2f} | {edit:.2f} | {edit / cold:.0%} |")
+
+
 def _built_three_ways(ws: Path, cache: Path) -> list[tuple[str, Any, Any, Any, Any]]:
     """Each cpu entry of ``ws``: (name, graph, pipeline entry, whole entry, one-module entry)."""
     from dataclasses import replace
@@ -147,7 +184,11 @@ def main() -> None:
     ap.add_argument("--targets", nargs="+", default=["cpu", "cuda"])
     ap.add_argument("--speed", action="store_true", help="steady-state run time, three ways")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--resident", action="store_true", help="the edit in a long-lived session")
     args = ap.parse_args()
+    if args.resident:
+        resident(args.layers)
+        return
     if args.speed:
         sys.path.insert(0, str(ROOT))
         speed(args.reps)
