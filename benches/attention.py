@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +55,7 @@ class KernelRun:
 
         self.p = p
         t0 = time.perf_counter()
-        self.ptx = compile_ptx(attention_llvm_ir((p,)))
+        self.ptx = compile_ptx(attention_llvm_ir((p,)), "sm_90a" if p.arch == "sm_90a" else "sm_90")
         self.compile_s = time.perf_counter() - t0
         k = load_module(self.ptx).function(kernel_name(p))
         self.regs = k.num_regs
@@ -172,7 +175,7 @@ def tflops(p: AttnParams, ms: float) -> float:
     return flops(p) / ms / 1e9
 
 
-def bench_shape(dtype: str, b: int, s: int, cands: tuple[AttnTiles, ...], rows: list[dict[str, Any]], api: list[dict[str, Any]], src: Path) -> None:  # fmt: skip
+def bench_shape(dtype: str, b: int, s: int, cands: list[tuple[AttnTiles, str]], rows: list[dict[str, Any]], api: list[dict[str, Any]], src: Path) -> None:  # fmt: skip
     import torch
     import torch.nn.functional as F
 
@@ -201,9 +204,10 @@ def bench_shape(dtype: str, b: int, s: int, cands: tuple[AttnTiles, ...], rows: 
     except Exception:  # noqa: BLE001
         api.append({"dtype": dtype, "B": b, "S": s, "error": traceback.format_exc()[-1500:]})
     print(json.dumps(api[-1]), flush=True)
-    for t in cands:
+    for t, mma in cands:
         p = bhsd_params(dtype, b, HEADS, KV_HEADS, s, HEAD_DIM, True, t)
-        row: dict[str, Any] = {"dtype": dtype, "B": b, "S": s, "tiles": f"{t.block_m}x{t.block_n}",
+        p = replace(p, mma=mma)
+        row: dict[str, Any] = {"dtype": dtype, "B": b, "S": s, "tiles": f"{t.block_m}x{t.block_n}", "mma": mma,
                                "sdpa_ms": sdpa_ms, "sdpa_err": sdpa_err, "flash_ms": flash_ms}  # fmt: skip
         try:
             run = KernelRun(p)
@@ -223,31 +227,81 @@ def bench_shape(dtype: str, b: int, s: int, cands: tuple[AttnTiles, ...], rows: 
         print(json.dumps(row), flush=True)
 
 
+WGMMA = ("wgmma", "wgmma_qk")
+WGMMA_TILES = (AttnTiles(64, 64), AttnTiles(128, 64), AttnTiles(64, 128))
+
+
+def smoke(mma: str) -> int:
+    """Run the ``mma`` variant once on small inputs against float64 (in a child process: a
+    kernel fault must not take the benchmark's CUDA context with it)."""
+    import torch
+
+    errs = []
+    for dtype, d, s, t in (
+        ("bf16", 128, 300, AttnTiles(64, 64)),
+        ("f16", 64, 129, AttnTiles(128, 64)),
+    ):
+        tdt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+        q = torch.randn(1, 4, s, d, device="cuda", dtype=tdt)
+        k = torch.randn(1, 2, s, d, device="cuda", dtype=tdt)
+        v = torch.randn(1, 2, s, d, device="cuda", dtype=tdt)
+        run = KernelRun(replace(bhsd_params(dtype, 1, 4, 2, s, d, True, t), mma=mma))
+        o = torch.full_like(q, float("nan"))
+        run(q, k, v, o)
+        torch.cuda.synchronize()
+        errs.append(rel_err(o[0], reference(q, k, v, [0, 1, 2, 3])))
+    print(json.dumps({"mma": mma, "errs": errs}), flush=True)
+    return 0 if all(e < 1e-2 for e in errs) else 1
+
+
+def wgmma_smoke() -> dict[str, bool]:
+    """Which wgmma variants run correctly here (each tried in a child process)."""
+    ok = {}
+    for m in WGMMA:
+        try:
+            p = subprocess.run(
+                [sys.executable, __file__, "--smoke", m], capture_output=True, text=True,
+                timeout=90, env=os.environ,
+            )  # fmt: skip
+            print(
+                f"smoke {m}: rc {p.returncode} {p.stdout.strip()[-300:]} {p.stderr.strip()[-800:]}"
+            )
+            ok[m] = p.returncode == 0
+        except subprocess.TimeoutExpired:
+            ok[m] = False
+    return ok
+
+
 def report(rows: list[dict[str, Any]], api: list[dict[str, Any]], out: Path) -> int:
     """Write the tables (after every shape: a run cut short still leaves its numbers)."""
     import torch
 
     best: dict[str, dict[str, Any]] = {}
+    best_mma: dict[str, dict[str, Any]] = {}
     for r in rows:
         if "ms" not in r or r["err"] > 1e-2:
             continue
         key = f"{r['dtype']} B{r['B']} S{r['S']}"
         if key not in best or r["ms"] < best[key]["ms"]:
             best[key] = r
+        mk = f"{key} {r.get('mma', 'sync')}"
+        if mk not in best_mma or r["ms"] < best_mma[mk]["ms"]:
+            best_mma[mk] = r
     lines = [
         f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; causal GQA H{HEADS} "
         f"KV{KV_HEADS} D{HEAD_DIM}; kernel times by CUDA events, best tile choice per shape; "
         "SDPA: its own choice of kernel; SDPA flash: the flash backend forced",
         "",
-        "| shape | tiles | kinac ms | kinac TFLOP/s | SDPA ms | SDPA TFLOP/s | kinac/SDPA "
+        "| shape | mma | tiles | kinac ms | kinac TFLOP/s | SDPA ms | SDPA TFLOP/s | kinac/SDPA "
         "| SDPA flash ms | kinac/flash | err kinac | err SDPA |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for key, r in best.items():
+    for key, r in sorted(best_mma.items()):
         fl = r.get("flash_ms")
         fls = f"{fl:.3f} | {r['ms'] / fl:.2f}x" if fl else "- | -"
         lines.append(
-            f"| {key} | {r['tiles']} | {r['ms']:.3f} | {r['tflops']:.0f} | {r['sdpa_ms']:.3f} "
+            f"| {key.rsplit(' ', 1)[0]} | {r.get('mma', 'sync')} | {r['tiles']} | {r['ms']:.3f} "
+            f"| {r['tflops']:.0f} | {r['sdpa_ms']:.3f} "
             f"| {r['sdpa_tflops']:.0f} | {r['ratio']:.2f}x | {fls} | {r['err']:.1e} "
             f"| {r['sdpa_err']:.1e} |"
         )
@@ -273,7 +327,7 @@ def report(rows: list[dict[str, Any]], api: list[dict[str, Any]], out: Path) -> 
     text = "\n".join(lines)
     (out / "attention_bench.md").write_text(text + "\n")
     (out / "attention_bench.json").write_text(json.dumps({"kernel": rows, "api": api}, indent=1))
-    tiles = {k: r["tiles"] for k, r in best.items()}
+    tiles = {k: f"{r['tiles']} {r.get('mma', 'sync')}" for k, r in best.items()}
     (out / "attention_tiles.json").write_text(json.dumps(tiles, indent=1))
     bad = [r for r in rows + api if "error" in r or r.get("err", 1) > 1e-2]
     return 1 if bad else 0
@@ -285,7 +339,11 @@ def main() -> int:
     ap.add_argument("--out", default="gpu-out")
     ap.add_argument("--quick", action="store_true", help="one size, the chosen tiles only")
     ap.add_argument("--all-tiles", action="store_true", help="every tile candidate per shape")
+    ap.add_argument("--no-wgmma", action="store_true", help="mma.sync kernels only")
+    ap.add_argument("--smoke", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.smoke:
+        return smoke(a.smoke)
     import torch
 
     from kinac.ir.gpu.attention import TILE_CANDIDATES, choose_tiles
@@ -299,15 +357,22 @@ def main() -> int:
     sizes = SIZES[:1] if a.quick else SIZES
     t0 = time.perf_counter()
     rc = 0
+    wg = wgmma_smoke() if not a.no_wgmma else {}
+    print(f"wgmma smoke test: {wg}", flush=True)
     for dtype in ("bf16", "f16"):
         for b, s in sizes:
             chosen = choose_tiles(HEAD_DIM, s, s)
             if a.all_tiles:
-                cands = TILE_CANDIDATES[HEAD_DIM]
+                tiles = list(TILE_CANDIDATES[HEAD_DIM])
             elif a.quick:
-                cands = (chosen,)
+                tiles = [chosen]
             else:  # the choice and the runner-up of the sweeps (docs/gpu.md)
-                cands = (chosen, *(t for t in TILE_CANDIDATES[HEAD_DIM][:2] if t != chosen))
+                tiles = [chosen, *(t for t in TILE_CANDIDATES[HEAD_DIM][:2] if t != chosen)]
+            cands = [(t, "sync") for t in tiles]
+            if wg.get("wgmma"):  # the wgmma kernel at three tile shapes
+                cands += [(t, "wgmma") for t in WGMMA_TILES]
+            elif wg.get("wgmma_qk"):
+                cands += [(t, "wgmma_qk") for t in WGMMA_TILES[:1]]
             bench_shape(dtype, b, s, cands, rows, api, src)
             torch.cuda.empty_cache()
             rc = report(rows, api, out)

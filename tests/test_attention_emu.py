@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -33,12 +34,13 @@ _errors: list[str] = []
 
 
 class _Warp:
-    """A rendezvous of 32 lanes: lane 0 computes a collective's results for all lanes."""
+    """A rendezvous of ``n`` lanes (a warp, or a warpgroup of 128 threads): lane 0 computes a
+    collective's results for all lanes."""
 
-    def __init__(self) -> None:
-        self.posts: list[Any] = [None] * WARP
-        self.results: list[Any] = [None] * WARP
-        self.bar = threading.Barrier(WARP, timeout=120)
+    def __init__(self, n: int = WARP) -> None:
+        self.posts: list[Any] = [None] * n
+        self.results: list[Any] = [None] * n
+        self.bar = threading.Barrier(n, timeout=120)
 
     def collective(self, lane: int, post: Any, compute: Any) -> Any:
         self.posts[lane] = post
@@ -123,6 +125,68 @@ def _mma(a: int, b: int, c: int, d: int) -> None:
         _errors.append(f"mma: {e!r}")
 
 
+def _swizzled(off: int) -> int:
+    """The 128-byte swizzle: byte address bits 4-6 XOR bits 7-9 (1024-byte aligned base)."""
+    return off ^ (((off >> 7) & 7) << 4)
+
+
+def _wgmma(a: int, desc: int, c: int, d: int, n: int, trans: int, smem: int) -> None:
+    """``wgmma.mma_async`` m64n{n}k16, A in registers, B through a 128B-swizzle descriptor
+    (K-major; MN-major when ``trans``: LBO between 64-wide MN blocks, SBO between 8-deep K
+    groups), f32 accumulators in the m64nN layout (per warp: rows 16 w + g, + 8)."""
+    dt = _local.dtype
+    nacc = n // 2
+    start = ((desc & 0x3FFF) << 4) - ((smem >> 4) & 0x3FFF) * 16
+    start %= 1 << 18
+    lbo, sbo = ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
+
+    def compute(posts: list[tuple[list[int], list[float]]]) -> list[list[float]]:
+        A = np.zeros((64, 16))
+        C = np.zeros((64, n))
+        for t, (ar, cr) in enumerate(posts):
+            w, g, q = t // 32, (t % 32) // 4, t % 4
+            av = _halves(np.array(ar, dtype=np.uint32), dt)
+            r0 = 16 * w + g
+            for i, (r, k) in enumerate(
+                ((r0, 2 * q), (r0 + 8, 2 * q), (r0, 2 * q + 8), (r0 + 8, 2 * q + 8))
+            ):
+                A[r, k : k + 2] = av[i]
+            for j in range(n // 8):
+                C[r0, 8 * j + 2 * q : 8 * j + 2 * q + 2] = cr[4 * j : 4 * j + 2]
+                C[r0 + 8, 8 * j + 2 * q : 8 * j + 2 * q + 2] = cr[4 * j + 2 : 4 * j + 4]
+        B = np.zeros((16, n))
+        for k in range(16):
+            for nn in range(n):
+                if trans:
+                    lin = start + (nn % 64) * 2 + (nn // 64) * lbo + (k % 8) * 128 + (k // 8) * sbo
+                else:
+                    lin = start + (nn % 8) * 128 + (nn // 8) * sbo + k * 2
+                B[k, nn] = _halves(np.array([_u16(smem + _swizzled(lin))], dtype=np.uint32), dt)[
+                    0, 0
+                ]
+        D = (A @ B + C).astype(np.float32)
+        out = []
+        for t in range(128):
+            w, g, q = t // 32, (t % 32) // 4, t % 4
+            r0 = 16 * w + g
+            regs = []
+            for j in range(n // 8):
+                regs += [D[r0, 8 * j + 2 * q], D[r0, 8 * j + 2 * q + 1],
+                         D[r0 + 8, 8 * j + 2 * q], D[r0 + 8, 8 * j + 2 * q + 1]]  # fmt: skip
+            out.append(regs)
+        return out
+
+    try:
+        ar = list((ctypes.c_uint32 * 4).from_address(a))
+        cr = list((ctypes.c_float * nacc).from_address(c))
+        res = _local.wg.collective(_local.tid % 128, (ar, cr), compute)
+        arr = (ctypes.c_float * nacc).from_address(d)
+        for i in range(nacc):
+            arr[i] = res[i]
+    except Exception as e:  # noqa: BLE001
+        _errors.append(f"wgmma: {e!r}")
+
+
 def _sreg(which: int) -> int:
     return int(_local.ids[which])
 
@@ -151,6 +215,9 @@ _CB = {
     "kemu_barrier": ctypes.CFUNCTYPE(None)(_barrier),
     "kemu_ldsm": ctypes.CFUNCTYPE(None, _P, ctypes.c_int32, _P)(_ldsm),
     "kemu_mma": ctypes.CFUNCTYPE(None, _P, _P, _P, _P)(_mma),
+    "kemu_wgmma": ctypes.CFUNCTYPE(
+        None, _P, ctypes.c_uint64, _P, _P, ctypes.c_int32, ctypes.c_int32, _P
+    )(_wgmma),
 }
 _SYMS = {n: ctypes.cast(f, ctypes.c_void_p).value or 0 for n, f in _CB.items()}
 
@@ -160,6 +227,7 @@ declare float @kemu_shfl(float, i32)
 declare void @kemu_barrier()
 declare void @kemu_ldsm(ptr, i32, ptr)
 declare void @kemu_mma(ptr, ptr, ptr, ptr)
+declare void @kemu_wgmma(ptr, i64, ptr, ptr, i32, i32, ptr)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare float @llvm.exp2.f32(float)
@@ -212,8 +280,8 @@ def host_ir(p: AttnParams) -> str:
     ir = ir.replace('target triple = "nvptx64-nvidia-cuda"\n', "")
     ir = "\n".join(x for x in ir.splitlines() if not x.startswith("declare"))
     ir = re.sub(
-        r"(@\w+_smem) = external addrspace\(3\) global \[0 x i8\], align 16",
-        rf"\1 = global [{smem_bytes(p)} x i8] zeroinitializer, align 16",
+        r"(@\w+_smem) = external addrspace\(3\) global \[0 x i8\], align \d+",
+        rf"\1 = global [{smem_bytes(p)} x i8] zeroinitializer, align 1024",
         ir,
     )
     ir = ir.replace(" addrspace(3)", "").replace(" addrspace(1)", "").replace("ptx_kernel ", "")
@@ -242,8 +310,53 @@ def host_ir(p: AttnParams) -> str:
         ir,
     )
     ir = re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
+    ir = re.sub(r'  call void asm sideeffect "[^"]*", "~\{memory\}"\(\)\n', "", ir)
+    ir = re.sub(r"define internal \{[^}]*\} @\w+_(wg|fence)_[so]\(.*?\n\}\n", "", ir, flags=re.S)
     decls = "declare float @llvm.maxnum.f32(float, float)\ndeclare float @llvm.fma.f32(float, float, float)\n"
-    return decls + _EMU_DEFS + ir
+    return decls + _EMU_DEFS + _wgmma_defs(p) + ir
+
+
+def _wgmma_defs(p: AttnParams) -> str:
+    """Host stand-ins for the kernel's wgmma and fence functions."""
+    if not p.mma.startswith("wgmma"):
+        return ""
+    name = kernel_name(p)
+    out = []
+    kinds = [("s", p.block_n, 0)] + ([("o", p.head_dim, 1)] if p.mma == "wgmma" else [])
+    for which, n, trans in kinds:
+        nacc = n // 2
+        st = "{" + ", ".join(["float"] * nacc) + "}"
+        cs = ", ".join(f"float %c{i}" for i in range(nacc))
+        body = [
+            f"define internal {st} @{name}_wg_{which}(i32 %a0, i32 %a1, i32 %a2, i32 %a3, i64 %desc, {cs}) {{"
+        ]
+        body += [
+            "  %a = alloca [4 x i32]",
+            f"  %c = alloca [{nacc} x float]",
+            f"  %d = alloca [{nacc} x float]",
+        ]
+        for i in range(4):
+            body += [
+                f"  %pa{i} = getelementptr [4 x i32], ptr %a, i32 0, i32 {i}",
+                f"  store i32 %a{i}, ptr %pa{i}",
+            ]
+        for i in range(nacc):
+            body += [
+                f"  %pc{i} = getelementptr [{nacc} x float], ptr %c, i32 0, i32 {i}",
+                f"  store float %c{i}, ptr %pc{i}",
+            ]
+        body += [
+            f"  call void @kemu_wgmma(ptr %a, i64 %desc, ptr %c, ptr %d, i32 {n}, i32 {trans}, ptr @{name}_smem)"
+        ]
+        body += [f"  %r = load {st}, ptr %d", f"  ret {st} %r", "}"]
+        fence = [f"define internal {st} @{name}_fence_{which}({cs}) {{"]
+        prev = "poison"
+        for i in range(nacc):
+            fence.append(f"  %s{i} = insertvalue {st} {prev}, float %c{i}, {i}")
+            prev = f"%s{i}"
+        fence += [f"  ret {st} {prev}", "}"]
+        out += body + fence
+    return "\n".join(out) + "\n"
 
 
 def run_kernel(p: AttnParams, *inputs: np.ndarray) -> np.ndarray:
@@ -261,10 +374,12 @@ def run_kernel(p: AttnParams, *inputs: np.ndarray) -> np.ndarray:
         for by in range(gy):
             for bx in range(gx):
                 warps = [_Warp() for _ in range(p.warps)]
+                wgs = [_Warp(128) for _ in range(max(1, p.warps // 4))]
                 bar = threading.Barrier(nthreads, timeout=120)
 
-                def run(tid: int, ids: tuple[int, ...] = (bx, by, bz), warps: Any = warps, bar: Any = bar) -> None:  # fmt: skip
+                def run(tid: int, ids: tuple[int, ...] = (bx, by, bz), warps: Any = warps, bar: Any = bar, wgs: Any = wgs) -> None:  # fmt: skip
                     _local.ids = (tid, *ids)
+                    _local.tid, _local.wg = tid, wgs[tid // 128]
                     _local.warp, _local.lane, _local.block_bar = warps[tid // WARP], tid % WARP, bar
                     _local.dtype = p.dtype
                     fn(*ptrs)
@@ -294,13 +409,19 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.n
 
 
 @pytest.mark.parametrize(
-    "d,s,causal,tiles",
-    [(64, 80, True, AttnTiles(64, 32)), (128, 45, False, AttnTiles(32, 32))],
+    "d,s,causal,tiles,mma",
+    [
+        (64, 80, True, AttnTiles(64, 32), "sync"),
+        (128, 45, False, AttnTiles(32, 32), "sync"),
+        (64, 70, True, AttnTiles(64, 64), "sync_atoms"),
+        (128, 100, True, AttnTiles(64, 64), "wgmma"),
+        (64, 45, False, AttnTiles(64, 32), "wgmma_qk"),
+    ],
 )
-def test_generated_kernel_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles) -> None:
+def test_generated_kernel_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles, mma: str) -> None:
     rng = np.random.default_rng(d + s)
     b, h, kv = 1, 2, 1
-    p = bhsd_params("bf16", b, h, kv, s, d, causal, tiles)
+    p = replace(bhsd_params("bf16", b, h, kv, s, d, causal, tiles), mma=mma)
     q = f32_to_bf16(rng.standard_normal((b, h, s, d)).astype(np.float32))
     k = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
     v = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))

@@ -7,6 +7,8 @@ registers. The numbers are the table of ``docs/gpu.md`` ("Fused attention").
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
@@ -41,6 +43,21 @@ def test_ptx_uses_tensor_cores_without_spills(dtype: str, d: int, tiles: AttnTil
     res = ptx_resources(ptx)[name]
     assert res["spill_stores"] == 0 and res["spill_loads"] == 0 and res["stack"] == 0, res
     assert res["registers"] <= 255
+
+
+@pytest.mark.parametrize("mma", ["wgmma", "wgmma_qk"])
+@pytest.mark.parametrize("d", [64, 128])
+def test_wgmma_ptx_for_sm_90a(mma: str, d: int) -> None:
+    p = replace(bhsd_params("bf16", 2, 8, 2, 1000, d, True, AttnTiles(64, 64)), mma=mma)
+    assert p.arch == "sm_90a" and check_params(p) is None
+    ptx = compile_ptx(attention_llvm_ir((p,)), "sm_90a")
+    steps = d // 16 + (64 // 16 if mma == "wgmma" else 0)  # per copy of the tile step
+    assert ptx.count("wgmma.mma_async.sync.aligned") == 2 * steps
+    assert "fence.proxy.async.shared::cta" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
+    assert ".target sm_90a" in ptx and ".align 1024" in ptx
+    if ptxas_path() is not None:
+        res = ptx_resources(ptx, "sm_90a")[kernel_name(p)]
+        assert res["spill_stores"] == 0 and res["stack"] == 0, res
 
 
 def test_params_are_the_canonical_key() -> None:

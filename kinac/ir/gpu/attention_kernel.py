@@ -27,6 +27,7 @@ import hashlib
 import math
 
 from kinac.ir.gpu.attention_params import AttnParams
+from kinac.ir.gpu.attention_wgmma import asm_void, desc_bits, helpers
 from kinac.ir.gpu.emit import float_literal
 
 LOG2E = 1.4426950408889634
@@ -35,7 +36,8 @@ LOG2E = 1.4426950408889634
 def kernel_name(p: AttnParams) -> str:
     """A stable function name derived from every parameter (the kernel's canonical key)."""
     h = hashlib.sha256(repr(p).encode()).hexdigest()[:10]
-    return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}_{h}"
+    mma = "" if p.mma == "sync" else f"_{p.mma}"
+    return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{mma}_{h}"
 
 
 NEG_INF = "0xFFF0000000000000"
@@ -101,6 +103,9 @@ class _Emitter:
         self.q_bytes = p.block_m * self.row_bytes
         self.tile_bytes = p.block_n * self.row_bytes
         self.smem = f"@{kernel_name(p)}_smem"
+        # wgmma reads tiles through 128-byte-swizzle descriptors: each tile is stored as
+        # [head_dim / 64][rows][64] ("atoms" of 8 rows x 128 bytes, 1024-byte aligned)
+        self.atoms = p.mma != "sync"
 
     # ---- small helpers ------------------------------------------------------------------
     def shfl_max(self, x: str) -> str:
@@ -150,12 +155,18 @@ class _Emitter:
         h = f.v(f"fptrunc <2 x float> {a} to {self.vecty}")
         return h if self.opty != "i32" else f.v(f"bitcast {self.vecty} {h} to i32")
 
-    def chunk_addr(self, base: int | str, row: str, chunk: int, lane_x: str) -> str:
-        """Shared address of 16-byte chunk ``chunk ^ lane_x`` of tile row ``row``."""
+    def chunk_addr(self, base: int | str, row: str, chunk: int, lane_x: str, rows: int) -> str:
+        """Shared address of 16-byte chunk ``chunk ^ lane_x`` of row ``row`` of a tile of
+        ``rows`` rows (``chunk`` even, ``lane_x`` the lane's chunk bit XOR its row % 8)."""
         f = self.f
-        c = f.v(f"xor i32 {lane_x}, {chunk}")
+        if self.atoms:
+            c = f.v(f"xor i32 {lane_x}, {chunk & 7}")
+            rb = f.v(f"shl i32 {row}, 7")
+            rb = f.v(f"add i32 {rb}, {(chunk >> 3) * rows * 128}")
+        else:
+            c = f.v(f"xor i32 {lane_x}, {chunk}")
+            rb = f.v(f"mul i32 {row}, {self.row_bytes}")
         cb = f.v(f"shl i32 {c}, 4")
-        rb = f.v(f"mul i32 {row}, {self.row_bytes}")
         off = f.v(f"add i32 {rb}, {cb}")
         off = f.v(f"add i32 {off}, {base}")
         return self.sptr(off)
@@ -180,8 +191,14 @@ class _Emitter:
             scol = self.ld_scol
             if (i * self.nt // cpr) % 8:  # the row's swizzle differs from the first row's
                 r7 = f.v(f"and i32 {r}, 7")
-                scol = f.v(f"shl i32 {f.v(f'xor i32 {self.ld_cc}, {r7}')}, 4")
-            soff = f.v(f"mul i32 {r}, {self.row_bytes}")
+                cc = self.ld_cc if not self.atoms else f.v(f"and i32 {self.ld_cc}, 7")
+                scol = f.v(f"shl i32 {f.v(f'xor i32 {cc}, {r7}')}, 4")
+            if self.atoms:  # [chunk / 8][row][8 chunks]
+                half = f.v(f"lshr i32 {self.ld_cc}, 3")
+                soff = f.v(f"mul i32 {half}, {nrows * 128}")
+                soff = f.v(f"add i32 {soff}, {f.v(f'shl i32 {r}, 7')}")
+            else:
+                soff = f.v(f"mul i32 {r}, {self.row_bytes}")
             soff = f.v(f"add i32 {soff}, {scol}")
             soff = f.v(f"add i32 {soff}, {sbase}")
             sp = self.sptr(soff)
@@ -221,7 +238,7 @@ class _Emitter:
         self.ld_row = f.v(f"udiv i32 {tid}, {cpr}")
         cc = self.ld_cc = f.v(f"urem i32 {tid}, {cpr}")
         r7 = f.v(f"and i32 {self.ld_row}, 7")
-        sc = f.v(f"xor i32 {cc}, {r7}")
+        sc = f.v(f"xor i32 {f.v(f'and i32 {cc}, 7') if self.atoms else cc}, {r7}")
         self.ld_scol = f.v(f"shl i32 {sc}, 4")
         cc64 = f.v(f"zext i32 {cc} to i64")
         self.ld_gcol = f.v(f"shl i64 {cc64}, 4")
@@ -272,10 +289,14 @@ class _Emitter:
         w16 = f.v(f"shl i32 {self.warp}, 4")
         qrow = f.v(f"add i32 {w16}, {ra}")
         f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
+        if self.atoms:  # cp.async wrote the tiles the tensor cores' async proxy reads
+            f.do(asm_void("proxy"))
+            self.sbase = f.v(f"ptrtoint ptr addrspace(3) {self.smem} to i64")
         f.do("call void @llvm.nvvm.barrier0()")
         self.qf = []
         for kk in range(self.d // 16):
-            self.qf.append(self.ldmatrix(self.chunk_addr(0, qrow, 2 * kk, self.xa), False))
+            addr = self.chunk_addr(0, qrow, 2 * kk, self.xa, p.block_m)
+            self.qf.append(self.ldmatrix(addr, False))
         # row indices of this thread's accumulator rows (g and g + 8)
         g = f.v(f"lshr i32 {lane}, 2")
         t4 = f.v(f"and i32 {lane}, 3")
@@ -300,7 +321,10 @@ class _Emitter:
         names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
         sig = ", ".join(f"ptr addrspace(1) noalias %{x}" for x in names)
         body = "\n".join(self.f.lines)
-        smem = f"{self.smem} = external addrspace(3) global [0 x i8], align 16"
+        align = 1024 if self.atoms else 16  # the 128-byte swizzle repeats every 1024 bytes
+        smem = f"{self.smem} = external addrspace(3) global [0 x i8], align {align}"
+        if p.mma.startswith("wgmma"):
+            smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma == "wgmma")
         return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
 
     def load_state(self, nm: str, n: int) -> list[str]:
@@ -329,6 +353,8 @@ class _Emitter:
         f.do(f"br i1 {go}, label %{lab}_body, label %{next_label}")
         f.label(f"{lab}_body")
         f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
+        if self.atoms:
+            f.do(asm_void("proxy"))
         f.do("call void @llvm.nvvm.barrier0()")
         f.do(f"%jn_{lab} = add i32 {j}, 1")
         more = f.v(f"icmp slt i32 %jn_{lab}, {ntot}")
@@ -350,14 +376,18 @@ class _Emitter:
         kb = f.v(f"add i32 {kb}, {self.q_bytes}")
         vb = f.v(f"add i32 {kb}, {self.tile_bytes}")
         nn = p.block_n // 8
-        # S = Q K^T: ldmatrix.x4 gives two key tiles' B fragments for one k step
-        s = [["0.0"] * 4 for _ in range(nn)]
-        for kk in range(self.d // 16):
-            for pr in range(nn // 2):
-                row = f.v(f"add i32 {self.rk}, {16 * pr}")
-                fr = self.ldmatrix(self.chunk_addr(kb, row, 2 * kk, self.xk), False)
-                s[2 * pr] = self.mma_op(self.qf[kk], fr[0:2], s[2 * pr])
-                s[2 * pr + 1] = self.mma_op(self.qf[kk], fr[2:4], s[2 * pr + 1])
+        if p.mma.startswith("wgmma"):
+            s = self.wgmma_scores(kb)
+        else:
+            # S = Q K^T: ldmatrix.x4 gives two key tiles' B fragments for one k step
+            s = [["0.0"] * 4 for _ in range(nn)]
+            for kk in range(self.d // 16):
+                for pr in range(nn // 2):
+                    row = f.v(f"add i32 {self.rk}, {16 * pr}")
+                    addr = self.chunk_addr(kb, row, 2 * kk, self.xk, p.block_n)
+                    fr = self.ldmatrix(addr, False)
+                    s[2 * pr] = self.mma_op(self.qf[kk], fr[0:2], s[2 * pr])
+                    s[2 * pr + 1] = self.mma_op(self.qf[kk], fr[2:4], s[2 * pr + 1])
         n0 = f.v(f"mul i32 {j}, {p.block_n}")
         if masked:
             colb = f.v(f"add i32 {n0}, {self.col_t}")
@@ -403,8 +433,10 @@ class _Emitter:
             la = f.v(f"fmul float {l_old[hr]}, {alpha}")
             l_new.append(f.v(f"fadd float {la}, {acc}"))
         o = [f.v(f"fmul float {x}, {alphas[(i & 3) >> 1]}") for i, x in enumerate(o)]
+        if p.mma == "wgmma":
+            o = self.wgmma_output(vb, pv, o)
         # O += P V: P's A fragments from the S accumulators of key tiles 2kb, 2kb + 1
-        for kb2 in range(p.block_n // 16):
+        for kb2 in range(p.block_n // 16 if p.mma != "wgmma" else 0):
             pa = [
                 self.pack(pv[2 * kb2][0], pv[2 * kb2][1]),
                 self.pack(pv[2 * kb2][2], pv[2 * kb2][3]),
@@ -413,7 +445,7 @@ class _Emitter:
             ]
             row = f.v(f"add i32 {self.ra}, {16 * kb2}")
             for pr in range(self.d // 16):
-                fr = self.ldmatrix(self.chunk_addr(vb, row, 2 * pr, self.xa), True)
+                fr = self.ldmatrix(self.chunk_addr(vb, row, 2 * pr, self.xa, p.block_n), True)
                 for half in range(2):
                     dn = 2 * pr + half
                     o[4 * dn : 4 * dn + 4] = self.mma_op(pa, fr[2 * half : 2 * half + 2],
@@ -421,6 +453,63 @@ class _Emitter:
         self.store_state("oacc", o)
         self.store_state("mrow", m_new)
         self.store_state("lrow", l_new)
+
+    # ---- wgmma (sm_90a) ----------------------------------------------------------------
+    def desc(self, off: str, lbo: int, sbo: int) -> str:
+        """The descriptor of the shared-memory matrix at byte ``off`` (128-byte swizzle)."""
+        f = self.f
+        a = f.v(f"add i64 {self.sbase}, {f.v(f'zext i32 {off} to i64')}")
+        a = f.v(f"and i64 {f.v(f'lshr i64 {a}, 4')}, 16383")
+        return f.v(f"or i64 {a}, {desc_bits(lbo, sbo)}")
+
+    def as_i32(self, x: str) -> str:
+        return x if self.opty == "i32" else self.f.v(f"bitcast {self.opty} {x} to i32")
+
+    def wg_call(self, fn: str, a: list[str], desc: str, acc: list[str]) -> list[str]:
+        f = self.f
+        st = "{" + ", ".join(["float"] * len(acc)) + "}"
+        args = [f"i32 {self.as_i32(x)}" for x in a] + [f"i64 {desc}"]
+        args += [f"float {x}" for x in acc]
+        r = f.v(f"call {st} @{fn}({', '.join(args)})")
+        return [f.v(f"extractvalue {st} {r}, {i}") for i in range(len(acc))]
+
+    def wg_fence(self, fn: str, acc: list[str]) -> list[str]:
+        f = self.f
+        st = "{" + ", ".join(["float"] * len(acc)) + "}"
+        r = f.v(f"call {st} @{fn}({', '.join(f'float {x}' for x in acc)})")
+        return [f.v(f"extractvalue {st} {r}, {i}") for i in range(len(acc))]
+
+    def wgmma_scores(self, kb: str) -> list[list[str]]:
+        """``S = Q K^T`` for the warpgroup's 64 rows: one m64n{block_n}k16 per 16 of D."""
+        f, p = self.f, self.p
+        name = kernel_name(p)
+        acc = ["0.0"] * (p.block_n // 2)
+        f.do(asm_void("fence"))
+        for kk in range(self.d // 16):
+            off = f.v(f"add i32 {kb}, {(kk >> 2) * p.block_n * 128 + (kk & 3) * 32}")
+            acc = self.wg_call(f"{name}_wg_s", self.qf[kk], self.desc(off, 16, 1024), acc)
+        f.do(asm_void("commit"))
+        f.do(asm_void("wait"))
+        acc = self.wg_fence(f"{name}_fence_s", acc)
+        return [acc[4 * i : 4 * i + 4] for i in range(p.block_n // 8)]
+
+    def wgmma_output(self, vb: str, pv: list[list[str]], o: list[str]) -> list[str]:
+        """``O += P V``: one m64n{head_dim}k16 per 16 keys, V read MN-major."""
+        f, p = self.f, self.p
+        name = kernel_name(p)
+        f.do(asm_void("fence"))
+        for kb2 in range(p.block_n // 16):
+            pa = [
+                self.pack(pv[2 * kb2][0], pv[2 * kb2][1]),
+                self.pack(pv[2 * kb2][2], pv[2 * kb2][3]),
+                self.pack(pv[2 * kb2 + 1][0], pv[2 * kb2 + 1][1]),
+                self.pack(pv[2 * kb2 + 1][2], pv[2 * kb2 + 1][3]),
+            ]
+            off = f.v(f"add i32 {vb}, {kb2 * 16 * 128}")
+            o = self.wg_call(f"{name}_wg_o", pa, self.desc(off, p.block_n * 128, 1024), o)
+        f.do(asm_void("commit"))
+        f.do(asm_void("wait"))
+        return self.wg_fence(f"{name}_fence_o", o)
 
     def epilogue(self, obase: str) -> None:
         f, p = self.f, self.p

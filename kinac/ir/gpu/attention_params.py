@@ -13,6 +13,7 @@ from kinac.rules.codec import record
 
 ATTN_DTYPES = ("bf16", "f16")
 ATTN_HEAD_DIMS = (64, 128)
+MMA_KINDS = ("sync", "sync_atoms", "wgmma_qk", "wgmma")
 
 
 @record
@@ -48,6 +49,9 @@ class AttnParams:
     args: tuple[int, int, int] = (0, 1, 2)  # Q, K, V: which kernel input each one is
     n_inputs: int = 3
     offsets: tuple[int, int, int] = (0, 0, 0)  # Q, K, V: element offset into its input
+    # "sync": mma.sync for both products; "wgmma_qk": wgmma for Q K^T; "wgmma": for both
+    # (sm_90a); "sync_atoms": mma.sync over the wgmma tile layout (a test of that layout)
+    mma: str = "sync"
 
     @property
     def warps(self) -> int:
@@ -56,6 +60,11 @@ class AttnParams:
     @property
     def group(self) -> int:
         return self.heads // self.kv_heads
+
+    @property
+    def arch(self) -> str:
+        """The least architecture the kernel needs (wgmma: sm_90a)."""
+        return "sm_90a" if self.mma.startswith("wgmma") else "sm_80"
 
     @property
     def tiles(self) -> AttnTiles:
@@ -100,4 +109,6 @@ def check_params(p: AttnParams) -> str | None:
         return "strides not multiples of 8 elements (16-byte chunks)"
     if p.sq < 1 or p.sk < 1 or p.sq >= 2**31 // 2:
         return "sequence lengths"
+    if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):
+        return f"mma {p.mma} with {p.warps} warps"
     return None
