@@ -33,8 +33,9 @@ def collective_step(step: Collective, x: np.ndarray, comm: Communicator) -> np.n
     group = comm.sub(step.axis)
     tag = (step.kind, step.span)
     kind, dim = step.kind, step.dim % x.ndim if x.ndim else step.dim
-    if kind == "all-reduce":
-        return group.all_reduce(np.ascontiguousarray(x), op=step.reduce_op or "sum", tag=tag)
+    if kind == "all-reduce":  # ascontiguousarray makes a rank-0 value [1]: shape it back
+        got = group.all_reduce(np.ascontiguousarray(x), op=step.reduce_op or "sum", tag=tag)
+        return got.reshape(np.shape(x))
     if kind == "slice":
         if x.shape[dim] % group.size:
             raise KinaRuntimeError(
