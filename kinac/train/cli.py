@@ -114,11 +114,13 @@ def _with_progress(trainer: Any, steps: int, enabled: bool) -> list[Any]:
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
-        task = bar.add_task(trainer.entry, total=steps, loss="-", tps="-")
+        # the first step compiles the loss's gradient and the optimizer (cached afterwards)
+        task = bar.add_task(f"{trainer.entry} (compiling)", total=steps, loss="-", tps="-")
         for r in trainer.steps(steps):
             results.append(r)
             bar.update(
                 task,
+                description=trainer.entry,
                 advance=1,
                 loss=f"{r.loss:.4f}" + (" (skipped)" if r.skipped else ""),
                 tps=f"{r.tokens_per_s:,.0f}",
