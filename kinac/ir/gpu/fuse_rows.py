@@ -130,20 +130,24 @@ def can_fuse(a: st.KernelOp, b: st.KernelOp) -> bool:
 
 
 def fuse_rows(fn: func.FuncOp) -> int:
-    """Merge row producers into their consumers until nothing changes; returns the count."""
+    """Merge row producers into their consumers until nothing changes; returns the count.
+
+    One forward walk: a merge puts the ``row`` kernel where its consumer was, so the walk
+    meets it again (it may merge on into its own consumer), and no op before the merge can
+    become mergeable (its consumer, if merged, is now a ``row`` kernel, not a ``map``). The
+    merges are those of restarting from the top after each one (quadratic in the entry's
+    length: 1.2 s for 128 layers), in the same order."""
     merged = 0
-    changed = True
-    while changed:
-        changed = False
-        for k in list(fn.body.block.ops):
-            if not isinstance(k, st.KernelOp) or k.kind.data not in ROWLIKE:
-                continue
-            user = only_user(k)
-            if isinstance(user, st.KernelOp) and can_fuse(k, user):
-                merge_kernels(k, user, "row")
+    op = fn.body.block.first_op
+    while op is not None:
+        nxt = op.next_op
+        if isinstance(op, st.KernelOp) and op.kind.data in ROWLIKE:
+            user = only_user(op)
+            if isinstance(user, st.KernelOp) and can_fuse(op, user):
+                new = merge_kernels(op, user, "row")
                 merged += 1
-                changed = True
-                break
+                nxt = new if nxt is user else nxt
+        op = nxt
     return merged
 
 
