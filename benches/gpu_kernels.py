@@ -75,7 +75,7 @@ def both_ways(graph: Any) -> dict[str, Any]:
     per_step = SplitEntry(
         [
             dataclasses.replace(p, kernel=dataclasses.replace(p.kernel, symbol=p.step.sym))
-            if p.kernel is not None
+            if p.kernel is not None and p.kernel.source == "kina"  # others name themselves
             else p
             for p in split.steps
         ],
