@@ -206,3 +206,44 @@ class _NoCalls:
         if name == "specialised_call":
             raise AttributeError(name)
         return getattr(self.env, name)
+
+
+def _two_layers() -> tuple[Graph, tuple[tuple[int, int], ...]]:
+    """A gather, then ``tanh(h @ w_i) + h`` twice (each layer's output is read twice: a cut
+    is safe between them), big enough for the elementwise kernels to run on the pool."""
+    g = GraphBuilder("two_layers")
+    table = g.param("table", "f32", (16, 256))
+    ids = g.param("ids", "i32", (128,))
+    ws = [g.param(f"w{i}", "f32", (256, 256)) for i in range(2)]
+    h = g.gather(table, ids)
+    calls = []
+    for w in ws:
+        start = len(g.nodes)
+        h = g.binary("add", g.unary("tanh", g.matmul(h, w)), h)
+        calls.append((start, len(g.nodes)))
+    return g.build(h), tuple(calls)
+
+
+def test_golden_stitched_wrapper() -> None:
+    """The pieces of a two-layer entry and the wrapper stitched from them: steps, buffer plan,
+    calls, a pool launch and its trampoline, the gather's status argument (LLVM IR text)."""
+    import goldens
+
+    from kinac.ir.host.kernels import lower_piece
+    from kinac.ir.host.stitch import stitch
+    from kinac.ir.pieces import cut
+
+    g, calls = _two_layers()
+    pieces = cut(g, calls)
+    assert len(pieces) == 3 and pieces[1].graph == pieces[2].graph  # the layers: one piece
+    lo = stitch(g, [(p.inputs, p.outputs) for p in pieces], [lower_piece(p.graph) for p in pieces])
+    text = [f"piece {p.start}..{p.stop}: inputs {list(p.inputs)}, outputs {list(p.outputs)}"
+            for p in pieces]  # fmt: skip
+    text += [f"{s.sym}: {s.kind}/{s.impl} {s.dtype}{list(s.shape)} {list(s.reads)} -> {s.writes}"
+             for s in lo.steps]  # fmt: skip
+    text += [
+        f"arena {lo.arena_bytes} bytes; library calls {list(lo.library_calls)}",
+        "",
+        lo.llvm_ir,
+    ]
+    goldens.compare(Path(__file__).parent / "golden" / "pieces" / "two_layers.txt", "\n".join(text))
