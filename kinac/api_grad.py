@@ -156,9 +156,15 @@ def value_and_grad(
     name: str,
     wrt: Sequence[str] | None = None,
     target: str = "cpu",
+    mesh: Any = None,
     **options: Any,
-) -> ValueAndGrad:
+) -> Any:
     """Compile loss ``name`` of the workspace or file at ``path`` with its gradients with respect
     to the parameters ``wrt`` (default: the kina.toml entry's ``grad`` list); calling the result
-    returns ``(value, {name: gradient})``."""
+    returns ``(value, {name: gradient})``. With ``mesh=`` (as ``kinac.compile``'s), it runs on the
+    simulated mesh and returns global arrays (:mod:`kinac.api_grad_sharded`)."""
+    if mesh is not None:
+        from kinac.api_grad_sharded import value_and_grad_sharded
+
+        return value_and_grad_sharded(path, name, wrt, mesh, target=target, **options)
     return ValueAndGrad(path, name, wrt, target=target, **options)

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kinac import pipeline
-from kinac.pipeline_grad import GradKey, grad_graph
-from kinac.pipeline_support import CheckEnv, DefnKey
+from kinac import pipeline, pipeline_grad  # pipeline_grad may be mid-import: attributes at call
+from kinac.pipeline_support import CheckEnv, DefnKey, EntryKey
 from kinac.rules import Database, query
 from kinac.rules.codec import record
 from kinac.shard.model import ShardPlan
 
 if TYPE_CHECKING:
     from kinac.artifacts.sharded import DeviceProgram
+
+GradKey = tuple[EntryKey, tuple[str, ...]]
 
 
 @record
@@ -44,7 +45,7 @@ def grad_shard_propagate(db: Database, key: GradKey) -> GradShardPlan | None:
     from kinac.shard.grad import plan_gradient_entry
 
     entry, wrt = key
-    spec = grad_graph(db, key)
+    spec = pipeline_grad.grad_graph(db, key)
     sig = pipeline.signature(db, DefnKey(entry.file, entry.defn))
     if spec.graph is None or sig is None:
         return None
@@ -58,19 +59,25 @@ def grad_shard_propagate(db: Database, key: GradKey) -> GradShardPlan | None:
 def grad_device_program(db: Database, key: GradKey) -> DeviceProgram | None:
     """The gradient graph's SPMD program (:func:`kinac.shard.device.device_program` with the
     outputs in their asked layouts): None without a mesh or with sharding errors."""
-    from kinac.diag.model import Label
+    from kinac.diag.model import Label, NodeRef
     from kinac.pipeline_shard import shard_spans
     from kinac.shard.device import device_program as build
 
-    spec = grad_graph(db, key)
+    spec = pipeline_grad.grad_graph(db, key)
     gp = grad_shard_propagate(db, key)
     if spec.graph is None or gp is None or gp.plan.mesh is None:
         return None
     plan = gp.plan
     if any(d.is_error for d in plan.diagnostics):
         return None
-    refs = tuple(dict.fromkeys(c.cause.loc for c in plan.collectives if c.cause is not None))
-    spans = dict(zip(refs, shard_spans(db, refs), strict=True))
+    refs = tuple(
+        dict.fromkeys(
+            c.cause.loc
+            for c in plan.collectives
+            if c.cause is not None and isinstance(c.cause.loc, NodeRef)
+        )
+    )
+    spans: dict[object, str] = dict(zip(refs, shard_spans(db, refs), strict=True))
 
     def span_of(label: Label | None) -> str:
         return spans.get(label.loc, "") if label is not None else ""

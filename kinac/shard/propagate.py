@@ -186,7 +186,7 @@ def propagate(
     partial: dict[int, tuple[str, ...]] = {}
     for p, pin in pinned.items():
         for d, axes in enumerate(pin.dims):
-            cause = next((pin.where[a] for a in axes), None)
+            cause = next((pin.where[a] for a in axes if a in pin.where), None)
             cause = cause or next(iter(pin.where.values()), None)
             st.dims[p][d] = _Dim(axes, cause, True)
         if pin.partial:
@@ -197,7 +197,7 @@ def propagate(
                 continue
             if not st.fits(axes, graph.nodes[h].type.shape[d]):
                 continue
-            cause = next((pin.where[a] for a in axes), None)
+            cause = next((pin.where[a] for a in axes if a in pin.where), None)
             st.dims[h][d] = _Dim(tuple(axes), cause or next(iter(pin.where.values()), None), False)
     order = range(len(graph.params), len(graph.nodes))
     while True:

@@ -1,0 +1,251 @@
+"""``kinac.value_and_grad(path, name, wrt=[...], mesh=...)``: a loss and its gradients run as a
+per-device program on the threaded mesh simulator, with global arrays in and out.
+
+Why a subclass of :class:`kinac.api_sharded.ShardedDefn`: binding, argument checks, the mesh
+request (a name, a device count, a shape; a resized mesh re-planned), slicing the global
+arguments by the parameters' layouts, the simulator and assembling the outputs are exactly a
+sharded forward call's; what differs is the program: the gradient graph's
+(``grad_device_program``, :mod:`kinac.pipeline_grad_shard`), whose outputs are the loss
+(replicated) and each gradient in its parameter's layout, assembled into global arrays.
+
+:class:`MeshValueAndGrad` is the same with layouts given from Python instead of annotations
+(``layouts={"x": [("dp",), (), ()], ...}`` over a :class:`MeshSpec`): what the trainer uses to
+run an unannotated model data-parallel, tensor-parallel or 2-D (:func:`mesh_value_and_grad`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from kinac.api_sharded import DEFAULT_TIMEOUT_S, ShardedDefn, _shape_text
+from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
+
+Layouts = Mapping[str, Sequence[Sequence[str]]]
+
+
+class ShardedValueAndGrad(ShardedDefn):
+    """A loss differentiated with respect to ``wrt``, run on a simulated mesh: calls return
+    ``(value, {name: gradient})`` as global arrays."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        name: str,
+        wrt: Sequence[str] | None,
+        mesh: Any,
+        target: str = "cpu",
+        cache_dir: str | None = None,
+        no_cache: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        from kinac.api_grad import ValueAndGrad
+
+        if target != "cpu":
+            raise KinaUsageError(
+                "a sharded gradient runs on the threaded simulator, on the host: use "
+                "target='cpu' (running on several GPUs through NCCL is not built yet)"
+            )
+        inner = ValueAndGrad(path, name, wrt, cache_dir=cache_dir, no_cache=no_cache)
+        self.wrt: tuple[str, ...] = inner.wrt
+        super().__init__(path, name, mesh, compiled=inner, timeout_s=timeout_s)
+
+    def __call__(self, *args: Any, **dims: int) -> tuple[Any, dict[str, Any]]:  # type: ignore[override]
+        outs = super().__call__(*args, **dims)
+        return outs[0], dict(zip(self.wrt, outs[1:], strict=True))
+
+    def _grad_graph(self, db: Any, gkey: Any) -> Any:
+        from kinac import pipeline_grad
+
+        spec = pipeline_grad.grad_graph(db, gkey)
+        if spec.graph is None:
+            if spec.problem is not None:
+                raise KinaUsageError(spec.problem)
+            raise KinaCallError(self.inner._render(list(spec.diagnostics)))
+        return spec.graph
+
+    def _build(self, key: Any) -> tuple[Any, list[Any]]:
+        from kinac import pipeline_grad_shard, pipeline_shard
+
+        db = self.inner.sess.db
+        gkey = (key, self.wrt)
+        try:
+            graph = self._grad_graph(db, gkey)
+            gp = pipeline_grad_shard.grad_shard_propagate(db, gkey)
+            assert gp is not None, "a gradient graph has a plan"
+            errors = [d for d in gp.plan.diagnostics if d.is_error]
+            if errors:
+                raise KinaCompileError(self.inner._render(errors))
+            req, plan = self.request, gp.plan
+            if plan.mesh is None:
+                program = self._replicated(graph, req)
+            elif req is None or isinstance(req, str) or req == tuple(n for _, n in plan.axes):
+                program = pipeline_grad_shard.grad_device_program(db, gkey)
+            else:
+                program = self._resized_grad(db, key, graph, plan.mesh, req)
+            assert program is not None, "a plan with a mesh and no error has a program"
+            segments = pipeline_shard.host_segments(db, program)
+        finally:
+            db.commit()
+            db.close()
+        return program, segments
+
+    def _resized_grad(
+        self, db: Any, key: Any, graph: Any, name: str, shape: tuple[int, ...]
+    ) -> Any:
+        """The gradient program for the annotations' mesh resized to ``shape`` (re-planned per
+        call shape, not cached, as a resized forward is)."""
+        from kinac import pipeline
+        from kinac.shard.grad import plan_gradient_entry
+
+        meshes = tuple(replace(m, shape=shape) if m.name == name else m for m in self._meshes())
+        sig = pipeline.signature(db, pipeline.DefnKey(key.file, key.defn))
+        assert sig is not None, "an entry that specialised has a signature"
+        plan, outs = plan_gradient_entry(graph, self.wrt, sig, meshes, key.file)
+        errors = [d for d in plan.diagnostics if d.is_error]
+        if errors:
+            raise KinaCompileError(self.inner._render(errors))
+        check_divisible(graph, plan, f"mesh `{name}` resized to {_shape_text(shape)}")
+
+        def span_of(label: Any) -> str:
+            span = pipeline.resolve_span(db, label.loc) if label is not None else None
+            return f"{span.file}:{span.line}:{span.col}" if span is not None else ""
+
+        from kinac.shard.device import device_program
+
+        return device_program(graph, plan, span_of, outs)
+
+    def __repr__(self) -> str:
+        req = "its own mesh" if self.request is None else f"mesh {self.request!r}"
+        return (
+            f"<kinac sharded value_and_grad {self.key.name} wrt {list(self.wrt)} from "
+            f"{self.key.file} on {req}>"
+        )
+
+
+def check_divisible(graph: Any, plan: Any, what: str) -> None:
+    """A usage error when a planned split does not divide its dim (a mesh chosen by the caller
+    rather than checked against the annotations by the checker)."""
+    from kinac.shard.report import tensor_name
+
+    sizes = dict(plan.axes)
+    for lay in plan.layouts:
+        t = graph.nodes[lay.node].type
+        for d, axs in enumerate(lay.dims):
+            n = 1
+            for a in axs:
+                n *= sizes[a]
+            if t.shape[d] % n:
+                raise KinaUsageError(
+                    f"{what}: the {n} devices of mesh axis {' x '.join(axs)} do not divide dim "
+                    f"{d} (size {t.shape[d]}) of `{tensor_name(graph, lay.node)}` "
+                    f"({t.dtype}[{' '.join(map(str, t.shape))}])"
+                )
+
+
+class MeshValueAndGrad(ShardedValueAndGrad):
+    """:class:`ShardedValueAndGrad` with the mesh and the parameters' layouts given from Python
+    (no annotation needed in the source): ``mesh`` a ``MeshSpec``, ``layouts`` the mesh axes
+    splitting each dim of the named parameters (the others replicated)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        name: str,
+        wrt: Sequence[str] | None,
+        mesh: Any,
+        layouts: Layouts,
+        cache_dir: str | None = None,
+        no_cache: bool = False,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        from kinac.api_grad import ValueAndGrad
+        from kinac.artifacts.sharded import MeshSpec
+
+        if not isinstance(mesh, MeshSpec):
+            raise KinaUsageError(f"layouts= needs mesh= as a MeshSpec, got {mesh!r}")
+        self.mesh_spec = mesh
+        self.layouts = {k: tuple(tuple(d) for d in v) for k, v in layouts.items()}
+        for pname, dims in self.layouts.items():
+            for axes in dims:
+                bad = [a for a in axes if a not in mesh.axes]
+                if bad:
+                    raise KinaUsageError(
+                        f"layout of `{pname}` names mesh axis `{bad[0]}`; mesh `{mesh.name}` "
+                        f"has axes {', '.join(mesh.axes)}"
+                    )
+        inner = ValueAndGrad(path, name, wrt, cache_dir=cache_dir, no_cache=no_cache)
+        self.wrt = inner.wrt
+        known = {p.name for p in inner.signature.params}
+        unknown = [p for p in self.layouts if p not in known]
+        if unknown:
+            raise KinaUsageError(f"layouts= names `{unknown[0]}`, not a parameter of `{name}`")
+        self.inner, self.key, self.timeout_s = inner, inner.key, timeout_s
+        self.request = tuple(mesh.shape)
+        self.last_log: Any = None
+        self.last_program: Any = None
+        self._runs: dict[Any, tuple[Any, list[Any]]] = {}
+
+    def _build(self, key: Any) -> tuple[Any, list[Any]]:
+        from kinac import pipeline_shard
+        from kinac.reader import ast
+        from kinac.shard.device import device_program
+        from kinac.shard.grad import explicit_pins, plan_gradient
+
+        db = self.inner.sess.db
+        m = self.mesh_spec
+        try:
+            graph = self._grad_graph(db, (key, self.wrt))
+            for pname, t in graph.params:
+                dims = self.layouts.get(pname)
+                if dims is not None and len(dims) != len(t.shape):
+                    raise KinaUsageError(
+                        f"layout of `{pname}` has {len(dims)} dims; `{pname}` is "
+                        f"{t.dtype}[{' '.join(map(str, t.shape))}]"
+                    )
+            mesh = ast.Mesh(-1, m.name, tuple(m.shape), tuple(m.axes))
+            plan, outs = plan_gradient(graph, self.wrt, mesh, explicit_pins(graph, self.layouts))
+            errors = [d for d in plan.diagnostics if d.is_error]
+            if errors:
+                raise KinaCompileError(self.inner._render(errors))
+            check_divisible(graph, plan, f"mesh `{m.name}` ({_shape_text(tuple(m.shape))})")
+            program = device_program(graph, plan, lambda _: "", outs)
+            segments = pipeline_shard.host_segments(db, program)
+        finally:
+            db.commit()
+            db.close()
+        return program, segments
+
+
+def value_and_grad_sharded(
+    path: str | os.PathLike[str],
+    name: str,
+    wrt: Sequence[str] | None,
+    mesh: Any,
+    target: str = "cpu",
+    layouts: Layouts | None = None,
+    **options: Any,
+) -> ShardedValueAndGrad:
+    """What ``kinac.value_and_grad(..., mesh=...)`` returns (``layouts=`` from Python: see
+    :class:`MeshValueAndGrad`)."""
+    if layouts is not None:
+        if target != "cpu":
+            raise KinaUsageError("a sharded gradient runs on the threaded simulator: target='cpu'")
+        return MeshValueAndGrad(path, name, wrt, mesh, layouts, **options)
+    return ShardedValueAndGrad(path, name, wrt, mesh, target=target, **options)
+
+
+def mesh_value_and_grad(
+    path: str | os.PathLike[str],
+    name: str,
+    wrt: Sequence[str],
+    mesh: Any,
+    layouts: Layouts,
+    **options: Any,
+) -> MeshValueAndGrad:
+    """The trainer's hook: ``value_and_grad`` of ``name`` on the simulated ``mesh`` (a
+    ``MeshSpec``) with the parameters laid out by ``layouts``; calling it with the global
+    arguments returns the global ``(loss, {name: gradient})``."""
+    return MeshValueAndGrad(path, name, wrt, mesh, layouts, **options)

@@ -1,0 +1,70 @@
+"""The gradient's sharding stage itself: ``grad_shard_propagate`` / ``grad_device_program``
+as queries, and the two small additions to ``kinac.shard`` it needs (soft pins on outputs,
+outputs returned in their own layouts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import kinac
+from kinac import pipeline_grad, pipeline_grad_shard
+from kinac.pipeline_support import EntryKey
+from kinac.session import Session
+
+SHARED_ZEROS = """(module m)
+(mesh m [2])
+(defn f [(x : (tensor f32 [4 8] @sharded(axis=0, mesh=m)))
+         (a : (tensor f32 [4 8] @sharded(axis=1, mesh=m)))
+         (b : (tensor f32 [4 8] @sharded(axis=0, mesh=m)))] -> f32
+  (sum (reshape (mul x x) [32]) :axis 0))
+"""
+
+
+def test_one_gradient_node_returned_in_two_layouts(tmp_path: Path) -> None:
+    """``a`` and ``b`` do not reach the loss: their gradients are one hash-consed zeros node,
+    which must come back split on dim 1 for ``a`` and on dim 0 for ``b``."""
+    src = tmp_path / "m.kina"
+    src.write_text(SHARED_ZEROS)
+    rng = np.random.default_rng(3)
+    x, a, b = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(3))
+    fn = kinac.value_and_grad(src, "f", wrt=["a", "b", "x"], mesh="", no_cache=True)
+    value, grads = fn(x, a, b)
+    np.testing.assert_allclose(value, np.sum(x * x, dtype=np.float64), rtol=1e-6)
+    np.testing.assert_array_equal(grads["a"], np.zeros_like(a))
+    np.testing.assert_array_equal(grads["b"], np.zeros_like(b))
+    np.testing.assert_allclose(grads["x"], 2 * x, rtol=1e-6)
+    lays = [lay.dims for _, _, lay in fn.last_program.outputs]
+    assert lays == [(), ((), ("m",)), (("m",), ()), (("m",), ())]
+    key = EntryKey("m.kina", "f", (), (), "cpu")
+    db = Session(tmp_path, no_cache=True).db
+    gp = pipeline_grad_shard.grad_shard_propagate(db, (key, ("a", "b", "x")))
+    assert gp is not None and not [d for d in gp.plan.diagnostics if d.is_error]
+    graph = pipeline_grad.grad_graph(db, (key, ("a", "b", "x"))).graph
+    assert graph is not None and graph.outputs[1] == graph.outputs[2]  # one node, two layouts
+    assert gp.outputs[1:] == (((), ("m",)), (("m",), ()), (("m",), ()))
+
+
+def test_queries(tmp_path: Path) -> None:
+    """The program is a query value (the API runs exactly it); an unannotated loss has none."""
+    src = tmp_path / "m.kina"
+    src.write_text(SHARED_ZEROS)
+    db = Session(tmp_path, no_cache=True).db
+    key = (EntryKey("m.kina", "f", (), (), "cpu"), ("x",))
+    prog = pipeline_grad_shard.grad_device_program(db, key)
+    assert prog is not None and prog.mesh.shape == (2,)
+    assert prog.params[0][1].shape == (2, 8)  # x's local rows
+    # the loss's partial sum is all-reduced; x's gradient is local (2x, split like x)
+    assert prog.count("all-reduce") == 1 and prog.count("all-gather") == 0
+    plain = tmp_path / "p"
+    plain.mkdir()
+    (plain / "m.kina").write_text(
+        SHARED_ZEROS.replace("(mesh m [2])", "")
+        .replace(" @sharded(axis=0, mesh=m)", "")
+        .replace(" @sharded(axis=1, mesh=m)", "")
+    )
+    db = Session(plain, no_cache=True).db
+    gp = pipeline_grad_shard.grad_shard_propagate(db, key)
+    assert gp is not None and gp.plan.mesh is None
+    assert pipeline_grad_shard.grad_device_program(db, key) is None
