@@ -29,8 +29,10 @@ def _factor_axes(
     fa: dict[int, tuple[str, ...]] = {}
     in_result = {f for fs in of.result for f in fs}
     for d, fs in enumerate(of.result):
-        if fs:  # a split the major factor cannot hold is computed whole, then sliced (plan)
-            fa[fs[0]] = layout[i][d] if st.fits(layout[i][d], of.sizes[fs[0]]) else ()
+        if fs:  # a split the major factor cannot hold is computed whole, then sliced (plan);
+            # so is one on a factor the op needs whole (a consumer split it: scatter_add's rows)
+            ok = fs[0] not in of.need_replication and st.fits(layout[i][d], of.sizes[fs[0]])
+            fa[fs[0]] = layout[i][d] if ok else ()
     on_result = {a for axes in fa.values() for a in axes}
     reduced: set[str] = set()
     for a, dims in zip(node.args, of.operands, strict=True):
