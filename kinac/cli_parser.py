@@ -232,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="data-parallel on N simulated devices (threads): each computes the gradients of "
         "B/N sequences, then they are all-reduced",
     )
+    p.add_argument(
+        "--layout",
+        choices=["dp", "tp", "2d"],
+        default="dp",
+        help="with --simulate: data parallel (default), tensor parallel (Megatron), or both "
+        "on a 2 x N/2 mesh",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per step on stdout")
     p.add_argument("--save", metavar="FILE", help="save the trained weights to a .npz file")
     _add_common(p)

@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         weight_decay=args.weight_decay,
         loss_scale=_loss_scale(args.loss_scale),
         simulate=args.simulate,
+        layout=args.layout,
         cache_dir=args.cache_dir,
         no_cache=args.no_cache,
     )
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
             "target": trainer.target,
             "seed": args.seed,
             "simulate": args.simulate,
+            "layout": args.layout if args.simulate else None,
         }
         print(json.dumps(head), flush=True)
         for r in trainer.steps(args.steps):

@@ -8,9 +8,9 @@ place. The averaged loss is the global batch's mean loss and the averaged gradie
 gradients (equal slices), so a step equals the single-device step up to the order of the sums.
 Every replica would apply the same update to the same weights; the simulation applies it once.
 
-Tensor-parallel and 2-D layouts need per-device gradient programs (the sharding stage run on
-the gradient graph, with the transposed collectives); until the compiler has them, only the
-data-parallel layout is offered.
+Tensor-parallel (``tp``: Megatron) and 2-D (``2d``: dp x tp) layouts run the per-device
+programs of the entry's gradient graph (the sharding stage on the gradient, with the transposed
+collectives): ``kinac.api_grad_sharded.MeshParallel``, which has this class's interface.
 """
 
 from __future__ import annotations
@@ -19,6 +19,26 @@ from typing import Any
 
 from kinac.errors import KinaUsageError
 from kinac.train.params import DATA, EntryInfo
+
+LAYOUTS = ("dp", "tp", "2d")
+
+
+def make_parallel(
+    workspace: str, entry: str, info: EntryInfo, n: int, layout: str, **options: Any
+) -> Any:
+    """The loss-and-gradient step on ``n`` simulated devices in ``layout``."""
+    if layout not in LAYOUTS:
+        raise KinaUsageError(f"unknown layout {layout!r}: use {', '.join(LAYOUTS)}")
+    if layout == "dp":
+        return DataParallel(workspace, entry, info, n, **options)
+    try:
+        from kinac.api_grad_sharded import MeshParallel  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        raise KinaUsageError(
+            f"--layout {layout} needs the sharded gradient programs "
+            "(kinac.api_grad_sharded.MeshParallel), which this kinac does not have"
+        ) from None
+    return MeshParallel(workspace, entry, info, n, layout, **options)
 
 
 class DataParallel:

@@ -79,6 +79,7 @@ class Trainer:
         loss_scale: str | float | None = None,
         growth_interval: int = 2000,
         simulate: int | None = None,
+        layout: str = "dp",
         donate: bool | None = None,
         **options: Any,
     ) -> None:
@@ -99,9 +100,11 @@ class Trainer:
                 raise KinaUsageError(
                     "--simulate runs on the host's device simulator: drop --target cuda"
                 )
-            from kinac.train.parallel import DataParallel
+            from kinac.train.parallel import make_parallel
 
-            self.parallel = DataParallel(self.workspace, entry, self.info, simulate, **options)
+            self.parallel = make_parallel(
+                self.workspace, entry, self.info, simulate, layout, **options
+            )
         else:
             self.vg = value_and_grad(
                 self.workspace, entry, wrt=list(self.names), target=target, **options
