@@ -103,7 +103,7 @@ class ShardedValueAndGrad(ShardedDefn):
         meshes = tuple(replace(m, shape=shape) if m.name == name else m for m in self._meshes())
         sig = pipeline.signature(db, pipeline.DefnKey(key.file, key.defn))
         assert sig is not None, "an entry that specialised has a signature"
-        plan, outs = plan_gradient_entry(graph, self.wrt, sig, meshes, key.file)
+        graph, plan, outs = plan_gradient_entry(graph, self.wrt, sig, meshes, key.file)
         errors = [d for d in plan.diagnostics if d.is_error]
         if errors:
             raise KinaCompileError(self.inner._render(errors))
@@ -206,7 +206,8 @@ class MeshValueAndGrad(ShardedValueAndGrad):
                         f"{t.dtype}[{' '.join(map(str, t.shape))}]"
                     )
             mesh = ast.Mesh(-1, m.name, tuple(m.shape), tuple(m.axes))
-            plan, outs = plan_gradient(graph, self.wrt, mesh, explicit_pins(graph, self.layouts))
+            pins = explicit_pins(graph, self.layouts)
+            graph, plan, outs = plan_gradient(graph, self.wrt, mesh, pins)
             errors = [d for d in plan.diagnostics if d.is_error]
             if errors:
                 raise KinaCompileError(self.inner._render(errors))
@@ -249,3 +250,53 @@ def mesh_value_and_grad(
     ``MeshSpec``) with the parameters laid out by ``layouts``; calling it with the global
     arguments returns the global ``(loss, {name: gradient})``."""
     return MeshValueAndGrad(path, name, wrt, mesh, layouts, **options)
+
+
+class MeshParallel:
+    """The trainer's loss-and-gradient step on a simulated mesh, with :class:`DataParallel`'s
+    interface (``kinac.train.parallel``): ``MeshParallel(workspace, entry, info, n,
+    layout="tp")(args)`` returns the global ``(loss, {weight: gradient})`` of one step, computed
+    by the per-device program of the entry's gradient graph (``dp``: the batch split; ``tp``:
+    Megatron; ``2d``: both on ``2 x n/2``; :mod:`kinac.shard.grad_layouts`). ``log`` is the last
+    step's :class:`kinac.rt.comm.CommLog`, ``mesh`` its ``MeshSpec``."""
+
+    def __init__(
+        self, workspace: str, entry: str, info: Any, n: int, layout: str = "dp", **options: Any
+    ) -> None:
+        from kinac.artifacts.sharded import MeshSpec
+        from kinac.shard.grad_layouts import mesh_shape, training_layouts
+
+        got = mesh_shape(layout, n)
+        if isinstance(got, str):
+            raise KinaUsageError(f"--simulate {n} --layout {layout}: {got}")
+        self.mesh = MeshSpec(*got)
+        self.layout, self.n, self.info = layout, n, info
+        names = [p.name for p in info.weights]
+        self.layouts = training_layouts(layout, [(p.name, len(p.shape)) for p in info.params])
+        self.vg = mesh_value_and_grad(workspace, entry, names, self.mesh, self.layouts, **options)
+        self.dims = {d: info.dims[d] for d in info.dim_params}
+        self.log: Any = None
+
+    def __call__(self, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
+        """The global batch's loss and gradients."""
+        loss, grads = self.vg(*args, **self.dims)
+        self.log = self.vg.last_log
+        return loss, grads
+
+    def describe(self) -> str:
+        return self.vg.describe()
+
+
+def sharded_trainer(workspace: str, entry: str, n: int, layout: str = "dp", **kwargs: Any) -> Any:
+    """A :class:`kinac.train.Trainer` whose loss-and-gradient step runs on ``n`` simulated
+    devices in ``layout`` (``dp``, ``tp`` or ``2d``): the Python surface of sharded training
+    until the trainer takes a layout itself (it then constructs :class:`MeshParallel` where it
+    constructs ``DataParallel``)."""
+    from kinac.train import Trainer
+
+    if kwargs.get("target", "cpu") != "cpu":
+        raise KinaUsageError("sharded training runs on the host's device simulator: target='cpu'")
+    trainer = Trainer(workspace, entry, **kwargs)
+    options = {k: kwargs[k] for k in ("cache_dir", "no_cache") if k in kwargs}
+    trainer.parallel = MeshParallel(str(workspace), entry, trainer.info, n, layout, **options)
+    return trainer

@@ -21,6 +21,7 @@ from kinac.pipeline_support import CheckEnv, DefnKey, EntryKey
 from kinac.rules import Database, query
 from kinac.rules.codec import record
 from kinac.shard.model import ShardPlan
+from kinac.tir.graph import Graph
 
 if TYPE_CHECKING:
     from kinac.artifacts.sharded import DeviceProgram
@@ -30,11 +31,13 @@ GradKey = tuple[EntryKey, tuple[str, ...]]
 
 @record
 class GradShardPlan:
-    """The gradient graph's plan and the layout each output is returned in (the loss
-    replicated, each gradient in its parameter's layout; docs/sharding.md)."""
+    """The gradient graph's plan, the layout each output is returned in (the loss replicated,
+    each gradient in its parameter's layout; docs/sharding.md), and the graph planned when
+    it is not ``grad_graph``'s (partial sums reassociated: :mod:`kinac.shard.grad`)."""
 
     plan: ShardPlan
     outputs: tuple[tuple[tuple[str, ...], ...] | None, ...]
+    graph: Graph | None = None
 
 
 @query("grad_shard_propagate", stage="shard")
@@ -51,8 +54,8 @@ def grad_shard_propagate(db: Database, key: GradKey) -> GradShardPlan | None:
         return None
     meshes = CheckEnv(db).meshes(entry.file)
     with pipeline._internal_errors(entry, "sharding the gradient"):
-        plan, outs = plan_gradient_entry(spec.graph, wrt, sig, meshes, entry.file)
-    return GradShardPlan(plan, outs)
+        graph, plan, outs = plan_gradient_entry(spec.graph, wrt, sig, meshes, entry.file)
+    return GradShardPlan(plan, outs, None if graph is spec.graph else graph)
 
 
 @query("grad_device_program", stage="shard")
@@ -83,7 +86,7 @@ def grad_device_program(db: Database, key: GradKey) -> DeviceProgram | None:
         return spans.get(label.loc, "") if label is not None else ""
 
     with pipeline._internal_errors(key[0], "sharded lowering of the gradient"):
-        return build(spec.graph, plan, span_of, gp.outputs)
+        return build(gp.graph or spec.graph, plan, span_of, gp.outputs)
 
 
 __all__ = ["GradShardPlan", "grad_device_program", "grad_shard_propagate"]

@@ -4,9 +4,10 @@ and 4 simulated devices. The value and every gradient equal the single-device
 ``value_and_grad`` within 1e-5 relative (f32, max error over max magnitude), and the collectives
 every rank executed (the communicator's log, not the program) are counted exactly:
 
-- Megatron: the forward's 2 all-reduces, the backward's 2 (the partial cotangent of the input
-  of the column-parallel projections, Megatron's ``f``), and one small all-reduce of each norm
-  weight's gradient (a [D] partial sum, kept partial to the end as the cheapest place);
+- Megatron: the forward's 2 all-reduces, the backward's one per column-parallel group whose
+  input's cotangent is needed (Megatron's ``f``: 1 when ``x`` is not differentiated, 2 when it
+  is, which takes reassociating each norm's partial cotangent terms), and one small
+  all-reduce of each norm weight's gradient (a [D] partial sum, kept partial to the end);
 - data parallel: one all-reduce per weight gradient plus one for the loss (no bucketing);
 - with a weight split on the dim the batch-split activation contracts (FSDP-like), the
   gradient comes out of its matmul as a partial sum reduce-scattered into the weight's layout:
@@ -136,9 +137,11 @@ def _run(ws: Path, cache: str, mesh: Any = "") -> tuple[Any, Any]:
 def test_block_megatron_on_two_devices(tmp_path: Path, cache: str, block_ref: Any) -> None:
     fn, got = _run(block_workspace(tmp_path, megatron("tp"), "(mesh tp [2])"), cache)
     assert_same(got, block_ref)
-    assert same_on_every_rank(fn) == {("all-reduce", "tp"): 6}
+    assert same_on_every_rank(fn) == {("all-reduce", "tp"): 5}
     sizes = sorted(e.nbytes for e in fn.last_log.ranks[0])
-    assert sizes == [D * 4] * 2 + [B * S * D * 4] * 4  # 2 forward + 2 backward, 2 norm weights
+    # 2 forward; 1 backward (the residual stream's cotangent between the halves; x is not
+    # differentiated, so the attention input's is not needed); the 2 norm weights' gradients
+    assert sizes == [D * 4] * 2 + [B * S * D * 4] * 3
     # the gradients come back in their parameters' layouts
     lay = {
         n: layout for (_, _, layout), n in zip(fn.last_program.outputs[1:], BLOCK_W, strict=True)
@@ -153,7 +156,7 @@ def test_block_megatron_on_four_devices(tmp_path: Path, cache: str, block_ref: A
     program), and their cotangents gathered in the backward before the head merge."""
     fn, got = _run(block_workspace(tmp_path, megatron("tp"), "(mesh tp [4])"), cache)
     assert_same(got, block_ref)
-    assert same_on_every_rank(fn) == {("all-reduce", "tp"): 6, ("all-gather", "tp"): 4}
+    assert same_on_every_rank(fn) == {("all-reduce", "tp"): 5, ("all-gather", "tp"): 4}
 
 
 def test_block_data_parallel(tmp_path: Path, cache: str, block_ref: Any) -> None:
@@ -175,8 +178,8 @@ def test_block_two_d(tmp_path: Path, cache: str, block_ref: Any) -> None:
     ws = block_workspace(tmp_path, ann, "(mesh grid [2 2] :axes [dp tp])")
     fn, got = _run(ws, cache)
     assert_same(got, block_ref)
-    # tp: Megatron's 6; dp: every weight gradient and the loss, once each
-    assert same_on_every_rank(fn) == {("all-reduce", "tp"): 6, ("all-reduce", "dp"): 10}
+    # tp: as Megatron on 2; dp: every weight gradient and the loss, once each
+    assert same_on_every_rank(fn) == {("all-reduce", "tp"): 5, ("all-reduce", "dp"): 10}
     assert fn.last_program.mesh.shape == (2, 2)
 
 
@@ -304,3 +307,17 @@ def test_bad_requests_are_usage_errors(tmp_path: Path, cache: str) -> None:
     fn = kinac.value_and_grad(ws, "mlp-loss", wrt=MLP_W, mesh=3, cache_dir=cache)
     with pytest.raises(KinaUsageError, match="3 devices of mesh axis dp do not divide"):
         fn(*mlp_args())
+
+
+def test_block_megatron_differentiating_x(tmp_path: Path, cache: str) -> None:
+    """With ``x`` in ``wrt`` the attention input's cotangent is needed too: Megatron's 2
+    backward all-reduces, not 4 (each RMSNorm's cotangent is the residual's plus two partial
+    terms: summed in the transform's order, ``(residual + t1) + t2``, each add would reduce one
+    term; :func:`kinac.shard.grad.reassociate_partials` sums the partial terms first)."""
+    ws = block_workspace(tmp_path, megatron("tp"), "(mesh tp [2])")
+    wrt = ["x", *BLOCK_W]
+    want = kinac.value_and_grad(ws, "block-loss", wrt=wrt, cache_dir=cache)(*block_args(), **DIMS)
+    fn = kinac.value_and_grad(ws, "block-loss", wrt=wrt, mesh="", cache_dir=cache)
+    assert_same(fn(*block_args(), **DIMS), want)
+    sizes = sorted(e.nbytes for e in fn.last_log.ranks[0])
+    assert sizes == [D * 4] * 2 + [B * S * D * 4] * 4  # 2 forward + 2 backward, 2 norm weights

@@ -35,7 +35,7 @@ from kinac.shard.entry import named_mesh
 from kinac.shard.model import ShardPlan
 from kinac.shard.propagate import propagate
 from kinac.shard.redistribute import Dims
-from kinac.tir.graph import Graph
+from kinac.tir.graph import Graph, Node
 
 
 def annotated_pins(
@@ -71,9 +71,29 @@ def plan_gradient(
     mesh: ast.Mesh | None,
     pinned: Mapping[int, Pinned],
     diagnostics: Sequence[Diagnostic] = (),
+) -> tuple[Graph, ShardPlan, tuple[Dims | None, ...]]:
+    """The plan of a value-and-gradient ``graph`` (outputs ``loss, grads in wrt order``), the
+    graph it plans (``graph`` with partial sums reassociated, :func:`reassociate_partials`) and
+    the layout each output is returned in (the loss has none)."""
+    plan, outs = _plan(graph, wrt, mesh, pinned, diagnostics)
+    for _ in range(8):  # each pass can expose an enclosing add; a chain is short
+        if mesh is None or any(d.is_error for d in plan.diagnostics):
+            break
+        again = reassociate_partials(graph, plan)
+        if again is None:
+            break
+        graph = again
+        plan, outs = _plan(graph, wrt, mesh, pinned, diagnostics)
+    return graph, plan, outs
+
+
+def _plan(
+    graph: Graph,
+    wrt: Sequence[str],
+    mesh: ast.Mesh | None,
+    pinned: Mapping[int, Pinned],
+    diagnostics: Sequence[Diagnostic],
 ) -> tuple[ShardPlan, tuple[Dims | None, ...]]:
-    """The plan of a value-and-gradient ``graph`` (outputs ``loss, grads in wrt order``) and the
-    layout each output is returned in (``None``: its node's own; the loss has none)."""
     index = {name: i for i, (name, _) in enumerate(graph.params)}
     hints: dict[int, Pinned] = {}
     outs: list[Dims | None] = [tuple(() for _ in graph.nodes[graph.outputs[0]].type.shape)]
@@ -84,14 +104,72 @@ def plan_gradient(
         if pin is not None and o >= len(graph.params):
             hints.setdefault(o, Pinned(list(dims), (), dict(pin.where)))
         outs.append(dims)
-    plan = propagate(graph, pinned, mesh, diagnostics, hints=hints)
-    return plan, tuple(outs)
+    return propagate(graph, pinned, mesh, diagnostics, hints=hints), tuple(outs)
 
 
 def plan_gradient_entry(
     graph: Graph, wrt: Sequence[str], sig: ast.Signature, meshes: Sequence[ast.Mesh], file: str
-) -> tuple[ShardPlan, tuple[Dims | None, ...]]:
+) -> tuple[Graph, ShardPlan, tuple[Dims | None, ...]]:
     """:func:`plan_gradient` with the loss defn's annotations (the mesh its first names)."""
     mesh = named_mesh(sig, meshes)
     pinned, diags = annotated_pins(graph, sig, mesh, file) if mesh is not None else ({}, [])
     return plan_gradient(graph, wrt, mesh, pinned, diags)
+
+
+def reassociate_partials(graph: Graph, plan: ShardPlan) -> Graph | None:
+    """``(r + p1) + p2`` rewritten ``r + (p1 + p2)`` where ``p1`` and ``p2`` are partial sums
+    over the same axes and ``r`` is not (None when nothing matches).
+
+    Why: a cotangent is accumulated in a fixed order, so a tensor used by a replicated path
+    and by two paths that end split (the input of an RMSNorm under tensor parallelism: the
+    residual's cotangent, and the norm's two terms, each a partial sum) is summed
+    ``(residual + term1) + term2``: each add meets a partial sum with a whole value and
+    all-reduces it, twice per norm. Summing the partials first makes one partial sum, reduced
+    once: Megatron's one backward all-reduce per column-parallel group. Only adds of one
+    shape and dtype whose inner add has no other use; the float sums are reordered (within an
+    ulp of the single-device order, not bitwise)."""
+    nodes = graph.nodes
+    uses = [0] * len(nodes)
+    for n in nodes:
+        for a in n.args:
+            uses[a] += 1
+    for o in graph.outputs:
+        uses[o] += 1
+    part = {lay.node: tuple(sorted(lay.partial)) for lay in plan.layouts}
+    swap: dict[int, tuple[int, int, int]] = {}  # outer add -> (r, p1, p2)
+    inner: set[int] = set()
+    for i, n in enumerate(nodes):
+        if n.op != "add" or len(n.args) != 2 or n.args[0] == n.args[1]:
+            continue
+        for k in (0, 1):
+            u, p2 = n.args[k], n.args[1 - k]
+            un = nodes[u]
+            if un.op != "add" or uses[u] != 1 or u in swap or u in inner:
+                continue
+            if not part.get(p2) or len(un.args) != 2:
+                continue
+            r, p1 = un.args
+            if part.get(r) and not part.get(p1):
+                r, p1 = p1, r
+            if part.get(r) or part.get(p1) != part[p2]:
+                continue
+            if any(nodes[x].type != n.type for x in (u, r, p1, p2)):
+                continue
+            swap[i] = (r, p1, p2)
+            inner.add(u)
+            break
+    if not swap:
+        return None
+    new: dict[int, int] = {}
+    out: list[Node] = []
+    for i, n in enumerate(nodes):
+        if i in inner:
+            continue
+        if i in swap:
+            r, p1, p2 = swap[i]
+            out.append(Node("add", (new[p1], new[p2]), (), n.type))
+            out.append(Node("add", (new[r], len(out) - 1), (), n.type))
+        else:
+            out.append(Node(n.op, tuple(new[a] for a in n.args), n.attrs, n.type))
+        new[i] = len(out) - 1
+    return Graph(graph.name, graph.params, tuple(out), tuple(new[o] for o in graph.outputs))

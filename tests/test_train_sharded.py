@@ -1,0 +1,70 @@
+"""The decoder (``workspaces/decoder``, ``decoder_1m``) trained on 4 simulated devices in the
+three layouts, each step's loss equal to the single-device run's within 1e-4 relative, the
+loss falling, and the collectives every rank ran in a step counted:
+
+- ``dp`` (the batch split 4 ways): one all-reduce per weight gradient and the loss, except the
+  embedding's (computed whole from gathered cotangents: gather and scatter-add read their
+  indices whole), and 5 all-gathers for the index ops (embedding and cross-entropy);
+- ``tp`` (Megatron on ``wq wk wv wg wu`` / ``wo wd``): per layer Megatron's 2 forward and 2
+  backward activation all-reduces (the backward's after reassociating each norm's partial
+  cotangent terms; 4 without) and one small one per norm weight's gradient; with 2 KV heads
+  over 4 devices, k and v (and their cotangents) gathered;
+- ``2d`` (dp x tp = 2 x 2): both, each over its own axis.
+"""
+
+from __future__ import annotations
+
+import pytest
+from train_support import CACHE, DECODER
+
+from kinac.api_grad_sharded import sharded_trainer
+from kinac.errors import KinaUsageError
+from kinac.train import Trainer
+
+STEPS = 4
+LAYERS = 4
+
+
+@pytest.fixture(scope="module")
+def reference() -> list[float]:
+    return [r.loss for r in Trainer(DECODER, "decoder_1m", seed=1, cache_dir=CACHE).run(STEPS)]
+
+
+@pytest.mark.parametrize(
+    "layout,counts",
+    [
+        ("dp", {("all-reduce", "dp"): 39, ("all-gather", "dp"): 5}),
+        ("tp", {("all-reduce", "tp"): 6 * LAYERS, ("all-gather", "tp"): 4 * LAYERS}),
+        (
+            "2d",
+            {("all-reduce", "tp"): 6 * LAYERS, ("all-reduce", "dp"): 39, ("all-gather", "dp"): 5},
+        ),
+    ],
+)
+def test_four_devices_match_one(
+    reference: list[float], layout: str, counts: dict[tuple[str, str], int]
+) -> None:
+    t = sharded_trainer(DECODER, "decoder_1m", 4, layout, seed=1, cache_dir=CACHE)
+    got = [r.loss for r in t.run(STEPS)]
+    for a, b in zip(reference, got, strict=True):
+        assert b == pytest.approx(a, rel=1e-4)
+    assert got[-1] < got[0]
+    log = t.parallel.log  # the last step's
+    assert log.counts() == counts
+    assert all(log.counts(rank) == counts for rank in range(4))
+    n_tp = t.parallel.mesh.shape[-1] if layout != "dp" else 1
+    big = [e for e in log.ranks[0] if e.kind == "all-reduce" and e.axis == "tp"]
+    if n_tp > 1:  # Megatron's activation all-reduces: 4 per layer, the whole [B S D] f32
+        b_local = 8 // (2 if layout == "2d" else 1)
+        assert sum(e.nbytes == b_local * 32 * 128 * 4 for e in big) == 4 * LAYERS
+        assert sum(e.nbytes == 128 * 4 for e in big) == 2 * LAYERS  # the norm weights
+
+
+def test_bad_layouts_are_usage_errors() -> None:
+    with pytest.raises(KinaUsageError, match="unknown layout 'pp'"):
+        sharded_trainer(DECODER, "decoder_1m", 4, "pp", cache_dir=CACHE)
+    with pytest.raises(KinaUsageError, match="even N >= 4"):
+        sharded_trainer(DECODER, "decoder_1m", 3, "2d", cache_dir=CACHE)
+    t = sharded_trainer(DECODER, "decoder_1m", 3, "dp", cache_dir=CACHE)
+    with pytest.raises(KinaUsageError, match="3 devices of mesh axis dp do not divide"):
+        t.step()
