@@ -1,6 +1,7 @@
 """The GPU target's queries: an entry's launch plan, its kernels one by one, and its PTX.
 
-    entry_graph ─► gpu_lowered (passes, fusion, launch plan; kernels as GpuKernel texts)
+    entry_graph ─► gpu_lowered (cut into pieces; stitch: buffer plan, steps, launches)
+                     ├► gpu_piece(piece Graph)   (once per distinct piece: GPU passes, fusion)
                      ├► gpu_kernel_llvm(GpuKernel) ─► gpu_kernel_ptx((GpuKernel, arch))
                      └──────────────────────────────► ptx (the distinct kernels' PTX, linked)
 
@@ -32,25 +33,42 @@ def gpu_lowered(db: Database, key: EntryKey) -> Any:
     spec = entry_graph(db, key)
     if spec.graph is None:
         return None
-    return lower_graph(db, spec.graph, key, "GPU lowering")
+    return lower_graph(db, spec.graph, key, "GPU lowering", spec.calls)
 
 
-def lower_graph(db: Database, graph: Any, key: EntryKey, stage: str) -> Any:
-    """``graph`` lowered for the GPU through the per-kernel queries (``gpu_lowered``'s body; the
-    gradient queries of :mod:`kinac.pipeline_grad` call it too). Failures are internal errors
-    of ``key``'s entry at ``stage``."""
+def lower_graph(
+    db: Database, graph: Any, key: EntryKey, stage: str, calls: tuple[Any, ...] = ()
+) -> Any:
+    """``graph`` lowered for the GPU through the per-piece and per-kernel queries
+    (``gpu_lowered``'s body; the gradient queries of :mod:`kinac.pipeline_grad` call it too):
+    cut at its ``calls`` (:func:`kinac.ir.gpu.stitch.gpu_cut`), each distinct piece fused by
+    ``gpu_piece``, stitched here without xDSL. Failures are internal errors of ``key``'s
+    entry at ``stage``."""
     from kinac.ice import in_kernel
-    from kinac.ir.gpu.pipeline import assemble_entry, split_graph_gpu
+    from kinac.ir.gpu.stitch import assemble_entry, gpu_cut, stitch_gpu
     from kinac.pipeline import _internal_errors
 
     with _internal_errors(key, stage):
-        split = split_graph_gpu(graph)
+        pieces = gpu_cut(graph, calls)
+        fused = {g: gpu_piece(db, g) for g in dict.fromkeys(p.graph for p in pieces)}
+        bounds = [(p.inputs, p.outputs) for p in pieces]
+        split = stitch_gpu(len(graph.params), bounds, [fused[p.graph] for p in pieces])
         codes: dict[str, Any] = {}
         for p in split.steps:  # a kernel's failure is reported as its entry's, at its step
             if p.kernel is not None and p.kernel.symbol not in codes:
                 with in_kernel(p.step.sym):
                     codes[p.kernel.symbol] = gpu_kernel_llvm(db, p.kernel)
         return assemble_entry(graph, split, codes)
+
+
+@query("gpu_piece", stage="lower", tools=("xdsl",))
+def gpu_piece(db: Database, piece: Any) -> Any:
+    """One piece of an entry (a :class:`~kinac.tir.graph.Graph`) through the GPU passes, its
+    kernels listed by position (:func:`kinac.ir.gpu.pipeline.lower_gpu_piece`): keyed by the
+    piece, so identical layers are fused once."""
+    from kinac.ir.gpu.pipeline import lower_gpu_piece
+
+    return lower_gpu_piece(piece)
 
 
 @query("gpu_kernel_llvm", stage="lower", tools=("xdsl",))

@@ -92,6 +92,7 @@ def test_identical_kernels_compile_once_and_an_edit_recompiles_exactly_the_chang
     assert set(ran(sess2, "gpu_kernel_llvm")) == new
     assert set(ran(sess2, "gpu_kernel_ptx")) == {(k, ARCH) for k in new}
     assert ran(sess2, "ptx") and ran(sess2, "gpu_lowered")  # the entry itself is re-assembled
+    assert len(ran(sess2, "gpu_piece")) == 1  # only the edited layer goes through the passes
 
     _, clean = build(ws, None)
     assert clean == after  # lowering, linked PTX and every kernel's PTX, byte for byte
@@ -195,6 +196,101 @@ def test_a_gather_kernel_is_keyed_by_its_step() -> None:
     assert sorted(k.status_step for k in lw.kernels if "kina.gather" in k.text) == steps
     maps = [s.launches[0].function for s in lw.steps if s.kind == "map"]
     assert len(maps) == 2 and len(set(maps)) == 2  # exp(t) and exp(neg(t)) differ
+
+
+def _gpu_graphs() -> dict[str, Any]:
+    from kinac.ir.testing import GraphBuilder, block_graph, mlp_graph
+
+    g = GraphBuilder("gathers")
+    table = g.param("table", "f32", (16, 8))
+    idx = g.param("idx", "i32", (4, 3))
+    e = g.gather(table, idx)
+    h = g.unary("tanh", g.binary("mul", e, e))
+    gathers = g.build(g.binary("add", h, g.softmax(g.gather(table, idx), 2)))
+    v = GraphBuilder("views")
+    x = v.param("x", "f32", (8, 16))
+    w = v.param("w", "f32", (16, 16))
+    t = v.transpose(v.unary("exp", x), (1, 0))
+    m = v.matmul(v.transpose(t, (1, 0)), w)
+    views = v.build(v.reduce("reduce_sum", v.binary("add", m, v.unary("neg", m)), 1))
+    return {
+        "block": block_graph(2, 8, 16),
+        "block_bf16": block_graph(2, 64, 256, 4, 2, 64, dtype="bf16"),  # fused attention
+        "mlp": mlp_graph(2, 8, 16, 32),
+        "gathers": gathers,
+        "views": views,
+    }
+
+
+def test_every_accepted_gpu_cut_keeps_the_whole_entrys_lowering() -> None:
+    """With every position offered as a cut, the pieces through the GPU passes, stitched,
+    give exactly the whole entry's lowering (steps, buffers, cuBLAS calls, kernels, module):
+    no GPU fusion crosses an accepted cut."""
+    from kinac.ir.gpu.kernel_split import lower_gpu_kernel
+    from kinac.ir.gpu.pipeline import lower_gpu_piece, lower_graph_gpu
+    from kinac.ir.gpu.stitch import assemble_entry, gpu_cut, stitch_gpu
+
+    cuts = 0
+    for name, g in _gpu_graphs().items():
+        pieces = gpu_cut(g, tuple((p, p) for p in range(len(g.nodes))))
+        cuts += len(pieces) - 1
+        lowered = [lower_gpu_piece(p.graph) for p in pieces]
+        split = stitch_gpu(len(g.params), [(p.inputs, p.outputs) for p in pieces], lowered)
+        codes = {k.symbol: lower_gpu_kernel(k) for k in split.kernels}
+        assert assemble_entry(g, split, codes) == lower_graph_gpu(g), name
+    assert cuts >= 8  # the rule leaves cuts to take
+
+
+def test_a_layered_model_lowers_each_distinct_layer_once(tmp_path: Path) -> None:
+    """The 3-layer model is three identical pieces: ``gpu_piece`` runs once, and the stitched
+    entry equals the whole entry lowered in one process."""
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
+    from kinac.ir.gpu.stitch import gpu_cut
+    from kinac.pipeline import entry_graph
+
+    ws = _scaling().make_workspace(tmp_path, 3)
+    sess = Session(ws, no_cache=True, target="cuda")
+    assert sess.build().error_count == 0
+    assert len(ran(sess, "gpu_piece")) == 1
+    (key,) = _entry_keys(sess)
+    spec = entry_graph(sess.db, key)
+    assert len(gpu_cut(spec.graph, spec.calls)) == 3
+    from kinac import pipeline_gpu
+
+    assert pipeline_gpu.gpu_lowered(sess.db, key) == lower_graph_gpu(spec.graph)
+
+
+def test_a_build_whose_pieces_and_kernels_are_cached_imports_neither_xdsl_nor_llvm(
+    tmp_path: Path,
+) -> None:
+    """Undoing an edit re-assembles the entry (``gpu_lowered``, ``ptx``) from cached pieces and
+    kernels: in a fresh process that imports neither xDSL nor llvmlite."""
+    import os
+    import subprocess
+
+    sc = _scaling()
+    ws = sc.make_workspace(tmp_path, 3)
+    cache = tmp_path / "cache"
+    build(ws, cache)
+    (ws / "model.kina").write_text(sc.model_source(3, edited=False, wrap={1: "tanh"}))
+    build(ws, cache)
+    (ws / "model.kina").write_text(sc.model_source(3, edited=False))
+    prog = (
+        "import sys\nfrom kinac.session import Session\n"
+        f"s = Session({str(ws)!r}, cache_dir={str(cache)!r}, target='cuda')\n"
+        "assert s.build().error_count == 0\n"
+        "print(sorted({n for n, _ in s.db.events.executed_names(None)}))\n"
+        "print('xdsl' in sys.modules, 'llvmlite' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", prog], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    ran_names, imported = done.stdout.strip().splitlines()
+    assert "'gpu_lowered'" in ran_names and "'ptx'" in ran_names
+    assert "gpu_piece" not in ran_names and "gpu_kernel" not in ran_names
+    assert imported == "False False"
 
 
 def _restarting_fuse_rows(fn: Any) -> int:

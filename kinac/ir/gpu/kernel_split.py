@@ -19,8 +19,7 @@ text is not a ``kina.kernel`` (a hand-written one) adds its generator to :data:`
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Hashable, Sequence
-from hashlib import blake2b
+from collections.abc import Callable, Hashable
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func
@@ -32,8 +31,10 @@ from xdsl.printer import Printer
 from kinac.artifacts.gpu import GpuKernel, GpuKernelCode, GpuLaunch
 from kinac.ir.dialects import kbuf, kina_struct
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.gpu.emit import NVPTX_LAYOUT, NVPTX_TRIPLE, add_declaration
+from kinac.ir.gpu.emit import add_declaration
 from kinac.ir.gpu.kernels import KernelGen
+from kinac.ir.gpu.stitch import gpu_kernel_symbol
+from kinac.ir.gpu.stitch import kernel_module as kernel_module
 
 CANONICAL_NAME = "kernel"
 
@@ -58,8 +59,7 @@ def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
     ftype = ([u.type for u in k.inputs], [copy.results[0].type])
     text = _print_generic(ModuleOp([func.FuncOp(CANONICAL_NAME, ftype, Region(block))]))
     status_step = step if k.kind.data == "gather" else 0
-    digest = blake2b(f"gpu\n{status_step}\n{text}".encode(), digest_size=10).hexdigest()
-    return GpuKernel(f"k_{digest}", text, status_step)
+    return GpuKernel(gpu_kernel_symbol(text, status_step), text, status_step)
 
 
 def structure(k: st.KernelOp, step: int) -> Hashable:
@@ -137,19 +137,3 @@ def lower_gpu_kernel(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKernelCode
     if gen is None:
         raise ValueError(f"no generator for GPU kernels of source {kernel.source!r}")
     return gen(kernel, flavour)
-
-
-def kernel_module(codes: Sequence[GpuKernelCode], flavour: str = "nvptx") -> str:
-    """One LLVM module holding ``codes``' functions: target header, merged declarations (one
-    per function name, whatever mix of dtypes the kernels use), then each kernel's body."""
-    out: list[str] = []
-    if flavour == "nvptx":
-        out += [f'target triple = "{NVPTX_TRIPLE}"', f'target datalayout = "{NVPTX_LAYOUT}"', ""]
-    decls: dict[str, str] = {}
-    for c in codes:
-        for decl in c.declares:
-            add_declaration(decls, decl)
-    out.extend(sorted(decls.values()))
-    out.append("")
-    out.extend(c.body for c in codes)
-    return "\n".join(out)

@@ -6,8 +6,10 @@ here with 256-byte aligned offsets for cuBLAS). A ``blas`` kernel becomes a
 generated kernel is cut out in canonical form (:func:`split_kernels`,
 :mod:`kinac.ir.gpu.kernel_split`) and becomes one LLVM function per launch
 (:mod:`kinac.ir.gpu.kernels`), named ``k_<digest>`` after its content; identical kernels are
-lowered once. The pipeline lowers each distinct kernel by its own query and binds the launches
-to each step's buffers with :func:`link_steps`; :func:`lower_kernels` does it all in-process.
+lowered once. :func:`piece_kernels` lists a fused function's kernels with their inputs by
+position (a piece of an entry, or a whole one); :mod:`kinac.ir.gpu.stitch` plans the entry's
+buffers over them and binds each step's launches. The pipeline lowers each distinct piece and
+kernel by its own query; :func:`lower_kernels` does it all in-process.
 The pass records each decision on its ``kina.kernel`` as a ``gpu`` attribute
 (``cublas pointers batch=64``, ``kernel k_<digest> grid=512 block=256 vec=4 T=32 C=8``), so
 the IR printed after it shows what runs.
@@ -16,8 +18,8 @@ the IR printed after it shows what runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -27,36 +29,19 @@ from xdsl.passes import ModulePass
 
 from kinac.artifacts.gpu import GpuKernel, GpuKernelCode, GpuStep
 from kinac.dtypes import ITEMSIZE
-from kinac.errors import KinaCompileError
 from kinac.ice import in_kernel
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.gpu.gemm import plan_gemm
-from kinac.ir.gpu.kernel_split import (
-    canonical_gpu_kernel,
+from kinac.ir.gpu.kernel_split import canonical_gpu_kernel, lower_gpu_kernel, structure
+from kinac.ir.gpu.stitch import (
+    GpuLoweredPiece,
+    GpuPieceKernel,
+    SplitEntry,
     kernel_module,
-    lower_gpu_kernel,
-    structure,
+    link_steps,
+    stitch_gpu,
 )
-from kinac.ir.host.kina_to_loops import BufferPlan, pack_arena
-
-ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands
-STATUS_SLOTS = 8
-
-MAX_GRID = 2**31 - 1  # CUDA's gridDim.x
-
-
-def plan_buffers(fn: func.FuncOp) -> BufferPlan:
-    """Params, outputs (a returned param stays a param), and arena offsets for the rest,
-    packed as on the host (:func:`~kinac.ir.host.kina_to_loops.pack_arena`) at ``ALIGN``."""
-    blk = fn.body.block
-    ret = blk.last_op
-    assert isinstance(ret, func.ReturnOp)
-    kernels = [o for o in blk.ops if isinstance(o, st.KernelOp)]
-    where: dict[SSAValue, tuple[str, int]] = {a: ("param", i) for i, a in enumerate(blk.args)}
-    for j, v in enumerate(ret.operands):
-        where.setdefault(v, ("out", j))
-    return pack_arena(kernels, where, lambda v: max(nbytes(v), 1), ALIGN)
 
 
 @dataclass
@@ -70,86 +55,60 @@ class NvvmModule:
     kernels: tuple[GpuKernel, ...]
 
 
-@dataclass
-class PendingStep:
-    """A step of the entry; a generated kernel's launches wait for its lowering."""
-
-    op: st.KernelOp
-    step: GpuStep
-    kernel: GpuKernel | None  # None: a library call (``step.gemm``)
-
-
-@dataclass
-class SplitEntry:
-    """An entry's steps, buffer plan and canonical kernels, before any kernel is lowered."""
-
-    steps: list[PendingStep]
-    arena_bytes: int
-
-    @property
-    def kernels(self) -> tuple[GpuKernel, ...]:
-        """The distinct generated kernels, in order of first use."""
-        return tuple(dict.fromkeys(p.kernel for p in self.steps if p.kernel is not None))
-
-
 def nbytes(v: SSAValue) -> int:
     return math.prod(shape_of(v.type)) * ITEMSIZE[dtype_name(v.type)]
 
 
-def split_kernels(fn: func.FuncOp) -> SplitEntry:
-    """Plan buffers, plan every library call and cut every generated kernel of the fused
-    entry ``fn`` out in canonical form (:mod:`kinac.ir.gpu.kernel_split`)."""
-    plan = plan_buffers(fn)
-    names: dict[SSAValue, str] = {}
-    for v, (where, n) in plan.where.items():
-        names[v] = f"{where}{n}" if where != "temp" else f"arena+{n}"
-    pending: list[PendingStep] = []
+def piece_kernels(fn: func.FuncOp) -> GpuLoweredPiece:
+    """The kernels of the fused function ``fn`` in order, each reading values by position
+    (``fn``'s arguments, then earlier kernels' results): a cuBLAS call planned over buffers
+    named ``v<position>``, or a generated kernel cut out in canonical form
+    (:mod:`kinac.ir.gpu.kernel_split`), each distinct one printed once."""
+    blk = fn.body.block
+    ret = blk.last_op
+    assert isinstance(ret, func.ReturnOp)
+    ref: dict[SSAValue, int] = {a: i for i, a in enumerate(blk.args)}
     printed: dict[Hashable, GpuKernel] = {}  # repeats (layers) are printed once
-    kernels = [o for o in fn.body.block.ops if isinstance(o, st.KernelOp)]
-    for i, k in enumerate(kernels):
-        reads = tuple(names[u] for u in k.inputs)
-        writes = names[k.result]
+    kernels: list[GpuPieceKernel] = []
+    for i, k in enumerate(o for o in blk.ops if isinstance(o, st.KernelOp)):
+        reads = tuple(ref[u] for u in k.inputs)
+        me = len(ref)
         moved = sum(nbytes(u) for u in dict.fromkeys(k.inputs)) + nbytes(k.result)
         kind, dt, shape = k.kind.data, dtype_name(k.result.type), shape_of(k.result.type)
         if k.impl.data == "blas":
-            body: dict[SSAValue, str] = dict(zip(k.body.block.args, reads, strict=True))
+            body: dict[SSAValue, str] = {
+                a: f"v{r}" for a, r in zip(k.body.block.args, reads, strict=True)
+            }
             with in_kernel(k.sym.data):
-                gemm = plan_gemm(k, body, writes)
+                gemm = plan_gemm(k, body, f"v{me}")
             impl = "cublasLt" if gemm.epilogue else "cublas"
-            step = GpuStep(k.sym.data, kind, impl, dt, shape, reads, writes, (), gemm, moved)
-            pending.append(PendingStep(k, step, None))
-            continue
-        key = structure(k, i)
-        kernel = printed.get(key)
-        if kernel is None:
-            kernel = printed[key] = canonical_gpu_kernel(k, i)
-        aux: tuple[int, ...] = ()
-        if kind == "gather":
-            g = next(o for o in k.body.block.ops if isinstance(o, st.GatherOp))
-            aux = shape_of(g.idx.type)
-        step = GpuStep(k.sym.data, kind, "kernel", dt, shape, reads, writes, (), None, moved, aux)
-        pending.append(PendingStep(k, step, kernel))
-    return SplitEntry(pending, plan.arena_bytes)
+            kernels.append(GpuPieceKernel(None, kind, impl, dt, shape, reads, moved, gemm))
+        else:
+            key = structure(k, i)
+            kernel = printed.get(key)
+            if kernel is None:
+                kernel = printed[key] = canonical_gpu_kernel(k, i)
+            aux: tuple[int, ...] = ()
+            if kind == "gather":
+                g = next(o for o in k.body.block.ops if isinstance(o, st.GatherOp))
+                aux = shape_of(g.idx.type)
+            kernels.append(
+                GpuPieceKernel(kernel, kind, "kernel", dt, shape, reads, moved, None, aux)
+            )
+        ref[k.result] = me
+    return GpuLoweredPiece(len(blk.args), tuple(kernels), tuple(ref[v] for v in ret.operands))
 
 
-def link_steps(split: SplitEntry, codes: Mapping[str, GpuKernelCode]) -> tuple[GpuStep, ...]:
-    """Each step with its kernel's launches bound to the step's buffers."""
-    out: list[GpuStep] = []
-    for p in split.steps:
-        if p.kernel is None:
-            out.append(p.step)
-            continue
-        code, s = codes[p.kernel.symbol], p.step
-        for f in code.launches:
-            if f.grid > MAX_GRID:
-                raise KinaCompileError(
-                    f"kernel {s.sym} of this entry needs a GPU launch of {f.grid} blocks, past "
-                    f"CUDA's {MAX_GRID}: its tensor {s.dtype}{list(s.shape)} is too large for "
-                    "the GPU"
-                )
-        args = (s.writes, *s.reads, *(("status",) if code.has_status else ()))
-        out.append(replace(s, launches=tuple(replace(f, args=args) for f in code.launches)))
-    return tuple(out)
+def split_kernels(fn: func.FuncOp) -> SplitEntry:
+    """The fused entry ``fn`` as one piece: its buffer plan, steps and canonical kernels
+    (each step keeps its ``kina.kernel`` op, for the pass's annotations)."""
+    lp = piece_kernels(fn)
+    outs = tuple(-1 - j for j in range(len(lp.outputs)))  # entry nodes only pieces look up
+    split = stitch_gpu(lp.inputs, [(tuple(range(lp.inputs)), outs)], [lp])
+    ops = [o for o in fn.body.block.ops if isinstance(o, st.KernelOp)]
+    for p, op in zip(split.steps, ops, strict=True):
+        p.op = op
+    return split
 
 
 def describe(step: GpuStep) -> str:

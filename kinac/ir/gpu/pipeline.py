@@ -14,7 +14,7 @@ kernel by its own queries, then :func:`assemble_entry`.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 
 from xdsl.context import Context
@@ -24,22 +24,17 @@ from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 
 from kinac.artifacts.gpu import GpuKernelCode, GpuLoweredEntry
-from kinac.artifacts.host import BufferSpec
 from kinac.ice import in_kernel
 from kinac.ir.from_graph import graph_to_module
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.gpu.attention import GpuFuseAttention
 from kinac.ir.gpu.fuse_epilogues import GpuFuseEpilogues
 from kinac.ir.gpu.fuse_rows import GpuFuseRows
-from kinac.ir.gpu.kernel_split import kernel_module, lower_gpu_kernel
-from kinac.ir.gpu.kernels_to_nvvm import (
-    STATUS_SLOTS,
-    GpuKernelsToNvvm,
-    SplitEntry,
-    link_steps,
-    split_kernels,
-)
+from kinac.ir.gpu.kernel_split import lower_gpu_kernel
+from kinac.ir.gpu.kernels_to_nvvm import GpuKernelsToNvvm, piece_kernels, split_kernels
 from kinac.ir.gpu.select_impl import GpuSelectImpl
+from kinac.ir.gpu.stitch import GpuLoweredPiece, SplitEntry
+from kinac.ir.gpu.stitch import assemble_entry as assemble_entry
 from kinac.tir.graph import Graph
 
 GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (
@@ -102,38 +97,11 @@ def split_graph_gpu(graph: Graph, verify: bool = False) -> SplitEntry:
     return split_kernels(fn)
 
 
-def assemble_entry(
-    graph: Graph, split: SplitEntry, codes: Mapping[str, GpuKernelCode], flavour: str = "nvptx"
-) -> GpuLoweredEntry:
-    """The entry from its split and its distinct kernels' code (``codes``, by symbol):
-    launches bound to buffers, and one LLVM module of the distinct kernels (``llvm_ir``)."""
-    steps = link_steps(split, codes)
-    kernels = split.kernels
-    used = [codes[k.symbol] for k in kernels]
-    params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
-    outs = [graph.nodes[o].type for o in graph.outputs]
-    # an output stays on the GPU unless the program moves it (to-host): on its own GPU, or the
-    # entry's (that of its GPU params, else 0); params from the host are copied in by the
-    # runtime whatever their declared placement
-    gpu = next((t.device for _, t in graph.params if t.device.startswith("cuda:")), "cuda:0")
-    odev = tuple(
-        "cpu" if graph.nodes[o].op == "to_host" else (t.device if t.device != "cpu" else gpu)
-        for o, t in zip(graph.outputs, outs, strict=True)
-    )
-    outputs = tuple(BufferSpec(f"out{j}", t.dtype, t.shape) for j, t in enumerate(outs))
-    return GpuLoweredEntry(
-        name=graph.name,
-        llvm_ir=kernel_module(used, flavour),
-        params=params,
-        outputs=outputs,
-        param_devices=tuple(t.device for _, t in graph.params),
-        output_devices=odev,
-        arena_bytes=split.arena_bytes,
-        status_slots=STATUS_SLOTS,
-        steps=steps,
-        functions=tuple(f.function for c in used for f in c.launches),
-        kernels=kernels,
-    )
+def lower_gpu_piece(piece: Graph) -> GpuLoweredPiece:
+    """One piece of an entry (:mod:`kinac.ir.pieces`) through the GPU passes, its kernels
+    listed by position (the pipeline's ``gpu_piece``; :mod:`kinac.ir.gpu.stitch`)."""
+    m = gpu_module(piece, verify=False)
+    return piece_kernels(next(o for o in m.ops if isinstance(o, func.FuncOp)))
 
 
 def lower_graph_gpu(graph: Graph, flavour: str = "nvptx") -> GpuLoweredEntry:
