@@ -54,3 +54,23 @@ def test_simulate_zero_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit) as e:
         main(["train", str(DECODER), "decoder_1m", "--simulate", "0"])
     assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("layout", ["tp", "2d"])
+def test_cli_tensor_parallel_layouts(layout: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--layout tp|2d`` trains through the sharded gradient programs (MeshParallel): the
+    CLI's losses equal the single-device trainer's within 1e-4 relative."""
+    argv = ["train", str(DECODER), "decoder_1m", "--steps", "2", "--simulate", "4"]
+    assert main([*argv, "--layout", layout, "--json", "--cache-dir", CACHE]) == 0
+    events = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert events[0]["layout"] == layout
+    got = [e["loss"] for e in events if e["event"] == "step"]
+    ref = [r.loss for r in Trainer(DECODER, "decoder_1m", cache_dir=CACHE).run(2)]
+    assert got == pytest.approx(ref, rel=1e-4)
+
+
+def test_unknown_layout_is_a_usage_error() -> None:
+    from kinac.errors import KinaUsageError
+
+    with pytest.raises(KinaUsageError, match="unknown layout 'pp'"):
+        Trainer(DECODER, "decoder_1m", simulate=4, layout="pp", cache_dir=CACHE)
