@@ -238,32 +238,35 @@ def one_row(spec: dict[str, Any], device: str, cache: str) -> None:
         )
 
 
-def parallel_check(size: str, n: int, steps: int, cache: str) -> str:
-    """``steps`` AdamW steps on one device and data-parallel on ``n`` simulated devices from
+def parallel_check(size: str, n: int, steps: int, cache: str, layouts: list[str]) -> str:
+    """``steps`` AdamW steps on one device and on ``n`` simulated devices in each layout, from
     the same weights and batches: the largest per-step relative loss difference, the losses."""
     from kinac.train import Trainer
 
     entry = f"decoder_{size}"
     t0 = time.perf_counter()
     one = [r.loss for r in Trainer(WS, entry, lr=LR, seed=0, cache_dir=cache).run(steps)]
-    t1 = time.perf_counter()
-    tr = Trainer(WS, entry, lr=LR, seed=0, simulate=n, cache_dir=cache)
-    par = [r.loss for r in tr.run(steps)]
-    t2 = time.perf_counter()
-    worst = max(abs(a - b) / abs(a) for a, b in zip(one, par, strict=True))
-    return "\n".join(
-        [
-            f"### Data parallel on {n} simulated devices ({datetime.date.today().isoformat()}): "
-            f"{entry}, {steps} AdamW steps",
-            "",
-            f"- largest per-step relative loss difference against one device: {worst:.2e}",
-            f"- loss (one device): {one[0]:.4f} -> {one[-1]:.4f}; ({n} devices): "
-            f"{par[0]:.4f} -> {par[-1]:.4f}",
-            f"- wall time: one device {t1 - t0:.1f} s, {n} devices {t2 - t1:.1f} s "
-            f"(compilation included); collectives per step and device: "
-            + ", ".join(f"{k[0]} over {k[1]}: {v}" for k, v in tr.parallel.log.counts().items()),
-        ]
-    )
+    lines = [
+        f"### {n} simulated devices ({datetime.date.today().isoformat()}): {entry}, "
+        f"{steps} AdamW steps; one device: loss {one[0]:.4f} -> {one[-1]:.4f}, "
+        f"{time.perf_counter() - t0:.0f} s",
+        "",
+        "| layout | largest per-step relative loss difference | loss | wall s | collectives "
+        "per step and device |",
+        "|---|---:|---|---:|---|",
+    ]
+    for layout in layouts:
+        t1 = time.perf_counter()
+        tr = Trainer(WS, entry, lr=LR, seed=0, simulate=n, layout=layout, cache_dir=cache)
+        par = [r.loss for r in tr.run(steps)]
+        worst = max(abs(a - b) / abs(a) for a, b in zip(one, par, strict=True))
+        counts = ", ".join(f"{v} {k[0]} over {k[1]}" for k, v in tr.parallel.log.counts().items())
+        lines.append(
+            f"| {layout} | {worst:.1e} | {par[0]:.4f} -> {par[-1]:.4f} | "
+            f"{time.perf_counter() - t1:.0f} | {counts} |"
+        )
+        print(lines[-1], flush=True)
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -287,6 +290,7 @@ def main() -> int:
         type=int,
         help="instead: train each --sizes model 20 steps on one device and data-parallel on N",
     )
+    ap.add_argument("--layouts", default="dp,tp,2d", help="with --parallel-check")
     ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: measure one row, print it
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -299,7 +303,8 @@ def main() -> int:
     cache = tempfile.mkdtemp(prefix="kinac-train-bench-")
     if args.parallel_check:
         text = "\n\n".join(
-            parallel_check(size, args.parallel_check, 20, cache) for size in args.sizes.split(",")
+            parallel_check(size, args.parallel_check, 20, cache, args.layouts.split(","))
+            for size in args.sizes.split(",")
         )
         print(text)
         if args.out:
