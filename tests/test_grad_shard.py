@@ -149,6 +149,9 @@ def test_block_megatron_on_two_devices(tmp_path: Path, cache: str, block_ref: An
     assert lay["wq"].dims == ((), ("tp",)) and lay["wo"].dims == (("tp",), ())
     assert lay["wn1"].dims == ((),) and not any(v.partial for v in lay.values())
     assert all(e.span.startswith("loss.kina:") for e in fn.last_log.ranks[0])
+    again = fn(*block_args(), **DIMS)  # the simulator reduces in rank order: bitwise repeatable
+    assert again[0].tobytes() == got[0].tobytes()
+    assert all(again[1][k].tobytes() == got[1][k].tobytes() for k in BLOCK_W)
 
 
 def test_block_megatron_on_four_devices(tmp_path: Path, cache: str, block_ref: Any) -> None:
