@@ -62,8 +62,8 @@ def both_ways(graph: Any) -> dict[str, Any]:
     new way (distinct kernels, compiled alone, linked); times in host CPU seconds."""
     from kinac.codegen.ptx import compile_ptx, link_ptx
     from kinac.ir.gpu.kernel_split import kernel_module, lower_gpu_kernel
-    from kinac.ir.gpu.stitch import SplitEntry
     from kinac.ir.gpu.pipeline import assemble_entry, split_graph_gpu
+    from kinac.ir.gpu.stitch import SplitEntry
 
     split = split_graph_gpu(graph)
     t0 = time.process_time()
