@@ -99,3 +99,47 @@ def test_an_op_computed_whole_is_sliced_when_a_consumer_splits_it(tmp_path: Path
         np.testing.assert_allclose(got[1][k], want[1][k], rtol=1e-5, atol=1e-6)
     prog = fn.last_program
     assert any(s.kind == "slice" for s in prog.steps if hasattr(s, "kind"))
+
+
+def test_annotation_edit_reruns_only_that_losss_gradient(tmp_path: Path) -> None:
+    """Two losses of two defns, each differentiated; one annotation changes (split dim 0 ->
+    dim 1): only that loss's grad_shard_propagate and grad_device_program re-run; its
+    entry_graph re-runs to the same graph (layouts are not in it), so its grad_graph is reused
+    too, and the other loss's gradient program is reused as it was."""
+    ws = tmp_path / "w"
+    ws.mkdir()
+    src = ws / "m.kina"
+
+    def write(axis: int) -> None:
+        src.write_text(
+            "(mesh tp [2])\n"
+            f"(defn f [(x : (tensor f32 [N D] @sharded(axis={axis}, mesh=tp)))] -> f32\n"
+            "  (sum (reshape (exp x) [(* N D)]) :axis 0))\n"
+            "(defn g [(x : (tensor f32 [N D] @sharded(axis=0, mesh=tp)))\n"
+            "         (w : (tensor f32 [D D]))] -> f32\n"
+            "  (sum (reshape (matmul x w) [(* N D)]) :axis 0))\n"
+        )
+
+    keys = {
+        "f": (EntryKey("m.kina", "f", (("D", 4), ("N", 4)), (), "cpu"), ("x",)),
+        "g": (EntryKey("m.kina", "g", (("D", 4), ("N", 4)), (), "cpu"), ("w",)),
+    }
+
+    def build() -> tuple[Session, dict[str, object]]:
+        sess = Session(ws)
+        progs = {n: pipeline_grad_shard.grad_device_program(sess.db, k) for n, k in keys.items()}
+        sess.db.commit()
+        return sess, progs
+
+    write(0)
+    _, before = build()
+    write(1)
+    sess, after = build()
+    ran = sess.db.events.executed_names(None)
+    for q in ("grad_shard_propagate", "grad_device_program"):
+        assert {k for n, k in ran if n == q} == {keys["f"]}, q
+    assert {k for n, k in ran if n == "entry_graph"} == {keys["f"][0]}
+    assert not {k for n, k in ran if n == "grad_graph"}
+    assert before["g"] == after["g"]
+    prog = after["f"]
+    assert prog is not None and prog.params[0][2].dims == ((), ("tp",))  # type: ignore[attr-defined]
