@@ -24,7 +24,12 @@ from kinac.reader import ast
 
 def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) -> TExpr:
     """Check ``e``, a call of the defn ``ref``, against its signature ``sig_ast``."""
-    callee = analyse(ref.file, sig_ast, ck.env.meshes(ref.file))
+    seen = ck.instantiated.get(ref)
+    if seen is not None and seen[0] is sig_ast:
+        callee = seen[1]
+    else:
+        callee = analyse(ref.file, sig_ast, ck.env.meshes(ref.file))
+        ck.instantiated[ref] = (sig_ast, callee)
     if not callee.ok:
         first = next(d for d in callee.diagnostics if d.is_error)
         ck.diags.append(
@@ -64,7 +69,13 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
             failed = True
     if failed:
         raise Fail()
-    b = instantiate(callee, args, e.head, majority=ck.prover.facts.normal)
+    key = (ref, e.head, tuple(args))
+    hit = ck.instantiated.get(key)
+    if hit is not None and hit[0] is callee:
+        b = hit[1]  # read only below
+    else:
+        b = instantiate(callee, args, e.head, majority=ck.prover.facts.normal)
+        ck.instantiated[key] = (callee, b)
     sec: tuple[Label, ...]
     for iss in b.issues:
         nid = e.args[iss.param].nid if iss.param is not None else e.nid
@@ -83,6 +94,8 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
         raise Fail()
     ok = True
     for n in b.needs:
+        if ck.prover.proved_before(n.rel):  # an identical call site proved it: no labels
+            continue
         nid = e.args[n.param].nid if n.param is not None else e.nid
         sec = ()
         if n.bound_by is not None:  # the argument whose dim the others must match

@@ -57,6 +57,9 @@ class _Checker:
         self.diags = list(self.sig.diagnostics)
         self.prover = Prover(self.sig.assumptions, env.solve, getattr(env, "on_unknown", "error"))
         self.prover.diags = self.diags
+        # call sites of one callee at the same argument types bind the same way (calls.instantiate
+        # is pure): (callee, signature, args) -> (its SigInfo, Bound), see callsite.check_call
+        self.instantiated: dict[Any, Any] = {}
         # name -> (kind, declaration nid, type, tensor index)
         self.scope: dict[str, tuple[str, int, SType, int]] = {}
         self.weak_locals: dict[str, TExpr] = {}  # let-bound literals and dims, by name
@@ -243,6 +246,8 @@ class _Checker:
         help: str | None = None,
         hint: tuple[Rel, ...] = (),
     ) -> bool:
+        if self.prover.proved_before(rel):  # no diagnostic: skip formatting its label
+            return True
         return self.prover.require(
             rel, code, what, self.label(nid, f"needs {fmt_rel(rel)}"), secondary, help, hint=hint
         )
