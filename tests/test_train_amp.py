@@ -69,3 +69,12 @@ def test_mixed_precision_training_learns_and_tracks_f32(entry: str) -> None:
     assert done[-1] < 0.7 * done[0]
     # the first step (same weights, same data) agrees with f32 to the compute dtype's precision
     assert res[0].loss == pytest.approx(ref[0], rel=2e-2)
+
+
+def test_a_fixed_loss_scale_stays_and_tracks_the_dynamic_run() -> None:
+    fixed = Trainer(DECODER, "decoder_1m_f16", seed=2, loss_scale=256.0, cache_dir=CACHE)
+    dyn = Trainer(DECODER, "decoder_1m_f16", seed=2, cache_dir=CACHE)
+    dyn.scaler.scale = 256.0  # type: ignore[union-attr]
+    a, b = fixed.run(3), dyn.run(3)
+    assert [r.scale for r in a] == [256.0] * 3 and not any(r.skipped for r in a)
+    assert [r.loss for r in a] == [r.loss for r in b]  # same scale, same bits

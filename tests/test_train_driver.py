@@ -69,6 +69,8 @@ def test_synthetic_task_is_a_progression_mod_v() -> None:
         (["train", "MLP", "mlp"], "entry `mlp` cannot be trained: it needs a parameter `tokens"),
         (["train", "DECODER", "decoder_1m", "--loss-scale", "x"], "--loss-scale takes"),
         (["train", "DECODER", "decoder_1m", "--loss-scale", "8"], "takes no `scale` parameter"),
+        (["train", "DECODER", "decoder_1m", "--loss-scale", "dynamic"], "takes no `scale`"),
+        (["train", "DECODER", "decoder_1m_f16", "--loss-scale", "-1"], "a positive number"),
         (["train", "MISSING", "decoder_1m"], "is not a workspace directory"),
     ],
 )

@@ -117,20 +117,30 @@ class Trainer:
         if self.parallel is not None:
             self.parallel.grad_buffers = self.opt.grad_buffers()
         if loss_scale is None:
-            loss_scale = "dynamic" if self.info.f16 else 1.0
-        if not self.info.amp and loss_scale not in (1.0, "dynamic"):
+            loss_scale = "dynamic" if self.info.f16 and self.info.amp else 1.0
+        if not self.info.amp and loss_scale != 1.0:
             raise KinaUsageError(
                 f"entry `{entry}` takes no `scale` parameter: loss scaling needs a mixed-"
                 "precision loss (e.g. workspaces/decoder's decoder-loss-f16)"
             )
+        if loss_scale != "dynamic" and (
+            not isinstance(loss_scale, int | float) or not 0 < float(loss_scale) < float("inf")
+        ):
+            raise KinaUsageError(f"loss scale {loss_scale!r}: 'dynamic' or a positive number")
         self.scaler: LossScaler | None = None
         self.fixed_scale = 1.0
-        if self.info.amp and loss_scale == "dynamic":
+        if loss_scale == "dynamic" or loss_scale != 1.0:
+            # a fixed scale is a scaler that never changes (a non-finite step is still skipped)
+            fixed = loss_scale != "dynamic"
             self.scaler = LossScaler(
-                growth_interval=growth_interval, target=target, donate=self.donate, **options
+                init_scale=float(loss_scale) if fixed else 2.0**16,
+                growth=1.0 if fixed else 2.0,
+                backoff=1.0 if fixed else 0.5,
+                growth_interval=growth_interval,
+                target=target,
+                donate=self.donate,
+                **options,
             )
-        elif isinstance(loss_scale, int | float):
-            self.fixed_scale = float(loss_scale)
         self.step_count = 0
         self._outs: tuple[Any, ...] | None = None  # donated loss-and-gradient buffers (host)
         self._entry: Any = None
@@ -196,8 +206,6 @@ class Trainer:
         finite = True
         if self.scaler is not None:
             grads, finite = self.scaler.unscale(grads)
-        elif scale != 1.0:
-            raise KinaUsageError("a fixed loss scale other than 1 is not supported: use 'dynamic'")
         if finite:
             self.opt.step(grads)
         if self.scaler is not None:
