@@ -66,10 +66,9 @@ def test_block_from_kina_source_has_one_attention_kernel() -> None:
     assert ln.grid_yz == (2, 1) and ln.shared >= 48 * 1024 and ln.block == 256
 
 
-def _gqa(mask: str = "causal", dtype: str = "bf16", dh: int = 64) -> Graph:
-    """Attention over Q [1, 4, 24, dh] and K/V [1, 2, 24, dh] params, mask variants."""
+def _gqa(mask: str = "causal", dtype: str = "bf16", dh: int = 64, s: int = 24) -> Graph:
+    """Attention over Q [1, 4, s, dh] and K/V [1, 2, s, dh] params, mask variants."""
     g = GraphBuilder("gqa")
-    s = 24
     q = g.param("q", dtype, (1, 4, s, dh))
     kp, vp = g.param("k", dtype, (1, 2, s, dh)), g.param("v", dtype, (1, 2, s, dh))
     m = g.param("m", dtype, (s, s)) if mask == "tensor" else None
@@ -102,6 +101,12 @@ def test_which_graphs_fuse(mask: str, dtype: str, dh: int, fused: bool) -> None:
     k = kinds(_gqa(mask, dtype, dh))
     assert ("attention" in k) == fused, k
     assert ("softmax" in k) != fused, k
+
+
+def test_long_sequences_fuse_past_cublas_sizes() -> None:
+    """4 x 24000^2 scores (past 2^31 elements: the products are loop kernels, not cuBLAS) are
+    exactly where the S x S tensor must not exist: still one attention kernel."""
+    assert kinds(_gqa(s=24000)) == ["attention"]
 
 
 def _params(g: Graph) -> AttnParams:
