@@ -343,8 +343,6 @@ class _Emitter:
                 return built[dtype]
 
             return _WeakWhere(build)
-        if e.op == "identity":
-            return args[0]
         if (
             e.op == "cast"
             and isinstance(args[0], int)
@@ -407,6 +405,8 @@ class _Emitter:
         self.small_enough(t, c.ref, e.nid, f"the result of `{p.name}`")
         if e.op == "matmul" and len(self.nodes[idx[0]].type.shape) == 1:
             return self.vecmat(idx, t)
+        if e.op == "reshard":  # where it was written: sharding's diagnostics point there
+            gattrs = {**gattrs, "site": (c.ref.file, c.ref.name, e.nid)}
         self.nodes.append(make_node(e.op, tuple(idx), t, **gattrs))
         return len(self.nodes) - 1
 

@@ -77,6 +77,9 @@ def graph_to_module(graph: Graph) -> ModuleOp:
             assert i < nparams and node.attr("index") == i, "params come first, in order"
             values.append(block.args[i])
             continue
+        if node.op == "reshard":  # the same value on one device (sharding is kinac.shard's)
+            values.append(values[node.args[0]])
+            continue
         cls = OPS.get(node.op)
         if cls is None:
             raise ValueError(f"op {node.op!r} has no host lowering (collectives are GPU-only)")

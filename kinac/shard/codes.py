@@ -13,6 +13,8 @@ SHARD_CODES: dict[str, str] = {
     "K0703": "two shardings of one mesh axis on one tensor",
     "K0704": "pinned shardings disagree",
     "K0705": "a redistribution was planned (note)",
+    "K0706": "a reshard or collective names a mesh, axis or dim the entry does not have",
+    "K0707": "a written collective does not match the layouts",
 }
 
 

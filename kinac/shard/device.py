@@ -191,7 +191,9 @@ def _lower_node(b: _Builder, i: int) -> None:
         ax = int(node.attr("axis"))
         dims = tuple(() if d == ax else x for d, x in enumerate(dims))
     lt = b.local_type(node.type, dims)
-    if node.op == "reduce_mean" and plan.reads[i][0].dims[int(node.attr("axis"))]:
+    if node.op == "reshard":  # a written layout: its operand redistributed into it
+        v = b.get(node.args[0], (dims, tuple(comp.partial)))
+    elif node.op == "reduce_mean" and plan.reads[i][0].dims[int(node.attr("axis"))]:
         ax = int(node.attr("axis"))
         count = node.type.dtype, g.nodes[node.args[0]].type.shape[ax]
         s = b.node("reduce_sum", args, lt, node.attrs)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
 from kinac.shard.annotations import Pinned, arg_of, read_pinned
+from kinac.shard.explicit import mesh_named, read_explicit, unknown_mesh
 from kinac.shard.model import ShardPlan
 from kinac.shard.propagate import propagate
 from kinac.tir.graph import Graph
@@ -30,14 +31,30 @@ def named_mesh(sig: ast.Signature, meshes: Sequence[ast.Mesh]) -> ast.Mesh | Non
     return None
 
 
+def entry_mesh(
+    sig: ast.Signature, meshes: Sequence[ast.Mesh], graph: Graph | None = None
+) -> ast.Mesh | None:
+    """The signature's mesh (:func:`named_mesh`), else the one the first written ``reshard``
+    or collective of ``graph`` names (an unknown name: None, reported by the reshard)."""
+    mesh = named_mesh(sig, meshes)
+    if mesh is None and graph is not None:
+        name = mesh_named(graph)
+        mesh = next((m for m in meshes if m.name == name), None)
+    return mesh
+
+
 def plan_entry(
     graph: Graph, sig: ast.Signature, meshes: Sequence[ast.Mesh], file: str
 ) -> ShardPlan:
-    """Propagate the parameters' annotations of ``sig`` through ``graph``."""
-    mesh = named_mesh(sig, meshes)
+    """Propagate the parameters' annotations of ``sig`` and the layouts written with
+    ``reshard`` and the collectives (:mod:`kinac.shard.explicit`) through ``graph``."""
+    mesh = entry_mesh(sig, meshes, graph)
     pinned: dict[int, Pinned] = {}
     diags: list[Diagnostic] = []
     if mesh is not None:
+        explicit, ds = read_explicit(graph, mesh)
+        pinned.update(explicit)
+        diags += ds
         types = {p.name: p.type for p in sig.params if p.type is not None}
         for i, (name, tt) in enumerate(graph.params):
             ty = types.get(name)
@@ -47,4 +64,6 @@ def plan_entry(
             diags += ds
             if pin is not None:
                 pinned[i] = pin
+    else:
+        diags += unknown_mesh(graph, {m.name for m in meshes})
     return propagate(graph, pinned, mesh, diags)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kinac.diag.model import Label
+from kinac.diag.model import Diagnostic, Label
 from kinac.dtypes import FLOAT_DTYPES
+from kinac.shard.explicit import plan_explicit, site_label
 from kinac.shard.factors import PARTIAL_LINEAR, OpFactors
 from kinac.shard.model import Collective, TensorLayout, Use
 
 if TYPE_CHECKING:
     from kinac.shard.propagate import _State
+    from kinac.tir.graph import Graph
 
 
 def _factor_axes(
@@ -68,7 +70,7 @@ def _keeps_partial(op: str, partial_args: list[bool], dtype: str) -> bool:
 
 
 def plan(
-    st: _State, pinned_partial: dict[int, tuple[str, ...]]
+    st: _State, pinned_partial: dict[int, tuple[str, ...]], diags: list[Diagnostic] | None = None
 ) -> tuple[
     tuple[TensorLayout, ...], tuple[Collective, ...], tuple[tuple[Use, ...], ...], tuple[Use, ...]
 ]:
@@ -93,6 +95,18 @@ def plan(
 
     for i in range(len(g.params), len(g.nodes)):
         node, of = g.nodes[i], st.facts[i]
+        if i in st.explicit:
+            a = node.args[0]
+            src, dst = Use(layout[a], partial.get(a, ())), Use(layout[i], partial.get(i, ()))
+            colls, ds = plan_explicit(g, i, src, dst, tuple(st.sizes.items()), _tensor(g, a))
+            out += colls
+            if diags is not None:
+                diags += ds
+            reads[i] = (src,)
+            computed.append(dst)
+            if dst.partial:
+                cause[i] = site_label(node)
+            continue
         fa, scattered = _factor_axes(st, i, layout)
         pargs = [bool(partial.get(a)) for a in node.args]
         split = {x for axes in fa.values() for x in axes}
@@ -202,6 +216,11 @@ def plan(
     # one tensor read twice by one op (``(concat [x x])``) is redistributed once
     once = {(c.kind, c.axis, c.node, c.consumer): c for c in out}
     return layouts, tuple(once.values()), tuple(reads), tuple(computed)
+
+
+def _tensor(g: Graph, i: int) -> str:
+    """A parameter by name, an intermediate by its op."""
+    return f"`{g.params[i][0]}`" if i < len(g.params) else f"the result of `{g.nodes[i].op}`"
 
 
 def _reduction_cause(st: _State, i: int, of: OpFactors, red: list[int]) -> Label | None:

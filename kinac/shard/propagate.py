@@ -47,6 +47,8 @@ class _State:
         self.graph = graph
         self.sizes = dict(sizes)
         self.dims: list[list[_Dim | None]] = [[None] * len(n.type.shape) for n in graph.nodes]
+        self.explicit: set[int] = set()
+        """``reshard`` nodes whose written layout is pinned (:mod:`kinac.shard.explicit`)."""
         self.facts: list[OpFactors] = [
             factors_of(n, [graph.nodes[a].type.shape for a in n.args]) for n in graph.nodes
         ]
@@ -183,6 +185,7 @@ def propagate(
         )
         return ShardPlan(None, (), layouts, (), tuple(diags))
     st = _State(graph, dict(zip(mesh.axes, mesh.shape, strict=True)))
+    st.explicit = {p for p in pinned if p >= len(graph.params)}  # written reshards
     partial: dict[int, tuple[str, ...]] = {}
     for p, pin in pinned.items():
         for d, axes in enumerate(pin.dims):
@@ -208,7 +211,7 @@ def propagate(
             changed |= _step(st, i, diags)
         if not changed or any(d.is_error for d in diags):
             break
-    layouts, collectives, reads, computed = plan(st, partial)
+    layouts, collectives, reads, computed = plan(st, partial, diags)
     return ShardPlan(
         mesh.name,
         tuple(zip(mesh.axes, mesh.shape, strict=True)),

@@ -37,6 +37,13 @@ binary                 ``add sub mul div max min pow`` and ``lt le gt ge eq`` (r
 ``iota``               ``axis``: values 0..n-1 along ``axis``, broadcast along the others
 ``full``               ``value``
 ``to_device``          copy to the node's device; ``to_host`` copies to ``cpu``
+``reshard``            ``kind`` (``reshard``, ``all-reduce``, ``all-gather``,
+                       ``reduce-scatter``, ``all-to-all``: the primitive written),
+                       ``layout`` (its sharding annotations as written:
+                       ``((name, ((key, value), …)), …)``, key None when positional),
+                       ``site`` (``(file, defn, nid)``: where it was written). The same
+                       global value (the identity on one device); sharding pins its
+                       result's layout and redistributes into it (:mod:`kinac.shard`)
 =====================  =====================================================================
 
 ``attrs`` is a tuple of ``(name, value)`` pairs sorted by name; use :meth:`Node.attr`.

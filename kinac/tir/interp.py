@@ -161,7 +161,7 @@ def _eval_node(
             return _round(e / np.sum(e, axis=ax, keepdims=True), dt)
     if op == "repeat_interleave":
         return np.repeat(a[0], n.attr("repeats"), axis=n.attr("axis"))
-    if op in ("to_device", "to_host"):
+    if op in ("to_device", "to_host", "reshard"):  # reshard: the same global value
         return a[0]
     raise ValueError(f"interp: unknown op {op!r}")
 

@@ -1,9 +1,12 @@
 """Placement and distribution primitives: ``to-device``, ``to-host``, ``reshard`` and the
 collectives.
 
-Why apart: they change where a tensor lives, not its shape. Sharding is carried in types but
-not checked yet (a later issue); ``reshard`` and the collectives are shape-preserving here and
-become no-ops in a single-device graph (op ``identity``).
+Why apart: they change where a tensor lives, not its shape. ``reshard`` and the collectives
+are shape-preserving; each becomes one graph op ``reshard`` carrying the primitive (``kind``)
+and its annotations as written (``layout``): the identity on one device (the interpreter, host
+and GPU lowering), a pinned layout for sharding propagation, which checks that a collective's
+layout change is the one it names and redistributes into it (docs/sharding.md, "reshard and
+the collective primitives").
 """
 
 from __future__ import annotations
@@ -93,30 +96,36 @@ def _reshard_rule(name: str) -> Any:
         t = a.t[0]
         if not _tensor_only(rc, t, name):
             return None
+        rc.set_attr("kind", name)
         return SType(t.dtype, SShape(t.shape.group, t.shape.dims), t.device, a.v["annots"])
 
     return rule
 
 
-def _identity_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+def _reshard_concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
+    """The operand's type; attrs: the primitive and its annotations as plain tuples
+    (``((name, ((key, value), …)), …)``, key None for a positional argument)."""
     t = a.t[0]
     if t.dtype.startswith("~"):
         raise ShapeError("collective of a literal")
-    return t, {}
+    layout = tuple((s.name, tuple(s.args)) for s in a.v.get("annots", ()))
+    return t, {"kind": a.v.get("kind", "reshard"), "layout": layout}
 
 
 for _name in ("reshard", "all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
     register(
         Prim(
             _name,
-            "identity",
+            "reshard",
             (("x", "tensor"), ("annots", "annots")),
             (),
             _reshard_rule(_name),
-            _identity_concrete,
+            _reshard_concrete,
             "placement",
-            shard_rule=SF.pointwise,
+            # a barrier: the result's layout is pinned by its annotations, not propagated
+            # from the operand; planning redistributes into it (kinac/shard/explicit.py)
+            shard_rule=SF.opaque,
             vjp_rule=VJ.identity,
-            doc="changes sharding only (checked in a later issue)",
+            doc="changes sharding only (the identity on one device)",
         )
     )
