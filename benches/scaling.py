@@ -97,7 +97,9 @@ import sys, time
 sys.path[:0] = [{root!r}, {benches!r}]
 from pathlib import Path
 import scaling
+from kinac.compiler_gc import compiler_gc
 from kinac.session import Session
+compiler_gc()  # as `kinac watch` (the command line) does
 ws = Path({ws!r})
 s = Session(ws, cache_dir={cache!r})
 t = time.process_time(); s.build(); cold = time.process_time() - t

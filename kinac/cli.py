@@ -34,6 +34,9 @@ __all__ = ["EXIT_INTERNAL", "EXIT_OK", "EXIT_PROGRAM_ERRORS", "EXIT_USAGE", "bui
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kinac.compiler_gc import compiler_gc
+
+    compiler_gc()  # a compiling process: fewer garbage collections (see there)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
