@@ -379,13 +379,19 @@ def lowered(db: Database, key: EntryKey) -> Any:
         fused = {g: host_piece(db, g) for g in dict.fromkeys(p.graph for p in pieces)}
         lo = stitch(spec.graph, [(p.inputs, p.outputs) for p in pieces], [fused[p.graph] for p in pieces])
         calls = set(lo.library_calls)  # a kernel's failure is reported as its entry's
-        done: set[Any] = set()
-        for step, k in zip(lo.steps, lo.kernels, strict=True):
-            if k not in done:
-                done.add(k)
-                with in_kernel(step.sym):
-                    calls.update(host_kernel_llvm(db, k).library_calls)
+        for sym, k in _first_steps(lo):
+            with in_kernel(sym):
+                calls.update(host_kernel_llvm(db, k).library_calls)
     return replace(lo, library_calls=tuple(sorted(calls)))
+
+
+def _first_steps(lo: Any) -> list[tuple[str, Any]]:
+    """Each distinct kernel of a lowered entry with the first step that runs it (named in
+    its internal errors)."""
+    first: dict[int, str] = {}
+    for step, i in zip(lo.steps, lo.kernel_index, strict=True):
+        first.setdefault(i, step.sym)
+    return [(first[i], k) for i, k in enumerate(lo.kernel_set)]
 
 
 @query("host_kernel_llvm", stage="lower", tools=("xdsl",))
@@ -419,12 +425,9 @@ def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
         # and compiles in a fraction of -O3's time (hundreds of calls at L=32)
         wrapper = compile_object(lo.llvm_ir, host_target(db, ()), WRAPPER_OPT)
         objects = [wrapper]
-        done: set[Any] = set()
-        for step, k in zip(lo.steps, lo.kernels, strict=True):
-            if k not in done:
-                done.add(k)
-                with in_kernel(step.sym):
-                    objects.append(host_kernel_object(db, k))
+        for sym, k in _first_steps(lo):
+            with in_kernel(sym):
+                objects.append(host_kernel_object(db, k))
     return tuple(dict.fromkeys(objects))  # identical kernels: one object
 
 

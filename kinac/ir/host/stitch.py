@@ -179,6 +179,8 @@ def stitch(
         (hk.symbol, k, v, rs) for hk, k, v, rs in zip(kernels, ks, results, reads, strict=True)
     ]
     text = wrapper_ir(symbol, len(params), len(outputs), where, calls)
+    distinct: dict[HostKernel, int] = {}  # each kernel once, steps by index
+    index = tuple(distinct.setdefault(k, len(distinct)) for k in kernels)
     return LoweredEntry(
         name=graph.name,
         symbol=symbol,
@@ -189,7 +191,8 @@ def stitch(
         status_slots=STATUS_SLOTS,
         steps=tuple(steps),
         library_calls=("kinac_parallel",) if any(k.launch for k in ks) else (),
-        kernels=tuple(kernels),
+        kernel_set=tuple(distinct),
+        kernel_index=index,
     )
 
 
