@@ -25,3 +25,16 @@ def test_a_scalar_partial_sum_is_all_reduced_to_a_scalar() -> None:
     assert all(o.shape == () and o.dtype == np.float32 for o in outs)
     assert [float(o) for o in outs] == [2.5] * 4
     assert assemble(outs, scalar, mesh, check=True).shape == ()
+
+
+def test_a_scalar_argument_is_sharded_as_a_scalar() -> None:
+    """A rank-0 argument (a mixed-precision loss's ``scale``) reached the segments as ``[1]``:
+    ``argument 's2': shape [1], expected []``."""
+    from kinac.rt.comm.layout import shard_global
+
+    mesh = MeshSpec("grid", (2, 2), ("dp", "tp"))
+    for rank in range(4):
+        got = shard_global(np.asarray(3.0, np.float32), ParamLayout(()), mesh, rank)
+        assert got.shape == () and float(got) == 3.0
+    got = shard_global(np.arange(8, dtype=np.float32), ParamLayout((("tp",),)), mesh, 3)
+    assert got.tolist() == [4.0, 5.0, 6.0, 7.0]

@@ -85,6 +85,7 @@ def shard_global(array: np.ndarray, layout: Any, mesh: Any, rank: int) -> np.nda
     if isinstance(local, str):
         raise KinaRuntimeError(f"cannot shard a {list(array.shape)} array: {local}")
     part = np.ascontiguousarray(array[_index(layout, mesh, rank, tuple(array.shape))])
+    part = part.reshape(local)  # ascontiguousarray makes a rank-0 value [1]
     coord = _coords(mesh, rank)
     if any(coord[a] for a in layout.partial):
         part = np.zeros_like(part)
