@@ -463,6 +463,8 @@ def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple
     else:
         arts.append((name, "llvm-ir", fingerprint(gpu_lowered(db, key).llvm_ir)))
         arts.append((name, "ptx", fingerprint(ptx(db, key))))
+    if plan is not None and plan.mesh is not None:  # what --simulate runs: lowered here too
+        arts += _pipeline_shard.entry_shard_artifacts(db, name, key)
     grad_diags, grad_arts = _pipeline_grad.entry_grad_report(db, entry, key)  # grad = [...]
     return spec.diagnostics + sharding + grad_diags, tuple(arts) + grad_arts
 
