@@ -116,6 +116,26 @@ def segment_ptx(db: Database, segment: Graph) -> str:
         return compile_ptx(lo.llvm_ir, pipeline.target(db, ()).arch)
 
 
+def entry_shard_artifacts(
+    db: Database, name: str, key: EntryKey
+) -> tuple[tuple[str, str, str], ...]:
+    """The build's artifacts of a sharded entry: its per-device program and each segment's
+    object code (host) or PTX (GPU), so ``kinac build`` lowers what ``--simulate`` runs and
+    reports its failures (none for an entry without a mesh)."""
+    from kinac.rules.codec import fingerprint
+
+    program = device_program(db, key)
+    if program is None:
+        return ()
+    arts = [(name, "device-program", fingerprint(program))]
+    for k, s in enumerate(program.segments):
+        if key.target == "cpu":
+            arts.append((name, f"segment{k}-object", fingerprint(segment_object(db, s))))
+        else:
+            arts.append((name, f"segment{k}-ptx", fingerprint(segment_ptx(db, s))))
+    return tuple(arts)
+
+
 def host_segments(db: Database, program: DeviceProgram) -> list[Any]:
     """Each segment of ``program`` compiled and loaded for the host (callables taking the
     segment's input arrays, returning its output array or a tuple of them)."""
@@ -133,6 +153,7 @@ __all__ = [
     "DefnKey",
     "EntryKey",
     "device_program",
+    "entry_shard_artifacts",
     "gpu_segments",
     "host_segments",
     "segment_gpu_lowered",
