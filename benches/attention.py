@@ -4,13 +4,15 @@
     PYTHONPATH=. python3 benches/attention.py --gpu --out DIR      (or: bash scripts/gpu.sh)
 
 Causal grouped-query attention (16 query heads over 4 K/V heads), head dim 128, bf16 and f16,
-B4 at S = 1024, 4096, 8192 and B1 at S = 16384. For each: every tile choice of the kernel
-(``kinac.ir.gpu.attention.TILE_CANDIDATES``) is checked against a float64 reference (a few
-heads, all rows) and timed with CUDA events (median of rounds); PyTorch's
-``scaled_dot_product_attention(is_causal=True, enable_gqa=True)`` (its own choice of the
-flash / cuDNN kernel) is timed in the same run. TFLOP/s count the causal half
-(``2 B H S^2 D``), as FlashAttention does. The fastest tile choice per shape is written to
-``attention_tiles.json`` (the fixed table of ``kinac/ir/gpu/attention.py`` comes from it).
+B4 at S = 1024, 4096, 8192 and B1 at S = 16384. For each shape: the kernel at the chosen tiles
+with ``mma.sync`` and with ``wgmma`` (each wgmma variant is first run in a child process, so a
+fault cannot take this process's CUDA context; ``--all-tiles``: every tile candidate), each
+checked against a float64 reference (three heads, all rows) and timed with CUDA events
+(median of rounds); then the same attention through the public API (``kinac.compile`` on Kina
+source, per call with a sync and pipelined). PyTorch's
+``scaled_dot_product_attention(is_causal=True, enable_gqa=True)`` (its own choice of kernel,
+and its flash backend forced) is timed in the same run. TFLOP/s count the causal half
+(``2 B H S^2 D``), as FlashAttention does.
 Writes ``attention_bench.md`` / ``.json`` to ``--out`` and prints the table.
 """
 
@@ -337,7 +339,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--out", default="gpu-out")
-    ap.add_argument("--quick", action="store_true", help="one size, the chosen tiles only")
+    ap.add_argument("--quick", action="store_true", help="one size only")
     ap.add_argument("--all-tiles", action="store_true", help="every tile candidate per shape")
     ap.add_argument("--no-wgmma", action="store_true", help="mma.sync kernels only")
     ap.add_argument("--smoke", default="", help=argparse.SUPPRESS)
@@ -362,17 +364,14 @@ def main() -> int:
     for dtype in ("bf16", "f16"):
         for b, s in sizes:
             chosen = choose_tiles(HEAD_DIM, s, s)
-            if a.all_tiles:
-                tiles = list(TILE_CANDIDATES[HEAD_DIM])
-            elif a.quick:
-                tiles = [chosen]
-            else:  # the choice and the runner-up of the sweeps (docs/gpu.md)
-                tiles = [chosen, *(t for t in TILE_CANDIDATES[HEAD_DIM][:2] if t != chosen)]
+            # default: the chosen tiles, mma.sync and wgmma; --all-tiles: the sweeps
+            tiles = list(TILE_CANDIDATES[HEAD_DIM]) if a.all_tiles else [chosen]
             cands = [(t, "sync") for t in tiles]
-            if wg.get("wgmma"):  # the wgmma kernel at three tile shapes
-                cands += [(t, "wgmma") for t in WGMMA_TILES]
+            wtiles = WGMMA_TILES if a.all_tiles else (chosen,)
+            if wg.get("wgmma"):
+                cands += [(t, "wgmma") for t in wtiles]
             elif wg.get("wgmma_qk"):
-                cands += [(t, "wgmma_qk") for t in WGMMA_TILES[:1]]
+                cands += [(t, "wgmma_qk") for t in wtiles]
             bench_shape(dtype, b, s, cands, rows, api, src)
             torch.cuda.empty_cache()
             rc = report(rows, api, out)

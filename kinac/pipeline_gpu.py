@@ -85,9 +85,11 @@ def gpu_kernel_ptx(db: Database, key: tuple[Any, str]) -> str:
     """One canonical kernel's PTX for GPU architecture ``arch`` (-O3), shared by every entry
     using it."""
     from kinac.codegen.ptx import compile_ptx
+    from kinac.ir.gpu.attention_lower import for_arch
     from kinac.ir.gpu.kernel_split import kernel_module
 
     kernel, arch = key
+    kernel = for_arch(kernel, arch)  # fused attention: wgmma on sm_90a, else as lowered
     return compile_ptx(kernel_module([gpu_kernel_llvm(db, kernel)]), arch)
 
 
@@ -105,9 +107,10 @@ def link_lowered(db: Database, lo: Any, key: EntryKey, stage: str) -> str:
     """The PTX of a GPU lowering ``lo`` (``ptx``'s body; the gradient queries call it too)."""
     from kinac.codegen.ptx import link_ptx
     from kinac.ice import in_kernel
+    from kinac.ir.gpu.attention_lower import entry_arch
     from kinac.pipeline import _internal_errors, target
 
-    arch = target(db, ()).arch
+    arch = entry_arch(lo.kernels, target(db, ()).arch)  # sm_90 -> sm_90a with fused attention
     first: dict[str, str] = {}  # each function's first step, which an error names
     for s in lo.steps:
         for ln in s.launches:

@@ -20,6 +20,8 @@ import pytest
 from test_attention_emu import reference, run_kernel
 
 from kinac import pipeline
+from kinac.codegen.ptx import ptx_resources, ptxas_path
+from kinac.ir.gpu.attention_lower import entry_arch, for_arch
 from kinac.ir.gpu.attention_params import AttnParams
 from kinac.ir.gpu.pipeline import lower_graph_gpu, lower_stages_gpu
 from kinac.ir.testing import GraphBuilder, attention_graph, causal_mask
@@ -45,10 +47,12 @@ def kinds(g: Graph) -> list[str]:
     return [s.kind for s in lower_graph_gpu(g).steps]
 
 
+BLOCK_DIMS = (("B", 1), ("D", 128), ("F", 64), ("H", 2), ("KV", 1), ("S", 40))
+
+
 def test_block_from_kina_source_has_one_attention_kernel() -> None:
     db = Session(ROOT / "workspaces/transformer", no_cache=True).db
-    dims = (("B", 1), ("D", 128), ("F", 64), ("H", 2), ("KV", 1), ("S", 40))
-    key = EntryKey("block.kina", "block", dims, (("T", "bf16"),), "cuda")
+    key = EntryKey("block.kina", "block", BLOCK_DIMS, (("T", "bf16"),), "cuda")
     graph = pipeline.entry_graph(db, key).graph
     assert graph is not None
     stages = lower_stages_gpu(graph)
@@ -63,7 +67,38 @@ def test_block_from_kina_source_has_one_attention_kernel() -> None:
     assert "softmax" not in [s.kind for s in steps]
     # two batched products and a softmax became one launch: 3-D grid, dynamic shared memory
     (ln,) = next(s for s in steps if s.kind == "attention").launches
-    assert ln.grid_yz == (2, 1) and ln.shared >= 48 * 1024 and ln.block == 256
+    assert ln.grid_yz == (2, 1) and ln.shared == 40 * 1024 and ln.block == 128
+
+
+def test_entry_ptx_uses_wgmma_on_hopper() -> None:
+    """Through the pipeline's queries: the block's PTX is made for sm_90a (kina.toml says
+    sm_90), its attention kernel is the wgmma one under the launch plan's function name, and
+    ptxas takes the whole linked module without spills."""
+    db = Session(ROOT / "workspaces/transformer", no_cache=True).db
+    key = EntryKey("block.kina", "block", BLOCK_DIMS, (("T", "bf16"),), "cuda")
+    lo = pipeline.gpu_lowered(db, key)
+    ptx = pipeline.ptx(db, key)
+    (fn,) = [ln.function for st in lo.steps if st.kind == "attention" for ln in st.launches]
+    assert ".target sm_90a" in ptx and f".entry {fn}(" in ptx
+    # S = 40 < 64: the one key tile is masked, so only the masked copy of the step remains:
+    # 64 / 16 products for Q K^T and 64 / 16 for P V
+    assert ptx.count("wgmma.mma_async.sync.aligned") == 64 // 16 + 64 // 16
+    if ptxas_path() is not None:
+        res = ptx_resources(ptx, "sm_90a")
+        assert res[fn]["spill_stores"] == 0 and res[fn]["stack"] == 0, res[fn]
+        assert set(res) >= set(lo.functions)
+
+
+def test_arch_decides_the_mma() -> None:
+    lw = lower_graph_gpu(_gqa())
+    (k,) = [k for k in lw.kernels if k.source == "attention"]
+    assert entry_arch(lw.kernels, "sm_90") == "sm_90a"
+    assert entry_arch(lw.kernels, "sm_80") == "sm_80"
+    assert entry_arch([x for x in lw.kernels if x is not k], "sm_90") == "sm_90"
+    assert for_arch(k, "sm_80") is k
+    wg = for_arch(k, "sm_90a")
+    p = decode(wg.text.encode())
+    assert isinstance(p, AttnParams) and p.mma == "wgmma" and wg.symbol == k.symbol
 
 
 def _gqa(mask: str = "causal", dtype: str = "bf16", dh: int = 64, s: int = 24) -> Graph:

@@ -47,10 +47,10 @@ TILE_CANDIDATES: dict[int, tuple[AttnTiles, ...]] = {
     128: (AttnTiles(64, 64), AttnTiles(128, 64), AttnTiles(128, 32), AttnTiles(64, 32)),
 }
 
-# the fastest candidate per head dim on the H200 (benches/attention.py, docs/gpu.md)
-FIXED_TILES: dict[int, AttnTiles] = {64: AttnTiles(128, 64), 128: AttnTiles(64, 64)}
-LONG_TILES: dict[int, AttnTiles] = {64: AttnTiles(128, 64), 128: AttnTiles(128, 64)}
-LONG_KEYS = 8192  # from here on the 128-row tiles won (two rows of blocks per SM wave)
+# The fixed choice (no autotuning yet): 64 query rows (one warpgroup) x 64 keys was the
+# fastest wgmma tiling at S = 1024 and 4096 and the fastest mma.sync one up to S = 4096
+# (within 3-6% of 128 x 64 beyond), H200, head dim 128 (docs/gpu.md, "Fused attention").
+FIXED_TILES: dict[int, AttnTiles] = {64: AttnTiles(64, 64), 128: AttnTiles(64, 64)}
 
 
 def fixed_tiles(head_dim: int) -> AttnTiles:
@@ -59,8 +59,9 @@ def fixed_tiles(head_dim: int) -> AttnTiles:
 
 
 def choose_tiles(head_dim: int, sq: int, sk: int) -> AttnTiles:
-    """The tile choice for one attention (measured on the H200 at B4 S1024-8192, B1 S16384)."""
-    return LONG_TILES[head_dim] if min(sq, sk) >= LONG_KEYS else FIXED_TILES[head_dim]
+    """The tile choice for one attention (see :data:`FIXED_TILES`)."""
+    del sq, sk
+    return FIXED_TILES[head_dim]
 
 
 def _round(x: float, dtype: str) -> float:

@@ -91,8 +91,9 @@ def _decls(p: AttnParams) -> list[str]:
 class _Emitter:
     """Emits one kernel for one :class:`AttnParams`."""
 
-    def __init__(self, p: AttnParams) -> None:
+    def __init__(self, p: AttnParams, name: str | None = None) -> None:
         self.p = p
+        self.name = name or kernel_name(p)
         self.f = _Fn()
         self.d = p.head_dim
         self.nt = 32 * p.warps
@@ -102,7 +103,7 @@ class _Emitter:
         self.mma = "llvm.nvvm.mma.m16n8k16.row.col." + ("f32.f32" if p.dtype == "f16" else "bf16")
         self.q_bytes = p.block_m * self.row_bytes
         self.tile_bytes = p.block_n * self.row_bytes
-        self.smem = f"@{kernel_name(p)}_smem"
+        self.smem = f"@{self.name}_smem"
         # wgmma reads tiles through 128-byte-swizzle descriptors: each tile is stored as
         # [head_dim / 64][rows][64] ("atoms" of 8 rows x 128 bytes, 1024-byte aligned)
         self.atoms = p.mma != "sync"
@@ -222,7 +223,7 @@ class _Emitter:
     # ---- the kernel ----------------------------------------------------------------------
     def emit(self) -> str:
         f, p = self.f, self.p
-        name = kernel_name(p)
+        name = self.name
         nt = self.nt
         tid = f.v("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
         bx = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()")
@@ -482,7 +483,7 @@ class _Emitter:
     def wgmma_scores(self, kb: str) -> list[list[str]]:
         """``S = Q K^T`` for the warpgroup's 64 rows: one m64n{block_n}k16 per 16 of D."""
         f, p = self.f, self.p
-        name = kernel_name(p)
+        name = self.name
         acc = ["0.0"] * (p.block_n // 2)
         f.do(asm_void("fence"))
         for kk in range(self.d // 16):
@@ -496,7 +497,7 @@ class _Emitter:
     def wgmma_output(self, vb: str, pv: list[list[str]], o: list[str]) -> list[str]:
         """``O += P V``: one m64n{head_dim}k16 per 16 keys, V read MN-major."""
         f, p = self.f, self.p
-        name = kernel_name(p)
+        name = self.name
         f.do(asm_void("fence"))
         for kb2 in range(p.block_n // 16):
             pa = [
@@ -542,10 +543,11 @@ class _Emitter:
             f.label(f"sk{hr}")
 
 
-def kernel_ir(p: AttnParams) -> tuple[tuple[str, ...], str]:
+def kernel_ir(p: AttnParams, name: str | None = None) -> tuple[tuple[str, ...], str]:
     """``p``'s kernel as (declarations, body): the body holds its shared-memory symbol and its
-    function, so several kernels share a module (:func:`kinac.ir.gpu.kernel_split.kernel_module`)."""
-    return tuple(_decls(p)), _Emitter(p).emit()
+    function (``name``, else :func:`kernel_name`), so several kernels share a module
+    (:func:`kinac.ir.gpu.kernel_split.kernel_module`)."""
+    return tuple(_decls(p)), _Emitter(p, name).emit()
 
 
 def attention_llvm_ir(params: tuple[AttnParams, ...]) -> str:

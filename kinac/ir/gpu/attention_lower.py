@@ -5,22 +5,34 @@ generated kernel by a :class:`~kinac.artifacts.gpu.GpuKernel`. For attention its
 canonical encoding of the kernel's :class:`AttnParams` (``source = "attention"``), and its
 symbol the name derived from them: two layers with the same shapes share one kernel and one
 compilation, and an edit that changes no parameter re-runs nothing.
+
+The lowering is the same for every GPU: the kernel's parameters say ``mma = "sync"``
+(``mma.sync``, any sm_80+). Which tensor-core instruction runs is decided with the
+architecture, when PTX is made: for Hopper (``sm_90``) an entry holding a fused attention
+kernel is compiled for ``sm_90a`` (:func:`entry_arch`; the same chip, plus its
+architecture-specific instructions) and its attention kernels use ``wgmma``
+(:func:`for_arch`), under the same function name and launch geometry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
 from kinac.artifacts.gpu import GpuKernel, GpuKernelCode, GpuLaunch
-from kinac.ir.dialects import kina_struct as st
-from kinac.ir.gpu.attention import merged_params
 from kinac.ir.gpu.attention_kernel import grid, kernel_ir, kernel_name, smem_bytes
-from kinac.ir.gpu.attention_params import AttnParams
+from kinac.ir.gpu.attention_params import AttnParams, check_params
 from kinac.rules.codec import decode, encode
 
 SOURCE = "attention"
 
 
-def canonical_attention_kernel(k: st.KernelOp) -> GpuKernel:
-    """The merged attention kernel ``k`` as a :class:`GpuKernel` keyed by its parameters."""
+def canonical_attention_kernel(k: Any) -> GpuKernel:
+    """The merged attention ``kina.kernel`` ``k`` as a :class:`GpuKernel` keyed by its
+    parameters (xDSL is imported only here: the PTX-side functions below need none)."""
+    from kinac.ir.gpu.attention import merged_params
+
     p = merged_params(k)
     return GpuKernel(kernel_name(p), encode(p).decode(), 0, SOURCE)
 
@@ -44,5 +56,32 @@ def lower_attention_kernel(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKern
         )
     p = decode(kernel.text.encode())
     assert isinstance(p, AttnParams)
-    decls, body = kernel_ir(p)
+    decls, body = kernel_ir(p, kernel.symbol)
     return GpuKernelCode(kernel.symbol, (attention_launch(p),), False, decls, body)
+
+
+HOPPER = ("sm_90", "sm_90a")
+
+
+def entry_arch(kernels: Iterable[GpuKernel], arch: str) -> str:
+    """The architecture an entry's PTX is made for: ``sm_90`` becomes ``sm_90a`` when the entry
+    holds a fused attention kernel (``wgmma`` exists only in sm_90a code; every kernel of the
+    entry shares one PTX module and so one target)."""
+    if arch == "sm_90" and any(k.source == SOURCE for k in kernels):
+        return "sm_90a"
+    return arch
+
+
+def for_arch(kernel: GpuKernel, arch: str) -> GpuKernel:
+    """``kernel`` as compiled for ``arch``: on sm_90a a fused attention kernel uses ``wgmma``
+    for both products (same symbol, tiles and launch); anything else is unchanged."""
+    if kernel.source != SOURCE or arch != "sm_90a":
+        return kernel
+    p = decode(kernel.text.encode())
+    assert isinstance(p, AttnParams)
+    if p.mma != "sync":
+        return kernel
+    q = replace(p, mma="wgmma")
+    if check_params(q) is not None:  # e.g. 2 warps: no warpgroup
+        return kernel
+    return GpuKernel(kernel.symbol, encode(q).decode(), kernel.status_step, SOURCE)
