@@ -27,13 +27,27 @@ def axis_names(declared: Any, rank: int) -> list[str | None]:
 def fixed_shape_problems(
     params: list[Any], expected: Any, types: tuple[Any, ...], fixed_by: str, fixed_what: str
 ) -> list[str]:
-    """One sentence per argument axis that differs from the shape the fixed dims give it.
+    """One sentence per argument whose dtype differs from the one the fixed dtypes give it
+    (compared before binding: binding would take the argument's dtype as the truth and run
+    the entry at it), and per argument axis that differs from the fixed shape.
 
     ``params`` are the tensor parameters (AST), ``expected`` the graph's ``(name, TType)``
     parameters at the fixed dims, ``types`` the arguments' concrete types."""
     declared = {p.name: p.type for p in params}
     problems = []
     for (name, want), got in zip(expected, types, strict=False):
+        if got.dtype != want.dtype:  # the runtime never casts: an f32 array is not bf16
+            var = getattr(declared.get(name), "dtype", want.dtype)
+            why = f"{fixed_what} fixes {var} = {want.dtype}" if var != want.dtype else "declared"
+            problems.append(
+                f"argument `{name}` has dtype {got.dtype}, but {fixed_by} expects "
+                f"{want.dtype} ({why})"
+                + (
+                    ": pass bf16 as torch.bfloat16 (or uint16 bit patterns to `kinac run`)"
+                    if want.dtype == "bf16"
+                    else ""
+                )
+            )
         if tuple(got.shape) == tuple(want.shape):
             continue
         head = f"argument `{name}` has shape {list(got.shape)}, but {fixed_by} expects {list(want.shape)}"

@@ -21,11 +21,53 @@ from kinac.errors import (
 )
 
 
+class _Bf16Name:
+    """The dtype of :class:`Bf16Bits`: named ``bfloat16`` as torch's and ml_dtypes' are."""
+
+    name = "bfloat16"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Bf16Bits:
+    """A bf16 array for the API: numpy has no bf16, so ``kinac run`` holds bf16 values as
+    ``uint16`` bit patterns (the host runtime's convention) and hands them over with a dtype
+    named ``bfloat16`` (typed bf16 by :func:`kinac.api._arg_type`) through DLPack."""
+
+    dtype = _Bf16Name()
+
+    def __init__(self, bits: Any) -> None:
+        self.bits = bits
+        self.shape = tuple(bits.shape)
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        return self.bits.__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> Any:
+        return self.bits.__dlpack_device__()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self.bits if dtype is None else self.bits.astype(dtype)
+
+
+def as_bf16(a: Any) -> Any:
+    """A ``uint16`` array read from ``--inputs`` as the bf16 bit patterns it holds (Kina has no
+    16-bit integer dtype, so the reading is unambiguous); any other array unchanged."""
+    import numpy as np
+
+    return Bf16Bits(np.ascontiguousarray(a)) if getattr(a, "dtype", None) == np.uint16 else a
+
+
 def _random_input(rng: Any, dtype: str, shape: tuple[int, ...], bound: int) -> Any:
     import numpy as np
 
+    if dtype == "bf16":  # the entry's dtype, not f32 (bf16 values as their bit patterns)
+        from kinac.tir.interp import f32_to_bf16
+
+        return Bf16Bits(f32_to_bf16(rng.standard_normal(shape).astype(np.float32)))
     if dtype in FLOAT_DTYPES:
-        np_dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": np.float32}[dtype]
+        np_dt = {"f64": np.float64, "f32": np.float32, "f16": np.float16}[dtype]
         return rng.standard_normal(shape).astype(np_dt)
     if dtype in ("i64", "i32"):
         return rng.integers(0, max(bound, 1), size=shape).astype(
@@ -52,7 +94,7 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
                 f"a .npy file holds one array but the entry takes {len(names)} "
                 f"({', '.join(names)}): use a .npz with arrays named after them"
             )
-        return [data]
+        return [as_bf16(data)]
     if not hasattr(data, "files"):
         raise KinaUsageError(f"{path} holds no arrays (a pickled object?); use .npz or .npy")
     missing = [n for n in names if n not in data.files]
@@ -68,7 +110,7 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
             f"the file has {', '.join(data.files) or 'none'})"
         )
     try:
-        return [data[n] for n in names]
+        return [as_bf16(data[n]) for n in names]
     except Exception as e:  # noqa: BLE001 - any failure to read a user's file is the file's fault
         raise KinaUsageError(f"cannot read {path}: {e}") from None
 
@@ -180,6 +222,15 @@ def _to_host(o: Any) -> Any:
 
     a = o.numpy()
     return bf16_to_f32(a) if o.dtype.name == "bfloat16" else a
+
+
+def _widen_bf16(o: Any) -> Any:
+    """A host bf16 output (``uint16`` bit patterns) as the float32 values it holds."""
+    import numpy as np
+
+    from kinac.tir.interp import bf16_to_f32
+
+    return bf16_to_f32(o) if getattr(o, "dtype", None) == np.uint16 else o
 
 
 def _synchronizer(target: str) -> Any:
@@ -369,13 +420,15 @@ def run_entry(args: argparse.Namespace) -> int:
         if server is not None:
             server.close()
     outs = tuple(_to_host(o) for o in (out if isinstance(out, tuple) else (out,)))
+    labels = ["bf16" if o.dtype == np.uint16 else str(o.dtype) for o in outs]
+    outs = tuple(_widen_bf16(o) for o in outs)
     print(f"{args.entry}: {fn.key.name} from {fn.key.file}, target {target}")
     for n, t in params:
         print(f"  in  {n:<6} {t.dtype}{list(t.shape)}")
     for i, o in enumerate(outs):
         a = np.asarray(o, dtype=np.float64)
         print(
-            f"  out {i:<6} {o.dtype}{list(o.shape)}  mean {a.mean():+.6g}  std {a.std():.6g}  "
+            f"  out {i:<6} {labels[i]}{list(o.shape)}  mean {a.mean():+.6g}  std {a.std():.6g}  "
             f"min {a.min():+.6g}  max {a.max():+.6g}  finite {bool(np.isfinite(a).all())}"
         )
     times.sort()
