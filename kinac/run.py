@@ -419,8 +419,10 @@ def run_entry(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.close()
-    outs = tuple(_to_host(o) for o in (out if isinstance(out, tuple) else (out,)))
-    labels = ["bf16" if o.dtype == np.uint16 else str(o.dtype) for o in outs]
+    raw = out if isinstance(out, tuple) else (out,)
+    bf16 = [getattr(o.dtype, "name", str(o.dtype)) in ("uint16", "bfloat16") for o in raw]
+    outs = tuple(_to_host(o) for o in raw)
+    labels = ["bf16" if b else str(o.dtype) for b, o in zip(bf16, outs, strict=True)]
     outs = tuple(_widen_bf16(o) for o in outs)
     print(f"{args.entry}: {fn.key.name} from {fn.key.file}, target {target}")
     for n, t in params:
