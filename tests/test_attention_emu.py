@@ -413,7 +413,6 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.n
     [
         (64, 80, True, AttnTiles(64, 32), "sync"),
         (128, 45, False, AttnTiles(32, 32), "sync"),
-        (64, 70, True, AttnTiles(64, 64), "sync_atoms"),
         (128, 100, True, AttnTiles(64, 64), "wgmma"),
         (64, 45, False, AttnTiles(64, 32), "wgmma_qk"),
     ],
