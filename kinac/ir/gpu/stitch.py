@@ -11,10 +11,10 @@ pieces and kernels are cached never imports it.
 
 A cut is taken where the host's rule allows (every value live across it is materialised by
 ``fuse-kernels`` in the whole graph) and the GPU's fusions cannot cross it either: no value
-live across it is a matmul, reduction or softmax result (``gpu-fuse-epilogues``,
-``gpu-fuse-rows`` and ``gpu-fuse-attention`` merge those into their readers), and each is read
-only by arithmetic or by ops that materialise (a view of it read by a cuBLAS matmul would be
-planned differently from a piece's input). So the pieces' kernels in order are exactly the
+live across it is a matmul, reduction or softmax result, or arithmetic over one of the last
+two (``gpu-fuse-epilogues``, ``gpu-fuse-rows`` and ``gpu-fuse-attention`` merge those kernels
+into their readers), and each is read only by arithmetic or by ops that materialise (a view of
+it read by a cuBLAS matmul would be planned differently from a piece's input). So the pieces' kernels in order are exactly the
 whole entry's (``tests/test_gpu_kernels_incremental.py`` offers every position as a cut).
 """
 
@@ -44,8 +44,8 @@ from kinac.tir.graph import Graph
 ALIGN = 256  # arena offsets: cuBLAS(Lt) and 16-byte vector accesses want aligned operands
 STATUS_SLOTS = 8
 MAX_GRID = 2**31 - 1  # CUDA's gridDim.x
-FUSED_ON_GPU = frozenset({"matmul", "softmax", "reduce_sum", "reduce_mean", "reduce_max",
-                          "reduce_min"})  # fmt: skip
+ROW_OPS = frozenset({"softmax", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min"})
+FUSED_ON_GPU = ROW_OPS | {"matmul"}
 
 
 def gpu_kernel_symbol(text: str, status_step: int) -> str:
@@ -118,12 +118,22 @@ def gpu_cut(graph: Graph, calls: tuple[tuple[int, int], ...]) -> tuple[Piece, ..
             last[a] = i
     for o in graph.outputs:
         last[o] = n
+    # arithmetic over a reduction or softmax may end a row kernel (gpu-fuse-rows), which can
+    # merge on into its reader: such values do not cross a cut either
+    rowish = [False] * n
+    for i, node in enumerate(graph.nodes):
+        rowish[i] = node.op in ROW_OPS or (node.op in ARITH and any(rowish[a] for a in node.args))
     # values the GPU's fusions could merge with a reader, counted over the positions they cross
     bad = [0] * (n + 2)
     for v in range(nparams, n):
         node = graph.nodes[v]
-        fusible = node.op in FUSED_ON_GPU or any(
-            graph.nodes[u].op not in ARITH and graph.nodes[u].op not in NOT_FUSED for u in users[v]
+        fusible = (
+            node.op in FUSED_ON_GPU
+            or rowish[v]
+            or any(
+                graph.nodes[u].op not in ARITH and graph.nodes[u].op not in NOT_FUSED
+                for u in users[v]
+            )
         )
         if fusible and last[v] > v:
             bad[v + 1] += 1
