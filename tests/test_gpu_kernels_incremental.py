@@ -248,6 +248,61 @@ def test_every_accepted_gpu_cut_keeps_the_whole_entrys_lowering() -> None:
     assert cuts >= 4  # the rule leaves cuts to take
 
 
+def _random_graph(rng: random.Random) -> Any:
+    """Chains of arithmetic, norms, reductions, softmaxes, matmuls (plain and with a bias),
+    views, read again at random: what the GPU fusions merge."""
+    from kinac.ir.testing import GraphBuilder
+
+    g = GraphBuilder("fuzz")
+    dt = rng.choice(["f32", "f32", "bf16"])
+    x, w, b = g.param("x", dt, (8, 16)), g.param("w", dt, (16, 16)), g.param("b", dt, (16,))
+    vals = [x]
+    for _ in range(rng.randint(3, 12)):
+        a = rng.choice(vals[-4:])
+        k = rng.choice(["unary", "binary", "reduce", "softmax", "matmul", "view", "bias", "norm"])
+        if k == "unary":
+            v = g.unary(rng.choice(["exp", "tanh", "neg", "square"]), a)
+        elif k == "binary":
+            v = g.binary(rng.choice(["add", "mul", "sub"]), a, rng.choice(vals))
+        elif k == "reduce":
+            op = rng.choice(["reduce_sum", "reduce_mean", "reduce_max"])
+            v = g.binary("mul", a, g.reduce(op, a, -1, True))
+        elif k == "softmax":
+            v = g.softmax(a, 1)
+        elif k == "matmul":
+            v = g.matmul(a, w)
+        elif k == "view":
+            v = g.transpose(g.transpose(a, (1, 0)), (1, 0))
+        elif k == "bias":
+            v = g.binary("add", g.matmul(a, w), b)
+        else:
+            r = g.reduce("reduce_mean", g.unary("square", a), -1, True)
+            v = g.binary("mul", a, g.unary("rsqrt", r))
+        vals.append(v)
+    extra = [rng.choice(vals[1:])] if rng.random() < 0.3 else []
+    return g.build(vals[-1], *extra)
+
+
+def test_random_graphs_cut_everywhere_keep_the_whole_entrys_lowering() -> None:
+    """Random graphs with every position offered as a cut: the stitched pieces equal the whole
+    entry's lowering (this finds the row-kernel case of ``gpu_cut`` when its rule is dropped)."""
+    from kinac.ir.gpu.kernel_split import lower_gpu_kernel
+    from kinac.ir.gpu.pipeline import lower_gpu_piece, lower_graph_gpu
+    from kinac.ir.gpu.stitch import assemble_entry, gpu_cut, stitch_gpu
+
+    rng = random.Random(1901)
+    cuts = 0
+    for i in range(30):
+        g = _random_graph(rng)
+        pieces = gpu_cut(g, tuple((p, p) for p in range(len(g.nodes))))
+        cuts += len(pieces) - 1
+        lowered = [lower_gpu_piece(p.graph) for p in pieces]
+        split = stitch_gpu(len(g.params), [(p.inputs, p.outputs) for p in pieces], lowered)
+        codes = {k.symbol: lower_gpu_kernel(k) for k in split.kernels}
+        assert assemble_entry(g, split, codes) == lower_graph_gpu(g), (i, [n.op for n in g.nodes])
+    assert cuts >= 15
+
+
 def test_a_layered_model_lowers_each_distinct_layer_once(tmp_path: Path) -> None:
     """The 3-layer model is three identical pieces: ``gpu_piece`` runs once, and the stitched
     entry equals the whole entry lowered in one process."""
