@@ -258,3 +258,27 @@ def test_reshard_pins_what_follows(tmp_path: Path) -> None:
     after = next(i for i, n in enumerate(g.nodes) if n.args == (by_op["reshard"],))
     assert plan.layouts[after].dims == (("tp",), ())  # the exp of the reshard follows it
     run_both(db, _key("f"), simulate=True)
+
+
+@pytest.mark.gpu
+def test_identity_on_one_device_gpu_runs(tmp_path: Path) -> None:
+    """On the GPU (one device): the reshard and the collective are the identity, the result
+    equals torch's, and the output that is a reshard of a parameter is a copy of it."""
+    import torch
+
+    import kinac
+    from kinac.rt import cuda
+
+    if not (cuda.available() and torch.cuda.is_available()):
+        pytest.skip("no CUDA GPU with PyTorch")
+    src = """(defn f [(x : (tensor f32 [N D]))] -> (tensor f32 [N D])
+  (mul (reshard (exp x) @replicated) (all-reduce x)))
+(defn g [(x : (tensor f32 [N D]))] -> (tensor f32 [N D])
+  (reshard x @replicated))
+"""
+    _session(tmp_path, src)
+    x = torch.randn(64, 96, device="cuda")
+    f = kinac.compile(str(tmp_path / "a.kina"), "f", target="cuda")
+    torch.testing.assert_close(torch.from_dlpack(f(x)), torch.exp(x) * x)
+    g = kinac.compile(str(tmp_path / "a.kina"), "g", target="cuda")
+    torch.testing.assert_close(torch.from_dlpack(g(x)), x)
