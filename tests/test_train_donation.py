@@ -64,3 +64,35 @@ def test_device_tensors_are_typed_through_a_stub(sgd_param: object) -> None:
     assert type_stub(p) is p
     entry = specialised(sgd_param, (t, p, np.float32(1.0)), {})
     np.testing.assert_array_equal(entry(p, p, np.float32(1.0)), np.zeros((3, 4), np.float32))
+
+
+def test_new_threads_reuse_the_scratch_of_ended_ones(sgd_param: object) -> None:
+    """Each round runs the entry on 4 new threads at once (as the mesh simulator's ranks do
+    every step): after the first rounds no scratch arena is allocated, and the results stay
+    right (concurrent calls never share one)."""
+    import threading
+
+    rng = np.random.default_rng(1)
+    p, buf = (rng.standard_normal((64, 33)).astype(np.float32) for _ in range(2))
+    lr = np.float32(0.25)
+    entry, _, _ = sgd_param.specialisation((p, buf, lr), {})  # type: ignore[attr-defined]
+    want = entry(p, buf, lr)
+    new = []
+    for _ in range(6):
+        before = OUTPUT_STATS.scratch
+        go = threading.Barrier(4)
+        bad: list[int] = []
+
+        def rank(i: int, go: threading.Barrier = go, bad: list[int] = bad) -> None:
+            go.wait()
+            if not np.array_equal(entry(p, buf, lr), want):
+                bad.append(i)
+
+        threads = [threading.Thread(target=rank, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not bad
+        new.append(OUTPUT_STATS.scratch - before)
+    assert sum(new) <= 8 and new[-3:] == [0, 0, 0], new

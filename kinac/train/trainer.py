@@ -199,7 +199,7 @@ class Trainer:
 
         b, s = self.info.batch_shape
         tokens, targets = batch(self.seed, self.step_count, b, s, self.info.vocab)
-        before = OUTPUT_STATS.allocations
+        before = OUTPUT_STATS.allocations + OUTPUT_STATS.scratch
         t0 = time.perf_counter()
         scale = self.scaler.scale if self.scaler is not None else self.fixed_scale
         loss, grads = self._loss_and_grads(self._args(tokens, targets, scale))
@@ -212,7 +212,7 @@ class Trainer:
             self.scaler.update(finite)
         value = float(to_numpy(loss)) / scale
         dt = time.perf_counter() - t0
-        self.allocations_per_step.append(OUTPUT_STATS.allocations - before)
+        self.allocations_per_step.append(OUTPUT_STATS.allocations + OUTPUT_STATS.scratch - before)
         self.step_count += 1
         return StepResult(
             self.step_count, value, b * s, dt, not finite, scale if self.info.amp else None

@@ -78,6 +78,8 @@ class OutputStats:
 
     allocations: int = 0
     nbytes: int = 0
+    scratch: int = 0  # scratch arenas (one per entry and thread that calls it)
+    scratch_nbytes: int = 0
 
 
 OUTPUT_STATS = OutputStats()

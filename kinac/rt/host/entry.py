@@ -11,17 +11,29 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
 
 from kinac.artifacts.host import GATHER_OOB, LoweredEntry
-from kinac.rt.host.arrays import as_host_array, given_output, new_output
+from kinac.rt.host.arrays import OUTPUT_STATS, as_host_array, given_output, new_output
 from kinac.rt.host.blas import single_threaded_blas
 from kinac.rt.host.errors import KinaRuntimeError
 from kinac.rt.host.pool import runtime_symbols
 
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _ThreadEnd:
+    """Held in one thread's local storage only: collected when the thread ends."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _give_back(free: list[Any], lock: threading.Lock, scratch: Any) -> None:
+    with lock:
+        free.append(scratch)
 
 
 class HostEntry:
@@ -32,6 +44,8 @@ class HostEntry:
         self._image = image  # keeps the code mapped
         self._fn = _PROTO(image.addresses[lowered.symbol])
         self._local = threading.local()
+        self._free: list[Any] = []  # scratch given back by threads that ended
+        self._free_lock = threading.Lock()
         self._nargs = len(lowered.params) + len(lowered.outputs) + 2
         self._blas = any(c in lowered.library_calls for c in ("kinac_sgemm", "kinac_dgemm"))
 
@@ -40,13 +54,25 @@ class HostEntry:
         return self.lowered.name
 
     def _scratch(self) -> tuple[np.ndarray, int, int]:
-        """This thread's status buffer, and the addresses of its arena and status buffer."""
+        """This thread's status buffer, and the addresses of its arena and status buffer.
+
+        A thread's first call takes a scratch that an ended thread gave back, if any, before
+        allocating one: callers that run each step on new threads (the mesh simulator's
+        ranks) reuse their arenas instead of allocating them every step."""
         got = getattr(self._local, "scratch", None)
         if got is None:
-            arena = np.empty(self.lowered.arena_bytes, dtype=np.uint8)
-            status = np.zeros(self.lowered.status_slots, dtype=np.int64)
-            got = (arena, status, arena.ctypes.data, status.ctypes.data)
+            with self._free_lock:
+                got = self._free.pop() if self._free else None
+            if got is None:
+                arena = np.empty(self.lowered.arena_bytes, dtype=np.uint8)
+                status = np.zeros(self.lowered.status_slots, dtype=np.int64)
+                OUTPUT_STATS.scratch += 1
+                OUTPUT_STATS.scratch_nbytes += arena.nbytes + status.nbytes
+                got = (arena, status, arena.ctypes.data, status.ctypes.data)
             self._local.scratch = got
+            # collected when this thread ends (its locals go): the scratch goes back
+            self._local.holder = holder = _ThreadEnd()
+            weakref.finalize(holder, _give_back, self._free, self._free_lock, got).atexit = False
         return got[1], got[2], got[3]
 
     def __call__(self, *arrays: Any, out: tuple[Any, ...] | list[Any] | None = None) -> Any:
