@@ -282,3 +282,27 @@ def test_identity_on_one_device_gpu_runs(tmp_path: Path) -> None:
     torch.testing.assert_close(torch.from_dlpack(f(x)), torch.exp(x) * x)
     g = kinac.compile(str(tmp_path / "a.kina"), "g", target="cuda")
     torch.testing.assert_close(torch.from_dlpack(g(x)), x)
+
+
+def test_two_d_collective_keeps_the_axes_it_names(tmp_path: Path) -> None:
+    """On a 2x2 mesh, an all-reduce over `tp` that also names the `dp` split it keeps moves
+    nothing over `dp`; one that leaves `dp` out makes the result replicated over `dp`, which
+    for an all-reduce is refused (K0707: that change is an all-gather)."""
+    src = """(mesh grid [2 2] :axes [dp tp])
+(defn keep [(x : (tensor f32 [N D] @sharded(axis=0, mesh=grid, over=dp)
+                                   @sharded(axis=1, mesh=grid, over=tp)))
+            (w : (tensor f32 [D D] @sharded(axis=0, mesh=grid, over=tp)))] -> (tensor f32 [N D])
+  (exp (all-reduce (matmul x w) @replicated(mesh=grid, over=tp)
+                                @sharded(axis=0, mesh=grid, over=dp))))
+(defn drop [(x : (tensor f32 [N D] @sharded(axis=0, mesh=grid, over=dp)
+                                   @sharded(axis=1, mesh=grid, over=tp)))
+            (w : (tensor f32 [D D] @sharded(axis=0, mesh=grid, over=tp)))] -> (tensor f32 [N D])
+  (exp (all-reduce (matmul x w) @replicated(mesh=grid, over=tp))))
+"""
+    db = _session(tmp_path, src).db
+    prog = run_both(db, _key("keep"), simulate=True)
+    assert traffic(prog) == [("all-reduce", "tp")]
+    plan = pipeline.shard_propagate(db, _key("drop"))
+    errs = [d for d in plan.diagnostics if d.is_error]
+    assert [d.code for d in errs] == ["K0707"]
+    assert "from S(0) into R over `dp`: that is an all-gather" in errs[0].message
