@@ -92,7 +92,8 @@ def _pool(target: str, reset: bool) -> float | None:
     if stats is None:
         return None
     if reset:
-        res.reset_peak_stats()
+        if hasattr(res, "reset_peak_stats"):
+            res.reset_peak_stats()
         return 0.0
     return float(stats().get("allocated_bytes.all.peak", 0)) / 2**20
 
