@@ -36,17 +36,18 @@ def fixed_shape_problems(
     declared = {p.name: p.type for p in params}
     problems = []
     for (name, want), got in zip(expected, types, strict=False):
-        if got.dtype != want.dtype:  # the runtime never casts: an f32 array is not bf16
-            var = getattr(declared.get(name), "dtype", want.dtype)
-            why = f"{fixed_what} fixes {var} = {want.dtype}" if var != want.dtype else "declared"
+        var = getattr(declared.get(name), "dtype", want.dtype)
+        if got.dtype != want.dtype and var != want.dtype:
+            # a dtype variable the entry fixes (a declared dtype is the binder's K0801): the
+            # runtime never casts, and binding would run the entry at the argument's dtype
+            hint = (
+                ": pass bf16 as torch.bfloat16 (or uint16 bit patterns to `kinac run`)"
+                if want.dtype == "bf16"
+                else ""
+            )
             problems.append(
                 f"argument `{name}` has dtype {got.dtype}, but {fixed_by} expects "
-                f"{want.dtype} ({why})"
-                + (
-                    ": pass bf16 as torch.bfloat16 (or uint16 bit patterns to `kinac run`)"
-                    if want.dtype == "bf16"
-                    else ""
-                )
+                f"{want.dtype} ({fixed_what} fixes {var} = {want.dtype}){hint}"
             )
         if tuple(got.shape) == tuple(want.shape):
             continue
