@@ -264,12 +264,15 @@ def test_reshard_pins_what_follows(tmp_path: Path) -> None:
 def test_identity_on_one_device_gpu_runs(tmp_path: Path) -> None:
     """On the GPU (one device): the reshard and the collective are the identity, the result
     equals torch's, and the output that is a reshard of a parameter is a copy of it."""
+    from kinac.rt import cuda
+
+    if not cuda.available():  # before importing torch (seconds)
+        pytest.skip("no CUDA GPU")
     import torch
 
     import kinac
-    from kinac.rt import cuda
 
-    if not (cuda.available() and torch.cuda.is_available()):
+    if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU with PyTorch")
     src = """(defn f [(x : (tensor f32 [N D]))] -> (tensor f32 [N D])
   (mul (reshard (exp x) @replicated) (all-reduce x)))
