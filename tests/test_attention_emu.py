@@ -313,6 +313,7 @@ def host_ir(p: AttnParams) -> str:
     ir = re.sub(r'  call void asm sideeffect "[^"]*", "~\{memory\}"\(\)\n', "", ir)
     ir = re.sub(r"define internal \{[^}]*\} @\w+_(wg|fence)_[so]\(.*?\n\}\n", "", ir, flags=re.S)
     decls = "declare float @llvm.maxnum.f32(float, float)\ndeclare float @llvm.fma.f32(float, float, float)\n"
+    decls += "declare i32 @llvm.umin.i32(i32, i32)\n"
     return decls + _EMU_DEFS + _wgmma_defs(p) + ir
 
 
@@ -430,3 +431,27 @@ def test_generated_kernel_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles,
     assert np.isfinite(out).all()
     err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
     assert err < 1e-2, err
+
+
+def test_user_mask_f32_with_wgmma_on_cpu() -> None:
+    """A per-head f32 mask [1, H, S, S] (strides (0, S*S, S, 1)), causal too, wgmma path."""
+    rng = np.random.default_rng(7)
+    h, s, d = 2, 70, 64
+    m = rng.standard_normal((1, h, s, s)).astype(np.float32)
+    m[..., 3] = -np.inf
+    p = replace(
+        bhsd_params("bf16", 1, h, 1, s, d, True, AttnTiles(64, 64)), mma="wgmma",
+        mask_arg=3, n_inputs=4, mask_dtype="f32", mask_strides=(0, s * s, s, 1),
+    )  # fmt: skip
+    q = f32_to_bf16(rng.standard_normal((1, h, s, d)).astype(np.float32))
+    k = f32_to_bf16(rng.standard_normal((1, 1, s, d)).astype(np.float32))
+    v = f32_to_bf16(rng.standard_normal((1, 1, s, d)).astype(np.float32))
+    f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
+    out = f64(run_kernel(p, q, k, v, m))
+    kk, vv = np.repeat(f64(k), h, 1), np.repeat(f64(v), h, 1)
+    sc = f64(q) @ kk.swapaxes(-1, -2) * d**-0.5 + m
+    sc = np.where(np.arange(s)[None, :] > np.arange(s)[:, None], -np.inf, sc)
+    e = np.exp(sc - sc.max(-1, keepdims=True))
+    ref = (e / e.sum(-1, keepdims=True)) @ vv
+    assert np.isfinite(out).all()
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-2

@@ -106,9 +106,14 @@ def _gqa(mask: str = "causal", dtype: str = "bf16", dh: int = 64, s: int = 24) -
     g = GraphBuilder("gqa")
     q = g.param("q", dtype, (1, 4, s, dh))
     kp, vp = g.param("k", dtype, (1, 2, s, dh)), g.param("v", dtype, (1, 2, s, dh))
-    m = g.param("m", dtype, (s, s)) if mask == "tensor" else None
+    m = g.param("m", dtype, (s, s)) if mask.startswith("tensor") else None
     k, v = g.repeat_interleave(kp, 2, 1), g.repeat_interleave(vp, 2, 1)
-    sc = g.binary("mul", g.matmul(q, g.transpose(k, (0, 1, 3, 2))), g.const(0.125, dtype))
+    sc = g.matmul(q, g.transpose(k, (0, 1, 3, 2)))
+    if mask == "tensor_scaled":  # (S + m) * c: the mask would be scaled too
+        assert m is not None
+        sc = g.binary("mul", g.binary("add", sc, m), g.const(0.125, dtype))
+    else:
+        sc = g.binary("mul", sc, g.const(0.125, dtype))
     if mask == "causal":
         sc = g.binary("add", sc, causal_mask(g, s, dtype))
     elif mask == "tensor":
@@ -126,7 +131,8 @@ def _gqa(mask: str = "causal", dtype: str = "bf16", dh: int = 64, s: int = 24) -
     [
         ("causal", "bf16", 64, True),
         ("none", "f16", 128, True),
-        ("tensor", "bf16", 64, False),
+        ("tensor", "bf16", 64, True),
+        ("tensor_scaled", "bf16", 64, False),
         ("anti", "bf16", 64, False),
         ("causal", "f32", 64, False),
         ("causal", "bf16", 32, False),
@@ -142,6 +148,30 @@ def test_long_sequences_fuse_past_cublas_sizes() -> None:
     """4 x 24000^2 scores (past 2^31 elements: the products are loop kernels, not cuBLAS) are
     exactly where the S x S tensor must not exist: still one attention kernel."""
     assert kinds(_gqa(s=24000)) == ["attention"]
+
+
+def test_user_mask_tensor_on_the_entrys_buffers() -> None:
+    """softmax(q k^T / 8 + m) v with the user's [S, S] mask (broadcast over batch and heads,
+    -inf in places): one kernel reading m by (row, col) strides, against float64."""
+    g = _gqa("tensor", s=40)
+    p = _params(g)
+    assert p.mask_strides == (0, 0, 40, 1) and p.mask_dtype == "bf16" and p.n_inputs == 4
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(sh).astype(np.float32) for sh in ((1, 4, 40, 64), (1, 2, 40, 64), (1, 2, 40, 64)))  # fmt: skip
+    m = rng.standard_normal((40, 40)).astype(np.float32)
+    m[:, 5] = -np.inf
+    bq, bk, bv, bm = (f32_to_bf16(x) for x in (q, k, v, m))
+    ins: list[np.ndarray] = [np.zeros(0)] * p.n_inputs
+    for buf, i in zip((bq, bk, bv, bm), (*p.args, p.mask_arg), strict=True):
+        ins[i] = buf
+    out = bf16_to_f32(run_kernel(p, *ins)).astype(np.float64)
+    f64 = [bf16_to_f32(x).astype(np.float64) for x in (bq, bk, bv, bm)]
+    kk, vv = np.repeat(f64[1], 2, 1), np.repeat(f64[2], 2, 1)
+    sc = f64[0] @ kk.swapaxes(-1, -2) * 0.125 + f64[3]
+    e = np.exp(sc - sc.max(-1, keepdims=True))
+    ref = (e / e.sum(-1, keepdims=True)) @ vv
+    assert np.isfinite(out).all()
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-2
 
 
 def _params(g: Graph) -> AttnParams:

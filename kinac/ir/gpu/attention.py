@@ -11,10 +11,13 @@ still says what it computes); ``gpu-kernels-to-nvvm`` lowers it to the generated
 Matched: Q, K, V of bf16 or f16 with head dim 64 or 128, read through views whose batch and
 head offsets are affine (``h // G`` for K/V heads: no copy of the repeated heads), head dim
 contiguous, rows 16-byte aligned; the scores' transforms are multiplications by scalar
-constants (``rsqrt Dh``) and at most one additive mask built from ``iota``/compare/``where``
+constants (``rsqrt Dh``), at most one additive mask built from ``iota``/compare/``where``
 (``full`` of 0 and ``-inf``, maybe cast) that is exactly the causal one (key ``j`` masked
-when ``j > i``); the softmax is over the keys. Anything else (a user's mask tensor, f32, other
-head dims) keeps today's path: cuBLAS and the softmax kernel.
+when ``j > i``), and at most one user's mask tensor (an input of bf16, f16 or f32 through any
+affine view, broadcast against the scores, added after the scaling); the softmax is over the
+keys. Anything else (f32, other head dims, a mask that is scaled, a computed mask that is not
+the causal one) keeps today's path: cuBLAS and the softmax kernel. A row whose every key is
+masked comes out 0 (today's path: NaN).
 
 Tile choice: :func:`choose_tiles` (a fixed table per head dim measured on the H200; see
 ``docs/gpu.md``, "Fused attention").
@@ -25,7 +28,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -36,7 +39,7 @@ from xdsl.passes import ModulePass
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, dtype_name, shape_of
-from kinac.ir.gpu.attention_params import AttnParams, AttnTiles, check_params
+from kinac.ir.gpu.attention_params import MASK_DTYPES, AttnParams, AttnTiles, check_params
 from kinac.ir.gpu.fuse_rows import merge_kernels, only_user, yielded
 from kinac.ir.gpu.gemm import find_matmul
 from kinac.ir.layout import Layout
@@ -149,9 +152,28 @@ def is_causal_mask(v: SSAValue) -> bool:
     )
 
 
-def scores_transform(x: SSAValue, scores: SSAValue) -> tuple[float, bool] | None:
-    """``x`` as ``scale * scores [+ causal mask]``: (scale, causal), or None."""
-    scale, causal = 1.0, False
+@dataclass
+class Transform:
+    """The softmax's input as ``scale * scores [+ mask] [+ causal mask]``."""
+
+    scale: float = 1.0
+    causal: bool = False
+    mask: SSAValue | None = None  # the user's additive mask tensor (a view of an input)
+
+
+def _user_mask(v: SSAValue) -> bool:
+    """``v`` is a kernel input read through views (maybe cast): the user's mask tensor."""
+    if isinstance(v.owner, el.CastOp):
+        v = v.owner.x
+    base, _ = view_base(v)
+    return isinstance(base, BlockArgument) and dtype_name(base.type) in MASK_DTYPES
+
+
+def scores_transform(x: SSAValue, scores: SSAValue) -> Transform | None:
+    """``x`` as ``scale * scores [+ mask tensor] [+ causal mask]``, or None. A mask tensor
+    must be added after every scaling (it is not scaled itself)."""
+    t = Transform()
+    scaled = False  # a scaling seen outside: a mask tensor inside it would be scaled too
     while x is not scores:
         op = x.owner
         if isinstance(op, el.BinaryOp) and op.name in ("kina.mul", "kina.div", "kina.add"):
@@ -159,20 +181,51 @@ def scores_transform(x: SSAValue, scores: SSAValue) -> tuple[float, bool] | None
                 if op.name == "kina.div" and mine is op.rhs:
                     continue
                 if op.name == "kina.add":
-                    if not causal and is_causal_mask(other):
-                        causal, x = True, mine
+                    if not t.causal and is_causal_mask(other):
+                        t.causal, x = True, mine
+                        break
+                    if t.mask is None and not scaled and _user_mask(other):
+                        t.mask, x = other, mine
                         break
                     continue
                 c = scalar_value(other)
                 if c is not None and c > 0:
-                    scale = scale * c if op.name == "kina.mul" else scale / c
-                    x = mine
+                    t.scale = t.scale * c if op.name == "kina.mul" else t.scale / c
+                    x, scaled = mine, True
                     break
             else:
                 return None
             continue
         return None
-    return scale, causal
+    return t
+
+
+def mask_layout(
+    v: SSAValue, scores_shape: tuple[int, ...]
+) -> tuple[str, tuple[int, int, int, int], int, BlockArgument] | None:
+    """(dtype, (batch, head, row, col) strides, offset, input) of a mask tensor broadcast
+    against the scores, or None when its layout is not affine."""
+    if isinstance(v.owner, el.CastOp):
+        v = v.owner.x
+    base, chain = view_base(v)
+    lay = chain_layout(base, chain)
+    if lay is None or not isinstance(base, BlockArgument):
+        return None
+    shape = lay.shape
+    full = (1,) * (4 - len(scores_shape)) + tuple(scores_shape)
+    lead = 4 - len(shape)
+    strides = []
+    for ax in range(4):
+        i = ax - lead
+        if i < 0 or shape[i] == 1 or full[ax] == 1:
+            strides.append(0)
+            continue
+        st_ = lay.stride(i)
+        if st_ is None:
+            return None
+        strides.append(st_)
+    sb, sh, sr, sc = strides
+    return dtype_name(base.type), (sb, sh, sr, sc), lay.offset, base
 
 
 @dataclass
@@ -239,7 +292,10 @@ def attention_params(
     tr = scores_transform(sm.x, scores)
     if tr is None:
         return None
-    scale, causal = tr
+    scale, causal = tr.scale, tr.causal
+    mask = None if tr.mask is None else mask_layout(tr.mask, ss)
+    if tr.mask is not None and mask is None:
+        return None
     q, k, v = _operand(mm1.lhs), _operand(mm1.rhs), _operand(mm2.rhs)
     if q is None or k is None or v is None:
         return None
@@ -270,6 +326,9 @@ def attention_params(
         (index_of(q.arg), index_of(k.arg), index_of(v.arg)), n_inputs,
         (qst[3], kst[3], vst[3]),
     )  # fmt: skip
+    if mask is not None:
+        mdt, mst, moff, marg = mask
+        p = replace(p, mask_arg=index_of(marg), mask_dtype=mdt, mask_strides=mst, mask_offset=moff)
     return p if check_params(p) is None else None
 
 
@@ -301,22 +360,31 @@ def match(k3: st.KernelOp) -> tuple[st.KernelOp, st.KernelOp, AttnParams] | None
     if not isinstance(k2, st.KernelOp) or k2.kind.data != "softmax" or only_user(k2) is not k3:
         return None
     sm = yielded(k2).owner
-    if not isinstance(sm, st.SoftmaxOp) or len(k2.inputs) != 1:
-        return None  # a second input: the user's own mask tensor, not fused
-    k1 = k2.inputs[0].owner
-    if not isinstance(k1, st.KernelOp) or k1.kind.data != "matmul":
+    if not isinstance(sm, st.SoftmaxOp):
         return None
+    prods = [u.owner for u in k2.inputs if isinstance(u.owner, st.KernelOp)]
+    prods = [k for k in prods if k.kind.data == "matmul"]  # the scores (a mask is an input)
+    if len(prods) != 1:
+        return None
+    k1 = prods[0]
+    assert isinstance(k1, st.KernelOp)
     mm1 = find_matmul(k1)
     if yielded(k1) is not mm1.result or only_user(k1) is not k2:
         return None
     s_arg, p_arg = _arg_for(k2, k1), _arg_for(k3, k2)
     if s_arg is None or p_arg is None:
         return None
-    # the merged kernel's inputs, as merge_kernels orders them
-    order = list(dict.fromkeys([*k1.inputs, *(u for u in k3.inputs if u is not k2.result)]))
+    # the merged kernel's inputs, as merge_kernels orders them (k1's, k2's, k3's)
+    order = list(
+        dict.fromkeys([
+            *k1.inputs,
+            *(u for u in k2.inputs if u is not k1.result),
+            *(u for u in k3.inputs if u is not k2.result),
+        ])
+    )  # fmt: skip
 
     def index_of(a: BlockArgument) -> int:
-        src = k1 if a.block is k1.body.block else k3
+        src = next(k for k in (k1, k2, k3) if a.block is k.body.block)
         return order.index(src.inputs[a.index])
 
     p = attention_params(mm1, sm, mm2, s_arg, p_arg, index_of, len(order))

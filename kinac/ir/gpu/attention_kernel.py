@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 
-from kinac.ir.gpu.attention_params import AttnParams
+from kinac.ir.gpu.attention_params import MASK_DTYPES, AttnParams
 from kinac.ir.gpu.attention_wgmma import asm_void, desc_bits, helpers
 from kinac.ir.gpu.emit import float_literal
 
@@ -80,6 +80,7 @@ def _decls(p: AttnParams) -> list[str]:
         "declare float @llvm.nvvm.ex2.approx.ftz.f32(float)",
         "declare float @llvm.maxnum.f32(float, float)",
         "declare float @llvm.fma.f32(float, float, float)",
+        "declare i32 @llvm.umin.i32(i32, i32)",
         "declare float @llvm.nvvm.shfl.sync.bfly.f32(i32, float, i32, i32)",
         "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()",
         "declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()",
@@ -258,6 +259,14 @@ class _Emitter:
         self.kbase = base(ins[1], p.k_strides, kvh, p.offsets[1])
         self.vbase = base(ins[2], p.v_strides, kvh, p.offsets[2])
         obase = base("%out", p.o_strides, h, 0)
+        if p.mask_arg >= 0:  # the user's mask at (b, h): rows and columns added per score
+            isz = MASK_DTYPES[p.mask_dtype][1]
+            b64 = f.v(f"zext i32 {b} to i64")
+            h64 = f.v(f"zext i32 {h} to i64")
+            o = f.v(f"mul i64 {b64}, {isz * p.mask_strides[0]}")
+            o = f.v(f"add i64 {o}, {f.v(f'mul i64 {h64}, {isz * p.mask_strides[1]}')}")
+            o = f.v(f"add i64 {o}, {isz * p.mask_offset}")
+            self.mbase = f.v(f"getelementptr i8, ptr addrspace(1) %in{p.mask_arg}, i64 {o}")
         # key tiles: all that any row of the block sees; the first n_full need no mask
         ntiles = -(-p.sk // p.block_n)
         full_sk = p.sk // p.block_n
@@ -390,6 +399,8 @@ class _Emitter:
                     s[2 * pr] = self.mma_op(self.qf[kk], fr[0:2], s[2 * pr])
                     s[2 * pr + 1] = self.mma_op(self.qf[kk], fr[2:4], s[2 * pr + 1])
         n0 = f.v(f"mul i32 {j}, {p.block_n}")
+        if p.mask_arg >= 0:
+            s = self.add_mask(s, n0)
         if masked:
             colb = f.v(f"add i32 {n0}, {self.col_t}")
             rows = [self.row_g, f.v(f"add i32 {self.row_g}, 8")]
@@ -401,8 +412,9 @@ class _Emitter:
                         c2 = f.v(f"icmp sgt i32 {col}, {rows[e >> 1]}")
                         bad = f.v(f"or i1 {bad}, {c2}")
                     s[nt][e] = f.v(f"select i1 {bad}, float {NEG_INF}, float {s[nt][e]}")
-        # online softmax, rows g (e = 0, 1) and g + 8 (e = 2, 3)
-        c = float_literal(p.scale * LOG2E, "float")
+        # online softmax, rows g (e = 0, 1) and g + 8 (e = 2, 3); a mask was added to the
+        # scaled scores already
+        c = float_literal((1.0 if p.mask_arg >= 0 else p.scale) * LOG2E, "float")
         m_old = self.load_state("mrow", 2)
         l_old = self.load_state("lrow", 2)
         o = self.load_state("oacc", self.d // 8 * 4)
@@ -454,6 +466,36 @@ class _Emitter:
         self.store_state("oacc", o)
         self.store_state("mrow", m_new)
         self.store_state("lrow", l_new)
+
+    def add_mask(self, s: list[list[str]], n0: str) -> list[list[str]]:
+        """``scale * s + mask[row, col]`` for this thread's scores (row and column clamped into
+        the tensor: the tails are masked with -inf after)."""
+        f, p = self.f, self.p
+        ty, isz = MASK_DTYPES[p.mask_dtype]
+        scale = float_literal(p.scale, "float")
+        sb, sh, sr, sc = p.mask_strides
+        colb = f.v(f"add i32 {n0}, {self.col_t}")
+        rows = [self.row_g, f.v(f"add i32 {self.row_g}, 8")]
+        roff = []
+        for r in rows:
+            r = f.v(f"call i32 @llvm.umin.i32(i32 {r}, i32 {p.sq - 1})")
+            roff.append(f.v(f"mul i64 {f.v(f'zext i32 {r} to i64')}, {isz * sr}"))
+        out = [list(x) for x in s]
+        for nt in range(len(s)):
+            for e in range(4):
+                col = f.v(f"add i32 {colb}, {nt * 8 + (e & 1)}")
+                col = f.v(f"call i32 @llvm.umin.i32(i32 {col}, i32 {p.sk - 1})")
+                off = f.v(f"mul i64 {f.v(f'zext i32 {col} to i64')}, {isz * sc}")
+                off = f.v(f"add i64 {off}, {roff[e >> 1]}")
+                ptr = f.v(f"getelementptr i8, ptr addrspace(1) {self.mbase}, i64 {off}")
+                m = f.v(f"load {ty}, ptr addrspace(1) {ptr}, align {isz}")
+                if ty != "float":
+                    m = f.v(f"fpext {ty} {m} to float")
+                out[nt][e] = f.v(
+                    f"call float @llvm.fma.f32(float {s[nt][e]}, float {scale}, float {m})"
+                )
+        del sb, sh
+        return out
 
     # ---- wgmma (sm_90a) ----------------------------------------------------------------
     def desc(self, off: str, lbo: int, sbo: int) -> str:

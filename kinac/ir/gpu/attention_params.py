@@ -14,6 +14,7 @@ from kinac.rules.codec import record
 ATTN_DTYPES = ("bf16", "f16")
 ATTN_HEAD_DIMS = (64, 128)
 MMA_KINDS = ("sync", "sync_atoms", "wgmma_qk", "wgmma")
+MASK_DTYPES = {"bf16": ("bfloat", 2), "f16": ("half", 2), "f32": ("float", 4)}
 
 
 @record
@@ -52,6 +53,12 @@ class AttnParams:
     # "sync": mma.sync for both products; "wgmma_qk": wgmma for Q K^T; "wgmma": for both
     # (sm_90a); "sync_atoms": mma.sync over the wgmma tile layout (a test of that layout)
     mma: str = "sync"
+    # the user's additive mask: which input (-1: none), its dtype, (batch, head, row, col)
+    # strides in elements (0 where it broadcasts) and element offset
+    mask_arg: int = -1
+    mask_dtype: str = ""
+    mask_strides: tuple[int, int, int, int] = (0, 0, 0, 0)
+    mask_offset: int = 0
 
     @property
     def warps(self) -> int:
@@ -109,6 +116,8 @@ def check_params(p: AttnParams) -> str | None:
         return "strides not multiples of 8 elements (16-byte chunks)"
     if p.sq < 1 or p.sk < 1 or p.sq >= 2**31 // 2:
         return "sequence lengths"
+    if p.mask_arg >= 0 and p.mask_dtype not in MASK_DTYPES:
+        return f"mask dtype {p.mask_dtype}"
     if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):
         return f"mma {p.mma} with {p.warps} warps"
     return None
