@@ -377,7 +377,8 @@ def lowered(db: Database, key: EntryKey) -> Any:
     with _internal_errors(key, "host lowering"):
         pieces = cut(spec.graph, spec.calls)
         fused = {g: host_piece(db, g) for g in dict.fromkeys(p.graph for p in pieces)}
-        lo = stitch(spec.graph, [(p.inputs, p.outputs) for p in pieces], [fused[p.graph] for p in pieces])
+        lo = stitch(spec.graph, [(p.inputs, p.outputs) for p in pieces], [fused[p.graph] for p in pieces],
+                    separate=True)  # one function per distinct piece, compiled on its own
         calls = set(lo.library_calls)  # a kernel's failure is reported as its entry's
         for sym, k in _first_steps(lo):
             with in_kernel(sym):
@@ -413,7 +414,8 @@ def host_kernel_object(db: Database, kernel: Any) -> bytes:
 
 @query("object_code", stage="codegen", tools=("llvmlite",))
 def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
-    """Native object code for the host: the wrapper's object, then each kernel's."""
+    """Native object code for the host: the wrapper's object, then each distinct piece
+    function's (``host_piece_object``), then each distinct kernel's."""
     from kinac.codegen.llvm import compile_object
     from kinac.ice import in_kernel
 
@@ -424,7 +426,7 @@ def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
         # the wrapper only computes buffer addresses and calls kernels: -O0 runs it as fast
         # and compiles in a fraction of -O3's time (hundreds of calls at L=32)
         wrapper = compile_object(lo.llvm_ir, host_target(db, ()), WRAPPER_OPT)
-        objects = [wrapper]
+        objects = [wrapper, *(_pipeline_pieces.host_piece_object(db, text) for text in lo.piece_code)]
         for sym, k in _first_steps(lo):
             with in_kernel(sym):
                 objects.append(host_kernel_object(db, k))

@@ -2,6 +2,8 @@
 
     entry_graph ─► lowered ─┬► host_piece(piece graph)   (once per distinct piece: xDSL, fusion)
                             └► stitch (buffer plan, steps, wrapper LLVM IR: plain Python)
+    object_code ─┬► host_piece_object(piece function IR)   (once per distinct piece function)
+                 └► host_kernel_object(kernel)              (once per distinct kernel)
 
 An entry's graph is cut at its calls (:mod:`kinac.ir.pieces`); each piece is a Graph of its
 own (params in first-use order), so the same call in every layer is one key, lowered and fused
@@ -34,3 +36,15 @@ def specialise_call(db: Database, key: Any) -> Any:
     from kinac.pipeline_support import CheckEnv
 
     return run(key, CheckEnv(db))
+
+
+@query("host_piece_object", stage="codegen", tools=("llvmlite",))
+def host_piece_object(db: Database, text: str) -> bytes:
+    """One piece function (:mod:`kinac.ir.host.wrapper_ir`: a piece's kernel calls over its
+    buffers) compiled at the wrapper's -O level: keyed by its LLVM IR, so the same layer in
+    every position, entry or workspace is compiled once and an edit compiles only the piece
+    functions it changed, plus the entry's short wrapper."""
+    from kinac.codegen.llvm import compile_object
+    from kinac.pipeline import WRAPPER_OPT, host_target
+
+    return compile_object(text, host_target(db, ()), WRAPPER_OPT)

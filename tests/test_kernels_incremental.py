@@ -173,9 +173,14 @@ def test_a_one_layer_edit_reruns_only_what_it_changed(tmp_path: Path) -> None:
     assert new_kernels
     for q in KERNEL_QUERIES:
         assert {k for n, k in ran if n == q} == new_kernels, q
+    # the piece functions: only the changed piece's is compiled (one per distinct text)
+    new_fns = set(lo.piece_code) - set(before[key][0].piece_code)
+    assert len(new_fns) == 1 and {k for n, k in ran if n == "host_piece_object"} == new_fns
+    assert len(lo.piece_code) == 2  # three identical layers and the edited one
     assert {n for n, _ in ran} <= {
         "check_defn", "file_report", "entry_report", "build", "callees", "host_piece",
-        *KERNEL_QUERIES, "entry_graph", "shard_propagate", "lowered", "object_code",
+        "host_piece_object", *KERNEL_QUERIES, "entry_graph", "shard_propagate", "lowered",
+        "object_code",
     }  # fmt: skip
 
     _, clean = build(ws, tmp_path / "clean-cache", [key])

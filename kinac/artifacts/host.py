@@ -87,6 +87,9 @@ class LoweredEntry:
     version: int = LOWERING_VERSION
     kernel_set: tuple[HostKernel, ...] = ()  # empty: ``llvm_ir`` holds every kernel
     kernel_index: tuple[int, ...] = ()  # per step: its kernel in ``kernel_set``
+    kernel_launch: tuple[tuple[int, int] | None, ...] = ()  # per kernel_set: pool (extent, tasks)
+    # when not empty, ``llvm_ir`` calls one function per piece, each its own module here
+    piece_code: tuple[str, ...] = ()
 
     @property
     def kernels(self) -> tuple[HostKernel, ...]:

@@ -225,7 +225,9 @@ def marked_entry(entry: Any, mark_address: int) -> tuple[Any, list[str]]:
     steps = tuple(s.sym for s in lw.steps)
     launches: list[str] = []
     kernels = tuple(k.symbol for k in getattr(lw, "kernels", ()))
-    ir = instrument_ir(lw.llvm_ir, steps, launches, kernels)
+    from kinac.ir.host.wrapper_ir import flat_wrapper_ir  # each step's call in one function
+
+    ir = instrument_ir(flat_wrapper_ir(lw), steps, launches, kernels)
     obj = compile_object(ir, host_target())
     symbols = {n: a for n, a in runtime_symbols().items() if n in lw.library_calls}
     symbols[MARK] = mark_address

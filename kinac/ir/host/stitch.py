@@ -21,6 +21,8 @@ from kinac.artifacts.host import BufferSpec, HostKernel, LoweredEntry, Step
 from kinac.check.limits import MAX_TENSOR_BYTES
 from kinac.dtypes import ITEMSIZE
 from kinac.errors import KinaCompileError
+from kinac.ir.host.wrapper_ir import KernelCall, entry_wrapper, piece_function
+from kinac.ir.host.wrapper_ir import task_name as task_name  # re-exported
 from kinac.rules.codec import record
 from kinac.tir.graph import Graph
 
@@ -40,11 +42,6 @@ def symbol_name(name: str) -> str:
 def wrapper_name(entry: str) -> str:
     """The exported symbol of an entry: ``void kinac_call_NAME(void **argv)``."""
     return f"kinac_call_{entry}"
-
-
-def task_name(kernel: str) -> str:
-    """``void kernel__task(ptr ctx, i64 chunk)``: one chunk of a launched kernel."""
-    return f"{kernel}__task"
 
 
 def kernel_symbol(text: str, status_step: int) -> str:
@@ -131,17 +128,24 @@ def stitch(
     graph: Graph,
     pieces: Sequence[tuple[tuple[int, ...], tuple[int, ...]]],
     lowered: Sequence[LoweredPiece],
+    separate: bool = False,
 ) -> LoweredEntry:
     """The entry ``graph`` from its pieces (each ``(inputs, outputs)`` as entry nodes, see
-    :class:`kinac.ir.pieces.Piece`) and their lowerings, in order."""
+    :class:`kinac.ir.pieces.Piece`) and their lowerings, in order. ``separate``: the wrapper
+    calls one function per piece, each its own module in ``piece_code`` (what the pipeline
+    compiles, once per distinct piece function); else it calls every kernel itself (one
+    self-contained module, :func:`flat_wrapper_ir`'s text)."""
     nparams = len(graph.params)
     value_of: dict[int, int] = {i: i for i in range(nparams)}  # entry node -> value
     ks: list[PieceKernel] = []
     finals: list[int] = []
     results: list[int] = []
     reads: list[tuple[int, ...]] = []
+    # per piece: its buffers (inputs, then its kernels' results), first kernel, kernel count
+    spans: list[tuple[list[int], int, int]] = []
     for (ins, outs), lp in zip(pieces, lowered, strict=True):
         local = [value_of[v] for v in ins]
+        spans.append((local, len(ks), len(lp.kernels)))
         for pk in lp.kernels:
             reads.append(tuple(local[r] for r in pk.reads))
             results.append(nparams + len(ks))
@@ -175,12 +179,34 @@ def stitch(
         for j, o in enumerate(graph.outputs)
     )
     symbol = wrapper_name(symbol_name(graph.name))
-    calls = [
-        (hk.symbol, k, v, rs) for hk, k, v, rs in zip(kernels, ks, results, reads, strict=True)
-    ]
-    text = wrapper_ir(symbol, len(params), len(outputs), where, calls)
     distinct: dict[HostKernel, int] = {}  # each kernel once, steps by index
     index = tuple(distinct.setdefault(k, len(distinct)) for k in kernels)
+    calls = [
+        KernelCall(hk.symbol, k.kind, k.launch, v, rs)
+        for hk, k, v, rs in zip(kernels, ks, results, reads, strict=True)
+    ]
+    nargs = len(params) + len(outputs) + 2
+    piece_code: tuple[str, ...] = ()
+    if separate:
+        fns: list[tuple[str, list[int]]] = []
+        code: dict[str, str] = {}
+        for local, first, count in spans:
+            if not count:
+                continue
+            mine, n = calls[first : first + count], len(local) - count
+            psym, parts = piece_function(
+                [KernelCall(c.symbol, c.kind, c.launch, n + j, ks[first + j].reads)
+                 for j, c in enumerate(mine)], len(local)
+            )  # fmt: skip
+            code.setdefault(psym, parts.text())
+            fns.append((psym, local))
+        text = entry_wrapper(symbol, nargs, len(params), where.__getitem__, pieces=fns).text()
+        piece_code = tuple(code.values())
+    else:
+        text = entry_wrapper(symbol, nargs, len(params), where.__getitem__, calls=calls).text()
+    launch: dict[int, tuple[int, int] | None] = {}
+    for i, k in zip(index, ks, strict=True):
+        launch.setdefault(i, k.launch)
     return LoweredEntry(
         name=graph.name,
         symbol=symbol,
@@ -193,83 +219,6 @@ def stitch(
         library_calls=("kinac_parallel",) if any(k.launch for k in ks) else (),
         kernel_set=tuple(distinct),
         kernel_index=index,
+        kernel_launch=tuple(launch[i] for i in range(len(distinct))),
+        piece_code=piece_code,
     )
-
-
-def wrapper_ir(
-    symbol: str,
-    nparams: int,
-    nouts: int,
-    where: dict[int, tuple[str, int]],
-    calls: Sequence[tuple[str, PieceKernel, int, tuple[int, ...]]],
-) -> str:
-    """``void symbol(void **argv)`` (params, outputs, arena, status) calling each kernel in
-    order, and the trampolines of the launched ones. Kernels are declared, defined in their own
-    objects."""
-    out: list[str] = []
-    body: list[str] = []
-    nargs = nparams + nouts + 2
-    for j in range(nargs):
-        body.append(f"  %a{j}.p = getelementptr inbounds ptr, ptr %argv, i64 {j}")
-        body.append(f"  %a{j} = load ptr, ptr %a{j}.p")
-    arena, status = f"%a{nargs - 2}", f"%a{nargs - 1}"
-    offsets: dict[int, str] = {}
-
-    def buf(v: int) -> str:
-        kind, n = where[v]
-        if kind == "param":
-            return f"%a{n}"
-        if kind == "out":
-            return f"%a{nparams + n}"
-        if n not in offsets:
-            offsets[n] = f"%t{n}"
-            body.append(f"  %t{n} = getelementptr inbounds i8, ptr {arena}, i64 {n}")
-        return offsets[n]
-
-    declared: dict[str, str] = {}
-    tasks: dict[str, str] = {}
-    for i, (sym, k, v, rs) in enumerate(calls):
-        args = [buf(v), *(buf(u) for u in rs)]
-        if k.kind == "gather":
-            args.append(status)
-        nbufs = len(args)
-        extra = ", i64, i64" if k.launch else ""
-        declared.setdefault(sym, f'declare void @"{sym}"({", ".join(["ptr"] * nbufs)}{extra})')
-        if k.launch is None:
-            body.append(f'  call void @"{sym}"({", ".join(f"ptr {a}" for a in args)})')
-            continue
-        extent, ntasks = k.launch
-        body.append(f"  %c{i} = alloca ptr, i64 {nbufs}, align 8")
-        for j, a in enumerate(args):
-            body.append(f"  %c{i}.{j} = getelementptr inbounds ptr, ptr %c{i}, i64 {j}")
-            body.append(f"  store ptr {a}, ptr %c{i}.{j}")
-        task = task_name(sym)
-        body.append(f'  call void @kinac_parallel(ptr @"{task}", ptr %c{i}, i64 {ntasks})')
-        if task not in tasks:
-            tasks[task] = _task(sym, task, nbufs, extent, ntasks)
-    out.extend(declared.values())
-    if tasks:
-        out.append("declare void @kinac_parallel(ptr, ptr, i64)")
-    out.extend(tasks.values())
-    out.append(f'define void @"{symbol}"(ptr %argv) nounwind {{\nentry:')
-    out.extend(body)
-    out.append("  ret void\n}")
-    return "\n".join(out) + "\n"
-
-
-def _task(sym: str, task: str, nbufs: int, extent: int, tasks: int) -> str:
-    """Chunk ``i`` of a launched kernel's outer loop: ``[i*c, min((i+1)*c, extent))``."""
-    chunk = -(-extent // tasks)
-    lines = [f'define internal void @"{task}"(ptr %ctx, i64 %i) nounwind {{', "entry:"]
-    for j in range(nbufs):
-        lines.append(f"  %b{j}.p = getelementptr inbounds ptr, ptr %ctx, i64 {j}")
-        lines.append(f"  %b{j} = load ptr, ptr %b{j}.p")
-    lines += [
-        f"  %lo = mul i64 %i, {chunk}",
-        f"  %hi0 = add i64 %lo, {chunk}",
-        f"  %past = icmp ugt i64 %hi0, {extent}",
-        f"  %hi = select i1 %past, i64 {extent}, i64 %hi0",
-    ]
-    bufs = ", ".join(f"ptr %b{j}" for j in range(nbufs))
-    lines += [f'  call void @"{sym}"({bufs}, i64 %lo, i64 %hi)', "  ret void", "}"]
-    return "\n".join(lines)
