@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import math
+from json.encoder import encode_basestring as _encode_str  # json's own (C)
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
@@ -148,11 +149,69 @@ def _from_plain(v: Any) -> Any:
     return v
 
 
+def _reference_encode(value: Any) -> str:
+    """The canonical JSON text of ``value`` by definition: plain data, then ``json.dumps``."""
+    return json.dumps(_to_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# A record class's keys in sorted order (``$t`` first), each with the text before its value.
+_KEY_TEXT: dict[type, tuple[tuple[str, str | None], ...]] = {}
+
+
+def _key_text(cls: type) -> tuple[tuple[str, str | None], ...]:
+    keys = sorted((*_FIELDS[cls], "$t"))
+    plan = tuple(
+        (("{" if i == 0 else ",") + _encode_str(k) + ":", None if k == "$t" else k)
+        for i, k in enumerate(keys)
+    )
+    _KEY_TEXT[cls] = plan
+    return plan
+
+
+def _encode_into(v: Any, out: list[str]) -> None:
+    """Append the canonical JSON text of ``v`` to ``out``, piece by piece: the same text as
+    :func:`_reference_encode` (records, tuples, str, int, None and bools written directly,
+    any other value through it), about twice as fast, without building the plain form. A
+    32-layer model's graph, parse and check records are ~1.3 MB of JSON per edit."""
+    t = type(v)
+    if t is str:
+        out.append(_encode_str(v))
+    elif t is int:
+        out.append(int.__repr__(v))
+    elif t is tuple or t is list:
+        if not v:
+            out.append("[]")
+            return
+        sep = "["
+        for x in v:
+            out.append(sep)
+            _encode_into(x, out)
+            sep = ","
+        out.append("]")
+    elif v is None:
+        out.append("null")
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif t in _FIELDS:
+        plan = _KEY_TEXT.get(t) or _key_text(t)
+        for before, name in plan:
+            out.append(before)
+            if name is None:
+                out.append(_encode_str(_TAGS[t]))
+            else:
+                _encode_into(getattr(v, name), out)
+        out.append("}")
+    else:  # floats, bytes, dicts, sets, subclasses: by definition
+        out.append(_reference_encode(v))
+
+
 def encode(value: Any) -> bytes:
     """Canonical bytes of ``value`` (sorted keys, no whitespace, UTF-8)."""
-    return json.dumps(
-        _to_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode("utf-8")
+    out: list[str] = []
+    _encode_into(value, out)
+    return "".join(out).encode("utf-8")
 
 
 def decode(data: bytes) -> Any:
