@@ -68,3 +68,17 @@ def test_bad_layouts_are_usage_errors() -> None:
     t = sharded_trainer(DECODER, "decoder_1m", 3, "dp", cache_dir=CACHE)
     with pytest.raises(KinaUsageError, match="3 devices of mesh axis dp do not divide"):
         t.step()
+
+
+def test_mixed_precision_on_the_mesh() -> None:
+    """bf16 compute over f32 master weights (the ``scale`` argument is a rank-0 f32): the
+    partial sums are rounded to bf16 per device before they are reduced, so a step's loss
+    agrees with one device's to bf16's resolution (2e-3 relative), not to f32's."""
+    one = Trainer(DECODER, "decoder_1m_bf16", seed=1, cache_dir=CACHE)
+    ref = [r.loss for r in one.run(3)]
+    t = sharded_trainer(DECODER, "decoder_1m_bf16", 4, "tp", seed=1, cache_dir=CACHE)
+    got = [r.loss for r in t.run(3)]
+    for a, b in zip(ref, got, strict=True):
+        assert b == pytest.approx(a, rel=2e-3)
+    assert got[-1] < got[0]
+    assert t.parallel.log.counts() == {("all-reduce", "tp"): 24, ("all-gather", "tp"): 16}
