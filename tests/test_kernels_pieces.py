@@ -59,13 +59,21 @@ def test_every_accepted_cut_keeps_the_whole_entrys_kernels(name: str) -> None:
     everywhere = tuple((p, p) for p in range(len(g.nodes)))
     pieces = cut(g, everywhere)
     assert len(pieces) > 1, "some cut is safe in every test graph"
-    got = stitch(g, [(p.inputs, p.outputs) for p in pieces], [lower_piece(p.graph) for p in pieces])
+    lowered = [lower_piece(p.graph) for p in pieces]
+    got = stitch(g, [(p.inputs, p.outputs) for p in pieces], lowered)
     whole = split_graph(g)
     assert got.steps == whole.steps
     assert got.kernels == whole.kernels
     assert got.arena_bytes == whole.arena_bytes
+    # as the pipeline stitches: the wrapper calls one function per piece
+    split = stitch(g, [(p.inputs, p.outputs) for p in pieces], lowered, separate=True)
+    assert split.piece_code and (split.steps, split.kernels) == (got.steps, got.kernels)
+    from kinac.ir.host.wrapper_ir import flat_wrapper_ir
+
+    assert flat_wrapper_ir(split) == got.llvm_ir  # what the profiler instruments
     if all(p.dtype not in ("bf16", "f16") for p in got.params):  # numpy has no bf16
         _runs_like_the_whole_module(g, got)
+        _runs_like_the_whole_module(g, split)
 
 
 def _runs_like_the_whole_module(g: Graph, lo: Any) -> None:
@@ -81,6 +89,7 @@ def _runs_like_the_whole_module(g: Graph, lo: Any) -> None:
     lo = replace(lo, library_calls=tuple(sorted(calls)))
     objs = (
         compile_object(lo.llvm_ir, host_target(), 0),
+        *(compile_object(text, host_target(), 0) for text in lo.piece_code),
         *(compile_object(c.llvm_ir, host_target()) for c in codes.values()),
     )
     rng = np.random.default_rng(0)
@@ -247,3 +256,48 @@ def test_golden_stitched_wrapper() -> None:
         lo.llvm_ir,
     ]
     goldens.compare(Path(__file__).parent / "golden" / "pieces" / "two_layers.txt", "\n".join(text))
+
+
+def test_golden_piece_functions_and_their_gather_error() -> None:
+    """The same entry as the pipeline stitches it: the wrapper calls one function per piece
+    with a constant table of its buffers (argument index, or arena offset as ``-off - 1``),
+    the two identical layers share one function; a gather index out of range, raised inside a
+    piece function, still names its step."""
+    import goldens
+
+    from kinac.ir.host.kernels import lower_piece
+    from kinac.ir.host.stitch import stitch
+    from kinac.ir.pieces import cut
+    from kinac.rt.host import KinaRuntimeError
+
+    g, calls = _two_layers()
+    pieces = cut(g, calls)
+    lo = stitch(
+        g, [(p.inputs, p.outputs) for p in pieces], [lower_piece(p.graph) for p in pieces], True
+    )
+    assert len(lo.piece_code) == 2  # the gather's piece, and one for both layers
+    text = "\n".join([lo.llvm_ir, *lo.piece_code])
+    goldens.compare(Path(__file__).parent / "golden" / "pieces" / "two_layers_split.txt", text)
+    _runs_like_the_whole_module(g, lo)
+    entry = _loaded(lo)
+    args = [np.zeros(p.shape, np.int32 if p.dtype == "i32" else np.float32) for p in lo.params]
+    args[1][5] = 99  # 16 rows in the table
+    with pytest.raises(KinaRuntimeError, match="k0_gather"):
+        entry(*args)
+
+
+def _loaded(lo: Any) -> Any:
+    from dataclasses import replace
+
+    from kinac.codegen.llvm import compile_object, host_target
+    from kinac.ir.host.kernels import lower_kernel
+    from kinac.rt.host import load_entry
+
+    codes = {k.symbol: lower_kernel(k) for k in lo.kernels}
+    calls = set(lo.library_calls).union(*(c.library_calls for c in codes.values()))
+    objs = (
+        compile_object(lo.llvm_ir, host_target(), 0),
+        *(compile_object(t, host_target(), 0) for t in lo.piece_code),
+        *(compile_object(c.llvm_ir, host_target()) for c in codes.values()),
+    )
+    return load_entry(replace(lo, library_calls=tuple(sorted(calls))), objs)

@@ -21,7 +21,7 @@ from kinac.artifacts.host import BufferSpec, HostKernel, LoweredEntry, Step
 from kinac.check.limits import MAX_TENSOR_BYTES
 from kinac.dtypes import ITEMSIZE
 from kinac.errors import KinaCompileError
-from kinac.ir.host.wrapper_ir import KernelCall, entry_wrapper, piece_function
+from kinac.ir.host.wrapper_ir import KernelCall, entry_wrapper, piece_function, pieces_wrapper
 from kinac.ir.host.wrapper_ir import task_name as task_name  # re-exported
 from kinac.rules.codec import record
 from kinac.tir.graph import Graph
@@ -200,10 +200,10 @@ def stitch(
             )  # fmt: skip
             code.setdefault(psym, parts.text())
             fns.append((psym, local))
-        text = entry_wrapper(symbol, nargs, len(params), where.__getitem__, pieces=fns).text()
+        text = pieces_wrapper(symbol, nargs, len(params), where.__getitem__, fns).text()
         piece_code = tuple(code.values())
     else:
-        text = entry_wrapper(symbol, nargs, len(params), where.__getitem__, calls=calls).text()
+        text = entry_wrapper(symbol, nargs, len(params), where.__getitem__, calls).text()
     launch: dict[int, tuple[int, int] | None] = {}
     for i, k in zip(index, ks, strict=True):
         launch.setdefault(i, k.launch)

@@ -101,11 +101,29 @@ def calls_ir(
 
 def piece_function(calls: Sequence[KernelCall], nbufs: int) -> tuple[str, IRParts]:
     """The function running one piece's ``calls`` over its ``nbufs`` buffers: its symbol
-    (``p_`` and a digest of its text, so identical pieces are one function) and its parts."""
+    (``p_`` and a digest of its text, so identical pieces are one function) and its parts.
+
+    ``void p(ptr argv, ptr arena, ptr status, ptr refs)``: buffer ``i`` is named by
+    ``refs[i]`` (an ``i64`` array), the entry argument ``argv[r]`` when ``r >= 0``, else the
+    arena at byte offset ``-r - 1`` (:func:`buffer_ref`): the entry's wrapper passes a
+    constant array and loads nothing, so it stays one short call per piece however many
+    buffers and arguments the entry has (its code generation is what an edit pays for)."""
     parts = IRParts.empty()
     body: list[str] = []
+    for i in range(nbufs):  # branch-free: both candidates, then a select
+        body += [
+            f"  %q{i} = getelementptr inbounds i64, ptr %refs, i64 {i}",
+            f"  %r{i} = load i64, ptr %q{i}",
+            f"  %s{i} = icmp sge i64 %r{i}, 0",
+            f"  %i{i} = select i1 %s{i}, i64 %r{i}, i64 0",
+            f"  %p{i} = getelementptr inbounds ptr, ptr %argv, i64 %i{i}",
+            f"  %v{i} = load ptr, ptr %p{i}",
+            f"  %o{i} = sub i64 -1, %r{i}",
+            f"  %t{i} = getelementptr inbounds i8, ptr %arena, i64 %o{i}",
+            f"  %b{i} = select i1 %s{i}, ptr %v{i}, ptr %t{i}",
+        ]
     calls_ir(calls, lambda i: f"%b{i}", "%status", parts, body)
-    params = ", ".join([*(f"ptr %b{i}" for i in range(nbufs)), "ptr %status"])
+    params = "ptr %argv, ptr %arena, ptr %status, ptr %refs"
     define = "define void @{name}(" + params + ") nounwind {\nentry:\n" + "\n".join(body)
     define += "\n  ret void\n}"
     digest = hashlib.blake2b(
@@ -116,18 +134,55 @@ def piece_function(calls: Sequence[KernelCall], nbufs: int) -> tuple[str, IRPart
     return symbol, parts
 
 
+def buffer_ref(kind: str, n: int, nparams: int) -> int:
+    """How a piece function is told where a buffer is: an entry argument by its index in
+    ``argv`` (params, then outputs), an arena buffer by ``-offset - 1``."""
+    if kind == "param":
+        return n
+    if kind == "out":
+        return nparams + n
+    return -n - 1
+
+
+def pieces_wrapper(
+    symbol: str,
+    nargs: int,
+    nparams: int,
+    where: Callable[[Any], tuple[str, int]],
+    pieces: Sequence[tuple[str, Sequence[Hashable]]],
+) -> IRParts:
+    """``void symbol(void **argv)`` (``nargs`` pointers: params, outputs, arena, status)
+    calling each piece function ``(symbol, its buffers as entry values)`` in order; each
+    buffer's place comes from ``where`` (``param``/``out``/``temp`` and index or offset)."""
+    parts = IRParts.empty()
+    body = [
+        f"  %arena.p = getelementptr inbounds ptr, ptr %argv, i64 {nargs - 2}",
+        "  %arena = load ptr, ptr %arena.p",
+        f"  %status.p = getelementptr inbounds ptr, ptr %argv, i64 {nargs - 1}",
+        "  %status = load ptr, ptr %status.p",
+    ]
+    tables: list[str] = []
+    for k, (psym, values) in enumerate(pieces):
+        refs = ", ".join(f"i64 {buffer_ref(*where(v), nparams)}" for v in values)
+        tables.append(f"@refs{k} = private unnamed_addr constant [{len(values)} x i64] [{refs}]")
+        parts.declared.setdefault(psym, f'declare void @"{psym}"(ptr, ptr, ptr, ptr)')
+        body.append(f'  call void @"{psym}"(ptr %argv, ptr %arena, ptr %status, ptr @refs{k})')
+    parts.declared.update((f"@refs{k}", t) for k, t in enumerate(tables))  # globals: first
+    define = f'define void @"{symbol}"(ptr %argv) nounwind {{\nentry:\n' + "\n".join(body)
+    parts.defined[symbol] = define + "\n  ret void\n}"
+    return parts
+
+
 def entry_wrapper(
     symbol: str,
     nargs: int,
     nparams: int,
     where: Callable[[Any], tuple[str, int]],
-    pieces: Sequence[tuple[str, Sequence[Hashable]]] = (),
-    calls: Sequence[KernelCall] = (),
+    calls: Sequence[KernelCall],
 ) -> IRParts:
     """``void symbol(void **argv)`` (``nargs`` pointers: params, outputs, arena, status)
-    calling each piece function ``(symbol, its buffers as entry values)`` in order, or else
-    each of ``calls`` (buffers as entry values) itself: the flat wrapper. The buffers' places
-    come from ``where`` (``param``/``out``/``temp`` and index or offset)."""
+    calling each of ``calls`` (buffers as entry values) itself: the flat wrapper. The
+    buffers' places come from ``where`` (``param``/``out``/``temp`` and index or offset)."""
     parts = IRParts.empty()
     body: list[str] = []
     for j in range(nargs):
@@ -147,10 +202,6 @@ def entry_wrapper(
             body.append(f"  %t{n} = getelementptr inbounds i8, ptr {arena}, i64 {n}")
         return offsets[n]
 
-    for psym, values in pieces:
-        args = [*(buf(v) for v in values), status]
-        parts.declared.setdefault(psym, f'declare void @"{psym}"({", ".join(["ptr"] * len(args))})')
-        body.append(f'  call void @"{psym}"({", ".join(f"ptr {a}" for a in args)})')
     calls_ir(calls, buf, status, parts, body)
     define = f'define void @"{symbol}"(ptr %argv) nounwind {{\nentry:\n' + "\n".join(body)
     parts.defined[symbol] = define + "\n  ret void\n}"
@@ -176,7 +227,7 @@ def flat_wrapper_ir(lo: LoweredEntry) -> str:
         for s, i in zip(lo.steps, lo.kernel_index, strict=True)
     ]
     nargs = len(lo.params) + len(lo.outputs) + 2
-    return entry_wrapper(lo.symbol, nargs, len(lo.params), where, calls=calls).text()
+    return entry_wrapper(lo.symbol, nargs, len(lo.params), where, calls).text()
 
 
 def _task(sym: str, task: str, nbufs: int, extent: int, tasks: int) -> str:
