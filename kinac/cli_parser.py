@@ -18,6 +18,8 @@ common tasks:
   kinac build workspaces/mlp        check and build a workspace (reads its kina.toml)
   kinac run workspaces/mlp mlp      run an entry point on random inputs and time it
   kinac watch workspaces/mlp        rebuild on every save, redraw the diagnostics
+  kinac train workspaces/decoder decoder_1m --steps 20
+                                    train a loss entry (AdamW, synthetic tokens; docs/training.md)
   kinac explain K0203               the long explanation of a diagnostic code
   kinac cache stats                 what the cache holds (also: gc, verify, clear)
 
