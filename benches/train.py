@@ -275,6 +275,7 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--gpu", action="store_true", help="train on the GPU (needs CUDA)")
+    ap.add_argument("--target", choices=["cpu", "cuda"], help="--target cuda is --gpu")
     ap.add_argument("--out", default=None, help="write train_bench.md/.json here")
     ap.add_argument("--sizes", default=None, help="1m, 100m or both (default: host both, GPU 100m)")
     ap.add_argument(
@@ -295,6 +296,7 @@ def main() -> int:
     ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: measure one row, print it
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    args.gpu = args.gpu or args.target == "cuda"
     device = "cuda" if args.gpu else "cpu"
     if args.row:
         one_row(json.loads(args.row), device, args.cache)
