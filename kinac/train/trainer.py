@@ -87,6 +87,10 @@ class Trainer:
         from kinac.train.amp import LossScaler
         from kinac.train.optim import OPTIMIZERS
 
+        if not 0 < lr < float("inf"):
+            raise KinaUsageError(f"the learning rate must be a positive number, got {lr}")
+        if not 0 <= weight_decay < float("inf"):
+            raise KinaUsageError(f"weight decay must be a number >= 0, got {weight_decay}")
         if optimizer not in OPTIMIZERS:
             raise KinaUsageError(
                 f"unknown optimizer {optimizer!r}: use {' or '.join(sorted(OPTIMIZERS))}"
