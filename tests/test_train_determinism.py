@@ -12,7 +12,7 @@ from kinac.train.optim import to_numpy
 
 
 def _run(seed: int, target: str, steps: int = 3, cache: str = CACHE) -> tuple[list[float], dict]:
-    tr = Trainer(DECODER, "decoder_1m", seed=seed, target=target, cache_dir=CACHE)
+    tr = Trainer(DECODER, "decoder_1m", seed=seed, target=target, cache_dir=cache)
     losses = [r.loss for r in tr.run(steps)]
     return losses, {k: to_numpy(v).copy() for k, v in tr.weights.items()}
 
@@ -42,7 +42,7 @@ def _no_gpu() -> bool:
 @pytest.mark.skipif(_no_gpu(), reason="no CUDA GPU")
 def test_gpu_training_is_bitwise_deterministic(tmp_path_factory: pytest.TempPathFactory) -> None:
     cache = str(tmp_path_factory.mktemp("gpu-cache"))
-    first, second = _run(7, "cuda", cache), _run(7, "cuda", cache)
+    first, second = _run(7, "cuda", cache=cache), _run(7, "cuda", cache=cache)
     _same(first, second)
     assert first[0][-1] < first[0][0]
 
