@@ -37,7 +37,8 @@ def _arg_type(x: Any, name: str) -> Any:
             f"argument `{name}` must be an array (numpy, torch or any DLPack "
             f"producer), got {type(x).__name__}"
         )
-    dname = str(dt).removeprefix("torch.")
+    name_attr = getattr(dt, "name", None)  # numpy's and kinac's own runtime tensors' dtypes
+    dname = name_attr if isinstance(name_attr, str) else str(dt).removeprefix("torch.")
     kina = _DTYPES.get(dname)
     if kina is None:
         raise KinaCallError(
