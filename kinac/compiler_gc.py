@@ -17,3 +17,14 @@ def compiler_gc() -> None:
     0.32 s one-layer edit in a long-lived session, 0.07 s and none with this. Process-wide, so
     the library (``kinac.api``) leaves its caller's collector alone."""
     gc.set_threshold(50_000, 50, 50)
+
+
+def settle() -> None:
+    """After a build of a long-lived session (``kinac watch``, once its result is shown):
+    collect, then move every survivor (the memos, the imported modules) out of the
+    collector's sight (``gc.freeze``), so the next build's collections walk only what it
+    allocates: the first collection of a one-layer edit at L=32 walked the cold build's
+    ~50,000 young survivors (15 ms of a 140 ms edit). Survivors that become garbage later are
+    still freed by reference counting (records hold no cycles)."""
+    gc.collect()
+    gc.freeze()

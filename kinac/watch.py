@@ -40,6 +40,9 @@ def _rebuild(sess: Any) -> None:
         f"{len(ev.reused_events)} reused, {ms:.0f} ms. Watching {sess.ws.root} (Ctrl-C to stop)",
         flush=True,
     )
+    from kinac.compiler_gc import settle
+
+    settle()  # while waiting for the next save: the next build's collections stay small
 
 
 def watch(sess: Any, stop_event: Any = None) -> int:
