@@ -90,3 +90,15 @@ def test_every_value_of_a_build_encodes_as_the_reference(tmp_path: Path) -> None
     assert len(plain) > 50
     for v in plain:
         assert encode(v) == _reference(v)
+
+
+def test_a_big_record_holding_a_list_is_encoded_afresh_after_it_changes() -> None:
+    """Big records are remembered by identity (values share them): never one that holds a
+    list (or dict, set), which could change under the memo."""
+    items = [Label(NodeRef("f", "d", i), "x" * 50) for i in range(200)]
+    held = Node("op", (), (("labels", items),), TType("f32", ()))
+    frozen = Node("op", (), (("labels", tuple(items)),), TType("f32", ()))
+    first, again = encode(held), encode(frozen)
+    assert encode(frozen) == again == _reference(frozen)  # remembered: the same text
+    items.append(Label(NodeRef("g", "d", 0), "late"))
+    assert encode(held) == _reference(held) != first

@@ -168,6 +168,19 @@ def _key_text(cls: type) -> tuple[tuple[str, str | None], ...]:
     return plan
 
 
+# The text of big records by identity: values share them (a file's parse holds each defn's
+# AST, which ``defn_ast`` returns, whose signature ``signature`` returns; an entry's graph is
+# encoded in its specialisation and fingerprinted again by its report), and records are
+# frozen. Only a class that once gave a big text is looked up, and never a record holding a
+# list, dict or set (those could change under it). The objects are kept alive while
+# remembered, so an identity is never reused meanwhile.
+_BIG = 4096  # characters
+_BIG_CLASSES: set[type] = set()
+_TEXT_OF: dict[int, tuple[Any, str]] = {}
+_TEXT_MAX = 32
+_mutable_seen = [0]  # lists, dicts, sets met so far (a record holding one is not remembered)
+
+
 def _encode_into(v: Any, out: list[str]) -> None:
     """Append the canonical JSON text of ``v`` to ``out``, piece by piece: the same text as
     :func:`_reference_encode` (records, tuples, str, int, None and bools written directly,
@@ -179,6 +192,8 @@ def _encode_into(v: Any, out: list[str]) -> None:
     elif t is int:
         out.append(int.__repr__(v))
     elif t is tuple or t is list:
+        if t is list:
+            _mutable_seen[0] += 1
         if not v:
             out.append("[]")
             return
@@ -195,6 +210,12 @@ def _encode_into(v: Any, out: list[str]) -> None:
     elif v is False:
         out.append("false")
     elif t in _FIELDS:
+        if t in _BIG_CLASSES:
+            hit = _TEXT_OF.get(id(v))
+            if hit is not None and hit[0] is v:
+                out.append(hit[1])
+                return
+        start, mutable = len(out), _mutable_seen[0]
         plan = _KEY_TEXT.get(t) or _key_text(t)
         for before, name in plan:
             out.append(before)
@@ -203,8 +224,26 @@ def _encode_into(v: Any, out: list[str]) -> None:
             else:
                 _encode_into(getattr(v, name), out)
         out.append("}")
+        if len(out) - start > 256 and _mutable_seen[0] == mutable:
+            _remember(v, t, out, start)
     else:  # floats, bytes, dicts, sets, subclasses: by definition
+        if t is not float and t is not bytes:
+            _mutable_seen[0] += 1
         out.append(_reference_encode(v))
+
+
+def _remember(v: Any, t: type, out: list[str], start: int) -> None:
+    text = "".join(out[start:])
+    out[start:] = [text]
+    if len(text) < _BIG:
+        return
+    _BIG_CLASSES.add(t)
+    if len(_TEXT_OF) >= _TEXT_MAX:
+        try:
+            del _TEXT_OF[next(iter(_TEXT_OF))]
+        except (StopIteration, KeyError, RuntimeError):  # another thread got there first
+            pass
+    _TEXT_OF[id(v)] = (v, text)
 
 
 def encode(value: Any) -> bytes:
