@@ -376,8 +376,10 @@ def lowered(db: Database, key: EntryKey) -> Any:
         return None
     with _internal_errors(key, "host lowering"):
         pieces = cut(spec.graph, spec.calls)
-        fused = {g: host_piece(db, g) for g in dict.fromkeys(p.graph for p in pieces)}
-        lo = stitch(spec.graph, [(p.inputs, p.outputs) for p in pieces], [fused[p.graph] for p in pieces],
+        distinct: dict[Any, int] = {}  # each piece graph hashed once (32 layers: 2 distinct)
+        which = [distinct.setdefault(p.graph, len(distinct)) for p in pieces]
+        fused = [host_piece(db, g) for g in distinct]
+        lo = stitch(spec.graph, [(p.inputs, p.outputs) for p in pieces], [fused[i] for i in which],
                     separate=True)  # one function per distinct piece, compiled on its own
         calls = set(lo.library_calls)  # a kernel's failure is reported as its entry's
         for sym, k in _first_steps(lo):

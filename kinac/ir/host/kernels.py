@@ -92,6 +92,13 @@ def _structure(k: st.KernelOp, step: int) -> Hashable:
     return (tuple(u.type for u in k.inputs), tuple(out))
 
 
+# Canonical kernels printed so far, by structure: xDSL's printer is slow, and a long-lived
+# session (``kinac watch``) re-fusing an edited layer finds all but the edited kernel here
+# (an L=32 edit's piece: 18 -> 10 ms). A pure function's memo, bounded.
+_PRINTED: dict[Hashable, HostKernel] = {}
+_PRINTED_MAX = 4096
+
+
 def _declared(llvm_ir: str) -> tuple[str, ...]:
     return tuple(sorted({n for n in _DECLARE.findall(llvm_ir) if not n.startswith("llvm.")}))
 
@@ -107,11 +114,13 @@ def lower_piece(piece: Graph) -> LoweredPiece:
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     ref: dict[SSAValue, int] = {a: i for i, a in enumerate(fn.body.block.args)}
-    printed: dict[Hashable, HostKernel] = {}  # identical kernels repeat: print each once
+    printed = _PRINTED  # identical kernels repeat: print each once (in this process)
     kernels: list[PieceKernel] = []
     for i, k in enumerate(o for o in fn.body.block.ops if isinstance(o, st.KernelOp)):
         shape = _structure(k, i)
         if shape not in printed:
+            if len(printed) >= _PRINTED_MAX:
+                printed.clear()
             printed[shape] = canonical_kernel(k, i)
         aux: tuple[int, ...] = ()
         if k.kind.data == "gather":

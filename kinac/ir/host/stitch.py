@@ -190,16 +190,19 @@ def stitch(
     if separate:
         fns: list[tuple[str, list[int]]] = []
         code: dict[str, str] = {}
+        made: dict[tuple[int, tuple[KernelCall, ...]], str] = {}
         for local, first, count in spans:
             if not count:
                 continue
             mine, n = calls[first : first + count], len(local) - count
-            psym, parts = piece_function(
-                [KernelCall(c.symbol, c.kind, c.launch, n + j, ks[first + j].reads)
-                 for j, c in enumerate(mine)], len(local)
-            )  # fmt: skip
-            code.setdefault(psym, parts.text())
-            fns.append((psym, local))
+            shape = (len(local), tuple(KernelCall(c.symbol, c.kind, c.launch, n + j,
+                                                  ks[first + j].reads)
+                                       for j, c in enumerate(mine)))  # fmt: skip
+            if shape not in made:  # 32 identical layers: one function written
+                psym, parts = piece_function(shape[1], shape[0])
+                made[shape] = psym
+                code.setdefault(psym, parts.text())
+            fns.append((made[shape], local))
         text = pieces_wrapper(symbol, nargs, len(params), where.__getitem__, fns).text()
         piece_code = tuple(code.values())
     else:
