@@ -14,10 +14,13 @@ loss falling, and the collectives every rank ran in a step counted:
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from train_support import CACHE, DECODER
 
 from kinac.api_grad_sharded import sharded_trainer
+from kinac.cli import main
 from kinac.errors import KinaUsageError
 from kinac.train import Trainer
 
@@ -44,7 +47,11 @@ def reference() -> list[float]:
 def test_four_devices_match_one(
     reference: list[float], layout: str, counts: dict[tuple[str, str], int]
 ) -> None:
-    t = sharded_trainer(DECODER, "decoder_1m", 4, layout, seed=1, cache_dir=CACHE)
+    if layout == "dp":  # the trainer's own dp is rank-local value_and_grad: the program here
+        t = sharded_trainer(DECODER, "decoder_1m", 4, layout, seed=1, cache_dir=CACHE)
+    else:  # the trainer's --layout tp/2d construct the same MeshParallel
+        t = Trainer(DECODER, "decoder_1m", seed=1, simulate=4, layout=layout, cache_dir=CACHE)
+    assert type(t.parallel).__name__ == "MeshParallel"
     got = [r.loss for r in t.run(STEPS)]
     for a, b in zip(reference, got, strict=True):
         assert b == pytest.approx(a, rel=1e-4)
@@ -82,3 +89,14 @@ def test_mixed_precision_on_the_mesh() -> None:
         assert b == pytest.approx(a, rel=2e-3)
     assert got[-1] < got[0]
     assert t.parallel.log.counts() == {("all-reduce", "tp"): 24, ("all-gather", "tp"): 16}
+
+
+def test_cli_layout(reference: list[float], capsys: pytest.CaptureFixture[str]) -> None:
+    """``kinac train ... --simulate 4 --layout 2d --json``: the trainer's flag reaches the
+    sharded gradient program; the losses are one device's."""
+    argv = ["train", str(DECODER), "decoder_1m", "--steps", "2", "--seed", "1", "--json"]
+    assert main([*argv, "--simulate", "4", "--layout", "2d", "--cache-dir", CACHE]) == 0
+    events = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert events[0]["layout"] == "2d" and events[0]["simulate"] == 4
+    losses = [e["loss"] for e in events if e["event"] == "step"]
+    assert losses == pytest.approx(reference[:2], rel=1e-4)
