@@ -204,6 +204,7 @@ def _print_shardings(sess: Any, color: str, visualize: bool = False) -> None:
 
     from kinac import pipeline
     from kinac.diag.render import use_color
+    from kinac.pipeline_grad_shard import grad_shardings_tables
     from kinac.shard.report import shardings_tables
 
     cfg = pipeline.config(sess.db, ()).config
@@ -218,6 +219,8 @@ def _print_shardings(sess: Any, color: str, visualize: bool = False) -> None:
         plan = pipeline.shard_propagate(sess.db, key)
         if graph is not None and plan is not None:
             for table in shardings_tables(entry.name, graph, plan, sess.resolve):
+                console.print(table)
+            for table in grad_shardings_tables(sess.db, entry, key, sess.resolve):  # grad = [..]
                 console.print(table)
             if visualize:
                 from kinac.shard.report import layout_pictures

@@ -14,7 +14,7 @@ Registered by the import at the end of :mod:`kinac.pipeline`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kinac import pipeline, pipeline_grad  # pipeline_grad may be mid-import: attributes at call
 from kinac.pipeline_support import CheckEnv, DefnKey, EntryKey
@@ -89,4 +89,26 @@ def grad_device_program(db: Database, key: GradKey) -> DeviceProgram | None:
         return build(gp.graph or spec.graph, plan, span_of, gp.outputs)
 
 
-__all__ = ["GradShardPlan", "grad_device_program", "grad_shard_propagate"]
+def grad_shardings_tables(db: Database, entry: Any, key: EntryKey, resolve: Any) -> list[Any]:
+    """``kinac build --shardings`` for a kina.toml entry with ``grad = [...]``: the gradient
+    graph's layouts and planned collectives (:func:`kinac.shard.report.shardings_tables`),
+    titled ``ENTRY gradient wrt w1, w2`` (nothing for an entry without ``grad``)."""
+    from kinac.shard.report import shardings_tables
+
+    if not getattr(entry, "grad", None):
+        return []
+    gkey = (key, tuple(entry.grad))
+    spec = pipeline_grad.grad_graph(db, gkey)
+    gp = grad_shard_propagate(db, gkey)
+    if spec.graph is None or gp is None:
+        return []
+    title = f"{entry.name} gradient wrt {', '.join(entry.grad)}"  # no [..]: rich markup
+    return shardings_tables(title, gp.graph or spec.graph, gp.plan, resolve)
+
+
+__all__ = [
+    "GradShardPlan",
+    "grad_device_program",
+    "grad_shard_propagate",
+    "grad_shardings_tables",
+]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import kinac
 from kinac import pipeline_grad, pipeline_grad_shard
@@ -143,3 +144,27 @@ def test_annotation_edit_reruns_only_that_losss_gradient(tmp_path: Path) -> None
     assert before["g"] == after["g"]
     prog = after["f"]
     assert prog is not None and prog.params[0][2].dims == ((), ("tp",))  # type: ignore[attr-defined]
+
+
+def test_build_shardings_shows_the_gradient(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kina.toml entry with ``grad = [...]`` on a data-parallel loss: ``kinac build
+    --shardings`` prints the forward's plan and the gradient's (one all-reduce per gradient and
+    one for the loss, each citing the batch annotation)."""
+    from test_grad_shard import mlp_workspace
+
+    from kinac.cli import main
+
+    ws = mlp_workspace(tmp_path, {"x": "@sharded(axis=0, mesh=dp)"})
+    with (ws / "kina.toml").open("a") as f:
+        f.write(
+            '\n[[entry]]\nname = "mlp_loss"\ndefn = "mlp-loss"\n'
+            'dims = { B = 4, S = 8, D = 16, F = 32 }\ngrad = ["w1", "b1", "w2", "b2"]\n'
+        )
+    assert main(["build", str(ws), "--no-cache", "--shardings", "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    assert "mlp_loss: layouts over mesh `dp` (dp=2)" in out
+    assert "mlp_loss gradient wrt w1, b1, w2, b2: 5 planned collectives" in out
+    reduces = [line for line in out.splitlines() if "all-reduce" in line]
+    assert len(reduces) == 1 + 5 and all("loss.kina:" in r for r in reduces)  # forward: 1
