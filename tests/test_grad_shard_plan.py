@@ -4,6 +4,8 @@ outputs returned in their own layouts)."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -168,3 +170,29 @@ def test_build_shardings_shows_the_gradient(
     assert "mlp_loss gradient wrt w1, b1, w2, b2: 5 planned collectives" in out
     reduces = [line for line in out.splitlines() if "all-reduce" in line]
     assert len(reduces) == 1 + 5 and all("loss.kina:" in r for r in reduces)  # forward: 1
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_gradient_segments_compile_for_the_gpu(tmp_path: Path) -> None:
+    """The block's Megatron gradient program for the cuda target: every segment lowers through
+    the GPU path (``gpu_segments``) and its PTX passes ptxas for sm_90 (running it on GPUs is
+    the NCCL issue)."""
+    from test_grad_shard import BLOCK_W, block_workspace, megatron
+
+    from kinac import pipeline_shard
+
+    ws = block_workspace(tmp_path, megatron("tp"), "(mesh tp [2])")
+    db = Session(ws, no_cache=True).db
+    dims = (("B", 4), ("D", 64), ("F", 128), ("H", 4), ("KV", 2), ("S", 32))
+    key = (EntryKey("loss.kina", "block-loss", dims, (("T", "f32"),), "cuda"), tuple(BLOCK_W))
+    prog = pipeline_grad_shard.grad_device_program(db, key)
+    assert prog is not None and prog.count("all-reduce") == 5 and len(prog.segments) == 4
+    for k, (_, ptx) in enumerate(pipeline_shard.gpu_segments(db, prog)):
+        f = tmp_path / f"seg{k}.ptx"
+        f.write_text(ptx)
+        r = subprocess.run(
+            ["ptxas", "-arch=sm_90", str(f), "-o", str(tmp_path / f"seg{k}.cubin")],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
