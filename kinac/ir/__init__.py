@@ -13,6 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kinac.artifacts.host import BufferSpec, LoweredEntry, Step
+from kinac.ir.lazy_formats import install as _lazy_formats
+
+_lazy_formats()  # xDSL's assembly formats parsed on first use (imports nothing now)
 
 if TYPE_CHECKING:
     from kinac.tir.graph import Graph
