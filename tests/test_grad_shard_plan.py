@@ -196,3 +196,30 @@ def test_gradient_segments_compile_for_the_gpu(tmp_path: Path) -> None:
             text=True,
         )
         assert r.returncode == 0, r.stderr
+
+
+PARTIAL_PARAM = """(module m)
+(mesh m [2])
+(defn f [(x : (tensor f32 [4 8] @sharded(axis=0, mesh=m)))
+         (w : (tensor f32 [4 8] @partial(sum, mesh=m)))] -> f32
+  (sum (reshape (mul (exp x) (mul w w)) [32]) :axis 0))
+"""
+
+
+def test_a_partial_parameters_gradient_is_replicated(tmp_path: Path) -> None:
+    """``w`` is ``@partial(sum)``: the loss sees the sum of the shares, so d loss / d share is
+    d loss / d w on every rank; it comes back replicated (not partial) and equal to one
+    device's (w is a nonlinear use, so the shares are reduced before ``mul``)."""
+    src = tmp_path / "m.kina"
+    src.write_text(PARTIAL_PARAM)
+    rng = np.random.default_rng(7)
+    x, w = (rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2))
+    want = kinac.value_and_grad(src, "f", wrt=["x", "w"], no_cache=True)(x, w)
+    fn = kinac.value_and_grad(src, "f", wrt=["x", "w"], mesh="", no_cache=True)
+    got = fn(x, w)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    for k in ("x", "w"):
+        np.testing.assert_allclose(got[1][k], want[1][k], rtol=1e-6, atol=1e-6)
+    lays = [lay for _, _, lay in fn.last_program.outputs]
+    assert lays[2].dims == ((), ()) and lays[2].partial == ()
+    assert lays[1].dims == (("m",), ())
