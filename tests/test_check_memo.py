@@ -89,3 +89,41 @@ def test_identical_calls_instantiate_once(monkeypatch: pytest.MonkeyPatch) -> No
     env = InMemoryEnv.from_sources({"a.kina": _chain(8)})
     assert env.checked(DefnRef("a.kina", "f")).ok
     assert calls == ["g"]
+
+
+LIMIT_TWICE = """(defn small [(x : (tensor f32 [N]))] -> (tensor f32 [N])
+  (where (<= N 64))
+  (neg x))
+
+(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N])
+  (let [(a (small x)) (b (small x)) (c (small x))] c))
+"""
+
+
+def test_deferred_obligations_are_deferred_at_every_identical_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``solver.on_unknown = "runtime-check"``: an undecided obligation of a call is a
+    warning (K0502) and a deferred check at each call site, memo or not."""
+    from kinac.check.formula import SolveResult
+
+    def checked(memo: bool) -> Any:
+        if not memo:
+            checker_init = infer._Checker.__init__
+
+            def no_calls(self: Any, *a: Any) -> None:
+                checker_init(self, *a)
+                self.instantiated = _Forgetful()
+
+            monkeypatch.setattr(infer._Checker, "__init__", no_calls)
+        try:
+            env = InMemoryEnv.from_sources({"a.kina": LIMIT_TWICE})
+            env.on_unknown = "runtime-check"
+            env.solve = lambda formula: SolveResult("unknown", reason="budget")  # type: ignore[method-assign]
+            return env.checked(DefnRef("a.kina", "f"))
+        finally:
+            monkeypatch.undo()
+
+    memo, plain = checked(True), checked(False)
+    assert encode(memo) == encode(plain)
+    assert [d.code for d in memo.diagnostics] == ["K0502"] * 3 and len(memo.deferred) == 3

@@ -72,10 +72,13 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
     key = (ref, e.head, tuple(args))
     hit = ck.instantiated.get(key)
     if hit is not None and hit[0] is callee:
-        b = hit[1]  # read only below
+        b, done = hit[1], hit[2]  # read only below
+        if done is not None:  # an identical call site proved all its obligations
+            ck.prover.count_proved(done[0], done[1])
+            return TCall(e.nid, ref, tuple(texprs), done[2], done[3])
     else:
         b = instantiate(callee, args, e.head, majority=ck.prover.facts.normal)
-        ck.instantiated[key] = (callee, b)
+        ck.instantiated[key] = (callee, b, None)
     sec: tuple[Label, ...]
     for iss in b.issues:
         nid = e.args[iss.param].nid if iss.param is not None else e.nid
@@ -114,7 +117,11 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
         raise Fail()
     r = b.result
     shape = SShape(r.shape.group, tuple(ck.tidy(d) for d in r.shape.dims))
-    return TCall(e.nid, ref, tuple(texprs), b.inst(), SType(r.dtype, shape, r.device, r.shards))
+    inst, rtype = b.inst(), SType(r.dtype, shape, r.device, r.shards)
+    if all(ck.prover.proved_before_quietly(n.rel) for n in b.needs):  # not deferred (K0502)
+        norm = sum(ck.prover.by_norm(n.rel) for n in b.needs)
+        ck.instantiated[key] = (callee, b, (norm, len(b.needs) - norm, inst, rtype))
+    return TCall(e.nid, ref, tuple(texprs), inst, rtype)
 
 
 def _call_help(r: Rel) -> str:

@@ -95,6 +95,21 @@ class Prover:
         self._decided[rel] = (r, by_norm)
         return r
 
+    def by_norm(self, rel: Rel) -> bool:
+        """Whether ``rel``, decided in this defn, was closed without the solver."""
+        return self._decided[rel][1]
+
+    def proved_before_quietly(self, rel: Rel) -> bool:
+        """Whether ``rel`` was proved in this defn (not counted)."""
+        hit = self._decided.get(rel)
+        return hit is not None and hit[0].status == "proved"
+
+    def count_proved(self, by_norm: int, by_solver: int) -> None:
+        """Count obligations proved before as :meth:`check` would count them again."""
+        self.total += by_norm + by_solver
+        self.norm += by_norm
+        self.solver += by_solver
+
     def proved_before(self, rel: Rel) -> bool:
         """True (and counted as :meth:`check` counts it) when ``rel`` was already proved in
         this defn: its caller may skip building the labels of a diagnostic it cannot emit."""
