@@ -48,7 +48,9 @@ def run(trainer: Any, steps: int) -> dict[str, Any]:
     }
 
 
-def row(entry: str, layout: str | None, n: int, steps: int, cache: str) -> dict[str, Any]:
+def row(
+    entry: str, layout: str | None, n: int, steps: int, cache: str, bucket_mb: float | None = None
+) -> dict[str, Any]:
     from kinac.api_grad_sharded import sharded_trainer
     from kinac.train import Trainer
 
@@ -56,10 +58,15 @@ def row(entry: str, layout: str | None, n: int, steps: int, cache: str) -> dict[
     if layout is None:
         tr = Trainer(WS, entry, lr=LR, seed=0, cache_dir=cache)
     else:
-        tr = sharded_trainer(WS, entry, n, layout, lr=LR, seed=0, cache_dir=cache)
+        tr = sharded_trainer(
+            WS, entry, n, layout, bucket_mb=bucket_mb, lr=LR, seed=0, cache_dir=cache
+        )
     setup = time.perf_counter() - t0
     out = run(tr, steps)
-    out.update(entry=entry, layout=layout or "1 device", setup_s=setup, weights=tr.n_weights)
+    name = layout or "1 device"
+    if layout is not None and bucket_mb:
+        name += f" ({bucket_mb:g} MB buckets)"
+    out.update(entry=entry, layout=name, setup_s=setup, weights=tr.n_weights)
     if layout is not None:
         log = tr.parallel.log
         out["mesh"] = " x ".join(
@@ -101,6 +108,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="1m", help="comma-separated: 1m, 100m")
     ap.add_argument("--layouts", default="dp,tp,2d")
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--bucket-mb", type=float, default=None, help="bucket the all-reduces")
     ap.add_argument("--out", default=None, help="directory for train_sharded.md/.json")
     ap.add_argument("--cache-dir", default=None)
     args = ap.parse_args()
@@ -109,7 +117,7 @@ def main() -> int:
     for size in args.sizes.split(","):
         entry = f"decoder_{size.strip()}"
         for layout in [None, *args.layouts.split(",")]:
-            r = row(entry, layout, args.simulate, args.steps, cache)
+            r = row(entry, layout, args.simulate, args.steps, cache, args.bucket_mb)
             rows.append(r)
             print(
                 f"{entry} {r['layout']}: {r['losses'][0]:.4f} -> {r['losses'][-1]:.4f}, "

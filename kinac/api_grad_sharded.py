@@ -40,9 +40,11 @@ class ShardedValueAndGrad(ShardedDefn):
         cache_dir: str | None = None,
         no_cache: bool = False,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        bucket_mb: float | None = None,
     ) -> None:
         from kinac.api_grad import ValueAndGrad
 
+        self.bucket_bytes = _bucket_bytes(bucket_mb)
         if target != "cpu":
             raise KinaUsageError(
                 "a sharded gradient runs on the threaded simulator, on the host: use "
@@ -86,11 +88,20 @@ class ShardedValueAndGrad(ShardedDefn):
             else:
                 program = self._resized_grad(db, key, graph, plan.mesh, req)
             assert program is not None, "a plan with a mesh and no error has a program"
+            program = self._bucketed(program)
             segments = pipeline_shard.host_segments(db, program)
         finally:
             db.commit()
             db.close()
         return program, segments
+
+    def _bucketed(self, program: Any) -> Any:
+        """``program`` with its runs of all-reduces bucketed when ``bucket_mb`` asks for it."""
+        if not self.bucket_bytes:
+            return program
+        from kinac.shard.grad_bucket import bucket_all_reduces
+
+        return bucket_all_reduces(program, self.bucket_bytes)
 
     def _resized_grad(
         self, db: Any, key: Any, graph: Any, name: str, shape: tuple[int, ...]
@@ -123,6 +134,15 @@ class ShardedValueAndGrad(ShardedDefn):
             f"<kinac sharded value_and_grad {self.key.name} wrt {list(self.wrt)} from "
             f"{self.key.file} on {req}>"
         )
+
+
+def _bucket_bytes(bucket_mb: float | None) -> int:
+    """``bucket_mb`` (None or 0: no bucketing) in bytes, or a usage error."""
+    if bucket_mb is None or bucket_mb == 0:
+        return 0
+    if isinstance(bucket_mb, bool) or not isinstance(bucket_mb, int | float) or bucket_mb < 0:
+        raise KinaUsageError(f"bucket_mb takes a size in MB (e.g. 25), got {bucket_mb!r}")
+    return max(1, int(bucket_mb * 1024 * 1024))
 
 
 def check_divisible(graph: Any, plan: Any, what: str) -> None:
@@ -160,10 +180,12 @@ class MeshValueAndGrad(ShardedValueAndGrad):
         cache_dir: str | None = None,
         no_cache: bool = False,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        bucket_mb: float | None = None,
     ) -> None:
         from kinac.api_grad import ValueAndGrad
         from kinac.artifacts.sharded import MeshSpec
 
+        self.bucket_bytes = _bucket_bytes(bucket_mb)
         if not isinstance(mesh, MeshSpec):
             raise KinaUsageError(f"layouts= needs mesh= as a MeshSpec, got {mesh!r}")
         self.mesh_spec = mesh
@@ -212,7 +234,7 @@ class MeshValueAndGrad(ShardedValueAndGrad):
             if errors:
                 raise KinaCompileError(self.inner._render(errors))
             check_divisible(graph, plan, f"mesh `{m.name}` ({_shape_text(tuple(m.shape))})")
-            program = device_program(graph, plan, lambda _: "", outs)
+            program = self._bucketed(device_program(graph, plan, lambda _: "", outs))
             segments = pipeline_shard.host_segments(db, program)
         finally:
             db.commit()
@@ -287,16 +309,26 @@ class MeshParallel:
         return self.vg.describe()
 
 
-def sharded_trainer(workspace: str, entry: str, n: int, layout: str = "dp", **kwargs: Any) -> Any:
+def sharded_trainer(
+    workspace: str,
+    entry: str,
+    n: int,
+    layout: str = "dp",
+    bucket_mb: float | None = None,
+    **kwargs: Any,
+) -> Any:
     """A :class:`kinac.train.Trainer` whose loss-and-gradient step runs on ``n`` simulated
-    devices in ``layout`` (``dp``, ``tp`` or ``2d``): the Python surface of sharded training
-    until the trainer takes a layout itself (it then constructs :class:`MeshParallel` where it
-    constructs ``DataParallel``)."""
+    devices in ``layout`` (``dp``, ``tp`` or ``2d``), gradients bucketed when ``bucket_mb`` is
+    given. ``Trainer(simulate=n, layout=...)`` constructs :class:`MeshParallel` for ``tp`` and
+    ``2d``; its ``dp`` is its own rank-local data parallelism, this one's the gradient graph's
+    program."""
     from kinac.train import Trainer
 
     if kwargs.get("target", "cpu") != "cpu":
         raise KinaUsageError("sharded training runs on the host's device simulator: target='cpu'")
     trainer = Trainer(workspace, entry, **kwargs)
     options = {k: kwargs[k] for k in ("cache_dir", "no_cache") if k in kwargs}
-    trainer.parallel = MeshParallel(str(workspace), entry, trainer.info, n, layout, **options)
+    trainer.parallel = MeshParallel(
+        str(workspace), entry, trainer.info, n, layout, bucket_mb=bucket_mb, **options
+    )
     return trainer

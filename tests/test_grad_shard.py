@@ -324,3 +324,26 @@ def test_block_megatron_differentiating_x(tmp_path: Path, cache: str) -> None:
     assert_same(fn(*block_args(), **DIMS), want)
     sizes = sorted(e.nbytes for e in fn.last_log.ranks[0])
     assert sizes == [D * 4] * 2 + [B * S * D * 4] * 4  # 2 forward + 2 backward, 2 norm weights
+
+
+def test_data_parallel_gradients_bucketed(tmp_path: Path, cache: str, block_ref: Any) -> None:
+    """``bucket_mb=``: the trailing all-reduces (9 gradients and the loss) travel as one
+    bucket (or as many as the cap needs), packed and unpacked by local segments; the values
+    are bitwise the unbucketed run's (the same elementwise sums in rank order)."""
+    batch = "@sharded(axis=0, mesh=dp)"
+    ws = block_workspace(tmp_path, {"x": batch, "y": batch}, "(mesh dp [4])")
+    plain = kinac.value_and_grad(ws, "block-loss", wrt=BLOCK_W, mesh="", cache_dir=cache)
+    want = plain(*block_args(), **DIMS)
+    for mb, n in ((25, 1), (0.0625, 3)):  # 64 KiB holds 2 of the three 32 KiB FFN gradients
+        fn = kinac.value_and_grad(
+            ws, "block-loss", wrt=BLOCK_W, mesh="", cache_dir=cache, bucket_mb=mb
+        )
+        got = fn(*block_args(), **DIMS)
+        assert got[0].tobytes() == want[0].tobytes()
+        assert all(got[1][k].tobytes() == want[1][k].tobytes() for k in BLOCK_W)
+        log = fn.last_log
+        assert same_on_every_rank(fn) == {("all-reduce", "dp"): n}, mb
+        assert log.bytes_per_device() == plain.last_log.bytes_per_device()
+        assert max(e.nbytes for e in log.ranks[0]) <= max(mb * 2**20, 32 * 1024)
+    with pytest.raises(KinaUsageError, match="bucket_mb"):
+        kinac.value_and_grad(ws, "block-loss", wrt=BLOCK_W, mesh="", bucket_mb=-1)

@@ -100,3 +100,11 @@ def test_cli_layout(reference: list[float], capsys: pytest.CaptureFixture[str]) 
     assert events[0]["layout"] == "2d" and events[0]["simulate"] == 4
     losses = [e["loss"] for e in events if e["event"] == "step"]
     assert losses == pytest.approx(reference[:2], rel=1e-4)
+
+
+def test_data_parallel_with_buckets(reference: list[float]) -> None:
+    """DDP-style buckets: the 39 trailing all-reduces (3.2 MB) travel as one."""
+    t = sharded_trainer(DECODER, "decoder_1m", 4, "dp", bucket_mb=25, seed=1, cache_dir=CACHE)
+    got = [r.loss for r in t.run(2)]
+    assert got == pytest.approx(reference[:2], rel=1e-4)
+    assert t.parallel.log.counts() == {("all-reduce", "dp"): 1, ("all-gather", "dp"): 5}
