@@ -509,8 +509,8 @@ def display_source(db: Database, path: str) -> str | None:
     return (text.shown or None) if isinstance(text, UnreadableFile) else text
 
 
-from kinac.pipeline_gpu import gpu_lowered, ptx  # noqa: E402,F401  (registers the GPU queries)
 from kinac import pipeline_grad as _pipeline_grad  # noqa: E402,F401  (registers its queries)
-from kinac import pipeline_shard as _pipeline_shard  # noqa: E402,F401  (registers its queries)
-from kinac import pipeline_pieces as _pipeline_pieces  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_grad_shard as _pipeline_grad_shard  # noqa: E402,F401  (registers its queries)
+from kinac import pipeline_pieces as _pipeline_pieces  # noqa: E402,F401  (registers its queries)
+from kinac import pipeline_shard as _pipeline_shard  # noqa: E402,F401  (registers its queries)
+from kinac.pipeline_gpu import gpu_lowered, ptx  # noqa: E402,F401  (registers the GPU queries)
