@@ -141,8 +141,11 @@ class HostStager:
         self._pending.clear()
 
     def pinned_bytes(self) -> int:
-        """Bytes of pinned memory this stager holds."""
-        return sum(s.host.nbytes for s in self._all)
+        """Bytes of pinned memory this stager holds: its blocks' sizes as the pool accounts them
+        (each request rounded up to its size class), so it can be compared with the pool's stats."""
+        from kinac.rt.cuda.pinned import size_class
+
+        return sum(size_class(s.host.nbytes) for s in self._all)
 
     def close(self) -> None:
         """Wait for queued copies and give the pinned blocks back."""
