@@ -31,6 +31,18 @@ from typing import Any
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 
 DEFAULT_TIMEOUT_S = 60.0
+BACKENDS = ("auto", "simulator", "tcp", "nccl")
+
+
+def choose_backend(target: str, environ: dict[str, str] | None = None) -> str:
+    """How a sharded call runs, from how the process was launched: ``WORLD_SIZE`` set (by
+    ``kinac launch``, torchrun or SLURM) means this process is one rank of a group: NCCL for
+    the CUDA target, the TCP process group for the host; otherwise every rank is a thread of
+    the simulator."""
+    env = os.environ if environ is None else environ
+    if not env.get("WORLD_SIZE"):
+        return "simulator"
+    return "nccl" if target == "cuda" else "tcp"
 
 
 def parse_mesh(mesh: Any) -> str | tuple[int, ...] | None:
@@ -82,14 +94,32 @@ class ShardedDefn:
         no_cache: bool = False,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         compiled: Any = None,
+        backend: str = "auto",
     ) -> None:
         from kinac.api import CompiledDefn
 
-        if target != "cpu":
+        if backend not in BACKENDS:
+            raise KinaUsageError(f"backend={backend!r}: one of {', '.join(BACKENDS)}")
+        self.backend = choose_backend(target) if backend == "auto" else backend
+        if target != "cpu" or self.backend == "nccl":
             raise KinaUsageError(
-                "a sharded entry runs on the threaded simulator, on the host: use target='cpu' "
-                "(running on several GPUs through NCCL is not built yet)"
+                "a sharded entry runs on the host (the threaded simulator, or one process per "
+                "rank under kinac launch): use target='cpu'. The NCCL communicator is built "
+                "(kinac/rt/comm/nccl.py) but running a sharded entry's GPU segments on it is "
+                "not (docs/distributed.md)"
             )
+        self.dist: Any = None
+        if self.backend == "tcp":
+            from kinac.rt.comm.rendezvous import DistEnv
+
+            self.dist = DistEnv.from_env()
+            if self.dist is None:
+                raise KinaUsageError(
+                    "a distributed run needs the environment of `kinac launch -n N -- ...` "
+                    "(or torchrun/SLURM): RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT"
+                )
+            if mesh is None or mesh == "":
+                mesh = self.dist.world_size  # as many devices as ranks
         self.request = parse_mesh(mesh)
         self.inner = compiled or CompiledDefn(path, name, cache_dir=cache_dir, no_cache=no_cache)
         self.key = self.inner.key
@@ -100,9 +130,17 @@ class ShardedDefn:
         self._check_request()
 
     @classmethod
-    def wrap(cls, compiled: Any, mesh: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> ShardedDefn:
+    def wrap(
+        cls,
+        compiled: Any,
+        mesh: Any,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        backend: str = "simulator",
+    ) -> ShardedDefn:
         """A sharded view of an already resolved :class:`CompiledDefn` (``kinac run``)."""
-        return cls("", compiled.key.name, mesh, compiled=compiled, timeout_s=timeout_s)
+        return cls(
+            "", compiled.key.name, mesh, compiled=compiled, timeout_s=timeout_s, backend=backend
+        )
 
     # -- which mesh ---------------------------------------------------------------------------
 
@@ -219,6 +257,12 @@ class ShardedDefn:
             ]
             return run_program(program, segments, comm, local)
 
+        if self.dist is not None:
+            from kinac.rt.comm.distributed import run_distributed
+
+            result, self.last_log = run_distributed(program, segments, glob, self.dist)
+            self.last_program = program
+            return result[0] if len(result) == 1 else tuple(result)
         log = CommLog()
         outs = simulate(mesh, rank, timeout_s=self.timeout_s, log=log)
         self.last_log, self.last_program = log, program
@@ -323,6 +367,11 @@ class ShardedDefn:
             return "not run yet"
         m = self.last_program.mesh
         axes = " x ".join(f"{a}={n}" for a, n in zip(m.axes, m.shape, strict=True))
+        if self.dist is not None:
+            return (
+                f"ran on {self.dist.world_size} processes, mesh `{m.name}` ({axes}): "
+                f"{self.last_log.summary(per_device_only=True)}"
+            )
         return f"simulated on mesh `{m.name}` ({axes}): {self.last_log.summary()}"
 
     def __repr__(self) -> str:

@@ -323,3 +323,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     from kinac.train.cli import run
 
     return run(args)
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    """``kinac launch -n N -- COMMAND``: :mod:`kinac.rt.comm.launch`."""
+    from kinac.errors import KinaUsageError
+    from kinac.rt.comm.launch import launch_command
+
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if args.timeout is not None and not args.timeout > 0:
+        raise KinaUsageError(f"--timeout must be positive, got {args.timeout:g}")
+    return launch_command(args.nproc, cmd, master_port=args.master_port, timeout_s=args.timeout)

@@ -180,6 +180,15 @@ def build_parser() -> argparse.ArgumentParser:
         "annotations runs replicated); or a mesh name. Prints the global outputs and the "
         "collectives run",
     )
+    p.add_argument(
+        "--distributed",
+        nargs="?",
+        const="",
+        metavar="MESH",
+        help="run the entry's sharded program as this process's rank of a launched group "
+        "(kinac launch -n N, torchrun or SLURM: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); "
+        "MESH as for --simulate (default: WORLD_SIZE devices). Rank 0 prints the global outputs",
+    )
     _add_metrics_flags(p)
     p.add_argument(
         "--deterministic",
@@ -244,6 +253,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object per step on stdout")
     p.add_argument("--save", metavar="FILE", help="save the trained weights to a .npz file")
     _add_common(p)
+
+    p = sub.add_parser(
+        "launch",
+        help="run N ranks of a command on this machine (torchrun's environment)",
+        description="Start N processes of COMMAND with RANK, WORLD_SIZE, LOCAL_RANK, "
+        "MASTER_ADDR, MASTER_PORT set as torchrun sets them (docs/distributed.md), e.g. "
+        "kinac launch -n 2 -- kinac run WS ENTRY --distributed. The first rank that fails is "
+        "named and the others stopped.",
+    )
+    p.add_argument("-n", "--nproc", type=_count(1), required=True, help="number of ranks")
+    p.add_argument(
+        "--master-port", type=_count(1), metavar="PORT", help="rendezvous port (default: free)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="seconds a rank waits for its peers at the rendezvous and in a collective "
+        "(KINAC_DIST_TIMEOUT; default 60)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
+    _add_debug(p)
 
     p = sub.add_parser(
         "watch",

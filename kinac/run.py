@@ -387,6 +387,33 @@ def _simulated(args: argparse.Namespace, fn: Any, target: str) -> Any:
     return ShardedDefn.wrap(fn, mesh)
 
 
+def _distributed(args: argparse.Namespace, fn: Any, target: str) -> Any:
+    """``--distributed [MESH]``: this process is one rank of a launched group (``kinac
+    launch``, torchrun, SLURM); the entry's sharded program runs across the group's processes
+    (:mod:`kinac.rt.comm.distributed`), or None without the flag."""
+    mesh = getattr(args, "distributed", None)
+    if mesh is None:
+        return None
+    clash = [
+        flag
+        for flag, on in (
+            ("--simulate", getattr(args, "simulate", None) is not None),
+            ("--target cuda", target != "cpu"),
+            ("--deterministic/--manifest", getattr(args, "deterministic", False)),
+            ("--metrics-port", getattr(args, "metrics_port", None) is not None),
+        )
+        if on
+    ]
+    if clash:
+        raise KinaUsageError(
+            f"--distributed runs the host program in launched processes and does not combine "
+            f"with {', '.join(clash)}"
+        )
+    from kinac.api_sharded import ShardedDefn
+
+    return ShardedDefn.wrap(fn, mesh, backend="tcp")
+
+
 def run_entry(args: argparse.Namespace) -> int:
     """Build and run one entry; bad flags or inputs raise :class:`KinaUsageError` (exit 2),
     a program that does not build or a failed call raises another ``KinaError`` (exit 1)."""
@@ -396,7 +423,7 @@ def run_entry(args: argparse.Namespace) -> int:
     if getattr(args, "manifest", None) and not args.deterministic:
         args.deterministic = True  # --manifest alone asks for the gate too
     fn, arrays, call_dims, params, graph_hash = _prepare(args)
-    sim = _simulated(args, fn, target)
+    sim = _distributed(args, fn, target) or _simulated(args, fn, target)
     if sim is not None:
         fn = sim  # same inputs, same printout: global outputs assembled from the shards
     sync = _synchronizer(target)
@@ -419,6 +446,8 @@ def run_entry(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.close()
+    if sim is not None and sim.dist is not None and sim.dist.rank != 0:
+        return EXIT_OK  # rank 0 prints (and saves) the global outputs every rank holds
     raw = out if isinstance(out, tuple) else (out,)
     bf16 = [getattr(o.dtype, "name", str(o.dtype)) in ("uint16", "bfloat16") for o in raw]
     outs = tuple(_to_host(o) for o in raw)

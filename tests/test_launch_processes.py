@@ -1,0 +1,202 @@
+"""``kinac launch`` with real processes on the CPU: a sharded entry run with ``--distributed``
+on 2 and 4 ranks prints and saves what ``--simulate`` does (bit-identical outputs); and every
+way a rank can fail (killed mid-run, exiting with an error, never starting, rank 0 dying)
+makes every rank exit with a ``kinac: error:`` line naming it, within the timeout, never a
+hang."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kinac.cli import main
+from kinac.rt.comm.launch import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+TOML = """[workspace]
+name = "dist"
+
+[[mesh]]
+name = "tp"
+shape = [2]
+
+[[entry]]
+name = "mlp"
+defn = "mlp"
+dims = { N = 8, D = 4, F = 8 }
+"""
+SOURCE = """(defn mlp [(x : (tensor f32 [N D]))
+           (w1 : (tensor f32 [D F] @sharded(axis=1, mesh=tp)))
+           (w2 : (tensor f32 [F D] @sharded(axis=0, mesh=tp)))]
+  -> (tensor f32 [N D])
+  (matmul (relu (matmul x w1)) w2))
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("dist")
+    (d / "kina.toml").write_text(TOML)
+    (d / "m.kina").write_text(SOURCE)
+    assert main(["build", str(d)]) == 0  # one build: the ranks load it from the cache
+    return d
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_distributed_run_equals_the_simulator(
+    ws: Path, tmp_path: Path, n: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sim = tmp_path / "sim.npz"
+    assert (
+        main(["run", str(ws), "mlp", "--simulate", str(n), "--repeat", "1", "--save", str(sim)])
+        == 0
+    )
+    sim_out = capsys.readouterr().out
+    dist = tmp_path / "dist.npz"
+    cmd = [sys.executable, "-m", "kinac", "launch", "-n", str(n), "--timeout", "20", "--"]
+    cmd += ["kinac", "run", str(ws), "mlp", "--distributed", "--repeat", "1", "--save", str(dist)]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120, cwd=ROOT)
+    took = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr
+    a, b = np.load(sim), np.load(dist)
+    assert a["arr_0"].tobytes() == b["arr_0"].tobytes()
+    # rank 0 alone prints, the same output lines as the simulator
+    outs = [line for line in p.stdout.splitlines() if line.strip().startswith("out ")]
+    assert outs == [line for line in sim_out.splitlines() if line.strip().startswith("out ")]
+    assert (
+        f"ran on {n} processes, mesh `tp` (tp={n}): 1 collectives per device (1 all-reduce over tp)"
+        in p.stdout
+    )
+    assert took < 60
+
+
+WORKER = """
+import os, sys, signal
+import numpy as np
+from kinac.errors import KinaError
+from kinac.rt.comm import tcp
+rank = int(os.environ["RANK"])
+mode = sys.argv[1]
+if mode == "never" and rank == 2:
+    sys.exit(3)  # exits before joining the rendezvous
+try:
+    comm = tcp.world((int(os.environ["WORLD_SIZE"]),), ("tp",))
+    comm.all_reduce(np.ones(4, np.float32), tag=("all-reduce", "w.kina:1:1"))
+    if rank == int(sys.argv[2]):
+        if mode == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if mode == "fail":
+            print("kinac: error: rank %d: a runtime check failed" % rank, file=sys.stderr)
+            sys.exit(1)
+    comm.all_reduce(np.ones(4, np.float32), tag=("all-reduce", "w.kina:2:1"))
+    tcp.close_process_client()
+except KinaError as e:
+    print(f"kinac: error: {e}", file=sys.stderr, flush=True)
+    sys.exit(1)
+"""
+
+
+def _launch(tmp_path: Path, n: int, *args: str) -> tuple[int, int, str, float]:
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent(WORKER))
+    log = tmp_path / "err.txt"
+    t0 = time.monotonic()
+    with open(log, "w") as err:
+        code = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from kinac.rt.comm.launch import launch; "
+                f"o = launch({n}, [sys.executable, {str(script)!r}, *sys.argv[1:]], timeout_s=2, grace_s=8); "
+                "print(o.message, file=sys.stderr); sys.exit(o.code)",
+                *args,
+            ],
+            env=_env(),
+            stderr=err,
+            timeout=60,
+            cwd=ROOT,
+        ).returncode
+    return code, 0, log.read_text(), time.monotonic() - t0
+
+
+def test_a_rank_killed_mid_run(tmp_path: Path) -> None:
+    code, _, err, took = _launch(tmp_path, 4, "kill", "1")
+    assert code == 1
+    assert "rank 1 was killed by SIGKILL" in err
+    died = "rank 1 died: its connection to the rendezvous closed (its last call: all-reduce(sum) over tp of f32[4] at w.kina:1:1)"
+    assert err.count(died) == 3, err  # ranks 0, 2 and 3 each say so
+    assert took < 15
+
+
+def test_a_rank_failing_with_an_error(tmp_path: Path) -> None:
+    code, _, err, _ = _launch(tmp_path, 2, "fail", "1")
+    assert code == 1
+    assert "kinac: error: rank 1: a runtime check failed" in err
+    assert "rank 1 exited with code 1" in err
+    assert "rank 1 returned without calling it" in err  # rank 0 learned it from the rendezvous
+
+
+def test_rank_zero_dying_stops_the_others(tmp_path: Path) -> None:
+    code, _, err, took = _launch(tmp_path, 2, "kill", "0")
+    assert code == 1 and "rank 0 was killed by SIGKILL" in err
+    assert "rank 1 lost the rendezvous master (rank 0) while in all-reduce(sum) over tp" in err
+    assert "rank 0 died or stopped" in err
+    assert took < 15
+
+
+def test_a_rank_that_never_starts(tmp_path: Path) -> None:
+    code, _, err, took = _launch(tmp_path, 3, "never", "-1")
+    assert code == 3 and "rank 2 exited with code 3" in err
+    assert err.count("rank 2 never joined the rendezvous") == 2, err
+    assert took < 15
+
+
+def test_run_distributed_with_a_missing_rank_exits_naming_it(ws: Path) -> None:
+    """No launcher: two of four torchrun-style ranks started by hand; both name the others."""
+    port = str(free_port())
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kinac",
+                "run",
+                str(ws),
+                "mlp",
+                "--distributed",
+                "--repeat",
+                "1",
+            ],
+            env=_env(
+                RANK=str(r),
+                WORLD_SIZE="4",
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=port,
+                KINAC_DIST_TIMEOUT="3",
+            ),
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for r in (0, 2)
+    ]
+    errs = [p.communicate(timeout=60)[1] for p in procs]
+    for p, err in zip(procs, errs, strict=True):
+        assert p.returncode == 1, errs
+        assert "kinac: error: ranks 1 3 never joined the rendezvous on port" in err, errs
