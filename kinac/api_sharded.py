@@ -369,7 +369,8 @@ class ShardedDefn:
         axes = " x ".join(f"{a}={n}" for a, n in zip(m.axes, m.shape, strict=True))
         if self.dist is not None:
             return (
-                f"ran on {self.dist.world_size} processes, mesh `{m.name}` ({axes}): "
+                f"ran on {self.dist.world_size} process{'es' * (self.dist.world_size != 1)}, "
+                f"mesh `{m.name}` ({axes}): "
                 f"{self.last_log.summary(per_device_only=True)}"
             )
         return f"simulated on mesh `{m.name}` ({axes}): {self.last_log.summary()}"

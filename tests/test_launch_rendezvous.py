@@ -190,3 +190,17 @@ def test_no_master_is_reported_not_a_hang() -> None:
         RankFailure, match=r"rank 1 could not reach the rendezvous master \(rank 0\)"
     ):
         RendezvousClient(DistEnv(1, 2, 1, "127.0.0.1", free_port(), 0.3))
+
+
+def test_a_rank_that_fails_tells_the_others_why() -> None:
+    def fn(r: int, c: RendezvousClient) -> Any:
+        if r == 1:
+            c.abort("KinaRuntimeError: gather index 9 out of range at m.kina:4:7")
+            return "failed"
+        return TcpComm(c, (2,), ("tp",)).all_reduce(np.ones(2, np.float32))
+
+    got = _ranks(2, fn)
+    assert isinstance(got[0], RankFailure)
+    assert (
+        str(got[0]) == "rank 1 failed: KinaRuntimeError: gather index 9 out of range at m.kina:4:7"
+    )
