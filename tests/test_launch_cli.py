@@ -91,6 +91,13 @@ def test_environment_is_torchruns() -> None:
         "KINAC_DIST_TIMEOUT": "7",
     }
     assert env["PYTHONPATH"].split(":")[0] == str(Path(__import__("kinac").__file__).parents[1])
+    assert env["CUDA_VISIBLE_DEVICES"] == "3"  # one GPU per rank
+    listed = {"CUDA_VISIBLE_DEVICES": "4,5,6,7"}
+    assert rank_env(listed, 1, 4, "h", 1, None)["CUDA_VISIBLE_DEVICES"] == "5"
+    assert (
+        rank_env({"CUDA_VISIBLE_DEVICES": "0"}, 1, 2, "h", 1, None)["CUDA_VISIBLE_DEVICES"] == "0"
+    )
+    assert "KINAC_DIST_TIMEOUT" not in rank_env({}, 0, 1, "h", 1, None)
     assert command_line(["kinac", "run"]) == [sys.executable, "-m", "kinac", "run"]
 
 

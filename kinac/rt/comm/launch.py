@@ -11,6 +11,10 @@ signal) is named in one ``kinac: error:`` line; the others learn it through the 
 running after a grace period is terminated. A launch never hangs: a rank stuck outside any
 collective is stopped too. The exit code is the first failed rank's (1 for a signal).
 
+Each rank sees one GPU: ``CUDA_VISIBLE_DEVICES`` is the rank's entry of the parent's list (or
+``LOCAL_RANK`` when the parent sets none), so every rank's entries run on "its" device 0
+(a parent list shorter than N is left as it is).
+
 ``kinac`` as the command runs ``python -m kinac`` with this interpreter and this kinac on
 ``PYTHONPATH`` (the ranks run the kinac that launched them).
 """
@@ -54,6 +58,14 @@ def rank_env(
     )
     if timeout_s is not None:
         env["KINAC_DIST_TIMEOUT"] = f"{timeout_s:g}"
+    # one GPU per rank: rank r sees the r-th visible GPU as its device 0 (where a GPU entry
+    # runs by default); a parent's CUDA_VISIBLE_DEVICES listing fewer GPUs than ranks is kept
+    visible = base.get("CUDA_VISIBLE_DEVICES")
+    listed = [d for d in visible.split(",") if d.strip()] if visible is not None else None
+    if listed is None:
+        env["CUDA_VISIBLE_DEVICES"] = str(rank)
+    elif len(listed) >= n:
+        env["CUDA_VISIBLE_DEVICES"] = listed[rank].strip()
     here = str(Path(__file__).resolve().parents[3])  # the directory holding this kinac
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, base.get("PYTHONPATH", "")) if p)
     return env
