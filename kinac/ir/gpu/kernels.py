@@ -281,7 +281,7 @@ class KernelGen:
 
             b.loop(n, ix, [], write)
         grid = max(1, -(-groups // BLOCK))
-        return self._finish(b, name, grid, BLOCK, vec, note=f"loop over axis {ax}")
+        return self._finish(b, name, grid, BLOCK, vec, note=f"loop over axis {ax}, {n} steps")
 
     # ---- gather, concat, integer matmul ---------------------------------------------------------
     def _gather(self, name: str) -> KernelFn:
@@ -353,7 +353,14 @@ class KernelGen:
 
         b.loop(math.prod(ishape), ix, [], add)
         grid = max(1, -(-(chunks * d) // BLOCK))
-        return self._finish(b, name, grid, BLOCK, 1, note=f"{chunks} row chunks, in order")
+        return self._finish(
+            b,
+            name,
+            grid,
+            BLOCK,
+            1,
+            note=f"{chunks} row chunks, in order, {rows + math.prod(ishape)} steps",
+        )
 
     def _record_oob(self, b: Builder, r: BodyReader, bad: Val, raw: Val, bidx: list[Ix], ishape: tuple[int, ...], vrows: int) -> None:  # fmt: skip
         g = b.gptr
@@ -415,4 +422,6 @@ class KernelGen:
 
         self._map_body(b, r, out, o_s, 1, value, None)
         groups = math.prod(o_s)
-        return self._finish(b, name, map_grid(groups, map_unroll(groups)), BLOCK, 1, note="naive")
+        return self._finish(
+            b, name, map_grid(groups, map_unroll(groups)), BLOCK, 1, note=f"naive, {a_s[-1]} steps"
+        )

@@ -16,6 +16,7 @@ part of the lowered entry and of its cache key, never decided at run time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 BLOCK = 256
@@ -89,3 +90,55 @@ def row_config(length: int, vec: int, rows: int) -> RowConfig | None:
 def index_type(*numels: int) -> str:
     """``i32`` index arithmetic when every offset fits, else ``i64``."""
     return "i32" if max(numels, default=0) < I32_LIMIT // 2 else "i64"
+
+
+# ---- reductions that one kernel would run with too little parallelism ----------------------
+ROW_SPLIT_MAX = 4096
+"""The longest first-stage row of a split reduction (a row kernel of up to 256 threads)."""
+COLUMN_MAX_STEPS = 64
+"""A column reduction's thread may loop this many times before the reduction is split."""
+COLUMN_THREADS = 1 << 15
+"""A column reduction with at least this many threads keeps its loop (it fills the GPU)."""
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n``, ascending."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
+
+
+def reduction_split(shape: tuple[int, ...], axis: int, itemsize: int) -> int | None:
+    """The inner factor ``Q`` of ``n = shape[axis] = P * Q`` to reduce first, or ``None`` when
+    one kernel reduces ``axis`` with enough parallelism.
+
+    Why: a reduction over the last axis whose rows are too long for the row kernel, and a
+    reduction over another axis with few outputs, run as a thread per output group looping
+    over the whole axis: the 45M block's scalar loss was one thread adding 8.4M values
+    (~280 ms on the H200, 11-38x eager). Reducing ``[.., P, Q, ..]`` over ``Q`` and then over
+    ``P`` makes both stages parallel, in a fixed order (deterministic, no atomics).
+    Rows: the largest divisor ``Q <= ROW_SPLIT_MAX`` the row kernel takes. Columns (more than
+    ``COLUMN_MAX_STEPS`` steps, fewer than ``COLUMN_THREADS`` threads): the divisor nearest
+    ``sqrt(n)``, so both stages loop about ``sqrt(n)`` times (a stage still too long is split
+    again). ``None`` as well when ``n`` has no useful divisor (a prime length).
+    """
+    n = shape[axis]
+    lead = math.prod(shape[:axis])
+    inner = math.prod(shape[axis + 1 :])
+    if n <= 1:
+        return None
+    if inner == 1:
+        if row_config(n, vector_width(n, itemsize), lead) is not None:
+            return None
+        for q in reversed(divisors(n)):
+            if q <= ROW_SPLIT_MAX and q < n and q >= 16:
+                if row_config(q, vector_width(q, itemsize), lead * (n // q)) is not None:
+                    return q
+        return None
+    vec = vector_width(shape[-1], itemsize)
+    if n <= COLUMN_MAX_STEPS or lead * inner // vec >= COLUMN_THREADS:
+        return None
+    cands = [d for d in divisors(n) if 1 < d < n]
+    if not cands:
+        return None
+    root = math.sqrt(n)
+    return min(cands, key=lambda d: (abs(math.log(d / root)), d))
