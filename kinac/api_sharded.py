@@ -101,15 +101,17 @@ class ShardedDefn:
         if backend not in BACKENDS:
             raise KinaUsageError(f"backend={backend!r}: one of {', '.join(BACKENDS)}")
         self.backend = choose_backend(target) if backend == "auto" else backend
-        if target != "cpu" or self.backend == "nccl":
+        if target == "cuda" and self.backend != "nccl":
             raise KinaUsageError(
-                "a sharded entry runs on the host (the threaded simulator, or one process per "
-                "rank under kinac launch): use target='cpu'. The NCCL communicator is built "
-                "(kinac/rt/comm/nccl.py) but running a sharded entry's GPU segments on it is "
-                "not (docs/distributed.md)"
+                "a sharded entry outside a launch runs on the threaded simulator, on the host: "
+                "use target='cpu'; on GPUs it runs one process per GPU through NCCL: launch it "
+                "with `kinac launch -n N -- ...` (or torchrun)"
             )
+        if self.backend == "nccl" and target != "cuda":
+            raise KinaUsageError("backend='nccl' runs on GPUs: use target='cuda'")
+        self.target = target
         self.dist: Any = None
-        if self.backend == "tcp":
+        if self.backend in ("tcp", "nccl"):
             from kinac.rt.comm.rendezvous import DistEnv
 
             self.dist = DistEnv.from_env()
@@ -121,7 +123,9 @@ class ShardedDefn:
             if mesh is None or mesh == "":
                 mesh = self.dist.world_size  # as many devices as ranks
         self.request = parse_mesh(mesh)
-        self.inner = compiled or CompiledDefn(path, name, cache_dir=cache_dir, no_cache=no_cache)
+        self.inner = compiled or CompiledDefn(
+            path, name, target=target, cache_dir=cache_dir, no_cache=no_cache
+        )
         self.key = self.inner.key
         self.timeout_s = timeout_s
         self.last_log: Any = None
@@ -217,7 +221,9 @@ class ShardedDefn:
             ]
             if bad:
                 raise KinaCallError(f"{inner.fixed_by} is built for fixed dims: {', '.join(bad)}")
-        return pipeline.EntryKey(self.key.file, self.key.name, bound.dims, bound.dtypes, "cpu")
+        return pipeline.EntryKey(
+            self.key.file, self.key.name, bound.dims, bound.dtypes, self.target
+        )
 
     def program(self, *args: Any, **dims: int) -> Any:
         """The ``DeviceProgram`` a call with these arguments runs (built, not run)."""
@@ -260,7 +266,9 @@ class ShardedDefn:
         if self.dist is not None:
             from kinac.rt.comm.distributed import run_distributed
 
-            result, self.last_log = run_distributed(program, segments, glob, self.dist)
+            result, self.last_log = run_distributed(
+                program, segments, glob, self.dist, backend=self.backend
+            )
             self.last_program = program
             return result[0] if len(result) == 1 else tuple(result)
         log = CommLog()
@@ -294,7 +302,16 @@ class ShardedDefn:
             else:
                 program = self._resized(db, key, spec.graph, plan.mesh, req)
             assert program is not None, "a plan with a mesh and no error has a program"
-            segments = pipeline_shard.host_segments(db, program)
+            if self.backend == "nccl":  # GPU segments, outputs brought back (gpu_rank)
+                from kinac.rt.comm.gpu_rank import host_segment
+                from kinac.rt.cuda.entry import load_gpu_entry
+
+                segments = [
+                    host_segment(load_gpu_entry(lo, ptx))
+                    for lo, ptx in pipeline_shard.gpu_segments(db, program)
+                ]
+            else:
+                segments = pipeline_shard.host_segments(db, program)
         finally:
             db.commit()
             db.close()

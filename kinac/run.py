@@ -390,7 +390,8 @@ def _simulated(args: argparse.Namespace, fn: Any, target: str) -> Any:
 def _distributed(args: argparse.Namespace, fn: Any, target: str) -> Any:
     """``--distributed [MESH]``: this process is one rank of a launched group (``kinac
     launch``, torchrun, SLURM); the entry's sharded program runs across the group's processes
-    (:mod:`kinac.rt.comm.distributed`), or None without the flag."""
+    (:mod:`kinac.rt.comm.distributed`: the host's process group, or NCCL for ``--target
+    cuda``), or None without the flag."""
     mesh = getattr(args, "distributed", None)
     if mesh is None:
         return None
@@ -398,7 +399,6 @@ def _distributed(args: argparse.Namespace, fn: Any, target: str) -> Any:
         flag
         for flag, on in (
             ("--simulate", getattr(args, "simulate", None) is not None),
-            ("--target cuda", target != "cpu"),
             ("--deterministic/--manifest", getattr(args, "deterministic", False)),
             ("--metrics-port", getattr(args, "metrics_port", None) is not None),
         )
@@ -406,12 +406,12 @@ def _distributed(args: argparse.Namespace, fn: Any, target: str) -> Any:
     ]
     if clash:
         raise KinaUsageError(
-            f"--distributed runs the host program in launched processes and does not combine "
+            f"--distributed runs the program in launched processes and does not combine "
             f"with {', '.join(clash)}"
         )
     from kinac.api_sharded import ShardedDefn
 
-    return ShardedDefn.wrap(fn, mesh, backend="tcp")
+    return ShardedDefn.wrap(fn, mesh, backend="nccl" if target == "cuda" else "tcp")
 
 
 def run_entry(args: argparse.Namespace) -> int:

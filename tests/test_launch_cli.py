@@ -115,7 +115,7 @@ def ws(tmp_path: Path) -> Path:
         (
             ["--simulate"],
             {"WORLD_SIZE": "1", "RANK": "0"},
-            "--distributed runs the host program in launched processes and does not combine "
+            "--distributed runs the program in launched processes and does not combine "
             "with --simulate",
         ),
         (

@@ -55,10 +55,9 @@ class RankLog:
         )
 
 
-def world_comm(shape: tuple[int, ...], axes: tuple[str, ...], env: DistEnv) -> TcpComm:
-    """The mesh's world communicator over this process group, made once per mesh."""
+def check_world(shape: tuple[int, ...], env: DistEnv) -> None:
+    """A mesh of another device count than ``WORLD_SIZE`` is a usage error naming both."""
     from kinac.errors import KinaUsageError
-    from kinac.rt.comm import tcp
 
     n = int(np.prod(shape, dtype=np.int64))
     if n != env.world_size:
@@ -68,10 +67,31 @@ def world_comm(shape: tuple[int, ...], axes: tuple[str, ...], env: DistEnv) -> T
             f"WORLD_SIZE={env.world_size}: launch -n {n}, or pass --distributed "
             f"{env.world_size} to resize the mesh"
         )
+
+
+def world_comm(shape: tuple[int, ...], axes: tuple[str, ...], env: DistEnv) -> TcpComm:
+    """The mesh's world communicator over this process group, made once per mesh."""
+    from kinac.rt.comm import tcp
+
+    check_world(shape, env)
     key = (shape, axes)
     if key not in _WORLDS:
         _WORLDS[key] = tcp.world(shape, axes, env)
     return _WORLDS[key]
+
+
+def _nccl_world(shape: tuple[int, ...], axes: tuple[str, ...], env: DistEnv) -> Any:
+    """The mesh's NCCL world communicator, staged for host slots (:mod:`.gpu_rank`)."""
+    from kinac.rt.comm import gpu_rank, tcp
+
+    check_world(shape, env)
+    key = (shape, axes)
+    if key not in _GPU_WORLDS:
+        _GPU_WORLDS[key] = gpu_rank.nccl_world(shape, axes, tcp.process_client(env))
+    return _GPU_WORLDS[key]
+
+
+_GPU_WORLDS: dict[tuple[tuple[int, ...], tuple[str, ...]], Any] = {}
 
 
 def run_distributed(
@@ -79,11 +99,17 @@ def run_distributed(
     segments: Sequence[Callable[..., Any]],
     glob: Sequence[np.ndarray],
     env: DistEnv,
+    backend: str = "tcp",
 ) -> tuple[list[np.ndarray], RankLog]:
-    """This rank's run of ``program`` on the global arguments; the global outputs."""
+    """This rank's run of ``program`` on the global arguments; the global outputs.
+    ``backend``: ``tcp`` (host segments, the process-group communicator) or ``nccl`` (GPU
+    segments brought back to the host, NCCL through :class:`.gpu_rank.StagedComm`)."""
+    from kinac.rt.comm import tcp
+
     mesh = program.mesh
     shape = tuple(int(s) for s in mesh.shape)
-    comm = world_comm(shape, tuple(str(a) for a in mesh.axes), env)
+    axes = tuple(str(a) for a in mesh.axes)
+    comm: Any = _nccl_world(shape, axes, env) if backend == "nccl" else world_comm(shape, axes, env)
     local = [
         shard_global(a, lay, mesh, comm.global_rank)
         for a, (_, _, lay) in zip(glob, program.params, strict=True)
@@ -94,7 +120,7 @@ def run_distributed(
     except RankFailure:
         raise  # a peer's failure, already known to every rank
     except Exception as e:  # this rank's own error (a runtime check): the others learn it
-        comm.client.abort(f"{type(e).__name__}: {e}")
+        tcp.process_client(env).abort(f"{type(e).__name__}: {e}")
         raise
     log = RankLog(list(comm.log[start:]))
     result = []

@@ -1,0 +1,165 @@
+"""A GPU rank's run of a per-device program: GPU segments, collectives through NCCL.
+
+Why staged through the host, for now: :func:`kinac.rt.comm.execute.run_program` moves a
+gathered or scattered dim to the front with numpy (one contiguous copy) and keeps slots as
+host arrays, and there is no device transpose kernel in the runtime yet. So this first NCCL
+path runs each GPU segment (host arrays in, its outputs brought back), and
+:class:`StagedComm` gives NCCL device copies of each send and brings each receive back: the
+same per-device program as the simulator and the CPU process group, on real GPUs and NCCL,
+with two copies per collective that a device-resident version will remove (slots as device
+tensors, the dim moves as device copies, NCCL on the entry's stream inside its CUDA graph:
+docs/distributed.md). Nothing here has run on a GPU yet (no multi-GPU machine was lent); the
+tests drive it with a fake device and a fake NCCL.
+
+The device is an object with ``upload(array) -> buffer``, ``empty(shape, dtype) -> buffer``,
+``download(buffer) -> array`` and ``synchronize()`` (:class:`CudaIO` for kinac's CUDA runtime);
+bf16 is ``uint16`` bits on the host and ``bfloat16`` on the device, so NCCL reduces it as
+bf16.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kinac.rt.comm.communicator import Tag, moved_bytes
+from kinac.rt.comm.simulator import LogEntry
+
+
+def device_dtype(dtype: Any) -> str:
+    """The device dtype name of a numpy dtype or a device tensor's dtype (uint16 is bf16)."""
+    if isinstance(dtype, str):
+        name = dtype
+    elif isinstance(dtype, np.dtype | type):
+        name = np.dtype(dtype).name
+    else:
+        name = str(getattr(dtype, "name", dtype))
+    return "bfloat16" if name == "uint16" else name
+
+
+class CudaIO:
+    """Host <-> device copies through kinac's CUDA runtime (the current device's pool)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        from kinac.rt import cuda
+
+        self._cuda = cuda
+        self.resource = cuda.default_resource()
+        self.stream = stream
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return self._cuda.Tensor.empty(shape, device_dtype(dtype), self.resource)
+
+    def upload(self, array: np.ndarray) -> Any:
+        t = self.empty(tuple(array.shape), array.dtype)
+        t.copy_from_host(np.ascontiguousarray(array))
+        return t
+
+    def download(self, buf: Any) -> np.ndarray:
+        return np.asarray(buf.numpy())
+
+    def synchronize(self) -> None:
+        self._cuda.current_device().synchronize()
+
+
+class StagedComm:
+    """The numpy-facing Communicator of a GPU rank: each call copies the send to the device,
+    runs the NCCL collective, waits, and copies the receive back (see the module docstring)."""
+
+    def __init__(self, comm: Any, io: Any, log: list[LogEntry] | None = None) -> None:
+        self._comm, self._io = comm, io
+        self.rank, self.size, self.axis = comm.rank, comm.size, comm.axis
+        self.global_rank = comm.global_rank
+        self.log: list[LogEntry] = [] if log is None else log
+        self._subs: dict[str, StagedComm] = {}
+
+    def sub(self, axis: str) -> StagedComm:
+        inner = self._comm.sub(axis)
+        if inner is self._comm:
+            return self
+        if axis not in self._subs:
+            self._subs[axis] = StagedComm(inner, self._io, self.log)
+        return self._subs[axis]
+
+    def _run(
+        self,
+        kind: str,
+        call: Callable[..., Any],
+        send: Any,
+        recv: np.ndarray | None,
+        tag: Tag | None,
+        **kw: Any,
+    ) -> np.ndarray:
+        t0 = time.perf_counter()
+        send = np.ascontiguousarray(send)
+        d_send = self._io.upload(send)
+        got = call(d_send, None, tag=tag, **kw)  # NcclComm allocates the receive (io.empty)
+        self._io.synchronize()
+        host = self._io.download(got).reshape(tuple(int(s) for s in got.shape))
+        if recv is not None:
+            recv[...] = host
+            host = recv
+        span = tag[1] if tag else ""
+        nbytes = moved_bytes(kind, send, host)
+        self.log.append(LogEntry(kind, self.axis, nbytes, span, time.perf_counter() - t0))
+        return host
+
+    def all_reduce(
+        self,
+        send: Any,
+        recv: Any = None,
+        op: str = "sum",
+        *,
+        stream: Any = None,
+        tag: Tag | None = None,
+    ) -> np.ndarray:
+        return self._run("all-reduce", self._comm.all_reduce, send, recv, tag, op=op)
+
+    def all_gather(
+        self, send: Any, recv: Any = None, *, stream: Any = None, tag: Tag | None = None
+    ) -> np.ndarray:
+        return self._run("all-gather", self._comm.all_gather, send, recv, tag)
+
+    def reduce_scatter(
+        self,
+        send: Any,
+        recv: Any = None,
+        op: str = "sum",
+        *,
+        stream: Any = None,
+        tag: Tag | None = None,
+    ) -> np.ndarray:
+        return self._run("reduce-scatter", self._comm.reduce_scatter, send, recv, tag, op=op)
+
+    def all_to_all(
+        self, send: Any, recv: Any = None, *, stream: Any = None, tag: Tag | None = None
+    ) -> np.ndarray:
+        return self._run("all-to-all", self._comm.all_to_all, send, recv, tag)
+
+    def barrier(self, *, tag: Tag | None = None) -> None:
+        self._comm.barrier(tag=tag)
+
+
+def host_segment(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A GPU segment whose outputs come back as host arrays (what ``run_program`` keeps)."""
+
+    def call(*arrays: Any) -> Any:
+        got = fn(*arrays)
+        outs = got if isinstance(got, tuple) else (got,)
+        res = tuple(o if isinstance(o, np.ndarray) else np.asarray(o.numpy()) for o in outs)
+        return res[0] if len(res) == 1 else res
+
+    return call
+
+
+def nccl_world(
+    shape: tuple[int, ...], axes: tuple[str, ...], client: Any, io: Any = None, core: Any = None
+) -> StagedComm:
+    """The mesh's world communicator for this GPU rank (NCCL's, created once per mesh)."""
+    from kinac.rt.comm import nccl
+
+    io = io or CudaIO()
+    return StagedComm(nccl.world(shape, axes, client, alloc=io.empty, core=core), io)
