@@ -2,7 +2,8 @@
 
 Exit codes: 0 clean, 1 errors in the program (diagnostics, a failed call or run), 2 usage or
 configuration errors (bad path, flag, ``kina.toml`` or inputs file), 3 an internal error (a bug
-in kinac: one line, the traceback only with ``--debug`` or ``KINAC_DEBUG=1``), 130 interrupted.
+in kinac: one line, the traceback only with ``--debug`` or ``KINAC_DEBUG=1``), 130 interrupted;
+4: a rank of a launched run stopped because another rank failed (docs/distributed.md).
 Every :class:`kinac.errors.KinaError` becomes one ``kinac: error: ...`` line with its class's
 exit code. Imports are lazy so that ``kinac --help`` and a no-op build start fast.
 """

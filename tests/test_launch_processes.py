@@ -107,7 +107,7 @@ try:
     tcp.close_process_client()
 except KinaError as e:
     print(f"kinac: error: {e}", file=sys.stderr, flush=True)
-    sys.exit(1)
+    sys.exit(e.exit_code)
 """
 
 
@@ -167,7 +167,8 @@ def test_a_rank_that_never_starts(tmp_path: Path) -> None:
 
 
 def test_run_distributed_with_a_missing_rank_exits_naming_it(ws: Path) -> None:
-    """No launcher: two of four torchrun-style ranks started by hand; both name the others."""
+    """No launcher: two of four torchrun-style ranks started by hand; both name the others
+    and exit with code 4 (stopped because of another rank)."""
     port = str(free_port())
     procs = [
         subprocess.Popen(
@@ -198,5 +199,5 @@ def test_run_distributed_with_a_missing_rank_exits_naming_it(ws: Path) -> None:
     ]
     errs = [p.communicate(timeout=60)[1] for p in procs]
     for p, err in zip(procs, errs, strict=True):
-        assert p.returncode == 1, errs
+        assert p.returncode == 4, errs
         assert "kinac: error: ranks 1 3 never joined the rendezvous on port" in err, errs

@@ -9,7 +9,10 @@ The launcher watches its children: the first rank that exits with an error (or i
 signal) is named in one ``kinac: error:`` line; the others learn it through the rendezvous
 (the dead rank's socket closed) and exit with their own line naming it; any rank still
 running after a grace period is terminated. A launch never hangs: a rank stuck outside any
-collective is stopped too. The exit code is the first failed rank's (1 for a signal).
+collective is stopped too. A rank that stopped because of a peer exits with code 4
+(:class:`~kinac.rt.comm.rendezvous.RankFailure`), so the rank blamed is the first that failed
+on its own (a ``kinac: error:`` of its own, a crash, a signal); the launch's exit code is that
+rank's (1 for a signal).
 
 Each rank sees one GPU: ``CUDA_VISIBLE_DEVICES`` is the rank's entry of the parent's list (or
 ``LOCAL_RANK`` when the parent sets none), so every rank's entries run on "its" device 0
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kinac.errors import KinaRuntimeError, KinaUsageError
+from kinac.rt.comm.rendezvous import EXIT_PEER_FAILED
 
 GRACE_S = 5.0  # after a rank fails: how long the others have to report it and exit
 
@@ -161,7 +165,9 @@ def _watch(procs: list[subprocess.Popen[bytes]], grace_s: float) -> Outcome:
         time.sleep(0.02)
     if not bad:
         return Outcome(0)
-    rank, code = bad[0]
+    # a rank that stopped because of a peer (exit 4, RankFailure) is not the one to blame
+    own = [(r, c) for r, c in bad if c != EXIT_PEER_FAILED]
+    rank, code = (own or bad)[0]
     still = [r for r, p in enumerate(procs) if p.poll() is None]
     msg = _describe_exit(rank, code)
     if still:

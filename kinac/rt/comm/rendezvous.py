@@ -45,9 +45,15 @@ DEFAULT_TIMEOUT_S = 60.0
 _HEADER = struct.Struct("!IQ")
 
 
+EXIT_PEER_FAILED = 4  # this rank stopped because of another rank (kinac launch blames that one)
+
+
 class RankFailure(KinaRuntimeError):
     """A distributed run stopped: a rank died, never came, timed out or broke the call order.
-    The message names the rank(s); ``rank`` is the one that failed (-1: several)."""
+    The message names the rank(s); ``rank`` is the one that failed (-1: several). Its exit
+    code (4) tells ``kinac launch`` that this rank is not the one to blame."""
+
+    exit_code = EXIT_PEER_FAILED
 
     def __init__(self, message: str, rank: int = -1) -> None:
         super().__init__(message)
