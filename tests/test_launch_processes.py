@@ -7,6 +7,7 @@ hang."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -162,7 +163,8 @@ def test_rank_zero_dying_stops_the_others(tmp_path: Path) -> None:
 def test_a_rank_that_never_starts(tmp_path: Path) -> None:
     code, _, err, took = _launch(tmp_path, 3, "never", "-1")
     assert code == 3 and "rank 2 exited with code 3" in err
-    assert err.count("rank 2 never joined the rendezvous") == 2, err
+    # (a loaded machine may make rank 1 late too: it is then named with rank 2)
+    assert len(re.findall(r"ranks? (1 )?2 never joined the rendezvous", err)) == 2, err
     assert took < 15
 
 
@@ -200,4 +202,4 @@ def test_run_distributed_with_a_missing_rank_exits_naming_it(ws: Path) -> None:
     errs = [p.communicate(timeout=60)[1] for p in procs]
     for p, err in zip(procs, errs, strict=True):
         assert p.returncode == 4, errs
-        assert "kinac: error: ranks 1 3 never joined the rendezvous on port" in err, errs
+        assert re.search(r"kinac: error: ranks 1 (2 )?3 never joined the rendezvous on port", err)

@@ -105,7 +105,7 @@ def test_a_rank_that_never_joins_is_named() -> None:
 
     def body(r: int) -> None:
         try:
-            c = join(DistEnv(r, 3, r, "127.0.0.1", port, 0.6))
+            c = join(DistEnv(r, 3, r, "127.0.0.1", port, 1.0))
             c.barrier()
         except RankFailure as e:
             errs.append(e)

@@ -83,7 +83,7 @@ def test_tables_cover_the_protocol() -> None:
     assert set(DTYPES) <= set(nccl.NCCL_DTYPES)
 
 
-def test_world_init_once_with_the_exchanged_id_and_split_keys() -> None:
+def test_split_colour_and_key_and_sub_made_once() -> None:
     comms = [
         nccl.NcclComm(
             fake_core([]), FakeComm([], 4, r, None), (2, 2), ("dp", "tp"), ("dp", "tp"), r
