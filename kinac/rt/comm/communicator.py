@@ -85,6 +85,60 @@ class Communicator(Protocol):
     def sub(self, axis: str) -> Communicator: ...
 
 
+class CollectivesByKind:
+    """The protocol's four collectives as one ``_run(kind, send, recv, op, tag)``.
+
+    The host backends (the threaded simulator, the TCP process group) differ only in how
+    ``_run`` moves the data; the public signatures, NCCL-shaped, are written once here."""
+
+    def _run(
+        self, kind: str, send: Any, recv: np.ndarray | None, op: str, tag: Tag | None
+    ) -> np.ndarray:
+        raise NotImplementedError
+
+    def all_reduce(
+        self,
+        send: np.ndarray,
+        recv: np.ndarray | None = None,
+        op: str = "sum",
+        *,
+        stream: Any = None,
+        tag: Tag | None = None,
+    ) -> np.ndarray:
+        return self._run("all-reduce", send, recv, op, tag)
+
+    def all_gather(
+        self,
+        send: np.ndarray,
+        recv: np.ndarray | None = None,
+        *,
+        stream: Any = None,
+        tag: Tag | None = None,
+    ) -> np.ndarray:
+        return self._run("all-gather", send, recv, "sum", tag)
+
+    def reduce_scatter(
+        self,
+        send: np.ndarray,
+        recv: np.ndarray | None = None,
+        op: str = "sum",
+        *,
+        stream: Any = None,
+        tag: Tag | None = None,
+    ) -> np.ndarray:
+        return self._run("reduce-scatter", send, recv, op, tag)
+
+    def all_to_all(
+        self,
+        send: np.ndarray,
+        recv: np.ndarray | None = None,
+        *,
+        stream: Any = None,
+        tag: Tag | None = None,
+    ) -> np.ndarray:
+        return self._run("all-to-all", send, recv, "sum", tag)
+
+
 def recv_shape(kind: str, shape: tuple[int, ...], size: int) -> tuple[int, ...] | str:
     """The receive buffer's shape for ``kind`` on a send of ``shape``, or why the send is
     unfit (an all-gather of a scalar, a scatter whose first dim ``size`` does not divide)."""

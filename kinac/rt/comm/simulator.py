@@ -28,6 +28,7 @@ import numpy as np
 from kinac.errors import KinaError, KinaRuntimeError
 from kinac.rt.comm.communicator import (
     REDUCE_OPS,
+    CollectivesByKind,
     Tag,
     compute,
     dtype_name,
@@ -267,7 +268,7 @@ class _World:
             self.cond.notify_all()
 
 
-class SimComm:
+class SimComm(CollectivesByKind):
     """One simulated rank's communicator over ``axes`` of the mesh (the world: all of them)."""
 
     def __init__(self, world: _World, rank: int, axes: tuple[str, ...]) -> None:
@@ -327,48 +328,6 @@ class SimComm:
             LogEntry(kind, self.axis, moved_bytes(kind, send, recv), span, took)
         )
         return recv
-
-    def all_reduce(
-        self,
-        send: np.ndarray,
-        recv: np.ndarray | None = None,
-        op: str = "sum",
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("all-reduce", send, recv, op, tag)
-
-    def all_gather(
-        self,
-        send: np.ndarray,
-        recv: np.ndarray | None = None,
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("all-gather", send, recv, "sum", tag)
-
-    def reduce_scatter(
-        self,
-        send: np.ndarray,
-        recv: np.ndarray | None = None,
-        op: str = "sum",
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("reduce-scatter", send, recv, op, tag)
-
-    def all_to_all(
-        self,
-        send: np.ndarray,
-        recv: np.ndarray | None = None,
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("all-to-all", send, recv, "sum", tag)
 
     def barrier(self, *, tag: Tag | None = None) -> None:
         empty = np.empty((0,), dtype=np.uint8)

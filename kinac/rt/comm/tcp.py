@@ -26,6 +26,7 @@ import numpy as np
 from kinac.errors import KinaRuntimeError
 from kinac.rt.comm.communicator import (
     REDUCE_OPS,
+    CollectivesByKind,
     Tag,
     compute,
     dtype_name,
@@ -54,7 +55,7 @@ def _combine(heads: list[dict[str, Any]], datas: list[bytes]) -> list[tuple[dict
 COMBINE: dict[str, Combine] = dict.fromkeys(_KINDS, _combine)
 
 
-class TcpComm:
+class TcpComm(CollectivesByKind):
     """One process's communicator over ``axes`` of a mesh whose ranks are processes."""
 
     def __init__(
@@ -137,48 +138,6 @@ class TcpComm:
         recv[...] = np.frombuffer(got, dtype=send.dtype).reshape(shape)
         self.log.append(LogEntry(kind, self.axis, nbytes, span, time.perf_counter() - t0))
         return recv
-
-    def all_reduce(
-        self,
-        send: np.ndarray,
-        recv: np.ndarray | None = None,
-        op: str = "sum",
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("all-reduce", send, recv, op, tag)
-
-    def all_gather(
-        self,
-        send: np.ndarray,
-        recv: np.ndarray | None = None,
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("all-gather", send, recv, "sum", tag)
-
-    def reduce_scatter(
-        self,
-        send: np.ndarray,
-        recv: np.ndarray | None = None,
-        op: str = "sum",
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("reduce-scatter", send, recv, op, tag)
-
-    def all_to_all(
-        self,
-        send: np.ndarray,
-        recv: np.ndarray | None = None,
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("all-to-all", send, recv, "sum", tag)
 
     def barrier(self, *, tag: Tag | None = None) -> None:
         span = tag[1] if tag else ""
