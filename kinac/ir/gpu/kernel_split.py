@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Region
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -35,6 +35,7 @@ from kinac.ir.gpu.emit import add_declaration
 from kinac.ir.gpu.kernels import KernelGen
 from kinac.ir.gpu.stitch import gpu_kernel_symbol
 from kinac.ir.gpu.stitch import kernel_module as kernel_module
+from kinac.ir.kernel_structure import kernel_structure
 
 CANONICAL_NAME = "kernel"
 
@@ -63,31 +64,9 @@ def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
 
 
 def structure(k: st.KernelOp, step: int) -> Hashable:
-    """A hashable value equal for two kernels exactly when their canonical texts are equal
-    (same ops, properties, attributes, types and wiring): layers repeat kernels, and xDSL's
-    printer is slow, so each distinct kernel is printed once per entry."""
-    number: dict[SSAValue, int] = {v: i for i, v in enumerate(k.inputs)}
-    out: list[Hashable] = [step if k.kind.data == "gather" else 0]
-
-    def visit(op: Operation) -> None:
-        props = tuple(sorted((n, v) for n, v in op.properties.items() if op is not k or n != "sym"))
-        attrs = tuple(sorted((n, v) for n, v in op.attributes.items() if op is not k or n != "gpu"))
-        out.append((op.name, props, attrs))
-        out.append(tuple(number[o] for o in op.operands))
-        for r in op.results:
-            number[r] = len(number)
-            out.append(r.type)
-        for region in op.regions:
-            out.append("region")
-            for block in region.blocks:
-                out.append(("block", tuple(a.type for a in block.args)))
-                for a in block.args:
-                    number[a] = len(number)
-                for inner in block.ops:
-                    visit(inner)
-
-    visit(k)
-    return (tuple(u.type for u in k.inputs), tuple(out))
+    """The kernel's structure (:mod:`kinac.ir.kernel_structure`); its ``gpu`` launch notes are
+    not part of its canonical text."""
+    return kernel_structure(k, step, ignored_attr="gpu")
 
 
 def _context() -> Context:

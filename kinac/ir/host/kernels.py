@@ -25,7 +25,7 @@ from collections.abc import Hashable
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -40,6 +40,7 @@ from kinac.ir.host.llvm_to_text import module_to_llvm_ir
 from kinac.ir.host.loops_to_llvm import LoopsToLLVM
 from kinac.ir.host.pipeline import KINA_PASSES
 from kinac.ir.host.stitch import LoweredPiece, PieceKernel, kernel_symbol, stitch
+from kinac.ir.kernel_structure import kernel_structure
 from kinac.ir.pieces import cut
 from kinac.tir.graph import Graph
 
@@ -65,31 +66,6 @@ def canonical_kernel(k: st.KernelOp, step: int) -> HostKernel:
     return HostKernel(kernel_symbol(text, status_step), text, status_step)
 
 
-def _structure(k: st.KernelOp, step: int) -> Hashable:
-    """A hashable value equal for two kernels exactly when their canonical texts are equal
-    (same ops, properties, types and wiring): layers repeat kernels, and xDSL's printer is
-    slow, so each distinct kernel is printed once per entry."""
-    number: dict[SSAValue, int] = {v: i for i, v in enumerate(k.inputs)}
-    out: list[Hashable] = [step if k.kind.data == "gather" else 0]
-
-    def visit(op: Operation) -> None:
-        props = tuple(sorted((n, v) for n, v in op.properties.items() if op is not k or n != "sym"))
-        out.append((op.name, props, tuple(sorted(op.attributes.items()))))
-        out.append(tuple(number[o] for o in op.operands))
-        for r in op.results:
-            number[r] = len(number)
-            out.append(r.type)
-        for region in op.regions:
-            out.append("region")
-            for block in region.blocks:
-                out.append(("block", tuple(a.type for a in block.args)))
-                for a in block.args:
-                    number[a] = len(number)
-                for inner in block.ops:
-                    visit(inner)
-
-    visit(k)
-    return (tuple(u.type for u in k.inputs), tuple(out))
 
 
 # Canonical kernels printed so far, by structure: xDSL's printer is slow, and a long-lived
@@ -117,7 +93,7 @@ def lower_piece(piece: Graph) -> LoweredPiece:
     printed = _PRINTED  # identical kernels repeat: print each once (in this process)
     kernels: list[PieceKernel] = []
     for i, k in enumerate(o for o in fn.body.block.ops if isinstance(o, st.KernelOp)):
-        shape = _structure(k, i)
+        shape = kernel_structure(k, i)
         if shape not in printed:
             if len(printed) >= _PRINTED_MAX:
                 printed.clear()
