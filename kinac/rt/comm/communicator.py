@@ -139,6 +139,40 @@ class CollectivesByKind:
         return self._run("all-to-all", send, recv, "sum", tag)
 
 
+def checked_recv(
+    kind: str,
+    send: np.ndarray,
+    recv: np.ndarray | None,
+    op: str,
+    tag: Tag | None,
+    size: int,
+    rank: int,
+    axis: str,
+) -> tuple[str, np.ndarray]:
+    """A host backend's checks before a collective moves data: the reduction is known, the send
+    fits ``kind`` over ``size`` ranks, the receive buffer (allocated when ``None``) has the
+    shape and dtype the call produces. Returns the call's source span and the receive buffer;
+    a bad call is a :class:`KinaRuntimeError` naming the (global) ``rank``, the collective, its
+    mesh ``axis`` and the span."""
+    span = tag[1] if tag else ""
+    where = f"rank {rank}: {kind} over {axis}" + (f" at {span}" if span else "")
+    if op not in REDUCE_OPS:
+        raise KinaRuntimeError(
+            f"{where}: unknown reduction {op!r} (one of {', '.join(REDUCE_OPS)})"
+        )
+    shape = recv_shape(kind, tuple(send.shape), size)
+    if isinstance(shape, str):
+        raise KinaRuntimeError(f"{where}: {shape}")
+    if recv is None:
+        return span, np.empty(shape, dtype=send.dtype)
+    if tuple(recv.shape) != shape or recv.dtype != send.dtype:
+        raise KinaRuntimeError(
+            f"{where}: the receive buffer is {dtype_name(recv)}{list(recv.shape)}, "
+            f"expected {dtype_name(send)}{list(shape)}"
+        )
+    return span, recv
+
+
 def recv_shape(kind: str, shape: tuple[int, ...], size: int) -> tuple[int, ...] | str:
     """The receive buffer's shape for ``kind`` on a send of ``shape``, or why the send is
     unfit (an all-gather of a scalar, a scatter whose first dim ``size`` does not divide)."""

@@ -27,13 +27,12 @@ import numpy as np
 
 from kinac.errors import KinaError, KinaRuntimeError
 from kinac.rt.comm.communicator import (
-    REDUCE_OPS,
     CollectivesByKind,
     Tag,
+    checked_recv,
     compute,
     dtype_name,
     moved_bytes,
-    recv_shape,
 )
 
 T = TypeVar("T")
@@ -299,24 +298,7 @@ class SimComm(CollectivesByKind):
         self, kind: str, send: Any, recv: np.ndarray | None, op: str, tag: Tag | None
     ) -> np.ndarray:
         send = np.asarray(send)
-        span = tag[1] if tag else ""
-        where = f"rank {self.global_rank}: {kind} over {self.axis}" + (
-            f" at {span}" if span else ""
-        )
-        if op not in REDUCE_OPS:
-            raise KinaRuntimeError(
-                f"{where}: unknown reduction {op!r} (one of {', '.join(REDUCE_OPS)})"
-            )
-        shape = recv_shape(kind, tuple(send.shape), self.size)
-        if isinstance(shape, str):
-            raise KinaRuntimeError(f"{where}: {shape}")
-        if recv is None:
-            recv = np.empty(shape, dtype=send.dtype)
-        elif tuple(recv.shape) != shape or recv.dtype != send.dtype:
-            raise KinaRuntimeError(
-                f"{where}: the receive buffer is {dtype_name(recv)}{list(recv.shape)}, "
-                f"expected {dtype_name(send)}{list(shape)}"
-            )
+        span, recv = checked_recv(kind, send, recv, op, tag, self.size, self.global_rank, self.axis)
         t0 = time.perf_counter()
         call = _Call(
             kind, op, tuple(send.shape), dtype_name(send), span, self.global_rank, np.array(send)

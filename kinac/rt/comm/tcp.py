@@ -25,13 +25,12 @@ import numpy as np
 
 from kinac.errors import KinaRuntimeError
 from kinac.rt.comm.communicator import (
-    REDUCE_OPS,
     CollectivesByKind,
     Tag,
+    checked_recv,
     compute,
     dtype_name,
     moved_bytes,
-    recv_shape,
 )
 from kinac.rt.comm.rendezvous import Combine, DistEnv, RendezvousClient, join
 from kinac.rt.comm.simulator import LogEntry
@@ -105,24 +104,7 @@ class TcpComm(CollectivesByKind):
         self, kind: str, send: Any, recv: np.ndarray | None, op: str, tag: Tag | None
     ) -> np.ndarray:
         send = np.ascontiguousarray(send)
-        span = tag[1] if tag else ""
-        where = f"rank {self.global_rank}: {kind} over {self.axis}" + (
-            f" at {span}" if span else ""
-        )
-        if op not in REDUCE_OPS:
-            raise KinaRuntimeError(
-                f"{where}: unknown reduction {op!r} (one of {', '.join(REDUCE_OPS)})"
-            )
-        shape = recv_shape(kind, tuple(send.shape), self.size)
-        if isinstance(shape, str):
-            raise KinaRuntimeError(f"{where}: {shape}")
-        if recv is None:
-            recv = np.empty(shape, dtype=send.dtype)
-        elif tuple(recv.shape) != shape or recv.dtype != send.dtype:
-            raise KinaRuntimeError(
-                f"{where}: the receive buffer is {dtype_name(recv)}{list(recv.shape)}, "
-                f"expected {dtype_name(send)}{list(shape)}"
-            )
+        span, recv = checked_recv(kind, send, recv, op, tag, self.size, self.global_rank, self.axis)
         t0 = time.perf_counter()
         head = {
             "kind": kind,
@@ -135,7 +117,7 @@ class TcpComm(CollectivesByKind):
         }
         nbytes = moved_bytes(kind, send, recv)
         _, got = self.client.round(self.group, self.members, head, send.tobytes())
-        recv[...] = np.frombuffer(got, dtype=send.dtype).reshape(shape)
+        recv[...] = np.frombuffer(got, dtype=send.dtype).reshape(recv.shape)
         self.log.append(LogEntry(kind, self.axis, nbytes, span, time.perf_counter() - t0))
         return recv
 
