@@ -205,6 +205,8 @@ class MeshValueAndGrad(ShardedValueAndGrad):
         if unknown:
             raise KinaUsageError(f"layouts= names `{unknown[0]}`, not a parameter of `{name}`")
         self.inner, self.key, self.timeout_s = inner, inner.key, timeout_s
+        # what ShardedDefn.__init__ (not called: the mesh comes from Python) would set
+        self.target, self.backend, self.dist = "cpu", "simulator", None
         self.request = tuple(mesh.shape)
         self.last_log: Any = None
         self.last_program: Any = None
