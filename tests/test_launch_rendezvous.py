@@ -204,3 +204,27 @@ def test_a_rank_that_fails_tells_the_others_why() -> None:
     assert (
         str(got[0]) == "rank 1 failed: KinaRuntimeError: gather index 9 out of range at m.kina:4:7"
     )
+
+
+def test_a_master_gone_reads_the_same_whether_the_send_or_the_wait_finds_it() -> None:
+    """Which socket call sees rank 0 die is a race (a broken pipe on the send, a closed
+    connection on the wait): every rank's report names the master and the collective it was
+    in either way (the fresh-clone CI run once got only "lost the rendezvous master (rank 0):
+    Broken pipe")."""
+    import threading
+
+    from kinac.rt.comm.rendezvous import RankFailure, RendezvousClient
+
+    class _Gone:
+        def sendall(self, data: bytes) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    client = RendezvousClient.__new__(RendezvousClient)
+    client.rank, client.sock = 1, _Gone()  # type: ignore[assignment]
+    client._seq, client._lock = {}, threading.Lock()
+    head = {"kind": "all-reduce", "op": "sum", "axis": "tp", "shape": [2], "dtype": "f32"}
+    with pytest.raises(RankFailure) as failed:
+        client.round("tp", (0, 1), head, b"\0" * 8)
+    assert "rank 1 lost the rendezvous master (rank 0) while in all-reduce(sum) over tp" in str(
+        failed.value
+    )

@@ -479,14 +479,16 @@ class RendezvousClient:
             seq = self._seq.get(group, 0)
             self._seq[group] = seq + 1
             msg = {**head, "group": group, "seq": seq, "members": list(members)}
+            what = describe_call(msg)
             try:
                 send_msg(self.sock, msg, payload)
-            except OSError as e:
+            except OSError as e:  # the same report whether the send or the wait found it gone
                 raise RankFailure(
-                    f"rank {self.rank}: lost the rendezvous master (rank 0): {e.strerror or e}",
+                    f"rank {self.rank} lost the rendezvous master (rank 0) while in {what}: "
+                    f"rank 0 died or stopped ({e.strerror or e})",
                     0,
                 ) from None
-            return self._reply(self.sock, describe_call(msg))
+            return self._reply(self.sock, what)
 
     def unique_id(self, make: Callable[[], bytes] | None = None) -> bytes:
         """Rank 0 makes the id (``make()``, e.g. ``ncclGetUniqueId``); every rank gets it."""
