@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kinac.rt.comm.communicator import Tag, moved_bytes
+from kinac.rt.comm.communicator import CollectivesByKind, Tag, moved_bytes
 from kinac.rt.comm.simulator import LogEntry
 
 
@@ -65,7 +65,7 @@ class CudaIO:
         self._cuda.current_device().synchronize()
 
 
-class StagedComm:
+class StagedComm(CollectivesByKind):
     """The numpy-facing Communicator of a GPU rank: each call copies the send to the device,
     runs the NCCL collective, waits, and copies the receive back (see the module docstring)."""
 
@@ -85,17 +85,13 @@ class StagedComm:
         return self._subs[axis]
 
     def _run(
-        self,
-        kind: str,
-        call: Callable[..., Any],
-        send: Any,
-        recv: np.ndarray | None,
-        tag: Tag | None,
-        **kw: Any,
+        self, kind: str, send: Any, recv: np.ndarray | None, op: str, tag: Tag | None
     ) -> np.ndarray:
         t0 = time.perf_counter()
         send = np.ascontiguousarray(send)
         d_send = self._io.upload(send)
+        call = getattr(self._comm, kind.replace("-", "_"))  # the NCCL communicator's method
+        kw = {"op": op} if kind in ("all-reduce", "reduce-scatter") else {}
         got = call(d_send, None, tag=tag, **kw)  # NcclComm allocates the receive (io.empty)
         self._io.synchronize()
         host = self._io.download(got).reshape(tuple(int(s) for s in got.shape))
@@ -106,38 +102,6 @@ class StagedComm:
         nbytes = moved_bytes(kind, send, host)
         self.log.append(LogEntry(kind, self.axis, nbytes, span, time.perf_counter() - t0))
         return host
-
-    def all_reduce(
-        self,
-        send: Any,
-        recv: Any = None,
-        op: str = "sum",
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("all-reduce", self._comm.all_reduce, send, recv, tag, op=op)
-
-    def all_gather(
-        self, send: Any, recv: Any = None, *, stream: Any = None, tag: Tag | None = None
-    ) -> np.ndarray:
-        return self._run("all-gather", self._comm.all_gather, send, recv, tag)
-
-    def reduce_scatter(
-        self,
-        send: Any,
-        recv: Any = None,
-        op: str = "sum",
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> np.ndarray:
-        return self._run("reduce-scatter", self._comm.reduce_scatter, send, recv, tag, op=op)
-
-    def all_to_all(
-        self, send: Any, recv: Any = None, *, stream: Any = None, tag: Tag | None = None
-    ) -> np.ndarray:
-        return self._run("all-to-all", self._comm.all_to_all, send, recv, tag)
 
     def barrier(self, *, tag: Tag | None = None) -> None:
         self._comm.barrier(tag=tag)
