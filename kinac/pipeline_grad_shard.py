@@ -20,11 +20,11 @@ from kinac import pipeline, pipeline_grad  # pipeline_grad may be mid-import: at
 from kinac.pipeline_support import CheckEnv, DefnKey, EntryKey
 from kinac.rules import Database, query
 from kinac.rules.codec import record
-from kinac.shard.model import ShardPlan
-from kinac.tir.graph import Graph
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the shard package imports the checker's factor rules: loaded when run
     from kinac.artifacts.sharded import DeviceProgram
+    from kinac.shard.model import ShardPlan
+    from kinac.tir.graph import Graph
 
 GradKey = tuple[EntryKey, tuple[str, ...]]
 

@@ -340,3 +340,66 @@ def dtype_lists(root: Path = KINAC_DIR) -> list[str]:
 
 def test_dtype_lists_are_not_spelled_out_again() -> None:
     assert dtype_lists() == []
+
+
+# -- what loading the pipeline costs ---------------------------------------------------------
+
+HEAVY_AT_LOAD = (
+    "kinac.check",  # the checker (its Z3 solver, its primitive tables)
+    "kinac.shard",  # sharding (imports the checker's factor rules)
+    "kinac.ir",
+    "kinac.codegen",
+    "kinac.rt",
+    "z3",
+    "xdsl",
+    "llvmlite",
+    "cuda",
+    "numpy",
+    "torch",
+)
+"""What ``import kinac.pipeline`` must not load: a no-op build and ``kinac --help`` pay for every
+module the pipeline imports at its top level (and its stage modules'), so each stage imports
+these inside the query that needs them."""
+
+
+def heavy_modules_after(statement: str, root: Path) -> list[str]:
+    """The modules of :data:`HEAVY_AT_LOAD` loaded by ``statement`` in a fresh interpreter whose
+    ``kinac`` is the tree ``root``."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys\n{statement}\n"
+        f"print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY_AT_LOAD!r}"
+        f" or any(m == p or m.startswith(p + '.') for p in {HEAVY_AT_LOAD!r}))))\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root.parent,
+        env={**env, "PYTHONPATH": str(root.parent)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.split()
+
+
+def test_loading_the_pipeline_imports_no_stage() -> None:
+    """``kinac.pipeline`` and the ``kinac/pipeline_*.py`` stage modules it registers import the
+    checker, sharding, xDSL, llvmlite, CUDA and numpy lazily (``pipeline_grad_shard`` used to
+    import the shard package, hence the whole checker, at load: half of the pipeline's
+    import time)."""
+    assert heavy_modules_after("import kinac.pipeline", KINAC_DIR) == []
+
+
+def test_an_eager_stage_import_in_the_pipeline_is_caught(tree: Path) -> None:
+    path = module_file("kinac.pipeline_grad_shard", tree)
+    assert path is not None
+    original = path.read_text()
+    try:
+        path.write_text(original + "\n\nfrom kinac.shard.model import ShardPlan  # noqa\n")
+        found = heavy_modules_after("import kinac.pipeline", tree)
+        assert "kinac.shard.model" in found and "kinac.check" in found
+    finally:
+        path.write_text(original)
