@@ -80,18 +80,72 @@ def world_comm(shape: tuple[int, ...], axes: tuple[str, ...], env: DistEnv) -> T
     return _WORLDS[key]
 
 
-def _nccl_world(shape: tuple[int, ...], axes: tuple[str, ...], env: DistEnv) -> Any:
-    """The mesh's NCCL world communicator, staged for host slots (:mod:`.gpu_rank`)."""
-    from kinac.rt.comm import gpu_rank, tcp
+def nccl_world(
+    shape: tuple[int, ...], axes: tuple[str, ...], env: DistEnv, ops: Any, lib: Any = None
+) -> Any:
+    """The mesh's NCCL world communicator (made once per mesh by :func:`.nccl.world`) on this
+    rank's GPU, receive buffers from ``ops`` (the device's pool)."""
+    from kinac.rt.comm import nccl, tcp
 
     check_world(shape, env)
-    key = (shape, axes)
-    if key not in _GPU_WORLDS:
-        _GPU_WORLDS[key] = gpu_rank.nccl_world(shape, axes, tcp.process_client(env))
-    return _GPU_WORLDS[key]
+    return nccl.world(shape, axes, tcp.process_client(env), alloc=ops.empty, lib=lib)
 
 
-_GPU_WORLDS: dict[tuple[tuple[int, ...], tuple[str, ...]], Any] = {}
+def _gather_outputs(outs: Sequence[Any], program: DeviceProgram, comm: Any) -> list[np.ndarray]:
+    """Every rank's outputs on every rank, assembled (partial shares summed in rank order,
+    replicas from coordinate 0), as the simulator assembles them."""
+    result = []
+    for o, (_, _, lay) in zip(outs, program.outputs, strict=True):
+        mine = np.ascontiguousarray(o)
+        every = comm.all_gather(mine.reshape(1, *mine.shape), tag=("all-gather", "outputs"))
+        result.append(assemble([every[i] for i in range(comm.size)], lay, program.mesh))
+    return result
+
+
+def run_nccl(
+    program: DeviceProgram,
+    segments: Sequence[Callable[..., Any]],
+    glob: Sequence[np.ndarray],
+    env: DistEnv,
+    ops: Any = None,
+    lib: Any = None,
+) -> tuple[list[np.ndarray], RankLog]:
+    """This GPU rank's run of ``program`` (device-resident: :mod:`.device_run`) on the global
+    arguments; the global outputs (gathered over NCCL on the device, then brought back)."""
+    from kinac.rt.comm import device_run, tcp
+    from kinac.rt.comm.gpu_rank import device_segment
+
+    ops = ops or device_run.CudaOps()
+    mesh = program.mesh
+    shape = tuple(int(s) for s in mesh.shape)
+    comm = nccl_world(shape, tuple(str(a) for a in mesh.axes), env, ops, lib)
+    local = [
+        shard_global(a, lay, mesh, comm.global_rank)
+        for a, (_, _, lay) in zip(glob, program.params, strict=True)
+    ]
+    start = len(comm.log)
+    try:
+        segs = [device_segment(s) for s in segments]
+        outs = device_run.run_device_program(program, segs, comm, local, ops)
+        log = RankLog(list(comm.log[start:]))
+        gathered = []
+        for o in outs:
+            oshape = tuple(int(d) for d in o.shape)
+            every = comm.all_gather(ops.view(o, (1, *oshape)), tag=("all-gather", "outputs"))
+            gathered.append(every)
+        ops.synchronize()
+        hosts = [ops.download(g) for g in gathered]
+    except RankFailure:
+        raise
+    except Exception as e:  # this rank's own error (a runtime check): the others learn it
+        tcp.process_client(env).abort(f"{type(e).__name__}: {e}")
+        raise
+    del comm.log[start:]
+    result = [
+        assemble([every[i] for i in range(comm.size)], lay, mesh)
+        for every, (_, _, lay) in zip(hosts, program.outputs, strict=True)
+    ]
+    return result, log
 
 
 def run_distributed(
@@ -103,13 +157,15 @@ def run_distributed(
 ) -> tuple[list[np.ndarray], RankLog]:
     """This rank's run of ``program`` on the global arguments; the global outputs.
     ``backend``: ``tcp`` (host segments, the process-group communicator) or ``nccl`` (GPU
-    segments brought back to the host, NCCL through :class:`.gpu_rank.StagedComm`)."""
+    segments, device-resident, NCCL: :func:`run_nccl`)."""
     from kinac.rt.comm import tcp
 
+    if backend == "nccl":
+        return run_nccl(program, segments, glob, env)
     mesh = program.mesh
     shape = tuple(int(s) for s in mesh.shape)
     axes = tuple(str(a) for a in mesh.axes)
-    comm: Any = _nccl_world(shape, axes, env) if backend == "nccl" else world_comm(shape, axes, env)
+    comm: Any = world_comm(shape, axes, env)
     local = [
         shard_global(a, lay, mesh, comm.global_rank)
         for a, (_, _, lay) in zip(glob, program.params, strict=True)
@@ -123,10 +179,6 @@ def run_distributed(
         tcp.process_client(env).abort(f"{type(e).__name__}: {e}")
         raise
     log = RankLog(list(comm.log[start:]))
-    result = []
-    for o, (_, _, lay) in zip(outs, program.outputs, strict=True):
-        mine = np.ascontiguousarray(o)
-        every = comm.all_gather(mine.reshape(1, *mine.shape), tag=("all-gather", "outputs"))
-        result.append(assemble([every[i] for i in range(comm.size)], lay, mesh))
+    result = _gather_outputs(outs, program, comm)
     del comm.log[start:]  # the outputs' gather is the API's, not the program's
     return result, log

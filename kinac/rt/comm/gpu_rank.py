@@ -1,15 +1,12 @@
-"""A GPU rank's run of a per-device program: GPU segments, collectives through NCCL.
+"""GPU segments for a rank's program, and a host-staged NCCL Communicator.
 
-Why staged through the host, for now: :func:`kinac.rt.comm.execute.run_program` moves a
-gathered or scattered dim to the front with numpy (one contiguous copy) and keeps slots as
-host arrays, and there is no device transpose kernel in the runtime yet. So this first NCCL
-path runs each GPU segment (host arrays in, its outputs brought back), and
-:class:`StagedComm` gives NCCL device copies of each send and brings each receive back: the
-same per-device program as the simulator and the CPU process group, on real GPUs and NCCL,
-with two copies per collective that a device-resident version will remove (slots as device
-tensors, the dim moves as device copies, NCCL on the entry's stream inside its CUDA graph:
-docs/distributed.md). Nothing here has run on a GPU yet (no multi-GPU machine was lent); the
-tests drive it with a fake device and a fake NCCL.
+The NCCL path of ``kinac run --distributed --target cuda`` and ``kinac.compile(target='cuda',
+mesh=)`` under a launch is device-resident (:mod:`kinac.rt.comm.device_run`: slots are device
+tensors, collectives NCCL calls on the segments' buffers). What stays here: the segment
+wrapper (:func:`host_segment`, whose ``.device`` is the GPU entry itself), and
+:class:`StagedComm`, a numpy-facing Communicator that copies each send to the device, runs
+the NCCL collective, waits and copies the receive back (two copies per collective), for a
+caller whose slots are host arrays (:func:`kinac.rt.comm.execute.run_program`).
 
 The device is an object with ``upload(array) -> buffer``, ``empty(shape, dtype) -> buffer``,
 ``download(buffer) -> array`` and ``synchronize()`` (:class:`CudaIO` for kinac's CUDA runtime);
@@ -108,7 +105,9 @@ class StagedComm(CollectivesByKind):
 
 
 def host_segment(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A GPU segment whose outputs come back as host arrays (what ``run_program`` keeps)."""
+    """A GPU segment whose outputs come back as host arrays (what ``run_program`` keeps);
+    ``.device`` is ``fn`` itself, device tensors out, for the device-resident NCCL path
+    (:mod:`kinac.rt.comm.device_run`)."""
 
     def call(*arrays: Any) -> Any:
         got = fn(*arrays)
@@ -116,14 +115,21 @@ def host_segment(fn: Callable[..., Any]) -> Callable[..., Any]:
         res = tuple(o if isinstance(o, np.ndarray) else np.asarray(o.numpy()) for o in outs)
         return res[0] if len(res) == 1 else res
 
+    call.device = fn  # type: ignore[attr-defined]
     return call
 
 
+def device_segment(seg: Callable[..., Any]) -> Callable[..., Any]:
+    """The device-tensors-out form of a segment (the GPU entry under :func:`host_segment`)."""
+    return getattr(seg, "device", seg)
+
+
 def nccl_world(
-    shape: tuple[int, ...], axes: tuple[str, ...], client: Any, io: Any = None, core: Any = None
+    shape: tuple[int, ...], axes: tuple[str, ...], client: Any, io: Any = None, lib: Any = None
 ) -> StagedComm:
-    """The mesh's world communicator for this GPU rank (NCCL's, created once per mesh)."""
+    """The mesh's world NCCL communicator behind host staging, for host slots (``run_program``;
+    the NCCL path itself is device-resident: :mod:`kinac.rt.comm.device_run`)."""
     from kinac.rt.comm import nccl
 
     io = io or CudaIO()
-    return StagedComm(nccl.world(shape, axes, client, alloc=io.empty, core=core), io)
+    return StagedComm(nccl.world(shape, axes, client, alloc=io.empty, lib=lib), io)

@@ -1,24 +1,32 @@
 """The :class:`~kinac.rt.comm.communicator.Communicator` over NCCL, through nccl4py.
 
-Why nccl4py (``pip install 'kinac[cu13]'``): the issue asks for the engine everyone trusts
-(NCCL) through a maintained binding, no home-made transport. One process per GPU; rank 0 makes
-NCCL's unique id and the rendezvous (:mod:`kinac.rt.comm.rendezvous`) hands it to every rank;
-``ncclCommInitRank`` then builds the world communicator, once per mesh (cached), and
-``sub(axis)`` is ``ncclCommSplit`` with the rank's other coordinates as colour and its
-coordinate along the axis as key (cached too: every later call of the same axis reuses it).
-Collectives are enqueued on the caller's stream with the device buffers themselves (DLPack or
-CUDA array interface objects: kinac's CUDA tensors), so an entry's collectives are captured in
-its CUDA graph like its kernels, and kinac adds no copy.
+Why nccl4py's low-level module (``nccl.bindings.nccl``, ``pip install 'kinac[cu13]'``): the
+issue asks for the engine everyone trusts (NCCL) through a maintained binding, and kinac adds
+no copies. Its low-level functions take what kinac's CUDA tensors are: a device address, an
+element count, ``ncclDataType_t``/``ncclRedOp_t`` codes and a ``cudaStream_t`` handle. So a
+collective here is one NCCL call on the caller's buffers and stream (zero copies, no buffer
+protocol resolved per call, bf16 as NCCL's bf16), and it can be captured in a CUDA graph with
+the kernels around it (NCCL supports stream capture). nccl4py's high-level ``nccl.core`` would
+resolve each buffer through cuda-core's DLPack view (a cuda-core 1.x dependency the GPU image
+may not have, and no bf16 without ml-dtypes); the benchmark compares the two
+(``benches/nccl.py``).
+
+One process per GPU; rank 0 makes NCCL's unique id and the rendezvous
+(:mod:`kinac.rt.comm.rendezvous`) hands it to every rank; ``ncclCommInitRankScalable`` then
+builds the world communicator, once per mesh (cached), and ``sub(axis)`` is ``ncclCommSplit``
+with the rank's other coordinates as colour and its coordinate along the axis as key (cached
+too). All-to-all is NCCL's grouped send/recv (one ``ncclSend``/``ncclRecv`` pair per peer
+between ``ncclGroupStart``/``End``: every NCCL version has it). NCCL has no barrier: the
+device barrier is a one-element all-reduce on the stream, the host barrier the rendezvous's.
 
 nccl4py is imported lazily here and only here (``tests/test_layers.py``: one module per heavy
-dependency). NOT RUN ON A GPU YET: no machine with several GPUs was lent while this was
-written; the names used from nccl4py (``nccl.core.Communicator.init/split/allreduce/
-allgather/reduce_scatter/alltoall``, ``get_unique_id``, ``NcclRedOp``) are those of its
-documentation, and the tests drive this module with a fake ``nccl.core`` (docs/distributed.md).
+dependency); the CPU tests drive this module with a fake ``nccl.bindings.nccl`` over host
+memory (``tests/test_nccl_backend.py``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +34,7 @@ import numpy as np
 
 from kinac.errors import KinaRuntimeError
 from kinac.rt.comm.communicator import REDUCE_OPS, Tag, recv_shape
+from kinac.rt.comm.simulator import LogEntry
 
 # Kina dtype -> ncclDataType_t name (NCCL has no bool: it travels as uint8)
 NCCL_DTYPES = {
@@ -39,32 +48,64 @@ NCCL_DTYPES = {
     "u8": "uint8",
     "bool": "uint8",
 }
-# our reduction name -> ncclRedOp_t member
+# ncclDataType_t values (nccl.h; nccl4py's NcclDataType)
+NCCL_TYPE_CODES = {
+    "int8": 0,
+    "uint8": 1,
+    "int32": 2,
+    "uint32": 3,
+    "int64": 4,
+    "uint64": 5,
+    "float16": 6,
+    "float32": 7,
+    "float64": 8,
+    "bfloat16": 9,
+}
+# our reduction name -> ncclRedOp_t member, and its value (nccl.h)
 NCCL_OPS = {"sum": "SUM", "prod": "PROD", "max": "MAX", "min": "MIN", "avg": "AVG"}
-assert tuple(NCCL_OPS) == REDUCE_OPS
+NCCL_OP_CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+assert tuple(NCCL_OPS) == REDUCE_OPS == tuple(NCCL_OP_CODES)
+
+_ITEMSIZE = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
+_ITEMSIZE.update({"float16": 2, "float32": 4, "float64": 8, "bfloat16": 2})
+
+
+def nccl_lib() -> Any:
+    """nccl4py's low-level ``nccl.bindings.nccl``, or a clear error saying how to get it."""
+    try:
+        from nccl.bindings import nccl as lib  # type: ignore[import-not-found]
+    except ImportError as e:
+        raise KinaRuntimeError(
+            "the NCCL backend needs nccl4py: pip install 'kinac[cu13]' (nccl4py[cu13]) on a "
+            f"machine with NVIDIA GPUs ({e})"
+        ) from None
+    return lib
 
 
 def nccl_core() -> Any:
-    """nccl4py's ``nccl.core``, or a clear error saying how to get it."""
+    """nccl4py's high-level ``nccl.core`` (the benchmark's reference), or a clear error."""
     try:
         import nccl.core as core  # type: ignore[import-not-found]
-    except ImportError:
+    except ImportError as e:
         raise KinaRuntimeError(
             "the NCCL backend needs nccl4py: pip install 'kinac[cu13]' (nccl4py[cu13]) on a "
-            "machine with NVIDIA GPUs"
+            f"machine with NVIDIA GPUs ({e})"
         ) from None
     return core
 
 
-def _dtype_of(buf: Any) -> str:
-    """The Kina dtype name of a buffer (kinac CUDA tensor, numpy, anything with ``dtype``)."""
-    name = getattr(getattr(buf, "dtype", None), "name", str(getattr(buf, "dtype", "?")))
+def _dtype_name(dtype: Any) -> str:
+    name = getattr(dtype, "name", None) or str(dtype)
+    return "bfloat16" if name == "uint16" else name  # the host convention: uint16 means bf16
+
+
+def kina_dtype(name: str) -> str:
+    """The Kina dtype name of a buffer's element type name (for messages)."""
     return {
         "float64": "f64",
         "float32": "f32",
         "float16": "f16",
         "bfloat16": "bf16",
-        "uint16": "bf16",  # the host convention: uint16 means bf16
         "int64": "i64",
         "int32": "i32",
         "int8": "i8",
@@ -73,23 +114,35 @@ def _dtype_of(buf: Any) -> str:
     }.get(name, name)
 
 
-def uid_to_bytes(uid: Any) -> bytes:
-    """NCCL's unique id as its 128 bytes, whatever nccl4py wraps it in."""
-    for attr in ("as_bytes", "to_bytes", "tobytes"):
-        f = getattr(uid, attr, None)
-        if callable(f):
-            return bytes(f())
-    return bytes(uid)
+def buffer_of(buf: Any) -> tuple[int, tuple[int, ...], str]:
+    """``(address, shape, element type name)`` of a device buffer: a kinac CUDA tensor, any
+    DLPack producer on a GPU (imported without a copy), or (the CPU tests' fake device) a
+    numpy array. Contiguous buffers only: NCCL reads ``count`` elements from the address."""
+    if isinstance(buf, np.ndarray):
+        if not buf.flags.c_contiguous:
+            raise KinaRuntimeError("NCCL needs contiguous buffers")
+        return int(buf.ctypes.data), tuple(int(d) for d in buf.shape), _dtype_name(buf.dtype)
+    if not hasattr(buf, "ptr") or not hasattr(buf, "strides"):
+        from kinac.rt.cuda import Tensor
+
+        buf = Tensor.from_dlpack(buf)
+    if not buf.is_contiguous():
+        raise KinaRuntimeError("NCCL needs contiguous buffers")
+    return int(buf.ptr), tuple(int(d) for d in buf.shape), _dtype_name(buf.dtype)
 
 
-def uid_from_bytes(core: Any, data: bytes) -> Any:
-    """The unique id object nccl4py's ``Communicator.init`` takes, from the 128 bytes."""
-    cls = getattr(core, "UniqueId", None)
-    for attr in ("from_bytes", "frombytes"):
-        f = getattr(cls, attr, None)
-        if callable(f):
-            return f(data)
-    return cls(data) if cls is not None else data
+def stream_handle(stream: Any) -> int:
+    """A ``cudaStream_t`` as an int: kinac's :class:`~kinac.rt.cuda.Stream`, an object with
+    ``__cuda_stream__`` (cuda-core, torch), or an int (0: the legacy default stream)."""
+    if stream is None:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "handle"):
+        return int(stream.handle)
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    return int(stream)
 
 
 class NcclComm:
@@ -97,7 +150,7 @@ class NcclComm:
 
     def __init__(
         self,
-        core: Any,
+        lib: Any,
         comm: Any,
         shape: tuple[int, ...],
         mesh_axes: tuple[str, ...],
@@ -105,8 +158,9 @@ class NcclComm:
         global_rank: int,
         alloc: Callable[[tuple[int, ...], Any], Any] | None = None,
         barrier: Callable[[], None] | None = None,
+        log: list[LogEntry] | None = None,
     ) -> None:
-        self._core, self._comm = core, comm
+        self._lib, self._comm = lib, comm
         self.shape, self.mesh_axes, self.axes = shape, mesh_axes, axes
         self.axis = ",".join(axes)
         self.global_rank = global_rank
@@ -114,8 +168,15 @@ class NcclComm:
         along = [i for i, a in enumerate(mesh_axes) if a in axes]
         self.rank = int(np.ravel_multi_index([coords[i] for i in along], [shape[i] for i in along]))
         self.size = int(np.prod([shape[i] for i in along], dtype=np.int64))
-        self._alloc, self._barrier = alloc, barrier
+        self._alloc, self._host_barrier = alloc, barrier
+        self.log: list[LogEntry] = [] if log is None else log
         self._subs: dict[str, NcclComm] = {}
+        self._token: Any = None  # the device barrier's one-element buffer
+
+    @property
+    def handle(self) -> Any:
+        """nccl4py's communicator object (``ncclComm_t``)."""
+        return self._comm
 
     def split_key(self, axis: str) -> tuple[int, int]:
         """``(colour, key)`` of ``ncclCommSplit`` for ``axis``: the ranks sharing every other
@@ -141,51 +202,60 @@ class NcclComm:
             return self
         if axis not in self._subs:
             colour, key = self.split_key(axis)
-            comm = self._comm.split(colour, key)
+            comm = self._lib.comm_split(self._comm, colour, key, 0)
             self._subs[axis] = NcclComm(
-                self._core,
+                self._lib,
                 comm,
                 self.shape,
                 self.mesh_axes,
                 (axis,),
                 self.global_rank,
                 self._alloc,
-                self._barrier,
+                self._host_barrier,
+                self.log,
             )
         return self._subs[axis]
 
-    def _bufs(self, kind: str, send: Any, recv: Any, op: str, tag: Tag | None) -> tuple[Any, Any]:
+    def _where(self, kind: str, tag: Tag | None) -> str:
         span = tag[1] if tag else ""
-        where = f"rank {self.global_rank}: {kind} over {self.axis}" + (
-            f" at {span}" if span else ""
-        )
+        return f"rank {self.global_rank}: {kind} over {self.axis}" + (f" at {span}" if span else "")
+
+    def _bufs(
+        self, kind: str, send: Any, recv: Any, op: str, tag: Tag | None
+    ) -> tuple[Any, int, int, int, tuple[int, ...], str]:
+        """The checked call: ``(recv, send address, recv address, send count, send shape,
+        element type)``; a bad call is refused before NCCL with the simulator's messages."""
+        where = self._where(kind, tag)
         if op not in NCCL_OPS:
             raise KinaRuntimeError(
                 f"{where}: unknown reduction {op!r} (one of {', '.join(NCCL_OPS)})"
             )
-        dt = _dtype_of(send)
-        if dt not in NCCL_DTYPES:
+        sptr, sshape, dt = buffer_of(send)
+        if dt == "bool":
+            if kind in ("all-reduce", "reduce-scatter") and op in ("prod", "avg"):
+                raise KinaRuntimeError(f"{where}: reduction {op!r} is not defined on bool buffers")
+        elif dt not in NCCL_TYPE_CODES:
             raise KinaRuntimeError(
-                f"{where}: NCCL has no {dt} type (it has {', '.join(NCCL_DTYPES)})"
+                f"{where}: NCCL has no {kina_dtype(dt)} type (it has {', '.join(NCCL_DTYPES)})"
             )
-        if dt == "bool" and kind in ("all-reduce", "reduce-scatter") and op in ("prod", "avg"):
-            raise KinaRuntimeError(f"{where}: reduction {op!r} is not defined on bool buffers")
-        shape = recv_shape(kind, tuple(int(d) for d in send.shape), self.size)
+        shape = recv_shape(kind, sshape, self.size)
         if isinstance(shape, str):
             raise KinaRuntimeError(f"{where}: {shape}")
         if recv is None:
             if self._alloc is None:
                 raise KinaRuntimeError(f"{where}: the NCCL backend needs a receive buffer")
-            recv = self._alloc(shape, send.dtype)
-        elif tuple(int(d) for d in recv.shape) != shape or _dtype_of(recv) != dt:
+            recv = self._alloc(shape, dt)
+        rptr, rshape, rdt = buffer_of(recv)
+        if rshape != shape or rdt != dt:
             raise KinaRuntimeError(
-                f"{where}: the receive buffer is {_dtype_of(recv)}{list(recv.shape)}, "
-                f"expected {dt}{list(shape)}"
+                f"{where}: the receive buffer is {kina_dtype(rdt)}{list(rshape)}, "
+                f"expected {kina_dtype(dt)}{list(shape)}"
             )
-        return send, recv
+        return recv, sptr, rptr, int(np.prod(sshape, dtype=np.int64)), sshape, dt
 
-    def _op(self, op: str) -> Any:
-        return getattr(self._core.NcclRedOp, NCCL_OPS[op])
+    def _logged(self, kind: str, t0: float, nbytes: int, tag: Tag | None) -> None:
+        span = tag[1] if tag else ""
+        self.log.append(LogEntry(kind, self.axis, nbytes, span, time.perf_counter() - t0))
 
     def all_reduce(
         self,
@@ -196,15 +266,21 @@ class NcclComm:
         stream: Any = None,
         tag: Tag | None = None,
     ) -> Any:
-        send, recv = self._bufs("all-reduce", send, recv, op, tag)
-        self._comm.allreduce(send, recv, self._op(op), stream=stream)
+        t0 = time.perf_counter()
+        recv, s, r, n, _, dt = self._bufs("all-reduce", send, recv, op, tag)
+        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        self._lib.all_reduce(s, r, n, code, NCCL_OP_CODES[op], self._comm, stream_handle(stream))
+        self._logged("all-reduce", t0, n * _ITEMSIZE.get(dt, 1), tag)
         return recv
 
     def all_gather(
         self, send: Any, recv: Any = None, *, stream: Any = None, tag: Tag | None = None
     ) -> Any:
-        send, recv = self._bufs("all-gather", send, recv, "sum", tag)
-        self._comm.allgather(send, recv, stream=stream)
+        t0 = time.perf_counter()
+        recv, s, r, n, _, dt = self._bufs("all-gather", send, recv, "sum", tag)
+        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        self._lib.all_gather(s, r, n, code, self._comm, stream_handle(stream))
+        self._logged("all-gather", t0, n * self.size * _ITEMSIZE.get(dt, 1), tag)
         return recv
 
     def reduce_scatter(
@@ -216,21 +292,55 @@ class NcclComm:
         stream: Any = None,
         tag: Tag | None = None,
     ) -> Any:
-        send, recv = self._bufs("reduce-scatter", send, recv, op, tag)
-        self._comm.reduce_scatter(send, recv, self._op(op), stream=stream)
+        t0 = time.perf_counter()
+        recv, s, r, n, _, dt = self._bufs("reduce-scatter", send, recv, op, tag)
+        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        lib = self._lib
+        lib.reduce_scatter(
+            s, r, n // self.size, code, NCCL_OP_CODES[op], self._comm, stream_handle(stream)
+        )
+        self._logged("reduce-scatter", t0, n * _ITEMSIZE.get(dt, 1), tag)
         return recv
 
     def all_to_all(
         self, send: Any, recv: Any = None, *, stream: Any = None, tag: Tag | None = None
     ) -> Any:
-        send, recv = self._bufs("all-to-all", send, recv, "sum", tag)
-        self._comm.alltoall(send, recv, stream=stream)
+        """Chunk ``j`` of ``send`` to rank ``j``, rank ``j``'s chunk into chunk ``j`` of
+        ``recv``: one grouped ``ncclSend``/``ncclRecv`` pair per peer."""
+        t0 = time.perf_counter()
+        recv, s, r, n, _, dt = self._bufs("all-to-all", send, recv, "sum", tag)
+        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        count = n // self.size
+        step = count * _ITEMSIZE.get(dt, 1)
+        lib, comm, h = self._lib, self._comm, stream_handle(stream)
+        lib.group_start()
+        try:
+            for j in range(self.size):
+                lib.send(s + j * step, count, code, j, comm, h)
+                lib.recv(r + j * step, count, code, j, comm, h)
+        finally:
+            lib.group_end()
+        self._logged("all-to-all", t0, n * _ITEMSIZE.get(dt, 1), tag)
         return recv
 
-    def barrier(self, *, tag: Tag | None = None) -> None:
-        """NCCL has no barrier: the rendezvous's (host-side, every rank of the launch)."""
-        if self._barrier is not None:
-            self._barrier()
+    def barrier(self, *, stream: Any = None, tag: Tag | None = None) -> None:
+        """The device barrier: a one-element all-reduce on ``stream`` (work queued after it on
+        that stream starts once every rank has queued it; capturable). Without an allocator
+        (no device), the rendezvous's host barrier."""
+        if self._alloc is None:
+            self.host_barrier()
+            return
+        if self._token is None:
+            self._token = self._alloc((1,), "int32")
+        p, _, _ = buffer_of(self._token)
+        self._lib.all_reduce(
+            p, p, 1, NCCL_TYPE_CODES["int32"], 0, self._comm, stream_handle(stream)
+        )
+
+    def host_barrier(self) -> None:
+        """Every rank of the launch reaches this line (the rendezvous's barrier, host-side)."""
+        if self._host_barrier is not None:
+            self._host_barrier()
 
     def __repr__(self) -> str:
         return (
@@ -246,22 +356,23 @@ def world(
     axes: tuple[str, ...],
     client: Any,
     alloc: Callable[[tuple[int, ...], Any], Any] | None = None,
-    core: Any = None,
+    lib: Any = None,
 ) -> NcclComm:
     """The mesh's world NCCL communicator, created once per mesh and cached: rank 0's
-    ``get_unique_id`` through the rendezvous ``client``, then ``Communicator.init``."""
+    ``ncclGetUniqueId`` through the rendezvous ``client``, then ``ncclCommInitRankScalable``
+    (what nccl4py's ``Communicator.init`` calls). Runs on the current CUDA device."""
     key = (tuple(shape), tuple(axes))
     if key in _WORLDS:
         return _WORLDS[key]
-    core = core or nccl_core()
+    lib = lib or nccl_lib()
     n = int(np.prod(shape, dtype=np.int64))
     if n != client.size:
         raise KinaRuntimeError(
             f"mesh {list(shape)} ({', '.join(axes)}) has {n} devices but WORLD_SIZE is {client.size}"
         )
-    data = client.unique_id(lambda: uid_to_bytes(core.get_unique_id()))
-    comm = core.Communicator.init(n, client.rank, uid_from_bytes(core, data))
-    made = NcclComm(core, comm, key[0], key[1], key[1], client.rank, alloc, client.barrier)
+    data = client.unique_id(lambda: bytes(lib.get_unique_id()))
+    comm = lib.comm_init_rank_scalable(n, client.rank, 1, bytearray(data), 0)
+    made = NcclComm(lib, comm, key[0], key[1], key[1], client.rank, alloc, client.barrier)
     _WORLDS[key] = made
     return made
 

@@ -1,0 +1,295 @@
+"""One GPU rank's run of a ``DeviceProgram`` with every slot on the device (the NCCL path).
+
+Why: :func:`kinac.rt.comm.execute.run_program` keeps slots as host arrays, so a GPU rank
+through it copies every segment's outputs back and every collective's buffers in and out
+(:class:`~kinac.rt.comm.gpu_rank.StagedComm`, kept for hosts). Here the slots are device
+buffers: a GPU segment takes its inputs in place and returns new device tensors, and a
+collective is one NCCL call on the segment's buffers, on the entry's stream (the legacy
+default stream every GPU entry runs on, so segments and collectives are ordered without a
+wait). The only copies are the dim moves a communicator needs (NCCL splits and concatenates
+along axis 0 of contiguous buffers, the program names a dim): moving dim ``d`` of a
+``(P, S, Q)`` buffer (``P`` the dims before it, ``Q`` after) to the front is ``min(P, S)``
+strided 2-D copies on the stream (``cuMemcpy2DAsync``, capturable), and none when ``P`` is 1
+(dim 0, or only size-1 dims before it: the common case, and every all-reduce). An all-to-all
+that concatenates along another dim than it splits is the one step that goes through the host
+(counted in ``ops.host_copies``; no sharding rule emits it for the block or the MLP).
+
+The device is an object with ``empty(shape, dtype)``, ``upload(array)``, ``download(buf)``,
+``view(buf, shape, offset_bytes=0)``, ``copy2d(dst, dst_pitch, src, src_pitch, width, height,
+stream)`` on addresses and ``synchronize()``: :class:`CudaOps` (kinac's CUDA runtime) and
+:class:`HostOps` (numpy buffers, the CPU tests' fake device, whose ``copy2d`` is the same
+address arithmetic through ``ctypes.memmove``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kinac.artifacts.sharded import RunSegment
+from kinac.errors import KinaRuntimeError
+from kinac.rt.comm.gpu_rank import device_dtype
+from kinac.rt.comm.nccl import buffer_of
+
+if TYPE_CHECKING:
+    from kinac.artifacts.sharded import Collective, DeviceProgram
+
+
+MEMORYTYPE_DEVICE = 2  # CU_MEMORYTYPE_DEVICE
+
+
+class Memcpy2D(ctypes.Structure):
+    """``CUDA_MEMCPY2D`` (cuda.h), for ``cuMemcpy2DAsync`` through ctypes (kinac's hot driver
+    calls go through ctypes too: :func:`kinac.rt.cuda.driver.libcuda`)."""
+
+    _fields_ = [
+        ("srcXInBytes", ctypes.c_size_t),
+        ("srcY", ctypes.c_size_t),
+        ("srcMemoryType", ctypes.c_int),
+        ("srcHost", ctypes.c_void_p),
+        ("srcDevice", ctypes.c_uint64),
+        ("srcArray", ctypes.c_void_p),
+        ("srcPitch", ctypes.c_size_t),
+        ("dstXInBytes", ctypes.c_size_t),
+        ("dstY", ctypes.c_size_t),
+        ("dstMemoryType", ctypes.c_int),
+        ("dstHost", ctypes.c_void_p),
+        ("dstDevice", ctypes.c_uint64),
+        ("dstArray", ctypes.c_void_p),
+        ("dstPitch", ctypes.c_size_t),
+        ("WidthInBytes", ctypes.c_size_t),
+        ("Height", ctypes.c_size_t),
+    ]
+
+
+class HostOps:
+    """The fake device of the CPU tests: buffers are numpy arrays, addresses their data."""
+
+    def __init__(self) -> None:
+        self.copies = 0  # 2-D copies issued (dim moves)
+        self.host_copies = 0  # steps that went through the host
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        name = device_dtype(dtype)
+        return np.empty(shape, np.uint16 if name == "bfloat16" else name)
+
+    def upload(self, array: np.ndarray) -> np.ndarray:
+        return np.array(array, copy=True, order="C")
+
+    def download(self, buf: np.ndarray) -> np.ndarray:
+        return np.array(buf, copy=True)
+
+    def view(self, buf: np.ndarray, shape: tuple[int, ...], offset: int = 0) -> np.ndarray:
+        flat = buf.reshape(-1).view(np.uint8)[offset:]
+        n = math.prod(shape) * buf.dtype.itemsize
+        return flat[:n].view(buf.dtype).reshape(shape)
+
+    def copy2d(
+        self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, stream: Any
+    ) -> None:
+        self.copies += 1
+        for row in range(height):
+            ctypes.memmove(dst + row * dpitch, src + row * spitch, width)
+
+    def synchronize(self) -> None:
+        pass
+
+
+class CudaOps:
+    """The device through kinac's CUDA runtime: the current device's pool, the legacy default
+    stream (the one GPU entries run on), ``cuMemcpy2DAsync`` for the dim moves."""
+
+    def __init__(self) -> None:
+        from kinac.rt import cuda
+
+        self._cuda = cuda
+        self.resource = cuda.default_resource()
+        self.copies = 0
+        self.host_copies = 0
+        self._memcpy2d: Any = None
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        return self._cuda.Tensor.empty(tuple(shape), device_dtype(dtype), self.resource)
+
+    def upload(self, array: np.ndarray) -> Any:
+        return self._cuda.Tensor.from_numpy(array, self.resource)
+
+    def download(self, buf: Any) -> np.ndarray:
+        return np.asarray(buf.numpy())
+
+    def view(self, buf: Any, shape: tuple[int, ...], offset: int = 0) -> Any:
+        t = self._cuda.Tensor
+        return t(buf.ptr + offset, tuple(shape), buf.dtype, device=buf.device, owner=buf)
+
+    def copy2d(
+        self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, stream: Any
+    ) -> None:
+        from kinac.rt.cuda import driver
+
+        if self._memcpy2d is None:
+            f = driver.libcuda().cuMemcpy2DAsync_v2
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.POINTER(Memcpy2D), ctypes.c_void_p]
+            self._memcpy2d = f
+        p = Memcpy2D(
+            srcMemoryType=MEMORYTYPE_DEVICE,
+            srcDevice=src,
+            srcPitch=spitch,
+            dstMemoryType=MEMORYTYPE_DEVICE,
+            dstDevice=dst,
+            dstPitch=dpitch,
+            WidthInBytes=width,
+            Height=height,
+        )
+        err = self._memcpy2d(ctypes.byref(p), ctypes.c_void_p(int(stream or 0)))
+        if err:
+            driver.fail("cuMemcpy2DAsync", err)
+        self.copies += 1
+
+    def synchronize(self) -> None:
+        self._cuda.current_device().synchronize()
+
+
+def _pq(shape: tuple[int, ...], dim: int) -> tuple[int, int, int]:
+    return math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
+
+
+def _itemsize(buf: Any) -> int:
+    return int(buf.dtype.itemsize)
+
+
+def move_front(x: Any, dim: int, ops: Any, stream: Any = 0) -> Any:
+    """``x`` with ``dim`` moved to axis 0, contiguous: a view when only size-1 dims precede
+    it, else ``min(P, S)`` strided copies."""
+    shape = tuple(int(d) for d in x.shape)
+    out_shape = (shape[dim], *shape[:dim], *shape[dim + 1 :])
+    p, s, q = _pq(shape, dim)
+    if p == 1:
+        return ops.view(x, out_shape)
+    out = ops.empty(out_shape, x.dtype)
+    src, _, _ = buffer_of(x)
+    dst, _, _ = buffer_of(out)
+    row = q * _itemsize(x)
+    if p <= s:  # for each leading index: S rows of Q, spread P*Q apart in the output
+        for i in range(p):
+            ops.copy2d(dst + i * row, p * row, src + i * s * row, row, row, s, stream)
+    else:  # for each index along dim: P rows of Q, gathered from S*Q apart
+        for j in range(s):
+            ops.copy2d(dst + j * p * row, row, src + j * row, s * row, row, p, stream)
+    return out
+
+
+def move_back(y: Any, dim: int, ops: Any, stream: Any = 0) -> Any:
+    """The inverse of :func:`move_front`: axis 0 of ``y`` goes back to ``dim``."""
+    fshape = tuple(int(d) for d in y.shape)
+    shape = (*fshape[1 : dim + 1], fshape[0], *fshape[dim + 1 :])
+    p, s, q = _pq(shape, dim)
+    if p == 1:
+        return ops.view(y, shape)
+    out = ops.empty(shape, y.dtype)
+    src, _, _ = buffer_of(y)
+    dst, _, _ = buffer_of(out)
+    row = q * _itemsize(y)
+    if p <= s:
+        for i in range(p):
+            ops.copy2d(dst + i * s * row, row, src + i * row, p * row, row, s, stream)
+    else:
+        for j in range(s):
+            ops.copy2d(dst + j * row, s * row, src + j * p * row, row, row, p, stream)
+    return out
+
+
+def take(x: Any, dim: int, start: int, count: int, ops: Any, stream: Any = 0) -> Any:
+    """Indices ``start .. start+count`` of ``dim``: one strided copy (a view when P is 1)."""
+    shape = tuple(int(d) for d in x.shape)
+    out_shape = (*shape[:dim], count, *shape[dim + 1 :])
+    p, s, q = _pq(shape, dim)
+    row = q * _itemsize(x)
+    if p == 1:
+        return ops.view(x, out_shape, start * row)
+    out = ops.empty(out_shape, x.dtype)
+    src, _, _ = buffer_of(x)
+    dst, _, _ = buffer_of(out)
+    ops.copy2d(dst, count * row, src + start * row, s * row, count * row, p, stream)
+    return out
+
+
+def device_collective(step: Collective, x: Any, comm: Any, ops: Any, stream: Any = 0) -> Any:
+    """The device buffer a collective step writes, from this rank's device buffer ``x``."""
+    group = comm.sub(step.axis)
+    tag = (step.kind, step.span)
+    ndim = len(x.shape)
+    kind, dim = step.kind, step.dim % ndim if ndim else step.dim
+    if kind == "all-reduce":
+        return group.all_reduce(x, op=step.reduce_op or "sum", stream=stream, tag=tag)
+    if kind == "slice":
+        size = int(x.shape[dim])
+        if size % group.size:
+            raise KinaRuntimeError(
+                f"slice over {step.axis} at {step.span or '?'}: {group.size} ranks do not "
+                f"divide dim {dim} of size {size}"
+            )
+        c = size // group.size
+        return take(x, dim, group.rank * c, c, ops, stream)
+    if kind == "all-gather":
+        got = group.all_gather(move_front(x, dim, ops, stream), stream=stream, tag=tag)
+        return move_back(got, dim, ops, stream)
+    if kind == "reduce-scatter":
+        front = move_front(x, dim, ops, stream)
+        got = group.reduce_scatter(front, op=step.reduce_op or "sum", stream=stream, tag=tag)
+        return move_back(got, dim, ops, stream)
+    if kind == "all-to-all":
+        cat = dim if step.concat_dim < 0 else step.concat_dim
+        got = group.all_to_all(move_front(x, dim, ops, stream), stream=stream, tag=tag)
+        if cat == dim:  # the chunks concatenated back along dim: the inverse move
+            return move_back(got, dim, ops, stream)
+        ops.synchronize()  # another concat dim: through the host (module docstring)
+        ops.host_copies += 1
+        chunks = np.split(ops.download(got), group.size, axis=0)
+        moved = [np.moveaxis(c, 0, dim) for c in chunks]
+        return ops.upload(np.ascontiguousarray(np.concatenate(moved, axis=cat)))
+    raise KinaRuntimeError(f"unknown collective step {kind!r} at {step.span or '?'}")
+
+
+def run_device_program(
+    program: DeviceProgram,
+    segments: Sequence[Callable[..., Any]],
+    comm: Any,
+    local_inputs: Sequence[Any],
+    ops: Any,
+    stream: Any = 0,
+) -> list[Any]:
+    """Run ``program`` as this rank of ``comm`` (the mesh's world NCCL communicator) on its
+    local inputs (device buffers, or host arrays, uploaded once); its outputs, device
+    buffers in local shapes, in the program's order (nothing waited for: the caller
+    synchronizes before reading them on the host)."""
+    if len(local_inputs) != len(program.params):
+        raise KinaRuntimeError(
+            f"the program takes {len(program.params)} local arrays, got {len(local_inputs)}"
+        )
+    slots: dict[int, Any] = {
+        i: ops.upload(a) if isinstance(a, np.ndarray) else a for i, a in enumerate(local_inputs)
+    }
+    for step in program.steps:
+        if isinstance(step, RunSegment):
+            got = segments[step.segment](*(slots[i] for i in step.inputs))
+            outs = got if isinstance(got, tuple) else (got,)
+            if len(outs) != len(step.outputs):
+                raise KinaRuntimeError(
+                    f"segment {step.segment} returned {len(outs)} arrays, the program "
+                    f"expects {len(step.outputs)}"
+                )
+            for slot, value in zip(step.outputs, outs, strict=True):
+                # an output placed on the host comes back as numpy: back on the device
+                slots[slot] = ops.upload(np.asarray(value)) if _is_host(value) else value
+        else:
+            slots[step.dst] = device_collective(step, slots[step.src], comm, ops, stream)
+    return [slots[slot] for slot, _, _ in program.outputs]
+
+
+def _is_host(value: Any) -> bool:
+    return isinstance(value, np.ndarray | np.generic)
