@@ -297,7 +297,7 @@ def host_ir(p: AttnParams) -> str:
     ir = ir.replace("@llvm.nvvm.ex2.approx.ftz.f32", "@llvm.exp2.f32")
     ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@emu_cp")
     ir = re.sub(
-        r"  call void @llvm\.nvvm\.cp\.async\.(commit\.group\(\)|wait\.group\(i32 0\))\n", "", ir
+        r"  call void @llvm\.nvvm\.cp\.async\.(commit\.group\(\)|wait\.group\(i32 \d+\))\n", "", ir
     )
     ir = re.sub(
         r"@llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x4\.b16\((ptr [^)]+)\)",
@@ -419,9 +419,30 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.n
     ],
 )
 def test_generated_kernel_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles, mma: str) -> None:
+    check_on_cpu(d, s, causal, tiles, mma, 2)
+
+
+@pytest.mark.parametrize(
+    "d,s,causal,tiles,mma",
+    [
+        (64, 150, True, AttnTiles(64, 32), "sync"),  # five key tiles through a ring of three
+        (128, 200, True, AttnTiles(128, 64), "wgmma"),  # two warpgroups, three stages
+    ],
+)
+def test_three_stage_ring_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles, mma: str) -> None:
+    check_on_cpu(d, s, causal, tiles, mma, 3)
+
+
+def test_wgmma_128_keys_per_step_on_cpu() -> None:
+    """m64n128 score products, two warpgroups (the autotuner's largest tile)."""
+    check_on_cpu(64, 200, True, AttnTiles(128, 128), "wgmma", 2)
+
+
+def check_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, stages: int) -> None:
+    """The kernel of these parameters on random bf16 data against float64."""
     rng = np.random.default_rng(d + s)
     b, h, kv = 1, 2, 1
-    p = replace(bhsd_params("bf16", b, h, kv, s, d, causal, tiles), mma=mma)
+    p = replace(bhsd_params("bf16", b, h, kv, s, d, causal, tiles), mma=mma, stages=stages)
     q = f32_to_bf16(rng.standard_normal((b, h, s, d)).astype(np.float32))
     k = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
     v = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))

@@ -37,7 +37,8 @@ def kernel_name(p: AttnParams) -> str:
     """A stable function name derived from every parameter (the kernel's canonical key)."""
     h = hashlib.sha256(repr(p).encode()).hexdigest()[:10]
     mma = "" if p.mma == "sync" else f"_{p.mma}"
-    return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{mma}_{h}"
+    stg = "" if p.stages == 2 else f"s{p.stages}"
+    return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{stg}{mma}_{h}"
 
 
 NEG_INF = "0xFFF0000000000000"
@@ -209,17 +210,24 @@ class _Emitter:
                 f"ptr addrspace(3) {sp}, ptr addrspace(1) {gp}, i32 {size})"
             )
 
-    def load_kv(self, j: str) -> None:
-        """Issue the cp.async of key tile ``j`` into stage ``j % 2`` and commit."""
+    def stage_bases(self, j: str) -> tuple[str, str]:
+        """Shared-memory offsets of the K and V tiles of key tile ``j`` (stage ``j % stages``)."""
         f, p = self.f, self.p
-        st = f.v(f"and i32 {j}, 1")
+        st = f.v(f"and i32 {j}, 1") if p.stages == 2 else f.v(f"urem i32 {j}, {p.stages}")
         kb = f.v(f"mul i32 {st}, {2 * self.tile_bytes}")
         kb = f.v(f"add i32 {kb}, {self.q_bytes}")
         vb = f.v(f"add i32 {kb}, {self.tile_bytes}")
+        return kb, vb
+
+    def load_kv(self, j: str, commit: bool = True) -> None:
+        """Issue the cp.async of key tile ``j`` into stage ``j % stages`` (and commit)."""
+        f, p = self.f, self.p
+        kb, vb = self.stage_bases(j)
         n0 = f.v(f"mul i32 {j}, {p.block_n}")
         self.load_tile(kb, self.kbase, n0, p.block_n, p.sk, p.k_strides[2])
         self.load_tile(vb, self.vbase, n0, p.block_n, p.sk, p.v_strides[2])
-        f.do("call void @llvm.nvvm.cp.async.commit.group()")
+        if commit:
+            f.do("call void @llvm.nvvm.cp.async.commit.group()")
 
     # ---- the kernel ----------------------------------------------------------------------
     def emit(self) -> str:
@@ -319,6 +327,16 @@ class _Emitter:
             for i in range(n):
                 ptr = f.v(f"getelementptr [{n} x float], ptr %{nm}, i32 0, i32 {i}")
                 f.do(f"store float {init}, ptr {ptr}")
+        for t in range(1, p.stages - 1):  # the ring's other stages, one group each (after
+            more = f.v(f"icmp slt i32 {t}, {ntot}")  # the allocas: SROA needs them in entry)
+            f.do(f"br i1 {more}, label %pro{t}, label %pro{t}_c")
+            f.label(f"pro{t}")
+            self.load_kv(str(t), commit=False)
+            f.do(f"br label %pro{t}_c")
+            f.label(f"pro{t}_c")
+            f.do("call void @llvm.nvvm.cp.async.commit.group()")
+        f.do("br label %loop0_pre")
+        f.label("loop0_pre")  # the loop's entry edge (the prologue may have branched)
         f.do("br label %loop0")
         self.loop("loop0", "0", nfull, ntot, masked=False, next_label="loop1")
         self.loop("loop1", nfull, ntot, ntot, masked=True, next_label="done")
@@ -357,22 +375,27 @@ class _Emitter:
         f, p = self.f, self.p
         f.label(lab)
         j = f"%j_{lab}"
-        f.do(f"{j} = phi i32 [{start}, %{'entry' if lab == 'loop0' else 'loop0'}], "
+        f.do(f"{j} = phi i32 [{start}, %{'loop0_pre' if lab == 'loop0' else 'loop0'}], "
              f"[%jn_{lab}, %{lab}_tail]")  # fmt: skip
         go = f.v(f"icmp slt i32 {j}, {stop}")
         f.do(f"br i1 {go}, label %{lab}_body, label %{next_label}")
         f.label(f"{lab}_body")
-        f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
+        # tile j has landed (all but the newest stages - 2 groups); the barrier also says
+        # every warp is done with tile j - 1, whose stage the prefetch below overwrites
+        f.do(f"call void @llvm.nvvm.cp.async.wait.group(i32 {p.stages - 2})")
         if self.atoms:
             f.do(asm_void("proxy"))
         f.do("call void @llvm.nvvm.barrier0()")
         f.do(f"%jn_{lab} = add i32 {j}, 1")
-        more = f.v(f"icmp slt i32 %jn_{lab}, {ntot}")
+        pf = f.v(f"add i32 {j}, {p.stages - 1}")
+        more = f.v(f"icmp slt i32 {pf}, {ntot}")
         f.do(f"br i1 {more}, label %{lab}_pf, label %{lab}_cmp")
         f.label(f"{lab}_pf")
-        self.load_kv(f"%jn_{lab}")
+        self.load_kv(pf, commit=p.stages == 2)
         f.do(f"br label %{lab}_cmp")
         f.label(f"{lab}_cmp")
+        if p.stages > 2:  # one group per step, empty or not, so the wait's count holds
+            f.do("call void @llvm.nvvm.cp.async.commit.group()")
         self.body(j, masked)
         f.do(f"br label %{lab}_tail")
         f.label(f"{lab}_tail")
@@ -381,10 +404,7 @@ class _Emitter:
 
     def body(self, j: str, masked: bool) -> None:
         f, p = self.f, self.p
-        st = f.v(f"and i32 {j}, 1")
-        kb = f.v(f"mul i32 {st}, {2 * self.tile_bytes}")
-        kb = f.v(f"add i32 {kb}, {self.q_bytes}")
-        vb = f.v(f"add i32 {kb}, {self.tile_bytes}")
+        kb, vb = self.stage_bases(j)
         nn = p.block_n // 8
         if p.mma.startswith("wgmma"):
             s = self.wgmma_scores(kb)
@@ -605,8 +625,8 @@ def attention_llvm_ir(params: tuple[AttnParams, ...]) -> str:
 
 
 def smem_bytes(p: AttnParams) -> int:
-    """Dynamic shared memory of one block: the Q tile and two stages of K and V tiles."""
-    return 2 * p.head_dim * (p.block_m + 4 * p.block_n)
+    """Dynamic shared memory of one block: the Q tile and ``stages`` stages of K and V tiles."""
+    return 2 * p.head_dim * (p.block_m + 2 * p.stages * p.block_n)
 
 
 def flops(p: AttnParams) -> float:

@@ -59,6 +59,9 @@ class AttnParams:
     mask_dtype: str = ""
     mask_strides: tuple[int, int, int, int] = (0, 0, 0, 0)
     mask_offset: int = 0
+    # K/V tiles in flight: a ring of ``stages`` shared-memory stages (tile j + stages - 1 loads
+    # while j computes)
+    stages: int = 2
 
     @property
     def warps(self) -> int:
@@ -118,6 +121,10 @@ def check_params(p: AttnParams) -> str | None:
         return "sequence lengths"
     if p.mask_arg >= 0 and p.mask_dtype not in MASK_DTYPES:
         return f"mask dtype {p.mask_dtype}"
+    if p.stages not in (2, 3):
+        return f"{p.stages} pipeline stages (the kernel takes 2 or 3)"
+    if 2 * p.head_dim * (p.block_m + 2 * p.stages * p.block_n) > 227 * 1024:
+        return "shared memory past 227 KiB"
     if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):
         return f"mma {p.mma} with {p.warps} warps"
     return None
