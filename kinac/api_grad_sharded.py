@@ -80,7 +80,8 @@ class ShardedValueAndGrad(ShardedDefn):
             errors = [d for d in gp.plan.diagnostics if d.is_error]
             if errors:
                 raise KinaCompileError(self.inner._render(errors))
-            req, plan = self.request, gp.plan
+            plan = gp.plan
+            req = self._settle_plan(plan.mesh)
             if plan.mesh is None:
                 program = self._replicated(graph, req)
             elif req is None or isinstance(req, str) or req == tuple(n for _, n in plan.axes):

@@ -123,6 +123,7 @@ class ShardedDefn:
             if mesh is None or mesh == "":
                 mesh = self.dist.world_size  # as many devices as ranks
         self.request = parse_mesh(mesh)
+        self._asked = self.request  # as given (``_settle`` may turn N into the own mesh)
         self.inner = compiled or CompiledDefn(
             path, name, target=target, cache_dir=cache_dir, no_cache=no_cache
         )
@@ -154,19 +155,29 @@ class ShardedDefn:
         return CheckEnv(self.inner.sess.db).meshes(self.key.file)
 
     def _own_mesh(self) -> Any:
+        """The mesh the signature's annotations name (:func:`kinac.shard.entry.entry_mesh`
+        without a graph); a mesh named only by a ``reshard`` or collective in the body is
+        known once the entry is specialised (:meth:`_build`, from its plan)."""
         from kinac import pipeline
-        from kinac.shard.entry import named_mesh
+        from kinac.shard.entry import entry_mesh
 
         sig = pipeline.signature(self.inner.sess.db, pipeline.DefnKey(self.key.file, self.key.name))
-        return named_mesh(sig, self._meshes()) if sig is not None else None
+        return entry_mesh(sig, self._meshes()) if sig is not None else None
 
     def _check_request(self) -> None:
-        """Refuse, before anything compiles, a mesh the entry cannot run on."""
+        """Refuse, before anything compiles, a mesh the entry cannot run on (against the
+        signature's mesh; a body's is checked by :meth:`_settle` when the entry is planned)."""
         try:
             own = self._own_mesh()
             meshes = {m.name: m for m in self._meshes()}
         finally:
             self.inner.sess.db.close()
+        self._settle(own, meshes, deferred=own is None)
+
+    def _settle(self, own: Any, meshes: dict[str, Any], deferred: bool = False) -> None:
+        """The request against the entry's own mesh ``own`` (None: the entry names none).
+        ``deferred``: the signature names none but the body may (a ``reshard``), so an empty
+        request is not refused yet."""
         req = self.request
         if isinstance(req, tuple) and len(req) == 1 and own is not None:
             size = 1
@@ -189,10 +200,11 @@ class ShardedDefn:
                     f"{defn} is sharded over mesh `{own.name}` ({_shape_text(own.shape)}), "
                     f"not `{req}`: its annotations name the mesh it runs on"
                 )
-        elif req is None and own is None:
+        elif req is None and own is None and not deferred:
             raise KinaUsageError(
-                f"{defn} has no sharding annotation, so it names no mesh: give a device count "
-                f"(--simulate 4, mesh=4) to run it replicated, or annotate its parameters"
+                f"{defn} has no sharding annotation and no reshard or collective naming a mesh, "
+                f"so it names no mesh: give a device count (--simulate 4, mesh=4) to run it "
+                f"replicated, or annotate its parameters"
             )
         elif isinstance(req, tuple) and own is not None and len(req) != len(own.shape):
             raise KinaUsageError(
@@ -201,6 +213,14 @@ class ShardedDefn:
                 f"{_shape_text(req)} has {len(req)} dim{'s' * (len(req) > 1)}: give "
                 f"{len(own.shape)} size{'s' * (len(own.shape) > 1)}, e.g. {_shape_text(own.shape)}"
             )
+
+    def _settle_plan(self, mesh_name: str | None) -> Any:
+        """The request settled against the mesh the entry's plan found (``entry_mesh`` with
+        the graph: a ``reshard`` in the body names it too), as ``build --shardings`` plans it."""
+        meshes = {m.name: m for m in self._meshes()}
+        self.request = self._asked
+        self._settle(meshes.get(mesh_name) if mesh_name is not None else None, meshes)
+        return self.request
 
     # -- a call -------------------------------------------------------------------------------
 
@@ -294,7 +314,7 @@ class ShardedDefn:
             errors = [d for d in plan.diagnostics if d.is_error] if plan is not None else []
             if errors:
                 raise KinaCompileError(self.inner._render(errors))
-            req = self.request
+            req = self._settle_plan(plan.mesh)
             if plan.mesh is None:
                 program = self._replicated(spec.graph, req)
             elif req is None or isinstance(req, str) or req == tuple(n for _, n in plan.axes):

@@ -166,3 +166,55 @@ def test_bf16_entry_through_the_api(ws: Path) -> None:
     a, b = bf16_to_f32(plain), bf16_to_f32(got)
     np.testing.assert_allclose(b, a, rtol=2**-7, atol=2**-7)
     assert fn.last_log.bytes_per_device() == 4 * 4 * 2  # a bf16 [4 4] partial
+
+
+BODY_TOML = """[workspace]
+name = "body"
+
+[[mesh]]
+name = "tp"
+shape = [2]
+
+[[entry]]
+name = "pin"
+defn = "pin"
+dims = { N = 4, D = 4 }
+"""
+BODY_SOURCE = """(defn pin [(x : (tensor f32 [N D])) (w : (tensor f32 [D D]))] -> (tensor f32 [N D])
+  (exp (all-reduce (matmul (reshard x @sharded(axis=1, mesh=tp)) (reshard w @sharded(axis=0, mesh=tp))))))
+"""
+
+
+def test_a_mesh_named_only_in_the_body_is_found_as_build_finds_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No annotation in the signature: ``--simulate`` (alone, or with the mesh's device
+    count) runs on the mesh the body's ``reshard`` names, as ``build --shardings`` plans it
+    (one function, :func:`kinac.shard.entry.entry_mesh`); it used to be a usage error."""
+    (tmp_path / "kina.toml").write_text(BODY_TOML)
+    (tmp_path / "m.kina").write_text(BODY_SOURCE)
+    assert main(["build", str(tmp_path), "--no-cache", "--shardings"]) == 0
+    assert "all-reduce" in capsys.readouterr().out
+    base = ["run", str(tmp_path), "pin", "--no-cache", "--repeat", "1", "--simulate"]
+    for extra in ([], ["2"], ["tp"]):
+        assert main([*base, *extra]) == 0, capsys.readouterr().err
+        out = capsys.readouterr().out
+        assert (
+            "simulated on mesh `tp` (tp=2): 1 collectives per device (1 all-reduce over tp)" in out
+        )
+    assert main([*base, "3"]) == 1  # resized: 3 devices do not divide D = 4 (the reshard's)
+    err = capsys.readouterr().err
+    assert "error[K0706]: `reshard` splits dim 1 (size 4) over `tp` (3 devices)" in err
+    assert "Traceback" not in err
+
+
+def test_the_body_mesh_through_the_api_equals_the_plain_call(tmp_path: Path) -> None:
+    import kinac
+
+    (tmp_path / "kina.toml").write_text(BODY_TOML)
+    (tmp_path / "m.kina").write_text(BODY_SOURCE)
+    rng = np.random.default_rng(0)
+    x, w = (rng.standard_normal((4, 4)).astype(np.float32) for _ in range(2))
+    fn = kinac.compile(tmp_path, "pin", mesh="", no_cache=True)
+    np.testing.assert_allclose(fn(x, w), np.exp(x @ w), rtol=1e-5)
+    assert fn.last_log.counts() == {("all-reduce", "tp"): 1}
