@@ -116,7 +116,11 @@ class CudaOps:
         return self._cuda.Tensor.empty(tuple(shape), device_dtype(dtype), self.resource)
 
     def upload(self, array: np.ndarray) -> Any:
-        return self._cuda.Tensor.from_numpy(array, self.resource)
+        """A device copy (bf16, the host's ``uint16``, becomes a ``bfloat16`` tensor)."""
+        a = np.ascontiguousarray(array)
+        t = self.empty(tuple(a.shape), a.dtype)
+        t.copy_from_host(a)
+        return t
 
     def download(self, buf: Any) -> np.ndarray:
         return np.asarray(buf.numpy())
