@@ -76,8 +76,9 @@ def gpu_kernel_llvm(db: Database, kernel: Any) -> Any:
     """One canonical GPU kernel lowered to LLVM IR (NVPTX) and its launch geometry: keyed by
     its body, not by its entry (a failure reaches the entry's query, which reports it)."""
     from kinac.ir.gpu.kernel_split import lower_gpu_kernel
+    from kinac.pipeline_autotune import tuned_kernel
 
-    return lower_gpu_kernel(kernel)
+    return lower_gpu_kernel(tuned_kernel(db, kernel))  # fused attention: its tuned variant
 
 
 @query("gpu_kernel_ptx", stage="codegen", tools=("llvmlite",))

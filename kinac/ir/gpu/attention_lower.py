@@ -37,13 +37,15 @@ def canonical_attention_kernel(k: Any) -> GpuKernel:
     return GpuKernel(kernel_name(p), encode(p).decode(), 0, SOURCE)
 
 
-def attention_launch(p: AttnParams) -> GpuLaunch:
-    """The launch of ``p``'s kernel: a 3-D grid (query blocks, heads, batch), dynamic shared
-    memory, ``32 * warps`` threads (the kernel's ``.maxntid``)."""
+def attention_launch(p: AttnParams, name: str | None = None) -> GpuLaunch:
+    """The launch of ``p``'s kernel (function ``name``, else :func:`kernel_name`): a 3-D grid
+    (query blocks, heads, batch), dynamic shared memory, ``32 * warps`` threads (the kernel's
+    ``.maxntid``)."""
     gx, gy, gz = grid(p)
     shm = smem_bytes(p)
-    note = f"flash {p.block_m}x{p.block_n} grid {gx}x{gy}x{gz} smem {shm}"
-    return GpuLaunch(kernel_name(p), gx, 32 * p.warps, (), 1, note, (gy, gz), shm)
+    stg = f" {p.stages} stages" if p.stages != 2 else ""
+    note = f"flash {p.block_m}x{p.block_n}{stg} grid {gx}x{gy}x{gz} smem {shm}"
+    return GpuLaunch(name or kernel_name(p), gx, 32 * p.warps, (), 1, note, (gy, gz), shm)
 
 
 def lower_attention_kernel(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKernelCode:
@@ -57,7 +59,8 @@ def lower_attention_kernel(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKern
     p = decode(kernel.text.encode())
     assert isinstance(p, AttnParams)
     decls, body = kernel_ir(p, kernel.symbol)
-    return GpuKernelCode(kernel.symbol, (attention_launch(p),), False, decls, body)
+    launch = attention_launch(p, kernel.symbol)  # tuned or wgmma: the plan's name stays
+    return GpuKernelCode(kernel.symbol, (launch,), False, decls, body)
 
 
 HOPPER = ("sm_90", "sm_90a")

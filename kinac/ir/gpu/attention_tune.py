@@ -1,0 +1,111 @@
+"""What the attention autotuner tries, and what it falls back to (pure: no engine, no GPU).
+
+The rule engine's query (:mod:`kinac.pipeline_autotune`) keys a tuning by
+``(arch, tuning_key(p), GENERATOR_VERSION, mode)``: :func:`tuning_key` erases from the kernel's
+parameters exactly what tuning chooses (tiles, register cap, mma kind, pipeline stages), so two
+kernels that differ only in those share one tuning. :func:`candidates` lists the variants
+timed on the device; :func:`default_choice` is the choice without a GPU (CI, cross-compiling,
+``KINAC_AUTOTUNE=0``): a fixed table, deterministic, the same on every machine.
+
+``GENERATOR_VERSION`` names the kernel generator: bump it when the emitted code of any
+candidate changes, so no tuning measured on older code is reused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from kinac.ir.gpu.attention_params import AttnParams, check_params
+from kinac.rules.codec import record
+
+GENERATOR_VERSION = "attn-gen-2"
+
+# (block_m, block_n, min_blocks, stages) per mma kind and head dim: every one passes the CPU
+# emulation and ptxas with no spill (tests/test_attention_kernel.py, test_attention_emu.py)
+WGMMA_CANDIDATES: dict[int, tuple[tuple[int, int, int, int], ...]] = {
+    64: ((64, 64, 0, 2), (128, 64, 0, 2), (64, 128, 0, 2), (128, 128, 0, 2), (128, 64, 0, 3)),
+    128: ((64, 64, 0, 2), (128, 64, 0, 2), (64, 64, 0, 3), (128, 64, 0, 3), (128, 128, 0, 2)),
+}
+SYNC_CANDIDATES: dict[int, tuple[tuple[int, int, int, int], ...]] = {
+    64: ((64, 64, 0, 2), (128, 64, 0, 2)),
+    128: ((64, 64, 0, 2), (128, 64, 0, 2)),
+}
+# the choice without a measurement (H200, 2026-12-01: 64x64 was the fastest wgmma tiling at
+# S = 1024 and 4096; docs/gpu.md, "Fused attention")
+DEFAULT_TILES: dict[int, tuple[int, int, int, int]] = {64: (64, 64, 0, 2), 128: (64, 64, 0, 2)}
+
+
+@record
+class AttnChoice:
+    """A tuning's result: the variant to build, how it was chosen (``timed``: on the device;
+    ``default``: no device; ``off``: ``KINAC_AUTOTUNE=0``) and, when timed, every candidate's
+    time in ms (``inf``: it failed) as ``(label, ms)``."""
+
+    block_m: int
+    block_n: int
+    min_blocks: int
+    stages: int
+    mma: str
+    how: str
+    times: tuple[tuple[str, float], ...] = ()
+
+
+def hopper(arch: str) -> bool:
+    return arch in ("sm_90", "sm_90a")
+
+
+def tuning_key(p: AttnParams) -> AttnParams:
+    """``p`` with every tuned field at its canonical value."""
+    return replace(p, block_m=64, block_n=64, min_blocks=0, stages=2, mma="sync")
+
+
+def apply(p: AttnParams, c: AttnChoice) -> AttnParams:
+    """``p`` built as ``c`` says."""
+    return replace(
+        p, block_m=c.block_m, block_n=c.block_n, min_blocks=c.min_blocks, stages=c.stages,
+        mma=c.mma,
+    )  # fmt: skip
+
+
+def label(p: AttnParams) -> str:
+    """A candidate's name in tables and in :attr:`AttnChoice.times`."""
+    return f"{p.mma} {p.block_m}x{p.block_n} s{p.stages}" + (
+        f" min{p.min_blocks}" if p.min_blocks else ""
+    )
+
+
+def candidates(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
+    """The variants timed for ``p`` on ``arch`` (wgmma ones on Hopper only), each valid."""
+    key = tuning_key(p)
+    table = [("sync", t) for t in SYNC_CANDIDATES.get(p.head_dim, ())]
+    if hopper(arch):
+        table = [("wgmma", t) for t in WGMMA_CANDIDATES.get(p.head_dim, ())] + table
+    out = []
+    for mma, (bm, bn, mb, stg) in table:
+        q = replace(key, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mma=mma)
+        if check_params(q) is None:
+            out.append(q)
+    return tuple(out)
+
+
+def default_choice(p: AttnParams, arch: str, how: str = "default") -> AttnChoice:
+    """The fixed choice: :data:`DEFAULT_TILES`, wgmma on Hopper where it applies."""
+    bm, bn, mb, stg = DEFAULT_TILES.get(p.head_dim, (64, 64, 0, 2))
+    q = replace(tuning_key(p), block_m=bm, block_n=bn, min_blocks=mb, stages=stg)
+    if hopper(arch) and check_params(replace(q, mma="wgmma")) is None:
+        q = replace(q, mma="wgmma")
+    return AttnChoice(q.block_m, q.block_n, q.min_blocks, q.stages, q.mma, how)
+
+
+def pick(
+    p: AttnParams, arch: str, cands: tuple[AttnParams, ...], ms: tuple[float, ...]
+) -> AttnChoice:
+    """The fastest candidate (the first on a tie: the table's order decides, deterministically);
+    the default choice when every candidate failed."""
+    times = tuple((label(c), float(t)) for c, t in zip(cands, ms, strict=True))
+    best = min((i for i, t in enumerate(ms) if math.isfinite(t)), key=lambda i: ms[i], default=None)
+    if best is None:
+        return replace(default_choice(p, arch), times=times)
+    c = cands[best]
+    return AttnChoice(c.block_m, c.block_n, c.min_blocks, c.stages, c.mma, "timed", times)

@@ -1,0 +1,187 @@
+"""Autotuning of the fused attention kernel, cached by the rule engine.
+
+    gpu_kernel_llvm(GpuKernel "attention") ─► tuned_kernel ─► attention_tiles((arch, params,
+                                                              GENERATOR_VERSION, mode))
+                                                        mode ◄─ attention_autotune_mode (input)
+
+A fused attention kernel's tiles, pipeline stages and tensor-core instruction are chosen per
+(arch, shapes and strides, dtype, mask) by ``attention_tiles``: on a GPU it times every
+candidate (:func:`kinac.ir.gpu.attention_tune.candidates`) once and keeps the fastest. The
+query's value is an ordinary persisted memo (a :class:`~kinac.ir.gpu.attention_tune.AttnChoice`
+record, encoded by the codec: no pickle), content-addressed by its key, so a second process
+(or a second entry with the same attention) finds it and times nothing; a changed shape is a
+new key and is tuned. The key holds the generator's version, and the query's identity the
+hash of its code (kernel generator included), so code that emits different kernels never
+reuses an old measurement.
+
+``mode`` is an input query (the only kind allowed to look at the world): ``off`` when
+``KINAC_AUTOTUNE=0``, ``timed <device> <arch>`` when a timer is present (``db.context
+["attention_timer"]``, as the tests give a fake one, else the GPU when the CUDA driver sees
+one), else ``default``. Being in the key, it keeps a default choice made on a machine without
+a GPU (CI, cross-compiling: deterministic, :func:`~kinac.ir.gpu.attention_tune.default_choice`)
+from standing in for a measurement, and a measurement on one GPU model from serving another.
+
+Registered by :mod:`kinac.pipeline` (its last lines import this module); called by
+``gpu_kernel_llvm`` (:mod:`kinac.pipeline_gpu`) for every kernel whose source is attention, so
+the launch plan and the PTX see the same choice.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kinac.rules import Database, input_query, query
+from kinac.rules.codec import decode, encode
+
+if TYPE_CHECKING:  # the IR package loads lazily (tests/test_layers.py)
+    from kinac.ir.gpu.attention_params import AttnParams
+    from kinac.ir.gpu.attention_tune import AttnChoice
+
+TIMER_KEY = "attention_timer"
+
+
+class AttentionTimer(Protocol):
+    """Times candidate kernels; ``device`` names what it times on (``NVIDIA H200 sm_90``)."""
+
+    device: str
+
+    def time(self, cands: tuple[AttnParams, ...], arch: str) -> tuple[float, ...]:
+        """Milliseconds per launch of each candidate (``inf`` for one that failed)."""
+        ...
+
+
+class GpuTimer:
+    """The real timer: each candidate compiled to PTX here and timed on the current GPU by
+    :func:`kinac.rt.cuda.kernel_timer.time_kernels`, on buffers of the attention's sizes."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def time(self, cands: tuple[AttnParams, ...], arch: str) -> tuple[float, ...]:
+        from kinac.codegen.ptx import compile_ptx
+        from kinac.ir.gpu.attention_kernel import attention_llvm_ir, grid, kernel_name, smem_bytes
+        from kinac.rt.cuda.kernel_timer import TimedKernel, time_kernels
+
+        jobs = tuple(
+            TimedKernel(
+                compile_ptx(attention_llvm_ir((c,)), arch),
+                kernel_name(c),
+                grid(c),
+                32 * c.warps,
+                smem_bytes(c),
+            )  # fmt: skip
+            for c in cands
+        )
+        return time_kernels(jobs, buffer_bytes(cands[0]))
+
+
+def buffer_bytes(p: AttnParams) -> tuple[int, ...]:
+    """Bytes of each kernel argument (out, inputs...) that the strides of ``p`` can reach."""
+
+    def extent(strides: tuple[int, ...], dims: tuple[int, ...], off: int = 0) -> int:
+        """The index of the last row's (element's) start."""
+        return off + sum((n - 1) * s for n, s in zip(dims, strides, strict=True))
+
+    from kinac.ir.gpu.attention_params import MASK_DTYPES
+
+    rows_q, rows_k = (p.batch, p.heads, p.sq), (p.batch, p.kv_heads, p.sk)
+    sizes = [0] * (p.n_inputs + 1)
+    sizes[0] = 2 * (extent(p.o_strides, rows_q) + p.head_dim)
+    for which, (strides, rows) in enumerate(
+        ((p.q_strides, rows_q), (p.k_strides, rows_k), (p.v_strides, rows_k))
+    ):
+        arg = 1 + p.args[which]
+        need = 2 * (extent(strides, rows, p.offsets[which]) + p.head_dim)
+        sizes[arg] = max(sizes[arg], need)
+    if p.mask_arg >= 0:
+        isz = MASK_DTYPES[p.mask_dtype][1]
+        dims = (p.batch, p.heads, p.sq, p.sk)
+        sizes[1 + p.mask_arg] = max(
+            sizes[1 + p.mask_arg], isz * (extent(p.mask_strides, dims, p.mask_offset) + 1)
+        )
+    return tuple(sizes)
+
+
+_GPU: list[Any] = []  # the process's GpuTimer (or None: no GPU), found once
+
+
+def find_timer(db: Database) -> AttentionTimer | None:
+    """The context's timer, else the GPU's (None without a CUDA device)."""
+    t = db.context.get(TIMER_KEY)
+    if t is not None:
+        return t  # type: ignore[no-any-return]
+    if not _GPU:
+        try:
+            from kinac.rt.cuda import driver
+
+            if driver.available():
+                from kinac.rt.cuda.kernel_timer import device_name
+
+                _GPU.append(GpuTimer(device_name()))
+            else:
+                _GPU.append(None)
+        except Exception:  # noqa: BLE001 - no usable CUDA here: the default choice
+            _GPU.append(None)
+    return _GPU[0]  # type: ignore[no-any-return]
+
+
+@input_query("attention_autotune_mode")
+def attention_autotune_mode(db: Database, _: tuple[()]) -> str:
+    """``off`` (``KINAC_AUTOTUNE=0``), ``timed <device>`` or ``default`` (no timer)."""
+    if os.environ.get("KINAC_AUTOTUNE", "").strip() == "0":
+        return "off"
+    t = find_timer(db)
+    return f"timed {t.device}" if t is not None else "default"
+
+
+def _base_arch(arch: str) -> str:
+    return arch[:-1] if arch.endswith("a") else arch
+
+
+@query("attention_tiles", stage="codegen", tools=("llvmlite",))
+def attention_tiles(db: Database, key: tuple[str, AttnParams, str, str]) -> AttnChoice:
+    """The variant of the attention ``key[1]`` (tuned fields canonical) to build for arch
+    ``key[0]``: timed on the device when ``mode`` says so and the device is of that arch."""
+    from kinac.ir.gpu.attention_tune import candidates, default_choice, pick
+
+    arch, p, version, mode = key
+    del version  # in the key only: a new generator is a new key
+    if mode == "off":
+        return default_choice(p, arch, "off")
+    timer = find_timer(db) if mode.startswith("timed ") else None
+    if timer is None or _base_arch(mode.rsplit(" ", 1)[-1]) != _base_arch(arch):
+        return default_choice(p, arch)
+    cands = candidates(p, arch)
+    return pick(p, arch, cands, tuple(timer.time(cands, arch)))
+
+
+def kernel_arch(db: Database) -> str:
+    """The architecture attention kernels are built for (sm_90 becomes sm_90a, as
+    :func:`kinac.ir.gpu.attention_lower.entry_arch` makes an entry holding one)."""
+    from kinac.pipeline import target
+
+    arch = target(db, ()).arch
+    return "sm_90a" if arch == "sm_90" else arch
+
+
+def tuned_params(db: Database, p: AttnParams) -> AttnParams:
+    """``p`` as the tuning for this target chooses it."""
+    from kinac.ir.gpu.attention_tune import GENERATOR_VERSION, apply, tuning_key
+
+    key = (kernel_arch(db), tuning_key(p), GENERATOR_VERSION, attention_autotune_mode(db, ()))
+    return apply(p, attention_tiles(db, key))
+
+
+def tuned_kernel(db: Database, kernel: Any) -> Any:
+    """A fused attention :class:`~kinac.artifacts.gpu.GpuKernel` with its tuned parameters
+    (same symbol: the launch plan names it); any other kernel unchanged."""
+    if kernel.source != "attention":  # kinac.ir.gpu.attention_lower.SOURCE
+        return kernel
+    from kinac.ir.gpu.attention_params import AttnParams
+
+    p = decode(kernel.text.encode())
+    assert isinstance(p, AttnParams)
+    q = tuned_params(db, p)
+    return kernel if q == p else replace(kernel, text=encode(q).decode())
