@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT)]
+# run as a script, this file's directory heads sys.path, and this file would then be the
+# `nccl` that kinac imports nccl4py's bindings from: drop it
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benches"]
 
 MIB = 1 << 20
 SIZES = (1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, 1024 * MIB)
@@ -231,8 +233,8 @@ def _table(info: dict[str, Any]) -> str:
         f"algbw GB/s in brackets; busbw = algbw x {2 * (n - 1) / n:g} (all-reduce)",
         "",
         "| size | kinac all-reduce | bare NCCL | nccl4py core | kinac (graph) | bare (graph) "
-        "| all-gather | reduce-scatter | all-to-all |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| all-gather | reduce-scatter | all-to-all | kinac / bare (eager, graph) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in info["rows"]:
         b = row["bytes"]
@@ -243,6 +245,11 @@ def _table(info: dict[str, Any]) -> str:
         for k in ("all-gather", "reduce-scatter", "all-to-all"):
             ms = row.get(f"{k}_ms")
             cells.append("-" if ms is None else f"{ms * 1e3:.1f} ({_bw(b, ms)})")
+        ratios = []
+        for k, ref in (("kinac", "bare"), ("kinac_graph", "bare_graph")):
+            a, c = row.get(f"{k}_ms"), row.get(f"{ref}_ms")
+            ratios.append(f"{a / c:.2f}" if a and c else "-")
+        cells.append(", ".join(ratios))
         lines.append(f"| {b // MIB} MiB | " + " | ".join(cells) + " |")
     errs = {k: v for row in info["rows"] for k, v in row["errors"].items()}
     if info.get("nccl4py_core"):
