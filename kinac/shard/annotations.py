@@ -36,9 +36,17 @@ def arg_of(args: Sequence[ast.AnnotArg], key: str, pos: int) -> int | str | None
 
 
 def read_pinned(
-    ty: ast.TensorType, rank: int, mesh: ast.Mesh, file: str, defn: str, name: str
+    ty: ast.TensorType,
+    rank: int,
+    mesh: ast.Mesh,
+    file: str,
+    defn: str,
+    name: str,
+    replicated: bool = False,
 ) -> tuple[Pinned | None, list[Diagnostic]]:
-    """The layout ``ty``'s annotations pin over ``mesh`` (None when none names it)."""
+    """The layout ``ty``'s annotations pin over ``mesh`` (None when none names it).
+    ``replicated``: ``@replicated`` (naming ``mesh``, or no mesh: the entry's) pins the axes
+    it names (all without ``over=``) whole, as a ``reshard``'s does (a declared result)."""
     dims: list[tuple[str, ...]] = [() for _ in range(rank)]
     partial: list[str] = []
     where: dict[str, Label] = {}
@@ -46,12 +54,17 @@ def read_pinned(
     diags: list[Diagnostic] = []
     any_named = False
     for an in ty.annotations:
-        if an.name not in ("sharded", "partial") or arg_of(an.args, "mesh", 1) != mesh.name:
+        if an.name == "replicated" and replicated:
+            if arg_of(an.args, "mesh", 0) not in (None, mesh.name):
+                continue
+        elif an.name not in ("sharded", "partial") or arg_of(an.args, "mesh", 1) != mesh.name:
             continue
         any_named = True
         over = [str(a.value) for a in an.args if a.key == "over"] or list(mesh.axes)
         label = Label(NodeRef(file, defn, an.nid), "")
-        if an.name == "sharded":
+        if an.name == "replicated":
+            desc = "`@replicated`"
+        elif an.name == "sharded":
             axis = arg_of(an.args, "axis", 0)
             if not isinstance(axis, int) or not -rank <= axis < rank:
                 continue  # K0702, reported by the checker
@@ -79,7 +92,7 @@ def read_pinned(
             if an.name == "sharded":
                 assert isinstance(axis, int)
                 dims[axis % rank] = dims[axis % rank] + (ax,)
-            else:
+            elif an.name == "partial":
                 partial.append(ax)
     if not any_named:
         return None, diags

@@ -15,6 +15,7 @@ SHARD_CODES: dict[str, str] = {
     "K0705": "a redistribution was planned (note)",
     "K0706": "a reshard or collective names a mesh, axis or dim the entry does not have",
     "K0707": "a written collective does not match the layouts",
+    "K0708": "the declared result layout cannot be reached",
 }
 
 

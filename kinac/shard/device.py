@@ -174,9 +174,13 @@ def device_program(
     outputs = []
     for k, o in enumerate(graph.outputs):
         asked = output_dims[k] if output_dims is not None else None
+        declared = plan.results[k] if asked is None and k < len(plan.results) else None
         final = plan.layouts[o].dims if asked is None else tuple(tuple(d) for d in asked)
-        v = b.get(o, (final, ()))
-        outputs.append((v, b.types[v], ParamLayout(final, ())))
+        keep: tuple[str, ...] = ()
+        if declared is not None:  # the result type's layout (kinac.shard.result)
+            final, keep = tuple(tuple(d) for d in declared.dims), tuple(declared.partial)
+        v = b.get(o, (final, keep))
+        outputs.append((v, b.types[v], ParamLayout(final, keep)))
     return _segment(b, tuple(params), outputs)
 
 

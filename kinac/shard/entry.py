@@ -15,14 +15,17 @@ from kinac.shard.annotations import Pinned, arg_of, read_pinned
 from kinac.shard.explicit import mesh_named, read_explicit, unknown_mesh
 from kinac.shard.model import ShardPlan
 from kinac.shard.propagate import propagate
+from kinac.shard.result import result_hint, result_pin, result_use
 from kinac.tir.graph import Graph
 
 
 def named_mesh(sig: ast.Signature, meshes: Sequence[ast.Mesh]) -> ast.Mesh | None:
-    """The mesh the first sharding annotation of the signature names (one mesh per entry)."""
+    """The mesh the first sharding annotation of the signature names, its parameters' then its
+    result's (one mesh per entry)."""
     by_name = {m.name: m for m in meshes}
-    for p in sig.params:
-        for an in p.type.annotations if p.type is not None else ():
+    types = [p.type for p in sig.params] + [sig.ret]  # the result's annotations too
+    for ty in types:
+        for an in ty.annotations if ty is not None else ():
             if an.name not in ("sharded", "partial"):
                 continue
             name = arg_of(an.args, "mesh", 1)
@@ -64,6 +67,12 @@ def plan_entry(
             diags += ds
             if pin is not None:
                 pinned[i] = pin
+        declared, ds = result_pin(sig, graph, mesh, file)
+        diags += ds
+        if declared is not None:
+            hint = result_hint(declared)
+            hints = {graph.outputs[0]: hint} if hint is not None else {}
+            return propagate(graph, pinned, mesh, diags, hints, (result_use(declared),))
     else:
         diags += unknown_mesh(graph, {m.name for m in meshes})
     return propagate(graph, pinned, mesh, diags)

@@ -304,6 +304,25 @@ def plan_explicit(
     if diags:
         return [], diags
     t = graph.nodes[node.args[0]].type
+    label = site_label(node, f"{_what(node)} written here")
+    reason = f"{_what(node)} to its written layout"
+    return move_collectives(t, node.args[0], i, src, steps, axes, label, reason), []
+
+
+def move_collectives(
+    t: Any,
+    tensor: int,
+    consumer: int,
+    src: Use,
+    steps: Sequence[Any],
+    axes: Sequence[tuple[str, int]],
+    cause: Label | None,
+    reason: str,
+) -> list[Collective]:
+    """The planned ``Collective`` of each redistribution step (``redistribute.moves``) of
+    ``tensor`` (type ``t``) from layout ``src``, with the cost model's bytes: all-reduce and
+    reduce-scatter move the local partial before the step, the others the local tensor after
+    it, a slice nothing. Shared by written reshards and declared result layouts."""
     sizes = dict(axes)
     out = []
     for m in steps:
@@ -318,19 +337,9 @@ def plan_explicit(
         nbytes = 0 if m.kind == "slice" else t.numel * ITEMSIZE[t.dtype] // n
         if m.kind in ("all-reduce", "reduce-scatter"):
             nbytes = t.numel * ITEMSIZE[t.dtype] // before_split
-        out.append(
-            Collective(
-                m.kind,
-                m.axis,
-                node.args[0],
-                i,
-                nbytes,
-                site_label(node, f"{_what(node)} written here"),
-                f"{_what(node)} to its written layout",
-            )
-        )
+        out.append(Collective(m.kind, m.axis, tensor, consumer, nbytes, cause, reason))
         src = Use(m.dims, m.partial)
-    return out, []
+    return out
 
 
 def _would(a: str, b: str) -> str:

@@ -74,6 +74,9 @@ class ShardPlan:
     diagnostics: tuple[Diagnostic, ...]
     reads: tuple[tuple[Use, ...], ...] = ()
     computed: tuple[Use, ...] = ()
+    results: tuple[Use | None, ...] = ()
+    """Per entry output, the layout its declared result type asks for (``-> (tensor …
+    @sharded …)``; None or absent: the node's own layout, partial axes all-reduced)."""
 
     def count(self, kind: str) -> int:
         """How many collectives of ``kind`` are planned."""

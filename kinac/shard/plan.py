@@ -7,6 +7,7 @@ redistribution (bytes moved per device).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kinac.diag.model import Diagnostic, Label
@@ -14,6 +15,7 @@ from kinac.dtypes import FLOAT_DTYPES
 from kinac.shard.explicit import plan_explicit, site_label
 from kinac.shard.factors import PARTIAL_LINEAR, OpFactors
 from kinac.shard.model import Collective, TensorLayout, Use
+from kinac.shard.result import Result, plan_result
 
 if TYPE_CHECKING:
     from kinac.shard.propagate import _State
@@ -70,12 +72,17 @@ def _keeps_partial(op: str, partial_args: list[bool], dtype: str) -> bool:
 
 
 def plan(
-    st: _State, pinned_partial: dict[int, tuple[str, ...]], diags: list[Diagnostic] | None = None
+    st: _State,
+    pinned_partial: dict[int, tuple[str, ...]],
+    diags: list[Diagnostic] | None = None,
+    results: Sequence[Result | None] = (),
 ) -> tuple[
     tuple[TensorLayout, ...], tuple[Collective, ...], tuple[tuple[Use, ...], ...], tuple[Use, ...]
 ]:
     """Final layouts, the collectives in program order, and per op the layouts it reads its
-    operands in and the layout it computes locally (``ShardPlan.reads`` / ``computed``)."""
+    operands in and the layout it computes locally (``ShardPlan.reads`` / ``computed``).
+    ``results[k]``: output ``k``'s declared layout (:mod:`kinac.shard.result`), reached by
+    the collectives planned at the end."""
     g = st.graph
     layout = [tuple(d.axes if d is not None else () for d in dims) for dims in st.dims]
     partial: dict[int, tuple[str, ...]] = dict(pinned_partial)
@@ -194,7 +201,15 @@ def plan(
             partial[i] = tuple(dict.fromkeys(res_partial))
             if red:
                 cause[i] = _reduction_cause(st, i, of, red)
-    for o in g.outputs:
+    for k, o in enumerate(g.outputs):
+        declared = results[k] if k < len(results) else None
+        if declared is not None:
+            now = Use(layout[o], partial.get(o, ()))
+            colls, ds = plan_result(g, g.name, o, now, declared, tuple(st.sizes.items()))
+            out += colls
+            if diags is not None:
+                diags += ds
+            continue
         for p in partial.get(o, ()):
             out.append(
                 Collective(

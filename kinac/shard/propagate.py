@@ -28,6 +28,7 @@ from kinac.shard.codes import shard_diagnostic
 from kinac.shard.factors import OpFactors, factors_of
 from kinac.shard.model import Collective, ShardPlan, TensorLayout
 from kinac.shard.plan import plan
+from kinac.shard.result import Result
 from kinac.tir.graph import Graph
 
 
@@ -169,6 +170,7 @@ def propagate(
     mesh: ast.Mesh | None,
     diagnostics: Sequence[Diagnostic] = (),
     hints: Mapping[int, Pinned] | None = None,
+    results: Sequence[Result | None] = (),
 ) -> ShardPlan:
     """The plan for ``graph`` given the parameters' ``pinned`` layouts over ``mesh``.
 
@@ -176,7 +178,9 @@ def propagate(
     parameter's layout): their dims are set before the fixpoint and never overwritten, so
     propagation plans toward them, but unlike ``pinned`` they never conflict (K0704) with
     anything: where they meet another layout, the cost model decides. A hint on a dim already
-    pinned is ignored (a node hinted twice keeps the first); partial axes are not hinted."""
+    pinned is ignored (a node hinted twice keeps the first); partial axes are not hinted.
+    ``results[k]``: the layout output ``k`` is declared in (:mod:`kinac.shard.result`), reached
+    by collectives planned at the end (the caller hints the output node toward it)."""
     diags = list(diagnostics)
     if mesh is None:
         layouts = tuple(
@@ -211,7 +215,7 @@ def propagate(
             changed |= _step(st, i, diags)
         if not changed or any(d.is_error for d in diags):
             break
-    layouts, collectives, reads, computed = plan(st, partial, diags)
+    layouts, collectives, reads, computed = plan(st, partial, diags, results)
     return ShardPlan(
         mesh.name,
         tuple(zip(mesh.axes, mesh.shape, strict=True)),
@@ -220,6 +224,7 @@ def propagate(
         tuple(dict.fromkeys(diags)),
         reads,
         computed,
+        tuple(r[0] if r is not None else None for r in results) if any(results) else (),
     )
 
 
