@@ -10,7 +10,9 @@ equation it breaks.
 
 from __future__ import annotations
 
+import operator
 import os
+import weakref
 from typing import Any
 
 from kinac.errors import KinaCallError, KinaCompileError, KinaConfigError, KinaUsageError
@@ -170,6 +172,10 @@ class CompiledDefn:
         # per-call fast path: the form of each argument -> (loaded entry, array positions)
         self._fast: dict[tuple[Any, ...], tuple[Any, tuple[int, ...] | None]] = {}
         self.fast_calls = 0  # calls that took the fast path (tests observe these counters)
+        self.hot_calls = 0  # of those, calls that took the hot path (the same objects again)
+        # the hot path's memo (see _remember), in a box the weak references' callbacks empty
+        self._memo: list[Any] = [None]
+        self._memo_next: tuple[int, ...] | None = None
         self.slow_calls = 0  # calls that bound types from the arguments (first of each form)
 
     def _not_in_readable_files(
@@ -270,6 +276,21 @@ class CompiledDefn:
         return arrays, dim_args, tuple(where)
 
     def __call__(self, *args: Any, **dims: int) -> Any:
+        # Hot path: the very arguments of a recent call again (the same array objects, alive,
+        # the same dim values): one id tuple compared, then the entry (see :meth:`_remember`).
+        memo = self._memo[0]
+        if (
+            memo is not None
+            and tuple(map(id, args)) == memo[0]
+            and (dims == memo[1] if dims or memo[1] else True)
+            and (not dims or tuple(map(type, dims.values())) == memo[2])
+        ):
+            where = memo[4]
+            arrays = args if where is None else args[where]
+            if tuple(map(memo[6], arrays)) == memo[7]:
+                self.fast_calls += 1
+                self.hot_calls += 1
+                return memo[3](*arrays)
         # Fast path: every argument seen before in this form (an array's type, dtype, shape and
         # device; a dim's type and value): the specialisation, and which arguments are its
         # arrays, are known without building Kina types (a few attribute reads per array; the
@@ -284,6 +305,7 @@ class CompiledDefn:
         if hit is not None:
             self.fast_calls += 1
             entry, where = hit
+            self._remember(args, dims, entry, where)
             if where is None:
                 return entry(*args)
             return entry(*[args[i] for i in where])
@@ -291,6 +313,60 @@ class CompiledDefn:
         if fkey is not None and len(self._fast) < FAST_CACHE:
             self._fast[fkey] = (entry, None if len(where) == len(args) else where)
         return entry(*arrays)
+
+    def _remember(
+        self, args: tuple[Any, ...], dims: dict[str, Any], entry: Any, where: Any
+    ) -> None:
+        """Make these arguments the hot path's, on the second fast call in a row with the same
+        argument objects (so a caller passing a fresh array each time never pays for weak
+        references it cannot use).
+
+        Identity stands for the form only while the objects live: each array is weakly
+        referenced and its death drops the memo before its id can name another object; int
+        arguments are held (ints are immutable, and held ones keep their ids). Arguments that
+        are neither weakly referenceable nor ints (or dims that are not exact ints) are never
+        memoised. A living object can still change in place: a torch tensor's ``_version``
+        counts every in-place change (``t_``, ``resize_``, ``set_``; data writes too, which
+        then take the fast path), a numpy array's shape and dtype are compared; the GPU entry
+        also checks each tensor's address (:meth:`kinac.rt.cuda.entry.GpuEntry._hot_call`)."""
+        ids = tuple(map(id, args))
+        if ids != self._memo_next:
+            self._memo_next = ids  # seen once: memoise if the next call repeats it
+            return
+        if any(type(v) is not int for v in dims.values()):
+            return
+        box = self._memo
+
+        def gone(_: Any) -> None:
+            box[0] = None
+
+        held: list[Any] = []
+        try:
+            for a in args:
+                held.append(a if type(a) is int else weakref.ref(a, gone))
+        except TypeError:  # not weakly referenceable
+            return
+        span = None
+        arrays = args
+        if where is not None:
+            lo, hi = where[0], where[-1] + 1
+            if list(where) != list(range(lo, hi)):
+                return  # arrays and dims interleaved: the fast path's list does
+            span = slice(lo, hi)
+            arrays = args[span]
+        # what an array may change in place while staying the same object: torch counts every
+        # in-place change (t_, resize_, set_, and data writes too: then the fast path serves);
+        # a numpy array's shape and dtype are assignable
+        torchy = all(hasattr(a, "_version") for a in arrays)
+        state = operator.attrgetter("_version") if torchy else operator.attrgetter("shape", "dtype")
+        try:
+            now = tuple(map(state, arrays))
+        except AttributeError:
+            return
+        # a GPU entry's pre-bound launch, valid while its own memo is of these arrays
+        hot = getattr(entry, "hot_path", None)
+        call = (hot(tuple(arrays)) if hot is not None else None) or entry
+        box[0] = (ids, dict(dims), tuple(map(type, dims.values())), call, span, held, state, now)
 
     def specialisation(
         self, args: tuple[Any, ...], dims: dict[str, int]

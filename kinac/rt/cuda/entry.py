@@ -36,7 +36,7 @@ from typing import Any
 
 from kinac.artifacts.gpu import GpuLoweredEntry, GpuStep
 from kinac.errors import KinaCallError
-from kinac.rt.cuda import driver
+from kinac.rt.cuda import driver, entry_hot
 from kinac.rt.cuda.entry_support import (
     DL_NAMES,
     GATHER_OOB,
@@ -54,6 +54,14 @@ from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Allocation, Tensor, contiguou
 
 class GpuEntry:
     """A compiled entry on the GPU: ``entry(*arrays)`` returns its output(s)."""
+
+    # set by _setup; class defaults for entries tests build without a driver
+    _ctx_get: Any = None
+    _ctx_cur: Any = None
+    _ctx_ref: Any = None
+    _ctx_mine = 0
+    hot_calls = 0
+    _spares: list[Any] | None = None  # entry_hot.Spares per output, made at the first call
 
     def __init__(
         self,
@@ -132,6 +140,13 @@ class GpuEntry:
         self._stager: Any = None  # staging.HostStager, made at the first host array
         self.captures = 0
         self.replays = 0  # calls run by a graph replay (metrics: graph hit rate)
+        self.hot_calls = 0  # calls that took :meth:`_hot_call` (tests observe this)
+        from kinac.rt.cuda.kernel_graph import _fn
+
+        self._ctx_get = _fn("cuCtxGetCurrent")
+        self._ctx_cur = ctypes.c_void_p()
+        self._ctx_ref = ctypes.byref(self._ctx_cur)
+        self._ctx_mine = self.device.context_handle
 
     # ---- memory ---------------------------------------------------------------------------
     def _alloc(self, nbytes: int) -> int:
@@ -146,10 +161,28 @@ class GpuEntry:
         driver.check("cuMemcpyHtoD", d.cuMemcpyHtoD(p, ctypes.addressof(buf), len(data)))
         return p
 
-    def _input(self, x: Any, i: int) -> Tensor:
+    def _known(self, i: int, x: Any) -> Tensor | None:
+        """The remembered import of ``x`` at position ``i``, if ``x`` is the array imported
+        and (where it has a ``data_ptr``, as torch tensors do) still at that address: a tensor
+        whose memory was replaced in place (``set_``, ``resize_``) is imported again."""
         hit = self._imports.get((i, id(x)))
-        if hit is not None and hit[0]() is x:
-            return hit[1]
+        if hit is None or hit[0]() is not x:
+            return None
+        dp = getattr(x, "data_ptr", None)
+        if dp is not None and not isinstance(x, Tensor):
+            try:
+                moved = dp() != hit[1].ptr
+            except Exception:  # noqa: BLE001 - a data_ptr that is not torch's: not used
+                moved = False
+            if moved:
+                del self._imports[(i, id(x))]
+                return None
+        return hit[1]
+
+    def _input(self, x: Any, i: int) -> Tensor:
+        known = self._known(i, x)
+        if known is not None:
+            return known
         spec = self.lowered.params[i]
         t: Tensor | None = None
         if isinstance(x, Tensor) and x.is_cuda:
@@ -329,34 +362,36 @@ class GpuEntry:
             stager.after_run(self.stream)
         ids = tuple(map(id, arrays))
         last = self._last_box[0]
-        if last is not None and last[0] == ids:  # the same arrays as the last call
+        if (
+            last is not None
+            and last[0] == ids
+            and (last[3] is None or tuple(map(last[3], arrays)) == last[4])
+        ):  # the same arrays as the last call, at the same addresses
             ins = last[1]
         else:
-            imports = self._imports
             ins = []
             hits = 0
             for i, a in enumerate(arrays):  # a CUDA array passed before (weights): its import
-                hit = imports.get((i, id(a)))
-                if hit is not None and hit[0]() is a:
-                    ins.append(hit[1])
+                t = self._known(i, a)
+                if t is not None:
+                    ins.append(t)
                     hits += 1
                 else:
                     ins.append(self._input(a, i))
-            self._last_box[0] = (ids, ins) if hits == len(arrays) else None
+            self._last_box[0] = entry_hot.memo(arrays, ids, ins) if hits == len(arrays) else None
         stager = self._stager
         if stager is not None and stager._pending:  # the compute waits, on the device, for copies
             stager.before_run(self.stream)
-        res, dev = self.resource, (KDL_CUDA, self.ordinal)
-        outs = [
-            Tensor(a.ptr, shape, dt, device=dev, strides=st, owner=a)
-            for shape, dt, nbytes, st in self._out_specs
-            for a in (Allocation(res, nbytes, 0),)
-        ]
+        outs = self._outputs()
         ptrs = tuple([t.ptr for t in ins] + [t.ptr for t in outs])
         return ins, outs, ptrs
 
     def __call__(self, *arrays: Any) -> Any:
-        # the entry's GPU is current during the call, and the caller's context comes back after
+        # the entry's GPU is current during the call, and the caller's context comes back after;
+        # the usual case (it is current already) costs one PyDLL call (cuda-python's ~1 us)
+        get = self._ctx_get
+        if get is not None and not get(self._ctx_ref) and self._ctx_cur.value == self._ctx_mine:
+            return self._call(arrays)
         pushed = self.device.enter()
         try:
             return self._call(arrays)
@@ -364,6 +399,9 @@ class GpuEntry:
             self.device.leave(pushed)
 
     def _call(self, arrays: tuple[Any, ...]) -> Any:
+        hot = self._hot_call(arrays)
+        if hot is not None:
+            return hot
         ins, outs, ptrs = self.prepare(*arrays)
         # addresses bound before (and nothing staged): every one was seen at its position already
         key = ptrs if not self.volatile and ptrs in self._bound else self._key(ptrs)
@@ -380,6 +418,20 @@ class GpuEntry:
         del ins
         if not self._host_outputs:
             return outs[0] if len(outs) == 1 else tuple(outs)
+        return self._host_results(outs)
+
+    def _hot_call(self, arrays: tuple[Any, ...]) -> Any:
+        return entry_hot.hot_call(self, arrays)
+
+    def _outputs(self) -> list[Tensor]:
+        return entry_hot.outputs(self)
+
+    def hot_path(self, arrays: tuple[Any, ...]) -> Callable[..., Any] | None:
+        """A call for callers that check their arrays are these, the last call's, unchanged
+        (see :func:`kinac.rt.cuda.entry_hot.bind_hot`)."""
+        return entry_hot.bind_hot(self, arrays)
+
+    def _host_results(self, outs: list[Tensor]) -> Any:
         res = [t.numpy() if host else t for t, host in zip(outs, self._host_outputs, strict=True)]
         return res[0] if len(res) == 1 else tuple(res)
 

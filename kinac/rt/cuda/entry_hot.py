@@ -1,0 +1,189 @@
+"""The steady state of a GPU entry's call, kept apart from the general path (entry.py).
+
+Issue 14 asks that a call cost (almost) nothing on the host: after the first calls, a user
+passes the same arrays again (weights, and an activation buffer refilled in place), the
+outputs of the previous call have been dropped, and the launch sequence is a captured CUDA
+graph. Then a call needs only: is it the same arrays, at the same addresses; new output
+tensors; one ``cuGraphLaunch``. This module is that path:
+
+- :func:`memo` records what a later call compares (ids, imports, addresses);
+- :func:`outputs` makes the output tensors, reusing the block of an output the caller dropped
+  (:class:`OutBlock`: one spare block per output, kept by the entry instead of going through
+  the pool's bins: the pool's allocate and free cost ~1.5 us of Python per call together);
+- :func:`hot_call` is the path itself, and :func:`bind_hot` a closure for callers that checked
+  the arguments' identity already (``kinac.compile``'s own memo), which skips even that.
+
+Ordering is the pool's: a block is reused on the stream it was used on (the legacy default
+stream), so work queued before on that stream finishes before the next call's kernels write it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kinac.rt.cuda import driver
+from kinac.rt.cuda.tensor import KDL_CUDA, Allocation, Tensor
+
+if TYPE_CHECKING:
+    from kinac.rt.cuda.entry import GpuEntry
+
+
+class Spares(list):  # type: ignore[type-arg]  # list[int] of device pointers
+    """At most one dropped output block per output position, for the next call's output.
+
+    Owned by the entry and by every output tensor's :class:`OutBlock`; when the last of them
+    goes, the spare block goes back to the pool."""
+
+    __slots__ = ("resource", "nbytes")
+
+    def __init__(self, resource: Any, nbytes: int) -> None:
+        super().__init__()
+        self.resource = resource
+        self.nbytes = nbytes
+
+    def __del__(self) -> None:
+        try:
+            for p in self:
+                self.resource.deallocate(p, self.nbytes, 0)
+            self.clear()
+        except Exception:  # noqa: BLE001 - never raise from a finaliser (shutdown)
+            pass
+
+
+class OutBlock(Allocation):
+    """An output's memory: like :class:`Allocation`, but a dropped one becomes its position's
+    spare (if that is empty) instead of going back to the pool."""
+
+    __slots__ = ("spares",)
+    spares: Spares
+
+    def __del__(self) -> None:
+        try:
+            sp = self.spares
+            if self.ptr and not sp:
+                sp.append(self.ptr)
+                self.ptr = 0
+            else:
+                self.free()
+        except Exception:  # noqa: BLE001 - never raise from a finaliser (shutdown, dead driver)
+            pass
+
+
+def make_spares(entry: GpuEntry) -> list[Spares]:
+    return [Spares(entry.resource, nbytes) for _, _, nbytes, _ in entry._out_specs]
+
+
+def outputs(entry: GpuEntry) -> list[Tensor]:
+    """New output tensors (a dropped output's block, else one from the pool). Their specs
+    were checked once, at load, so the fields are set directly (``Tensor.__init__``
+    re-validates shape and dtype: ~1 us per output)."""
+    res, dev, new = entry.resource, (KDL_CUDA, entry.ordinal), Tensor.__new__
+    spares = entry._spares
+    if spares is None:
+        spares = entry._spares = make_spares(entry)
+    outs = []
+    for (shape, dt, nbytes, st), sp in zip(entry._out_specs, spares, strict=True):
+        if sp:
+            a = OutBlock.__new__(OutBlock)
+            a.ptr, a.nbytes, a.resource, a.stream = sp.pop(), nbytes, res, 0
+        else:
+            a = OutBlock(res, nbytes, 0)
+        a.spares = sp
+        t = new(Tensor)
+        t.ptr, t.shape, t.dtype, t.strides, t.device = a.ptr, shape, dt, st, dev
+        t.owner, t.stream, t.readonly = a, 0, False
+        outs.append(t)
+    return outs
+
+
+def memo(arrays: tuple[Any, ...], ids: tuple[int, ...], ins: list[Tensor]) -> tuple[Any, ...]:
+    """What :func:`hot_call` compares a later call with: the arrays' ids, their imports and
+    addresses, and (when every array is of one type with a ``data_ptr`` method, as torch
+    tensors are) that method and each array's address by it, so a tensor whose memory was
+    replaced in place is noticed."""
+    kind = type(arrays[0]) if arrays else None
+    dp = getattr(kind, "data_ptr", None)
+    dps: tuple[int, ...] | None = None
+    if dp is not None and all(type(a) is kind for a in arrays):
+        try:
+            dps = tuple(map(dp, arrays))
+        except Exception:  # noqa: BLE001 - a data_ptr that is not torch's: not used
+            dp = None
+    else:
+        dp = None
+    return (ids, ins, tuple([t.ptr for t in ins]), dp, dps)
+
+
+def _launch(entry: GpuEntry, in_ptrs: tuple[int, ...]) -> Any:
+    """Outputs, and the captured graph bound to these addresses launched; None (nothing
+    launched) when there is no such graph."""
+    outs = outputs(entry)
+    ptrs = in_ptrs + tuple([t.ptr for t in outs])
+    hit = entry._bound.get(ptrs)
+    graph = hit[2] if hit is not None else None
+    fast = graph.fast_launch if graph is not None else None
+    if fast is None:
+        return None  # (the outputs' blocks become spares; the general path takes them)
+    entry._bound.move_to_end(ptrs)
+    rc = fast[0](fast[1], entry.stream.cvp)
+    if rc:
+        driver.fail("cuGraphLaunch", rc)
+    entry.replays += 1
+    entry.hot_calls += 1
+    if entry._host_outputs:
+        return entry._host_results(outs)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _plain(entry: GpuEntry) -> bool:
+    """Nothing per call besides one graph launch: graphs on, no staged (volatile) address,
+    no host array staging, no runtime check to read back."""
+    return entry.use_graphs and not entry.volatile and entry._stager is None and not entry.status
+
+
+def hot_call(entry: GpuEntry, arrays: tuple[Any, ...]) -> Any:
+    """The steady state of a call, or None to take the general path: the same arrays as the
+    last call (by identity, each still at the address it had: a tensor reallocated in place,
+    by ``set_`` or ``resize_``, is looked up again), nothing staged or checked, and a captured
+    graph bound to these addresses."""
+    last = entry._last_box[0]
+    if last is None or not _plain(entry):
+        return None
+    ids, _, in_ptrs, dp, dps = last
+    if tuple(map(id, arrays)) != ids or (dp is not None and tuple(map(dp, arrays)) != dps):
+        return None
+    return _launch(entry, in_ptrs)
+
+
+def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | None:
+    """A call of ``entry`` for a caller that has checked its arrays are the very objects of
+    the entry's last call, unchanged (``kinac.compile``'s memo: ids, and torch's in-place
+    version counters): while the entry's memo is still the one seen now, the call skips the
+    identity and address checks; otherwise it is a plain call. None unless the entry's memo
+    is of ``arrays`` (the last call's arrays, all remembered CUDA arrays, at their addresses).
+
+    The caller's check stands in for the address check: torch counts ``set_`` and
+    ``resize_`` as in-place changes, so a tensor moved that way fails the caller's check."""
+    token = entry._last_box[0]
+    if token is None or tuple(map(id, arrays)) != token[0]:
+        return None
+    if token[3] is not None and tuple(map(token[3], arrays)) != token[4]:
+        return None
+    box, in_ptrs = entry._last_box, token[2]
+    get, ref, cur, mine = entry._ctx_get, entry._ctx_ref, entry._ctx_cur, entry._ctx_mine
+
+    def call(*arrays: Any) -> Any:
+        if (
+            box[0] is token
+            and _plain(entry)
+            and get is not None
+            and not get(ref)
+            and cur.value == mine
+        ):
+            out = _launch(entry, in_ptrs)
+            if out is not None:
+                return out
+        return entry(*arrays)
+
+    return call

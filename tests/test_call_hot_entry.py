@@ -1,0 +1,148 @@
+"""A GPU entry's hot path without a GPU (issue 14: calls that cost nothing): the same arrays
+at the same addresses replay the captured graph with one launch and nothing rebuilt; a dropped
+output's block serves the next call's output; a tensor whose memory moved in place is imported
+again. The entry is built without a driver (memory from the pool over a
+:class:`~kinac.rt.cuda.resources.VirtualResource`, a fake captured graph that counts launches).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+
+from kinac.artifacts.gpu import GpuLoweredEntry
+from kinac.artifacts.host import BufferSpec
+from kinac.rt.cuda import graph as graph_mod
+from kinac.rt.cuda.entry import GpuEntry
+from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+from kinac.rt.cuda.pool import PoolResource
+from kinac.rt.cuda.resources import VirtualResource
+from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
+
+SHAPES = [(4, 8), (8,)]
+
+
+class Array:
+    """A torch-like CUDA array: weakly referenceable, with a ``data_ptr`` that can move."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+class FakeGraph:
+    captured = True
+
+    def __init__(self, log: list[Any]) -> None:
+        self.fast_launch = (lambda ex, stream: log.append("launch") or 0, None)
+        self.log = log
+
+    def replay(self, stream: Any) -> None:
+        self.log.append("replay")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def log(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    calls: list[Any] = []
+    monkeypatch.setattr(graph_mod, "capture", lambda seq, stream, name="": FakeGraph(calls))
+    return calls
+
+
+def _entry() -> Any:
+    params = tuple(BufferSpec(f"p{i}", "f32", s) for i, s in enumerate(SHAPES))
+    outs = (BufferSpec("o", "f32", (4, 8)),)
+    lw = GpuLoweredEntry("e", "", params, outs, ("cuda:0",) * 2, ("cuda:0",), 0, 0, (), ())
+    e = GpuEntry.__new__(GpuEntry)
+    e.lowered, e.ordinal, e.pinned = lw, 0, True
+    e.resource = PoolResource(VirtualResource())
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+                     contiguous_strides(o.shape)) for o in outs]  # fmt: skip
+    e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
+    e.stream = type("S", (), {"cu": 0, "handle": 0, "cvp": None, "synchronize": lambda s: None})()
+    e.capture_stream = e.stream
+    e._imports, e._last_box, e._stager = {}, [None], None
+    e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(3)], set(), {}, OrderedDict()
+    e.captures = e.replays = 0
+    e._bind = lambda key: ((lambda stream: None), [])
+    e.device = type("D", (), {"enter": lambda s: False, "leave": lambda s, p: None})()
+    return e
+
+
+def _import(e: Any, arrays: list[Array], res: VirtualResource) -> None:
+    """Import each array as ``_input`` does for a CUDA array (at the address it reports)."""
+    for i, (a, s) in enumerate(zip(arrays, SHAPES, strict=True)):
+        e._remember(i, a, Tensor(a.ptr, s, "float32", device=(KDL_CUDA, 0)))
+
+
+def _arrays(res: VirtualResource) -> list[Array]:
+    return [Array(res.allocate(_nbytes("f32", s))) for s in SHAPES]
+
+
+def test_the_same_arrays_replay_with_one_launch_and_the_dropped_outputs_block(
+    log: list[Any],
+) -> None:
+    e, res = _entry(), VirtualResource()
+    arrays = _arrays(res)
+    _import(e, arrays, res)
+    out1 = e(*arrays)  # general path: captures, replays
+    p1 = out1.ptr
+    del out1  # dropped: its block is this output's spare
+    assert list(e._spares[0]) == [p1]
+    # (the arrays were imported already, so the first call made the memo): hot from now on
+    outs = [e(*arrays).ptr for _ in range(5)]
+    assert e.hot_calls == 5 and outs == [p1] * 5
+    assert log == ["replay"] + ["launch"] * 5 and e.captures == 1
+    kept = e(*arrays)  # kept by the caller: the next call gets another block
+    other = e(*arrays)
+    assert other.ptr != kept.ptr and e.hot_calls == 6  # a new address: general path, captured
+    assert e.captures == 2
+    del kept, other
+    gc.collect()
+    live = e.resource.memory_stats()["allocated_bytes.all.current"]
+    e._spares = None  # the entry lets its spares go: their blocks return to the pool
+    gc.collect()
+    assert e.resource.memory_stats()["allocated_bytes.all.current"] < live
+
+
+def test_a_tensor_moved_in_place_is_imported_again(log: list[Any]) -> None:
+    e, res = _entry(), VirtualResource()
+    arrays = _arrays(res)
+    _import(e, arrays, res)
+    for _ in range(3):
+        e(*arrays)
+    hot = e.hot_calls
+    assert hot == 2
+    arrays[1].ptr = res.allocate(_nbytes("f32", SHAPES[1]))  # torch's set_ / resize_
+    seen: list[int] = []
+    e._input = lambda x, i: seen.append(i) or Tensor(x.ptr, SHAPES[i], "float32")
+    ins, _, ptrs = e.prepare(*arrays)
+    assert e.hot_calls == hot and seen == [1]  # the moved one only, at its new address
+    assert ptrs[1] == arrays[1].ptr and ins[1].ptr == arrays[1].ptr
+
+
+def test_bind_hot_skips_the_checks_only_while_the_memo_is_the_bound_one(log: list[Any]) -> None:
+    e, res = _entry(), VirtualResource()
+    arrays = _arrays(res)
+    _import(e, arrays, res)
+    e(*arrays)
+    assert e.hot_path(tuple(reversed(arrays))) is None  # not the memo's arrays
+    call = e.hot_path(tuple(arrays))
+    e._ctx_get, e._ctx_ref, e._ctx_cur = (lambda r: 0), None, type("C", (), {"value": 0})()
+    call(*arrays)
+    call(*arrays)
+    assert e.hot_calls == 2
+    e._last_box[0] = None  # the memo went (an argument died): a plain call, never the bound one
+    call(*arrays)
+    assert e.hot_calls == 2 and e._last_box[0] is not None  # the general path made a new memo
+    arrays[1].ptr = res.allocate(_nbytes("f32", SHAPES[1]))  # moved: only a full check sees it
+    e._input = lambda x, i: Tensor(x.ptr, SHAPES[i], "float32")
+    call(*arrays)
+    assert e.hot_calls == 2 and log[-1] == "replay"  # the general path, which re-imported it
