@@ -109,7 +109,11 @@ class Trainer:
             self.parallel = make_parallel(
                 self.workspace, entry, self.info, simulate, layout, **options
             )
-        else:
+        else:  # a rank of `kinac launch` (WORLD_SIZE set): data parallel over the launch
+            from kinac.train.launched import launched_parallel
+
+            self.parallel = launched_parallel(self.workspace, entry, self.info, target, **options)
+        if self.parallel is None:
             self.vg = value_and_grad(
                 self.workspace, entry, wrt=list(self.names), target=target, **options
             )

@@ -1,0 +1,121 @@
+"""Data-parallel training over the ranks of a launch (``kinac launch -n N -- kinac train ...``).
+
+Why its own class (not :class:`kinac.train.parallel.DataParallel`): there the ranks are threads
+of one process and one copy of the weights is updated; here every rank is a process (its own
+GPU under NCCL) holding its own copy. Every rank builds the same synthetic batch (same seed),
+computes the loss and gradients of its slice (``B / N`` sequences, rank order), and averages
+them over the world in place: NCCL on the gradients' device buffers for the CUDA target, the
+TCP process group for the host. Every rank then applies the same update to identical weights,
+so the copies stay equal without a broadcast, and a step equals ``--simulate N``'s (the TCP
+group reduces in rank order, as the simulator does).
+
+The backend is chosen from how the process was launched (:func:`launched_parallel`):
+``WORLD_SIZE`` set makes this process a rank, as ``kinac.compile(..., mesh=)`` decides.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kinac.errors import KinaUsageError
+from kinac.train.params import DATA, EntryInfo
+
+
+def launched_parallel(
+    workspace: str, entry: str, info: EntryInfo, target: str, **options: Any
+) -> Any:
+    """The loss-and-gradient step of one rank of a launch, or None outside a launch."""
+    if not os.environ.get("WORLD_SIZE"):
+        return None
+    from kinac.rt.comm.rendezvous import DistEnv
+
+    env = DistEnv.from_env()
+    if env is None:
+        raise KinaUsageError(
+            "WORLD_SIZE is set but not the rest of a launch's environment (RANK, MASTER_ADDR, "
+            "MASTER_PORT): start it with `kinac launch -n N -- kinac train ...` or torchrun"
+        )
+    return LaunchedDataParallel(workspace, entry, info, env, target, **options)
+
+
+class LaunchedDataParallel:
+    """``value_and_grad`` of a training entry's defn on this rank's slice of the batch, the
+    loss and gradients averaged over every rank of the launch (see the module docstring)."""
+
+    def __init__(
+        self, workspace: str, entry: str, info: EntryInfo, env: Any, target: str, **options: Any
+    ) -> None:
+        from kinac.api import compile as compile_defn
+        from kinac.api_grad import value_and_grad
+
+        n = env.world_size
+        b = info.batch_shape[0]
+        if b % n:
+            raise KinaUsageError(
+                f"kinac launch -n {n}: the batch B = {b} of `{entry}` must split evenly over "
+                f"{n} ranks (data parallel)"
+            )
+        cd = compile_defn(workspace, entry, target=target, **options)
+        assert cd.fixed is not None  # entry_info checked that it is an entry
+        self.env, self.n, self.info, self.target = env, n, info, target
+        names = [p.name for p in info.weights]
+        # the defn itself (not the entry, whose dims fix B): dims bind from the local arrays
+        self.vg = value_and_grad(workspace, cd.fixed.defn, wrt=names, target=target, **options)
+        self.dims = {d: info.dims[d] for d in info.dim_params}
+        self._entry: Any = None
+        self._comm: Any = None
+        self._outs: tuple[Any, ...] | None = None
+        self.grad_buffers: dict[str, Any] | None = None  # the optimizer's (unused: see below)
+        self.log: Any = None  # the last step's collectives (a RankLog)
+
+    def local_args(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """This rank's arguments: its rows of the batch, the weights as they are."""
+        k = self.info.batch_shape[0] // self.n
+        r = self.env.rank
+        return tuple(
+            a[r * k : (r + 1) * k] if p.name in DATA else a
+            for a, p in zip(args, self.info.params, strict=True)
+        )
+
+    def _world(self) -> Any:
+        """The launch's ``dp`` world: NCCL for the CUDA target, the TCP group on the host."""
+        from kinac.rt.comm import distributed
+
+        if self.target == "cuda":
+            from kinac.rt.comm.device_run import CudaOps
+
+            return distributed.nccl_world((self.n,), ("dp",), self.env, CudaOps())
+        return distributed.world_comm((self.n,), ("dp",), self.env)
+
+    def __call__(self, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
+        """The global batch's loss and gradients: this rank's, averaged over the launch."""
+        import numpy as np
+
+        from kinac.rt.comm.distributed import RankLog
+        from kinac.train.optim import specialised
+
+        local = self.local_args(args)
+        if self._entry is None:
+            self._entry = specialised(self.vg, local, self.dims)
+        if self._comm is None:
+            self._comm = self._world()
+        host = self.target != "cuda"
+        if host:  # into buffers made once (the process group reduces them in place)
+            from kinac.rt.host.arrays import NP_DTYPES
+
+            if self._outs is None:
+                lw = self._entry.entry.lowered
+                self._outs = tuple(np.empty(o.shape, NP_DTYPES[o.dtype]) for o in lw.outputs)
+            outs = self._entry.entry(*local, out=self._outs)
+            loss, grads = outs[0], dict(zip(self._entry.wrt, outs[1:], strict=True))
+        else:  # device tensors, reduced in place by NCCL on the entry's stream
+            loss, grads = self._entry(*local)
+        comm, tag = self._comm, ("all-reduce", "data-parallel gradient")
+        start = len(comm.log)
+        flat = loss.reshape(1) if host else loss  # a view: the process group sends [1]
+        for o in (flat, *grads.values()):  # the loss first, then the gradients in wrt order
+            comm.all_reduce(o, o, op="avg", tag=tag)
+        self.log = RankLog(list(comm.log[start:]))
+        del comm.log[start:]
+        return loss, grads
