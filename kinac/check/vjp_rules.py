@@ -72,8 +72,13 @@ def from_formula(d: Any) -> Rule:
 
 
 def identity(b: VjpBuilder, node: Node, out: int, g: int) -> Cotangents:
-    """Placement-only ops (``reshard``, collectives written by hand): the cotangent passes."""
-    return (g,)
+    """Placement-only ops (``reshard``, collectives written by hand): the cotangent passes
+    through the *reverse* reshard, a ``reshard`` marked ``cotangent`` carrying the forward's
+    ``site``, which sharding pins to the layout of the forward's operand (the transpose of an
+    all-gather is a reduce-scatter or a slice; kinac/shard/grad.py). The identity on one
+    device, as every reshard is."""
+    site = node.attr("site", ("", "", 0))
+    return (b.emit("reshard", (g,), b.type(g), kind="reshard", layout=(), site=site, cotangent=1),)
 
 
 def cast(b: VjpBuilder, node: Node, out: int, g: int) -> Cotangents:

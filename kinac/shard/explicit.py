@@ -107,8 +107,8 @@ def read_explicit(graph: Graph, mesh: ast.Mesh) -> tuple[dict[int, Pinned], list
     pins: dict[int, Pinned] = {}
     diags: list[Diagnostic] = []
     for i, node in enumerate(graph.nodes):
-        if node.op != "reshard":
-            continue
+        if node.op != "reshard" or node.attr("cotangent"):
+            continue  # a reverse reshard (a gradient's) is pinned by kinac.shard.grad
         pin, ds = _read_one(node, mesh)
         diags += ds
         if pin is not None:

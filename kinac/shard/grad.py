@@ -31,7 +31,8 @@ from collections.abc import Mapping, Sequence
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
 from kinac.shard.annotations import Pinned, read_pinned
-from kinac.shard.entry import named_mesh
+from kinac.shard.entry import entry_mesh
+from kinac.shard.explicit import read_explicit, site_label
 from kinac.shard.model import ShardPlan
 from kinac.shard.propagate import propagate
 from kinac.shard.redistribute import Dims
@@ -94,6 +95,69 @@ def _plan(
     pinned: Mapping[int, Pinned],
     diagnostics: Sequence[Diagnostic],
 ) -> tuple[ShardPlan, tuple[Dims | None, ...]]:
+    """Plan with the forward's written reshards pinned, then once more with each reverse
+    reshard pinned to its forward operand's layout (:func:`reverse_pins`)."""
+    pins = dict(pinned)
+    diags = list(diagnostics)
+    if mesh is not None:
+        explicit, ds = read_explicit(
+            graph, mesh
+        )  # indices of this graph (reassociation moves them)
+        pins.update(explicit)
+        diags += ds
+    plan, outs = _plan_once(graph, wrt, mesh, pins, diags)
+    if mesh is None or any(d.is_error for d in plan.diagnostics):
+        return plan, outs
+    rev = reverse_pins(graph, plan)
+    if not rev:
+        return plan, outs
+    return _plan_once(graph, wrt, mesh, {**pins, **rev}, diags)
+
+
+def reverse_pins(graph: Graph, plan: ShardPlan) -> dict[int, Pinned]:
+    """Each reverse reshard (the cotangent of a written ``reshard``, marked ``cotangent`` by
+    its VJP) pinned to the layout its forward reshard's operand has in ``plan``, partial axes
+    replicated (the cotangent of a partial sum's share is the whole cotangent): the
+    gradient's program moves the cotangent back as the forward moved the value (an
+    all-gather's transpose is a reduce-scatter of a partial cotangent, or a slice).
+
+    Forward and reverse are paired by the ``site`` where the reshard was written. A site
+    written once pairs exactly; a site reached several times (a layer called per block) pairs
+    when every forward operand there has one layout, and otherwise its reverses are left to
+    propagation (correct, planned by the cost model)."""
+    forward: dict[object, set[Dims]] = {}
+    where: dict[object, Node] = {}
+    for n in graph.nodes:
+        if n.op == "reshard" and not n.attr("cotangent"):
+            site = _site(n)
+            forward.setdefault(site, set()).add(plan.layouts[n.args[0]].dims)
+            where.setdefault(site, n)
+    pins: dict[int, Pinned] = {}
+    for i, n in enumerate(graph.nodes):
+        if n.op != "reshard" or not n.attr("cotangent"):
+            continue
+        dims = forward.get(_site(n), set())
+        if len(dims) != 1:
+            continue
+        (want,) = dims
+        cause = site_label(where[_site(n)], "the reshard whose cotangent this is")
+        axes = {a for a, _ in plan.axes}
+        pins[i] = Pinned([tuple(d) for d in want], (), {a: cause for a in axes})
+    return pins
+
+
+def _site(node: Node) -> tuple[object, ...]:
+    """Where a reshard was written (``(file, defn, nid)``), hashable whatever decoded it."""
+    return tuple(node.attr("site") or ())
+
+
+def _plan_once(
+    graph: Graph,
+    wrt: Sequence[str],
+    mesh: ast.Mesh | None,
+    pinned: Mapping[int, Pinned],
+    diagnostics: Sequence[Diagnostic],
+) -> tuple[ShardPlan, tuple[Dims | None, ...]]:
     index = {name: i for i, (name, _) in enumerate(graph.params)}
     hints: dict[int, Pinned] = {}
     outs: list[Dims | None] = [tuple(() for _ in graph.nodes[graph.outputs[0]].type.shape)]
@@ -110,8 +174,9 @@ def _plan(
 def plan_gradient_entry(
     graph: Graph, wrt: Sequence[str], sig: ast.Signature, meshes: Sequence[ast.Mesh], file: str
 ) -> tuple[Graph, ShardPlan, tuple[Dims | None, ...]]:
-    """:func:`plan_gradient` with the loss defn's annotations (the mesh its first names)."""
-    mesh = named_mesh(sig, meshes)
+    """:func:`plan_gradient` with the loss defn's annotations and written reshards (the mesh
+    :func:`kinac.shard.entry.entry_mesh` finds, as for the forward)."""
+    mesh = entry_mesh(sig, meshes, graph)
     pinned, diags = annotated_pins(graph, sig, mesh, file) if mesh is not None else ({}, [])
     return plan_gradient(graph, wrt, mesh, pinned, diags)
 
