@@ -7,6 +7,9 @@
 # and tests write there (runtime_bench.md/.json, soak.json).  Wheels in ./.whl (packages the
 # GPU machine lacks) are installed into /tmp/site first.  Exit status: non-zero if any step
 # failed; every step runs regardless.
+# KINAC_BENCH_QUICK=1: benches carrying "# kinac-bench: quick" get --quick (benches/gpu.py and
+# benches/call_overhead.py: about 150 s together on an H200); KINAC_BENCH_ONLY="gpu call_overhead":
+# only those benches run.
 # Then a short runtime soak (issue 17 item 5): KINAC_SOAK_MINUTES (default 0.5; e.g. 10 for the
 # long one, or `bash scripts/gpu.sh --soak-minutes 10`) writes soak_samples.csv/.json/.png.
 set -uo pipefail
@@ -39,8 +42,11 @@ echo "pytest exit status: $rc"
 for bench in benches/*.py; do
   grep -q "^# kinac-bench: gpu" "$bench" || continue
   name="$(basename "$bench" .py)"
-  echo "== $bench"
-  python3 "$bench" --gpu --out "$OUT" 2>&1 | tee "$OUT/bench_$name.log"
+  if [ -n "${KINAC_BENCH_ONLY:-}" ] && [[ " $KINAC_BENCH_ONLY " != *" $name "* ]]; then continue; fi
+  quick=()
+  if [ -n "${KINAC_BENCH_QUICK:-}" ] && grep -q "^# kinac-bench: quick" "$bench"; then quick=(--quick); fi
+  echo "== $bench ${quick[*]}"
+  python3 "$bench" --gpu --out "$OUT" "${quick[@]}" 2>&1 | tee "$OUT/bench_$name.log"
   rc=${PIPESTATUS[0]}
   echo "$bench exit status: $rc"
   [ "$rc" -eq 0 ] || status=1
