@@ -1,0 +1,61 @@
+"""The hot path on a GPU (issue 14): the small transformer block through ``kinac.compile``,
+called again and again with the same torch CUDA tensors, runs by the pre-bound graph launch
+(counters on the callable and the entry), gives bit-identical results to its first call,
+sees a tensor replaced in place (``set_``) and new contents, and still refuses a wrong array
+with the full path's message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kinac.errors import KinaCallError
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _need_gpu() -> None:
+    from kinac.rt import cuda
+
+    if not cuda.available():
+        pytest.skip(f"no CUDA GPU ({cuda.unavailable_reason()})")
+
+
+def test_the_block_takes_the_hot_path_and_stays_right() -> None:
+    _need_gpu()
+    import torch
+    from gpu_refs import SMALL, block_inputs
+
+    import kinac
+
+    f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda")
+    ins = block_inputs(SMALL, torch.bfloat16)
+    h, kv = SMALL["h"], SMALL["kv"]
+    first = torch.from_dlpack(f(h, kv, *ins)).clone()
+    for _ in range(10):
+        out = f(h, kv, *ins)
+    torch.cuda.synchronize()
+    entry = next(iter(f._entries.values()))
+    assert f.hot_calls >= 7 and entry.hot_calls >= 7, (f.hot_calls, entry.hot_calls)
+    assert torch.equal(torch.from_dlpack(out), first)
+    del out
+    # new contents in place: still hot, and the new data is read
+    hot = f.hot_calls
+    ins[0].mul_(0.5)
+    want = torch.from_dlpack(f(h, kv, *ins)).clone()  # (the version moved: the fast path)
+    for _ in range(3):
+        got = torch.from_dlpack(f(h, kv, *ins))
+    assert f.hot_calls > hot and torch.equal(got, want)
+    assert not torch.equal(want, first)
+    # a tensor whose memory is replaced in place: its new contents are read
+    other = block_inputs(SMALL, torch.bfloat16, seed=1)[0]
+    ins[0].set_(other.clone())
+    for _ in range(4):
+        got = torch.from_dlpack(f(h, kv, *ins))
+    ref = torch.from_dlpack(f(h, kv, other, *ins[1:])).clone()
+    assert torch.equal(got, ref)
+    # a wrong array after all that: the full path's message
+    with pytest.raises(KinaCallError, match="wq"):
+        f(h, kv, ins[0], ins[1], ins[2][:, :128], *ins[3:])
