@@ -187,3 +187,25 @@ def test_sharded_block_on_a_mesh_of_one_through_nccl_equals_the_unsharded(
     got = fn(*_inputs(), **DIMS)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert fn.last_log.counts() == {("all-reduce", "tp"): 2}  # Megatron's two, through NCCL
+
+
+@pytest.mark.parametrize(
+    ("kind", "dim", "cat"),
+    [("all-gather", 1, -1), ("reduce-scatter", 2, -1), ("all-to-all", 1, 2), ("slice", 1, -1)],
+)
+def test_device_collective_steps_equal_the_host_runners(
+    world: tuple[Any, Any, Any], kind: str, dim: int, cat: int
+) -> None:
+    """A program's collective steps on device buffers (dim moves, NCCL, the concatenation of
+    an all-to-all along another dim) give the host runner's bytes."""
+    from kinac.artifacts.sharded import Collective
+    from kinac.rt.comm.device_run import device_collective
+    from kinac.rt.comm.execute import collective_step
+
+    comm, ops, cuda = world
+    st = Collective(kind, "tp", 0, 1, dim, "sum", 0, "m.kina:1:1", "test", cat)
+    x = np.random.default_rng(2).standard_normal((4, 6, 8)).astype(np.float32)
+    got = device_collective(st, ops.upload(x), comm, ops)
+    cuda.current_device().synchronize()
+    (want,) = simulate(_mesh((1,), ("tp",)), lambda s: collective_step(st, x, s))
+    assert ops.download(got).tobytes() == want.tobytes()

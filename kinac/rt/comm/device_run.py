@@ -11,8 +11,8 @@ along axis 0 of contiguous buffers, the program names a dim): moving dim ``d`` o
 ``(P, S, Q)`` buffer (``P`` the dims before it, ``Q`` after) to the front is ``min(P, S)``
 strided 2-D copies on the stream (``cuMemcpy2DAsync``, capturable), and none when ``P`` is 1
 (dim 0, or only size-1 dims before it: the common case, and every all-reduce). An all-to-all
-that concatenates along another dim than it splits is the one step that goes through the host
-(counted in ``ops.host_copies``; no sharding rule emits it for the block or the MLP).
+that concatenates along another dim than it splits moves each received chunk back and copies
+it into place (:func:`concat_chunks`). Nothing goes through the host.
 
 The device is an object with ``empty(shape, dtype)``, ``upload(array)``, ``download(buf)``,
 ``view(buf, shape, offset_bytes=0)``, ``copy2d(dst, dst_pitch, src, src_pitch, width, height,
@@ -71,7 +71,6 @@ class HostOps:
 
     def __init__(self) -> None:
         self.copies = 0  # 2-D copies issued (dim moves)
-        self.host_copies = 0  # steps that went through the host
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         name = device_dtype(dtype)
@@ -109,7 +108,6 @@ class CudaOps:
         self._cuda = cuda
         self.resource = cuda.default_resource()
         self.copies = 0
-        self.host_copies = 0
         self._memcpy2d: Any = None
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -222,6 +220,25 @@ def take(x: Any, dim: int, start: int, count: int, ops: Any, stream: Any = 0) ->
     return out
 
 
+def concat_chunks(got: Any, n: int, dim: int, cat: int, ops: Any, stream: Any = 0) -> Any:
+    """All-to-all's result when it concatenates along ``cat``, not the split ``dim``: the
+    ``n`` chunks of ``got`` (axis 0, front layout) each moved back to ``dim``, placed side by
+    side along ``cat``: per chunk, its move back and one strided copy into its place."""
+    fshape = tuple(int(d) for d in got.shape)
+    c = fshape[0] // n
+    piece = (*fshape[1 : dim + 1], c, *fshape[dim + 1 :])  # one chunk, dim back in place
+    out_shape = tuple(d * n if i == cat else d for i, d in enumerate(piece))
+    out = ops.empty(out_shape, got.dtype)
+    dst, _, _ = buffer_of(out)
+    p, s, q = _pq(piece, cat)
+    row = q * _itemsize(got)
+    for j in range(n):
+        chunk = ops.view(got, (c, *fshape[1:]), j * c * math.prod(fshape[1:]) * _itemsize(got))
+        src, _, _ = buffer_of(move_back(chunk, dim, ops, stream))
+        ops.copy2d(dst + j * s * row, n * s * row, src, s * row, s * row, p, stream)
+    return out
+
+
 def device_collective(step: Collective, x: Any, comm: Any, ops: Any, stream: Any = 0) -> Any:
     """The device buffer a collective step writes, from this rank's device buffer ``x``."""
     group = comm.sub(step.axis)
@@ -251,11 +268,7 @@ def device_collective(step: Collective, x: Any, comm: Any, ops: Any, stream: Any
         got = group.all_to_all(move_front(x, dim, ops, stream), stream=stream, tag=tag)
         if cat == dim:  # the chunks concatenated back along dim: the inverse move
             return move_back(got, dim, ops, stream)
-        ops.synchronize()  # another concat dim: through the host (module docstring)
-        ops.host_copies += 1
-        chunks = np.split(ops.download(got), group.size, axis=0)
-        moved = [np.moveaxis(c, 0, dim) for c in chunks]
-        return ops.upload(np.ascontiguousarray(np.concatenate(moved, axis=cat)))
+        return concat_chunks(got, group.size, dim, cat, ops, stream)
     raise KinaRuntimeError(f"unknown collective step {kind!r} at {step.span or '?'}")
 
 

@@ -3,10 +3,11 @@
 Why separate from the simulator's path: here the other ranks are other processes running the
 same call on the same global arguments (``kinac launch`` gives every rank the same command,
 so the same inputs). Each rank slices its own shard, runs its per-device program over the
-process-group communicator (:mod:`kinac.rt.comm.tcp`), and the outputs are all-gathered over
-the world so that every rank holds the global result, assembled exactly as the simulator
-assembles it (partial shares summed in rank order, replicas from coordinate 0): the printout
-of rank 0 equals ``--simulate``'s.
+process-group communicator (:mod:`kinac.rt.comm.tcp`; host segments) or, on GPUs, NCCL with
+every slot on the device (:func:`run_nccl`, :mod:`kinac.rt.comm.device_run`), and the outputs
+are all-gathered over the world so that every rank holds the global result, assembled exactly
+as the simulator assembles it (partial shares summed in rank order, replicas from coordinate
+0): the printout of rank 0 equals ``--simulate``'s.
 """
 
 from __future__ import annotations
