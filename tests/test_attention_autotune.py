@@ -36,11 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class FakeTimer:
-    """Times by a formula (fastest: wgmma 128x64 with 3 stages), counting what it timed."""
+    """Times by a formula (fastest: pipelined wgmma 128x64), counting what it timed."""
 
     device = "Fake H200 sm_90"
 
-    def __init__(self, fastest: str = "wgmma 128x64 s3") -> None:
+    def __init__(self, fastest: str = "wgmma_pipe 128x64 s3") -> None:
         self.fastest = fastest
         self.timed: list[tuple[AttnParams, ...]] = []
 
@@ -67,9 +67,9 @@ def test_tuned_once_cached_across_sessions_retuned_for_a_new_shape(tmp_path: Pat
     mode = attention_autotune_mode(db, ())
     assert mode == "timed Fake H200 sm_90"
     c = attention_tiles(db, _key(p, mode))
-    assert (c.how, c.mma, c.block_m, c.block_n, c.stages) == ("timed", "wgmma", 128, 64, 3)
+    assert (c.how, c.mma, c.block_m, c.block_n, c.stages) == ("timed", "wgmma_pipe", 128, 64, 3)
     assert len(t1.timed) == 1 and len(t1.timed[0]) == len(candidates(p, "sm_90a"))
-    assert dict(c.times)["wgmma 128x64 s3"] == 1.0
+    assert dict(c.times)["wgmma_pipe 128x64 s3"] == 1.0
     assert attention_tiles(db, _key(p, mode)) == c and len(t1.timed) == 1  # memo, same process
     db.commit()
     db.close()
@@ -108,10 +108,10 @@ def test_candidates_are_valid_and_the_key_erases_what_is_tuned() -> None:
     p = bhsd_params("bf16", 1, 4, 2, 300, 128)
     cands = candidates(p, "sm_90a")
     assert all(check_params(c) is None for c in cands)
-    assert {c.mma for c in cands} == {"wgmma", "sync"}
+    assert {c.mma for c in cands} == {"wgmma", "wgmma_pipe", "sync"}
     assert {c.mma for c in candidates(p, "sm_80")} == {"sync"}
     assert len({label(c) for c in cands}) == len(cands)
-    q = replace(p, block_m=128, stages=3, mma="wgmma")
+    q = replace(p, block_m=128, stages=3, mma="wgmma_pipe")
     assert tuning_key(q) == tuning_key(p)
     assert tuning_key(replace(p, sq=301, sk=301)) != tuning_key(p)
     # the fake GPU's buffers: out, q, k, v sized by the strides

@@ -25,7 +25,7 @@ import pytest
 
 from kinac.codegen.llvm import compile_object, host_target, jit_load
 from kinac.ir.gpu.attention_kernel import attention_llvm_ir, grid, kernel_name, smem_bytes
-from kinac.ir.gpu.attention_params import AttnParams, AttnTiles, bhsd_params
+from kinac.ir.gpu.attention_params import WGMMA_BOTH, AttnParams, AttnTiles, bhsd_params
 from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 WARP = 32
@@ -323,7 +323,7 @@ def _wgmma_defs(p: AttnParams) -> str:
         return ""
     name = kernel_name(p)
     out = []
-    kinds = [("s", p.block_n, 0)] + ([("o", p.head_dim, 1)] if p.mma == "wgmma" else [])
+    kinds = [("s", p.block_n, 0)] + ([("o", p.head_dim, 1)] if p.mma in WGMMA_BOTH else [])
     for which, n, trans in kinds:
         nacc = n // 2
         st = "{" + ", ".join(["float"] * nacc) + "}"
@@ -426,22 +426,26 @@ def test_generated_kernel_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles,
     "d,s,causal,tiles,mma",
     [
         (64, 150, True, AttnTiles(64, 32), "sync"),  # five key tiles through a ring of three
-        (128, 200, True, AttnTiles(128, 64), "wgmma"),  # two warpgroups, three stages
+        (128, 200, True, AttnTiles(64, 64), "wgmma_pipe"),  # next scores during the softmax
+        (64, 150, False, AttnTiles(128, 64), "wgmma_pipe"),  # non-causal, a partial last tile
+        (64, 40, True, AttnTiles(64, 64), "wgmma_pipe"),  # one tile: the last step alone
     ],
 )
 def test_three_stage_ring_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles, mma: str) -> None:
-    check_on_cpu(d, s, causal, tiles, mma, 3)
+    check_on_cpu(d, s, causal, tiles, mma, 3, heads=1)
 
 
 def test_wgmma_128_keys_per_step_on_cpu() -> None:
     """m64n128 score products, two warpgroups (the autotuner's largest tile)."""
-    check_on_cpu(64, 200, True, AttnTiles(128, 128), "wgmma", 2)
+    check_on_cpu(64, 200, True, AttnTiles(128, 128), "wgmma", 2, heads=1)
 
 
-def check_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, stages: int) -> None:
+def check_on_cpu(
+    d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, stages: int, heads: int = 2
+) -> None:
     """The kernel of these parameters on random bf16 data against float64."""
     rng = np.random.default_rng(d + s)
-    b, h, kv = 1, 2, 1
+    b, h, kv = 1, heads, 1
     p = replace(bhsd_params("bf16", b, h, kv, s, d, causal, tiles), mma=mma, stages=stages)
     q = f32_to_bf16(rng.standard_normal((b, h, s, d)).astype(np.float32))
     k = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))

@@ -15,6 +15,7 @@ from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
 from kinac.ir.gpu.attention import TILE_CANDIDATES, fixed_tiles
 from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name, smem_bytes
 from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
+from kinac.ir.gpu.attention_tune import candidates, label
 
 VARIANTS = [("bf16", d, t) for d, ts in TILE_CANDIDATES.items() for t in ts] + [
     ("f16", d, fixed_tiles(d)) for d in TILE_CANDIDATES
@@ -73,3 +74,21 @@ def test_check_params_refuses_what_the_kernel_cannot_do() -> None:
     assert "head dim" in (check_params(bhsd_params("bf16", 1, 2, 1, 64, 96)) or "")
     assert "dtype" in (check_params(bhsd_params("f32", 1, 2, 1, 64, 64)) or "")
     assert "heads" in (check_params(bhsd_params("bf16", 1, 3, 2, 64, 64)) or "")
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_every_autotune_candidate_assembles_without_spills(d: int) -> None:
+    """What the autotuner may time on a GPU: each Hopper candidate through ptxas (sm_90a), no
+    stack, no spill; the pipelined ones issue a Q K^T group that the softmax runs under."""
+    p = bhsd_params("bf16", 2, 8, 2, 1000, d)
+    cands = candidates(p, "sm_90a")
+    assert len(cands) >= 5
+    ptx = compile_ptx(attention_llvm_ir(cands), "sm_90a")
+    assert ptx.count(".entry ") == len(cands)
+    if ptxas_path() is None:
+        return
+    res = ptx_resources(ptx, "sm_90a")
+    for c in cands:
+        r = res[kernel_name(c)]
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["stack"] == 0, (label(c), r)
+        assert smem_bytes(c) <= 227 * 1024

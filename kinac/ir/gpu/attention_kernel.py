@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 
-from kinac.ir.gpu.attention_params import MASK_DTYPES, AttnParams
+from kinac.ir.gpu.attention_params import MASK_DTYPES, WGMMA_BOTH, AttnParams
 from kinac.ir.gpu.attention_wgmma import asm_void, desc_bits, helpers
 from kinac.ir.gpu.emit import float_literal
 
@@ -109,6 +109,7 @@ class _Emitter:
         # wgmma reads tiles through 128-byte-swizzle descriptors: each tile is stored as
         # [head_dim / 64][rows][64] ("atoms" of 8 rows x 128 bytes, 1024-byte aligned)
         self.atoms = p.mma != "sync"
+        self.pipe = p.mma == "wgmma_pipe"
 
     # ---- small helpers ------------------------------------------------------------------
     def shfl_max(self, x: str) -> str:
@@ -322,7 +323,10 @@ class _Emitter:
         self.col_t = f.v(f"shl i32 {t4}, 1")
         # loop-carried state in allocas (SROA promotes them: constant indices only)
         nacc = self.d // 8 * 4
-        for nm, n, init in (("oacc", nacc, "0.0"), ("mrow", 2, NEG_INF), ("lrow", 2, "0.0")):
+        state = [("oacc", nacc, "0.0"), ("mrow", 2, NEG_INF), ("lrow", 2, "0.0")]
+        if self.pipe:  # the next tile's scores, carried from one step to the next
+            state.append(("sacc", p.block_n // 2, "0.0"))
+        for nm, n, init in state:
             f.do(f"%{nm} = alloca [{n} x float], align 4")
             for i in range(n):
                 ptr = f.v(f"getelementptr [{n} x float], ptr %{nm}, i32 0, i32 {i}")
@@ -335,12 +339,26 @@ class _Emitter:
             f.do(f"br label %pro{t}_c")
             f.label(f"pro{t}_c")
             f.do("call void @llvm.nvvm.cp.async.commit.group()")
+        if self.pipe:  # tile 0's scores before the loop; each step issues the next tile's
+            kb0, _ = self.stage_bases("0")
+            self.store_state("sacc", [x for quad in self.scores(kb0) for x in quad])
+            last = f.v(f"sub i32 {ntot}, 1")  # the last tile is a step of its own (below)
+            stop0 = f.v(f"call i32 @llvm.umin.i32(i32 {nfull}, i32 {last})")
+            stop1 = last
+        else:
+            stop0, stop1 = nfull, ntot
         f.do("br label %loop0_pre")
         f.label("loop0_pre")  # the loop's entry edge (the prologue may have branched)
         f.do("br label %loop0")
-        self.loop("loop0", "0", nfull, ntot, masked=False, next_label="loop1")
-        self.loop("loop1", nfull, ntot, ntot, masked=True, next_label="done")
+        self.loop("loop0", "0", stop0, ntot, masked=False, next_label="loop1")
+        self.loop("loop1", stop0, stop1, ntot, masked=True, next_label="done")
         f.label("done")
+        if self.pipe:  # the last tile: its scores are in sacc, its V tile has landed
+            _, vb = self.stage_bases(stop1)
+            s = self.load_state("sacc", p.block_n // 2)
+            pv, o = self.softmax_step([s[4 * i : 4 * i + 4] for i in range(p.block_n // 8)],
+                                      stop1, True)  # fmt: skip
+            self.output_step(vb, pv, o)
         self.epilogue(obase)
         f.do("ret void")
         attrs = f'"nvvm.maxntid"="{nt}"'
@@ -352,7 +370,7 @@ class _Emitter:
         align = 1024 if self.atoms else 16  # the 128-byte swizzle repeats every 1024 bytes
         smem = f"{self.smem} = external addrspace(3) global [0 x i8], align {align}"
         if p.mma.startswith("wgmma"):
-            smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma == "wgmma")
+            smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma in WGMMA_BOTH)
         return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
 
     def load_state(self, nm: str, n: int) -> list[str]:
@@ -382,7 +400,9 @@ class _Emitter:
         f.label(f"{lab}_body")
         # tile j has landed (all but the newest stages - 2 groups); the barrier also says
         # every warp is done with tile j - 1, whose stage the prefetch below overwrites
-        f.do(f"call void @llvm.nvvm.cp.async.wait.group(i32 {p.stages - 2})")
+        # (pipelined: tile j + 1 has landed, for the scores issued in this step)
+        waits = 0 if self.pipe else p.stages - 2
+        f.do(f"call void @llvm.nvvm.cp.async.wait.group(i32 {waits})")
         if self.atoms:
             f.do(asm_void("proxy"))
         f.do("call void @llvm.nvvm.barrier0()")
@@ -396,15 +416,41 @@ class _Emitter:
         f.label(f"{lab}_cmp")
         if p.stages > 2:  # one group per step, empty or not, so the wait's count holds
             f.do("call void @llvm.nvvm.cp.async.commit.group()")
-        self.body(j, masked)
+        if self.pipe:
+            self.pipe_body(j, masked)
+        else:
+            self.body(j, masked)
         f.do(f"br label %{lab}_tail")
         f.label(f"{lab}_tail")
         f.do(f"br label %{lab}")
         del p
 
     def body(self, j: str, masked: bool) -> None:
-        f, p = self.f, self.p
+        """One key tile: scores, softmax, output (each product waited for)."""
         kb, vb = self.stage_bases(j)
+        s = self.scores(kb)
+        pv, o = self.softmax_step(s, j, masked)
+        self.output_step(vb, pv, o)
+
+    def pipe_body(self, j: str, masked: bool) -> None:
+        """One key tile, pipelined (FlashAttention-3's intra-warpgroup overlap): tile j + 1's
+        ``Q K^T`` is issued before tile j's softmax, which the tensor cores then overlap, and
+        waited for before ``P V``; tile j's scores come from the previous step."""
+        f, p = self.f, self.p
+        nxt = f.v(f"add i32 {j}, 1")
+        kb1, _ = self.stage_bases(nxt)
+        _, vb = self.stage_bases(j)
+        s = self.load_state("sacc", p.block_n // 2)
+        acc = self.issue_scores(kb1)
+        pv, o = self.softmax_step([s[4 * i : 4 * i + 4] for i in range(p.block_n // 8)], j,
+                                  masked)  # fmt: skip
+        f.do(asm_void("wait"))
+        self.store_state("sacc", self.wg_fence(f"{self.name}_fence_s", acc))
+        self.output_step(vb, pv, o)
+
+    def scores(self, kb: str) -> list[list[str]]:
+        """``S = Q K^T`` of the K tile at ``kb``: ``block_n / 8`` accumulator quads."""
+        f, p = self.f, self.p
         nn = p.block_n // 8
         if p.mma.startswith("wgmma"):
             s = self.wgmma_scores(kb)
@@ -418,6 +464,15 @@ class _Emitter:
                     fr = self.ldmatrix(addr, False)
                     s[2 * pr] = self.mma_op(self.qf[kk], fr[0:2], s[2 * pr])
                     s[2 * pr + 1] = self.mma_op(self.qf[kk], fr[2:4], s[2 * pr + 1])
+        return s
+
+    def softmax_step(
+        self, s: list[list[str]], j: str, masked: bool
+    ) -> tuple[list[list[str]], list[str]]:
+        """Masks, the online softmax of key tile ``j``'s scores (row max and sum stored), and
+        the rescaled output accumulators: returns (P, O)."""
+        f, p = self.f, self.p
+        nn = p.block_n // 8
         n0 = f.v(f"mul i32 {j}, {p.block_n}")
         if p.mask_arg >= 0:
             s = self.add_mask(s, n0)
@@ -466,10 +521,17 @@ class _Emitter:
             la = f.v(f"fmul float {l_old[hr]}, {alpha}")
             l_new.append(f.v(f"fadd float {la}, {acc}"))
         o = [f.v(f"fmul float {x}, {alphas[(i & 3) >> 1]}") for i, x in enumerate(o)]
-        if p.mma == "wgmma":
+        self.store_state("mrow", m_new)
+        self.store_state("lrow", l_new)
+        return pv, o
+
+    def output_step(self, vb: str, pv: list[list[str]], o: list[str]) -> None:
+        """``O += P V`` (V tile at ``vb``), stored."""
+        f, p = self.f, self.p
+        if p.mma in WGMMA_BOTH:
             o = self.wgmma_output(vb, pv, o)
         # O += P V: P's A fragments from the S accumulators of key tiles 2kb, 2kb + 1
-        for kb2 in range(p.block_n // 16 if p.mma != "wgmma" else 0):
+        for kb2 in range(p.block_n // 16 if p.mma not in WGMMA_BOTH else 0):
             pa = [
                 self.pack(pv[2 * kb2][0], pv[2 * kb2][1]),
                 self.pack(pv[2 * kb2][2], pv[2 * kb2][3]),
@@ -484,8 +546,6 @@ class _Emitter:
                     o[4 * dn : 4 * dn + 4] = self.mma_op(pa, fr[2 * half : 2 * half + 2],
                                                          o[4 * dn : 4 * dn + 4])  # fmt: skip
         self.store_state("oacc", o)
-        self.store_state("mrow", m_new)
-        self.store_state("lrow", l_new)
 
     def add_mask(self, s: list[list[str]], n0: str) -> list[list[str]]:
         """``scale * s + mask[row, col]`` for this thread's scores (row and column clamped into
@@ -542,19 +602,25 @@ class _Emitter:
         r = f.v(f"call {st} @{fn}({', '.join(f'float {x}' for x in acc)})")
         return [f.v(f"extractvalue {st} {r}, {i}") for i in range(len(acc))]
 
-    def wgmma_scores(self, kb: str) -> list[list[str]]:
-        """``S = Q K^T`` for the warpgroup's 64 rows: one m64n{block_n}k16 per 16 of D."""
+    def issue_scores(self, kb: str) -> list[str]:
+        """Issue (and commit, not wait for) ``S = Q K^T`` for the warpgroup's 64 rows: one
+        m64n{block_n}k16 per 16 of D. The results may be read only after a wait and the fence
+        function."""
         f, p = self.f, self.p
-        name = self.name
         acc = ["0.0"] * (p.block_n // 2)
         f.do(asm_void("fence"))
         for kk in range(self.d // 16):
             off = f.v(f"add i32 {kb}, {(kk >> 2) * p.block_n * 128 + (kk & 3) * 32}")
-            acc = self.wg_call(f"{name}_wg_s", self.qf[kk], self.desc(off, 16, 1024), acc)
+            acc = self.wg_call(f"{self.name}_wg_s", self.qf[kk], self.desc(off, 16, 1024), acc)
         f.do(asm_void("commit"))
-        f.do(asm_void("wait"))
-        acc = self.wg_fence(f"{name}_fence_s", acc)
-        return [acc[4 * i : 4 * i + 4] for i in range(p.block_n // 8)]
+        return acc
+
+    def wgmma_scores(self, kb: str) -> list[list[str]]:
+        """``S = Q K^T``, waited for."""
+        acc = self.issue_scores(kb)
+        self.f.do(asm_void("wait"))
+        acc = self.wg_fence(f"{self.name}_fence_s", acc)
+        return [acc[4 * i : 4 * i + 4] for i in range(self.p.block_n // 8)]
 
     def wgmma_output(self, vb: str, pv: list[list[str]], o: list[str]) -> list[str]:
         """``O += P V``: one m64n{head_dim}k16 per 16 keys, V read MN-major."""

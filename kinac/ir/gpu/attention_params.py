@@ -13,7 +13,8 @@ from kinac.rules.codec import record
 
 ATTN_DTYPES = ("bf16", "f16")
 ATTN_HEAD_DIMS = (64, 128)
-MMA_KINDS = ("sync", "sync_atoms", "wgmma_qk", "wgmma")
+MMA_KINDS = ("sync", "sync_atoms", "wgmma_qk", "wgmma", "wgmma_pipe")
+WGMMA_BOTH = ("wgmma", "wgmma_pipe")  # wgmma for both products
 MASK_DTYPES = {"bf16": ("bfloat", 2), "f16": ("half", 2), "f32": ("float", 4)}
 
 
@@ -51,7 +52,8 @@ class AttnParams:
     n_inputs: int = 3
     offsets: tuple[int, int, int] = (0, 0, 0)  # Q, K, V: element offset into its input
     # "sync": mma.sync for both products; "wgmma_qk": wgmma for Q K^T; "wgmma": for both
-    # (sm_90a); "sync_atoms": mma.sync over the wgmma tile layout (a test of that layout)
+    # (sm_90a); "wgmma_pipe": wgmma for both, the next tile's Q K^T in flight during this
+    # tile's softmax (3 stages); "sync_atoms": mma.sync over the wgmma tile layout (a test)
     mma: str = "sync"
     # the user's additive mask: which input (-1: none), its dtype, (batch, head, row, col)
     # strides in elements (0 where it broadcasts) and element offset
@@ -125,6 +127,8 @@ def check_params(p: AttnParams) -> str | None:
         return f"{p.stages} pipeline stages (the kernel takes 2 or 3)"
     if 2 * p.head_dim * (p.block_m + 2 * p.stages * p.block_n) > 227 * 1024:
         return "shared memory past 227 KiB"
+    if p.mma == "wgmma_pipe" and p.stages != 3:
+        return "wgmma_pipe needs 3 stages (tile j + 1 is read while j + 2 loads)"
     if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):
         return f"mma {p.mma} with {p.warps} warps"
     return None

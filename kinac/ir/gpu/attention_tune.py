@@ -19,17 +19,24 @@ from dataclasses import replace
 from kinac.ir.gpu.attention_params import AttnParams, check_params
 from kinac.rules.codec import record
 
-GENERATOR_VERSION = "attn-gen-2"
+GENERATOR_VERSION = "attn-gen-3"
 
-# (block_m, block_n, min_blocks, stages) per mma kind and head dim: every one passes the CPU
-# emulation and ptxas with no spill (tests/test_attention_kernel.py, test_attention_emu.py)
-WGMMA_CANDIDATES: dict[int, tuple[tuple[int, int, int, int], ...]] = {
-    64: ((64, 64, 0, 2), (128, 64, 0, 2), (64, 128, 0, 2), (128, 128, 0, 2), (128, 64, 0, 3)),
-    128: ((64, 64, 0, 2), (128, 64, 0, 2), (64, 64, 0, 3), (128, 64, 0, 3), (128, 128, 0, 2)),
-}
-SYNC_CANDIDATES: dict[int, tuple[tuple[int, int, int, int], ...]] = {
-    64: ((64, 64, 0, 2), (128, 64, 0, 2)),
-    128: ((64, 64, 0, 2), (128, 64, 0, 2)),
+# (mma, block_m, block_n, min_blocks, stages) per head dim, Hopper first: every one passes the
+# CPU emulation and ptxas with no spill (tests/test_attention_kernel.py, test_attention_emu.py)
+HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int], ...]] = {
+    64: (
+        ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 64, 128, 0, 2),
+        ("wgmma", 128, 128, 0, 2), ("wgmma_pipe", 64, 64, 0, 3), ("wgmma_pipe", 128, 64, 0, 3),
+        ("wgmma_pipe", 128, 128, 0, 3),
+    ),
+    128: (
+        ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 128, 128, 0, 2),
+        ("wgmma_pipe", 64, 64, 0, 3), ("wgmma_pipe", 128, 64, 0, 3),
+    ),
+}  # fmt: skip
+SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int], ...]] = {
+    64: (("sync", 64, 64, 0, 2), ("sync", 128, 64, 0, 2)),
+    128: (("sync", 64, 64, 0, 2), ("sync", 128, 64, 0, 2)),
 }
 # the choice without a measurement (H200, 2026-12-01: 64x64 was the fastest wgmma tiling at
 # S = 1024 and 4096; docs/gpu.md, "Fused attention")
@@ -78,11 +85,11 @@ def label(p: AttnParams) -> str:
 def candidates(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
     """The variants timed for ``p`` on ``arch`` (wgmma ones on Hopper only), each valid."""
     key = tuning_key(p)
-    table = [("sync", t) for t in SYNC_CANDIDATES.get(p.head_dim, ())]
+    table = list(SYNC_CANDIDATES.get(p.head_dim, ()))
     if hopper(arch):
-        table = [("wgmma", t) for t in WGMMA_CANDIDATES.get(p.head_dim, ())] + table
+        table = list(HOPPER_CANDIDATES.get(p.head_dim, ())) + table
     out = []
-    for mma, (bm, bn, mb, stg) in table:
+    for mma, bm, bn, mb, stg in table:
         q = replace(key, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mma=mma)
         if check_params(q) is None:
             out.append(q)
