@@ -107,13 +107,17 @@ def grad_object_code(db: Database, key: GradKey) -> tuple[bytes, ...] | None:
 @query("grad_gpu_lowered", stage="lower", tools=("xdsl",))
 def grad_gpu_lowered(db: Database, key: GradKey) -> Any:
     """The gradient graph lowered for the GPU, its kernels through the shared per-kernel
-    queries (``gpu_kernel_llvm``): :func:`kinac.pipeline_gpu.lower_graph`."""
+    queries (``gpu_kernel_llvm``): :func:`kinac.pipeline_gpu.lower_graph`, after
+    :func:`kinac.grad.remat.rematerialize_softmax` (large attention probabilities are
+    recomputed in the backward instead of kept from the forward: GPU memory)."""
+    from kinac.grad.remat import rematerialize_softmax
     from kinac.pipeline_gpu import lower_graph
 
     spec = grad_graph(db, key)
     if spec.graph is None:
         return None
-    return lower_graph(db, spec.graph, key[0], "GPU lowering of the gradient")
+    graph = rematerialize_softmax(spec.graph)
+    return lower_graph(db, graph, key[0], "GPU lowering of the gradient")
 
 
 @query("grad_ptx", stage="codegen", tools=("llvmlite",))

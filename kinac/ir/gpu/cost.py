@@ -27,7 +27,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kinac.artifacts.gpu import GpuLaunch, GpuStep
+from kinac.artifacts.gpu import GpuLaunch, GpuLoweredEntry, GpuStep
+from kinac.artifacts.host import BufferSpec
 from kinac.ir.gpu.plan import SMS
 
 BANDWIDTH = 4.0e12  # bytes/s
@@ -69,6 +70,17 @@ def serial_steps(launch: GpuLaunch) -> int:
     return int(m.group(1)) if m else 1
 
 
+def attention_flops(step: GpuStep) -> int:
+    """The FLOPs of a fused attention step (``[B, H, S, Dh]`` out): ``Q K^T`` and ``P V``,
+    ``4 B H S^2 Dh``, taking the keys as many as the queries (self-attention: the step does
+    not record the keys' length) and not crediting a causal kernel for the tiles it skips;
+    0 for any other step. Without it the flash kernel's floor was its bytes alone."""
+    if step.kind != "attention" or len(step.shape) != 4:
+        return 0
+    b, h, s, d = step.shape
+    return 4 * b * h * s * s * d
+
+
 def step_cost(index: int, step: GpuStep) -> StepCost:
     """The estimate of one step (see the module docstring)."""
     mem = step.bytes_moved / BANDWIDTH
@@ -81,7 +93,9 @@ def step_cost(index: int, step: GpuStep) -> StepCost:
         what += f" trans={t}" if t else ""
         return StepCost(index, step.sym, step.kind, step.impl, step.dtype, step.shape,
                         step.bytes_moved, flops, 0, 0, floor, floor, what)  # fmt: skip
-    est, threads, serial = mem, 0, 0
+    flops = attention_flops(step)
+    floor = max(mem, flops / PEAK.get(step.dtype, PEAK["f32"]))
+    est, threads, serial = floor, 0, 0
     for f in step.launches:
         n = f.grid * f.grid_yz[0] * f.grid_yz[1] * f.block
         s = serial_steps(f)
@@ -89,7 +103,7 @@ def step_cost(index: int, step: GpuStep) -> StepCost:
         est = max(est, s * STEP_S * math.ceil(n / RESIDENT))
     notes = "; ".join(f"grid={f.grid} block={f.block} {f.note}".strip() for f in step.launches)
     return StepCost(index, step.sym, step.kind, step.impl, step.dtype, step.shape,
-                    step.bytes_moved, 0, threads, serial, mem, est, notes)  # fmt: skip
+                    step.bytes_moved, flops, threads, serial, floor, est, notes)  # fmt: skip
 
 
 def estimate_steps(steps: Sequence[GpuStep]) -> list[StepCost]:
@@ -122,3 +136,30 @@ def table(costs: Sequence[StepCost], top: int | None = None) -> str:
     est = sum(c.est_s for c in costs)
     out.append(f"\n{len(costs)} steps: floor {_us(floor)} us, estimate {_us(est)} us")
     return "\n".join(out)
+
+
+CUBLAS_WORKSPACE = 32 << 20
+"""The cuBLAS(Lt) workspace a GPU entry with library calls allocates (``WORKSPACE`` of
+:mod:`kinac.rt.cuda.blas`; a test keeps the two equal: the compiler does not import the
+runtime)."""
+
+
+def planned_bytes(lowered: GpuLoweredEntry) -> dict[str, int]:
+    """What a GPU entry needs on the device at once, by its plan: its params (the caller's
+    arrays), its outputs, its scratch arena and the cuBLAS workspace; ``total`` their sum.
+    Why: the memory goal of issue 12 compares this with PyTorch's peak of the same step
+    (``benches/grad.py`` measures both; the runtime's pool may hold more, e.g. graph
+    staging buffers, which the bench reports apart)."""
+    from kinac.dtypes import ITEMSIZE
+
+    def size(specs: Sequence[BufferSpec]) -> int:
+        return sum(math.prod(b.shape) * ITEMSIZE[b.dtype] for b in specs)
+
+    out = {
+        "params": size(lowered.params),
+        "outputs": size(lowered.outputs),
+        "arena": lowered.arena_bytes,
+        "workspace": CUBLAS_WORKSPACE if any(s.gemm for s in lowered.steps) else 0,
+    }
+    out["total"] = sum(out.values())
+    return out

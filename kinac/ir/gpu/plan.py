@@ -17,6 +17,7 @@ part of the lowered entry and of its cache key, never decided at run time.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 BLOCK = 256
@@ -142,3 +143,67 @@ def reduction_split(shape: tuple[int, ...], axis: int, itemsize: int) -> int | N
         return None
     root = math.sqrt(n)
     return min(cands, key=lambda d: (abs(math.log(d / root)), d))
+
+
+# ---- kernels that may write their output over an input (the arena's first fit) ------------
+INPLACE_KINDS = frozenset({"map", "row", "softmax"})
+_ROW_OPS = frozenset({"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "softmax"})
+_FREE_OPS = frozenset({"kernel", "yield", "const", "iota", "full"})
+_OP = re.compile(r'"kina\.(\w+)"\(([^)]*)\)(?: <\{([^}]*)\}>)? : \(([^)]*)\) -> (tensor<[^>]*>)')
+_ARGS = re.compile(r"\^bb0\(([^)]*)\)")
+
+
+def _dims(t: str) -> tuple[int, ...]:
+    """``tensor<4x16xf32>`` -> ``(4, 16)`` (a scalar ``tensor<f32>`` -> ``()``)."""
+    parts = t[len("tensor<") : -1].split("x")
+    return tuple(int(p) for p in parts[:-1])
+
+
+def inplace_inputs(kind: str, text: str, itemsize: int) -> tuple[int, ...]:
+    """The inputs (by position) of a generated kernel that its output may overwrite: the
+    inputs of exactly the output's type, when every thread reads an element of them only at
+    the indices it writes, and has read it before it writes there.
+
+    Why: the gradient's attention backward holds ``P``, ``dP`` and ``dS`` (each ``[B, H, S,
+    S]``) at once, though ``dP`` dies where ``dS`` is made; writing ``dS`` over ``dP`` (and a
+    softmax over its scores, a map over a dying input of its shape) lowers the arena's peak.
+
+    Safe by construction for the kernels accepted here: a *map* (elementwise ops, constants,
+    iotas: each thread reads its inputs at its own output indices), or a *row* / *softmax*
+    kernel that caches its rows in registers (a single-launch :func:`row_config`) and whose
+    reductions and softmaxes run over the last axis of a value of the output's shape (so a
+    thread's output depends on every element it read). Any view, gather, matmul, other
+    reduction, or an op this function does not know, and the input is not offered. Parsed
+    from the kernel's canonical text (plain Python: the stitch runs without xDSL)."""
+    from kinac.ir.pieces import ARITH
+
+    if kind not in INPLACE_KINDS:
+        return ()
+    fn = re.search(r"function_type = \(([^)]*)\) -> (tensor<[^>]*>)", text)
+    bbs = _ARGS.findall(text)
+    if fn is None or len(bbs) < 2:
+        return ()
+    out = fn.group(2)
+    shape = _dims(out)
+    numel = math.prod(shape)
+    if kind != "map":
+        if not shape or shape[-1] <= 1:
+            return ()
+        last = shape[-1]
+        if row_config(last, vector_width(last, itemsize), numel // last) is None:
+            return ()
+    for op, _args, attrs, operands, result in _OP.findall(text):
+        if op in _FREE_OPS:
+            continue
+        if math.prod(_dims(result)) > numel:
+            return ()
+        if op in _ROW_OPS:
+            if kind == "map" or operands.split(", ")[0] != out:
+                return ()
+            axis = re.search(r"axis = (-?\d+)", attrs)
+            if axis is None or int(axis.group(1)) not in (len(shape) - 1, -1):
+                return ()
+        elif op not in ARITH:
+            return ()
+    names = [a.split(": ", 1) for a in bbs[1].split(", ")]
+    return tuple(i for i, (_, t) in enumerate(names) if t == out)

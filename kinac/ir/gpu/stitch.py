@@ -36,6 +36,7 @@ from kinac.artifacts.gpu import (
 from kinac.artifacts.host import BufferSpec
 from kinac.errors import KinaCompileError
 from kinac.ir.gpu.emit import NVPTX_LAYOUT, NVPTX_TRIPLE, add_declaration
+from kinac.ir.gpu.plan import inplace_inputs
 from kinac.ir.host.stitch import first_fit
 from kinac.ir.pieces import ARITH, NOT_FUSED, Piece, cut
 from kinac.rules.codec import record
@@ -176,7 +177,8 @@ def stitch_gpu(
     for j, v in enumerate(finals):  # a returned param stays a param
         where.setdefault(v, ("out", j))
     sizes = {v: max(_nbytes(k.dtype, k.shape), 1) for v, k in zip(results, ks, strict=True)}
-    arena = max(first_fit(results, reads, where, sizes.__getitem__, ALIGN), ALIGN)
+    inplace = _inplace(ks, reads)
+    arena = max(first_fit(results, reads, where, sizes.__getitem__, ALIGN, inplace), ALIGN)
 
     def name(v: int) -> str:
         kind, n = where[v]
@@ -194,6 +196,20 @@ def stitch_gpu(
             kernel = replace(kernel, symbol=gpu_kernel_symbol(kernel.text, i), status_step=i)
         steps.append(PendingStep(step, kernel))
     return SplitEntry(steps, arena)
+
+
+def _inplace(ks: Sequence[GpuPieceKernel], reads: Sequence[tuple[int, ...]]) -> dict[int, Any]:
+    """Per kernel, the values it reads that its result may overwrite (:func:`inplace_inputs`;
+    the first fit takes one only where it dies at that kernel)."""
+    from kinac.dtypes import ITEMSIZE
+
+    out: dict[int, Any] = {}
+    for i, (k, rs) in enumerate(zip(ks, reads, strict=True)):
+        if k.kernel is not None and k.kernel.source == "kina":
+            pos = inplace_inputs(k.kind, k.kernel.text, ITEMSIZE[k.dtype])
+            if pos:
+                out[i] = tuple(rs[p] for p in pos)
+    return out
 
 
 def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TypeVar
 
 from kinac.artifacts.host import BufferSpec, HostKernel, LoweredEntry, Step
@@ -56,10 +56,14 @@ def first_fit(
     where: dict[V, tuple[str, int]],
     size_of: Callable[[V], int],
     align: int,
+    inplace: Mapping[int, Sequence[V]] | None = None,
 ) -> int:
     """Give each kernel result (``results[i]``, reading ``reads[i]``) not yet in ``where`` an
     ``align``-ed arena offset: first fit over live ranges (values never live at the same time
-    share memory; a kernel's output never overlaps its inputs). Returns the arena's size."""
+    share memory; a kernel's output never overlaps its inputs, except: kernel ``i``'s result
+    takes the slot of a value in ``inplace[i]`` that dies at ``i`` and is large enough, the
+    GPU's in-place kernels, :func:`kinac.ir.gpu.plan.inplace_inputs`). Returns the arena's
+    size."""
     last: dict[V, int] = {}
     for i, rs in enumerate(reads):
         for u in rs:
@@ -74,6 +78,12 @@ def first_fit(
         size = -(-size_of(v) // align) * align
         live = (i, last.get(v, i))
         placed = [p for p in placed if p[3] >= i]
+        slot = _dying_slot(placed, where, last, inplace.get(i, ()) if inplace else (), i, size)
+        if slot is not None:  # in place: the input's slot lives on as the result's
+            o, e, a, _ = placed[slot]
+            placed[slot] = (o, e, a, live[1])
+            where[v] = ("temp", o)
+            continue
         clash = sorted((o, e) for o, e, a, b in placed if a <= live[1] and live[0] <= b)
         off = 0
         for o, e in clash:
@@ -89,6 +99,26 @@ def first_fit(
             f"of 2^62 bytes (64-bit offsets into its scratch arena): build it at smaller dims"
         )
     return arena
+
+
+def _dying_slot(
+    placed: Sequence[tuple[int, int, int, int]],
+    where: Mapping[V, tuple[str, int]],
+    last: Mapping[V, int],
+    candidates: Sequence[V],
+    i: int,
+    size: int,
+) -> int | None:
+    """The index in ``placed`` of a candidate's arena slot that ends its life at kernel ``i``
+    and holds ``size`` bytes (None: no such candidate)."""
+    for u in candidates:
+        kind, off = where.get(u, ("", -1))
+        if kind != "temp" or last.get(u) != i:
+            continue
+        for k, (o, e, _, b) in enumerate(placed):
+            if o == off and b == i and e - o >= size:
+                return k
+    return None
 
 
 @record

@@ -1,0 +1,128 @@
+"""Recompute attention probabilities in the backward pass instead of keeping them (GPU).
+
+Why: reverse mode keeps every forward value a VJP reads alive from the forward pass to its
+use in the backward pass. For attention that is the softmax output ``P`` of shape
+``[B, H, S, S]``: 256 MiB in f32 at the 45M block (B=4 H=16 S=1024), live through the whole
+FFN backward, where the gradient's memory peaks. Recomputing ``P`` where the backward needs it
+(one batched ``Q K^T`` on cuBLAS and a softmax row kernel) frees it in between, and leaves the
+forward's ``softmax -> matmul`` with a single user: ``gpu-fuse-attention`` then fuses the
+forward into the flash kernel (bf16/f16), which never materialises the ``S x S`` scores at
+all. PyTorch's ``scaled_dot_product_attention`` backward makes the same trade. By default only
+for :data:`DTYPES` (see there why not f32).
+
+:func:`rematerialize_softmax` copies, for each softmax of the forward pass that the backward
+reads, its *cone*: the softmax and the elementwise ops, masks and the one matmul (the scores)
+it is computed from; the cone stops at views, params and any other op, which are shared (the
+matmul's operands are views of Q and K, kept anyway for their own gradients). The copies go
+just before the first backward node that reads any value of the cone, and every backward read
+of the cone is redirected to them. Nothing is done to a softmax the backward does not read, or
+below :data:`MIN_BYTES` (a small attention costs more to recompute than it saves). The
+values are bit-identical: the copies are the same ops on the same inputs.
+"""
+
+from __future__ import annotations
+
+from kinac.dtypes import ITEMSIZE
+from kinac.tir.graph import Graph, Node
+
+MIN_BYTES = 1 << 20
+"""A softmax output smaller than this is kept, not recomputed."""
+
+DTYPES = ("bf16", "f16")
+"""The dtypes whose attention probabilities are recomputed by default: those whose forward
+attention then fuses into the flash kernel (``gpu-fuse-attention``), where the recompute is
+paid for by the forward's saved ``S x S`` traffic (45M bf16: estimate 2.236 -> 2.208 ms, arena
+500 -> 372 MiB). In f32 the forward cannot fuse and the recompute costs ~2% of the step
+(25.22 -> 25.70 ms estimated) for 256 MiB (arena 1000 -> 744 MiB): f32 keeps ``P``, already
+well under PyTorch eager's peak (docs/gradients-gpu.md)."""
+
+CHEAP = frozenset(
+    {"add", "sub", "mul", "div", "neg", "cast", "where", "gt", "ge", "lt", "le", "eq",
+     "iota", "full", "const", "max", "min", "exp", "rsqrt", "sqrt"}
+)  # fmt: skip
+"""Ops of a softmax's cone copied with it (elementwise: fused into its row kernel)."""
+
+
+def _nbytes(n: Node) -> int:
+    size = ITEMSIZE[n.type.dtype]
+    for d in n.type.shape:
+        size *= d
+    return size
+
+
+def _cone(graph: Graph, root: int) -> list[int]:
+    """The nodes recomputed with softmax ``root``, ascending: ``root``, the cheap elementwise
+    ops it is computed from, and at most one matmul of ``root``'s shape (the scores)."""
+    shape = graph.nodes[root].type.shape
+    seen: set[int] = set()
+    stack = [root]
+    matmuls = 0
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        n = graph.nodes[i]
+        if i != root:
+            if n.op == "matmul" and n.type.shape == shape and matmuls == 0:
+                matmuls += 1
+                seen.add(i)
+                continue  # its operands (views of Q and K) are shared
+            if n.op not in CHEAP:
+                continue
+        seen.add(i)
+        stack.extend(n.args)
+    return sorted(seen)
+
+
+def rematerialize_softmax(
+    graph: Graph,
+    forward_end: int | None = None,
+    min_bytes: int = MIN_BYTES,
+    dtypes: tuple[str, ...] = DTYPES,
+) -> Graph:
+    """``graph`` (a value-and-gradient graph) with each forward softmax of ``dtypes`` and at
+    least ``min_bytes`` that the backward reads recomputed in the backward (see the module
+    docstring). ``forward_end``: the first node of the backward pass (default: the one after
+    the loss, ``outputs[0]``)."""
+    end = graph.outputs[0] + 1 if forward_end is None else forward_end
+    nodes = graph.nodes
+    users: list[list[int]] = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        for a in n.args:
+            users[a].append(i)
+    plans: list[tuple[int, list[int]]] = []  # (insert before node, cone)
+    taken: set[int] = set()
+    for i in range(end):
+        n = nodes[i]
+        if n.op != "softmax" or _nbytes(n) < min_bytes or n.type.dtype not in dtypes:
+            continue
+        cone = [c for c in _cone(graph, i) if c not in taken]
+        late = [u for c in cone for u in users[c] if u >= end]
+        if not late or i not in cone:
+            continue
+        if any(o in cone for o in graph.outputs):
+            continue
+        taken.update(cone)
+        plans.append((min(late), cone))
+    if not plans:
+        return graph
+    before: dict[int, list[list[int]]] = {}
+    for at, cone in plans:
+        before.setdefault(at, []).append(cone)
+    new_index: dict[int, int] = {}  # old node -> new position
+    copy_of: dict[int, int] = {}  # cone node -> its copy's new position
+    out: list[Node] = []
+
+    def remap(a: int, late: bool) -> int:
+        return copy_of[a] if late and a in copy_of else new_index[a]
+
+    for i, n in enumerate(nodes):
+        for cone in before.get(i, ()):
+            for c in cone:
+                m = nodes[c]
+                copy_of[c] = len(out)
+                out.append(Node(m.op, tuple(remap(a, True) for a in m.args), m.attrs, m.type))
+        new_index[i] = len(out)
+        out.append(Node(n.op, tuple(remap(a, i >= end) for a in n.args), n.attrs, n.type))
+    outputs = tuple(remap(o, True) if k else new_index[o] for k, o in enumerate(graph.outputs))
+    return Graph(graph.name, graph.params, tuple(out), outputs)
