@@ -2,24 +2,41 @@
 """Forward + backward of the transformer block: ``kinac.value_and_grad`` against PyTorch.
 
     PYTHONPATH=. python3 benches/grad.py                   host: the small block, f32
-    PYTHONPATH=. python3 benches/grad.py --gpu --out DIR   GPU (scripts/gpu.sh): small and 45M
-                                                           blocks, f32 and bf16
+    PYTHONPATH=. python3 benches/grad.py --gpu --out DIR   GPU (scripts/gpu.sh): the 45M block,
+                                                           f32 and bf16 (--small: the small too)
 
 The loss is ``mean((block(x) - y)^2)`` over the block of ``workspaces/transformer`` (the
 anchors' sizes: small B=4 S=128 D=256 H=4 KV=2 F=704; 45M B=4 S=1024 D=2048 H=16 KV=4
 F=5632), differentiated with respect to all nine weights. PyTorch runs the same block
 (``tests/test_grad_models.py``: ``torch_block``) in eager mode and under ``torch.compile``,
 ``loss.backward()`` with the weights' ``.grad`` reset each step; bf16 rows run both with bf16
-weights and activations. Per row: the median step time (forward + backward, synchronised),
-the first call's time for kinac (compilation included), the largest relative gradient error
-against eager PyTorch of the same dtype, and on the GPU the peak memory (torch's
-``max_memory_allocated``; kinac's pool peak). Writes ``grad_bench.md``/``.json`` to ``--out``.
+weights and activations (kinac's bf16 gradients accumulate matmuls and reductions in f32).
+
+Per row, each implementation alone on the GPU (the previous rows' tensors, entries and
+compiled functions dropped, ``gc`` and ``empty_cache`` run first):
+
+* **time**: the median of ``--steps`` synchronised steps (forward + backward) after
+  ``--warmup`` untimed ones; ``first call`` is the first step alone (kinac: compilation,
+  PTX load and graph capture; torch.compile: its compilation), never in the median;
+* **peak MiB**: the most device memory the step holds at once, *inputs included*. PyTorch:
+  ``torch.cuda.max_memory_allocated()`` over the timed steps minus what was allocated before
+  the row (inputs x, y and the weights, saved activations, gradients, cuBLAS workspace).
+  kinac: the inputs' bytes (torch tensors, passed without a copy) plus the peak of kinac's
+  memory pool over the timed steps minus its use before the row (arena, outputs, cuBLAS
+  workspace, anything the runtime keeps); each step's outputs are dropped before the next,
+  as eager drops ``.grad``; ``planned MiB`` is what the lowered entry's plan says
+  (params + outputs + arena + workspace: :func:`kinac.ir.gpu.cost.planned_bytes`);
+* **max rel err**: the largest ``max|g - g_eager| / max|g_eager|`` over the nine gradients,
+  against eager PyTorch of the same dtype, on the host in f64.
+
+Writes ``grad_bench.md``/``.json`` to ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import shutil
 import statistics
@@ -38,6 +55,7 @@ SIZES = {
     "small": dict(B=4, S=128, D=256, H=4, KV=2, F=704),
     "45M": dict(B=4, S=1024, D=2048, H=16, KV=4, F=5632),
 }
+MiB = 2**20
 ROWS: list[dict[str, Any]] = []
 
 
@@ -49,7 +67,7 @@ def _sync(device: str) -> None:
 
 
 def _time(fn: Callable[[], Any], device: str, steps: int) -> float:
-    """The median seconds of ``fn`` over ``steps`` synchronised calls."""
+    """The median seconds of ``fn`` over ``steps`` synchronised calls (results dropped)."""
     times = []
     for _ in range(steps):
         _sync(device)
@@ -58,6 +76,37 @@ def _time(fn: Callable[[], Any], device: str, steps: int) -> float:
         _sync(device)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
+
+
+def _clean(device: str) -> tuple[int, int]:
+    """Drop what earlier rows left (tensors, entries, compiled graphs): ``(torch bytes, kinac
+    pool bytes)`` still allocated, the baseline of this row's peaks."""
+    gc.collect()
+    if device != "cuda":
+        return 0, 0
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    return torch.cuda.memory_allocated(), _pool_bytes("current")
+
+
+def _pool_bytes(which: str) -> int:
+    """kinac's device pool: ``current`` or ``peak`` allocated bytes (0 before it exists)."""
+    from kinac.rt import cuda
+
+    res = cuda.default_resource()
+    if not hasattr(res, "memory_stats"):
+        return 0
+    return int(res.memory_stats().get(f"allocated_bytes.all.{which}", 0))
+
+
+def _pool_reset() -> None:
+    from kinac.rt import cuda
+
+    res = cuda.default_resource()
+    if hasattr(res, "reset_peak_stats"):
+        res.reset_peak_stats()
 
 
 def _arrays(size: str, dtype: str, device: str) -> tuple[dict[str, Any], dict[str, int]]:
@@ -70,28 +119,38 @@ def _arrays(size: str, dtype: str, device: str) -> tuple[dict[str, Any], dict[st
     return {n: torch.tensor(a).to(device=device, dtype=tdt) for n, a in arrays.items()}, d
 
 
-def _pool(device: str, reset: bool) -> float | None:
-    if device != "cuda":
-        return None
-    from kinac.rt import cuda
+def _host(g: Any) -> Any:
+    """A gradient (a torch tensor or a kinac array) as a float64 torch tensor on the host."""
+    import torch
 
-    res = cuda.default_resource()
-    if not hasattr(res, "memory_stats"):
-        return None
-    if reset:
-        res.reset_peak_stats()
-        return 0.0
-    return float(res.memory_stats().get("allocated_bytes.all.peak", 0)) / 2**20
+    if not isinstance(g, torch.Tensor):
+        g = torch.from_dlpack(g)
+    if g.dtype in (torch.int16, torch.uint16):  # bf16 bit patterns (numpy has no bf16)
+        g = g.view(torch.bfloat16)
+    return g.detach().to(device="cpu", dtype=torch.float64)
+
+
+def _planned(fn: Any) -> dict[str, int] | None:
+    """The loaded GPU entry's planned bytes (:func:`kinac.ir.gpu.cost.planned_bytes`)."""
+    from kinac.ir.gpu.cost import planned_bytes
+
+    for e in getattr(fn, "_entries", {}).values():
+        lowered = getattr(getattr(e, "entry", None), "lowered", None)
+        if lowered is not None and hasattr(lowered, "arena_bytes"):
+            return planned_bytes(lowered)
+    return None
 
 
 def kinac_row(
-    size: str, dtype: str, device: str, ws: Path, cache: str, steps: int
+    size: str, dtype: str, device: str, ws: Path, cache: str, steps: int, warmup: int
 ) -> dict[str, Any]:
     from test_grad_models import BLOCK_W, block_names
 
     import kinac
 
+    base_t, base_k = _clean(device)
     t, d = _arrays(size, dtype, device)
+    inputs = _clean(device)[0] - base_t
     target = "cuda" if device == "cuda" else "cpu"
     xs = [t[n] for n in block_names()]
     t0 = time.perf_counter()
@@ -99,16 +158,43 @@ def kinac_row(
     _, grads = fn(d["H"], d["KV"], *xs)
     _sync(device)
     first = time.perf_counter() - t0
-    _pool(device, reset=True)
-    sec = _time(lambda: fn(d["H"], d["KV"], *xs), device, steps)
-    peak = _pool(device, reset=False)
-    return {"seconds": sec, "first_s": round(first, 2), "peak_mib": peak, "grads": grads}
+    grads = {n: _host(g) for n, g in grads.items()}
+    _ = None
+    for _i in range(warmup):
+        fn(d["H"], d["KV"], *xs)
+    row: dict[str, Any] = {"first_s": round(first, 2)}
+    if device == "cuda":
+        import torch
+
+        _sync(device)
+        torch.cuda.reset_peak_memory_stats()
+        _pool_reset()
+    row["seconds"] = _time(lambda: fn(d["H"], d["KV"], *xs), device, steps)
+    if device == "cuda":
+        import torch
+
+        torch_peak = torch.cuda.max_memory_allocated() - base_t
+        pool_peak = _pool_bytes("peak") - base_k
+        row["peak_mib"] = (torch_peak + pool_peak) / MiB
+        row["inputs_mib"] = inputs / MiB
+        row["pool_peak_mib"] = pool_peak / MiB
+        plan = _planned(fn)
+        if plan is not None:
+            row["planned_mib"] = plan["total"] / MiB
+            row["arena_mib"] = plan["arena"] / MiB
+    row["grads"] = grads
+    return row  # its entry and tensors go with this frame (main cleans before the next row)
 
 
-def torch_row(size: str, dtype: str, device: str, compiled: bool, steps: int) -> dict[str, Any]:
+def torch_row(
+    size: str, dtype: str, device: str, compiled: bool, steps: int, warmup: int
+) -> dict[str, Any]:
     import torch
     from test_grad_models import BLOCK_W, torch_block
 
+    if compiled:
+        torch._dynamo.reset()
+    base_t, _ = _clean(device)
     t, d = _arrays(size, dtype, device)
     for n in BLOCK_W:
         t[n].requires_grad_(True)
@@ -125,29 +211,22 @@ def torch_row(size: str, dtype: str, device: str, compiled: bool, steps: int) ->
     step()
     _sync(device)
     first = time.perf_counter() - t0
+    grads = {n: _host(t[n].grad) for n in BLOCK_W}
+    for _i in range(warmup):
+        step()
     if device == "cuda":
+        _sync(device)
         torch.cuda.reset_peak_memory_stats()
     sec = _time(step, device, steps)
-    peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
-    return {
-        "seconds": sec,
-        "first_s": round(first, 2),
-        "peak_mib": peak,
-        "grads": {n: t[n].grad for n in BLOCK_W},
-    }
+    peak = (torch.cuda.max_memory_allocated() - base_t) / MiB if device == "cuda" else None
+    return {"seconds": sec, "first_s": round(first, 2), "peak_mib": peak, "grads": grads}
 
 
 def max_rel_err(got: dict[str, Any], want: dict[str, Any]) -> float:
-    import torch
-
+    """The largest ``max|g - w| / max|w|`` over the gradients (host f64 tensors)."""
     worst = 0.0
     for n, w in want.items():
-        g = torch.from_dlpack(got[n]) if not isinstance(got[n], torch.Tensor) else got[n]
-        if g.dtype in (torch.int16, torch.uint16):  # bf16 bit patterns (numpy has no bf16)
-            g = g.view(torch.bfloat16)
-        g = g.to(device=w.device, dtype=torch.float64)
-        w64 = w.to(torch.float64)
-        worst = max(worst, float((g - w64).abs().max() / w64.abs().max()))
+        worst = max(worst, float((got[n] - w).abs().max() / w.abs().max()))
     return worst
 
 
@@ -158,6 +237,9 @@ def main() -> int:
     ap.add_argument("--gpu", action="store_true", help="run on the GPU (needs CUDA)")
     ap.add_argument("--out", default=None, help="write grad_bench.md/.json here")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--small", action="store_true", help="on the GPU, the small block too")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps (GPU 20, host 5)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps after the first")
     args = ap.parse_args()
     device = "cuda" if args.gpu else "cpu"
     tmp = Path(tempfile.mkdtemp(prefix="kinac-grad-bench-"))
@@ -165,17 +247,22 @@ def main() -> int:
     shutil.copytree(ROOT / "workspaces" / "transformer", ws)
     (ws / "loss.kina").write_text(BLOCK_LOSS)
     cache = str(tmp / "cache")
-    plan = [("small", "f32")] if not args.gpu else [(s, d) for s in SIZES for d in ("f32", "bf16")]
+    sizes = (["small"] if args.small else []) + ["45M"]
+    plan = [("small", "f32")] if not args.gpu else [(s, d) for s in sizes for d in ("f32", "bf16")]
+    steps = args.steps or (20 if args.gpu else 5)
+    started = time.perf_counter()
     for size, dt in plan:
-        steps = 5 if size == "45M" or not args.gpu else 20
         ref: dict[str, Any] | None = None
         impls: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-            ("torch eager", functools.partial(torch_row, size, dt, device, False, steps)),
-            ("kinac", functools.partial(kinac_row, size, dt, device, ws, cache, steps)),
-        ]
+            ("torch eager", functools.partial(torch_row, size, dt, device, False, steps, args.warmup)),
+            ("kinac", functools.partial(kinac_row, size, dt, device, ws, cache, steps, args.warmup)),
+        ]  # fmt: skip
         if not args.no_compile:
             impls.append(
-                ("torch.compile", functools.partial(torch_row, size, dt, device, True, steps))
+                (
+                    "torch.compile",
+                    functools.partial(torch_row, size, dt, device, True, steps, args.warmup),
+                )  # fmt: skip
             )
         for impl, fn in impls:
             row: dict[str, Any] = {"block": size, "dtype": dt, "impl": impl, "device": device}
@@ -192,7 +279,12 @@ def main() -> int:
                 traceback.print_exc()
             ROWS.append(row)
             print(json.dumps(row), flush=True)
-    md = markdown()
+            if impl == "torch.compile":
+                import torch
+
+                torch._dynamo.reset()
+            _clean(device)
+    md = markdown() + f"\n\nwall time {time.perf_counter() - started:.0f} s (compilations included)"
     print(md)
     if args.out:
         out = Path(args.out)
@@ -202,20 +294,24 @@ def main() -> int:
     return 1 if any("error" in r for r in ROWS) else 0
 
 
+def _mib(r: dict[str, Any], k: str) -> str:
+    return f"{r[k]:.0f}" if r.get(k) is not None else "-"
+
+
 def markdown() -> str:
     lines = [
-        "| block | dtype | impl | fwd+bwd (median) | first call | peak MiB | max rel err vs eager |",
-        "|---|---|---|---|---|---|---|",
+        "| block | dtype | impl | fwd+bwd (median) | first call | peak MiB (inputs incl.) "
+        "| planned MiB | max rel err vs eager |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in ROWS:
         if "error" in r:
-            lines.append(f"| {r['block']} | {r['dtype']} | {r['impl']} | error: {r['error']} ||||")
+            lines.append(f"| {r['block']} | {r['dtype']} | {r['impl']} | error: {r['error']} |||||")
             continue
-        peak = f"{r['peak_mib']:.0f}" if r.get("peak_mib") is not None else "-"
         err = f"{r['max_rel_err']:.1e}" if "max_rel_err" in r else "-"
         lines.append(
             f"| {r['block']} | {r['dtype']} | {r['impl']} | {r['seconds'] * 1e3:.2f} ms | "
-            f"{r['first_s']} s | {peak} | {err} |"
+            f"{r['first_s']} s | {_mib(r, 'peak_mib')} | {_mib(r, 'planned_mib')} | {err} |"
         )
     return "\n".join(lines)
 
