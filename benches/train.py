@@ -8,14 +8,17 @@ The model is ``workspaces/decoder`` (4 pre-norm blocks; ``decoder_1m``: 0.80M we
 tokens a step; ``decoder_100m``: 94.4M weights, 512 tokens a step), one AdamW step each
 (lr 3e-4), on the synthetic task of ``kinac.train.data``. PyTorch runs the same model
 (``tests/train_support.py``: ``decoder_loss_torch``) from the same first weights on the same
-batches, with ``torch.optim.AdamW`` (``foreach`` on the GPU); bf16 is
-``torch.autocast(bfloat16)`` over f32 weights, as kinac's ``decoder-loss-bf16`` casts f32
-master weights. Per row: steps/s and tokens/s over the timed steps (the best of 2-3 rounds,
-after warm-up steps that include compilation; the first step's time, compilation included,
-is its own column),
-the first step's loss (kinac and torch must agree), and on the GPU the peak memory (torch's
-``max_memory_allocated``; kinac's pool peak). Writes ``train_bench.md``/``.json`` to
-``--out`` and prints the markdown.
+batches, with ``torch.optim.AdamW`` (``fused=True`` on the GPU, PyTorch's fastest: one
+multi-tensor kernel); bf16 is ``torch.autocast(bfloat16)`` over f32 weights, as kinac's
+``decoder-loss-bf16`` casts f32 master weights. Each row runs in a fresh process. Per row:
+the median step time of the timed steps (each step timed alone, ending with the loss read on
+the host) and steps/s and tokens/s from it; setup and the first step (compilation included)
+apart; the first and last loss (kinac and torch must agree); on the GPU the memory: the
+allocator's peak allocated bytes (torch ``max_memory_allocated``, kinac's pool
+``allocated_bytes.all.peak``), its peak reserve, and the rise of ``cudaMemGetInfo``'s used
+memory over the row. Writes ``train_bench.md``/``.json`` to ``--out`` and prints the markdown.
+On the GPU the six rows (f32, bf16 x kinac, eager, torch.compile) take about 2-3 minutes,
+most of it compilation.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -49,40 +53,71 @@ def _sync(device: str) -> None:
 def kinac_rows(
     entry: str, target: str, steps: int, warm: int, cache: str, rounds: int = 1
 ) -> dict[str, Any]:
-    """kinac's Trainer: the first step (compile included), then ``steps`` timed steps."""
+    """kinac's Trainer: the first step (compile included), warm-up steps, then ``rounds`` of
+    ``steps`` timed steps, each timed alone (a step ends with the loss read on the host)."""
     from kinac.train import Trainer
 
+    before = _device_used(target)
     t0 = time.perf_counter()
     tr = Trainer(WS, entry, lr=LR, seed=0, target=target, cache_dir=cache)
     setup = time.perf_counter() - t0
     first = tr.step()
-    peak = None
     for _ in range(warm - 1):
         tr.step()
-    res = _pool(target, reset=True)
-    dt = float("inf")
-    for _ in range(rounds):  # the best round: the machine may be shared
-        t = time.perf_counter()
-        results = tr.run(steps)
-        dt = min(dt, time.perf_counter() - t)
-    if res is not None:
-        peak = _pool(target, reset=False)
+    _pool(target, reset=True)
+    times: list[float] = []
+    results = []
+    for _ in range(rounds):
+        for _ in range(steps):
+            t = time.perf_counter()
+            results.append(tr.step())
+            times.append(time.perf_counter() - t)
+    pool = _pool(target, reset=False)
+    used = _device_used(target)
+    return _row(
+        "kinac", tr.n_weights, tr.tokens_per_step, setup + first.seconds, times,
+        first.loss, results[-1].loss,
+        peak=None if pool is None else pool[0],
+        reserved=None if pool is None else pool[1],
+        device=None if used is None or before is None else used - before,
+        allocations_after_first=sum(tr.allocations_per_step[1:]),
+        optimizer_calls_per_step=(tr.opt.calls / tr.step_count),
+    )  # fmt: skip
+
+
+def _row(impl: str, weights: int, tokens: int, first: float, times: list[float], loss0: float,
+         last: float, **extra: Any) -> dict[str, Any]:  # fmt: skip
+    """A row: the median step time (and steps/s from it), the first step apart."""
+    med = statistics.median(times)
     return {
-        "impl": "kinac",
-        "weights": tr.n_weights,
-        "tokens": tr.tokens_per_step,
-        "first_step_s": round(setup + first.seconds, 2),
-        "steps_per_s": steps / dt,
-        "tokens_per_s": steps * tr.tokens_per_step / dt,
-        "loss0": first.loss,
-        "loss_last": results[-1].loss,
-        "peak_mib": peak,
-        "allocations_after_first": sum(tr.allocations_per_step[1:]),
+        "impl": impl,
+        "weights": weights,
+        "tokens": tokens,
+        "first_step_s": round(first, 2),
+        "step_ms": med * 1e3,
+        "steps_per_s": 1.0 / med,
+        "tokens_per_s": tokens / med,
+        "loss0": loss0,
+        "loss_last": last,
+        **extra,
     }
 
 
-def _pool(target: str, reset: bool) -> float | None:
-    """The peak of kinac's GPU memory pool since the last reset, in MiB (None on the host)."""
+def _device_used(target: str) -> float | None:
+    """Device memory in use (total - free, ``cudaMemGetInfo``) in MiB: the process's
+    allocators' reserved memory, CUDA context and libraries included (None on the host)."""
+    if target != "cuda":
+        return None
+    import torch
+
+    torch.cuda.init()
+    free, total = torch.cuda.mem_get_info()
+    return float(total - free) / 2**20
+
+
+def _pool(target: str, reset: bool) -> tuple[float, float] | None:
+    """The peaks of kinac's GPU memory pool (allocated, reserved) since the last reset, in MiB
+    (None on the host)."""
     if target != "cuda":
         return None
     from kinac.rt import cuda
@@ -94,8 +129,13 @@ def _pool(target: str, reset: bool) -> float | None:
     if reset:
         if hasattr(res, "reset_peak_stats"):
             res.reset_peak_stats()
-        return 0.0
-    return float(stats().get("allocated_bytes.all.peak", 0)) / 2**20
+        return None
+    st = stats()
+    mib = 2**20
+    return (
+        float(st.get("allocated_bytes.all.peak", 0)) / mib,
+        float(st.get("reserved_bytes.all.peak", 0)) / mib,
+    )
 
 
 def torch_rows(
@@ -114,7 +154,8 @@ def torch_rows(
         k: torch.tensor(v, device=device, requires_grad=True)
         for k, v in init_weights(info, 0).items()
     }
-    opt = torch.optim.AdamW(list(w.values()), lr=LR, weight_decay=0.0, foreach=device == "cuda")
+    cuda = device == "cuda"
+    opt = torch.optim.AdamW(list(w.values()), lr=LR, weight_decay=0.0, fused=True if cuda else None)
     b, s = info.batch_shape
 
     def loss_fn(tok: Any, tgt: Any) -> Any:
@@ -131,6 +172,7 @@ def torch_rows(
         opt.step()
         return float(loss.item())
 
+    before = _device_used(device)
     t0 = time.perf_counter()
     loss0 = step(0)
     first = time.perf_counter() - t0
@@ -139,27 +181,24 @@ def torch_rows(
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     _sync(device)
-    last, dt, i = 0.0, float("inf"), warm
-    for _ in range(rounds):  # the best round: the machine may be shared
-        t = time.perf_counter()
+    last, i = 0.0, warm
+    times: list[float] = []
+    for _ in range(rounds):
         for _ in range(steps):
-            last = step(i)
+            t = time.perf_counter()
+            last = step(i)  # ends with loss.item(): the step is done on the device
+            times.append(time.perf_counter() - t)
             i += 1
-        _sync(device)
-        dt = min(dt, time.perf_counter() - t)
-    peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None
-    return {
-        "impl": "torch.compile" if compiled else "torch eager",
-        "weights": info.n_weights,
-        "tokens": b * s,
-        "first_step_s": round(first, 2),
-        "steps_per_s": steps / dt,
-        "tokens_per_s": steps * b * s / dt,
-        "loss0": loss0,
-        "loss_last": last,
-        "peak_mib": peak,
-        "allocations_after_first": None,
-    }
+    cuda = device == "cuda"
+    used = _device_used(device)
+    return _row(
+        "torch.compile" if compiled else "torch eager", info.n_weights, b * s, first, times,
+        loss0, last,
+        peak=torch.cuda.max_memory_allocated() / 2**20 if cuda else None,
+        reserved=torch.cuda.max_memory_reserved() / 2**20 if cuda else None,
+        device=None if used is None or before is None else used - before,
+        allocations_after_first=None,
+    )  # fmt: skip
 
 
 def run(label: str, fn: Callable[[], dict[str, Any]], **extra: Any) -> None:
@@ -174,41 +213,50 @@ def run(label: str, fn: Callable[[], dict[str, Any]], **extra: Any) -> None:
 
 
 def markdown(device: str) -> str:
+    def mib(r: dict[str, Any], k: str) -> str:
+        return "" if r.get(k) is None else f"{r[k]:,.0f}"
+
     lines = [
         f"### Training ({device}, {datetime.date.today().isoformat()}): one AdamW step",
         "",
-        "| model | dtype | impl | steps/s | tokens/s | first step s | loss step 1 | "
-        "loss last | peak MiB |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "step ms: the median of the timed steps (each ends with the loss read on the host); "
+        "first step s: setup and the first step, compilation included. Memory (MiB): "
+        "*peak*, the allocator's peak of allocated bytes over the timed steps (torch "
+        "`max_memory_allocated`; kinac its pool's `allocated_bytes.all.peak`); *reserved*, "
+        "the allocator's peak reserve; *device*, the rise of `cudaMemGetInfo`'s used memory "
+        "from before the model to after the run (the allocators' caches, cuBLAS workspaces "
+        "and loaded kernels included).",
+        "",
+        "| model | dtype | impl | step ms | steps/s | tokens/s | first step s | loss step 1 | "
+        "loss last | peak | reserved | device |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in ROWS:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['dtype']} | {r['impl']} | {r['error']} |||||")
+            lines.append(f"| {r['model']} | {r['dtype']} | {r['impl']} | {r['error']} |||||||||")
             continue
-        peak = "" if r.get("peak_mib") is None else f"{r['peak_mib']:.0f}"
         lines.append(
-            f"| {r['model']} | {r['dtype']} | {r['impl']} | {r['steps_per_s']:.2f} | "
-            f"{r['tokens_per_s']:,.0f} | {r['first_step_s']} | {r['loss0']:.4f} | "
-            f"{r['loss_last']:.4f} | {peak} |"
+            f"| {r['model']} | {r['dtype']} | {r['impl']} | {r['step_ms']:.2f} | "
+            f"{r['steps_per_s']:.1f} | {r['tokens_per_s']:,.0f} | {r['first_step_s']} | "
+            f"{r['loss0']:.4f} | {r['loss_last']:.4f} | {mib(r, 'peak')} | "
+            f"{mib(r, 'reserved')} | {mib(r, 'device')} |"
         )
     return "\n".join(lines)
 
 
 def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The rows to measure: per size and dtype, kinac, torch eager, and torch.compile where
-    cheap (the host's 1M; on the GPU only with --compile: it compiles for about a minute)."""
+    """The rows to measure: per size and dtype, kinac, torch eager and torch.compile (not on
+    the host's 100M: minutes of compilation for two steps)."""
     rows = []
     for size in args.sizes.split(","):
         big = size == "100m"
-        # the host's 100M step takes seconds: fewer steps there
-        steps, warm, rounds = (
-            (2, 1, 2) if big and not args.gpu else (5, 1, 2) if big else (20, 2, 3)
-        )
+        # the host's 100M step takes seconds: fewer steps there; the GPU's takes milliseconds
+        steps, warm, rounds = (30, 3, 1) if args.gpu else (2, 1, 2) if big else (20, 2, 3)
         for dt in args.dtypes.split(","):
             base = dict(size=size, dtype=dt, steps=steps, warm=warm, rounds=rounds)
             rows.append({**base, "impl": "kinac"})
             rows.append({**base, "impl": "torch eager"})
-            if (args.compile if args.gpu else not big) and not args.no_compile:
+            if (args.gpu or not big) and not args.no_compile:
                 rows.append({**base, "impl": "torch.compile"})
     return rows
 
@@ -281,10 +329,10 @@ def main() -> int:
     ap.add_argument(
         "--dtypes", default=None, help="f32, bf16 or both (default: host f32, GPU both)"
     )
-    ap.add_argument("--compile", action="store_true", help="torch.compile rows on the GPU too")
+    ap.add_argument("--compile", action="store_true", help="(the default now; kept for scripts)")
     ap.add_argument("--no-compile", action="store_true", help="no torch.compile rows")
     ap.add_argument(
-        "--row-timeout", type=float, default=600.0, help="seconds per row before it is stopped"
+        "--row-timeout", type=float, default=300.0, help="seconds per row before it is stopped"
     )
     ap.add_argument(
         "--parallel-check",

@@ -1,15 +1,19 @@
 """Optimizers: the update formulas live in Kina (``std/optim.kina``); this drives them.
 
 An optimizer owns its parameters and their state. Each step calls the state updates, then the
-parameter update (a Kina defn has one result). On the host the parameters of one dtype, their
-gradients and each state live in flat buffers (every parameter is a view of a slice), so a
-step is one call per defn over all the weights, and every call writes into a buffer the
-optimizer already holds (``HostEntry(..., out=...)``): each flat buffer has two copies, the
-step reads one and writes the other (ping-pong), so after the first step a step allocates
-nothing (``kinac.rt.host.OUTPUT_STATS``). On a GPU there is one call per parameter. Writing a parameter
-over itself would need the lowering to allow an output to alias an input; ping-pong costs one
-extra copy of the parameters and state in memory instead. On a GPU the calls return new
-tensors from the runtime's caching pool.
+parameter update (a Kina defn has one result). The parameters of one dtype, their gradients
+and each state live in flat buffers (every parameter is a view of a slice:
+:mod:`kinac.train.flat`), so a step is one call per defn over all the weights (3 for AdamW,
+not 3 per tensor), and every call writes into a buffer the optimizer already holds:
+
+* on the host (``pingpong``): each flat buffer has two copies, the step reads one and writes
+  the other (host kernels take no output aliasing an input: their buffers are ``noalias``),
+  so after the first step a step allocates nothing (``kinac.rt.host.OUTPUT_STATS``);
+* on a GPU (``inplace``): one device buffer each, overwritten by the update
+  (:func:`kinac.rt.cuda.entry_into.call_into`, which allows it for an elementwise map): the
+  parameters, gradients and two moments of AdamW are 4 copies of the weights' bytes, as
+  PyTorch's AdamW holds, at fixed addresses (one CUDA graph per call, replayed every step);
+* ``donate=False`` (``calls``): one call per parameter, each returning new arrays.
 
 Hyperparameters and the step count are rank-0 arguments of the parameter's dtype, so a
 learning-rate schedule or a new step never recompiles.
@@ -17,7 +21,6 @@ learning-rate schedule or a new step never recompiles.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +63,12 @@ def specialised(fn: Any, args: tuple[Any, ...], dims: dict[str, int]) -> Any:
 
 
 class KinaFn:
-    """One defn of a prelude module, called with donated outputs on the host (``out``) and
-    plainly on a GPU; its specialisations are keyed by the caller (one per parameter)."""
+    """One defn of a prelude module, called in one of the optimizer's modes (``mode``):
+    ``"calls"`` returns new arrays, ``"pingpong"`` writes into the given host buffer (``out``),
+    ``"inplace"`` writes into ``out``, which may be an argument's own buffer (on a GPU through
+    :func:`kinac.rt.cuda.entry_into.call_into`; on the host, for tests, into a temporary that
+    is then copied over ``out``: host kernels take no aliased output). Its specialisations
+    are keyed by the caller (one per parameter or flat unit)."""
 
     def __init__(
         self,
@@ -69,21 +76,45 @@ class KinaFn:
         target: str,
         options: dict[str, Any],
         path: Path = OPTIM_KINA,
-        donate: bool | None = None,
+        donate: bool | str | None = None,
     ) -> None:
         from kinac.api import compile as compile_defn
 
         self.fn = compile_defn(path, name, target=target, **options)
-        self.donate = target == "cpu" if donate is None else donate
+        self.target = target
+        self.mode = mode_of(target, donate)
         self._entries: dict[str, Any] = {}
+        self.calls = 0
 
     def __call__(self, key: str, args: tuple[Any, ...], out: Any) -> Any:
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = specialised(self.fn, args, {})
-        if not self.donate:
+        self.calls += 1
+        if self.mode == "calls" or out is None:
             return entry(*args)
-        return entry(*args, out=(out,))
+        if self.mode == "pingpong":
+            return entry(*args, out=(out,))
+        if self.target == "cuda":
+            from kinac.rt.cuda.entry_into import call_into
+
+            return call_into(entry, args, (out,))[0]
+        import numpy as np
+
+        np.copyto(out, entry(*args))
+        return out
+
+
+def mode_of(target: str, donate: bool | str | None) -> str:
+    """How results are written: ``pingpong`` (host default: two host buffers each),
+    ``inplace`` (GPU default: one device buffer each, overwritten), ``calls`` (new arrays)."""
+    if donate in ("inplace", "pingpong", "calls"):
+        return str(donate)
+    if donate is None or donate is True:
+        return "pingpong" if target == "cpu" else "inplace"
+    if donate is False:
+        return "calls"
+    raise KinaUsageError(f"donate={donate!r}: True, False or 'inplace'")
 
 
 class Optimizer:
@@ -98,70 +129,84 @@ class Optimizer:
         *,
         lr: float,
         target: str = "cpu",
-        donate: bool | None = None,
+        donate: bool | str | None = None,
         **options: Any,
     ) -> None:
-        """``donate`` (default: on the host) writes every result into a buffer the optimizer
-        holds; without it each call returns a new array (the GPU's way, testable on the host)."""
+        """``donate``: True (the default) keeps flat buffers that each call writes: on the
+        host two of each (ping-pong), on a GPU one, updated in place; ``"inplace"`` asks
+        for one on the host too (tests of the GPU's way); False returns new arrays from each
+        call, one call per parameter and formula."""
         import numpy as np
+
+        from kinac.train.flat import DeviceStore, HostStore, layout
 
         self.lr = float(lr)
         self.t = 0
         self.target = target
-        host = self.donate = target == "cpu" if donate is None else donate
-        if host and target != "cpu":
-            raise KinaUsageError("buffer donation is a host runtime feature (target cpu)")
-        self._fns = {n: KinaFn(n, target, options, donate=host) for n in self.defns}
+        self.mode = mode_of(target, donate)
+        if self.mode == "pingpong" and target != "cpu":
+            raise KinaUsageError("ping-pong buffers are a host runtime feature (target cpu)")
+        self.donate = self.mode != "calls"
+        self._fns = {n: KinaFn(n, target, options, donate=self.mode) for n in self.defns}
         self._np = {k: np.dtype(np.asarray(to_numpy(v)).dtype) for k, v in params.items()}
         for k, dt in self._np.items():
             if dt not in (np.float32, np.float64):
                 raise KinaUsageError(f"parameter `{k}` is {dt}: optimizers update f32 or f64")
         # What one update call covers (a "unit"), its dtype, and its buffers (``_bufs[unit]``,
         # ``_bufs[unit.state]``). Donating: one unit per dtype, whose buffers are flat (every
-        # parameter of that dtype is a view of a slice of them), two of each (ping-pong), so
-        # a step is a few calls over all the weights. Otherwise one unit per parameter, one
-        # buffer each (the calls allocate).
+        # parameter of that dtype is a view of a slice of them: kinac.train.flat), two of
+        # each when ping-ponging, so a step is a few calls over all the weights. Otherwise
+        # one unit per parameter, one buffer each (the calls allocate).
         self._unit_dt: dict[str, Any] = {}
-        self._members: dict[str, list[tuple[str, int, tuple[int, ...]]]] = {}
+        self._members: dict[str, Any] = {}
         self._bufs: dict[str, list[Any]] = {}
         self._grad: dict[str, Any] = {}
-        if host:
-            for k, dt in self._np.items():
+        self.store: Any = HostStore()
+        if self.donate:
+            if target == "cuda":
+                self.store = DeviceStore()
+            copies = 2 if self.mode == "pingpong" else 1
+            for dt in dict.fromkeys(self._np.values()):
                 unit = f"flat.{dt.name}"
                 self._unit_dt[unit] = dt
-                members = self._members.setdefault(unit, [])
-                off = members[-1][1] + math.prod(members[-1][2]) if members else 0
-                members.append((k, off, tuple(np.shape(to_numpy(params[k])))))
-            for unit, members in self._members.items():
-                n = members[-1][1] + math.prod(members[-1][2])
-                dt = self._unit_dt[unit]
-                self._bufs[unit] = [np.empty(n, dt), np.empty(n, dt)]
-                for k, off, shape in members:
-                    size = math.prod(shape)
-                    self._bufs[unit][0][off : off + size] = to_numpy(params[k]).reshape(-1)
-                for st in self.state_names:
-                    self._bufs[f"{unit}.{st}"] = [np.zeros(n, dt), np.empty(n, dt)]
-                self._grad[unit] = np.zeros(n, dt)
+                shapes = {k: tuple(np.shape(to_numpy(v))) for k, v in params.items()}
+                members, n = layout({k: sh for k, sh in shapes.items() if self._np[k] == dt})
+                self._members[unit] = members
+                host = np.zeros(n, dt)
+                for m in members:
+                    host[m.offset : m.offset + m.size] = to_numpy(params[m.name]).reshape(-1)
+                st = self.store
+                self._bufs[unit] = [st.upload(host, dt)] + [st.empty(n, dt)] * (copies - 1)
+                for name in self.state_names:
+                    self._bufs[f"{unit}.{name}"] = [st.zeros(n, dt)] + [st.empty(n, dt)] * (
+                        copies - 1
+                    )
+                self._grad[unit] = st.zeros(n, dt)
         else:
             for k, v in params.items():
                 self._unit_dt[k] = self._np[k]
                 self._bufs[k] = [v]
-                for st in self.state_names:
-                    self._bufs[f"{k}.{st}"] = [np.zeros(tuple(v.shape), self._np[k])]
+                for name in self.state_names:
+                    self._bufs[f"{k}.{name}"] = [np.zeros(tuple(v.shape), self._np[k])]
         self._cur = 0
+
+    @property
+    def calls(self) -> int:
+        """Update calls made so far (all defns): a step of a flat optimizer makes a few."""
+        return sum(f.calls for f in self._fns.values())
 
     def _views(self, flats: dict[str, Any]) -> dict[str, Any]:
         """Each parameter's view of its unit's flat buffer ``flats[unit]``."""
         return {
-            k: flats[unit][off : off + math.prod(shape)].reshape(shape)
+            m.name: self.store.view(flats[unit], m)
             for unit, members in self._members.items()
-            for k, off, shape in members
+            for m in members
         }
 
     @property
     def params(self) -> dict[str, Any]:
-        """The current parameters (when donating, views of buffers that the step after next
-        overwrites: copy what you keep)."""
+        """The current parameters (when donating, views of buffers that later steps overwrite:
+        copy what you keep)."""
         if self.donate:
             return self._views({u: self._bufs[u][self._cur] for u in self._members})
         return {k: self._bufs[k][0] for k in self._np}
@@ -183,8 +228,11 @@ class Optimizer:
         return np.asarray(x, dtype=self._unit_dt[unit])
 
     def _io(self, name: str) -> tuple[Any, Any]:
-        """The current buffer of ``name`` and the one its update writes (None on a GPU)."""
+        """The current buffer of ``name`` and the one its update writes (the same one in
+        place; None when each call returns a new array)."""
         b = self._bufs[name]
+        if self.mode == "inplace":
+            return b[0], b[0]
         if len(b) == 1:
             return b[0], None
         return b[self._cur], b[1 - self._cur]
@@ -204,17 +252,14 @@ class Optimizer:
             for k in self._np:
                 self._update(k, grads[k])
             return
-        import numpy as np
-
         views = self._views(self._grad)
         for k, g in grads.items():
-            if k in views and not (
-                isinstance(g, np.ndarray) and g.ctypes.data == views[k].ctypes.data
-            ):
-                np.copyto(views[k], to_numpy(g))  # not written in place: one copy
+            if k in views and not self.store.same(g, views[k]):
+                self.store.copy(views[k], g)  # not written in place: one copy
         for unit in self._members:
             self._update(unit, self._grad[unit])
-        self._cur = 1 - self._cur
+        if self.mode == "pingpong":
+            self._cur = 1 - self._cur
 
     def _update(self, k: str, g: Any) -> None:
         raise NotImplementedError

@@ -83,7 +83,6 @@ class DataParallel:
         from kinac.rt.comm import CommLog, simulate
         from kinac.rt.host.arrays import NP_DTYPES
         from kinac.train.optim import specialised
-        from kinac.train.trainer import grads_into
 
         if self._entry is None:
             self._entry = specialised(self.vg, self.local_args(args, 0), self.dims)
@@ -93,7 +92,13 @@ class DataParallel:
                 for _ in range(self.n)
             ]
             # rank 0 reduces straight into the optimizer's gradient buffers
-            self._outs[0] = grads_into(self._outs[0], self._entry.wrt, self.grad_buffers)
+            bufs = self.grad_buffers or {}
+            self._outs[0] = (self._outs[0][0],) + tuple(
+                bufs[n]
+                if n in bufs and bufs[n].dtype == o.dtype and bufs[n].shape == o.shape
+                else o
+                for n, o in zip(self._entry.wrt, self._outs[0][1:], strict=True)
+            )
 
         def rank(comm: Any) -> None:
             outs = self._entry.entry(*self.local_args(args, comm.rank), out=self._outs[comm.rank])

@@ -52,15 +52,22 @@ class StepResult:
         }
 
 
-def grads_into(outs: tuple[Any, ...], wrt: tuple[str, ...], bufs: Any) -> tuple[Any, ...]:
-    """A loss-and-gradient call's ``out`` arrays with each gradient written straight into the
-    optimizer's flat gradient buffer where it has one (same dtype and shape), else ``outs``."""
-    if not bufs:
-        return outs
-    return (outs[0],) + tuple(
-        bufs[n] if n in bufs and bufs[n].dtype == o.dtype and bufs[n].shape == o.shape else o
-        for n, o in zip(wrt, outs[1:], strict=True)
-    )
+def grads_into(outputs: tuple[Any, ...], wrt: tuple[str, ...], opt: Any) -> tuple[Any, ...]:
+    """Buffers for a loss-and-gradient call's ``outputs`` (the loss, then one gradient per
+    name of ``wrt``): each gradient the optimizer's flat gradient buffer's view where it has
+    one of the same dtype and shape (no copy before the update), else a new buffer of
+    ``opt.store`` (host or device memory, allocated once: the trainer reuses them)."""
+    bufs = opt.grad_buffers() or {}
+    store = opt.store
+
+    def fits(view: Any, o: Any) -> bool:
+        return tuple(view.shape) == tuple(o.shape) and store.dtype_name(view) == o.dtype
+
+    res = [store.output(outputs[0].shape, outputs[0].dtype)]
+    for n, o in zip(wrt, outputs[1:], strict=True):
+        view = bufs.get(n)
+        res.append(view if view is not None and fits(view, o) else store.output(o.shape, o.dtype))
+    return tuple(res)
 
 
 class Trainer:
@@ -118,10 +125,10 @@ class Trainer:
                 self.workspace, entry, wrt=list(self.names), target=target, **options
             )
         kw: dict[str, Any] = {"lr": lr, "weight_decay": weight_decay}
-        self.donate = target == "cpu" if donate is None else donate
         self.opt = OPTIMIZERS[optimizer](
-            init_weights(self.info, seed), target=target, donate=self.donate, **kw, **options
+            init_weights(self.info, seed), target=target, donate=donate, **kw, **options
         )
+        self.donate = self.opt.donate
         if self.parallel is not None:
             self.parallel.grad_buffers = self.opt.grad_buffers()
         if loss_scale is None:
@@ -146,7 +153,7 @@ class Trainer:
                 backoff=1.0 if fixed else 0.5,
                 growth_interval=growth_interval,
                 target=target,
-                donate=self.donate,
+                donate=self.opt.mode == "pingpong",
                 **options,
             )
         self.step_count = 0
@@ -179,7 +186,6 @@ class Trainer:
 
     def _loss_and_grads(self, args: tuple[Any, ...]) -> tuple[Any, dict[str, Any]]:
         """``value_and_grad`` on ``args``; on the host into the trainer's buffers."""
-        import numpy as np
 
         from kinac.train.optim import specialised
 
@@ -189,14 +195,16 @@ class Trainer:
             dims = {d: self.info.dims[d] for d in self.info.dim_params}
             self._entry = specialised(self.vg, args, dims)
             if self.donate:
-                from kinac.rt.host.arrays import NP_DTYPES
-
                 lw = self._entry.entry.lowered
-                self._outs = tuple(np.empty(o.shape, NP_DTYPES[o.dtype]) for o in lw.outputs)
-                self._outs = grads_into(self._outs, self._entry.wrt, self.opt.grad_buffers())
+                self._outs = grads_into(lw.outputs, self._entry.wrt, self.opt)
         if self._outs is None:
             return self._entry(*args)  # type: ignore[no-any-return]
-        outs = self._entry.entry(*args, out=self._outs)
+        if self.target == "cuda":
+            from kinac.rt.cuda.entry_into import call_into
+
+            outs = call_into(self._entry.entry, args, self._outs)
+        else:
+            outs = self._entry.entry(*args, out=self._outs)
         return outs[0], dict(zip(self._entry.wrt, outs[1:], strict=True))
 
     def step(self) -> StepResult:
