@@ -1,0 +1,42 @@
+"""The launches of the small bf16 transformer block (issue 14 item 2), on the CPU: the list
+of steps a CUDA graph replays per call, pinned, so a change that adds a launch is seen and a
+fusion that removes one updates this list on purpose (docs/call_path.md says what each step
+is and what would fuse it). The estimate uses ``kinac/ir/gpu/cost.py``'s floors plus a
+launch gap per step, the H200's ~1.5 us inside a graph."""
+
+from __future__ import annotations
+
+from kinac.ir.gpu.cost import estimate_steps
+from kinac.ir.gpu.pipeline import lower_graph_gpu
+from kinac.ir.testing import block_graph
+
+LAUNCH_GAP_S = 1.5e-6  # a kernel node's launch inside a graph on the H200 (1.2-2.0 us measured)
+
+SMALL_BF16_STEPS = [
+    ("row", "kernel"),  # RMSNorm of x
+    ("matmul", "cublas"),  # q
+    ("matmul", "cublas"),  # k
+    ("matmul", "cublas"),  # v
+    ("attention", "kernel"),  # fused causal GQA
+    ("map", "kernel"),  # heads-major -> tokens-major
+    ("matmul", "cublasLt"),  # o wo + x (residual epilogue)
+    ("row", "kernel"),  # RMSNorm of h
+    ("matmul", "cublas"),  # gate
+    ("matmul", "cublas"),  # up
+    ("map", "kernel"),  # silu(g) u
+    ("matmul", "cublasLt"),  # (silu(g) u) wd + h
+]
+
+
+def test_small_bf16_block_launches_and_estimate() -> None:
+    lw = lower_graph_gpu(block_graph(4, 128, 256, 4, 2, 704, "bf16"))
+    assert [(s.kind, s.impl) for s in lw.steps] == SMALL_BF16_STEPS
+    launches = sum(len(s.launches) or 1 for s in lw.steps)  # a library call is one launch
+    assert launches == 12
+    costs = estimate_steps(lw.steps)
+    work_s = sum(c.est_s for c in costs)
+    # every step's own work is under a microsecond at this size: the launches are the cost
+    assert max(c.est_s for c in costs) < 1e-6
+    assert work_s < 0.25 * launches * LAUNCH_GAP_S
+    est_us = (work_s + launches * LAUNCH_GAP_S) * 1e6
+    assert 18 < est_us < 30  # measured 35.4 us per call on the H200 (steps 1.2-3.7 us each)
