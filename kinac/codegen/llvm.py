@@ -44,12 +44,27 @@ def _llvm() -> Any:
     return binding("native")
 
 
+# LLVM's tuning for AVX-512 server CPUs since Skylake keeps vectorised loops at 256 bits (the
+# first such CPUs dropped their clock under 512-bit code). Sapphire/Emerald Rapids barely do: on
+# this project's Emerald Rapids machine the small block's softmax and SwiGLU kernels took 9-13%
+# less time at 512 bits (one thread, per-kernel profile; the memory-bound maps: no change).
+_WIDE = ",-prefer-256-bit"
+
+
+def wide_vectors(features: str) -> str:
+    """``features`` with 512-bit vectorisation preferred where the CPU has AVX-512."""
+    flags = features.split(",")
+    if "+avx512f" in flags and "-evex512" not in flags and _WIDE[1:] not in flags:
+        return features + _WIDE
+    return features
+
+
 def host_target() -> TargetSpec:
-    """The machine this process runs on, with all its CPU features (AVX2, FMA, ...)."""
+    """The machine this process runs on, with all its CPU features (AVX2, FMA, ...), and
+    loops vectorised at the CPU's full vector width (:func:`wide_vectors`)."""
     llvm = _llvm()
-    return TargetSpec(
-        llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-    )
+    features = wide_vectors(llvm.get_host_cpu_features().flatten())
+    return TargetSpec(llvm.get_process_triple(), llvm.get_host_cpu_name(), features)
 
 
 def _machine(target: TargetSpec, opt_level: int) -> Any:

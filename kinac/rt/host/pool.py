@@ -26,6 +26,10 @@ _FUTEX = {"x86_64": 202, "aarch64": 98}
 _WAIT, _WAKE = 128, 129  # FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
 MIN_SPLIT_FLOPS = 1 << 21  # below this a product runs as one block
 BLOCKS_PER_THREAD = 4
+# Each block of a split product packs the whole of the other operand again (a row block packs
+# all of B), so thin blocks pay that copy many times: 64-row blocks of [512,256] @ [256,704]
+# cost 20% more CPU time than the whole product in one call; 128-row blocks are within a few %.
+MIN_BLOCK_ROWS = 128
 
 _POOL = """
 @kp_gen = internal global i32 0
@@ -38,8 +42,13 @@ _POOL = """
 declare i64 @syscall(i64, ...)
 
 define internal void @kp_wait(ptr %word, i32 %val) {{
+entry:
+{spin}
+sleep:
   %v = zext i32 %val to i64
   %r = call i64 (i64, ...) @syscall(i64 {futex}, ptr %word, i64 {wait}, i64 %v, ptr null)
+  ret void
+done:
   ret void
 }}
 
@@ -228,7 +237,9 @@ split:
   %c1 = sub i64 %c0, 1
   %chunk0 = udiv i64 %c1, %want
   %chunk8 = add i64 %chunk0, 7
-  %chunk = and i64 %chunk8, -8
+  %chunk9 = and i64 %chunk8, -8
+  %thin = icmp ult i64 %chunk9, {min_rows}
+  %chunk = select i1 %thin, i64 {min_rows}, i64 %chunk9
   %nb0 = add i64 %total, %chunk
   %nb1 = sub i64 %nb0, 1
   %nblocks = udiv i64 %nb1, %chunk
@@ -256,11 +267,40 @@ split:
 """
 
 
-def pool_ir(futex: int) -> str:
-    """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number)."""
-    text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE)
+# Before sleeping on a futex, a waiter spins for up to this many time-stamp-counter ticks
+# (~30 us at 2 GHz) watching the word. An entry's steps follow each other closely: a worker
+# that slept after one step and had to be woken for the next (a futex wake and a reschedule,
+# tens of microseconds in a VM) joined each small kernel late, and the caller, asleep while
+# the last block finished, resumed late after every step. Bounded, so an idle pool still
+# sleeps, and a waiter on a loaded machine gives its core back soon.
+SPIN_TICKS = 1 << 16
+_SPIN_X86 = """
+  %t0 = call i64 @llvm.readcyclecounter()
+  br label %spin
+spin:
+  %now = load atomic i32, ptr %word monotonic, align 4
+  %moved = icmp ne i32 %now, %val
+  br i1 %moved, label %done, label %pause
+pause:
+  call void @llvm.x86.sse2.pause()
+  %t = call i64 @llvm.readcyclecounter()
+  %dt = sub i64 %t, %t0
+  %more = icmp ult i64 %dt, {ticks}
+  br i1 %more, label %spin, label %sleep
+"""
+_SPIN_DECLS = "declare i64 @llvm.readcyclecounter()\ndeclare void @llvm.x86.sse2.pause()\n"
+
+
+def pool_ir(futex: int, spin: bool = False) -> str:
+    """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
+    ``spin``: waiters spin briefly before they sleep, x86-64 only: it reads the TSC)."""
+    head = _SPIN_X86.format(ticks=SPIN_TICKS) if spin else "  br label %sleep"
+    text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE, spin=head)
+    text += _SPIN_DECLS if spin else ""
     for t, ty in (("s", "float"), ("d", "double")):
-        text += _GEMM.format(t=t, ty=ty, min_flops=MIN_SPLIT_FLOPS, blocks=BLOCKS_PER_THREAD)
+        text += _GEMM.format(
+            t=t, ty=ty, min_flops=MIN_SPLIT_FLOPS, blocks=BLOCKS_PER_THREAD, min_rows=MIN_BLOCK_ROWS
+        )
     return text
 
 
@@ -287,7 +327,8 @@ def start_pool(blas: tuple[tuple[str, int], ...]) -> dict[str, int] | None:
     from kinac.codegen.llvm import compile_object, host_target, jit_load
 
     exports = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
-    image = jit_load(compile_object(pool_ir(futex), host_target()), dict(blas), exports)
+    ir = pool_ir(futex, spin=platform.machine() == "x86_64")
+    image = jit_load(compile_object(ir, host_target()), dict(blas), exports)
     _IMAGES.append(image)
     worker = ctypes.CFUNCTYPE(None)(image.addresses["kinac_pool_worker"])
     for i in range(thread_count() - 1):

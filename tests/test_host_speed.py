@@ -1,0 +1,122 @@
+"""The host back end's speed-related choices (issue 14, CPU path), each checked as behaviour:
+full-width vector loops on AVX-512 CPUs, BLAS products split into blocks no thinner than
+``MIN_BLOCK_ROWS``, pool waiters that spin only briefly before sleeping."""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from kinac.codegen.llvm import compile_object, host_target, jit_load, optimize_ir, wide_vectors
+from kinac.ir import lower_graph
+from kinac.ir.testing import GraphBuilder
+from kinac.rt.host import pool
+
+_X86 = platform.machine() == "x86_64"
+
+
+def test_wide_vectors_only_where_avx512() -> None:
+    avx2 = "+avx,+avx2,+fma,-avx512f"
+    assert wide_vectors(avx2) == avx2
+    avx512 = "+avx2,+avx512f,+evex512"
+    assert wide_vectors(avx512) == avx512 + ",-prefer-256-bit"
+    assert wide_vectors(wide_vectors(avx512)) == wide_vectors(avx512)  # idempotent
+    assert wide_vectors("+avx512f,-evex512") == "+avx512f,-evex512"  # AVX10/256 parts
+
+
+def test_map_loops_use_the_full_vector_width() -> None:
+    """The optimised IR of an f32 map kernel holds 16-lane vectors on AVX-512 hosts and
+    8-lane ones on AVX2 hosts (exp expanded inline, so the loop vectorises)."""
+    g = GraphBuilder("silu")
+    x = g.param("x", "f32", (64, 256))
+    one = g.const(1.0)
+    y = g.binary("div", x, g.binary("add", one, g.unary("exp", g.unary("neg", x))))
+    lw = lower_graph(g.build(y))
+    target = host_target()
+    mod, _ = optimize_ir(lw.llvm_ir, target)
+    text = str(mod)
+    flags = target.features.split(",")
+    if "+avx512f" in flags and "-evex512" not in flags:
+        assert "<16 x float>" in text
+    elif "+avx2" in flags:
+        assert "<8 x float>" in text
+    else:
+        pytest.skip("no AVX2 on this host")
+
+
+_PROTO = ctypes.CFUNCTYPE(
+    None, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64,
+    ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+    ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_int64,
+)  # fmt: skip
+
+
+def _view(p: int, rows: int, cols: int, ld: int) -> np.ndarray:
+    buf = (ctypes.c_float * ((rows - 1) * ld + cols)).from_address(p)
+    a = np.frombuffer(memoryview(buf), dtype=np.float32)
+    return np.lib.stride_tricks.as_strided(a, (rows, cols), (ld * 4, 4))
+
+
+def test_split_products_use_blocks_of_at_least_min_rows() -> None:
+    """A product split on the pool calls BLAS on blocks of >= MIN_BLOCK_ROWS rows (or
+    columns), except the last; the blocks cover the product exactly once. Before, blocks were
+    a quarter of the rows per thread (rounded to 8): [130, 512] @ [512, 40] ran as four blocks
+    of 40 rows or fewer, each packing all of B again."""
+    calls: list[tuple[int, int]] = []
+
+    def gemm(o, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc):  # type: ignore[no-untyped-def]
+        calls.append((m, n))
+        av, bv = _view(a, m, k, lda), _view(b, k, n, ldb)
+        _view(c, m, n, ldc)[...] = al * (av @ bv)
+
+    cb = _PROTO(gemm)
+    addr = ctypes.cast(cb, ctypes.c_void_p).value
+    # a pool image of its own with no worker threads: kinac_parallel runs the blocks inline
+    image = jit_load(
+        compile_object(pool.pool_ir(202 if _X86 else 98, spin=False), host_target()),
+        {"kinac_blas_sgemm": addr, "kinac_blas_dgemm": addr},
+        ("kinac_sgemm",),
+    )
+    sgemm = _PROTO(image.addresses["kinac_sgemm"])
+    rng = np.random.default_rng(0)
+    for m, n, k in ((256, 704, 256), (512, 256, 704), (200, 1000, 64), (130, 40, 512)):
+        a = rng.standard_normal((m, k), np.float32)
+        b = rng.standard_normal((k, n), np.float32)
+        c = np.full((m, n), np.nan, np.float32)
+        calls.clear()
+        sgemm(101, 111, 111, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, n, 0.0,
+              c.ctypes.data, n)  # fmt: skip
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+        split = 0 if m >= n else 1
+        sizes = [call[split] for call in calls]
+        assert sum(sizes) == max(m, n)
+        assert all(s >= 128 for s in sizes[:-1]), (m, n, k, sizes)
+        assert len(sizes) <= max(1, -(-max(m, n) // 128))
+    del image
+
+
+@pytest.mark.skipif(not _X86, reason="the pool spins on x86-64 only")
+def test_idle_pool_workers_sleep_after_their_spin() -> None:
+    """Workers spin for at most SPIN_TICKS after a job, then sleep: an idle process with the
+    pool started uses (next to) no CPU time."""
+    from kinac.rt.host.pool import runtime_symbols
+
+    g = GraphBuilder("big")
+    a, b = g.param("a", "f32", (256, 256)), g.param("b", "f32", (256, 256))
+    from host_support import compiled
+
+    e = compiled(g.build(g.matmul(a, b)))
+    runtime_symbols()
+    x = np.ones((256, 256), np.float32)
+    e(x, x)  # the pool has just run a job: its worker spins, then sleeps
+    time.sleep(0.05)
+    before = time.process_time()
+    time.sleep(0.5)
+    used = time.process_time() - before
+    assert used < 0.1, f"idle process used {used:.3f} s of CPU in 0.5 s"
+    assert threading.active_count() >= 1
