@@ -4,15 +4,18 @@
     PYTHONPATH=. python3 benches/attention.py --gpu --out DIR      (or: bash scripts/gpu.sh)
 
 Causal grouped-query attention (16 query heads over 4 K/V heads), head dim 128, bf16 and f16,
-B4 at S = 1024, 4096, 8192 and B1 at S = 16384. For each shape: the kernel at the chosen tiles
-with ``mma.sync`` and with ``wgmma`` (each wgmma variant is first run in a child process, so a
-fault cannot take this process's CUDA context; ``--all-tiles``: every tile candidate), each
-checked against a float64 reference (three heads, all rows) and timed with CUDA events
-(median of rounds); then the same attention through the public API (``kinac.compile`` on Kina
-source, per call with a sync and pipelined). PyTorch's
+B4 at S = 1024, 4096, 8192 and B1 at S = 16384. For each shape: every variant the autotuner
+may choose (:func:`kinac.ir.gpu.attention_tune.candidates`: wgmma, pipelined wgmma, mma.sync;
+tiles and stages), each checked against a float64 reference (three heads, all rows) and timed
+with CUDA events (median of rounds); the variants are first run on small shapes in a child
+process, so a fault cannot take this process's CUDA context, and one that fails there is not
+run. Then the same attention through the public API (``kinac.compile`` on Kina source, per
+call with a sync and pipelined): its first call autotunes on this GPU (the chosen variant is
+reported), and a second process on the same cache must time nothing. PyTorch's
 ``scaled_dot_product_attention(is_causal=True, enable_gqa=True)`` (its own choice of kernel,
 and its flash backend forced) is timed in the same run. TFLOP/s count the causal half
-(``2 B H S^2 D``), as FlashAttention does.
+(``2 B H S^2 D``), as FlashAttention does. Every kernel's PTX is compiled up front by a pool of
+processes (the autotuner's compiles hit that cache: same LLVM IR, same arch).
 Writes ``attention_bench.md`` / ``.json`` to ``--out`` and prints the table.
 """
 
@@ -34,9 +37,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from kinac.ir.gpu.attention_params import AttnParams, AttnTiles, bhsd_params  # noqa: E402
+from kinac.ir.gpu.attention_params import AttnParams, bhsd_params  # noqa: E402
 
 SIZES = ((4, 1024), (4, 4096), (4, 8192), (1, 16384))
+ARCH = "sm_90a"  # the H200; every variant is compiled for it (mma.sync ones too)
 HEADS, KV_HEADS, HEAD_DIM = 16, 4, 128
 
 
@@ -57,7 +61,7 @@ class KernelRun:
 
         self.p = p
         t0 = time.perf_counter()
-        self.ptx = compile_ptx(attention_llvm_ir((p,)), "sm_90a" if p.arch == "sm_90a" else "sm_90")
+        self.ptx = compile_ptx(attention_llvm_ir((p,)), ARCH)
         self.compile_s = time.perf_counter() - t0
         k = load_module(self.ptx).function(kernel_name(p))
         self.regs = k.num_regs
@@ -154,11 +158,19 @@ def api_row(dtype: str, b: int, s: int, q: Any, k: Any, v: Any, sdpa: Callable[[
     import kinac
 
     row: dict[str, Any] = {"dtype": dtype, "B": b, "S": s, "path": "kinac.compile"}
+    TUNINGS.clear()
     t0 = time.perf_counter()
     f = kinac.compile(src, "gqa", target="cuda")
     out = torch.from_dlpack(f(q, k, v))
     torch.cuda.synchronize()
     row["first_call_s"] = time.perf_counter() - t0
+    row["tunings"] = len(TUNINGS)
+    if TUNINGS:  # what the autotuner timed and chose on its first call
+        from kinac.ir.gpu.attention_tune import label
+
+        cands, ms = TUNINGS[-1]
+        row["tuned"] = {label(c): t for c, t in zip(cands, ms, strict=True)}
+        row["chosen"] = min(row["tuned"], key=lambda x: row["tuned"][x])
     row["err"] = rel_err(out[0, heads], ref)
     n = max(3, min(20, int(60 / max(0.05, time_ms(sdpa, 3, 3)))))
     for name, fn in (("kinac", lambda: f(q, k, v)), ("sdpa", sdpa)):
@@ -171,13 +183,22 @@ def api_row(dtype: str, b: int, s: int, q: Any, k: Any, v: Any, sdpa: Callable[[
     return row
 
 
+def shape_params(dtype: str, b: int, s: int, d: int = HEAD_DIM, heads: int = HEADS,
+                 kv: int = KV_HEADS) -> AttnParams:  # fmt: skip
+    """The attention as ``kinac.compile`` fuses it (scale: ``rsqrt Dh`` in the program's dtype),
+    so this bench's kernels and the autotuner's are the same LLVM IR."""
+    from kinac.ir.gpu.attention import _round
+
+    return replace(bhsd_params(dtype, b, heads, kv, s, d), scale=_round(d**-0.5, dtype))
+
+
 def tflops(p: AttnParams, ms: float) -> float:
     from kinac.ir.gpu.attention_kernel import flops
 
     return flops(p) / ms / 1e9
 
 
-def bench_shape(dtype: str, b: int, s: int, cands: list[tuple[AttnTiles, str]], rows: list[dict[str, Any]], api: list[dict[str, Any]], src: Path) -> None:  # fmt: skip
+def bench_shape(dtype: str, b: int, s: int, cands: list[AttnParams], rows: list[dict[str, Any]], api: list[dict[str, Any]] | None, src: Path) -> None:  # fmt: skip
     import torch
     import torch.nn.functional as F
 
@@ -201,15 +222,17 @@ def bench_shape(dtype: str, b: int, s: int, cands: list[tuple[AttnTiles, str]], 
             flash_ms = time_ms(sdpa)
     except Exception:  # noqa: BLE001 - the flash backend may refuse (GQA, build): no column
         flash_ms = None
-    try:
-        api.append(api_row(dtype, b, s, q, k, v, sdpa, ref, heads, src))
-    except Exception:  # noqa: BLE001
-        api.append({"dtype": dtype, "B": b, "S": s, "error": traceback.format_exc()[-1500:]})
-    print(json.dumps(api[-1]), flush=True)
-    for t, mma in cands:
-        p = bhsd_params(dtype, b, HEADS, KV_HEADS, s, HEAD_DIM, True, t)
-        p = replace(p, mma=mma)
-        row: dict[str, Any] = {"dtype": dtype, "B": b, "S": s, "tiles": f"{t.block_m}x{t.block_n}", "mma": mma,
+    if api is not None:
+        try:
+            api.append(api_row(dtype, b, s, q, k, v, sdpa, ref, heads, src))
+        except Exception:  # noqa: BLE001
+            api.append({"dtype": dtype, "B": b, "S": s, "error": traceback.format_exc()[-1500:]})
+        print(json.dumps(api[-1]), flush=True)
+    from kinac.ir.gpu.attention_tune import label
+
+    for p in cands:
+        row: dict[str, Any] = {"dtype": dtype, "B": b, "S": s, "variant": label(p), "mma": p.mma,
+                               "tiles": f"{p.block_m}x{p.block_n}", "stages": p.stages,
                                "sdpa_ms": sdpa_ms, "sdpa_err": sdpa_err, "flash_ms": flash_ms}  # fmt: skip
         try:
             run = KernelRun(p)
@@ -229,92 +252,196 @@ def bench_shape(dtype: str, b: int, s: int, cands: list[tuple[AttnTiles, str]], 
         print(json.dumps(row), flush=True)
 
 
-WGMMA = ("wgmma", "wgmma_qk")
-WGMMA_TILES = (AttnTiles(64, 64), AttnTiles(128, 64), AttnTiles(64, 128))
+TUNINGS: list[tuple[Any, Any]] = []  # (candidates, ms) of each autotuning in this process
+_PTX: dict[tuple[str, str], str] = {}  # (LLVM IR, arch) -> PTX, compiled up front
 
 
-def smoke(mma: str) -> int:
-    """Run the ``mma`` variant once on small inputs against float64 (in a child process: a
-    kernel fault must not take the benchmark's CUDA context with it)."""
+def _compile_job(job: tuple[str, str]) -> tuple[tuple[str, str], str]:
+    from kinac.codegen.ptx import compile_ptx
+
+    return job, compile_ptx(*job)
+
+
+def precompile(params: list[AttnParams]) -> float:
+    """Compile every variant's PTX in a pool of processes (before CUDA is touched), and make
+    ``compile_ptx`` answer from that cache; returns the seconds it took."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import kinac.codegen.ptx as ptxmod
+    from kinac.ir.gpu.attention_kernel import attention_llvm_ir
+
+    t0 = time.perf_counter()
+    jobs = list(dict.fromkeys((attention_llvm_ir((p,)), ARCH) for p in params))
+    with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 4)) as ex:
+        _PTX.update(ex.map(_compile_job, jobs))
+    real = ptxmod.compile_ptx
+
+    def cached(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
+        hit = _PTX.get((llvm_ir, arch)) if opt_level == 3 else None
+        return hit if hit is not None else real(llvm_ir, arch, opt_level)
+
+    ptxmod.compile_ptx = cached  # type: ignore[assignment]
+    return time.perf_counter() - t0
+
+
+def watch_tunings() -> None:
+    """Record what the autotuner times (its GpuTimer), to report its choice."""
+    from kinac.pipeline_autotune import GpuTimer
+
+    real = GpuTimer.time
+
+    def recording(self: Any, cands: Any, arch: str) -> Any:
+        ms = real(self, cands, arch)
+        TUNINGS.append((cands, ms))
+        return ms
+
+    GpuTimer.time = recording  # type: ignore[method-assign]
+
+
+SMOKE = (("bf16", 128, 300), ("f16", 64, 129), ("bf16", 128, 64))
+
+
+def smoke_variants() -> list[AttnParams]:
+    """Small shapes of every Hopper candidate, in a fixed order (the child and the parent agree)."""
+    from kinac.ir.gpu.attention_tune import candidates
+
+    out: list[AttnParams] = []
+    for dtype, d, s in SMOKE:
+        out += candidates(shape_params(dtype, 1, s, d, 4, 2), ARCH)
+    return out
+
+
+def smoke(indices: str) -> int:
+    """Run the smoke variants ``indices`` (comma-separated) on small inputs against float64,
+    printing ``ok i`` / ``bad i`` after each (a kernel fault ends the process: the parent
+    learns which one from the last line)."""
     import torch
 
-    errs = []
-    for dtype, d, s, t in (
-        ("bf16", 128, 300, AttnTiles(64, 64)),
-        ("f16", 64, 129, AttnTiles(128, 64)),
-    ):
-        tdt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
-        q = torch.randn(1, 4, s, d, device="cuda", dtype=tdt)
-        k = torch.randn(1, 2, s, d, device="cuda", dtype=tdt)
-        v = torch.randn(1, 2, s, d, device="cuda", dtype=tdt)
-        run = KernelRun(replace(bhsd_params(dtype, 1, 4, 2, s, d, True, t), mma=mma))
+    tdt = {"bf16": torch.bfloat16, "f16": torch.float16}
+    rc = 0
+    variants = smoke_variants()
+    for i in (int(x) for x in indices.split(",")):
+        p = variants[i]
+        q = torch.randn(1, 4, p.sq, p.head_dim, device="cuda", dtype=tdt[p.dtype])
+        k = torch.randn(1, 2, p.sq, p.head_dim, device="cuda", dtype=tdt[p.dtype])
+        v = torch.randn(1, 2, p.sq, p.head_dim, device="cuda", dtype=tdt[p.dtype])
         o = torch.full_like(q, float("nan"))
-        run(q, k, v, o)
+        KernelRun(p)(q, k, v, o)
         torch.cuda.synchronize()
-        errs.append(rel_err(o[0], reference(q, k, v, [0, 1, 2, 3])))
-    print(json.dumps({"mma": mma, "errs": errs}), flush=True)
-    return 0 if all(e < 1e-2 for e in errs) else 1
+        err = rel_err(o[0], reference(q, k, v, [0, 1, 2, 3]))
+        good = err < 1e-2 and bool(torch.isfinite(o).all())
+        rc |= 0 if good else 1
+        print(f"{'ok' if good else 'bad'} {i} {err:.2e}", flush=True)
+    return rc
 
 
-def wgmma_smoke() -> dict[str, bool]:
-    """Which wgmma variants run correctly here (each tried in a child process)."""
-    ok = {}
-    for m in WGMMA:
-        try:
-            p = subprocess.run(
-                [sys.executable, __file__, "--smoke", m], capture_output=True, text=True,
-                timeout=90, env=os.environ,
-            )  # fmt: skip
-            print(
-                f"smoke {m}: rc {p.returncode} {p.stdout.strip()[-300:]} {p.stderr.strip()[-800:]}"
-            )
-            ok[m] = p.returncode == 0
-        except subprocess.TimeoutExpired:
-            ok[m] = False
-    return ok
+def smoke_all() -> set[str]:
+    """Labels of the variants that failed on small shapes (each batch in a child process; after
+    a crash, the rest again without the one that crashed)."""
+    from kinac.ir.gpu.attention_tune import label
+
+    variants = smoke_variants()
+    left, bad = list(range(len(variants))), set()
+    while left:
+        r = subprocess.run(
+            [sys.executable, __file__, "--smoke", ",".join(map(str, left))],
+            capture_output=True, text=True, timeout=240, env=os.environ,
+        )  # fmt: skip
+        done = {}
+        for line in r.stdout.splitlines():
+            w = line.split()
+            if len(w) >= 2 and w[0] in ("ok", "bad"):
+                done[int(w[1])] = w[0]
+        bad |= {label(variants[i]) for i, v in done.items() if v == "bad"}
+        rest = [i for i in left if i not in done]
+        if r.returncode != 0 and rest:  # the first not reported crashed the child
+            print(f"smoke: variant {label(variants[rest[0]])} crashed: {r.stderr[-600:]}")
+            bad.add(label(variants[rest[0]]))
+            rest = rest[1:]
+        elif r.returncode != 0 and not done:
+            print(f"smoke failed: {r.stderr[-1500:]}")
+            return {label(v) for v in variants}
+        left = rest if r.returncode != 0 else []
+    print(f"smoke: {len(variants)} variant runs, failing labels: {sorted(bad)}", flush=True)
+    return bad
 
 
-def report(rows: list[dict[str, Any]], api: list[dict[str, Any]], out: Path) -> int:
+def second_process(src: Path) -> dict[str, Any]:
+    """``kinac.compile`` of one shape again in a fresh process on the same cache: its autotuner
+    must time nothing (the choice is a stored artifact)."""
+    code = "\n".join([
+        f"import sys, time, json, torch; sys.path[:0] = [{str(ROOT)!r}]",
+        "import kinac; from kinac.pipeline_autotune import GpuTimer",
+        "calls = []; real = GpuTimer.time",
+        "GpuTimer.time = lambda self, c, a: calls.append(1) or real(self, c, a)",
+        "q = torch.randn(4, 16, 1024, 128, device='cuda', dtype=torch.bfloat16)",
+        "k = torch.randn(4, 4, 1024, 128, device='cuda', dtype=torch.bfloat16)",
+        f"t0 = time.perf_counter(); f = kinac.compile({str(src)!r}, 'gqa', target='cuda')",
+        "f(q, k, k); torch.cuda.synchronize()",
+        "print(json.dumps({'first_call_s': time.perf_counter() - t0, 'timer_calls': len(calls)}))",
+    ])  # fmt: skip
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    try:
+        return dict(json.loads(r.stdout.strip().splitlines()[-1]))
+    except Exception:  # noqa: BLE001
+        return {"error": (r.stdout + r.stderr)[-1500:]}
+
+
+def report(rows: list[dict[str, Any]], api: list[dict[str, Any]], out: Path,
+           extra: dict[str, Any]) -> int:  # fmt: skip
     """Write the tables (after every shape: a run cut short still leaves its numbers)."""
     import torch
 
     best: dict[str, dict[str, Any]] = {}
-    best_mma: dict[str, dict[str, Any]] = {}
     for r in rows:
         if "ms" not in r or r["err"] > 1e-2:
             continue
         key = f"{r['dtype']} B{r['B']} S{r['S']}"
         if key not in best or r["ms"] < best[key]["ms"]:
             best[key] = r
-        mk = f"{key} {r.get('mma', 'sync')}"
-        if mk not in best_mma or r["ms"] < best_mma[mk]["ms"]:
-            best_mma[mk] = r
     lines = [
         f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; causal GQA H{HEADS} "
-        f"KV{KV_HEADS} D{HEAD_DIM}; kernel times by CUDA events, best tile choice per shape; "
-        "SDPA: its own choice of kernel; SDPA flash: the flash backend forced",
+        f"KV{KV_HEADS} D{HEAD_DIM}; kernel times by CUDA events; SDPA: its own choice of "
+        "kernel; SDPA flash: the flash backend forced. Best variant per shape:",
         "",
-        "| shape | mma | tiles | kinac ms | kinac TFLOP/s | SDPA ms | SDPA TFLOP/s | kinac/SDPA "
+        "| shape | best variant | kinac ms | kinac TFLOP/s | SDPA ms | SDPA TFLOP/s | kinac/SDPA "
         "| SDPA flash ms | kinac/flash | err kinac | err SDPA |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for key, r in sorted(best_mma.items()):
+    for key, r in sorted(best.items()):
         fl = r.get("flash_ms")
         fls = f"{fl:.3f} | {r['ms'] / fl:.2f}x" if fl else "- | -"
         lines.append(
-            f"| {key.rsplit(' ', 1)[0]} | {r.get('mma', 'sync')} | {r['tiles']} | {r['ms']:.3f} "
-            f"| {r['tflops']:.0f} | {r['sdpa_ms']:.3f} "
+            f"| {key} | {r['variant']} | {r['ms']:.3f} | {r['tflops']:.0f} | {r['sdpa_ms']:.3f} "
             f"| {r['sdpa_tflops']:.0f} | {r['ratio']:.2f}x | {fls} | {r['err']:.1e} "
             f"| {r['sdpa_err']:.1e} |"
         )
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    shapes = list(dict.fromkeys(f"{r['dtype']} B{r['B']} S{r['S']}" for r in rows))
+    lines += ["", "Every variant, ms (kinac/SDPA); 'fail' = wrong or failed, '-' = not run:", "",
+              "| shape | " + " | ".join(variants) + " |",
+              "|---|" + "---|" * len(variants)]  # fmt: skip
+    for sh in shapes:
+        cells = []
+        for v in variants:
+            hit = [x for x in rows if f"{x['dtype']} B{x['B']} S{x['S']}" == sh
+                   and x["variant"] == v]  # fmt: skip
+            if not hit or hit[0].get("skipped"):
+                cells.append("-")
+            elif "ms" not in hit[0] or hit[0]["err"] > 1e-2:
+                cells.append("fail")
+            else:
+                cells.append(f"{hit[0]['ms']:.3f} ({hit[0]['ratio']:.2f}x)")
+        lines.append(f"| {sh} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "Through the public API (`kinac.compile` on Kina source, torch tensors in, as a user "
-        "calls it): host wall time per call, with a sync after each call / pipelined",
+        "calls it; the first call autotunes on this GPU): host wall time per call, with a sync "
+        "after each call / pipelined",
         "",
-        "| shape | kinac sync ms | SDPA sync ms | ratio | kinac pipelined ms | SDPA pipelined ms "
-        "| ratio | kinac TFLOP/s (pipelined) | err | first call s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| shape | autotuned variant | kinac sync ms | SDPA sync ms | ratio | kinac pipelined ms "
+        "| SDPA pipelined ms | ratio | kinac TFLOP/s (pipelined) | err | first call s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in api:
         key = f"{r['dtype']} B{r['B']} S{r['S']}"
@@ -322,15 +449,17 @@ def report(rows: list[dict[str, Any]], api: list[dict[str, Any]], out: Path) -> 
             lines.append(f"| {key} | failed: {r['error'].splitlines()[-1][:80]} |")
             continue
         lines.append(
-            f"| {key} | {r['kinac_sync_ms']:.3f} | {r['sdpa_sync_ms']:.3f} | {r['ratio_sync']:.2f}x "
-            f"| {r['kinac_pipe_ms']:.3f} | {r['sdpa_pipe_ms']:.3f} | {r['ratio_pipe']:.2f}x "
-            f"| {r['tflops_pipe']:.0f} | {r['err']:.1e} | {r['first_call_s']:.1f} |"
+            f"| {key} | {r.get('chosen', '-')} | {r['kinac_sync_ms']:.3f} | {r['sdpa_sync_ms']:.3f} "
+            f"| {r['ratio_sync']:.2f}x | {r['kinac_pipe_ms']:.3f} | {r['sdpa_pipe_ms']:.3f} "
+            f"| {r['ratio_pipe']:.2f}x | {r['tflops_pipe']:.0f} | {r['err']:.1e} "
+            f"| {r['first_call_s']:.1f} |"
         )
+    lines += ["", f"Run: {json.dumps(extra)}"]
     text = "\n".join(lines)
     (out / "attention_bench.md").write_text(text + "\n")
-    (out / "attention_bench.json").write_text(json.dumps({"kernel": rows, "api": api}, indent=1))
-    tiles = {k: f"{r['tiles']} {r.get('mma', 'sync')}" for k, r in best.items()}
-    (out / "attention_tiles.json").write_text(json.dumps(tiles, indent=1))
+    (out / "attention_bench.json").write_text(
+        json.dumps({"kernel": rows, "api": api, "run": extra}, indent=1)
+    )
     bad = [r for r in rows + api if "error" in r or r.get("err", 1) > 1e-2]
     return 1 if bad else 0
 
@@ -340,42 +469,44 @@ def main() -> int:
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--out", default="gpu-out")
     ap.add_argument("--quick", action="store_true", help="one size only")
-    ap.add_argument("--all-tiles", action="store_true", help="every tile candidate per shape")
-    ap.add_argument("--no-wgmma", action="store_true", help="mma.sync kernels only")
+    ap.add_argument("--no-api", action="store_true", help="kernels only, no kinac.compile rows")
     ap.add_argument("--smoke", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.smoke:
         return smoke(a.smoke)
-    import torch
-
-    from kinac.ir.gpu.attention import TILE_CANDIDATES, choose_tiles
+    from kinac.ir.gpu.attention_tune import candidates, label
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    sizes = SIZES[:1] if a.quick else SIZES
+    shapes = [(dt, b, s) for dt in ("bf16", "f16") for b, s in sizes]
+    cands = {sh: list(candidates(shape_params(*sh), ARCH)) for sh in shapes}
+    extra: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    extra["precompile_s"] = precompile([c for cs in cands.values() for c in cs] + smoke_variants())
+    print(f"precompiled in {extra['precompile_s']:.1f} s", flush=True)
+    import torch
+
+    watch_tunings()
     rows: list[dict[str, Any]] = []
     api: list[dict[str, Any]] = []
     src = out / "gqa.kina"
     src.write_text(KINA_SOURCE)
-    sizes = SIZES[:1] if a.quick else SIZES
-    t0 = time.perf_counter()
     rc = 0
-    wg = wgmma_smoke() if not a.no_wgmma else {}
-    print(f"wgmma smoke test: {wg}", flush=True)
-    for dtype in ("bf16", "f16"):
-        for b, s in sizes:
-            chosen = choose_tiles(HEAD_DIM, s, s)
-            # default: the chosen tiles, mma.sync and wgmma; --all-tiles: the sweeps
-            tiles = list(TILE_CANDIDATES[HEAD_DIM]) if a.all_tiles else [chosen]
-            cands = [(t, "sync") for t in tiles]
-            wtiles = WGMMA_TILES if a.all_tiles else (chosen,)
-            if wg.get("wgmma"):
-                cands += [(t, "wgmma") for t in wtiles]
-            elif wg.get("wgmma_qk"):
-                cands += [(t, "wgmma_qk") for t in wtiles]
-            bench_shape(dtype, b, s, cands, rows, api, src)
-            torch.cuda.empty_cache()
-            rc = report(rows, api, out)
-            print(f"[{time.perf_counter() - t0:.0f} s] {dtype} B{b} S{s} done", flush=True)
+    bad = smoke_all()
+    extra["smoke_failed"] = sorted(bad)
+    for dtype, b, s in shapes:
+        ok = [c for c in cands[(dtype, b, s)] if label(c) not in bad]
+        rows += [{"dtype": dtype, "B": b, "S": s, "variant": label(c), "skipped": True}
+                 for c in cands[(dtype, b, s)] if label(c) in bad]  # fmt: skip
+        bench_shape(dtype, b, s, ok, rows, None if a.no_api else api, src)
+        torch.cuda.empty_cache()
+        rc = report(rows, api, out, extra)
+        print(f"[{time.perf_counter() - t0:.0f} s] {dtype} B{b} S{s} done", flush=True)
+    if not a.no_api:
+        extra["second_process"] = second_process(src)
+        print(f"second process: {extra['second_process']}", flush=True)
+    rc = report(rows, api, out, extra)
     print((out / "attention_bench.md").read_text())
     return rc
 
