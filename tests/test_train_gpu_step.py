@@ -160,3 +160,38 @@ def test_call_into_refuses_unsafe_outputs(fake: None) -> None:
         call_into(r, (z,), (z,))
     assert inplace_safe(e.lowered, {0: 0}) is None
     assert "not a map" in (inplace_safe(r.lowered, {0: 0}) or "")
+
+
+def _no_gpu() -> bool:
+    from kinac.rt import cuda
+
+    return not cuda.available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_no_gpu(), reason="no CUDA GPU")
+def test_gpu_step_in_place_one_graph_no_growth(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """On the GPU: the in-place flat step gives the per-tensor step's losses and weights bit
+    for bit (the same kernels' arithmetic), makes 3 optimizer calls a step, the loss entry
+    replays one CUDA graph with nothing staged (its weights and gradients never move), and
+    the pool's allocated bytes do not grow after the first step. Its graphs: one per
+    address of the host batch's two pinned staging slots (``kinac.rt.cuda.staging``)."""
+    from kinac.rt import cuda
+
+    cache = str(tmp_path_factory.mktemp("gpu-step-cache"))
+    a = Trainer(DECODER, "decoder_1m", seed=2, target="cuda", cache_dir=cache)
+    b = Trainer(DECODER, "decoder_1m", seed=2, target="cuda", cache_dir=cache, donate=False)
+    assert a.opt.mode == "inplace" and b.opt.mode == "calls"
+    res = cuda.default_resource()
+    first = a.step()
+    used = res.memory_stats()["allocated_bytes.all.current"]
+    ra = [first] + a.run(4)
+    assert res.memory_stats()["allocated_bytes.all.current"] == used
+    rb = b.run(5)
+    assert [r.loss for r in ra] == [r.loss for r in rb]
+    for k, v in a.weights.items():
+        assert to_numpy(v).tobytes() == to_numpy(b.weights[k]).tobytes(), k
+    assert a.opt.calls == 3 * 5
+    entry = a._entry.entry
+    assert entry.captures <= 2 and not entry.volatile and entry.replays >= 3
+    assert ra[-1].loss < ra[0].loss

@@ -219,6 +219,10 @@ class Trainer:
         t0 = time.perf_counter()
         scale = self.scaler.scale if self.scaler is not None else self.fixed_scale
         loss, grads = self._loss_and_grads(self._args(tokens, targets, scale))
+        # read before the update is queued: on a GPU the loss entry has just synchronised
+        # (its gather bounds check), so this is one small copy, and the optimizer's kernels
+        # then run while the host prepares the next step (no second wait per step)
+        value = float(to_numpy(loss)) / scale
         finite = True
         if self.scaler is not None:
             grads, finite = self.scaler.unscale(grads)
@@ -226,7 +230,6 @@ class Trainer:
             self.opt.step(grads)
         if self.scaler is not None:
             self.scaler.update(finite)
-        value = float(to_numpy(loss)) / scale
         dt = time.perf_counter() - t0
         self.allocations_per_step.append(OUTPUT_STATS.allocations + OUTPUT_STATS.scratch - before)
         self.step_count += 1
