@@ -21,8 +21,14 @@ communicator (:func:`kinac.rt.comm.nccl.world`) on its GPU, and for f32 buffers 
 Bus bandwidth as nccl-tests counts it: algorithm bandwidth (bytes / time) times 2(n-1)/n for
 all-reduce, (n-1)/n for the others; with one rank the factor is 0 (nothing crosses a link), so
 the table gives the algorithm bandwidth too: on one GPU an out-of-place collective is NCCL's
-device copy, and the comparison says whether kinac adds anything to it. Rank 0 writes
-``nccl_bench.md`` / ``.json`` under ``--out`` and prints the table.
+device copy, and the comparison says whether kinac adds anything to it.
+
+Then the scaling row at this world size (``--no-scaling`` skips it): the Megatron block
+(``block_small``, f32, ``(mesh tp [N])``) through ``kinac.compile(target='cuda', mesh=N)``
+(NCCL, device-resident) against the unsharded GPU block on the same inputs (wall ms per call,
+host arrays in and out, and their largest difference), and a training step of ``decoder_1m``
+(``kinac train``'s data parallel under a launch, NCCL on the gradients). Rank 0 writes
+``nccl_bench.md`` / ``.json`` under ``--out`` and prints the tables.
 """
 
 from __future__ import annotations
@@ -134,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
         row = _one_size(nbytes, comm, ops, stream, (core, core_comm), args)
         rows.append(row)
         print(_line(row), flush=True)
+    scale: dict[str, Any] = {}
+    if args.scaling:
+        scale = scaling(env, n, args)
+        print(json.dumps(scale), flush=True)
     client.barrier()
     info = {
         "ranks": n,
@@ -143,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         "iters": args.iters,
         "rounds": args.rounds,
         "rows": rows,
+        "scaling": scale,
     }
     if env.rank == 0 and args.out:
         out = Path(args.out)
@@ -207,6 +218,122 @@ def _one_size(
     return row
 
 
+COL, ROW = "@sharded(axis=1, mesh=tp)", "@sharded(axis=0, mesh=tp)"
+MEGATRON = {"wq": COL, "wk": COL, "wv": COL, "wo": ROW, "wg": COL, "wu": COL, "wd": ROW}
+BLOCK_SHAPES = {  # block_small: B=4 S=128 D=256 F=704, H=4 KV=2 (Dh 64)
+    "x": (4, 128, 256),
+    "wn1": (256,),
+    "wq": (256, 256),
+    "wk": (256, 128),
+    "wv": (256, 128),
+    "wo": (256, 256),
+    "wn2": (256,),
+    "wg": (256, 704),
+    "wu": (256, 704),
+    "wd": (704, 256),
+}
+WEIGHT_TYPES = {"wq": "[D D]", "wk": "[D (* KV Dh)]", "wv": "[D (* KV Dh)]", "wo": "[D D]"}
+WEIGHT_TYPES |= {"wg": "[D F]", "wu": "[D F]", "wd": "[F D]"}
+
+
+def block_workspace(where: Path, devices: int | None) -> Path:
+    """workspaces/transformer, the block's weights annotated for Megatron over ``devices``
+    (None: as it is, unsharded)."""
+    import shutil
+
+    ws = where / ("plain" if devices is None else f"tp{devices}")
+    shutil.copytree(
+        ROOT / "workspaces" / "transformer", ws, ignore=shutil.ignore_patterns(".kinac-*")
+    )
+    if devices is not None:
+        src = ws / "block.kina"
+        text = src.read_text().replace(
+            '(import "ffn.kina")', f'(import "ffn.kina")\n(mesh tp [{devices}])'
+        )
+        for name, shape in WEIGHT_TYPES.items():
+            old = f"({name} : (tensor T {shape}))"
+            text = text.replace(old, f"({name} : (tensor T {shape} {MEGATRON[name]}))")
+        src.write_text(text)
+    return ws
+
+
+def _median_ms(fn: Callable[[], Any], repeat: int) -> float:
+    fn()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out) * 1e3
+
+
+def scaling(env: Any, n: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The scaling row at this world size: the Megatron block's forward (``kinac.compile(...,
+    target='cuda', mesh=N)``, NCCL, host arrays in and out) against the unsharded GPU block,
+    and a data-parallel training step of ``decoder_1m`` (``kinac train``'s path under a
+    launch: NCCL on the gradients)."""
+    import tempfile
+
+    import numpy as np
+
+    import kinac
+
+    for k, v in {  # a world of one of this process's own: the launch's variables
+        "RANK": env.rank,
+        "LOCAL_RANK": env.local_rank,
+        "WORLD_SIZE": n,
+        "MASTER_ADDR": env.master_addr,
+        "MASTER_PORT": env.master_port,
+    }.items():
+        os.environ.setdefault(k, str(v))
+    tmp = Path(tempfile.mkdtemp(prefix=f"kinac-nccl-bench-{env.rank}-"))
+    cache = str(tmp / "cache")  # one per rank: ranks opening one cold cache at once can fail
+    rng = np.random.default_rng(0)
+    inputs = [
+        (rng.standard_normal(s) * (1.0 if len(s) != 2 else 256**-0.5)).astype(np.float32)
+        for s in BLOCK_SHAPES.values()
+    ]
+    dims = {"H": 4, "KV": 2}
+    out: dict[str, Any] = {"ranks": n}
+    try:
+        t0 = time.perf_counter()
+        single = kinac.compile(
+            str(block_workspace(tmp, None)), "block_small", target=args.target, cache_dir=cache
+        )
+        sharded = kinac.compile(
+            str(block_workspace(tmp, n)), "block_small", target=args.target, mesh=n, cache_dir=cache
+        )
+
+        def one() -> Any:
+            got = single(*inputs, **dims)
+            return np.asarray(got.numpy() if hasattr(got, "numpy") else got)
+
+        want, got = one(), sharded(*inputs, **dims)
+        out["block_compile_s"] = time.perf_counter() - t0
+        out["block_backend"] = sharded.backend
+        out["block_max_abs_diff"] = float(np.max(np.abs(got - want)))
+        out["block_collectives"] = {
+            f"{k} over {a}": c for (k, a), c in sharded.last_log.counts().items()
+        }
+        out["block_single_ms"] = _median_ms(one, args.block_calls)
+        out["block_sharded_ms"] = _median_ms(lambda: sharded(*inputs, **dims), args.block_calls)
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        out["block_error"] = f"{type(e).__name__}: {e}"
+    try:
+        from kinac.train import Trainer
+
+        tr = Trainer(
+            ROOT / "workspaces" / "decoder", "decoder_1m", target=args.target, cache_dir=cache
+        )
+        steps = tr.run(args.train_steps)
+        out["train_parallel"] = type(tr.parallel).__name__
+        out["train_losses"] = [r.loss for r in steps]
+        out["train_step_ms"] = statistics.median(r.seconds for r in steps[1:]) * 1e3
+    except Exception as e:  # noqa: BLE001
+        out["train_error"] = f"{type(e).__name__}: {e}"
+    return out
+
+
 def _version(lib: Any) -> Any:
     try:
         return int(lib.get_version())
@@ -255,7 +382,27 @@ def _table(info: dict[str, Any]) -> str:
     if info.get("nccl4py_core"):
         errs["nccl4py"] = info["nccl4py_core"]
     lines += [""] + [f"- {k}: {v}" for k, v in errs.items()]
+    sc = info.get("scaling") or {}
+    if sc:
+        lines += [
+            "",
+            f"Scaling row, {n} rank(s) (wall ms per call, host arrays in and out; medians):",
+            "",
+            f"| ranks | block fwd sharded ({sc.get('block_backend', '-')}) | block fwd unsharded "
+            "| max abs diff | collectives "
+            "| decoder_1m train step | losses |",
+            "|---|---|---|---|---|---|---|",
+            f"| {n} | {_ms(sc.get('block_sharded_ms'))} | {_ms(sc.get('block_single_ms'))} "
+            f"| {sc.get('block_max_abs_diff', '-')} | {sc.get('block_collectives', '-')} "
+            f"| {_ms(sc.get('train_step_ms'))} ({sc.get('train_parallel', '-')}) "
+            f"| {sc.get('train_losses', '-')} |",
+        ]
+        lines += [f"- {k}: {sc[k]}" for k in ("block_error", "train_error") if k in sc]
     return "\n".join(lines) + "\n"
+
+
+def _ms(v: Any) -> str:
+    return "-" if v is None else f"{v:.3f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,6 +412,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--max-mib", type=int, default=1024)
+    p.add_argument(
+        "--no-scaling", dest="scaling", action="store_false", help="skip the block/train row"
+    )
+    p.add_argument("--block-calls", type=int, default=10)
+    p.add_argument("--train-steps", type=int, default=5)
+    p.add_argument("--target", default="cuda", help="the scaling row's target (cpu: a dry run)")
     args = p.parse_args(argv)
     if not args.gpu:
         print("benches/nccl.py measures NCCL on GPUs: pass --gpu", file=sys.stderr)

@@ -115,7 +115,20 @@ class LaunchedDataParallel:
         start = len(comm.log)
         flat = loss.reshape(1) if host else loss  # a view: the process group sends [1]
         for o in (flat, *grads.values()):  # the loss first, then the gradients in wrt order
-            comm.all_reduce(o, o, op="avg", tag=tag)
+            if not host and isinstance(o, np.ndarray):  # an output the entry put on the host
+                self._reduce_staged(o, tag)
+            else:
+                comm.all_reduce(o, o, op="avg", tag=tag)
         self.log = RankLog(list(comm.log[start:]))
         del comm.log[start:]
         return loss, grads
+
+    def _reduce_staged(self, o: Any, tag: tuple[str, str]) -> None:
+        """NCCL reads device memory only: a host output goes to the GPU and back."""
+        from kinac.rt.comm.device_run import CudaOps
+
+        ops = CudaOps()
+        d = ops.upload(o)
+        self._comm.all_reduce(d, d, op="avg", tag=tag)
+        ops.synchronize()
+        o[...] = ops.download(d).reshape(o.shape)
