@@ -146,3 +146,58 @@ def test_bind_hot_skips_the_checks_only_while_the_memo_is_the_bound_one(log: lis
     e._input = lambda x, i: Tensor(x.ptr, SHAPES[i], "float32")
     call(*arrays)
     assert e.hot_calls == 2 and log[-1] == "replay"  # the general path, which re-imported it
+
+
+class FakeTorchCuda:
+    """Looks like a torch CUDA tensor to :func:`~kinac.rt.cuda.entry_hot.torch_import`."""
+
+    def __init__(self, torch: Any, **over: Any) -> None:
+        self.is_cuda, self.requires_grad, self.layout = True, False, torch.strided
+        self.dtype, self.shape, self._stride, self.ptr = torch.bfloat16, (4, 8), (8, 1), 0x7000
+        self.storage = object()
+        self.__dict__.update(over)
+
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        return 0
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def stride(self) -> tuple[int, ...]:
+        return self._stride
+
+    def untyped_storage(self) -> Any:
+        return self.storage
+
+
+FakeTorchCuda.__module__ = "torch._fake"  # what the import checks before reading anything
+
+
+def test_torch_tensors_are_imported_from_their_attributes_in_the_plain_case(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch = pytest.importorskip("torch")
+    from kinac.rt.cuda.entry_hot import torch_import
+
+    current = type("Stream", (), {"cuda_stream": 0})()
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda index=None: current)
+    x = FakeTorchCuda(torch)
+    t = torch_import(x)
+    assert t is not None and (t.ptr, t.shape, t.strides, t.dtype.name) == (
+        0x7000, (4, 8), (8, 1), "bfloat16",
+    )  # fmt: skip
+    assert t.owner is x.storage and t.device == (KDL_CUDA, 0)
+    # anything but the plain case goes through DLPack (which orders streams, decides the rest)
+    assert torch_import(FakeTorchCuda(torch, requires_grad=True)) is not None  # read only
+    assert torch_import(FakeTorchCuda(torch, layout=torch.sparse_coo)) is None
+    assert torch_import(FakeTorchCuda(torch, dtype=torch.complex64)) is None
+    assert torch_import(FakeTorchCuda(torch, is_cuda=False)) is None
+    assert torch_import(torch.zeros(3)) is None  # a CPU tensor
+    current.cuda_stream = 0x5000  # torch works on a side stream: DLPack's event orders them
+    assert torch_import(x) is None

@@ -187,11 +187,18 @@ class GpuEntry:
         t: Tensor | None = None
         if isinstance(x, Tensor) and x.is_cuda:
             t = x
+        elif (t := entry_hot.torch_import(x)) is not None:
+            pass  # a torch CUDA tensor, read from its attributes (checked below like any)
         elif hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == KDL_CUDA:
             self._check_gpu(spec.name, int(x.__dlpack_device__()[1]))  # before the export
             try:
                 t = Tensor.from_dlpack(x, stream=0)
-            except (BufferError, TypeError, ValueError) as e:
+            except (
+                BufferError,
+                TypeError,
+                ValueError,
+                RuntimeError,
+            ) as e:  # the producer's refusal
                 raise KinaCallError(
                     f"{self.lowered.name}: argument `{spec.name}` cannot be taken from its GPU "
                     f"({e}): pass a contiguous CUDA tensor of a Kina dtype"

@@ -19,11 +19,12 @@ stream), so work queued before on that stream finishes before the next call's ke
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.tensor import KDL_CUDA, Allocation, Tensor
+from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Allocation, Tensor
 
 if TYPE_CHECKING:
     from kinac.rt.cuda.entry import GpuEntry
@@ -187,3 +188,44 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
         return entry(*arrays)
 
     return call
+
+
+def torch_import(x: Any) -> Tensor | None:
+    """A torch CUDA tensor's memory as a kinac :class:`Tensor`, read from torch's own
+    attributes: what the DLPack exchange gives, without its capsule (~5 us per tensor, paid by
+    every call that passes a fresh activation). Only in the plain case, where the exchange would
+    do nothing more: a strided tensor of a Kina dtype without a lazy conjugate or negation bit,
+    and torch's current stream on its device is the legacy default stream, which the entry runs
+    on (on another stream DLPack orders the two with an event). None otherwise: the DLPack
+    exchange decides, and reports what it refuses.
+
+    A tensor that requires a gradient (an ``nn.Parameter``) is taken too, where DLPack refuses
+    it: the entry only reads its inputs, as under ``torch.no_grad()``, and a user passing a
+    model's parameters for inference expects that to work.
+
+    The import keeps the tensor's storage alive (not the tensor object, which the entry's
+    memo references weakly). Torch is the caller's: it is loaded when a torch tensor exists."""
+    if not type(x).__module__.startswith("torch") or not getattr(x, "is_cuda", False):
+        return None
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        if x.layout is not torch.strided or x.is_conj() or x.is_neg():
+            return None
+        index = x.get_device()
+        if torch.cuda.current_stream(index).cuda_stream != 0:
+            return None
+        dt = DTYPES.get(str(x.dtype).removeprefix("torch."))
+        if dt is None:
+            return None
+        return Tensor(
+            x.data_ptr(),
+            tuple(x.shape),
+            dt,
+            device=(KDL_CUDA, index),
+            strides=tuple(x.stride()),
+            owner=x.untyped_storage(),
+        )
+    except (AttributeError, TypeError, RuntimeError):  # another torch: DLPack decides
+        return None
