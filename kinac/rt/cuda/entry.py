@@ -193,12 +193,7 @@ class GpuEntry:
             self._check_gpu(spec.name, int(x.__dlpack_device__()[1]))  # before the export
             try:
                 t = Tensor.from_dlpack(x, stream=0)
-            except (
-                BufferError,
-                TypeError,
-                ValueError,
-                RuntimeError,
-            ) as e:  # the producer's refusal
+            except (BufferError, TypeError, ValueError, RuntimeError) as e:  # refused by it
                 raise KinaCallError(
                     f"{self.lowered.name}: argument `{spec.name}` cannot be taken from its GPU "
                     f"({e}): pass a contiguous CUDA tensor of a Kina dtype"
