@@ -31,6 +31,10 @@ from typing import Any
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 
 DEFAULT_TIMEOUT_S = 60.0
+MAX_DEVICES = 1 << 20
+"""The most devices a mesh request may name (NCCL's scale; beyond it a size is a typo)."""
+MAX_SIMULATED = 1024
+"""The most devices the threaded simulator runs (one thread per device)."""
 BACKENDS = ("auto", "simulator", "tcp", "nccl")
 
 
@@ -71,6 +75,13 @@ def parse_mesh(mesh: Any) -> str | tuple[int, ...] | None:
         )
     if not shape or any(s < 1 for s in shape):
         raise KinaUsageError(f"a mesh needs at least one device per axis, got {list(shape)}")
+    total = 1
+    for s in shape:
+        total *= s
+    if total > MAX_DEVICES:
+        raise KinaUsageError(
+            f"a mesh of {_shape_text(shape)} has {total} devices, more than {MAX_DEVICES:,}"
+        )
     return shape
 
 
@@ -124,6 +135,15 @@ class ShardedDefn:
                 mesh = self.dist.world_size  # as many devices as ranks
         self.request = parse_mesh(mesh)
         self._asked = self.request  # as given (``_settle`` may turn N into the own mesh)
+        if self.backend == "simulator" and isinstance(self.request, tuple):
+            total = 1
+            for n in self.request:
+                total *= n
+            if total > MAX_SIMULATED:
+                raise KinaUsageError(
+                    f"the simulator runs one thread per device: {total} devices "
+                    f"({_shape_text(self.request)}) is more than {MAX_SIMULATED}"
+                )
         self.inner = compiled or CompiledDefn(
             path, name, target=target, cache_dir=cache_dir, no_cache=no_cache
         )

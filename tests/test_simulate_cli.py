@@ -205,7 +205,27 @@ def test_a_mesh_named_only_in_the_body_is_found_as_build_finds_it(
     assert main([*base, "3"]) == 1  # resized: 3 devices do not divide D = 4 (the reshard's)
     err = capsys.readouterr().err
     assert "error[K0706]: `reshard` splits dim 1 (size 4) over `tp` (3 devices)" in err
+    assert "K0707" not in err  # not the all-reduce's cascade (its operand is not partial)
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("mesh", "said"),
+    [
+        ("99999999999999999999", "has 99999999999999999999 devices, more than 1,048,576"),
+        ("2000", "the simulator runs one thread per device: 2000 devices (2000) is more than"),
+        ("0", "a mesh needs at least one device per axis, got [0]"),
+        ("2x0", "a mesh needs at least one device per axis, got [2, 0]"),
+        ("4.0", "expected a mesh name, a device count (4) or a shape (2x2)"),
+    ],
+)
+def test_bad_mesh_sizes_are_usage_errors(
+    ws: Path, capsys: pytest.CaptureFixture[str], mesh: str, said: str
+) -> None:
+    """A huge count was an internal error (OverflowError) before."""
+    assert main(["run", str(ws), "mlp", "--no-cache", "--repeat", "1", "--simulate", mesh]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kinac: error: ") and said in err and "Traceback" not in err, err
 
 
 def test_the_body_mesh_through_the_api_equals_the_plain_call(tmp_path: Path) -> None:

@@ -8,11 +8,12 @@ the entries of that defn.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
 from kinac.shard.annotations import Pinned, arg_of, read_pinned
-from kinac.shard.explicit import mesh_named, read_explicit, unknown_mesh
+from kinac.shard.explicit import mesh_named, read_explicit, unknown_mesh, without_cascades
 from kinac.shard.model import ShardPlan
 from kinac.shard.propagate import propagate
 from kinac.shard.result import result_hint, result_pin, result_use
@@ -54,10 +55,11 @@ def plan_entry(
     mesh = entry_mesh(sig, meshes, graph)
     pinned: dict[int, Pinned] = {}
     diags: list[Diagnostic] = []
+    written: list[Diagnostic] = []
     if mesh is not None:
-        explicit, ds = read_explicit(graph, mesh)
+        explicit, written = read_explicit(graph, mesh)
         pinned.update(explicit)
-        diags += ds
+        diags += written
         types = {p.name: p.type for p in sig.params if p.type is not None}
         for i, (name, tt) in enumerate(graph.params):
             ty = types.get(name)
@@ -72,7 +74,9 @@ def plan_entry(
         if declared is not None:
             hint = result_hint(declared)
             hints = {graph.outputs[0]: hint} if hint is not None else {}
-            return propagate(graph, pinned, mesh, diags, hints, (result_use(declared),))
+            plan = propagate(graph, pinned, mesh, diags, hints, (result_use(declared),))
+            return replace(plan, diagnostics=without_cascades(plan.diagnostics, written))
     else:
         diags += unknown_mesh(graph, {m.name for m in meshes})
-    return propagate(graph, pinned, mesh, diags)
+    plan = propagate(graph, pinned, mesh, diags)
+    return replace(plan, diagnostics=without_cascades(plan.diagnostics, written))

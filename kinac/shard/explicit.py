@@ -116,6 +116,17 @@ def read_explicit(graph: Graph, mesh: ast.Mesh) -> tuple[dict[int, Pinned], list
     return pins, diags
 
 
+def without_cascades(
+    diagnostics: Sequence[Diagnostic], explicit: Sequence[Diagnostic]
+) -> tuple[Diagnostic, ...]:
+    """``diagnostics`` without the K0707s a refused written layout causes: when a ``reshard``
+    or collective is K0706 (its layout not pinned), a collective after it sees the wrong
+    operand layout and would report that it changes nothing; the K0706 says why."""
+    if not any(d.code == "K0706" and d.is_error for d in explicit):
+        return tuple(diagnostics)
+    return tuple(d for d in diagnostics if d.code != "K0707")
+
+
 def _read_one(node: Node, mesh: ast.Mesh) -> tuple[Pinned | None, list[Diagnostic]]:
     rank = len(node.type.shape)
     label = site_label(node)

@@ -27,12 +27,13 @@ What is pinned and how:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
 from kinac.shard.annotations import Pinned, read_pinned
 from kinac.shard.entry import entry_mesh
-from kinac.shard.explicit import read_explicit, site_label
+from kinac.shard.explicit import read_explicit, site_label, without_cascades
 from kinac.shard.model import ShardPlan
 from kinac.shard.propagate import propagate
 from kinac.shard.redistribute import Dims
@@ -106,6 +107,8 @@ def _plan(
         pins.update(explicit)
         diags += ds
     plan, outs = _plan_once(graph, wrt, mesh, pins, diags)
+    written = diags[len(diagnostics) :]
+    plan = replace(plan, diagnostics=without_cascades(plan.diagnostics, written))
     if mesh is None or any(d.is_error for d in plan.diagnostics):
         return plan, outs
     rev = reverse_pins(graph, plan)
