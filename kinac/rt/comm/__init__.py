@@ -10,7 +10,11 @@ under :func:`kinac.rt.comm.execute.run_program`. Nothing here reads or compiles 
 - :mod:`~kinac.rt.comm.communicator`: the protocol, reduction ops and buffer checks;
 - :mod:`~kinac.rt.comm.simulator`: N threads on one host, collectives through shared memory;
 - :mod:`~kinac.rt.comm.execute`: one device's run of a ``DeviceProgram``;
-- :mod:`~kinac.rt.comm.layout`: global arrays to local shards and back.
+- :mod:`~kinac.rt.comm.layout`: global arrays to local shards and back;
+- one process per device (``kinac launch``, docs/distributed.md): :mod:`~kinac.rt.comm.launch`,
+  :mod:`~kinac.rt.comm.rendezvous`, :mod:`~kinac.rt.comm.tcp` (the CPU process group),
+  :mod:`~kinac.rt.comm.nccl` (NCCL through nccl4py) and :mod:`~kinac.rt.comm.device_run` (a GPU
+  rank's program with every slot on the device), joined in :mod:`~kinac.rt.comm.distributed`.
 """
 
 from __future__ import annotations
