@@ -153,9 +153,20 @@ def test_run_nccl_in_a_world_of_one(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     nccl.forget_worlds()
     libs: list[Any] = []
 
+    class Counting(HostOps):  # the host waits once, and reads only the gathered output
+        waits = reads = 0
+
+        def synchronize(self) -> None:
+            Counting.waits += 1
+
+        def download(self, buf: np.ndarray) -> np.ndarray:
+            Counting.reads += 1
+            return super().download(buf)
+
     def rank(sim: Any) -> Any:
         libs.append(FakeLib(sim, program.mesh))
-        return run_nccl(program, [host_segment(s) for s in segments], args, env, HostOps(), libs[0])
+        segs = [host_segment(s) for s in segments]
+        return run_nccl(program, segs, args, env, Counting(), libs[0])
 
     try:
         ((result, log),) = simulate(program.mesh, rank)
@@ -165,6 +176,7 @@ def test_run_nccl_in_a_world_of_one(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     np.testing.assert_allclose(result[0], want, rtol=1e-5, atol=1e-5)
     assert [c[0] for c in libs[0].calls] == ["get_unique_id", "init", "all_reduce", "all_gather"]
     assert log.summary().startswith("1 collectives per device (1 all-reduce over tp)")
+    assert (Counting.waits, Counting.reads) == (1, 1)
 
 
 def test_segment_wrappers_and_device_dtype_names() -> None:
