@@ -26,6 +26,9 @@ compiled functions dropped, ``gc`` and ``empty_cache`` run first):
   workspace, anything the runtime keeps); each step's outputs are dropped before the next,
   as eager drops ``.grad``; ``planned MiB`` is what the lowered entry's plan says
   (params + outputs + arena + workspace: :func:`kinac.ir.gpu.cost.planned_bytes`);
+* ``kinac (recompute P)`` (f32 on the GPU): the same gradient with the attention
+  probabilities recomputed in the backward, which kinac does by default for bf16/f16 only
+  (``docs/gradients-gpu.md``): the f32 memory/time trade, measured;
 * **max rel err**: the largest ``max|g - g_eager| / max|g_eager|`` over the nine gradients,
   against eager PyTorch of the same dtype, on the host in f64.
 
@@ -154,7 +157,7 @@ def kinac_row(
     target = "cuda" if device == "cuda" else "cpu"
     xs = [t[n] for n in block_names()]
     t0 = time.perf_counter()
-    fn = kinac.value_and_grad(ws, "block-loss", wrt=BLOCK_W, target=target, cache_dir=cache)
+    fn = kinac.value_and_grad(str(ws), "block-loss", wrt=BLOCK_W, target=target, cache_dir=cache)
     _, grads = fn(d["H"], d["KV"], *xs)
     _sync(device)
     first = time.perf_counter() - t0
@@ -184,6 +187,75 @@ def kinac_row(
             row["arena_mib"] = plan["arena"] / MiB
     row["grads"] = grads
     return row  # its entry and tensors go with this frame (main cleans before the next row)
+
+
+def _recomputed_entry(size: str, dtype: str, ws: Path, cache: str) -> Any:
+    """The GPU gradient entry with the attention probabilities recomputed in every dtype
+    (``rematerialize_softmax(dtypes=(dtype,))``; the default recomputes bf16/f16 only): the
+    f32 memory/time trade of ``docs/gradients-gpu.md``, measured rather than estimated."""
+    from test_grad_models import BLOCK_W
+
+    from kinac import pipeline_grad
+    from kinac.grad.remat import rematerialize_softmax
+    from kinac.pipeline_gpu import link_lowered, lower_graph
+    from kinac.pipeline_support import EntryKey
+    from kinac.rt.cuda.entry import load_gpu_entry
+    from kinac.session import Session
+
+    dims = tuple(sorted(SIZES[size].items()))
+    key = EntryKey("loss.kina", "block-loss", dims, (("T", dtype),), "cuda")
+    db = Session(ws, cache_dir=cache).db
+    try:
+        spec = pipeline_grad.grad_graph(db, (key, tuple(BLOCK_W)))
+        assert spec.graph is not None, spec.problem
+        graph = rematerialize_softmax(spec.graph, dtypes=(dtype,))
+        lo = lower_graph(db, graph, key, "GPU lowering of the gradient (bench)")
+        ptx = link_lowered(db, lo, key, "PTX of the gradient (bench)")
+    finally:
+        db.commit()
+        db.close()
+    return load_gpu_entry(lo, ptx)
+
+
+def kinac_recompute_row(
+    size: str, dtype: str, device: str, ws: Path, cache: str, steps: int, warmup: int
+) -> dict[str, Any]:
+    """As :func:`kinac_row`, for :func:`_recomputed_entry` (GPU only)."""
+    from test_grad_models import BLOCK_W, block_names
+
+    from kinac.ir.gpu.cost import planned_bytes
+
+    base_t, base_k = _clean(device)
+    t, d = _arrays(size, dtype, device)
+    inputs = _clean(device)[0] - base_t
+    xs = [t[n] for n in block_names()]
+    t0 = time.perf_counter()
+    entry = _recomputed_entry(size, dtype, ws, cache)
+    outs = entry(*xs)
+    _sync(device)
+    first = time.perf_counter() - t0
+    grads = {n: _host(g) for n, g in zip(BLOCK_W, outs[1:], strict=True)}
+    outs = None
+    for _i in range(warmup):
+        entry(*xs)
+    import torch
+
+    _sync(device)
+    torch.cuda.reset_peak_memory_stats()
+    _pool_reset()
+    sec = _time(lambda: entry(*xs), device, steps)
+    pool_peak = _pool_bytes("peak") - base_k
+    plan = planned_bytes(entry.lowered)
+    return {
+        "seconds": sec,
+        "first_s": round(first, 2),
+        "peak_mib": (torch.cuda.max_memory_allocated() - base_t + pool_peak) / MiB,
+        "inputs_mib": inputs / MiB,
+        "pool_peak_mib": pool_peak / MiB,
+        "planned_mib": plan["total"] / MiB,
+        "arena_mib": plan["arena"] / MiB,
+        "grads": grads,
+    }
 
 
 def torch_row(
@@ -238,6 +310,11 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="write grad_bench.md/.json here")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--small", action="store_true", help="on the GPU, the small block too")
+    ap.add_argument(
+        "--no-recompute",
+        action="store_true",
+        help="skip the f32 row with attention probabilities recomputed (not kinac's default)",
+    )
     ap.add_argument("--steps", type=int, default=None, help="timed steps (GPU 20, host 5)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed steps after the first")
     args = ap.parse_args()
@@ -257,6 +334,15 @@ def main() -> int:
             ("torch eager", functools.partial(torch_row, size, dt, device, False, steps, args.warmup)),
             ("kinac", functools.partial(kinac_row, size, dt, device, ws, cache, steps, args.warmup)),
         ]  # fmt: skip
+        if args.gpu and dt == "f32" and not args.no_recompute:
+            impls.append(
+                (
+                    "kinac (recompute P)",
+                    functools.partial(
+                        kinac_recompute_row, size, dt, device, ws, cache, steps, args.warmup
+                    ),
+                )  # fmt: skip
+            )
         if not args.no_compile:
             impls.append(
                 (
