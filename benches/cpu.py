@@ -1,13 +1,16 @@
-"""kinac on the host CPU against PyTorch eager (and torch.compile's cold compile), in one run.
+"""kinac on the host CPU against PyTorch eager and ``torch.compile``, in one run.
 
-    python benches/cpu.py [--reps N] [--torch-compile]
+    python benches/cpu.py [--reps N] [--no-compiled] [--torch-compile] [--root TREE]
 
 Workloads (f32): the MLP ``[4, 128, 256]`` with hidden 1024 and GELU, and the small
 transformer block (RMSNorm, GQA causal attention, SwiGLU, residuals; B=4 S=128 D=256 H=4 KV=2
-F=704). PyTorch runs with 2 threads (``torch.set_num_threads(2)``), as kinac's BLAS does. The
-two are timed in alternation and the best batch of each counts (this machine is shared, and
-load spikes only ever slow a batch down); the median is printed too. Only a ratio from one run
-means anything. Cold compile: lower + LLVM + load for the first entry in a fresh process
+F=704). PyTorch runs with 2 threads (``torch.set_num_threads(2)``), as kinac's pool does. kinac,
+eager PyTorch and ``torch.compile``'s compiled function (steady state, compiled before timing;
+``--no-compiled`` skips it) are timed in alternation, batch by batch, and the best batch of
+each counts (this machine is shared, and load spikes only ever slow a batch down); the median
+is printed too, and the load average before and after. Only a ratio from one run means
+anything. ``--root`` imports kinac from another tree (a before/after comparison runs the same
+bench code on both). Cold compile: lower + LLVM + load for the first entry in a fresh process
 (xDSL and llvmlite imports included), against ``torch.compile``'s first call (with
 ``--torch-compile``; it takes seconds).
 """
@@ -22,7 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+if "--root" in sys.argv:  # before anything imports kinac
+    ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
+sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -96,8 +102,7 @@ def cold_compile_seconds() -> float:
     """Lower + compile + load of the block in a fresh interpreter, imports included."""
     import subprocess
 
-    root = str(Path(__file__).resolve().parents[1])
-    code = COLD.format(root=root, dims=BLOCK)
+    code = COLD.format(root=str(ROOT), dims=BLOCK)
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -106,27 +111,43 @@ def bench_pair(
     f: Callable[[], Any], g: Callable[[], Any], reps: int
 ) -> tuple[list[float], list[float]]:
     """Per-call seconds of batches of ``f`` and ``g``, alternating batch by batch."""
-    for h in (f, g):
+    a, b = bench_many((f, g), reps)
+    return a, b
+
+
+def bench_many(fs: tuple[Callable[[], Any], ...], reps: int) -> list[list[float]]:
+    """Per-call seconds of batches of each of ``fs``, in turn batch by batch."""
+    for h in fs:
         for _ in range(3):
             h()
     n = 5
-    a: list[float] = []
-    b: list[float] = []
+    out: list[list[float]] = [[] for _ in fs]
     for _ in range(reps):
-        for h, acc in ((f, a), (g, b)):
+        for h, acc in zip(fs, out, strict=True):
             t = time.perf_counter()
             for _ in range(n):
                 h()
             acc.append((time.perf_counter() - t) / n)
-    return a, b
+    return out
+
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--torch-compile", action="store_true", help="also time torch.compile cold")
+    ap.add_argument("--no-compiled", action="store_true", help="skip torch.compile steady state")
+    ap.add_argument("--root", help="import kinac from this tree (default: this checkout)")
     args = ap.parse_args()
     torch.set_num_threads(2)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, kinac from {ROOT}, "
+          f"load average {load_average()}")  # fmt: skip
     t0 = time.perf_counter()
     block_entry, _ = compile_entry(block_graph(**BLOCK))
     cold_block = time.perf_counter() - t0
@@ -147,18 +168,31 @@ def main() -> None:
         with torch.no_grad():
             want = ref(*tins).numpy()
             err = float(np.max(np.abs(entry(*ins) - want)) / np.max(np.abs(want)))
-            ks, ts = bench_pair(
-                lambda e=entry, i=ins: e(*i), lambda r=ref, i=tins: r(*i), args.reps
-            )
-        kb, tb = min(ks), min(ts)
-        rows.append((name, kb, tb, statistics.median(ks), statistics.median(ts), err))
+            fs: list[Callable[[], Any]] = [
+                lambda e=entry, i=ins: e(*i),
+                lambda r=ref, i=tins: r(*i),
+            ]
+            if not args.no_compiled:
+                comp = torch.compile(ref)
+                comp(*tins)  # compiled here, outside the timing
+                fs.append(lambda c=comp, i=tins: c(*i))
+            times = bench_many(tuple(fs), args.reps)
+        best = [min(t) for t in times]
+        rows.append((name, best, [statistics.median(t) for t in times], err))
     print(
-        f"{'workload':24} {'kinac ms':>9} {'torch ms':>9} {'ratio':>6}   (median: kinac/torch ms)  max rel err"
+        f"{'workload':24} {'kinac ms':>9} {'eager ms':>9} {'compiled':>9} {'/eager':>7} "
+        f"{'/compiled':>9} {'/best':>6}   (median ms: kinac/eager/compiled)  max rel err"
     )
-    for name, kb, tb, km, tm, err in rows:
+    for name, best, med, err in rows:
+        kb, tb = best[0], best[1]
+        cb = best[2] if len(best) > 2 else float("nan")
+        top = min(best[1:])
+        meds = "/".join(f"{m * 1e3:.3f}" for m in med)
         print(
-            f"{name:24} {kb * 1e3:9.3f} {tb * 1e3:9.3f} {kb / tb:6.2f}   ({km * 1e3:.3f}/{tm * 1e3:.3f})  {err:.1e}"
+            f"{name:24} {kb * 1e3:9.3f} {tb * 1e3:9.3f} {cb * 1e3:9.3f} {kb / tb:7.2f} "
+            f"{kb / cb:9.2f} {kb / top:6.2f}   ({meds})  {err:.1e}"
         )
+    print(f"load average after: {load_average()}")
     cold = cold_compile_seconds()
     print(
         f"compile: block cold {cold:.2f} s (fresh process, imports included), "
@@ -187,13 +221,22 @@ def workspace_build_cold() -> float:
     import subprocess
     import tempfile
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     with tempfile.TemporaryDirectory() as cache:
         t = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "kinac", "build", str(root / "workspaces" / "transformer"),
-             "--cache-dir", cache],
-            check=True, capture_output=True, cwd=root,
+            [
+                sys.executable,
+                "-m",
+                "kinac",
+                "build",
+                str(root / "workspaces" / "transformer"),
+                "--cache-dir",
+                cache,
+            ],
+            check=True,
+            capture_output=True,
+            cwd=root,
         )
         return time.perf_counter() - t
 
