@@ -103,7 +103,14 @@ def _internal_error(e: BaseException, debug: bool) -> int:
 _OPEN_SESSIONS: list[Any] = []  # opened by this call of ``main``, closed when it returns
 
 
+_SESSION_HOOK: Any = None  # set by kinac.server while it runs a request: its resident session
+
+
 def _session(args: argparse.Namespace) -> Any:
+    if _SESSION_HOOK is not None:
+        resident = _SESSION_HOOK(args)
+        if resident is not None:
+            return resident
     from kinac.session import Session
 
     sess = Session(
@@ -233,7 +240,22 @@ def _print_shardings(sess: Any, color: str, visualize: bool = False) -> None:
 def cmd_watch(args: argparse.Namespace) -> int:
     from kinac.watch import watch
 
-    return watch(_session(args))
+    off = os.environ.get("KINAC_SERVER", "").strip().lower() in ("0", "off", "no", "false")
+    return watch(_session(args), serve=not (args.no_server or off or args.no_cache))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``kinac serve``: :mod:`kinac.server.serve` (its session outlives every request)."""
+    from kinac.errors import KinaUsageError
+
+    if not args.idle_timeout > 0:
+        raise KinaUsageError(f"--idle-timeout must be positive, got {args.idle_timeout:g}")
+    from kinac.server.serve import serve
+    from kinac.session import Session
+
+    return serve(
+        Session(args.path, cache_dir=args.cache_dir, target=args.target), args.idle_timeout
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:

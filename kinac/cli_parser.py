@@ -18,6 +18,7 @@ common tasks:
   kinac build workspaces/mlp        check and build a workspace (reads its kina.toml)
   kinac run workspaces/mlp mlp      run an entry point on random inputs and time it
   kinac watch workspaces/mlp        rebuild on every save, redraw the diagnostics
+  kinac serve workspaces/mlp        a build server: later builds and checks forward to it
   kinac train workspaces/decoder decoder_1m --steps 20
                                     train a loss entry (AdamW, synthetic tokens; docs/training.md)
   kinac explain K0203               the long explanation of a diagnostic code
@@ -38,6 +39,15 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache")
     _add_debug(p)
+
+
+def _add_no_server(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-server",
+        action="store_true",
+        help="build in this process even if a build server (kinac serve) runs (also "
+        "KINAC_SERVER=0)",
+    )
 
 
 def _add_debug(p: argparse.ArgumentParser) -> None:
@@ -124,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     _add_common(p)
+    _add_no_server(p)
 
     p = sub.add_parser(
         "build",
@@ -155,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     _add_common(p)
+    _add_no_server(p)
 
     p = sub.add_parser(
         "run",
@@ -284,6 +296,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("path", nargs="?", default=".")
     _add_common(p)
+    _add_no_server(p)
+
+    p = sub.add_parser(
+        "serve",
+        help="keep a workspace's compiler resident; build and check forward to it",
+        description="A build server: keeps the workspace's query engine, memo tables and "
+        "imports in memory and listens on a Unix socket under the cache directory; kinac "
+        "build and kinac check in other processes forward to it (same output, exit code). "
+        "Exits after --idle-timeout seconds without a request. docs/incremental.md.",
+    )
+    p.add_argument(
+        "path", nargs="?", default=".", help="workspace directory or .kina file (default: .)"
+    )
+    p.add_argument("--cache-dir", metavar="DIR", help="cache directory (as for kinac build)")
+    p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="exit after S seconds without a request (default 900)",
+    )
+    _add_debug(p)
 
     p = sub.add_parser(
         "cache",

@@ -7,6 +7,7 @@ A file that does not parse mid-edit is just another diagnostic. Ctrl-C exits cle
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -45,11 +46,21 @@ def _rebuild(sess: Any) -> None:
     settle()  # while waiting for the next save: the next build's collections stay small
 
 
-def watch(sess: Any, stop_event: Any = None) -> int:
-    """Build once, then rebuild on each change until Ctrl-C (or ``stop_event`` is set)."""
+def watch(sess: Any, stop_event: Any = None, serve: bool = False) -> int:
+    """Build once, then rebuild on each change until Ctrl-C (or ``stop_event`` is set).
+
+    With ``serve``, the session is also a build server while it watches (kinac.server: other
+    processes' ``kinac build`` forward to it); its lock keeps their builds and ours apart."""
     from watchfiles import watch as watch_changes
 
-    _rebuild(sess)
+    server = None
+    if serve:
+        from kinac.server.serve import serve_in_background
+
+        server = serve_in_background(sess)
+    lock: Any = server.lock if server is not None else contextlib.nullcontext()
+    with lock:
+        _rebuild(sess)
     try:
         for changes in watch_changes(
             sess.ws.root,
@@ -59,11 +70,14 @@ def watch(sess: Any, stop_event: Any = None) -> int:
             raise_interrupt=True,
             watch_filter=lambda _c, p: _relevant(sess, Path(p)),
         ):
-            sess.invalidate_paths([Path(p) for _, p in changes])
-            _rebuild(sess)
+            with lock:
+                sess.invalidate_paths([Path(p) for _, p in changes])
+                _rebuild(sess)
     except KeyboardInterrupt:
         print("\nkinac watch: stopped", flush=True)
     finally:
+        if server is not None:
+            server.close()
         sess.close()
     return 0
 

@@ -1,0 +1,177 @@
+"""The ``kinac`` entry point: forward ``build`` / ``check`` to a live build server, else run
+the command line in this process.
+
+Runs before :mod:`kinac.cli` is imported (``python -X importtime -m kinac build``: this module
+and :mod:`kinac.server.address` / :mod:`kinac.server.protocol`, the standard library's
+``socket``, ``json`` and ``hashlib``; no argparse, pydantic, rich or session), because a
+forwarded build's whole point is not paying for imports. Anything unexpected (a stale socket,
+a server that died, refused the request, answered in another protocol or went silent) is one
+``kinac: note:`` line and a local build: never a traceback, never a hang (every read has a
+timeout, and a busy server sends a heartbeat about once a second).
+
+``KINAC_SERVER``: unset (or anything else) forwards to a running server; ``0``/``off`` never
+does (as ``--no-server``); ``auto`` also starts one in the background when none runs (this
+build still runs here; the next ones are forwarded). docs/incremental.md, "Build server".
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from kinac.server.address import (
+    PROTOCOL,
+    REQUEST_ENV,
+    cache_dir_of,
+    locate_root,
+    read_argv,
+    socket_path,
+    version_fingerprint,
+)
+from kinac.server.protocol import Channel, ProtocolError
+
+CONNECT_TIMEOUT = 5.0  # connect, send the request, get accepted or refused (a loaded machine)
+FRAME_TIMEOUT = 30.0  # silence between frames (the server beats every ~1 s) before giving up
+OFF = ("0", "off", "no", "false")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script and ``python -m kinac``."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    code = forward(args)
+    if code is not None:
+        return code
+    from kinac.cli import main as cli_main
+
+    return cli_main(args)
+
+
+def _note(text: str) -> None:
+    print(f"kinac: note: build server: {text}; building in this process", file=sys.stderr)
+
+
+def forward(argv: list[str]) -> int | None:
+    """The exit code of ``argv`` run by a live server, or None: build here."""
+    mode = os.environ.get("KINAC_SERVER", "").strip().lower()
+    if mode in OFF:
+        return None
+    req = read_argv(argv)
+    if req is None or req.no_server:
+        return None
+    found = locate_root(req.path)
+    if found is None:
+        return None
+    root, config = found
+    cache = cache_dir_of(root, config, req.cache_dir, os.environ)
+    path = socket_path(root, cache, os.environ)
+    if not path.exists():
+        if mode == "auto":
+            _start_server(root, cache)
+        return None
+    return talk(path, argv)
+
+
+def _start_server(root: Path, cache: Path) -> None:
+    """``kinac serve`` for this workspace and cache, detached (``KINAC_SERVER=auto``)."""
+    import subprocess
+
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with open(cache / "server.log", "ab") as log:
+            subprocess.Popen(
+                [sys.executable, "-m", "kinac", "serve", str(root), "--cache-dir", str(cache)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env={**os.environ, "KINAC_SERVER": "0"},
+            )
+    except OSError as e:
+        _note(f"could not start one ({e})")
+
+
+def request_of(argv: list[str]) -> dict[str, Any]:
+    """Every explicit input of the build: argv, cwd, the environment it reads, the terminal."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("KINAC_") or k in REQUEST_ENV}
+    for k in ("COLUMNS", "LINES", "TERM"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    tty = [_isatty(sys.stdout), _isatty(sys.stderr)]
+    size = None
+    if tty[0] or tty[1]:
+        try:
+            cols, lines = os.get_terminal_size(sys.stdout.fileno() if tty[0] else 2)
+            size = [cols, lines]
+        except (OSError, ValueError):
+            size = None
+    return {
+        "kinac_server": PROTOCOL,
+        "version": version_fingerprint(),
+        "argv": argv,
+        "cwd": os.getcwd(),
+        "env": env,
+        "tty": tty,
+        "size": size,
+    }
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def talk(path: Path, argv: list[str]) -> int | None:
+    """Send the request to the server at ``path`` and replay its output; None: build here."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    wrote = False
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        try:
+            sock.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            _note(f"nothing listens at {path} (a stale socket)")
+            return None
+        ch = Channel(sock)
+        ch.send(request_of(argv))
+        reply = ch.recv()
+        if reply is None or reply.get("accepted") is not True:
+            why = reply.get("refused") if isinstance(reply, dict) else None
+            _note(f"refused ({why})" if isinstance(why, str) else "closed the connection")
+            return None
+        sock.settimeout(FRAME_TIMEOUT)
+        while True:
+            frame = ch.recv()
+            if frame is None:
+                _note("the server stopped mid-request" + (" (output above)" if wrote else ""))
+                return None
+            if "o" in frame:
+                sys.stdout.write(str(frame["o"]))
+                wrote = True
+                if _isatty(sys.stdout):
+                    sys.stdout.flush()
+            elif "e" in frame:
+                sys.stdout.flush() if _isatty(sys.stdout) else None
+                sys.stderr.write(str(frame["e"]))
+                sys.stderr.flush()
+                wrote = True
+            elif "exit" in frame:
+                code = frame["exit"]
+                if not isinstance(code, int) or isinstance(code, bool):
+                    raise ProtocolError(f"bad exit code {code!r}")
+                sys.stdout.flush()
+                return code
+            # "wait" and "beat" only prove the server is alive
+    except KeyboardInterrupt:
+        print("kinac: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, ProtocolError, ValueError) as e:  # socket.timeout is an OSError
+        what = "timed out" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+        _note(f"{what}" + (" (output above is incomplete)" if wrote else ""))
+        return None
+    finally:
+        sock.close()

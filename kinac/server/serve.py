@@ -1,0 +1,341 @@
+"""``kinac serve``: a resident build server for one workspace and cache.
+
+Holds a :class:`kinac.session.Session` per (workspace path, cache, target), and with it the
+engine's memo tables and every import (pre-imported at start: the lowering, LLVM and PTX
+modules an edit needs). Each request runs the ordinary command line (:func:`kinac.cli.main`)
+with its argv, cwd and environment, stdout and stderr streamed back as frames, so its output is
+the local build's byte for byte. Before each request every input is re-read
+(``Database.invalidate()``): a file edited between requests is seen, and the engine's
+red-green verification re-runs exactly what the change reaches. One build at a time (a lock:
+concurrent clients queue, told so once a second); the server exits after ``idle`` seconds
+without a request, on SIGTERM or Ctrl-C, or when its socket file is removed (``kinac cache
+clear``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kinac.server.address import PROTOCOL, REQUEST_ENV, socket_path, version_fingerprint
+from kinac.server.protocol import Channel, ProtocolError
+
+IDLE_S = 15 * 60.0
+BEAT_S = 1.0
+# imported at start so an edit's build does not pay for them (the cold build's lazy imports)
+PREWARM = (
+    "kinac.pipeline",
+    "kinac.check.solver",
+    "kinac.shard.propagate",
+    "kinac.ir.host.pipeline",
+    "kinac.ir.host.kernels",
+    "kinac.ir.host.stitch",
+    "kinac.ir.gpu.pipeline",
+    "kinac.ir.gpu.stitch",
+    "kinac.codegen.llvm",
+    "kinac.codegen.ptx",
+    "kinac.cli",
+)
+_ENV_KEYS = (*REQUEST_ENV, "COLUMNS", "LINES", "TERM")
+
+
+class _Stream(io.TextIOBase):
+    """A request's stdout or stderr: each write becomes a frame (the client's ``isatty``)."""
+
+    def __init__(self, send: Any, tag: str, tty: bool) -> None:
+        self._send, self._tag, self._tty = send, tag, tty
+
+    def write(self, s: str) -> int:
+        if s:
+            self._send({self._tag: s})
+        return len(s)
+
+    def isatty(self) -> bool:
+        return self._tty
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+
+class Server:
+    """One listening socket; requests served one at a time under :attr:`lock`."""
+
+    def __init__(self, root: Path, cache_dir: Path, idle_s: float = IDLE_S) -> None:
+        self.root, self.cache_dir, self.idle_s = root, cache_dir, idle_s
+        self.path = socket_path(root, cache_dir, os.environ)
+        self.version = version_fingerprint()
+        self.lock = threading.Lock()  # one build at a time; `kinac watch` takes it too
+        self.sessions: dict[tuple[str, ...], Any] = {}
+        self.stop = threading.Event()
+        self.last = time.monotonic()
+        self.active = 0
+        self._sock: socket.socket | None = None
+        self._ino = -1
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def bind(self) -> bool:
+        """Listen at :attr:`path`; False when a live server already does."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.path.exists():
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            probe.settimeout(1.0)
+            try:
+                probe.connect(str(self.path))
+                return False  # a live server owns it
+            except OSError:
+                self.path.unlink(missing_ok=True)  # stale: its server died
+            finally:
+                probe.close()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(self.path))
+        except OSError:
+            sock.close()
+            return False  # another server bound it first
+        os.chmod(self.path, 0o600)
+        sock.listen(16)
+        sock.settimeout(0.5)
+        self._sock, self._ino = sock, os.stat(self.path).st_ino
+        return True
+
+    def serve_forever(self, idle: bool = True) -> None:
+        """Accept until stopped, idle (``idle``) or the socket file is gone."""
+        try:
+            while not self.stop.is_set():
+                sock = self._sock
+                if sock is None:
+                    break
+                try:
+                    conn, _ = sock.accept()
+                except TimeoutError:
+                    if not self._still_ours() or (
+                        idle and self.active == 0 and time.monotonic() - self.last > self.idle_s
+                    ):
+                        break
+                    continue
+                except OSError:
+                    break  # closed by another thread (``kinac watch`` stopping)
+                self.active += 1
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            if self._still_ours():
+                self.path.unlink(missing_ok=True)
+            sock.close()
+
+    def _still_ours(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == self._ino
+        except OSError:
+            return False
+
+    # ------------------------------------------------------------------ requests
+
+    def _handle(self, conn: socket.socket) -> None:
+        ch = Channel(conn)
+        send_lock = threading.Lock()
+        dead = threading.Event()
+
+        def send(obj: dict[str, Any]) -> None:
+            if dead.is_set():
+                return
+            with send_lock:
+                try:
+                    ch.send(obj)
+                except OSError:
+                    dead.set()  # the client left (Ctrl-C): the build still finishes and caches
+
+        try:
+            conn.settimeout(5.0)
+            try:
+                req = ch.recv()
+            except (OSError, ProtocolError):
+                return
+            why = self._refusal(req)
+            if why is not None:
+                send({"refused": why})
+                return
+            assert req is not None
+            send({"accepted": True})
+            conn.settimeout(None)
+            while not self.lock.acquire(timeout=BEAT_S):
+                send({"wait": True})
+            try:
+                code = self._run(req, send, dead)
+            finally:
+                self.lock.release()
+            send({"exit": code})
+        finally:
+            self.last = time.monotonic()
+            self.active -= 1
+            conn.close()
+
+    def _refusal(self, req: dict[str, Any] | None) -> str | None:
+        if req is None or req.get("kinac_server") != PROTOCOL:
+            return (
+                f"protocol {req.get('kinac_server') if req else None!r}, server speaks {PROTOCOL}"
+            )
+        if req.get("version") != self.version:
+            return "another kinac version (this server is stale)"
+        argv, cwd, env, tty = req.get("argv"), req.get("cwd"), req.get("env"), req.get("tty")
+        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+            return "bad argv"
+        if not isinstance(cwd, str) or not os.path.isdir(cwd):
+            return "bad cwd"
+        if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+            return "bad env"
+        if not (isinstance(tty, list) and len(tty) == 2):
+            return "bad tty"
+        return None
+
+    def _run(self, req: dict[str, Any], send: Any, dead: threading.Event) -> int:
+        """``kinac.cli.main(argv)`` as the client would have run it, output to the client."""
+        from kinac import cli
+        from kinac.compiler_gc import settle
+
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(BEAT_S):
+                send({"beat": True})
+
+        beater = threading.Thread(target=beat, daemon=True)
+        beater.start()
+        out, err = _Stream(send, "o", bool(req["tty"][0])), _Stream(send, "e", bool(req["tty"][1]))
+        try:
+            with _request_context(req, out, err):
+                cli._SESSION_HOOK = self.session_for
+                outer = cli._OPEN_SESSIONS[:]  # `kinac watch`'s own: main closes what it lists
+                cli._OPEN_SESSIONS.clear()
+                try:
+                    return int(cli.main(list(req["argv"])))
+                except SystemExit as e:  # argparse's usage errors
+                    return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+                finally:
+                    cli._SESSION_HOOK = None
+                    cli._OPEN_SESSIONS[:] = outer
+        finally:
+            done.set()
+            beater.join()
+            settle()  # as `kinac watch` does between builds: the next one collects less
+
+    def session_for(self, args: Any) -> Any:
+        """The resident session for these arguments, its inputs to be re-read (or None)."""
+        if getattr(args, "no_cache", False):
+            return None
+        from kinac.session import Session, choose_cache_dir, locate
+
+        ws = locate(args.path)
+        cache = choose_cache_dir(ws, args.cache_dir)
+        target = getattr(args, "target", None)
+        key = (str(ws.root), str(ws.config_path), str(ws.single_file), str(cache), str(target))
+        sess = self.sessions.get(key)
+        if sess is None:
+            sess = Session(args.path, cache_dir=args.cache_dir, target=target)
+            self.sessions[key] = sess
+        else:
+            sess.db.events.clear()
+            sess.db.invalidate()  # every input re-read: what changed since the last request
+        return sess
+
+    def adopt(self, sess: Any, target: str | None = None) -> None:
+        """Serve ``sess`` (``kinac watch``'s) for requests naming its workspace and cache."""
+        ws = sess.ws
+        key = (str(ws.root), str(ws.config_path), str(ws.single_file), str(sess.cache_dir))
+        self.sessions[(*key, str(target))] = sess
+
+
+@contextlib.contextmanager
+def _request_context(req: dict[str, Any], out: Any, err: Any) -> Iterator[None]:
+    """The client's cwd, environment, terminal size and streams, for one request."""
+    saved_env = {k: os.environ.get(k) for k in _ENV_KEYS}
+    saved_cwd = os.getcwd()
+    saved_streams = sys.stdout, sys.stderr
+    env: dict[str, str] = req["env"]
+    size = req.get("size")
+    try:
+        for k in _ENV_KEYS:
+            os.environ.pop(k, None)
+            if k in env:
+                os.environ[k] = env[k]
+        if isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) for v in size):
+            os.environ.setdefault("COLUMNS", str(size[0]))
+            os.environ.setdefault("LINES", str(size[1]))
+        os.chdir(req["cwd"])
+        sys.stdout, sys.stderr = out, err
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved_streams
+        os.chdir(saved_cwd)
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def prewarm() -> None:
+    """Import what a build may need (each module's failure is the build's to report)."""
+    import importlib
+
+    for name in PREWARM:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001, S112 - e.g. an optional GPU dependency missing
+            continue
+
+
+def serve(sess: Any, idle_s: float) -> int:
+    """``kinac serve``: warm up, listen, serve until idle; exit code."""
+    server = Server(sess.ws.root, sess.cache_dir, idle_s)
+    server.adopt(sess, sess.target_override)
+    prewarm()
+    from kinac.compiler_gc import settle
+
+    settle()
+    if not server.bind():
+        print(f"kinac serve: a server already listens at {server.path}", file=sys.stderr)
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: server.stop.set())
+    print(
+        f"kinac serve: listening at {server.path} (workspace {server.root}, cache "
+        f"{server.cache_dir}); exits after {idle_s:g} s idle",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+        sess.close()
+    print("kinac serve: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def serve_in_background(sess: Any) -> Server | None:
+    """For ``kinac watch``: serve its session from a thread while it watches (None when another
+    server already serves this workspace and cache)."""
+    server = Server(sess.ws.root, sess.cache_dir)
+    server.adopt(sess, sess.target_override)
+    if not server.bind():
+        return None
+    threading.Thread(target=server.serve_forever, args=(False,), daemon=True).start()
+    return server
