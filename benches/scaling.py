@@ -3,6 +3,7 @@
     python benches/scaling.py [--layers 1 4 16 32] [--targets cpu cuda]
     python benches/scaling.py --speed [--reps N]
     python benches/scaling.py --resident [--layers ...] [--targets ...] [--repeat N]
+    python benches/scaling.py --server [--layers ...] [--targets ...] [--repeat N]
 
 Each layer has its own weights (B=2 S=32 D=64 H=4 KV=2 F=176, f32), so the L layers lower to
 the same kernels L times over. For each L and target (``cuda`` builds PTX only: no GPU is
@@ -17,6 +18,9 @@ the interpreter paid once; after each build the session collects and freezes its
 as ``kinac watch`` does while it waits), CPU seconds of the cold build and of the edit's
 build, in one fresh process per L and target.
 
+``--server``: the same edit built by a fresh ``kinac build`` process that forwards to a warm
+``kinac serve`` (kinac.server): the client's CPU seconds plus the server's for the request.
+
 ``--speed``: steady-state run time, same run, of entries built as the pipeline builds them
 (cut into pieces at their calls, kernels stitched, wrapper at -O0) against the same graph
 lowered whole (one piece, wrapper at -O3, as before the pieces) and as one module
@@ -27,6 +31,7 @@ attention, and this model at L = 4.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import subprocess
@@ -78,14 +83,20 @@ def make_workspace(where: Path, layers: int) -> Path:
     return ws
 
 
-def timed_build(ws: Path, cache: Path, target: str) -> tuple[float, float]:
+def timed_build(ws: Path, cache: Path, target: str, server: bool = False) -> tuple[float, float]:
     """Wall-clock and CPU (user + system) seconds of one ``kinac build`` process: on a shared
-    machine the CPU time is the steadier of the two."""
+    machine the CPU time is the steadier of the two. Without ``server`` the process builds
+    itself (``KINAC_SERVER=0``); with it, it is a client that forwards to a running server."""
     cmd = [sys.executable, "-m", "kinac", "build", str(ws), "--cache-dir", str(cache)]
+    env = {**os.environ, "KINAC_SERVER": "1" if server else "0"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([*cmd, "--target", target], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [*cmd, "--target", target], capture_output=True, text=True, cwd=ROOT, env=env
+    )
     took = time.perf_counter() - t0
+    if server and "kinac: note" in done.stderr:
+        raise SystemExit(f"the build was not forwarded:\n{done.stderr}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"build failed ({target}):\n{done.stdout}\n{done.stderr}")
@@ -115,7 +126,9 @@ print(cold, edit)
 def resident(layers: list[int], targets: list[str], repeat: int = 1) -> None:
     """Cold build and one-layer edit in one session per L and target (CPU seconds; the
     least of ``repeat`` sessions for each)."""
-    print("| target | L | cold, in session (CPU s) | one-layer edit, same session (CPU s) | edit / cold |")
+    print(
+        "| target | L | cold, in session (CPU s) | one-layer edit, same session (CPU s) | edit / cold |"
+    )
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="kinac-resident-") as tmp:
         for target in targets:
@@ -135,6 +148,73 @@ def resident(layers: list[int], targets: list[str], repeat: int = 1) -> None:
                     edits.append(e)
                 cold, edit = min(colds), min(edits)
                 print(f"| {target} | {n} | {cold:.2f} | {edit:.2f} | {edit / cold:.0%} |")
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _via_server(proc: Any, ws: Path, cache: Path, target: str) -> tuple[float, float]:
+    """A forwarded build: its wall time, and the client's CPU plus the server's meanwhile."""
+    s0 = _proc_cpu(proc.pid)
+    wall, cpu = timed_build(ws, cache, target, server=True)
+    return wall, cpu + _proc_cpu(proc.pid) - s0
+
+
+def served(layers: list[int], targets: list[str], repeat: int = 1) -> None:
+    """Cold build (fresh process, no server, empty cache) against the one-layer edit built by a
+    fresh ``kinac build`` that forwards to a warm ``kinac serve``, counting the client's CPU
+    seconds plus the server's for that request (and wall time); the no-op the same way, and a
+    fresh process's no-op without the server. The least of ``repeat`` runs of each."""
+    sys.path.insert(0, str(ROOT))
+    from kinac.server.address import socket_path, version_fingerprint
+
+    version = version_fingerprint()
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kinac-served-") as tmp:
+        for target in targets:
+            for n in layers:
+                runs = []
+                for r in range(repeat):
+                    ws = make_workspace(Path(tmp) / target / str(r), n)
+                    cache = Path(tmp) / target / str(r) / "cache"
+                    cold = timed_build(ws, cache, target)
+                    proc = subprocess.Popen(
+                        [sys.executable, "-m", "kinac", "serve", str(ws), "--cache-dir",
+                         str(cache), "--target", target, "--idle-timeout", "600"],
+                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                    )  # fmt: skip
+                    try:
+                        sock = socket_path(ws.resolve(), cache.resolve(), os.environ)
+                        deadline = time.monotonic() + 300
+                        while not sock.exists():
+                            if proc.poll() is not None or time.monotonic() > deadline:
+                                raise SystemExit("kinac serve did not start")
+                            time.sleep(0.05)
+                        timed_build(ws, cache, target, server=True)  # the server's session warm
+
+                        (ws / "model.kina").write_text(model_source(n, edited=True))
+                        edit = _via_server(proc, ws, cache, target)
+                        noop = _via_server(proc, ws, cache, target)
+                        if version_fingerprint(fresh=True) != version:  # the client built alone
+                            raise SystemExit("kinac's sources changed during the run: rerun")
+                    finally:
+                        proc.terminate()
+                        proc.wait(60)
+                    runs.append((cold, edit, noop, timed_build(ws, cache, target)))
+                best = [min(x, key=lambda t: t[1]) for x in zip(*runs, strict=True)]
+                rows.append((target, n, *best))
+                print(f"  {target} L={n}: " + ", ".join(f"{w:.2f} s (CPU {c:.2f})" for w, c in best),
+                      file=sys.stderr)  # fmt: skip
+    print("| target | L | cold, fresh process (CPU s) | one-layer edit via server: client + server "
+          "CPU s (wall) | edit / cold | no-op via server (wall) | no-op, fresh process |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for target, n, cold, edit, noop, local_noop in rows:
+        print(f"| {target} | {n} | {cold[1]:.2f} | {edit[1]:.2f} ({edit[0]:.2f}) | "
+              f"{edit[1] / cold[1]:.0%} | {noop[1]:.2f} ({noop[0]:.2f}) | {local_noop[1]:.2f} |")  # fmt: skip
 
 
 def _built_three_ways(ws: Path, cache: Path) -> list[tuple[str, Any, Any, Any, Any]]:
@@ -198,9 +278,13 @@ def main() -> None:
     ap.add_argument("--speed", action="store_true", help="steady-state run time, three ways")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--resident", action="store_true", help="the edit in a long-lived session")
+    ap.add_argument("--server", action="store_true", help="the edit forwarded to kinac serve")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run each row N times, report the least CPU time of each build")  # fmt: skip
     args = ap.parse_args()
+    if args.server:
+        served(args.layers, args.targets, args.repeat)
+        return
     if args.resident:
         resident(args.layers, args.targets, args.repeat)
         return

@@ -7,7 +7,8 @@ Why generic: the benches print markdown tables (``benches/gpu.py``) or aligned t
 *shape* is the line with its numbers blanked; lines of the same shape (and the same
 occurrence of that shape) in the two logs are the same row, and their numbers pair up by
 position. A markdown row's column names come from its table's header; a text line's numbers
-are named by the word before each (else by position). Rows only one tree printed are listed
+are named by the word before each, or, in an aligned text table (columns two or more spaces
+apart under a header line without numbers), by that header. Rows only one tree printed are listed
 after the table. Each value is the median over the rounds (the benches already keep the best
 batch inside a run).
 """
@@ -30,6 +31,7 @@ def rows_of(text: str) -> dict[tuple[str, int], list[tuple[str, float]]]:
     out: dict[tuple[str, int], list[tuple[str, float]]] = {}
     seen: dict[str, int] = {}
     header: list[str] = []
+    text_header: list[str] = []
     for line in text.splitlines():
         s = line.strip()
         if s.startswith("|") and s.endswith("|"):
@@ -43,12 +45,20 @@ def rows_of(text: str) -> dict[tuple[str, int], list[tuple[str, float]]]:
                 continue
             label = " | ".join(c for i, c in enumerate(cells) if not CELL_NUM.match(c))
             named = [(header[i] if i < len(header) else f"#{i}", v) for i, v in vals]
+        elif len(cols := re.split(r"\s{2,}", s)) >= 3 and len(cols) == len(text_header):
+            # an aligned text table (a header line without numbers above): first cell, columns
+            vals = [(i, float(m.group(1))) for i, c in enumerate(cols) if (m := CELL_NUM.match(c))]
+            if not vals:
+                continue
+            label = cols[0]
+            named = [(text_header[i], v) for i, v in vals]
         else:
             found = list(NUM.finditer(s))
             if not found:
                 header = []
+                text_header = re.split(r"\s{2,}", s)
                 continue
-            label = NUM.sub("#", s)
+            label = re.sub(r"\s+", " ", NUM.sub("#", s))  # aligned columns' widths vary
             named = []
             for k, m in enumerate(found):
                 words = re.findall(r"[A-Za-z_][\w/-]*", s[: m.start()])
