@@ -63,6 +63,29 @@ def test_inplace_mode_same_bits_three_calls_a_step() -> None:
     assert b.allocations_per_step[1:] == [3, 3]
 
 
+def test_inplace_f16_scaler_over_flat_buffers_same_bits() -> None:
+    """f16 with the dynamic loss scaler: unscaling and the finiteness check over the flat
+    gradient buffer (one check per dtype, the GPU's way) skip the same steps and give the
+    per-tensor path's losses, scales and weights bit for bit, an overflowing step included."""
+    runs = []
+    for donate in (None, "inplace"):
+        tr = Trainer(DECODER, "decoder_1m_f16", seed=4, growth_interval=2, cache_dir=CACHE,
+                     donate=donate)  # fmt: skip
+        assert tr.scaler is not None
+        tr.scaler.scale = 2.0**40  # the f16 gradients overflow: the first step is skipped
+        rs = tr.run(1)
+        tr.scaler.scale = 1024.0
+        rs += tr.run(3)
+        runs.append((rs, tr))
+    (ra, a), (rb, b) = runs
+    assert rb[0].skipped and not rb[-1].skipped
+    assert [(r.loss, r.skipped, r.scale) for r in ra] == [(r.loss, r.skipped, r.scale) for r in rb]
+    for k, v in a.weights.items():
+        assert to_numpy(v).tobytes() == to_numpy(b.weights[k]).tobytes(), k
+    assert b.scaler is not None and b.scaler._flat is not None
+    assert b.scaler._flat[1].calls == 4  # one finiteness check a step (one f32 flat buffer)
+
+
 def test_flat_layout_aligns_every_slice() -> None:
     members, n = layout({"a": (3,), "b": (2, 65), "c": ()})
     assert [m.offset for m in members] == [0, ALIGN, 4 * ALIGN]

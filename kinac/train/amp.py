@@ -45,6 +45,8 @@ class LossScaler:
             + ((3, "nonfinite-3"), (4, "nonfinite-4"))
         }
         self._bufs: dict[str, Any] = {}
+        self.target, self._options = target, options
+        self._flat: tuple[KinaFn, KinaFn] | None = None  # unscale, nonfinite over flat buffers
 
     def _buf(self, key: str, like: Any, shape: tuple[int, ...], dtype: Any) -> Any:
         import numpy as np
@@ -73,6 +75,28 @@ class LossScaler:
             finite = finite and bool(np.isfinite(to_numpy(bad)))
             out[k] = u
         return out, finite
+
+    def unscale_flat(self, opt: Any, grads: dict[str, Any]) -> bool:
+        """With an in-place flat optimizer (the GPU's): the gradients gathered into its flat
+        buffers, divided by the scale there (one call per buffer, overwriting it), then one
+        finiteness check per buffer: a step reads one scalar per dtype, not one per tensor.
+        Whether all of them are finite."""
+        import numpy as np
+
+        if self._flat is None:
+            opts = self._options
+            self._flat = (
+                KinaFn("unscale", self.target, opts, AMP_KINA, "inplace"),
+                KinaFn("nonfinite", self.target, opts, AMP_KINA, "calls"),
+            )
+        unscale, check = self._flat
+        finite = True
+        for unit, g in opt.gather(grads).items():
+            inv = np.asarray(1.0 / self.scale, dtype=opt._unit_dt[unit])
+            unscale(unit, (g, inv), g)
+            bad = check(unit, (g,), None)
+            finite = finite and bool(np.isfinite(to_numpy(bad)))
+        return finite
 
     def update(self, finite: bool) -> None:
         """After a step: back off on overflow (the step was skipped), grow after N clean."""

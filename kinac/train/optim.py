@@ -252,14 +252,21 @@ class Optimizer:
             for k in self._np:
                 self._update(k, grads[k])
             return
-        views = self._views(self._grad)
-        for k, g in grads.items():
-            if k in views and not self.store.same(g, views[k]):
-                self.store.copy(views[k], g)  # not written in place: one copy
+        self.gather(grads)
         for unit in self._members:
             self._update(unit, self._grad[unit])
         if self.mode == "pingpong":
             self._cur = 1 - self._cur
+
+    def gather(self, grads: dict[str, Any]) -> dict[str, Any]:
+        """When donating: copy each gradient not already in its slice of the flat gradient
+        buffers there (a loss entry given :meth:`grad_buffers` as ``out`` wrote them in
+        place: no copy); the flat buffers per unit (``{unit: buffer}``)."""
+        views = self._views(self._grad)
+        for k, g in grads.items():
+            if k in views and not self.store.same(g, views[k]):
+                self.store.copy(views[k], g)  # not written in place: one copy
+        return self._grad
 
     def _update(self, k: str, g: Any) -> None:
         raise NotImplementedError

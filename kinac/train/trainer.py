@@ -224,7 +224,9 @@ class Trainer:
         # then run while the host prepares the next step (no second wait per step)
         value = float(to_numpy(loss)) / scale
         finite = True
-        if self.scaler is not None:
+        if self.scaler is not None and self.opt.mode == "inplace":
+            finite = self.scaler.unscale_flat(self.opt, grads)  # the flat buffers, in place
+        elif self.scaler is not None:
             grads, finite = self.scaler.unscale(grads)
         if finite:
             self.opt.step(grads)
