@@ -73,6 +73,8 @@ def _entry() -> Any:
     e.captures = e.replays = 0
     e._bind = lambda key: ((lambda stream: None), [])
     e.device = type("D", (), {"enter": lambda s: False, "leave": lambda s, p: None})()
+    # the context check: "the entry's context is current" (cuCtxGetCurrent returns 0, value 0)
+    e._ctx_get, e._ctx_ref, e._ctx_cur = (lambda r: 0), None, type("C", (), {"value": 0})()
     return e
 
 
@@ -135,7 +137,6 @@ def test_bind_hot_skips_the_checks_only_while_the_memo_is_the_bound_one(log: lis
     e(*arrays)
     assert e.hot_path(tuple(reversed(arrays))) is None  # not the memo's arrays
     call = e.hot_path(tuple(arrays))
-    e._ctx_get, e._ctx_ref, e._ctx_cur = (lambda r: 0), None, type("C", (), {"value": 0})()
     call(*arrays)
     call(*arrays)
     assert e.hot_calls == 2
@@ -201,3 +202,19 @@ def test_torch_tensors_are_imported_from_their_attributes_in_the_plain_case(
     assert torch_import(torch.zeros(3)) is None  # a CPU tensor
     current.cuda_stream = 0x5000  # torch works on a side stream: DLPack's event orders them
     assert torch_import(x) is None
+
+
+def test_the_bound_call_checks_addresses(log: list[Any]) -> None:
+    """torch's ``x.data = y`` moves a tensor without counting an in-place change, so the
+    caller's version check cannot see it: the bound call compares addresses itself."""
+    e, res = _entry(), VirtualResource()
+    arrays = _arrays(res)
+    _import(e, arrays, res)
+    e(*arrays)
+    call = e.hot_path(tuple(arrays))
+    call(*arrays)
+    assert e.hot_calls == 1
+    arrays[0].ptr = res.allocate(_nbytes("f32", SHAPES[0]))
+    e._input = lambda x, i: Tensor(x.ptr, SHAPES[i], "float32")
+    call(*arrays)
+    assert e.hot_calls == 1 and log[-1] == "replay"  # the general path, at the new address

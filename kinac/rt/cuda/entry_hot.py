@@ -159,17 +159,17 @@ def hot_call(entry: GpuEntry, arrays: tuple[Any, ...]) -> Any:
 
 def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | None:
     """A call of ``entry`` for a caller that has checked its arrays are the very objects of
-    the entry's last call, unchanged (``kinac.compile``'s memo: ids, and torch's in-place
-    version counters): while the entry's memo is still the one seen now, the call skips the
-    identity and address checks; otherwise it is a plain call. None unless the entry's memo
-    is of ``arrays`` (the last call's arrays, all remembered CUDA arrays, at their addresses).
-
-    The caller's check stands in for the address check: torch counts ``set_`` and
-    ``resize_`` as in-place changes, so a tensor moved that way fails the caller's check."""
+    the entry's last call (``kinac.compile``'s memo: ids, and torch's in-place version
+    counters): while the entry's memo is still the one seen now, the call skips the identity
+    check, and checks only that each tensor is still at its address (torch's ``x.data = y``
+    moves a tensor without counting a change); otherwise it is a plain call. None unless the
+    entry's memo is of ``arrays`` (the last call's arrays, all remembered CUDA arrays, at their
+    addresses)."""
     token = entry._last_box[0]
     if token is None or tuple(map(id, arrays)) != token[0]:
         return None
-    if token[3] is not None and tuple(map(token[3], arrays)) != token[4]:
+    dp, dps = token[3], token[4]
+    if dp is not None and tuple(map(dp, arrays)) != dps:
         return None
     box, in_ptrs = entry._last_box, token[2]
     get, ref, cur, mine = entry._ctx_get, entry._ctx_ref, entry._ctx_cur, entry._ctx_mine
@@ -177,6 +177,7 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
     def call(*arrays: Any) -> Any:
         if (
             box[0] is token
+            and (dp is None or tuple(map(dp, arrays)) == dps)
             and _plain(entry)
             and get is not None
             and not get(ref)
