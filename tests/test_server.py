@@ -388,3 +388,28 @@ def test_kinac_watch_serves_while_it_watches(tmp_path: Path) -> None:
     stop.set()
     t.join(30)
     assert not t.is_alive() and not path.exists()
+
+
+def test_kinac_server_auto_starts_one_for_the_next_build(tmp_path: Path) -> None:
+    """``KINAC_SERVER=auto``: a build that finds no server builds here and starts one; the next
+    build is forwarded. The server goes when its socket file is removed."""
+    if not SERVED_VERSION:
+        SERVED_VERSION[:] = [version_fingerprint(fresh=True)]
+    (tmp_path / "a.kina").write_text(
+        "(module a)\n\n(defn twice [(x : (tensor f32 [N]))] -> (tensor f32 [N])\n  (add x x))\n"
+    )
+    path = socket_path(tmp_path.resolve(), tmp_path.resolve() / ".kinac-cache", os.environ)
+    first = kinac(tmp_path, "check", "a.kina", env={"KINAC_SERVER": "auto"})
+    assert first.returncode == 0 and first.stderr == "checked 1 file: no errors\n"
+    deadline = time.monotonic() + 120
+    while not path.exists():
+        assert time.monotonic() < deadline, (tmp_path / ".kinac-cache" / "server.log").read_text()
+        time.sleep(0.1)
+    done = forwarded(tmp_path, "check", "a.kina")
+    assert done.returncode == 0 and done.stderr == first.stderr
+    path.unlink()  # as `kinac cache clear` might: the server notices and exits
+    log = tmp_path / ".kinac-cache" / "server.log"
+    deadline = time.monotonic() + 30
+    while "kinac serve: stopped" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
