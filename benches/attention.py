@@ -470,6 +470,7 @@ def main() -> int:
     ap.add_argument("--out", default="gpu-out")
     ap.add_argument("--quick", action="store_true", help="one size only")
     ap.add_argument("--no-api", action="store_true", help="kernels only, no kinac.compile rows")
+    ap.add_argument("--shapes", default="", help="only these: dtype:B:S,... (bf16:4:4096)")
     ap.add_argument("--smoke", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.smoke:
@@ -480,6 +481,9 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     sizes = SIZES[:1] if a.quick else SIZES
     shapes = [(dt, b, s) for dt in ("bf16", "f16") for b, s in sizes]
+    if a.shapes:
+        shapes = [(x.split(":")[0], int(x.split(":")[1]), int(x.split(":")[2]))
+                  for x in a.shapes.split(",")]  # fmt: skip
     cands = {sh: list(candidates(shape_params(*sh), ARCH)) for sh in shapes}
     extra: dict[str, Any] = {}
     t0 = time.perf_counter()

@@ -74,7 +74,7 @@ class GpuTimer:
             )  # fmt: skip
             for c in cands
         )
-        return time_kernels(jobs, buffer_bytes(cands[0]))
+        return time_kernels(jobs, buffer_bytes(cands[0]), random_fill(cands[0].dtype))
 
 
 def buffer_bytes(p: AttnParams) -> tuple[int, ...]:
@@ -102,6 +102,20 @@ def buffer_bytes(p: AttnParams) -> tuple[int, ...]:
             sizes[1 + p.mask_arg], isz * (extent(p.mask_strides, dims, p.mask_offset) + 1)
         )
     return tuple(sizes)
+
+
+def random_fill(dtype: str, n: int = 4096) -> bytes:
+    """``n`` standard-normal values of ``dtype`` (bf16 or f16; seeded: the same bytes in every
+    process) as the timer's buffer pattern."""
+    import random
+    import struct
+
+    rng = random.Random(0)
+    vals = [rng.gauss(0.0, 1.0) for _ in range(n)]
+    if dtype == "f16":
+        return struct.pack(f"<{n}e", *vals)
+    raw = struct.pack(f"<{n}f", *vals)  # bf16: the high half of each f32
+    return b"".join(raw[4 * i + 2 : 4 * i + 4] for i in range(n))
 
 
 _GPU: list[Any] = []  # the process's GpuTimer (or None: no GPU), found once

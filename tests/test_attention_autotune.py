@@ -97,6 +97,9 @@ def test_off_and_no_gpu_give_the_default(tmp_path: Path, monkeypatch: pytest.Mon
     d = attention_tiles(Database(), _key(p, "default"))
     assert d == default_choice(p, "sm_90a") == AttnChoice(64, 64, 0, 2, "wgmma", "default")
     assert default_choice(p, "sm_80").mma == "sync"
+    long = bhsd_params("bf16", 1, 16, 4, 4096, 128)  # measured: 128x128 from S = 4096 on
+    assert default_choice(long, "sm_90a") == AttnChoice(128, 128, 0, 2, "wgmma", "default")
+    assert default_choice(long, "sm_80") == AttnChoice(64, 64, 0, 2, "sync", "default")
     # a timing on another architecture's device is not used for this one
     assert attention_tiles(db, ("sm_80", tuning_key(p), GENERATOR_VERSION, "timed X sm_90")) == (
         default_choice(p, "sm_80")

@@ -355,10 +355,10 @@ class _Emitter:
         f.label("done")
         if self.pipe:  # the last tile: its scores are in sacc, its V tile has landed
             _, vb = self.stage_bases(stop1)
-            s = self.load_state("sacc", p.block_n // 2)
-            pv, o = self.softmax_step([s[4 * i : 4 * i + 4] for i in range(p.block_n // 8)],
-                                      stop1, True)  # fmt: skip
-            self.output_step(vb, pv, o)
+            sl = self.load_state("sacc", p.block_n // 2)
+            pv, oacc = self.softmax_step([sl[4 * i : 4 * i + 4] for i in range(p.block_n // 8)],
+                                         stop1, True)  # fmt: skip
+            self.output_step(vb, pv, oacc)
         self.epilogue(obase)
         f.do("ret void")
         attrs = f'"nvvm.maxntid"="{nt}"'

@@ -19,7 +19,7 @@ from dataclasses import replace
 from kinac.ir.gpu.attention_params import AttnParams, check_params
 from kinac.rules.codec import record
 
-GENERATOR_VERSION = "attn-gen-3"
+GENERATOR_VERSION = "attn-gen-4"
 
 # (mma, block_m, block_n, min_blocks, stages) per head dim, Hopper first: every one passes the
 # CPU emulation and ptxas with no spill (tests/test_attention_kernel.py, test_attention_emu.py)
@@ -31,16 +31,21 @@ HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int], ...]] = {
     ),
     128: (
         ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 128, 128, 0, 2),
-        ("wgmma_pipe", 64, 64, 0, 3), ("wgmma_pipe", 128, 64, 0, 3),
+        ("wgmma", 128, 128, 0, 3), ("wgmma_pipe", 64, 64, 0, 3), ("wgmma_pipe", 128, 64, 0, 3),
+        ("wgmma_pipe", 128, 128, 0, 3),
     ),
 }  # fmt: skip
 SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int], ...]] = {
     64: (("sync", 64, 64, 0, 2), ("sync", 128, 64, 0, 2)),
     128: (("sync", 64, 64, 0, 2), ("sync", 128, 64, 0, 2)),
 }
-# the choice without a measurement (H200, 2026-12-01: 64x64 was the fastest wgmma tiling at
-# S = 1024 and 4096; docs/gpu.md, "Fused attention")
+# The choice without a measurement, from the H200 run of 2026-12-01 (20:1x UTC, random data,
+# causal GQA, head dim 128; docs/measurements/attention_bench_2026-12-01b.md): wgmma 64x64 was
+# the fastest at S = 1024, wgmma 128x128 (two warpgroups, 128 keys a step) from S = 4096 on;
+# mma.sync 64x64 elsewhere. Head dim 64 was not measured: 64x64.
 DEFAULT_TILES: dict[int, tuple[int, int, int, int]] = {64: (64, 64, 0, 2), 128: (64, 64, 0, 2)}
+LONG_KEYS = 2048  # from this many keys, head dim 128 on Hopper: DEFAULT_LONG
+DEFAULT_LONG = (128, 128, 0, 2)
 
 
 @record
@@ -102,6 +107,10 @@ def default_choice(p: AttnParams, arch: str, how: str = "default") -> AttnChoice
     q = replace(tuning_key(p), block_m=bm, block_n=bn, min_blocks=mb, stages=stg)
     if hopper(arch) and check_params(replace(q, mma="wgmma")) is None:
         q = replace(q, mma="wgmma")
+        bm, bn, mb, stg = DEFAULT_LONG
+        long = replace(q, block_m=bm, block_n=bn, min_blocks=mb, stages=stg)
+        if p.head_dim == 128 and p.sk >= LONG_KEYS and check_params(long) is None:
+            q = long
     return AttnChoice(q.block_m, q.block_n, q.min_blocks, q.stages, q.mma, how)
 
 
