@@ -44,7 +44,8 @@ def read_pinned(
     name: str,
     replicated: bool = False,
 ) -> tuple[Pinned | None, list[Diagnostic]]:
-    """The layout ``ty``'s annotations pin over ``mesh`` (None when none names it).
+    """The layout ``ty``'s annotations pin over ``mesh`` (None when none names it); ``name``
+    is the parameter's (empty: the defn's result).
     ``replicated``: ``@replicated`` (naming ``mesh``, or no mesh: the entry's) pins the axes
     it names (all without ``over=``) whole, as a ``reshard``'s does (a declared result)."""
     dims: list[tuple[str, ...]] = [() for _ in range(rank)]
@@ -78,7 +79,8 @@ def read_pinned(
                     shard_diagnostic(
                         "K0703",
                         "error",
-                        f"{_axis_name(mesh, ax)} is given two shardings on `{name}` "
+                        f"{_axis_name(mesh, ax)} is given two shardings on "
+                        f"{f'`{name}`' if name else 'the result'} "
                         f"({what[ax]} and {desc})",
                         Label(label.loc, f"{desc} over `{ax}`"),
                         (Label(first.loc, f"{what[ax]} over `{ax}`"),),

@@ -43,7 +43,7 @@ def result_pin(
     with K0703 for an axis given twice and K0708 for a split the concrete dim refuses."""
     out = graph.outputs[0]
     t = graph.nodes[out].type
-    pin, diags = read_pinned(sig.ret, len(t.shape), mesh, file, sig.name, "the result", True)
+    pin, diags = read_pinned(sig.ret, len(t.shape), mesh, file, sig.name, "", True)
     if pin is None:
         return None, diags
     sizes = dict(zip(mesh.axes, mesh.shape, strict=True))
