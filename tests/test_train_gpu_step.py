@@ -175,6 +175,11 @@ def test_call_into_refuses_unsafe_outputs(fake: None) -> None:
         call_into(e, (x,), (wrong,))
     with pytest.raises(KinaGpuError, match="outputs, got 2"):
         call_into(e, (x,), (x, x))
+    base = e.resource.allocate(4 * (N + 8))
+    x2 = Tensor(base, (N,), "float32", device=(KDL_CUDA, 0))
+    shifted = Tensor(base + 16, (N,), "float32", device=(KDL_CUDA, 0))
+    with pytest.raises(KinaGpuError, match="partly overlaps input 0"):
+        call_into(e, (x2,), (shifted,))
     # a reduction may not overwrite its input
     red = GpuStep("k0_reduce", "reduce", "kernel", "f32", (N,), ("param0",), "out0")
     r = _map_entry((red,))

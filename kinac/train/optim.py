@@ -189,6 +189,7 @@ class Optimizer:
                 for name in self.state_names:
                     self._bufs[f"{k}.{name}"] = [np.zeros(tuple(v.shape), self._np[k])]
         self._cur = 0
+        self._view_cache: dict[tuple[int, ...], dict[str, Any]] = {}
 
     @property
     def calls(self) -> int:
@@ -196,12 +197,21 @@ class Optimizer:
         return sum(f.calls for f in self._fns.values())
 
     def _views(self, flats: dict[str, Any]) -> dict[str, Any]:
-        """Each parameter's view of its unit's flat buffer ``flats[unit]``."""
-        return {
+        """Each parameter's view of its unit's flat buffer ``flats[unit]`` (made once per set
+        of buffers: in place they never change, and a step reads them several times)."""
+        key = tuple(id(b) for b in flats.values())
+        hit = self._view_cache.get(key)
+        if hit is not None:
+            return hit
+        views = {
             m.name: self.store.view(flats[unit], m)
             for unit, members in self._members.items()
             for m in members
         }
+        if len(self._view_cache) > 16:  # ping-pong alternates two sets per state: a few
+            self._view_cache.clear()
+        self._view_cache[key] = views
+        return views
 
     @property
     def params(self) -> dict[str, Any]:

@@ -110,17 +110,23 @@ def call_into(entry: Any, arrays: Sequence[Any], out: Sequence[Any]) -> tuple[Te
             stager.after_run(entry.stream)
         ins = [entry._input(a, i) for i, a in enumerate(arrays)]
         outs = [_given(entry, x, j) for j, x in enumerate(out)]
-        aliased = _aliases(lw, ins, outs)
-        if aliased:
-            why = inplace_safe(lw, aliased)
-            if why is not None:
-                raise KinaGpuError(f"{lw.name}: an output cannot overwrite its input: {why}")
+        ptrs = tuple([t.ptr for t in ins] + [t.ptr for t in outs])
+        checked: dict[tuple[int, ...], bool] = entry.__dict__.setdefault("_into_checked", {})
+        aliased = checked.get(ptrs)
+        if aliased is None:  # these addresses not seen yet: check them (a step's are the same)
+            found = _aliases(lw, ins, outs)
+            if found:
+                why = inplace_safe(lw, found)
+                if why is not None:
+                    raise KinaGpuError(f"{lw.name}: an output cannot overwrite its input: {why}")
+            if len(checked) > 64:
+                checked.clear()
+            aliased = checked[ptrs] = bool(found)
         stager = entry._stager
         if stager is not None and stager._pending:  # the compute waits for the copies
             stager.before_run(entry.stream)
-        ptrs = tuple([t.ptr for t in ins] + [t.ptr for t in outs])
         key = ptrs if not entry.volatile and ptrs in entry._bound else entry._key(ptrs)
-        fresh = bool(aliased) and entry.use_graphs and key not in entry._bound
+        fresh = aliased and entry.use_graphs and key not in entry._bound
         if entry.volatile:
             for pos in entry.volatile:
                 entry._staging(pos)
