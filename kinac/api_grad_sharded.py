@@ -137,6 +137,39 @@ class ShardedValueAndGrad(ShardedDefn):
         )
 
 
+def _check_mesh_spec(mesh: Any) -> None:
+    """A ``MeshSpec`` from Python: one positive size per axis, distinct axis names."""
+    shape, axes = tuple(mesh.shape), tuple(mesh.axes)
+    ok_sizes = all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape)
+    if not shape or not ok_sizes:
+        raise KinaUsageError(f"mesh `{mesh.name}`: every size must be an integer >= 1, got {shape}")
+    if len(axes) != len(shape) or not all(isinstance(a, str) and a for a in axes):
+        raise KinaUsageError(
+            f"mesh `{mesh.name}` has shape {shape}: it needs {len(shape)} axis names, got {axes}"
+        )
+    if len(set(axes)) != len(axes):
+        raise KinaUsageError(f"mesh `{mesh.name}` names an axis twice: {axes}")
+
+
+def _checked_layouts(mesh: Any, layouts: Any) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """``layouts=`` as ``{param: (axes of dim 0, axes of dim 1, ...)}``, or a usage error
+    naming what is malformed (a string where a dim's axes go reads as its letters)."""
+    if not isinstance(layouts, Mapping):
+        raise KinaUsageError(f"layouts= maps parameter names to layouts, got {layouts!r}")
+    out: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for pname, dims in layouts.items():
+        shape = (
+            "one entry per dim of the parameter, each a tuple of mesh axes (() for whole), "
+            f"e.g. [({mesh.axes[0]!r},), ()]"
+        )
+        if isinstance(dims, str) or not isinstance(dims, Sequence):
+            raise KinaUsageError(f"layouts[{pname!r}] = {dims!r}: give {shape}")
+        if any(isinstance(d, str) or not isinstance(d, Sequence) for d in dims):
+            raise KinaUsageError(f"layouts[{pname!r}] = {dims!r}: give {shape}")
+        out[str(pname)] = tuple(tuple(d) for d in dims)
+    return out
+
+
 def _bucket_bytes(bucket_mb: float | None) -> int:
     """``bucket_mb`` (None or 0: no bucketing) in bytes, or a usage error."""
     if bucket_mb is None or bucket_mb == 0:
@@ -189,8 +222,9 @@ class MeshValueAndGrad(ShardedValueAndGrad):
         self.bucket_bytes = _bucket_bytes(bucket_mb)
         if not isinstance(mesh, MeshSpec):
             raise KinaUsageError(f"layouts= needs mesh= as a MeshSpec, got {mesh!r}")
+        _check_mesh_spec(mesh)
         self.mesh_spec = mesh
-        self.layouts = {k: tuple(tuple(d) for d in v) for k, v in layouts.items()}
+        self.layouts = _checked_layouts(mesh, layouts)
         for pname, dims in self.layouts.items():
             for axes in dims:
                 bad = [a for a in axes if a not in mesh.axes]
@@ -199,6 +233,13 @@ class MeshValueAndGrad(ShardedValueAndGrad):
                         f"layout of `{pname}` names mesh axis `{bad[0]}`; mesh `{mesh.name}` "
                         f"has axes {', '.join(mesh.axes)}"
                     )
+            seen = [a for axes in dims for a in axes]
+            twice = next((a for a in seen if seen.count(a) > 1), None)
+            if twice is not None:
+                raise KinaUsageError(
+                    f"layout of `{pname}` uses mesh axis `{twice}` twice: a mesh axis splits "
+                    "at most one dim of a tensor, once"
+                )
         inner = ValueAndGrad(path, name, wrt, cache_dir=cache_dir, no_cache=no_cache)
         self.wrt = inner.wrt
         known = {p.name for p in inner.signature.params}
