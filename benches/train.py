@@ -3,6 +3,7 @@
 
     PYTHONPATH=. python3 benches/train.py                   host: the 1M and 100M decoders
     PYTHONPATH=. python3 benches/train.py --gpu --out DIR   GPU (scripts/gpu.sh): f32, bf16 AMP
+    PYTHONPATH=. python3 benches/train.py --estimate        the GPU step estimated, no GPU needed
 
 The model is ``workspaces/decoder`` (4 pre-norm blocks; ``decoder_1m``: 0.80M weights, 256
 tokens a step; ``decoder_100m``: 94.4M weights, 512 tokens a step), one AdamW step each
@@ -318,6 +319,66 @@ def parallel_check(size: str, n: int, steps: int, cache: str, layouts: list[str]
     return "\n".join(lines)
 
 
+def estimate(sizes: list[str], dtypes: list[str], cache: str) -> str:
+    """The GPU step of each model, estimated on this machine without a GPU: the loss-and-
+    gradient program and the optimizer's programs built for target cuda, their launch plans
+    costed by :mod:`kinac.ir.gpu.cost` (bytes at 4 TB/s, cuBLAS FLOPs at the dtype's peak,
+    serial loops), the launches and library calls a step makes, and the device memory the
+    trainer holds (flat parameter, gradient and moment buffers, the gradient program's arena,
+    the cuBLAS workspace). Not a measurement: launch gaps (~1-2 us per graph node) and
+    cuBLAS efficiency below peak come on top."""
+    import numpy as np
+
+    from kinac import pipeline, pipeline_gpu, pipeline_grad
+    from kinac.api import compile as compile_defn
+    from kinac.ir.gpu.cost import estimate_steps
+    from kinac.rt.cuda.blas import WORKSPACE
+    from kinac.train.flat import layout
+    from kinac.train.optim import OPTIM_KINA
+    from kinac.train.params import entry_info
+
+    mib = 2**20
+    lines = [
+        "| model | dtype | loss+grad: kernels / cuBLAS calls | est. ms | optimizer: launches | "
+        "est. ms | step est. ms | steps/s | flat buffers MiB | arena MiB | device MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size in sizes:
+        for dt in dtypes:
+            entry = f"decoder_{size}" + ("_bf16" if dt == "bf16" else "")
+            info = entry_info(str(WS), entry, target="cuda", cache_dir=cache)
+            cd = compile_defn(WS, entry, target="cuda", cache_dir=cache)
+            assert cd.fixed is not None
+            key = pipeline.EntryKey(
+                cd.key.file, cd.key.name, cd.fixed.dims, cd.fixed.dtypes, "cuda"
+            )
+            wrt = tuple(w.name for w in info.weights)
+            lo = pipeline_grad.grad_gpu_lowered(cd.sess.db, (key, wrt))
+            cd.sess.db.commit()
+            kernels = sum(len(st.launches) for st in lo.steps)
+            gemms = sum(1 for st in lo.steps if st.gemm is not None)
+            grad_s = sum(c.est_s for c in estimate_steps(lo.steps))
+            _, n = layout({w.name: w.shape for w in info.weights})
+            opt_s, opt_launches = 0.0, 0
+            for name in ("adamw-m", "adamw-v", "adamw-param"):
+                f = compile_defn(OPTIM_KINA, name, target="cuda", cache_dir=cache)
+                k = pipeline.EntryKey(f.key.file, name, (("..s", (n,)),), (("T", "f32"),), "cuda")
+                olo = pipeline_gpu.gpu_lowered(f.sess.db, k)
+                f.sess.db.commit()
+                opt_s += sum(c.est_s for c in estimate_steps(olo.steps))
+                opt_launches += sum(len(st.launches) for st in olo.steps)
+            flat = 4 * n * np.dtype(np.float32).itemsize / mib  # parameters, gradients, m, v
+            arena = lo.arena_bytes / mib
+            step = grad_s + opt_s
+            lines.append(
+                f"| decoder {size.upper()} | {dt} | {kernels} / {gemms} | {grad_s * 1e3:.2f} | "
+                f"{opt_launches} | {opt_s * 1e3:.2f} | {step * 1e3:.2f} | {1 / step:.0f} | "
+                f"{flat:,.0f} | {arena:,.0f} | {flat + arena + WORKSPACE / mib:,.0f} |"
+            )
+            print(lines[-1], flush=True)
+    return "\n".join(lines)
+
+
 def main() -> int:
     import subprocess
 
@@ -341,6 +402,11 @@ def main() -> int:
         help="instead: train each --sizes model 20 steps on one device and data-parallel on N",
     )
     ap.add_argument("--layouts", default="dp,tp,2d", help="with --parallel-check")
+    ap.add_argument(
+        "--estimate",
+        action="store_true",
+        help="instead: estimate the GPU step on this machine (no GPU needed; kinac.ir.gpu.cost)",
+    )
     ap.add_argument("--row", help=argparse.SUPPRESS)  # internal: measure one row, print it
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -349,9 +415,18 @@ def main() -> int:
     if args.row:
         one_row(json.loads(args.row), device, args.cache)
         return 0
+    if args.estimate:
+        args.gpu = True  # the GPU's defaults: the 100M model, f32 and bf16
     args.sizes = args.sizes or ("100m" if args.gpu else "1m,100m")
     args.dtypes = args.dtypes or ("f32,bf16" if args.gpu else "f32")
     cache = tempfile.mkdtemp(prefix="kinac-train-bench-")
+    if args.estimate:
+        text = estimate(args.sizes.split(","), args.dtypes.split(","), cache)
+        print(text)
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / "train_estimate.md").write_text(text + "\n")
+        return 0
     if args.parallel_check:
         text = "\n\n".join(
             parallel_check(size, args.parallel_check, 20, cache, args.layouts.split(","))
