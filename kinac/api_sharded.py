@@ -23,6 +23,7 @@ Which mesh (``mesh=``, or ``--simulate``'s value):
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 from dataclasses import replace
@@ -55,8 +56,8 @@ def parse_mesh(mesh: Any) -> str | tuple[int, ...] | None:
         return None
     if isinstance(mesh, bool):
         raise KinaUsageError(f"mesh= takes a mesh name, a device count or a shape, got {mesh!r}")
-    if isinstance(mesh, int):
-        shape: tuple[int, ...] = (mesh,)
+    if isinstance(mesh, numbers.Integral):  # numpy's integers too
+        shape: tuple[int, ...] = (int(mesh),)
     elif isinstance(mesh, str) and re.fullmatch(r"\d+(x\d+)*", mesh.strip()):
         shape = tuple(int(x) for x in mesh.strip().split("x"))
     elif isinstance(mesh, str):
@@ -66,9 +67,9 @@ def parse_mesh(mesh: Any) -> str | tuple[int, ...] | None:
             )
         return mesh
     elif isinstance(mesh, tuple | list) and all(
-        isinstance(x, int) and not isinstance(x, bool) for x in mesh
+        isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in mesh
     ):
-        shape = tuple(mesh)
+        shape = tuple(int(x) for x in mesh)
     else:
         raise KinaUsageError(
             f"mesh= takes a mesh name, a device count or a shape, got {type(mesh).__name__}"

@@ -40,3 +40,20 @@ def test_bad_meshes_and_layouts(tmp_path: Path, mesh: Any, layouts: Any, said: s
         fn = mesh_value_and_grad(tmp_path / "l.kina", "f", ["x", "w"], mesh, layouts, no_cache=True)
         fn(np.ones((8, 4), np.float32), np.ones((4, 4), np.float32))
     assert said in str(e.value)
+
+
+def test_mesh_requests_take_numpy_integers() -> None:
+    """``mesh=np.int64(4)`` (a count computed with numpy) is a count, not 'got int64'."""
+    from kinac.api_sharded import parse_mesh
+
+    assert parse_mesh(np.int64(4)) == (4,) and parse_mesh([np.int32(2), 2]) == (2, 2)
+    assert parse_mesh("2x2") == (2, 2) and parse_mesh("tp") == "tp" and parse_mesh("") is None
+    for bad, said in [
+        (True, "got True"),
+        (2.0, "got float"),
+        ([2, True], "got list"),
+        ((0,), "at least one device per axis"),
+        (10**30, "more than 1,048,576"),
+    ]:
+        with pytest.raises(kinac.KinaUsageError, match=said):
+            parse_mesh(bad)
