@@ -141,3 +141,18 @@ def test_another_dim_value_is_not_the_hot_call(src: Path) -> None:
     assert f.hot_calls == hot and len(f._entries) == 3
     with pytest.raises(KinaCallError, match="positive int"):
         f(0, x, y)
+
+
+def test_an_array_refilled_in_place_each_call_keeps_its_memo(src: Path) -> None:
+    torch = pytest.importorskip("torch")
+    f = kinac.compile(src, "g", no_cache=True)
+    x, y = torch.randn(3, 4), torch.randn(4)
+    _hot(f, x, y)
+    memo = f._memo[0]
+    for i in range(3):
+        x.copy_(torch.full((3, 4), float(i)))  # the version moves: the fast path serves
+        torch.testing.assert_close(torch.from_dlpack(f(x, y)), x + y)
+        assert f._memo[0][5] is memo[5]  # renewed, not rebuilt (the same weak references)
+    hot = f.hot_calls
+    torch.testing.assert_close(torch.from_dlpack(f(x, y)), x + y)
+    assert f.hot_calls == hot + 1  # unchanged since the last call: hot again
