@@ -19,6 +19,7 @@ from kinac.ir.gpu.attention_tune import (
     candidates,
     default_choice,
     label,
+    pick,
     tuning_key,
 )
 from kinac.pipeline_autotune import (
@@ -139,3 +140,20 @@ def test_tuned_choice_reaches_the_launch_plan_and_the_ptx() -> None:
     ptx = pipeline.ptx(s.db, key)
     assert f".entry {ln.function}(" in ptx and ".maxntid 256" in ptx
     assert len(t.timed) == 1  # the launch plan and the PTX share one tuning
+
+
+def test_a_near_tie_keeps_the_default() -> None:
+    """Within 1% of the fastest, the measured default wins (timings repeat to 1-2%); beyond,
+    the fastest."""
+    p = bhsd_params("bf16", 4, 16, 4, 4096, 128)
+    cands = candidates(p, "sm_90a")
+    names = [label(c) for c in cands]
+    ms = [2.0] * len(cands)
+    ms[names.index("wgmma 64x64 s2")] = 0.614
+    ms[names.index("wgmma 128x128 s2")] = 0.618  # the default at 4096 keys
+    c = pick(p, "sm_90a", cands, tuple(ms))
+    assert (c.block_m, c.block_n, c.how) == (128, 128, "timed")
+    ms[names.index("wgmma 128x128 s2")] = 0.650
+    c = pick(p, "sm_90a", cands, tuple(ms))
+    assert (c.block_m, c.block_n) == (64, 64)
+    assert pick(p, "sm_90a", cands, (math.inf,) * len(cands)).how == "default"

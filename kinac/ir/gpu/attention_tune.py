@@ -44,6 +44,7 @@ SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int], ...]] = {
 # the fastest at S = 1024, wgmma 128x128 (two warpgroups, 128 keys a step) from S = 4096 on;
 # mma.sync 64x64 elsewhere. Head dim 64 was not measured: 64x64.
 DEFAULT_TILES: dict[int, tuple[int, int, int, int]] = {64: (64, 64, 0, 2), 128: (64, 64, 0, 2)}
+TIE = 0.01  # relative: a default within 1% of the fastest candidate is kept
 LONG_KEYS = 2048  # from this many keys, head dim 128 on Hopper: DEFAULT_LONG
 DEFAULT_LONG = (128, 128, 0, 2)
 
@@ -117,11 +118,16 @@ def default_choice(p: AttnParams, arch: str, how: str = "default") -> AttnChoice
 def pick(
     p: AttnParams, arch: str, cands: tuple[AttnParams, ...], ms: tuple[float, ...]
 ) -> AttnChoice:
-    """The fastest candidate (the first on a tie: the table's order decides, deterministically);
-    the default choice when every candidate failed."""
+    """The fastest candidate; the default choice when it is within :data:`TIE` of the fastest
+    (timings repeat to 1-2%: a near tie keeps the measured table's choice) or when every
+    candidate failed; else the first of equal times (the table's order: deterministic)."""
     times = tuple((label(c), float(t)) for c, t in zip(cands, ms, strict=True))
     best = min((i for i, t in enumerate(ms) if math.isfinite(t)), key=lambda i: ms[i], default=None)
+    dflt = default_choice(p, arch)
     if best is None:
-        return replace(default_choice(p, arch), times=times)
+        return replace(dflt, times=times)
+    fallback = [i for i, c in enumerate(cands) if apply(c, dflt) == c]
+    if fallback and ms[fallback[0]] <= ms[best] * (1 + TIE):
+        best = fallback[0]
     c = cands[best]
     return AttnChoice(c.block_m, c.block_n, c.min_blocks, c.stages, c.mma, "timed", times)
