@@ -108,15 +108,16 @@ def grad_object_code(db: Database, key: GradKey) -> tuple[bytes, ...] | None:
 def grad_gpu_lowered(db: Database, key: GradKey) -> Any:
     """The gradient graph lowered for the GPU, its kernels through the shared per-kernel
     queries (``gpu_kernel_llvm``): :func:`kinac.pipeline_gpu.lower_graph`, after
-    :func:`kinac.grad.remat.rematerialize_softmax` (large attention probabilities are
-    recomputed in the backward instead of kept from the forward: GPU memory)."""
-    from kinac.grad.remat import rematerialize_softmax
+    :func:`kinac.grad.remat.rematerialize` (large bf16/f16 attention probabilities and free
+    elementwise values are recomputed in the backward instead of kept from the forward: GPU
+    memory)."""
+    from kinac.grad.remat import rematerialize
     from kinac.pipeline_gpu import lower_graph
 
     spec = grad_graph(db, key)
     if spec.graph is None:
         return None
-    graph = rematerialize_softmax(spec.graph)
+    graph = rematerialize(spec.graph)
     return lower_graph(db, graph, key[0], "GPU lowering of the gradient")
 
 

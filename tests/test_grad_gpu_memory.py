@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from test_grad_models import BLOCK_LOSS, BLOCK_W, block_arrays, block_names, rel_err, torch_block
 
-from kinac.grad.remat import rematerialize_softmax
+from kinac.grad.remat import rematerialize, rematerialize_elementwise, rematerialize_softmax
 from kinac.ir.host.stitch import first_fit
 from kinac.ir.testing import GraphBuilder
 from kinac.tir.graph import Graph
@@ -112,7 +112,8 @@ def _block_graph(tmp_path: Path, dt: str, dims: dict[str, int]) -> Graph:
 
 def test_recomputed_attention_gradients_equal_torch_f32(tmp_path: Path) -> None:
     """The block's gradient with its softmax recomputed in the backward (forced in f32 here;
-    the default recomputes bf16/f16 only) and the arena's in-place kernels, through the GPU
+    the default recomputes bf16/f16 only), its free elementwise values recomputed (``silu(g)``
+    and the two norms' ``x / rms``) and the arena's in-place kernels, through the GPU
     emulator, equals torch autograd within 1e-5; the graph has one more matmul (the scores)
     and one more softmax, and the forward's softmax is read by the forward alone."""
     H, KV, B, S, D, F = 4, 2, 1, 8, 32, 48
@@ -127,6 +128,12 @@ def test_recomputed_attention_gradients_equal_torch_f32(tmp_path: Path) -> None:
     assert count(remat, "softmax") == count(graph, "softmax") + 1 == 2
     first = next(i for i, n in enumerate(remat.nodes) if n.op == "softmax")
     assert [u for u, n in enumerate(remat.nodes) if first in n.args] == [first + 1]
+    remat = rematerialize_elementwise(remat)
+    assert count(remat, "silu") == 2 and count(remat, "matmul") == count(graph, "matmul") + 1
+    loss = remat.outputs[0]
+    silus = [i for i, n in enumerate(remat.nodes) if n.op == "silu"]
+    assert silus[0] < loss < silus[1]  # the forward's, and the backward's own
+    assert all(i < loss for i, n in enumerate(remat.nodes) if silus[0] in n.args)
     assert any(_inplace_steps(remat).values())
     arrays = block_arrays(B, S, D, F, H, KV)
     value, *grads = _run(remat, *[arrays[n] for n in block_names()])
@@ -138,6 +145,34 @@ def test_recomputed_attention_gradients_equal_torch_f32(tmp_path: Path) -> None:
     assert abs(float(value) - ref.item()) <= 1e-5 * abs(ref.item())  # type: ignore[attr-defined]
     for n, g in zip(BLOCK_W, grads, strict=True):
         assert rel_err(g, t[n].grad.numpy()) <= 1e-5, n
+
+
+def test_elementwise_recompute_keeps_no_operand_longer() -> None:
+    """An elementwise value is recomputed in the backward only when its operands are read
+    there anyway and no backward reader is a matmul: ``e = exp(x @ w)`` read by the backward's
+    map is recomputed from ``x @ w`` (kept: the backward reads it too); ``s = sin(m)`` read by
+    a backward matmul is not; graphs without such values come back unchanged."""
+    g = GraphBuilder("elt")
+    x = g.param("x", "f32", (8, 8))
+    w = g.param("w", "f32", (8, 8))
+    m = g.matmul(x, w)
+    e = g.unary("exp", m)
+    s = g.unary("sin", m)
+    loss = g.reduce("reduce_sum", g.reduce("reduce_sum", g.binary("mul", e, s), 1), 0)
+    back = g.binary("mul", e, m)  # "backward" nodes, after the loss
+    mm = g.matmul(s, back)
+    graph = g.build(loss, mm)
+    out = rematerialize_elementwise(graph)
+    ops = [n.op for n in out.nodes]
+    assert ops.count("exp") == 2 and ops.count("sin") == 1
+    copy = ops.index("exp", ops.index("exp") + 1)
+    assert copy > out.outputs[0] and out.nodes[copy].args == (graph.nodes[e].args[0],)
+    assert out.nodes[copy + 1].op == "mul" and out.nodes[copy + 1].args[0] == copy
+    assert rematerialize(out) == rematerialize_elementwise(out) == out
+    f = GraphBuilder("forward_only")
+    y = f.unary("exp", f.param("x", "f32", (8,)))
+    plain = f.build(f.reduce("reduce_sum", f.binary("mul", y, y), 0))
+    assert rematerialize_elementwise(plain) == plain
 
 
 def test_bf16_gradient_recomputes_attention_and_fuses_the_forward(tmp_path: Path) -> None:

@@ -86,10 +86,7 @@ def rematerialize_softmax(
     the loss, ``outputs[0]``)."""
     end = graph.outputs[0] + 1 if forward_end is None else forward_end
     nodes = graph.nodes
-    users: list[list[int]] = [[] for _ in nodes]
-    for i, n in enumerate(nodes):
-        for a in n.args:
-            users[a].append(i)
+    users = _users(graph)
     plans: list[tuple[int, list[int]]] = []  # (insert before node, cone)
     taken: set[int] = set()
     for i in range(end):
@@ -104,8 +101,71 @@ def rematerialize_softmax(
             continue
         taken.update(cone)
         plans.append((min(late), cone))
+    return _apply(graph, end, plans)
+
+
+def _users(graph: Graph) -> list[list[int]]:
+    users: list[list[int]] = [[] for _ in graph.nodes]
+    for i, n in enumerate(graph.nodes):
+        for a in n.args:
+            users[a].append(i)
+    return users
+
+
+FREE = frozenset({"const", "full", "iota"})
+"""Creation ops: no memory of their own (fused into their readers), always at hand."""
+
+
+def rematerialize_elementwise(graph: Graph, forward_end: int | None = None) -> Graph:
+    """``graph`` with each forward elementwise value the backward reads recomputed there, when
+    that costs nothing: its operands are kept for the backward anyway (params, creation ops,
+    or values read by the backward at or after the recompute), and no backward reader is a
+    matmul (cuBLAS reads memory: the recompute would be a kernel of its own). The copy fuses
+    into its backward reader and the original into its forward one, so the value is neither
+    kept from the forward to the backward nor written and read once more: the 45M block's
+    ``silu(g)`` (88 MiB in f32, read by the backward's ``dM * silu(g)``) and the norms'
+    ``x / rms(x)`` (32 MiB each), recomputed from ``g``, ``x`` and ``rms`` which the backward
+    keeps for their own VJPs. Bit-identical: the same op on the same operands."""
+    from kinac.prims import ELEMENTWISE
+
+    ops = frozenset((*ELEMENTWISE, "cast", "where"))
+    end = graph.outputs[0] + 1 if forward_end is None else forward_end
+    nodes = graph.nodes
+    users = _users(graph)
+    copied: set[int] = set()
+    plans: list[tuple[int, list[int]]] = []
+    for i in range(len(graph.params), end):
+        n = nodes[i]
+        late = [u for u in users[i] if u >= end]
+        if n.op not in ops or not late or i in graph.outputs:
+            continue
+        if any(nodes[u].op == "matmul" for u in late):
+            continue
+        at = min(late)
+        if all(
+            nodes[a].op == "param"
+            or nodes[a].op in FREE
+            or (a not in copied and max(users[a]) >= at)
+            for a in n.args
+        ):
+            copied.add(i)
+            plans.append((at, [i]))
+    return _apply(graph, end, plans)
+
+
+def rematerialize(graph: Graph) -> Graph:
+    """The GPU gradient's recomputations: large bf16/f16 attention probabilities
+    (:func:`rematerialize_softmax`), then free elementwise values
+    (:func:`rematerialize_elementwise`)."""
+    return rematerialize_elementwise(rematerialize_softmax(graph))
+
+
+def _apply(graph: Graph, end: int, plans: list[tuple[int, list[int]]]) -> Graph:
+    """``graph`` with each plan's nodes (ascending) copied just before its node ``at``, and
+    every node from ``end`` on reading the copies instead of the originals."""
     if not plans:
         return graph
+    nodes = graph.nodes
     before: dict[int, list[list[int]]] = {}
     for at, cone in plans:
         before.setdefault(at, []).append(cone)
