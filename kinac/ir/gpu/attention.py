@@ -19,8 +19,12 @@ keys. Anything else (f32, other head dims, a mask that is scaled, a computed mas
 the causal one) keeps today's path: cuBLAS and the softmax kernel. A row whose every key is
 masked comes out 0 (today's path: NaN).
 
-Tile choice: :func:`choose_tiles` (a fixed table per head dim measured on the H200; see
-``docs/gpu.md``, "Fused attention").
+Tile choice: the pass writes the canonical parameters (:func:`choose_tiles`: 64 x 64, mma.sync),
+which are the kernel's key; the variant actually built (tiles, stages, mma kind) is chosen per
+(arch, shapes, dtype) when the kernel is lowered, by the autotuning query of
+:mod:`kinac.pipeline_autotune` (timed on the GPU once, cached; without a GPU the measured default
+of :mod:`kinac.ir.gpu.attention_tune`); the launch plan's note names it (``docs/gpu.md``,
+"Fused attention").
 """
 
 from __future__ import annotations
@@ -50,19 +54,18 @@ TILE_CANDIDATES: dict[int, tuple[AttnTiles, ...]] = {
     128: (AttnTiles(64, 64), AttnTiles(128, 64), AttnTiles(128, 32), AttnTiles(64, 32)),
 }
 
-# The fixed choice (no autotuning yet): 64 query rows (one warpgroup) x 64 keys was the
-# fastest wgmma tiling at S = 1024 and 4096 and the fastest mma.sync one up to S = 4096
-# (within 3-6% of 128 x 64 beyond), H200, head dim 128 (docs/gpu.md, "Fused attention").
+# The canonical tiles the pass writes (the kernel's key before tuning; see the module doc):
+# what a kernel is built with is chosen by kinac.pipeline_autotune.
 FIXED_TILES: dict[int, AttnTiles] = {64: AttnTiles(64, 64), 128: AttnTiles(64, 64)}
 
 
 def fixed_tiles(head_dim: int) -> AttnTiles:
-    """The measured default tile choice for ``head_dim``."""
+    """The canonical tile choice for ``head_dim``."""
     return FIXED_TILES[head_dim]
 
 
 def choose_tiles(head_dim: int, sq: int, sk: int) -> AttnTiles:
-    """The tile choice for one attention (see :data:`FIXED_TILES`)."""
+    """The canonical tile choice for one attention (see :data:`FIXED_TILES`)."""
     del sq, sk
     return FIXED_TILES[head_dim]
 
