@@ -223,8 +223,9 @@ def _signature_mesh_names(signatures: Sequence[ast.Signature]) -> set[str]:
 
 def mesh_of(name: str, args: Sequence[tuple[str | None, int | str]]) -> str | None:
     """The mesh a sharding annotation names: ``mesh=M``, or its second positional argument
-    (``@sharded(0, tp)``, ``@partial(sum, tp)``), as :func:`shard_divs` reads it."""
-    if name not in ("sharded", "partial"):
+    (``@sharded(0, tp)``, ``@partial(sum, tp)``; the first of ``@replicated(tp)``), as
+    :func:`shard_divs` reads it."""
+    if name not in ("sharded", "partial", "replicated"):
         return None
-    v = _arg(args, "mesh", 1)
+    v = _arg(args, "mesh", 0 if name == "replicated" else 1)  # `@replicated(tp)` too
     return v if isinstance(v, str) else None

@@ -177,7 +177,9 @@ def _read_one(node: Node, mesh: ast.Mesh) -> tuple[Pinned | None, list[Diagnosti
                 _bad(
                     node,
                     f"{_what(node)} splits dim {axis} of a rank-{rank} tensor",
-                    help=f"`axis=` is a dim of the tensor: 0 to {rank - 1}",
+                    help=f"`axis=` is a dim of the tensor: 0 to {rank - 1}"
+                    if rank
+                    else "a rank-0 tensor has no dim to split: it is replicated or partial",
                 )
             )
             continue
