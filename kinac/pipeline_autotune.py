@@ -158,17 +158,20 @@ def _base_arch(arch: str) -> str:
 def attention_tiles(db: Database, key: tuple[str, AttnParams, str, str]) -> AttnChoice:
     """The variant of the attention ``key[1]`` (tuned fields canonical) to build for arch
     ``key[0]``: timed on the device when ``mode`` says so and the device is of that arch."""
-    from kinac.ir.gpu.attention_tune import candidates, default_choice, pick
+    from kinac.ir.gpu import attention_tune as at
+    from kinac.ir.gpu.attention_kernel import flops
 
     arch, p, version, mode = key
     del version  # in the key only: a new generator is a new key
     if mode == "off":
-        return default_choice(p, arch, "off")
+        return at.default_choice(p, arch, "off")
+    if flops(p) < at.MIN_TUNE_FLOPS:  # not worth seconds of compiles
+        return at.default_choice(p, arch, "small")
     timer = find_timer(db) if mode.startswith("timed ") else None
     if timer is None or _base_arch(mode.rsplit(" ", 1)[-1]) != _base_arch(arch):
-        return default_choice(p, arch)
-    cands = candidates(p, arch)
-    return pick(p, arch, cands, tuple(timer.time(cands, arch)))
+        return at.default_choice(p, arch)
+    cands = at.candidates(p, arch)
+    return at.pick(p, arch, cands, tuple(timer.time(cands, arch)))
 
 
 def kernel_arch(db: Database) -> str:

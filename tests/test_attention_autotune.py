@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from kinac import pipeline
+from kinac.ir.gpu import attention_tune
 from kinac.ir.gpu.attention_params import AttnParams, bhsd_params, check_params
 from kinac.ir.gpu.attention_tune import (
     GENERATOR_VERSION,
     AttnChoice,
+    apply,
     candidates,
     default_choice,
     label,
@@ -126,9 +128,10 @@ def test_candidates_are_valid_and_the_key_erases_what_is_tuned() -> None:
 BLOCK_DIMS = (("B", 1), ("D", 128), ("F", 64), ("H", 2), ("KV", 1), ("S", 40))
 
 
-def test_tuned_choice_reaches_the_launch_plan_and_the_ptx() -> None:
+def test_tuned_choice_reaches_the_launch_plan_and_the_ptx(monkeypatch: pytest.MonkeyPatch) -> None:
     """Through the pipeline's queries: the entry's attention launch and its PTX kernel are the
     tuned variant (two warpgroups: 256 threads, 3 stages), under the plan's function name."""
+    monkeypatch.setattr(attention_tune, "MIN_TUNE_FLOPS", 0)  # S = 40: tuned all the same
     s = Session(ROOT / "workspaces/transformer", no_cache=True)
     t = FakeTimer()
     s.db.context[TIMER_KEY] = t
@@ -140,6 +143,49 @@ def test_tuned_choice_reaches_the_launch_plan_and_the_ptx() -> None:
     ptx = pipeline.ptx(s.db, key)
     assert f".entry {ln.function}(" in ptx and ".maxntid 256" in ptx
     assert len(t.timed) == 1  # the launch plan and the PTX share one tuning
+
+
+def test_small_attention_is_not_timed(tmp_path: Path) -> None:
+    """Under MIN_TUNE_FLOPS of work the default is built without timing anything."""
+    p = bhsd_params("bf16", 1, 2, 1, 128, 64)
+    t = FakeTimer()
+    c = attention_tiles(_db(tmp_path, t), _key(p, "timed Fake H200 sm_90"))
+    assert t.timed == [] and c == default_choice(p, "sm_90a", "small")
+
+
+def _no_gpu() -> bool:
+    from kinac.rt.cuda import driver
+
+    return not driver.available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_no_gpu(), reason="no CUDA GPU")
+def test_tuned_on_this_gpu_once(tmp_path: Path) -> None:
+    """On a real GPU: every candidate runs (finite times), the fastest (or the default within 1%)
+    is kept, and a second database on the same store times nothing."""
+    from kinac.pipeline_autotune import GpuTimer
+
+    p = bhsd_params("bf16", 2, 16, 4, 2048, 128)
+    db = Database(Store(tmp_path))
+    mode = attention_autotune_mode(db, ())
+    assert mode.startswith("timed ")
+    c = attention_tiles(db, _key(p, mode))
+    assert c.how == "timed" and all(math.isfinite(t) for _, t in c.times), c.times
+    fastest = min(t for _, t in c.times)
+    assert dict(c.times)[label(apply(p, c))] <= fastest * 1.011
+    db.commit()
+    db.close()
+    calls: list[int] = []
+    real = GpuTimer.time
+    try:
+        GpuTimer.time = lambda self, cs, a: calls.append(1) or real(self, cs, a)  # type: ignore[method-assign]
+        db2 = Database(Store(tmp_path))
+        assert attention_tiles(db2, _key(p, attention_autotune_mode(db2, ()))) == c
+        assert calls == []
+        db2.close()
+    finally:
+        GpuTimer.time = real  # type: ignore[method-assign]
 
 
 def test_a_near_tie_keeps_the_default() -> None:

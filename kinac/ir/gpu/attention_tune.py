@@ -45,6 +45,9 @@ SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int], ...]] = {
 # mma.sync 64x64 elsewhere. Head dim 64 was not measured: 64x64.
 DEFAULT_TILES: dict[int, tuple[int, int, int, int]] = {64: (64, 64, 0, 2), 128: (64, 64, 0, 2)}
 TIE = 0.01  # relative: a default within 1% of the fastest candidate is kept
+# Below this much work (useful FLOPs) a kernel is not timed: the default. Timing compiles every
+# candidate (seconds) to save microseconds; 1 GFLOP is ~2 us on an H200 at the default tiles.
+MIN_TUNE_FLOPS = 1e9
 LONG_KEYS = 2048  # from this many keys, head dim 128 on Hopper: DEFAULT_LONG
 DEFAULT_LONG = (128, 128, 0, 2)
 
