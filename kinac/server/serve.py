@@ -148,6 +148,8 @@ class Server:
     # ------------------------------------------------------------------ requests
 
     def _handle(self, conn: socket.socket) -> None:
+        from kinac.compiler_gc import settle
+
         ch = Channel(conn)
         send_lock = threading.Lock()
         dead = threading.Event()
@@ -178,9 +180,10 @@ class Server:
                 send({"wait": True})
             try:
                 code = self._run(req, send, dead)
+                send({"exit": code})
+                settle()  # as `kinac watch` does between builds, after the client has its answer
             finally:
                 self.lock.release()
-            send({"exit": code})
         finally:
             self.last = time.monotonic()
             self.active -= 1
@@ -207,7 +210,6 @@ class Server:
     def _run(self, req: dict[str, Any], send: Any, dead: threading.Event) -> int:
         """``kinac.cli.main(argv)`` as the client would have run it, output to the client."""
         from kinac import cli
-        from kinac.compiler_gc import settle
 
         done = threading.Event()
 
@@ -233,7 +235,6 @@ class Server:
         finally:
             done.set()
             beater.join()
-            settle()  # as `kinac watch` does between builds: the next one collects less
 
     def session_for(self, args: Any) -> Any:
         """The resident session for these arguments, its inputs to be re-read (or None)."""
@@ -290,15 +291,47 @@ def _request_context(req: dict[str, Any], out: Any, err: Any) -> Iterator[None]:
                 os.environ[k] = v
 
 
+WARM_SOURCE = """(module warm)
+(import "std/nn.kina")
+
+(defn warm [(x : (tensor f32 [B S D])) (w : (tensor f32 [D]))
+            (wg : (tensor f32 [D F])) (wu : (tensor f32 [D F])) (wd : (tensor f32 [F D]))]
+  -> (tensor f32 [B S D])
+  (add x (swiglu (rms-norm x w) wg wu wd)))
+"""
+WARM_TOML = """[workspace]
+name = "warm"
+
+[[entry]]
+name = "warm"
+defn = "warm"
+dims = { B = 2, S = 8, D = 16, F = 32 }
+"""
+
+
 def prewarm() -> None:
-    """Import what a build may need (each module's failure is the build's to report)."""
+    """Import what a build may need, then build a tiny program (norm, matmuls, SwiGLU) for the
+    CPU and for PTX without a cache: what only the first lowering of a process pays (xDSL's
+    operation formats parsed on first use, LLVM's targets, the checker's solver) is paid here,
+    not by the first edit a client sends. Failures are the real builds' to report."""
     import importlib
+    import tempfile
 
     for name in PREWARM:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S112 - e.g. an optional GPU dependency missing
             continue
+    from kinac.session import Session
+
+    with tempfile.TemporaryDirectory(prefix="kinac-warm-") as tmp:
+        Path(tmp, "warm.kina").write_text(WARM_SOURCE)
+        Path(tmp, "kina.toml").write_text(WARM_TOML)
+        for target in ("cpu", "cuda"):
+            try:
+                Session(tmp, no_cache=True, target=target).build()
+            except Exception:  # noqa: BLE001, S112
+                continue
 
 
 def serve(sess: Any, idle_s: float) -> int:
