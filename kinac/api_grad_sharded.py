@@ -117,8 +117,10 @@ class ShardedValueAndGrad(ShardedDefn):
         assert sig is not None, "an entry that specialised has a signature"
         graph, plan, outs = plan_gradient_entry(graph, self.wrt, sig, meshes, key.file)
         errors = [d for d in plan.diagnostics if d.is_error]
-        if errors:
-            raise KinaCompileError(self.inner._render(errors))
+        if errors:  # said against the resized mesh, which the source does not show
+            raise KinaCompileError(
+                f"on mesh `{name}` resized to {_shape_text(shape)}:\n" + self.inner._render(errors)
+            )
         check_divisible(graph, plan, f"mesh `{name}` resized to {_shape_text(shape)}")
 
         def span_of(label: Any) -> str:

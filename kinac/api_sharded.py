@@ -396,8 +396,12 @@ class ShardedDefn:
         assert sig is not None, "an entry that specialised has a signature"
         plan = plan_entry(graph, sig, meshes, key.file)
         errors = [d for d in plan.diagnostics if d.is_error]
-        if errors:
-            raise KinaCompileError(self.inner._render(errors))
+        if errors:  # said against the resized mesh, which the source does not show
+            raise KinaCompileError(
+                f"on mesh `{name}` resized to {_shape_text(shape)} (the source declares "
+                f"{_shape_text(next(m.shape for m in self._meshes() if m.name == name))}):\n"
+                + self.inner._render(errors)
+            )
         sizes = dict(plan.axes)
         for lay in plan.layouts:
             t = graph.nodes[lay.node].type

@@ -204,6 +204,7 @@ def test_a_mesh_named_only_in_the_body_is_found_as_build_finds_it(
         )
     assert main([*base, "3"]) == 1  # resized: 3 devices do not divide D = 4 (the reshard's)
     err = capsys.readouterr().err
+    assert "on mesh `tp` resized to 3 (the source declares 2):" in err
     assert "error[K0706]: `reshard` splits dim 1 (size 4) over `tp` (3 devices)" in err
     assert "K0707" not in err  # not the all-reduce's cascade (its operand is not partial)
     assert "Traceback" not in err
