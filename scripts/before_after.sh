@@ -2,7 +2,7 @@
 # Same-run before/after: run one command in an archived "before" commit and in this tree,
 # interleaved, and print a markdown table of every number both runs printed with its ratio.
 #
-#   bash scripts/before_after.sh [-n N] BEFORE -- CMD [ARGS...]
+#   bash scripts/before_after.sh [-n N] [-t SECONDS] BEFORE -- CMD [ARGS...]
 #   (BEFORE: a commit, or a directory holding an extracted tree, e.g. on a machine without .git:
 #    git archive 8119e40 | tar -x -C .snap/.before, then BEFORE=.before from inside .snap)
 #   e.g. bash scripts/before_after.sh 8119e40 -- python3 benches/cpu.py --reps 10
@@ -17,14 +17,20 @@
 # folder, and `{out}` in ARGS replaced by that folder. Everything goes under $OUT (else
 # ./before-after-out): before-<i>/ and after-<i>/ (log.txt, exit.txt, files the command
 # wrote), the archived tree's commit in before.txt, and table.md (also printed).
+# -t SECONDS stops each run after that long (`timeout`): the table then compares the rows both
+# runs printed before they were stopped (benches/gpu.py prints each section as it ends).
 # The table (scripts/before_after_table.py) pairs lines that read the same with their numbers
 # blanked, and gives each number before, after and after/before (the median over rounds).
 # Exit status: non-zero if any run failed (all runs happen regardless).
 set -uo pipefail
 ROUNDS=1
-if [ "${1:-}" = "-n" ]; then ROUNDS="$2"; shift 2; fi
+LIMIT=""
+while [ "${1:-}" = "-n" ] || [ "${1:-}" = "-t" ]; do
+  if [ "$1" = "-n" ]; then ROUNDS="$2"; else LIMIT="$2"; fi
+  shift 2
+done
 if [ $# -lt 3 ] || [ "$2" != "--" ]; then
-  echo "usage: $0 [-n ROUNDS] BEFORE -- CMD [ARGS...]" >&2
+  echo "usage: $0 [-n ROUNDS] [-t SECONDS_PER_RUN] BEFORE -- CMD [ARGS...]" >&2
   exit 2
 fi
 BEFORE="$1"
@@ -56,7 +62,9 @@ run_one() {  # run_one LABEL TREE ROUND
   for a in "${CMD[@]}"; do args+=("${a//\{out\}/$dir}"); done
   echo "== $label (round $i): ${args[*]}" >&2
   local t0=$EPOCHREALTIME rc
-  (cd "$tree" && OUT="$dir" PYTHONPATH="$tree${PYTHONPATH:+:$PYTHONPATH}" "${args[@]}") \
+  local limit=()
+  [ -n "$LIMIT" ] && limit=(timeout -k 10 "$LIMIT")
+  (cd "$tree" && OUT="$dir" PYTHONPATH="$tree${PYTHONPATH:+:$PYTHONPATH}" "${limit[@]}" "${args[@]}") \
     >"$dir/log.txt" 2>&1
   rc=$?
   echo "$rc $(python3 -c "print(f'{$EPOCHREALTIME - $t0:.1f} s')")" >"$dir/exit.txt"
