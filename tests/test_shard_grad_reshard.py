@@ -109,6 +109,11 @@ def test_the_cotangent_of_a_gather_is_computed_split(tmp_path: Path) -> None:
     graph, plan = _plan(src, "columns")
     (rev,) = _reverse(graph)
     assert plan.layouts[rev].dims == ((), ("tp",))
+    (back,) = [c for c in plan.collectives if c.consumer == rev]
+    assert (back.kind, back.reason) == (
+        "slice",
+        "the cotangent of `reshard`, back to its operand's layout",
+    )
 
 
 def test_a_reshard_reached_twice_with_two_layouts(tmp_path: Path) -> None:

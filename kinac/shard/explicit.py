@@ -319,6 +319,8 @@ def plan_explicit(
     t = graph.nodes[node.args[0]].type
     label = site_label(node, f"{_what(node)} written here")
     reason = f"{_what(node)} to its written layout"
+    if node.attr("cotangent"):  # a gradient's reverse reshard (kinac.shard.grad)
+        reason = f"the cotangent of {_what(node)}, back to its operand's layout"
     return move_collectives(t, node.args[0], i, src, steps, axes, label, reason), []
 
 
