@@ -1,0 +1,183 @@
+"""The GPU trainer's wiring, end to end, without a GPU (issue 12).
+
+``Trainer(target="cuda")`` is run with a driverless stand-in for the device: "device" memory
+is host memory (kinac CUDA tensors over ``HostResource``), a fake driver copies bytes, and
+every GPU entry (the loss-and-gradient entry, the optimizer's and the scaler's defns) is a
+real :class:`~kinac.rt.cuda.entry.GpuEntry` whose launch sequence runs the *host* build of
+the same program on those bytes. What is checked is everything but the kernels: the device
+flat buffers and their views, the in-place optimizer calls through ``call_into``, the
+gradients written into the flat gradient buffer, graph binding and staging, the scaler's flat
+check; the losses and weights must equal the host run's bit for bit (the same kernels ran).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections import OrderedDict
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from test_determinism_gpu_fake import FakeDriver, HostResource
+from train_support import CACHE, DECODER
+
+from kinac.artifacts.gpu import GpuLaunch, GpuLoweredEntry, GpuStep
+from kinac.rt.cuda import driver, graph
+from kinac.rt.cuda.entry import GpuEntry
+from kinac.rt.cuda.entry_support import DL_NAMES, NP_NAMES, _nbytes
+from kinac.rt.cuda.tensor import DTYPES, contiguous_strides
+from kinac.train import Trainer
+from kinac.train import flat as flat_mod
+from kinac.train import optim as optim_mod
+from kinac.train.amp import AMP_KINA
+from kinac.train.optim import OPTIM_KINA, to_numpy
+
+RES = HostResource()
+
+
+class Driver(FakeDriver):
+    """The copies a trainer step makes, on host memory."""
+
+    def cuMemcpyHtoDAsync(self, dst: int, src: int, n: int, s: Any) -> tuple[int]:  # noqa: N802
+        ctypes.memmove(dst, src, n)
+        return (0,)
+
+    cuMemcpyDtoDAsync = cuMemcpyHtoDAsync  # noqa: N815
+
+
+class Graph:
+    captured = True
+
+    def __init__(self, seq: Any, stream: Any, name: str = "") -> None:
+        self.seq = seq
+
+    def replay(self, stream: Any = None) -> None:
+        self.seq(stream)
+
+    def close(self) -> None:
+        pass
+
+
+def _array(ptr: int, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    n = _nbytes(dtype, shape)
+    buf = (ctypes.c_uint8 * max(n, 1)).from_address(ptr)
+    return np.frombuffer(buf, np.uint8)[:n].view(NP_NAMES[dtype]).reshape(shape)
+
+
+def gpu_twin(host: Any) -> GpuEntry:
+    """A GpuEntry with ``host``'s signature whose one "map" step runs ``host`` (a HostEntry)
+    on the bound addresses: the runtime's binding, staging and graph logic, real; the kernel,
+    the host's."""
+    lw0 = host.lowered
+    n_in = len(lw0.params)
+    launch = GpuLaunch("k_twin", 1, 128, ())
+    shape = tuple(lw0.outputs[0].shape)
+    reads = tuple(f"param{i}" for i in range(n_in))
+    steps = (GpuStep("k0_map", "map", "kernel", lw0.outputs[0].dtype, shape, reads, "out0",
+                     (launch,)),)  # fmt: skip
+    lw = GpuLoweredEntry(lw0.name, "", lw0.params, lw0.outputs, ("cuda:0",) * n_in,
+                         ("cuda:0",) * len(lw0.outputs), 0, 0, steps, ())  # fmt: skip
+    e = GpuEntry.__new__(GpuEntry)
+    e.lowered, e.ordinal, e.pinned, e.resource = lw, 0, False, RES
+    e.device = SimpleNamespace(enter=lambda: False, leave=lambda pushed: None)
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+                     contiguous_strides(o.shape)) for o in lw.outputs]  # fmt: skip
+    e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
+    e.stream = e.capture_stream = SimpleNamespace(cu=0, handle=0, synchronize=lambda: None)
+    e._imports, e._last_box, e._stager = {}, [None], None
+    npos = n_in + len(lw.outputs)
+    e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(npos)], set(), {}, OrderedDict()
+    e.captures = e.replays = 0
+    e.arena, e._allocs = 0, []
+    specs = (*lw.params, *lw.outputs)
+
+    def bind(key: tuple[int, ...]) -> Any:
+        ptrs = [p or e._staging(pos) for pos, p in enumerate(key)]
+        arrays = [_array(p, s.dtype, tuple(s.shape)) for p, s in zip(ptrs, specs, strict=True)]
+
+        def seq(stream: Any) -> None:
+            ins, outs = arrays[:n_in], arrays[n_in:]
+            alias = [any(np.shares_memory(o, a) for a in ins) for o in outs]
+            tmp = [np.empty_like(o) if a else o for o, a in zip(outs, alias, strict=True)]
+            host(*ins, out=tuple(tmp))  # host kernels take no aliasing: through a temporary
+            for o, t, a in zip(outs, tmp, alias, strict=True):
+                if a:
+                    np.copyto(o, t)
+
+        return seq, [seq]
+
+    e._bind = bind  # type: ignore[method-assign]
+    return e
+
+
+class HostStoreOnFakeDevice(flat_mod.DeviceStore):
+    def __init__(self) -> None:
+        self.resource = RES
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> list[GpuEntry]:
+    """Every specialisation a cuda trainer makes becomes a GPU twin of its host build."""
+    monkeypatch.setattr(driver, "_api", Driver())
+    monkeypatch.setattr(driver, "OK", 0)
+    monkeypatch.setattr(graph, "capture", Graph)
+    monkeypatch.setattr(flat_mod, "DeviceStore", HostStoreOnFakeDevice)
+    made: list[GpuEntry] = []
+    real = optim_mod.specialised
+
+    def specialised(fn: Any, args: tuple[Any, ...], dims: dict[str, int]) -> Any:
+        from kinac.api import compile as compile_defn
+        from kinac.api_grad import GradEntry, ValueAndGrad
+
+        if fn.target != "cuda":
+            return real(fn, args, dims)
+        host_args = tuple(to_numpy(a) for a in args)
+        if isinstance(fn, ValueAndGrad):
+            assert fn.fixed is not None
+            h = ValueAndGrad(DECODER, fn.fixed.name, fn.wrt, cache_dir=CACHE)
+            host = real(h, host_args, dims)
+            made.append(gpu_twin(host.entry))
+            return GradEntry(made[-1], host.wrt)
+        path = {"optim.kina": OPTIM_KINA, "amp.kina": AMP_KINA}[fn.key.file]
+        h = compile_defn(path, fn.key.name, cache_dir=CACHE)
+        made.append(gpu_twin(real(h, host_args, dims)))
+        return made[-1]
+
+    monkeypatch.setattr(optim_mod, "specialised", specialised)
+    return made
+
+
+@pytest.mark.parametrize("entry", ["decoder_1m", "decoder_1m_f16"])
+def test_cuda_trainer_wiring_matches_the_host_bit_for_bit(
+    fake_gpu: list[GpuEntry], entry: str
+) -> None:
+    host = Trainer(DECODER, entry, seed=6, cache_dir=CACHE)
+    dev = Trainer(DECODER, entry, seed=6, cache_dir=CACHE, target="cuda")
+    assert dev.opt.mode == "inplace" and isinstance(dev.opt.store, HostStoreOnFakeDevice)
+    rh, rd = host.run(3), dev.run(3)
+    assert [(r.loss, r.skipped, r.scale) for r in rh] == [(r.loss, r.skipped, r.scale) for r in rd]
+    for k, v in host.weights.items():
+        assert to_numpy(v).tobytes() == to_numpy(dev.weights[k]).tobytes(), k
+    assert dev.opt.calls == 3 * sum(not r.skipped for r in rd)  # skipped steps make none
+    if dev.scaler is not None:  # f16: one unscale and one finiteness check a step, flat
+        assert dev.scaler._flat is not None
+        assert [f.calls for f in dev.scaler._flat] == [3, 3]
+    loss_entry = dev._entry.entry
+    assert loss_entry in fake_gpu
+    # the weights and gradients never moved: only the host batch (a new upload each step)
+    # is staged; one graph, replayed
+    n_in = len(loss_entry.lowered.params)
+    names = [p.name for p in loss_entry.lowered.params]
+    staged = {names[p] if p < n_in else "out" for p in loss_entry.volatile}
+    assert staged <= {"tokens", "targets", "scale"}, staged
+    assert loss_entry.captures <= 3 and loss_entry.replays >= 1
+    # every gradient was written into its slice of the flat gradient buffer
+    grads = dev.opt.grad_buffers()
+    assert grads is not None and dev._outs is not None
+    assert all(o.ptr == grads[n].ptr for n, o in zip(dev.names, dev._outs[1:], strict=True))
+    flat = dev.opt._grad["flat.float32"]
+    assert flat.ptr <= min(g.ptr for g in grads.values())
+    assert all((g.ptr - flat.ptr) % 256 == 0 for g in grads.values())  # aligned slices
+    assert math.prod(flat.shape) >= dev.n_weights
