@@ -2,10 +2,14 @@
 
 :class:`Trainer` compiles ``kinac.value_and_grad`` of a ``kina.toml`` entry with respect to
 every weight (``kinac.train.params``: the roles of the parameters), initialises the weights
-from the seed, and runs steps on the synthetic task (``kinac.train.data``). On the host the
-loss-and-gradient call writes into buffers the trainer holds (``out=``) and the optimizer
-ping-pongs its own, so after the first step a step allocates no runtime buffer
-(:attr:`Trainer.allocations_per_step`, from ``kinac.rt.host.OUTPUT_STATS``).
+from the seed, and runs steps on the synthetic task (``kinac.train.data``). The
+loss-and-gradient call writes into buffers the trainer holds (``out=``): the loss into its own
+scalar, each gradient into its slice of the optimizer's flat gradient buffer. On the host the
+optimizer ping-pongs its flat buffers, so after the first step a step allocates no runtime
+buffer (:attr:`Trainer.allocations_per_step`, from ``kinac.rt.host.OUTPUT_STATS``); on a GPU
+it updates one device buffer each in place (``kinac.train.optim``), so the loss entry's
+weights and gradients never move and it replays one CUDA graph, and a step waits for the
+device once (the loss entry's bounds check; the loss is read then).
 
 Determinism: data and first weights depend only on the seed, and every kernel is
 deterministic (no atomics on the default path), so two runs with one seed give bitwise equal
@@ -172,7 +176,8 @@ class Trainer:
 
     @property
     def weights(self) -> dict[str, Any]:
-        """The current weights (host arrays the next steps overwrite: copy what you keep)."""
+        """The current weights (host arrays, or on a GPU device tensors, that the next steps
+        overwrite: copy what you keep)."""
         return self.opt.params
 
     def _args(self, tokens: Any, targets: Any, scale: float) -> tuple[Any, ...]:
