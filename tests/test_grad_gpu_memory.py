@@ -275,3 +275,35 @@ def test_block_gradients_on_the_gpu_with_flash_forward(tmp_path: Path, dt: str) 
     for n in BLOCK_W:
         g = torch.from_dlpack(grads[n]).float().cpu().numpy()
         assert rel_err(g, ref[n].grad.float().cpu().numpy()) <= tol, n
+
+
+def _kernel_text(kind: str, *body: str) -> str:
+    t = "tensor<8x8xf32>"
+    lines = [
+        f'"func.func"() <{{sym_name = "kernel", function_type = ({t}) -> {t}}}> ({{',
+        f"^bb0(%0: {t}):",
+        f'%1 = "kina.kernel"(%0) <{{kind = "{kind}", impl = "loops", sym = "kernel"}}> ({{',
+        f"^bb0(%2: {t}):",
+        *body,
+        f'"kina.yield"(%9) : ({t}) -> ()',
+    ]
+    return "\n".join(lines)
+
+
+def test_inplace_inputs_reads_the_kernel_text_conservatively() -> None:
+    """Elementwise maps and last-axis row kernels offer their same-typed input; a view, a
+    reduction over another axis, a kind that is neither, or an op line the parser cannot
+    read, offer nothing."""
+    from kinac.ir.gpu.plan import inplace_inputs
+
+    t = "tensor<8x8xf32>"
+    exp = f'%9 = "kina.exp"(%2) : ({t}) -> {t}'
+    assert inplace_inputs("map", _kernel_text("map", exp), 4) == (0,)
+    assert inplace_inputs("reduce", _kernel_text("reduce", exp), 4) == ()
+    view = f'%9 = "kina.transpose"(%2) <{{perm = array<i64: 1, 0>}}> : ({t}) -> {t}'
+    assert inplace_inputs("map", _kernel_text("map", view), 4) == ()
+    odd = f'%9 = "kina.exp"(%2) {{fastmath}} : ({t}) -> {t}'
+    assert inplace_inputs("map", _kernel_text("map", odd), 4) == ()
+    for axis, want in ((1, (0,)), (0, ())):
+        soft = f'%9 = "kina.softmax"(%2) <{{axis = {axis} : i64}}> : ({t}) -> {t}'
+        assert inplace_inputs("softmax", _kernel_text("softmax", soft), 4) == want

@@ -192,7 +192,11 @@ def inplace_inputs(kind: str, text: str, itemsize: int) -> tuple[int, ...]:
         last = shape[-1]
         if row_config(last, vector_width(last, itemsize), numel // last) is None:
             return ()
-    for op, _args, attrs, operands, result in _OP.findall(text):
+    found = _OP.findall(text)
+    named = [n for n in re.findall(r'"kina\.(\w+)"', text) if n not in ("kernel", "yield")]
+    if sorted(named) != sorted(f[0] for f in found if f[0] not in ("kernel", "yield")):
+        return ()  # an op this parser did not read: offer nothing
+    for op, _args, attrs, operands, result in found:
         if op in _FREE_OPS:
             continue
         if math.prod(_dims(result)) > numel:
