@@ -63,7 +63,7 @@ def _view(p: int, rows: int, cols: int, ld: int) -> np.ndarray:
 
 
 def test_split_products_use_blocks_of_at_least_min_rows() -> None:
-    """A product split on the pool calls BLAS on blocks of >= MIN_BLOCK_ROWS rows (or
+    """A product split on the pool calls BLAS on blocks of >= MIN_BLOCK_ROWS (256) rows (or
     columns), except the last; the blocks cover the product exactly once. Before, blocks were
     a quarter of the rows per thread (rounded to 8): [130, 512] @ [512, 40] ran as four blocks
     of 40 rows or fewer, each packing all of B again."""
@@ -84,7 +84,13 @@ def test_split_products_use_blocks_of_at_least_min_rows() -> None:
     )
     sgemm = _PROTO(image.addresses["kinac_sgemm"])
     rng = np.random.default_rng(0)
-    for m, n, k in ((256, 704, 256), (512, 256, 704), (200, 1000, 64), (130, 40, 512)):
+    for m, n, k in (
+        (256, 704, 256),
+        (512, 256, 704),
+        (200, 1000, 64),
+        (130, 40, 512),
+        (1100, 64, 64),
+    ):
         a = rng.standard_normal((m, k), np.float32)
         b = rng.standard_normal((k, n), np.float32)
         c = np.full((m, n), np.nan, np.float32)
@@ -95,8 +101,8 @@ def test_split_products_use_blocks_of_at_least_min_rows() -> None:
         split = 0 if m >= n else 1
         sizes = [call[split] for call in calls]
         assert sum(sizes) == max(m, n)
-        assert all(s >= 128 for s in sizes[:-1]), (m, n, k, sizes)
-        assert len(sizes) <= max(1, -(-max(m, n) // 128))
+        assert all(s >= 256 for s in sizes[:-1]), (m, n, k, sizes)
+        assert len(sizes) <= max(1, -(-max(m, n) // 256))
     del image
 
 

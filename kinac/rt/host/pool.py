@@ -27,9 +27,11 @@ _WAIT, _WAKE = 128, 129  # FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
 MIN_SPLIT_FLOPS = 1 << 21  # below this a product runs as one block
 BLOCKS_PER_THREAD = 4
 # Each block of a split product packs the whole of the other operand again (a row block packs
-# all of B), so thin blocks pay that copy many times: 64-row blocks of [512,256] @ [256,704]
-# cost 20% more CPU time than the whole product in one call; 128-row blocks are within a few %.
-MIN_BLOCK_ROWS = 128
+# all of B), so thin blocks pay that copy many times: single-threaded OpenBLAS took 20% more CPU
+# time for [512,256] @ [256,704] as 64-row blocks than in one call, 13% as 128-row blocks, 4%
+# as 256-row blocks. The small transformer block and the MLP of benches/cpu.py used the least
+# CPU time (and the least wall time) with 256 (then 128, then 64) in one loaded A/B run.
+MIN_BLOCK_ROWS = 256
 
 _POOL = """
 @kp_gen = internal global i32 0
