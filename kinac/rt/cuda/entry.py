@@ -373,13 +373,23 @@ class GpuEntry:
         else:
             ins = []
             hits = 0
+            imports = self._imports
+            # every array's address at once when they are of one type with a data_ptr (torch
+            # tensors): the per-array check of _known, in one C-level map
+            kinds = set(map(type, arrays))
+            dp = getattr(next(iter(kinds)), "data_ptr", None) if len(kinds) == 1 else None
+            dps = entry_hot.addresses(dp, arrays) if dp is not None else None
             for i, a in enumerate(arrays):  # a CUDA array passed before (weights): its import
-                t = self._known(i, a)
-                if t is not None:
-                    ins.append(t)
+                hit = imports.get((i, id(a)))
+                if (
+                    hit is not None
+                    and hit[0]() is a
+                    and (dps[i] == hit[1].ptr if dps is not None else self._known(i, a))
+                ):
+                    ins.append(hit[1])
                     hits += 1
                 else:
-                    ins.append(self._input(a, i))
+                    ins.append(self._input(a, i))  # (a moved one is forgotten there, re-imported)
             self._last_box[0] = entry_hot.memo(arrays, ids, ins) if hits == len(arrays) else None
         stager = self._stager
         if stager is not None and stager._pending:  # the compute waits, on the device, for copies

@@ -98,6 +98,15 @@ def outputs(entry: GpuEntry) -> list[Tensor]:
     return outs
 
 
+def addresses(dp: Any, arrays: tuple[Any, ...]) -> tuple[int, ...] | None:
+    """``dp`` (a ``data_ptr`` method) of each array; None when it is not torch's (a kinac
+    :class:`Tensor` has none; anything else that fails is checked one by one)."""
+    try:
+        return tuple(map(dp, arrays))
+    except Exception:  # noqa: BLE001 - not torch's data_ptr
+        return None
+
+
 def memo(arrays: tuple[Any, ...], ids: tuple[int, ...], ins: list[Tensor]) -> tuple[Any, ...]:
     """What :func:`hot_call` compares a later call with: the arrays' ids, their imports and
     addresses, and (when every array is of one type with a ``data_ptr`` method, as torch

@@ -1,0 +1,145 @@
+"""The host cost of a GPU call's Python, measured without a GPU (issue 14 item 1).
+
+    PYTHONPATH=. python3 benches/call_path_cpu.py [--reps N]
+
+``kinac.compile(workspaces/transformer, "block", target="cuda")`` is compiled for real (the
+small bf16 block's lowered entry and PTX), but its :class:`~kinac.rt.cuda.entry.GpuEntry` is
+built without a driver: memory from the pool over a virtual resource, the context check and
+the graph launch are no-op functions, torch CPU tensors stand for CUDA ones (imported at their
+own addresses). What is timed is therefore everything a call does in Python up to the driver:
+argument checks, the memo, output tensors, the binding lookup. Add ~1.5-2 us of driver time
+for ``cuGraphLaunch`` on the H200. CPU time of this thread (``thread_time_ns``), best of
+rounds, so a loaded machine disturbs it less; the reference is one eager ``torch.add`` on the
+CPU, in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+
+def best_us(fn: Callable[[], Any], n: int, rounds: int = 9) -> float:
+    """Best over ``rounds`` of this thread's CPU time per call of ``n`` calls (us)."""
+    fn()
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.thread_time_ns()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.thread_time_ns() - t0) / n / 1e3)
+    return best
+
+
+class _Graph:
+    """A captured graph whose launch does nothing (returns CUDA_SUCCESS)."""
+
+    captured = True
+
+    def __init__(self) -> None:
+        self.fast_launch = (lambda ex, stream: 0, None)
+
+    def replay(self, stream: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def driverless(ins: list[Any]) -> Callable[..., Any]:
+    """A ``load_gpu_entry`` that builds the entry without a driver, importing ``ins``."""
+    from kinac.rt.cuda import entry as E
+    from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+    from kinac.rt.cuda.pool import PoolResource
+    from kinac.rt.cuda.resources import VirtualResource
+    from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
+
+    def load(lowered: Any, ptx: str, **_: Any) -> Any:
+        e = E.GpuEntry.__new__(E.GpuEntry)
+        e.lowered, e.ordinal, e.pinned = lowered, 0, True
+        e.resource = PoolResource(VirtualResource())
+        e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+                         contiguous_strides(o.shape)) for o in lowered.outputs]  # fmt: skip
+        e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
+        stream = type("S", (), {"cu": 0, "handle": 0, "cvp": None, "synchronize": lambda s: None})()
+        e.stream = e.capture_stream = stream
+        e._imports, e._last_box, e._stager = {}, [None], None
+        n = len(lowered.params) + len(lowered.outputs)
+        e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(n)], set(), {}, OrderedDict()  # fmt: skip
+        e.captures = e.replays = 0
+        e._bind = lambda key: ((lambda s: None), [])
+        e._ctx_get, e._ctx_cur, e._ctx_ref, e._ctx_mine = (lambda r: 0), ctypes.c_void_p(), None, None  # fmt: skip
+        for i, (a, p) in enumerate(zip(ins, lowered.params, strict=True)):
+            t = Tensor(a.data_ptr(), p.shape, DL_NAMES[p.dtype], device=(KDL_CUDA, 0))
+            e._remember(i, a, t)
+        return e
+
+    return load
+
+
+def cpu_as_cuda_import(x: Any) -> Any:
+    """What :func:`kinac.rt.cuda.entry_hot.torch_import` makes of a CUDA tensor, for a CPU one
+    (the same attribute reads; its stream check aside)."""
+    from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor
+
+    dt = DTYPES[str(x.dtype).removeprefix("torch.")]
+    return Tensor(x.data_ptr(), tuple(x.shape), dt, device=(KDL_CUDA, 0),
+                  strides=tuple(x.stride()), owner=x.untyped_storage())  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=2000)
+    a = ap.parse_args()
+    import torch
+    from gpu_refs import SMALL, block_inputs
+
+    import kinac
+    from kinac.rt.cuda import entry as E
+    from kinac.rt.cuda import graph as G
+
+    ins = block_inputs(SMALL, torch.bfloat16, device="cpu")
+    E.load_gpu_entry = driverless(ins)
+    E.entry_hot.torch_import = cpu_as_cuda_import  # type: ignore[assignment]
+    G.capture = lambda seq, stream, name="": _Graph()  # type: ignore[assignment,misc]
+    h, kv = SMALL["h"], SMALL["kv"]
+    with tempfile.TemporaryDirectory() as tmp:
+        f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda", cache_dir=tmp)
+        f(h, kv, *ins)
+    entry = next(iter(f._entries.values()))
+    for _ in range(4):
+        f(h, kv, *ins)
+        f(*ins, H=h, KV=kv)
+    x0 = ins[0]
+
+    def fresh() -> Any:  # a new tensor object at the same address (as torch's allocator reuses)
+        return f(h, kv, x0.view(x0.shape), *ins[1:])
+
+    rows = [
+        ("kinac.compile callable, dims positional (hot path)", lambda: f(h, kv, *ins)),
+        ("kinac.compile callable, dims by keyword (hot path)", lambda: f(*ins, H=h, KV=kv)),
+        ("kinac.compile callable, a fresh x object each call (fast path; incl. its view)", fresh),
+        ("(the view alone)", lambda: x0.view(x0.shape)),
+        ("GpuEntry called directly", lambda: entry(*ins)),
+        ("reference: one eager torch.add (CPU)", lambda: torch.add(ins[1], ins[1])),
+    ]
+    print("| call (small bf16 block, 10 arrays; Python up to the driver) | host us per call |")
+    print("|---|---|")
+    for name, fn in rows:
+        print(f"| {name} | {best_us(fn, a.reps):.2f} |")
+    print(f"\nhot calls: callable {f.hot_calls}, entry {entry.hot_calls}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
