@@ -16,6 +16,7 @@ build still runs here; the next ones are forwarded). docs/incremental.md, "Build
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -169,6 +170,13 @@ def talk(path: Path, argv: list[str]) -> int | None:
     except KeyboardInterrupt:
         print("kinac: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # ``kinac build | head``: our reader left (kinac.cli does the same)
+        if wrote:
+            with contextlib.suppress(OSError):
+                sys.stderr.close()
+            return 0
+        _note("its connection broke")
+        return None
     except (OSError, ProtocolError, ValueError) as e:  # socket.timeout is an OSError
         what = "timed out" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
         _note(f"{what}" + (" (output above is incomplete)" if wrote else ""))
