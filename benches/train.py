@@ -83,7 +83,22 @@ def kinac_rows(
         device=None if used is None or before is None else used - before,
         allocations_after_first=sum(tr.allocations_per_step[1:]),
         optimizer_calls_per_step=(tr.opt.calls / tr.step_count),
+        **_entry_counts(tr),
     )  # fmt: skip
+
+
+def _entry_counts(tr: Any) -> dict[str, Any]:
+    """The loss entry's CUDA graphs captured, its replays, and its staged (volatile)
+    positions: on a GPU the weights and gradients must never be staged."""
+    entry = getattr(getattr(tr, "_entry", None), "entry", None)
+    if entry is None or not hasattr(entry, "captures"):
+        return {}
+    names = [p.name for p in entry.lowered.params] + ["out"] * len(entry.lowered.outputs)
+    return {
+        "loss_entry_graphs": entry.captures,
+        "loss_entry_replays": entry.replays,
+        "loss_entry_staged": sorted({names[i] for i in entry.volatile}),
+    }
 
 
 def _row(impl: str, weights: int, tokens: int, first: float, times: list[float], loss0: float,
