@@ -10,13 +10,14 @@
 #
 # Why interleaved in one run: on a shared machine (or a GPU whose clocks drift) only ratios
 # measured side by side mean anything. BEFORE (any commit-ish) is `git archive`d into a temp
-# dir; "after" is this working tree as it is (uncommitted edits included). Each of the N rounds
+# dir; "after" is this working tree as it is (uncommitted edits included), or with -a AFTER
+# another commit (archived too: a shared worktree's uncommitted edits stay out) or directory. Each of the N rounds
 # runs both, alternating which goes first (before/after, then after/before, ...). Each run
 # happens in its tree's root with PYTHONPATH=<tree>:$PYTHONPATH (so `import kinac` and
 # `python -m kinac` resolve to that tree, not to the installed one), OUT set to its own
 # folder, and `{out}` in ARGS replaced by that folder. Everything goes under $OUT (else
 # ./before-after-out): before-<i>/ and after-<i>/ (log.txt, exit.txt, files the command
-# wrote), the archived tree's commit in before.txt, and table.md (also printed).
+# wrote), each tree's commit in before.txt / after.txt, and table.md (also printed).
 # -t SECONDS stops each run after that long (`timeout`): the table then compares the rows both
 # runs printed before they were stopped (benches/gpu.py prints each section as it ends).
 # The table (scripts/before_after_table.py) pairs lines that read the same with their numbers
@@ -25,12 +26,13 @@
 set -uo pipefail
 ROUNDS=1
 LIMIT=""
-while [ "${1:-}" = "-n" ] || [ "${1:-}" = "-t" ]; do
-  if [ "$1" = "-n" ]; then ROUNDS="$2"; else LIMIT="$2"; fi
+AFTER=""
+while [ "${1:-}" = "-n" ] || [ "${1:-}" = "-t" ] || [ "${1:-}" = "-a" ]; do
+  case "$1" in -n) ROUNDS="$2" ;; -t) LIMIT="$2" ;; -a) AFTER="$2" ;; esac
   shift 2
 done
 if [ $# -lt 3 ] || [ "$2" != "--" ]; then
-  echo "usage: $0 [-n ROUNDS] [-t SECONDS_PER_RUN] BEFORE -- CMD [ARGS...]" >&2
+  echo "usage: $0 [-n ROUNDS] [-t SECONDS_PER_RUN] [-a AFTER] BEFORE -- CMD [ARGS...]" >&2
   exit 2
 fi
 BEFORE="$1"
@@ -40,19 +42,33 @@ cd "$HERE"
 OUTDIR="${OUT:-$HERE/before-after-out}"
 mkdir -p "$OUTDIR"
 OUTDIR="$(cd "$OUTDIR" && pwd)"
-if [ -d "$BEFORE" ]; then  # an extracted tree (a machine without the repository's .git)
-  TMP="$(cd "$BEFORE" && pwd)"
-  echo "tree $TMP" >"$OUTDIR/before.txt"
-else
-  COMMIT="$(git rev-parse --verify --quiet "$BEFORE^{commit}")" || {
-    echo "before_after: neither a commit nor a directory: $BEFORE" >&2
+TEMPS=()
+trap 'rm -rf "${TEMPS[@]}"' EXIT
+tree_of() {  # tree_of COMMIT|DIR LABEL: sets TREE (a directory as is, a commit archived)
+  if [ -d "$1" ]; then  # an extracted tree (a machine without the repository's .git)
+    TREE="$(cd "$1" && pwd)"
+    echo "tree $TREE" >"$OUTDIR/$2.txt"
+    return
+  fi
+  local commit
+  commit="$(git rev-parse --verify --quiet "$1^{commit}")" || {
+    echo "before_after: neither a commit nor a directory: $1" >&2
     exit 2
   }
-  TMP="$(mktemp -d "${TMPDIR:-/tmp}/kinac-before-XXXXXX")"
-  trap 'rm -rf "$TMP"' EXIT
-  git archive "$COMMIT" | tar -x -C "$TMP" || { echo "before_after: git archive failed" >&2; exit 2; }
-  [ -d "$HERE/.whl" ] && ln -s "$HERE/.whl" "$TMP/.whl"
-  echo "$COMMIT $(git log -1 --format=%s "$COMMIT" | cut -c1-100)" >"$OUTDIR/before.txt"
+  TREE="$(mktemp -d "${TMPDIR:-/tmp}/kinac-$2-XXXXXX")"
+  TEMPS+=("$TREE")
+  git archive "$commit" | tar -x -C "$TREE" || { echo "before_after: git archive failed" >&2; exit 2; }
+  [ -d "$HERE/.whl" ] && ln -s "$HERE/.whl" "$TREE/.whl"
+  echo "$commit $(git log -1 --format=%s "$commit" | cut -c1-100)" >"$OUTDIR/$2.txt"
+}
+tree_of "$BEFORE" before
+TMP="$TREE"
+if [ -n "$AFTER" ]; then
+  tree_of "$AFTER" after
+  HERE_TREE="$TREE"
+else
+  HERE_TREE="$HERE"
+  echo "working tree $HERE at $(git rev-parse --short HEAD 2>/dev/null || echo '?') (uncommitted edits included)" >"$OUTDIR/after.txt"
 fi
 
 status=0
@@ -74,9 +90,9 @@ run_one() {  # run_one LABEL TREE ROUND
 CMD=("$@")
 for ((i = 1; i <= ROUNDS; i++)); do
   if ((i % 2)); then
-    run_one before "$TMP" "$i"; run_one after "$HERE" "$i"
+    run_one before "$TMP" "$i"; run_one after "$HERE_TREE" "$i"
   else
-    run_one after "$HERE" "$i"; run_one before "$TMP" "$i"
+    run_one after "$HERE_TREE" "$i"; run_one before "$TMP" "$i"
   fi
 done
 python3 "$HERE/scripts/before_after_table.py" "$OUTDIR" "$ROUNDS" | tee "$OUTDIR/table.md"

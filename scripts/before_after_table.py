@@ -86,6 +86,8 @@ def main() -> int:
     print(
         f"before: {(outdir / 'before.txt').read_text().strip() if (outdir / 'before.txt').is_file() else '?'}"
     )
+    after = outdir / "after.txt"
+    print(f"after: {after.read_text().strip() if after.is_file() else '?'}")
     print(f"rounds: {rounds}\n")
     print("| row | value | before | after | after / before |")
     print("|---|---|---|---|---|")
