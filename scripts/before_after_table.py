@@ -4,9 +4,9 @@
 
 Why generic: the benches print markdown tables (``benches/gpu.py``) or aligned text
 (``benches/cpu.py``), and the "before" tree may print fewer rows than "after". A line's
-*shape* is the line with its numbers blanked; lines of the same shape (and the same
-occurrence of that shape) in the two logs are the same row, and their numbers pair up by
-position. A markdown row's column names come from its table's header; a text line's numbers
+*shape* is the line with its numbers blanked (a table row: its text cells); lines of the same
+shape (and the same occurrence of that shape) in the two logs are the same row, and their
+numbers pair up by column name (a column only one tree printed is left out). A markdown row's column names come from its table's header; a text line's numbers
 are named by the word before each, or, in an aligned text table (columns two or more spaces
 apart under a header line without numbers), by that header. Rows only one tree printed are listed
 after the table. Each value is the median over the rounds (the benches already keep the best
@@ -92,10 +92,10 @@ def main() -> int:
     print("| row | value | before | after | after / before |")
     print("|---|---|---|---|---|")
     for key in both:
-        cols = runs["after"][0][key]
-        for j, (name, _) in enumerate(cols):
-            b = [r[key][j][1] for r in runs["before"] if j < len(r[key])]
-            a = [r[key][j][1] for r in runs["after"] if j < len(r[key])]
+        for name in [n for n, _ in runs["after"][0][key]]:
+            # by column name: a newer bench may print other columns (or the same in another order)
+            b = [v for r in runs["before"] for n, v in r[key] if n == name][:rounds]
+            a = [v for r in runs["after"] for n, v in r[key] if n == name][:rounds]
             if not a or not b:
                 continue
             bm, am = statistics.median(b), statistics.median(a)
