@@ -16,6 +16,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,33 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS rdep(dep TEXT NOT NULL, qid TEXT NOT NULL, PRIMARY KEY (dep, qid))"
     " WITHOUT ROWID",
 )
+
+
+# SQLite files this process holds a connection to (path -> how many). Reading such a file's
+# header with a plain open()/close() would drop every POSIX lock the process holds on it (a
+# close of any descriptor does), so another process's writer could race this one's: "database
+# disk image is malformed" or "disk I/O error" with two stores on one cache (kinac.api opens one
+# per compiled function) beside another process. A file open here was healthy when first opened.
+_OPEN: dict[str, int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _opened(path: Path, delta: int) -> None:
+    key = os.path.realpath(path)
+    with _OPEN_LOCK:
+        n = _OPEN.get(key, 0) + delta
+        if n > 0:
+            _OPEN[key] = n
+        else:
+            _OPEN.pop(key, None)
+
+
+def _check_header(path: Path) -> None:
+    """:func:`check_header`, skipped for a file this process already has open (see ``_OPEN``)."""
+    with _OPEN_LOCK:
+        if os.path.realpath(path) in _OPEN:
+            return
+    check_header(path)
 
 
 def _warn_stderr(msg: str) -> None:
@@ -127,6 +155,7 @@ class CacheFiles:
         for attempt in (0, 1):
             try:
                 self._con = _connect(path)
+                _opened(path, 1)
                 if self.base_gen is None:
                     self.base_gen = _gen(self._con)
                 return self._con
@@ -151,7 +180,7 @@ class CacheFiles:
             try:
                 if path.exists() and not (path / "cache.db").is_file() and any(path.iterdir()):
                     raise Damaged("its index is missing or not a file")
-                check_header(path / "cache.db")
+                _check_header(path / "cache.db")
                 self._blobs = diskcache.Cache(
                     str(path),
                     disk=SafeDisk,
@@ -159,6 +188,7 @@ class CacheFiles:
                     size_limit=self.size_limit,
                     cull_limit=64,
                 )
+                _opened(path / "cache.db", 1)
                 return self._blobs
             except (sqlite3.Error, Damaged, OSError) as e:
                 if damage_kind(e) == "damaged" and attempt == 0:
@@ -191,11 +221,13 @@ class CacheFiles:
                 self._con.close()
             except sqlite3.Error:
                 pass
+            _opened(self.directory / INDEX, -1)
         if self._blobs is not None:
             try:
                 self._blobs.close()
             except (sqlite3.Error, OSError):
                 pass
+            _opened(self.directory / BLOBS / "cache.db", -1)
         self._con = None
         self._blobs = None
 
@@ -207,7 +239,7 @@ def _gen(con: sqlite3.Connection) -> int:
 
 def _connect(path: Path) -> sqlite3.Connection:
     """Open (or create) the index; raises on a file that is not a healthy kinac index."""
-    check_header(path)
+    _check_header(path)
     con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
     try:
         con.execute("PRAGMA journal_mode=WAL")

@@ -94,5 +94,8 @@ def check_header(path: Path) -> None:
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(head[28:32], "big")
     header_valid = head[24:28] == head[92:96]
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return  # a live WAL: another process may be checkpointing (page 1 is written first)
     if header_valid and pages and path.stat().st_size < pages * page_size:
         raise Damaged(f"truncated: {path.stat().st_size} bytes of {pages * page_size}")

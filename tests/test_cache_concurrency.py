@@ -1,0 +1,83 @@
+"""Several processes sharing one cold cache (CI shards, the ranks of ``kinac launch``, an
+editor's build beside a terminal's) open, write and read it at once: no warning, no file moved
+aside, every value written is read back intact.
+
+The defect this guards: a process holding two stores on one cache (``kinac.api`` opens one per
+compiled function) read the SQLite header with a plain ``open()``/``close()`` before the second
+connection, and closing that descriptor dropped the process's POSIX locks on the file, so another
+process's writes raced its own: ``database disk image is malformed`` (a healthy index moved aside)
+or ``disk I/O error`` (the cache turned off)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kinac.rules.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WORKER = r"""
+import json, os, sys, types
+from pathlib import Path
+from kinac.rules.codec import digest, pack
+from kinac.rules.store import Store
+
+d, me, rounds = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+msgs = []
+first = Store(d, warn=msgs.append)  # two stores in one process, as kinac.api holds them
+second = Store(d, warn=msgs.append)
+for r in range(rounds):
+    for j, s in enumerate((first, second)):
+        s.load_graph()
+        values = [os.urandom(2000 + 97 * k).hex() for k in range(12)]
+        blobs = [pack(v) for v in values]
+        for b in blobs:
+            s.stage_blob(digest(b), b)
+        memos = {
+            f"w{me}-{r}-{k}-{j}": types.SimpleNamespace(
+                name="q", key_json=b"[]", fp=digest(blobs[k % 12]), deps=[("dep", "fp")]
+            )
+            for k in range(60)
+        }
+        s.save(memos)
+        for v, b in zip(values, blobs):
+            if s.load_value(digest(b)) != v:
+                msgs.append(f"value {digest(b)[:12]} not read back")
+    first.close()  # reopen: a close is a checkpoint, racing the others' header checks
+print(json.dumps(msgs))
+"""
+
+
+def test_processes_sharing_a_cold_cache_stay_quiet_and_lose_nothing(tmp_path: Path) -> None:
+    d = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(d), str(i), "6"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(5)
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert json.loads(out) == [], out
+        assert "warning" not in err, err
+    assert not [p.name for p in d.iterdir() if ".corrupt-" in p.name]
+    s = Store(d, warn=lambda m: (_ for _ in ()).throw(AssertionError(m)))
+    report = s.verify()  # type: ignore[attr-defined]
+    assert report["dropped"] == 0 and report["records_dropped"] == 0 and not report["quarantined"]
+    assert report["ok"] == 5 * 6 * 2 * 12
+    rows = s.load_graph()
+    assert len(rows) == 5 * 6 * 2 * 60
+    for qid, raw in rows.items():
+        rec = s.decode_record(qid, raw)
+        assert rec is not None and rec[0] == "q"
+    s.close()
