@@ -44,13 +44,8 @@ _POOL = """
 declare i64 @syscall(i64, ...)
 
 define internal void @kp_wait(ptr %word, i32 %val) {{
-entry:
-{spin}
-sleep:
   %v = zext i32 %val to i64
   %r = call i64 (i64, ...) @syscall(i64 {futex}, ptr %word, i64 {wait}, i64 %v, ptr null)
-  ret void
-done:
   ret void
 }}
 
@@ -269,36 +264,13 @@ split:
 """
 
 
-# Before sleeping on a futex, a waiter spins for up to this many time-stamp-counter ticks
-# (~30 us at 2 GHz) watching the word. An entry's steps follow each other closely: a worker
-# that slept after one step and had to be woken for the next (a futex wake and a reschedule,
-# tens of microseconds in a VM) joined each small kernel late, and the caller, asleep while
-# the last block finished, resumed late after every step. Bounded, so an idle pool still
-# sleeps, and a waiter on a loaded machine gives its core back soon.
-SPIN_TICKS = 1 << 16
-_SPIN_X86 = """
-  %t0 = call i64 @llvm.readcyclecounter()
-  br label %spin
-spin:
-  %now = load atomic i32, ptr %word monotonic, align 4
-  %moved = icmp ne i32 %now, %val
-  br i1 %moved, label %done, label %pause
-pause:
-  call void @llvm.x86.sse2.pause()
-  %t = call i64 @llvm.readcyclecounter()
-  %dt = sub i64 %t, %t0
-  %more = icmp ult i64 %dt, {ticks}
-  br i1 %more, label %spin, label %sleep
-"""
-_SPIN_DECLS = "declare i64 @llvm.readcyclecounter()\ndeclare void @llvm.x86.sse2.pause()\n"
+def pool_ir(futex: int) -> str:
+    """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number).
 
-
-def pool_ir(futex: int, spin: bool = False) -> str:
-    """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
-    ``spin``: waiters spin briefly before they sleep, x86-64 only: it reads the TSC)."""
-    head = _SPIN_X86.format(ticks=SPIN_TICKS) if spin else "  br label %sleep"
-    text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE, spin=head)
-    text += _SPIN_DECLS if spin else ""
+    Waiters sleep on the futex at once. Spinning first (~30 us, bounded by the TSC) was tried
+    for issue 14: in a same-process A/B on the loaded 2-core machine it used more CPU time and
+    was no faster, for the small block and the MLP alike."""
+    text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE)
     for t, ty in (("s", "float"), ("d", "double")):
         text += _GEMM.format(
             t=t, ty=ty, min_flops=MIN_SPLIT_FLOPS, blocks=BLOCKS_PER_THREAD, min_rows=MIN_BLOCK_ROWS
@@ -329,8 +301,7 @@ def start_pool(blas: tuple[tuple[str, int], ...]) -> dict[str, int] | None:
     from kinac.codegen.llvm import compile_object, host_target, jit_load
 
     exports = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
-    ir = pool_ir(futex, spin=platform.machine() == "x86_64")
-    image = jit_load(compile_object(ir, host_target()), dict(blas), exports)
+    image = jit_load(compile_object(pool_ir(futex), host_target()), dict(blas), exports)
     _IMAGES.append(image)
     worker = ctypes.CFUNCTYPE(None)(image.addresses["kinac_pool_worker"])
     for i in range(thread_count() - 1):
