@@ -31,7 +31,7 @@ def rows_of(text: str) -> dict[tuple[str, int], list[tuple[str, float]]]:
     out: dict[tuple[str, int], list[tuple[str, float]]] = {}
     seen: dict[str, int] = {}
     header: list[str] = []
-    text_header: list[str] = []
+    text_header = ""
     for line in text.splitlines():
         s = line.strip()
         if s.startswith("|") and s.endswith("|"):
@@ -45,18 +45,26 @@ def rows_of(text: str) -> dict[tuple[str, int], list[tuple[str, float]]]:
                 continue
             label = " | ".join(c for i, c in enumerate(cells) if not CELL_NUM.match(c))
             named = [(header[i] if i < len(header) else f"#{i}", v) for i, v in vals]
-        elif len(cols := re.split(r"\s{2,}", s)) >= 3 and len(cols) == len(text_header):
-            # an aligned text table (a header line without numbers above): first cell, columns
-            vals = [(i, float(m.group(1))) for i, c in enumerate(cols) if (m := CELL_NUM.match(c))]
+        elif text_header and len(cells := list(re.finditer(r"\S+(?: \S+)*", line))) >= 3:
+            # an aligned text table under a header line without numbers: the row is its first
+            # cell; a number's column is the header's text between the cell before it and its end
+            vals = []
+            prev_end = cells[0].end()
+            for c in cells[1:]:
+                m = CELL_NUM.match(c.group())
+                if m:
+                    above = re.split(r"\s{2,}", text_header[prev_end : c.end()].strip())[-1]
+                    vals.append((above or f"col {c.start()}", float(m.group(1))))
+                prev_end = c.end()
             if not vals:
                 continue
-            label = cols[0]
-            named = [(text_header[i], v) for i, v in vals]
+            label = cells[0].group()
+            named = vals
         else:
             found = list(NUM.finditer(s))
             if not found:
                 header = []
-                text_header = re.split(r"\s{2,}", s)
+                text_header = line
                 continue
             label = re.sub(r"\s+", " ", NUM.sub("#", s))  # aligned columns' widths vary
             named = []
