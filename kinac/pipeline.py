@@ -86,10 +86,11 @@ def target_override(db: Database, _: tuple[()]) -> str | None:
 
 @input_query("host_target")
 def host_target(db: Database, _: tuple[()]) -> Any:
-    """The host CPU that object code is compiled for: an explicit input, never ambient."""
-    from kinac.codegen.llvm import host_target as detect
+    """The host CPU that object code is compiled for: an explicit input, never ambient
+    (detected once per machine and remembered in the cache: :mod:`kinac.host_cpu`)."""
+    from kinac.host_cpu import host_target as detect
 
-    return detect()
+    return detect(db.store)
 
 
 # ---------------------------------------------------------------------------- workspace

@@ -164,6 +164,17 @@ class Store(CacheFiles):
             pass
         return None
 
+    def save_setting(self, key: str, value: Any) -> None:
+        """Write one sealed setting now (a machine fact such as the detected host CPU), without
+        starting a generation: it describes the machine, not a build."""
+        con = self._index()
+        if con is None:
+            return
+        try:
+            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, seal(value)))
+        except (sqlite3.Error, ValueError) as e:
+            self._failed(e, "index")
+
     def save(
         self,
         memos: dict[str, Any],
