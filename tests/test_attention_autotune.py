@@ -119,6 +119,13 @@ def test_candidates_are_valid_and_the_key_erases_what_is_tuned() -> None:
     assert len({label(c) for c in cands}) == len(cands)
     q = replace(p, block_m=128, stages=3, mma="wgmma_pipe")
     assert tuning_key(q) == tuning_key(p)
+    assert tuning_key(replace(p, mma="wgmma", pack_p=True, lpt=True)) == tuning_key(p)
+    # the scheduling switches: packed P on 128x128 wgmma; the grid order for causal only
+    assert any(c.pack_p and c.lpt and (c.block_m, c.block_n) == (128, 128) for c in cands)
+    assert not any(c.lpt for c in candidates(replace(p, causal=False), "sm_90a"))
+    picked = pick(p, "sm_90a", cands, tuple(0.5 if c.pack_p and c.lpt else 1.0 for c in cands))
+    assert (picked.pack_p, picked.lpt, picked.how) == (True, True, "timed")
+    assert apply(p, picked).pack_p and apply(p, picked).lpt
     assert tuning_key(replace(p, sq=301, sk=301)) != tuning_key(p)
     # the fake GPU's buffers: out, q, k, v sized by the strides
     assert buffer_bytes(p) == (2 * 4 * 300 * 128, 2 * 4 * 300 * 128, 2 * 2 * 300 * 128,

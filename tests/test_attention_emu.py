@@ -20,6 +20,7 @@ import threading
 from dataclasses import replace
 from typing import Any
 
+import attention_emu_mbar as mbemu
 import numpy as np
 import pytest
 
@@ -219,6 +220,7 @@ _CB = {
         None, _P, ctypes.c_uint64, _P, _P, ctypes.c_int32, ctypes.c_int32, _P
     )(_wgmma),
 }
+_CB.update(mbemu.CALLBACKS)
 _SYMS = {n: ctypes.cast(f, ctypes.c_void_p).value or 0 for n, f in _CB.items()}
 
 _EMU_DEFS = """
@@ -295,6 +297,11 @@ def host_ir(p: AttnParams) -> str:
                 r"@kemu_shfl(\1, \2)", ir)  # fmt: skip
     ir = ir.replace("@llvm.nvvm.barrier0()", "@kemu_barrier()")
     ir = ir.replace("@llvm.nvvm.ex2.approx.ftz.f32", "@llvm.exp2.f32")
+    if p.mbar:  # copies pending until a wait (attention_emu_mbar.py)
+        ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@kemu_cp")
+        ir = re.sub(r"@llvm\.nvvm\.cp\.async\.wait\.group\(i32 \d+\)", "@kemu_cp_wait()", ir)
+        ir = re.sub(r"define internal void @\w+_mb_\w+\(.*?\n\}\n", "", ir, flags=re.S)
+        ir = mbemu.DECLS + mbemu.host_defs(kernel_name(p)) + ir
     ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@emu_cp")
     ir = re.sub(
         r"  call void @llvm\.nvvm\.cp\.async\.(commit\.group\(\)|wait\.group\(i32 \d+\))\n", "", ir
@@ -311,7 +318,9 @@ def host_ir(p: AttnParams) -> str:
     )
     ir = re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
     ir = re.sub(r'  call void asm sideeffect "[^"]*", "~\{memory\}"\(\)\n', "", ir)
-    ir = re.sub(r"define internal \{[^}]*\} @\w+_(wg|fence)_[so]\(.*?\n\}\n", "", ir, flags=re.S)
+    ir = re.sub(
+        r"define internal \{[^}]*\} @\w+_(wg|fence|pin)_[sop]\(.*?\n\}\n", "", ir, flags=re.S
+    )
     decls = "declare float @llvm.maxnum.f32(float, float)\ndeclare float @llvm.fma.f32(float, float, float)\n"
     decls += "declare i32 @llvm.umin.i32(i32, i32)\n"
     return decls + _EMU_DEFS + _wgmma_defs(p) + ir
@@ -357,14 +366,27 @@ def _wgmma_defs(p: AttnParams) -> str:
             prev = f"%s{i}"
         fence += [f"  ret {st} {prev}", "}"]
         out += body + fence
+    if p.pack_p:  # the pin of P's packed registers: an identity (x86 has too few registers)
+        n = p.block_n // 4
+        st = "{" + ", ".join(["i32"] * n) + "}"
+        out.append(
+            f"define internal {st} @{name}_pin_p({', '.join(f'i32 %c{i}' for i in range(n))}) {{"
+        )
+        prev = "poison"
+        for i in range(n):
+            out.append(f"  %s{i} = insertvalue {st} {prev}, i32 %c{i}, {i}")
+            prev = f"%s{i}"
+        out += [f"  ret {st} {prev}", "}"]
     return "\n".join(out) + "\n"
 
 
-def run_kernel(p: AttnParams, *inputs: np.ndarray) -> np.ndarray:
+def run_kernel(p: AttnParams, *inputs: np.ndarray, edit: Any = None) -> np.ndarray:
     """Run the kernel for ``p`` on 16-bit buffers (bit patterns), ``inputs`` in the kernel's
-    parameter order; returns the [B, H, Sq, D] output (NaN where nothing was written)."""
+    parameter order; returns the [B, H, Sq, D] output (NaN where nothing was written).
+    ``edit``: a function of the host IR text (a test's mutation of the kernel)."""
     assert p.dtype == "bf16", "the emulation feeds the mma i32 operands (bf16 kernels)"
-    image = jit_load(compile_object(host_ir(p), host_target(), 1), _SYMS, (kernel_name(p),))
+    ir = host_ir(p) if edit is None else edit(host_ir(p))
+    image = jit_load(compile_object(ir, host_target(), 1), _SYMS, (kernel_name(p),))
     fn = ctypes.CFUNCTYPE(None, *([_P] * (1 + p.n_inputs)))(image.addresses[kernel_name(p)])
     o = np.full((p.batch, p.heads, p.sq, p.head_dim), 0x7FC0, dtype=np.uint16)
     bufs = [np.ascontiguousarray(x) for x in inputs]
@@ -377,12 +399,14 @@ def run_kernel(p: AttnParams, *inputs: np.ndarray) -> np.ndarray:
                 warps = [_Warp() for _ in range(p.warps)]
                 wgs = [_Warp(128) for _ in range(max(1, p.warps // 4))]
                 bar = threading.Barrier(nthreads, timeout=120)
+                mbemu.start_block()
 
                 def run(tid: int, ids: tuple[int, ...] = (bx, by, bz), warps: Any = warps, bar: Any = bar, wgs: Any = wgs) -> None:  # fmt: skip
                     _local.ids = (tid, *ids)
                     _local.tid, _local.wg = tid, wgs[tid // 128]
                     _local.warp, _local.lane, _local.block_bar = warps[tid // WARP], tid % WARP, bar
                     _local.dtype = p.dtype
+                    mbemu.start_thread()
                     fn(*ptrs)
 
                 ts = [threading.Thread(target=run, args=(t,)) for t in range(nthreads)]
@@ -390,6 +414,7 @@ def run_kernel(p: AttnParams, *inputs: np.ndarray) -> np.ndarray:
                     t.start()
                 for t in ts:
                     t.join()
+                _errors.extend(mbemu.check_launch())
                 if _errors:
                     msg = "; ".join(_errors[:3])
                     _errors.clear()
@@ -440,18 +465,34 @@ def test_wgmma_128_keys_per_step_on_cpu() -> None:
     check_on_cpu(64, 200, True, AttnTiles(128, 128), "wgmma", 2, heads=1)
 
 
+def test_packed_p_and_longest_first_order_on_cpu() -> None:
+    """P packed and pinned before the P V wgmmas (two warpgroups, 128 keys a step), with the
+    whole-grid longest-first block order over two batches (every block's rows
+    written once, each from its own (batch, head))."""
+    check_on_cpu(64, 140, True, AttnTiles(128, 128), "wgmma", 2, heads=1, batch=2,
+                 pack_p=True, lpt=True)  # fmt: skip
+
+
+def test_longest_first_order_maps_every_block_once_on_cpu() -> None:
+    """lpt alone on 64-row tiles: three row blocks of unequal length per (batch, head)."""
+    check_on_cpu(64, 150, True, AttnTiles(64, 64), "wgmma", 2, heads=2, batch=2, kv=1, lpt=True)
+
+
 def check_on_cpu(
-    d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, stages: int, heads: int = 2
-) -> None:
-    """The kernel of these parameters on random bf16 data against float64."""
+    d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, stages: int, heads: int = 2,
+    batch: int = 1, kv: int = 1, edit: Any = None, **switches: bool,
+) -> None:  # fmt: skip
+    """The kernel of these parameters on random bf16 data against float64 (``edit``: of the
+    host IR, see :func:`run_kernel`)."""
     rng = np.random.default_rng(d + s)
-    b, h, kv = 1, heads, 1
-    p = replace(bhsd_params("bf16", b, h, kv, s, d, causal, tiles), mma=mma, stages=stages)
+    b, h = batch, heads
+    p = replace(bhsd_params("bf16", b, h, kv, s, d, causal, tiles), mma=mma, stages=stages,
+                **switches)  # fmt: skip
     q = f32_to_bf16(rng.standard_normal((b, h, s, d)).astype(np.float32))
     k = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
     v = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
     f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
-    out = f64(run_kernel(p, q, k, v))
+    out = f64(run_kernel(p, q, k, v, edit=edit))
     ref = reference(f64(q), f64(k), f64(v), causal)
     assert np.isfinite(out).all()
     err = np.linalg.norm(out - ref) / np.linalg.norm(ref)

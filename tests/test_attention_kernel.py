@@ -7,6 +7,9 @@ registers. The numbers are the table of ``docs/gpu.md`` ("Fused attention").
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
 from dataclasses import replace
 
 import pytest
@@ -92,3 +95,22 @@ def test_every_autotune_candidate_assembles_without_spills(d: int) -> None:
         r = res[kernel_name(c)]
         assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["stack"] == 0, (label(c), r)
         assert smem_bytes(c) <= 227 * 1024
+
+
+def test_packed_p_lets_the_p_v_wgmmas_issue_back_to_back() -> None:
+    """128x128 wgmma: with P packed per 16 keys between the P V wgmmas, ptxas injects a
+    ``warpgroup.arrive`` before each (C7519); packed and pinned first (``pack_p``), none."""
+    exe = ptxas_path()
+    if exe is None:
+        pytest.skip("ptxas not installed")
+    base = replace(bhsd_params("bf16", 4, 16, 4, 4096, 128, True, AttnTiles(128, 128)), mma="wgmma")
+    for pack, injected in ((False, True), (True, False)):
+        ptx = compile_ptx(attention_llvm_ir((replace(base, pack_p=pack),)), "sm_90a")
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "k.ptx")
+            with open(src, "w") as fh:
+                fh.write(ptx)
+            r = subprocess.run([exe, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k")],
+                               capture_output=True, text=True, check=True)  # fmt: skip
+        assert ("C7519" in r.stderr) == injected, r.stderr[-2000:]
+        assert "0 bytes spill stores" in r.stderr

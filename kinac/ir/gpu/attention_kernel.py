@@ -27,7 +27,7 @@ import hashlib
 import math
 
 from kinac.ir.gpu.attention_params import MASK_DTYPES, WGMMA_BOTH, AttnParams
-from kinac.ir.gpu.attention_wgmma import asm_void, desc_bits, helpers
+from kinac.ir.gpu.attention_wgmma import asm_void, desc_bits, helpers, mbar_helpers
 from kinac.ir.gpu.emit import float_literal
 
 LOG2E = 1.4426950408889634
@@ -38,6 +38,9 @@ def kernel_name(p: AttnParams) -> str:
     h = hashlib.sha256(repr(p).encode()).hexdigest()[:10]
     mma = "" if p.mma == "sync" else f"_{p.mma}"
     stg = "" if p.stages == 2 else f"s{p.stages}"
+    mma += "_pk" if p.pack_p else ""
+    mma += "_lpt" if p.lpt else ""
+    mma += "_mb" if p.mbar else ""
     return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{stg}{mma}_{h}"
 
 
@@ -240,6 +243,15 @@ class _Emitter:
         h = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()")
         b = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.z()")
         nqb = -(-p.sq // p.block_m)
+        if p.lpt:  # the linear block index (x fastest: launch order) -> (rank, head, batch)
+            lin = f.v(f"mul i32 {b}, {p.heads}")
+            lin = f.v(f"add i32 {lin}, {h}")
+            lin = f.v(f"mul i32 {lin}, {nqb}")
+            lin = f.v(f"add i32 {lin}, {bx}")
+            bx = f.v(f"udiv i32 {lin}, {p.heads * p.batch}")
+            rest = f.v(f"urem i32 {lin}, {p.heads * p.batch}")
+            h = f.v(f"urem i32 {rest}, {p.heads}")
+            b = f.v(f"udiv i32 {rest}, {p.heads}")
         qb = f.v(f"sub i32 {nqb - 1}, {bx}")  # heaviest causal blocks first
         m0 = f.v(f"mul i32 {qb}, {p.block_m}")
         kvh = f.v(f"udiv i32 {h}, {p.group}")
@@ -331,7 +343,9 @@ class _Emitter:
             for i in range(n):
                 ptr = f.v(f"getelementptr [{n} x float], ptr %{nm}, i32 0, i32 {i}")
                 f.do(f"store float {init}, ptr {ptr}")
-        for t in range(1, p.stages - 1):  # the ring's other stages, one group each (after
+        if p.mbar:  # thread 0 makes the barriers; tile 0 landed above (waited for)
+            self.mbar_init(tid)
+        for t in range(1, 1 if p.mbar else p.stages - 1):  # the ring's other stages (after
             more = f.v(f"icmp slt i32 {t}, {ntot}")  # the allocas: SROA needs them in entry)
             f.do(f"br i1 {more}, label %pro{t}, label %pro{t}_c")
             f.label(f"pro{t}")
@@ -370,7 +384,10 @@ class _Emitter:
         align = 1024 if self.atoms else 16  # the 128-byte swizzle repeats every 1024 bytes
         smem = f"{self.smem} = external addrspace(3) global [0 x i8], align {align}"
         if p.mma.startswith("wgmma"):
-            smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma in WGMMA_BOTH)
+            smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma in WGMMA_BOTH,
+                                   p.pack_p)  # fmt: skip
+        if p.mbar:
+            smem += "\n" + mbar_helpers(name)
         return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
 
     def load_state(self, nm: str, n: int) -> list[str]:
@@ -398,6 +415,9 @@ class _Emitter:
         go = f.v(f"icmp slt i32 {j}, {stop}")
         f.do(f"br i1 {go}, label %{lab}_body, label %{next_label}")
         f.label(f"{lab}_body")
+        if p.mbar:
+            self.mbar_step(lab, j, ntot, masked)
+            return
         # tile j has landed (all but the newest stages - 2 groups); the barrier also says
         # every warp is done with tile j - 1, whose stage the prefetch below overwrites
         # (pipelined: tile j + 1 has landed, for the scores issued in this step)
@@ -424,6 +444,63 @@ class _Emitter:
         f.label(f"{lab}_tail")
         f.do(f"br label %{lab}")
         del p
+
+    # ---- per-stage mbarriers (p.mbar) ----------------------------------------------------
+    def bar(self, kind: str, slot: int | str) -> str:
+        """The ``full`` / ``empty`` mbarrier of ring stage ``slot`` (after the tiles)."""
+        f, p = self.f, self.p
+        base = (
+            self.q_bytes + 2 * p.stages * self.tile_bytes + (8 * p.stages if kind == "empty" else 0)
+        )
+        off = f.v(f"add i32 {f.v(f'shl i32 {slot}, 3')}, {base}")
+        return self.sptr(off)
+
+    def mb(self, what: str, *args: str) -> None:
+        self.f.do(f"call void @{self.name}_mb_{what}({', '.join(args)})")
+
+    def mbar_init(self, tid: str) -> None:
+        """Thread 0 initialises every stage's barriers (``nt`` arrivals a phase); after the
+        block barrier, every thread's arrival for tile 0 (its copies have landed)."""
+        f, p = self.f, self.p
+        is0 = f.v(f"icmp eq i32 {tid}, 0")
+        f.do(f"br i1 {is0}, label %mb_init, label %mb_init_c")
+        f.label("mb_init")
+        for s in range(p.stages):
+            for kind in ("full", "empty"):
+                self.mb("init", f"ptr addrspace(3) {self.bar(kind, s)}", f"i32 {self.nt}")
+        f.do("br label %mb_init_c")
+        f.label("mb_init_c")
+        f.do("call void @llvm.nvvm.barrier0()")
+        self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', 0)}")
+
+    def mbar_step(self, lab: str, j: str, ntot: str, masked: bool) -> None:
+        """Step ``j``: tile ``j + 1`` into its stage once that stage's ``empty`` phase (tile
+        ``j - 2`` consumed by every thread) completed (a fresh barrier's parity-1 wait returns
+        at once: tiles 1 and 2), then wait for tile ``j``'s ``full`` phase, compute, arrive on
+        its ``empty``. No block barrier: warpgroups only meet through the stages."""
+        f, p = self.f, self.p
+        f.do(f"%jn_{lab} = add i32 {j}, 1")
+        t = f"%jn_{lab}"
+        more = f.v(f"icmp slt i32 {t}, {ntot}")
+        f.do(f"br i1 {more}, label %{lab}_pf, label %{lab}_cmp")
+        f.label(f"{lab}_pf")
+        st = f.v(f"urem i32 {t}, {p.stages}")
+        rnd = f.v(f"udiv i32 {t}, {p.stages}")
+        par = f.v(f"and i32 {f.v(f'add i32 {rnd}, 1')}, 1")
+        self.mb("wait_empty", f"ptr addrspace(3) {self.bar('empty', st)}", f"i32 {par}")
+        self.load_kv(t, commit=False)
+        self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', st)}")
+        f.do(f"br label %{lab}_cmp")
+        f.label(f"{lab}_cmp")
+        sj = f.v(f"urem i32 {j}, {p.stages}")
+        par = f.v(f"and i32 {f.v(f'udiv i32 {j}, {p.stages}')}, 1")
+        self.mb("wait_full", f"ptr addrspace(3) {self.bar('full', sj)}", f"i32 {par}")
+        f.do(asm_void("proxy"))  # other threads' cp.async writes, read by the async proxy
+        self.body(j, masked)
+        self.mb("arrive", f"ptr addrspace(3) {self.bar('empty', sj)}")
+        f.do(f"br label %{lab}_tail")
+        f.label(f"{lab}_tail")
+        f.do(f"br label %{lab}")
 
     def body(self, j: str, masked: bool) -> None:
         """One key tile: scores, softmax, output (each product waited for)."""
@@ -602,6 +679,13 @@ class _Emitter:
         r = f.v(f"call {st} @{fn}({', '.join(f'float {x}' for x in acc)})")
         return [f.v(f"extractvalue {st} {r}, {i}") for i in range(len(acc))]
 
+    def wg_pin(self, fn: str, regs: list[str]) -> list[str]:
+        """``regs`` (i32) through an empty volatile asm: computed before this point."""
+        f = self.f
+        st = "{" + ", ".join(["i32"] * len(regs)) + "}"
+        r = f.v(f"call {st} @{fn}({', '.join(f'i32 {x}' for x in regs)})")
+        return [f.v(f"extractvalue {st} {r}, {i}") for i in range(len(regs))]
+
     def issue_scores(self, kb: str) -> list[str]:
         """Issue (and commit, not wait for) ``S = Q K^T`` for the warpgroup's 64 rows: one
         m64n{block_n}k16 per 16 of D. The results may be read only after a wait and the fence
@@ -626,16 +710,35 @@ class _Emitter:
         """``O += P V``: one m64n{head_dim}k16 per 16 keys, V read MN-major."""
         f, p = self.f, self.p
         name = self.name
-        f.do(asm_void("fence"))
-        for kb2 in range(p.block_n // 16):
-            pa = [
+
+        def packed(kb2: int) -> list[str]:
+            return [
                 self.pack(pv[2 * kb2][0], pv[2 * kb2][1]),
                 self.pack(pv[2 * kb2][2], pv[2 * kb2][3]),
                 self.pack(pv[2 * kb2 + 1][0], pv[2 * kb2 + 1][1]),
                 self.pack(pv[2 * kb2 + 1][2], pv[2 * kb2 + 1][3]),
             ]
-            off = f.v(f"add i32 {vb}, {kb2 * 16 * 128}")
-            o = self.wg_call(f"{name}_wg_o", pa, self.desc(off, p.block_n * 128, 1024), o)
+
+        steps = range(p.block_n // 16)
+        pas: list[list[str]] = []
+        descs: list[str] = []
+        if p.pack_p:  # every register the wgmmas read is defined before the first one
+            pas = [packed(kb2) for kb2 in steps]
+            descs = [
+                self.desc(f.v(f"add i32 {vb}, {kb2 * 16 * 128}"), p.block_n * 128, 1024)
+                for kb2 in steps
+            ]
+            flat = self.wg_pin(f"{name}_pin_p", [self.as_i32(x) for pa in pas for x in pa])
+            pas = [flat[4 * i : 4 * i + 4] for i in steps]
+        f.do(asm_void("fence"))
+        for kb2 in steps:
+            if p.pack_p:
+                pa, desc = pas[kb2], descs[kb2]
+            else:  # packed per step (LLVM keeps the packs between the wgmmas: C7519)
+                pa = packed(kb2)
+                off = f.v(f"add i32 {vb}, {kb2 * 16 * 128}")
+                desc = self.desc(off, p.block_n * 128, 1024)
+            o = self.wg_call(f"{name}_wg_o", pa, desc, o)
         f.do(asm_void("commit"))
         f.do(asm_void("wait"))
         return self.wg_fence(f"{name}_fence_o", o)
@@ -692,7 +795,9 @@ def attention_llvm_ir(params: tuple[AttnParams, ...]) -> str:
 
 def smem_bytes(p: AttnParams) -> int:
     """Dynamic shared memory of one block: the Q tile and ``stages`` stages of K and V tiles."""
-    return 2 * p.head_dim * (p.block_m + 2 * p.stages * p.block_n)
+    return 2 * p.head_dim * (p.block_m + 2 * p.stages * p.block_n) + (
+        16 * p.stages if p.mbar else 0
+    )
 
 
 def flops(p: AttnParams) -> float:

@@ -64,6 +64,20 @@ class AttnParams:
     # K/V tiles in flight: a ring of ``stages`` shared-memory stages (tile j + stages - 1 loads
     # while j computes)
     stages: int = 2
+    # Hopper scheduling switches (autotuner candidates; docs/gpu.md, "Fused attention"):
+    # ``pack_p``: all of P packed to 16 bits and pinned before the first P V wgmma, so the
+    # wgmmas issue back to back (else ptxas injects a warpgroup.arrive before each: C7519);
+    # ``lpt``: blocks ordered longest causal row block first over the whole grid, not per head
+    # (the launch's linear block index ranks the query tiles; the grid's shape is unchanged)
+    # ``mbar``: per-stage mbarriers instead of the block barrier (wgmma, 3 stages): each
+    # thread's cp.async of a tile arrive on the stage's "full" barrier, the consumers wait on
+    # it and arrive on its "empty" barrier once their P V is done; a stage is refilled after
+    # its "empty" completes. Tile j + 1 loads during step j into the stage of tile j - 2, so
+    # the two warpgroups of a 128-row block may drift apart by a step and one's softmax runs
+    # under the other's wgmma (no bar.sync in the loop)
+    pack_p: bool = False
+    lpt: bool = False
+    mbar: bool = False
 
     @property
     def warps(self) -> int:
@@ -125,10 +139,17 @@ def check_params(p: AttnParams) -> str | None:
         return f"mask dtype {p.mask_dtype}"
     if p.stages not in (2, 3):
         return f"{p.stages} pipeline stages (the kernel takes 2 or 3)"
-    if 2 * p.head_dim * (p.block_m + 2 * p.stages * p.block_n) > 227 * 1024:
+    if (
+        2 * p.head_dim * (p.block_m + 2 * p.stages * p.block_n) + 16 * p.stages * p.mbar
+        > 227 * 1024
+    ):
         return "shared memory past 227 KiB"
     if p.mma == "wgmma_pipe" and p.stages != 3:
         return "wgmma_pipe needs 3 stages (tile j + 1 is read while j + 2 loads)"
+    if p.mbar and (p.mma != "wgmma" or p.stages != 3):
+        return "mbar needs wgmma and 3 stages (tile j + 1 loads into tile j - 2's stage)"
+    if p.pack_p and p.mma not in WGMMA_BOTH:
+        return "pack_p needs wgmma for P V"
     if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):
         return f"mma {p.mma} with {p.warps} warps"
     return None

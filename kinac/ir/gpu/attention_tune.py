@@ -19,23 +19,32 @@ from dataclasses import replace
 from kinac.ir.gpu.attention_params import AttnParams, check_params
 from kinac.rules.codec import record
 
-GENERATOR_VERSION = "attn-gen-4"
+GENERATOR_VERSION = "attn-gen-5"
+Cand6 = tuple[str, int, int, int, int, str]
 
-# (mma, block_m, block_n, min_blocks, stages) per head dim, Hopper first: every one passes the
-# CPU emulation and ptxas with no spill (tests/test_attention_kernel.py, test_attention_emu.py)
-HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int], ...]] = {
+# (mma, block_m, block_n, min_blocks, stages[, switches]) per head dim, Hopper first: every one
+# passes the CPU emulation and ptxas with no spill (tests/test_attention_kernel.py,
+# test_attention_emu.py). Switches (AttnParams' fields): "pack" (pack_p), "lpt" (lpt; offered
+# to causal attention only), "mbar" (mbar: per-stage mbarriers, no block barrier in the loop)
+HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] = {
     64: (
         ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 64, 128, 0, 2),
         ("wgmma", 128, 128, 0, 2), ("wgmma_pipe", 64, 64, 0, 3), ("wgmma_pipe", 128, 64, 0, 3),
-        ("wgmma_pipe", 128, 128, 0, 3),
+        ("wgmma_pipe", 128, 128, 0, 3), ("wgmma", 64, 64, 0, 2, "lpt"),
+        ("wgmma", 128, 128, 0, 2, "pack"), ("wgmma", 128, 128, 0, 2, "pack lpt"),
+        ("wgmma", 128, 64, 0, 3, "mbar"), ("wgmma", 128, 128, 0, 3, "mbar pack"),
     ),
     128: (
         ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 128, 128, 0, 2),
         ("wgmma", 128, 128, 0, 3), ("wgmma_pipe", 64, 64, 0, 3), ("wgmma_pipe", 128, 64, 0, 3),
-        ("wgmma_pipe", 128, 128, 0, 3),
+        ("wgmma_pipe", 128, 128, 0, 3), ("wgmma", 64, 64, 0, 2, "lpt"),
+        ("wgmma", 128, 128, 0, 2, "pack"), ("wgmma", 128, 128, 0, 2, "pack lpt"),
+        ("wgmma", 128, 128, 0, 3, "pack"), ("wgmma_pipe", 128, 128, 0, 3, "lpt"),
+        ("wgmma", 128, 64, 0, 3, "mbar"), ("wgmma", 128, 128, 0, 3, "mbar"),
+        ("wgmma", 128, 128, 0, 3, "mbar pack"), ("wgmma", 128, 128, 0, 3, "mbar pack lpt"),
     ),
 }  # fmt: skip
-SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int], ...]] = {
+SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] = {
     64: (("sync", 64, 64, 0, 2), ("sync", 128, 64, 0, 2)),
     128: (("sync", 64, 64, 0, 2), ("sync", 128, 64, 0, 2)),
 }
@@ -56,7 +65,7 @@ DEFAULT_LONG = (128, 128, 0, 2)
 class AttnChoice:
     """A tuning's result: the variant to build, how it was chosen (``timed``: on the device;
     ``default``: no device; ``off``: ``KINAC_AUTOTUNE=0``) and, when timed, every candidate's
-    time in ms (``inf``: it failed) as ``(label, ms)``."""
+    time in ms (``inf``: it failed) as ``(label, ms)``; the scheduling switches last."""
 
     block_m: int
     block_n: int
@@ -65,6 +74,9 @@ class AttnChoice:
     mma: str
     how: str
     times: tuple[tuple[str, float], ...] = ()
+    pack_p: bool = False
+    lpt: bool = False
+    mbar: bool = False
 
 
 def hopper(arch: str) -> bool:
@@ -73,22 +85,34 @@ def hopper(arch: str) -> bool:
 
 def tuning_key(p: AttnParams) -> AttnParams:
     """``p`` with every tuned field at its canonical value."""
-    return replace(p, block_m=64, block_n=64, min_blocks=0, stages=2, mma="sync")
+    return replace(
+        p,
+        block_m=64,
+        block_n=64,
+        min_blocks=0,
+        stages=2,
+        mma="sync",
+        pack_p=False,
+        lpt=False,
+        mbar=False,
+    )
 
 
 def apply(p: AttnParams, c: AttnChoice) -> AttnParams:
     """``p`` built as ``c`` says."""
     return replace(
         p, block_m=c.block_m, block_n=c.block_n, min_blocks=c.min_blocks, stages=c.stages,
-        mma=c.mma,
+        mma=c.mma, pack_p=c.pack_p, lpt=c.lpt, mbar=c.mbar,
     )  # fmt: skip
 
 
 def label(p: AttnParams) -> str:
     """A candidate's name in tables and in :attr:`AttnChoice.times`."""
-    return f"{p.mma} {p.block_m}x{p.block_n} s{p.stages}" + (
-        f" min{p.min_blocks}" if p.min_blocks else ""
-    )
+    out = f"{p.mma} {p.block_m}x{p.block_n} s{p.stages}"
+    out += f" min{p.min_blocks}" if p.min_blocks else ""
+    out += " pack" if p.pack_p else ""
+    out += " mbar" if p.mbar else ""
+    return out + (" lpt" if p.lpt else "")
 
 
 def candidates(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
@@ -98,8 +122,12 @@ def candidates(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
     if hopper(arch):
         table = list(HOPPER_CANDIDATES.get(p.head_dim, ())) + table
     out = []
-    for mma, bm, bn, mb, stg in table:
-        q = replace(key, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mma=mma)
+    for mma, bm, bn, mb, stg, *sw in table:
+        flags = set(sw[0].split()) if sw else set()
+        if "lpt" in flags and not p.causal:  # every row block is as long: nothing to order
+            continue
+        q = replace(key, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mma=mma,
+                    pack_p="pack" in flags, lpt="lpt" in flags, mbar="mbar" in flags)  # fmt: skip
         if check_params(q) is None:
             out.append(q)
     return tuple(out)
@@ -133,4 +161,15 @@ def pick(
     if fallback and ms[fallback[0]] <= ms[best] * (1 + TIE):
         best = fallback[0]
     c = cands[best]
-    return AttnChoice(c.block_m, c.block_n, c.min_blocks, c.stages, c.mma, "timed", times)
+    return AttnChoice(
+        c.block_m,
+        c.block_n,
+        c.min_blocks,
+        c.stages,
+        c.mma,
+        "timed",
+        times,
+        c.pack_p,
+        c.lpt,
+        c.mbar,
+    )

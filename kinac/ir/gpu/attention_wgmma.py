@@ -51,11 +51,13 @@ def wgmma_function(name: str, dtype: str, n: int, trans_b: int) -> str:
     )
 
 
-def fence_function(name: str, nacc: int) -> str:
-    """``define`` of ``@name(c...)``: returns its arguments through an empty volatile asm."""
-    st = _struct(nacc)
-    cons = ",".join(["=f"] * nacc + [str(i) for i in range(nacc)])
-    params = ", ".join(f"float %c{i}" for i in range(nacc))
+def fence_function(name: str, nacc: int, ty: str = "float") -> str:
+    """``define`` of ``@name(c...)``: returns its arguments through an empty volatile asm
+    (``float``: accumulators after a wait; ``i32``: packed operands pinned before a wgmma)."""
+    st = "{" + ", ".join([ty] * nacc) + "}"
+    reg = "f" if ty == "float" else "r"
+    cons = ",".join([f"={reg}"] * nacc + [str(i) for i in range(nacc)])
+    params = ", ".join(f"{ty} %c{i}" for i in range(nacc))
     return (
         f"define internal {st} @{name}({params}) alwaysinline {{\n"
         f'  %r = call {st} asm sideeffect "", "{cons}"({params})\n'
@@ -76,8 +78,11 @@ def asm_void(what: str) -> str:
     return f'call void asm sideeffect "{ASM_VOID[what]}", "~{{memory}}"()'
 
 
-def helpers(kname: str, dtype: str, block_n: int, head_dim: int, full: bool) -> str:
-    """The per-kernel wgmma and fence functions the kernel ``kname`` calls."""
+def helpers(
+    kname: str, dtype: str, block_n: int, head_dim: int, full: bool, pin: bool = False
+) -> str:
+    """The per-kernel wgmma and fence functions the kernel ``kname`` calls (``pin``: the one
+    that pins P's ``block_n / 4`` packed registers before the P V wgmmas)."""
     out = [
         wgmma_function(f"{kname}_wg_s", dtype, block_n, 0),
         fence_function(f"{kname}_fence_s", block_n // 2),
@@ -87,4 +92,50 @@ def helpers(kname: str, dtype: str, block_n: int, head_dim: int, full: bool) -> 
             wgmma_function(f"{kname}_wg_o", dtype, head_dim, 1),
             fence_function(f"{kname}_fence_o", head_dim // 2),
         ]
+    if pin:
+        out.append(fence_function(f"{kname}_pin_p", block_n // 4, "i32"))
+    return "".join(out)
+
+
+def _mb_asm(body: str, cons: str, args: str, ret: str = "void") -> str:
+    return f'call {ret} asm sideeffect "{body}", "{cons}"({args})'
+
+
+def mbar_helpers(kname: str) -> str:
+    """The per-kernel mbarrier functions (``@<kname>_mb_*``, each on a ``ptr addrspace(3)``):
+    ``init(b, count)``, ``arrive(b)``, ``cp_arrive(b)`` (an arrival when this thread's
+    cp.async so far have landed: ``.noinc``, so ``count`` counts it), and ``wait_full`` /
+    ``wait_empty(b, parity)`` (spin on ``try_wait.parity``: until the phase of that parity has
+    completed; two names so a test can drop either kind)."""
+    sa = "%a = ptrtoint ptr addrspace(3) %b to i32"
+    out = [
+        f"define internal void @{kname}_mb_init(ptr addrspace(3) %b, i32 %n) alwaysinline {{\n"
+        f"  {sa}\n  "
+        + _mb_asm("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", "i32 %a, i32 %n")
+        + "\n  ret void\n}\n",
+        f"define internal void @{kname}_mb_arrive(ptr addrspace(3) %b) alwaysinline {{\n"
+        f"  {sa}\n  "
+        + _mb_asm(
+            "{\\0A.reg .b64 st;\\0Ambarrier.arrive.shared::cta.b64 st, [$0];\\0A}",
+            "r,~{memory}",
+            "i32 %a",
+        )
+        + "\n  ret void\n}\n",
+        f"define internal void @{kname}_mb_cp_arrive(ptr addrspace(3) %b) alwaysinline {{\n"
+        f"  {sa}\n  "
+        + _mb_asm("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}", "i32 %a")
+        + "\n  ret void\n}\n",
+    ]
+    wait = (
+        "{\\0A.reg .pred p;\\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\\0A"
+        "selp.u32 $0, 1, 0, p;\\0A}"
+    )
+    for kind in ("full", "empty"):
+        out.append(
+            f"define internal void @{kname}_mb_wait_{kind}(ptr addrspace(3) %b, i32 %ph) "
+            f"alwaysinline {{\nentry:\n  {sa}\n  br label %spin\nspin:\n"
+            f"  %ok = " + _mb_asm(wait, "=r,r,r,~{memory}", "i32 %a, i32 %ph", "i32") + "\n"
+            "  %done = icmp ne i32 %ok, 0\n  br i1 %done, label %out, label %spin\n"
+            "out:\n  ret void\n}\n"
+        )
     return "".join(out)
