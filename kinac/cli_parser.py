@@ -263,6 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
         "on a 2 x N/2 mesh",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per step on stdout")
+    p.add_argument(
+        "--all-ranks",
+        action="store_true",
+        help="under kinac launch: every rank prints its progress and summary (--json lines "
+        'carry "rank"); by default only rank 0 does, the others print errors only',
+    )
     p.add_argument("--save", metavar="FILE", help="save the trained weights to a .npz file")
     _add_common(p)
 

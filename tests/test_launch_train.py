@@ -33,12 +33,13 @@ def test_two_launched_cpu_ranks_train_like_the_simulator(
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK")}
     cmd = [sys.executable, "-m", "kinac", "launch", "-n", "2", "--timeout", "120", "--", "kinac"]
     p = subprocess.run(
-        [*cmd, *argv], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+        [*cmd, *argv, "--all-ranks"], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
     )
     assert p.returncode == 0, p.stderr
     events = _events(p.stdout)
     starts = [e for e in events if e["event"] == "start"]
     assert len(starts) == 2 and all(e["simulate"] is None for e in starts)
+    assert sorted(e["rank"] for e in starts) == [0, 1]  # --all-ranks: each rank says who it is
     steps = [e for e in events if e["event"] == "step"]
     for k, loss in enumerate(want, start=1):  # both ranks, every step, bit for bit
         assert [e["loss"] for e in steps if e["step"] == k] == [loss, loss]

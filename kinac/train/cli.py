@@ -35,6 +35,17 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.path).is_dir():
         print(f"kinac: error: {args.path} is not a workspace directory", file=sys.stderr)
         return EXIT_USAGE
+    if args.layout != "dp" and args.simulate is None:
+        raise KinaUsageError(
+            f"--layout {args.layout} needs --simulate N: tensor parallel runs on simulated "
+            "devices (under kinac launch every rank is data parallel)"
+        )
+    from kinac.train.launched import launch_rank
+
+    rank = launch_rank()
+    all_ranks = bool(getattr(args, "all_ranks", False))
+    quiet = rank not in (None, 0) and not all_ranks  # a launch: rank 0 speaks for the others
+    tag = {"rank": rank} if all_ranks and rank is not None else {}
     t0 = time.perf_counter()
     trainer = Trainer(
         args.path,
@@ -51,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
         no_cache=args.no_cache,
     )
     results: list[StepResult] = []
-    if args.json:
+    if quiet:
+        results = list(trainer.steps(args.steps))
+    elif args.json:
         head = {
             "event": "start",
             "entry": args.entry,
@@ -61,25 +74,29 @@ def run(args: argparse.Namespace) -> int:
             "seed": args.seed,
             "simulate": args.simulate,
             "layout": args.layout if args.simulate else None,
+            **tag,
         }
         print(json.dumps(head), flush=True)
         for r in trainer.steps(args.steps):
             results.append(r)
-            print(json.dumps(r.as_json()), flush=True)
+            print(json.dumps({**r.as_json(), **tag}), flush=True)
     else:
         results = _with_progress(trainer, args.steps, sys.stderr.isatty())
     total = time.perf_counter() - t0
     done = _summary(trainer, results, total)
-    if args.json:
-        print(json.dumps(done), flush=True)
+    if quiet:
+        pass
+    elif args.json:
+        print(json.dumps({**done, **tag}), flush=True)
     else:
         print(
-            f"trained {args.entry} ({trainer.n_weights / 1e6:.2f}M weights) for "
+            (f"rank {rank}: " if tag else "")
+            + f"trained {args.entry} ({trainer.n_weights / 1e6:.2f}M weights) for "
             f"{len(results)} steps: loss {done['first_loss']:.4f} -> {done['last_loss']:.4f}, "
             f"{done['tokens_per_s']:,.0f} tokens/s after the first step"
             + (f", {done['skipped']} skipped" if done["skipped"] else "")
         )
-    if args.save:
+    if args.save and rank in (None, 0):  # every rank holds the same weights: one file
         _save(trainer, args.save)
     return EXIT_OK
 

@@ -22,6 +22,17 @@ from kinac.errors import KinaUsageError
 from kinac.train.params import DATA, EntryInfo
 
 
+def launch_rank() -> int | None:
+    """This process's rank when it is one of a launch's (``WORLD_SIZE`` set), else None: the
+    CLI prints progress, summaries and ``--json`` lines from rank 0 only (docs/distributed.md)."""
+    if not os.environ.get("WORLD_SIZE"):
+        return None
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return None  # launched_parallel reports the malformed environment
+
+
 def launched_parallel(
     workspace: str, entry: str, info: EntryInfo, target: str, **options: Any
 ) -> Any:
