@@ -76,6 +76,9 @@ class FakeLib:
                 return Handle(comm.sim.sub(a), members)
         raise AssertionError(f"split into {members}: not a mesh axis's group")
 
+    def comm_destroy(self, comm: Handle) -> None:
+        self.calls.append(("destroy", comm.members))
+
     def all_reduce(self, s: int, r: int, n: int, dt: int, op: int, comm: Handle, st: int) -> None:
         self.calls.append(("all_reduce", s, r, n, dt, op, st))
         send = array_at(s, n, dt).copy()

@@ -176,6 +176,11 @@ class NcclComm:
     @property
     def handle(self) -> Any:
         """nccl4py's communicator object (``ncclComm_t``)."""
+        return self._live()
+
+    def _live(self) -> Any:
+        if self._comm is None:
+            raise KinaRuntimeError(f"{self!r} was destroyed (nccl.forget_worlds)")
         return self._comm
 
     def split_key(self, axis: str) -> tuple[int, int]:
@@ -202,7 +207,7 @@ class NcclComm:
             return self
         if axis not in self._subs:
             colour, key = self.split_key(axis)
-            comm = self._lib.comm_split(self._comm, colour, key, 0)
+            comm = self._lib.comm_split(self._live(), colour, key, 0)
             self._subs[axis] = NcclComm(
                 self._lib,
                 comm,
@@ -269,7 +274,7 @@ class NcclComm:
         t0 = time.perf_counter()
         recv, s, r, n, _, dt = self._bufs("all-reduce", send, recv, op, tag)
         code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
-        self._lib.all_reduce(s, r, n, code, NCCL_OP_CODES[op], self._comm, stream_handle(stream))
+        self._lib.all_reduce(s, r, n, code, NCCL_OP_CODES[op], self._live(), stream_handle(stream))
         self._logged("all-reduce", t0, n * _ITEMSIZE.get(dt, 1), tag)
         return recv
 
@@ -279,7 +284,7 @@ class NcclComm:
         t0 = time.perf_counter()
         recv, s, r, n, _, dt = self._bufs("all-gather", send, recv, "sum", tag)
         code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
-        self._lib.all_gather(s, r, n, code, self._comm, stream_handle(stream))
+        self._lib.all_gather(s, r, n, code, self._live(), stream_handle(stream))
         self._logged("all-gather", t0, n * self.size * _ITEMSIZE.get(dt, 1), tag)
         return recv
 
@@ -297,7 +302,7 @@ class NcclComm:
         code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
         lib = self._lib
         lib.reduce_scatter(
-            s, r, n // self.size, code, NCCL_OP_CODES[op], self._comm, stream_handle(stream)
+            s, r, n // self.size, code, NCCL_OP_CODES[op], self._live(), stream_handle(stream)
         )
         self._logged("reduce-scatter", t0, n * _ITEMSIZE.get(dt, 1), tag)
         return recv
@@ -312,7 +317,7 @@ class NcclComm:
         code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
         count = n // self.size
         step = count * _ITEMSIZE.get(dt, 1)
-        lib, comm, h = self._lib, self._comm, stream_handle(stream)
+        lib, comm, h = self._lib, self._live(), stream_handle(stream)
         lib.group_start()
         try:
             for j in range(self.size):
@@ -334,13 +339,24 @@ class NcclComm:
             self._token = self._alloc((1,), "int32")
         p, _, _ = buffer_of(self._token)
         self._lib.all_reduce(
-            p, p, 1, NCCL_TYPE_CODES["int32"], 0, self._comm, stream_handle(stream)
+            p, p, 1, NCCL_TYPE_CODES["int32"], 0, self._live(), stream_handle(stream)
         )
 
     def host_barrier(self) -> None:
         """Every rank of the launch reaches this line (the rendezvous's barrier, host-side)."""
         if self._host_barrier is not None:
             self._host_barrier()
+
+    def destroy(self) -> None:
+        """``ncclCommDestroy`` of this communicator and the ones split from it (splits first:
+        they hold a reference to the parent's resources), once; using it afterwards is an
+        error. Every rank destroys in the order it created, as NCCL asks."""
+        for sub in self._subs.values():
+            sub.destroy()
+        self._subs.clear()
+        comm, self._comm = self._comm, None
+        if comm is not None:
+            self._lib.comm_destroy(comm)
 
     def __repr__(self) -> str:
         return (
@@ -373,10 +389,19 @@ def world(
     data = client.unique_id(lambda: bytes(lib.get_unique_id()))
     comm = lib.comm_init_rank_scalable(n, client.rank, 1, bytearray(data), 0)
     made = NcclComm(lib, comm, key[0], key[1], key[1], client.rank, alloc, client.barrier)
+    if not _WORLDS:  # the first world of the process: destroy them all at exit (registered
+        import atexit  # after CUDA's own exit handlers, so it runs before they do)
+
+        atexit.register(forget_worlds)
     _WORLDS[key] = made
     return made
 
 
 def forget_worlds() -> None:
-    """Drop the cached communicators (tests; a process that re-initialises)."""
+    """Destroy and drop the cached communicators (at exit; tests; a process that
+    re-initialises). Before this, no communicator was ever destroyed: NCCL's proxy threads and
+    device buffers lived until the process died."""
+    worlds = list(_WORLDS.values())
     _WORLDS.clear()
+    for w in worlds:
+        w.destroy()
