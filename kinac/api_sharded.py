@@ -343,7 +343,11 @@ class ShardedDefn:
             else:
                 program = self._resized(db, key, spec.graph, plan.mesh, req)
             assert program is not None, "a plan with a mesh and no error has a program"
-            if self.backend == "nccl":  # GPU segments, outputs brought back (gpu_rank)
+            # GPU segments. run_nccl calls each one's device form (gpu_rank.device_segment):
+            # outputs stay on the device between segments and collectives, and only the
+            # gathered global outputs are downloaded, once (tests/test_nccl_program.py counts
+            # the reads). host_segment's host-array form serves host-staged callers only.
+            if self.backend == "nccl":
                 from kinac.rt.comm.gpu_rank import host_segment
                 from kinac.rt.cuda.entry import load_gpu_entry
 
