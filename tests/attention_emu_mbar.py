@@ -55,6 +55,7 @@ class MbarState:
         self.bars: dict[int, _Bar] = {}
         self.errors: list[str] = []
         self.dead = False  # after an error: waits return, so every thread finishes
+        self.named: dict[int, list[int]] = {}  # named barrier id -> [arrivals, generation]
 
 
 STATE = MbarState()
@@ -120,6 +121,21 @@ def _mb(op: int, addr: int, arg: int) -> None:
         bar.landable = []
 
 
+def _nb(op: int, bar_id: int) -> None:
+    """Named barrier ``bar_id`` of 256 threads: 0 ``barrier.sync`` (arrive and wait for the
+    256th arrival), 1 ``barrier.arrive``."""
+    st = STATE
+    with st.cond:
+        nb = st.named.setdefault(bar_id, [0, 0])
+        gen = nb[1]
+        nb[0] += 1
+        if nb[0] == 256:
+            nb[0], nb[1] = 0, gen + 1
+            st.cond.notify_all()
+        if op == 0 and not st.cond.wait_for(lambda: st.dead or nb[1] != gen, timeout=TIMEOUT):
+            _fail(st, f"named barrier {bar_id} timed out: an arrival never came")
+
+
 def check_launch() -> list[str]:
     """The block's errors, and copies that no thread ever waited for."""
     st = STATE
@@ -127,6 +143,9 @@ def check_launch() -> list[str]:
     unseen = sum(len(b.copies) + len(b.landable) for b in st.bars.values())
     if unseen:
         errs.append(f"{unseen} cp.async copies handed to mbarriers were never waited for")
+    left = {i: nb[0] for i, nb in st.named.items() if nb[0]}
+    if left:
+        errs.append(f"named barriers left part-way at exit (id: arrivals): {left}")
     return errs
 
 
@@ -135,17 +154,20 @@ CALLBACKS: dict[str, Any] = {
     "kemu_cp": ctypes.CFUNCTYPE(None, _P, _P, ctypes.c_int32)(_cp),
     "kemu_cp_wait": ctypes.CFUNCTYPE(None)(_cp_wait),
     "kemu_mb": ctypes.CFUNCTYPE(None, ctypes.c_int32, _P, ctypes.c_int32)(_mb),
+    "kemu_nb": ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32)(_nb),
 }
 
 DECLS = """
 declare void @kemu_cp(ptr, ptr, i32)
 declare void @kemu_cp_wait()
 declare void @kemu_mb(i32, ptr, i32)
+declare void @kemu_nb(i32, i32)
 """
 
 
 def host_defs(name: str) -> str:
-    """Host stand-ins for the kernel ``name``'s ``@<name>_mb_*`` functions."""
+    """Host stand-ins for the kernel ``name``'s ``@<name>_mb_*`` and ``@<name>_nb_*``
+    functions (unused ones are harmless)."""
     ops = {"init": (0, True), "arrive": (1, False), "cp_arrive": (2, False),
            "wait_full": (3, True), "wait_empty": (4, True)}  # fmt: skip
     out = []
@@ -155,5 +177,10 @@ def host_defs(name: str) -> str:
         out.append(
             f"define internal void @{name}_mb_{what}({params}) {{\n"
             f"  call void @kemu_mb(i32 {op}, ptr %b, {arg})\n  ret void\n}}"
+        )
+    for what, op in (("sync", 0), ("arrive", 1)):
+        out.append(
+            f"define internal void @{name}_nb_{what}(i32 %id) {{\n"
+            f"  call void @kemu_nb(i32 {op}, i32 %id)\n  ret void\n}}"
         )
     return "\n".join(out) + "\n"

@@ -300,7 +300,7 @@ def host_ir(p: AttnParams) -> str:
     if p.mbar:  # copies pending until a wait (attention_emu_mbar.py)
         ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@kemu_cp")
         ir = re.sub(r"@llvm\.nvvm\.cp\.async\.wait\.group\(i32 \d+\)", "@kemu_cp_wait()", ir)
-        ir = re.sub(r"define internal void @\w+_mb_\w+\(.*?\n\}\n", "", ir, flags=re.S)
+        ir = re.sub(r"define internal void @\w+_[mn]b_\w+\(.*?\n\}\n", "", ir, flags=re.S)
         ir = mbemu.DECLS + mbemu.host_defs(kernel_name(p)) + ir
     ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@emu_cp")
     ir = re.sub(

@@ -22,19 +22,22 @@ from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
 from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 
-def test_mbar_ring_on_cpu() -> None:
+@pytest.mark.parametrize("pingpong", [False, True])
+def test_mbar_ring_on_cpu(pingpong: bool) -> None:
     """128x64, two warpgroups, causal: the last row block walks four key tiles through the
-    three stages (tile 3 waits for tile 0's "empty" phase)."""
-    check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True)
+    three stages (tile 3 waits for tile 0's "empty" phase); with and without the named
+    barriers that alternate the warpgroups' Q K^T issues."""
+    check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True,
+                 pingpong=pingpong)  # fmt: skip
 
 
 def test_mbar_with_packed_p_128_keys_on_cpu() -> None:
-    """128x128 with packed P, 100 queries over 390 keys (non-causal, four tiles, a partial
-    last one): the ring wraps; grouped K/V heads."""
+    """128x128 with packed P and ping-pong, 100 queries over 390 keys (non-causal, four
+    tiles, a partial last one): the ring wraps; grouped K/V heads."""
     rng = np.random.default_rng(5)
     d, sq, sk = 64, 100, 390
     p = replace(bhsd_params("bf16", 1, 2, 1, sq, d, False, AttnTiles(128, 128), sk=sk),
-                mma="wgmma", stages=3, mbar=True, pack_p=True)  # fmt: skip
+                mma="wgmma", stages=3, mbar=True, pack_p=True, pingpong=True)  # fmt: skip
     assert check_params(p) is None
     q = f32_to_bf16(rng.standard_normal((1, 2, sq, d)).astype(np.float32))
     k = f32_to_bf16(rng.standard_normal((1, 1, sk, d)).astype(np.float32))
@@ -48,7 +51,7 @@ def test_mbar_with_packed_p_128_keys_on_cpu() -> None:
 
 def _drop(what: str) -> Callable[[str], str]:
     def edit(ir: str) -> str:
-        out = re.sub(rf"  call void @\w+_mb_{what}\(.*\n", "", ir)
+        out = re.sub(rf"  call void @\w+_{what}\(.*\n", "", ir)
         assert out != ir, what
         return out
 
@@ -57,18 +60,22 @@ def _drop(what: str) -> Callable[[str], str]:
 
 @pytest.mark.parametrize(
     "what,error",
-    [("wait_full", "never waited for"), ("arrive", "timed out: an arrival never came")],
+    [
+        ("mb_wait_full", "never waited for"),
+        ("mb_arrive", "mbarrier wait .empty, parity 0. timed out"),
+        ("nb_arrive", "named barrier . timed out"),
+    ],
 )
 def test_a_missing_wait_or_arrive_is_caught(
     what: str, error: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the consumers' wait on "full", the tiles' copies are never seen (the emulation
     lands them at a wait only); without the arrival on "empty", refilling a stage waits
-    forever."""
+    forever; without the ping-pong's arrivals, a warpgroup waits for its turn forever."""
     monkeypatch.setattr(mbemu, "TIMEOUT", 2.0)
     with pytest.raises(RuntimeError, match=error):
         check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True,
-                     edit=_drop(what))  # fmt: skip
+                     pingpong=what.startswith("nb"), edit=_drop(what))  # fmt: skip
 
 
 def test_mbar_needs_wgmma_and_three_stages() -> None:
@@ -76,3 +83,7 @@ def test_mbar_needs_wgmma_and_three_stages() -> None:
     assert "mbar" in (check_params(replace(p, mbar=True)) or "")
     assert "mbar" in (check_params(replace(p, mbar=True, stages=3, mma="wgmma_pipe")) or "")
     assert check_params(replace(p, mbar=True, stages=3)) is None
+    assert "pingpong" in (check_params(replace(p, pingpong=True, stages=3)) or "")
+    assert "pingpong" in (check_params(replace(p, mbar=True, pingpong=True, stages=3,
+                                               block_m=64)) or "")  # fmt: skip
+    assert check_params(replace(p, mbar=True, pingpong=True, stages=3)) is None

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 
 from kinac.ir.gpu.attention_params import MASK_DTYPES, WGMMA_BOTH, AttnParams
 from kinac.ir.gpu.attention_wgmma import asm_void, desc_bits, helpers, mbar_helpers
@@ -41,6 +42,7 @@ def kernel_name(p: AttnParams) -> str:
     mma += "_pk" if p.pack_p else ""
     mma += "_lpt" if p.lpt else ""
     mma += "_mb" if p.mbar else ""
+    mma += "_pp" if p.pingpong else ""
     return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{stg}{mma}_{h}"
 
 
@@ -367,6 +369,8 @@ class _Emitter:
         self.loop("loop0", "0", stop0, ntot, masked=False, next_label="loop1")
         self.loop("loop1", stop0, stop1, ntot, masked=True, next_label="done")
         f.label("done")
+        if p.pingpong:  # warpgroup 1's last arrival on barrier 1 is matched
+            self.wg_only(0, "pp_end", lambda: self.nb("sync", "1"))
         if self.pipe:  # the last tile: its scores are in sacc, its V tile has landed
             _, vb = self.stage_bases(stop1)
             sl = self.load_state("sacc", p.block_n // 2)
@@ -387,7 +391,7 @@ class _Emitter:
             smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma in WGMMA_BOTH,
                                    p.pack_p)  # fmt: skip
         if p.mbar:
-            smem += "\n" + mbar_helpers(name)
+            smem += "\n" + mbar_helpers(name, p.pingpong)
         return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
 
     def load_state(self, nm: str, n: int) -> list[str]:
@@ -472,6 +476,22 @@ class _Emitter:
         f.label("mb_init_c")
         f.do("call void @llvm.nvvm.barrier0()")
         self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', 0)}")
+        if p.pingpong:  # warpgroup 0 issues first: warpgroup 1 lets it
+            self.wg_only(1, "pp_go", lambda: self.nb("arrive", "1"))
+
+    def wg_only(self, wg: int, lab: str, emit: Callable[[], None]) -> None:
+        """``emit``'s code run by warpgroup ``wg`` only."""
+        f = self.f
+        me = f.v(f"icmp eq i32 {f.v(f'lshr i32 {self.warp}, 2')}, {wg}")
+        f.do(f"br i1 {me}, label %{lab}, label %{lab}_c")
+        f.label(lab)
+        emit()
+        f.do(f"br label %{lab}_c")
+        f.label(f"{lab}_c")
+
+    def nb(self, what: str, bar_id: str) -> None:
+        """Named barrier ``bar_id`` (1 or 2) of 256 threads: ``sync`` or ``arrive``."""
+        self.f.do(f"call void @{self.name}_nb_{what}(i32 {bar_id})")
 
     def mbar_step(self, lab: str, j: str, ntot: str, masked: bool) -> None:
         """Step ``j``: tile ``j + 1`` into its stage once that stage's ``empty`` phase (tile
@@ -529,7 +549,15 @@ class _Emitter:
         """``S = Q K^T`` of the K tile at ``kb``: ``block_n / 8`` accumulator quads."""
         f, p = self.f, self.p
         nn = p.block_n // 8
-        if p.mma.startswith("wgmma"):
+        if p.pingpong:  # wait for the other warpgroup's issue, issue, let it go
+            wg = self.f.v(f"lshr i32 {self.warp}, 2")
+            self.nb("sync", self.f.v(f"add i32 {wg}, 1"))
+            acc = self.issue_scores(kb)
+            self.nb("arrive", self.f.v(f"sub i32 2, {wg}"))
+            self.f.do(asm_void("wait"))
+            acc = self.wg_fence(f"{self.name}_fence_s", acc)
+            s = [acc[4 * i : 4 * i + 4] for i in range(p.block_n // 8)]
+        elif p.mma.startswith("wgmma"):
             s = self.wgmma_scores(kb)
         else:
             # S = Q K^T: ldmatrix.x4 gives two key tiles' B fragments for one k step

@@ -75,9 +75,13 @@ class AttnParams:
     # its "empty" completes. Tile j + 1 loads during step j into the stage of tile j - 2, so
     # the two warpgroups of a 128-row block may drift apart by a step and one's softmax runs
     # under the other's wgmma (no bar.sync in the loop)
+    # ``pingpong`` (with mbar, two warpgroups): FA3's ordering by named barriers: warpgroup w
+    # issues its Q K^T only after the other issued its own (bar.sync 1 + w / bar.arrive 2 - w,
+    # 256 threads), so their softmaxes alternate and each runs under the other's products
     pack_p: bool = False
     lpt: bool = False
     mbar: bool = False
+    pingpong: bool = False
 
     @property
     def warps(self) -> int:
@@ -148,6 +152,8 @@ def check_params(p: AttnParams) -> str | None:
         return "wgmma_pipe needs 3 stages (tile j + 1 is read while j + 2 loads)"
     if p.mbar and (p.mma != "wgmma" or p.stages != 3):
         return "mbar needs wgmma and 3 stages (tile j + 1 loads into tile j - 2's stage)"
+    if p.pingpong and (not p.mbar or p.warps != 8):
+        return "pingpong needs mbar and two warpgroups (block_m 128)"
     if p.pack_p and p.mma not in WGMMA_BOTH:
         return "pack_p needs wgmma for P V"
     if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):

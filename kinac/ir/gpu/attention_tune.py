@@ -33,6 +33,7 @@ HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]]
         ("wgmma_pipe", 128, 128, 0, 3), ("wgmma", 64, 64, 0, 2, "lpt"),
         ("wgmma", 128, 128, 0, 2, "pack"), ("wgmma", 128, 128, 0, 2, "pack lpt"),
         ("wgmma", 128, 64, 0, 3, "mbar"), ("wgmma", 128, 128, 0, 3, "mbar pack"),
+        ("wgmma", 128, 128, 0, 3, "mbar pack pingpong"),
     ),
     128: (
         ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 128, 128, 0, 2),
@@ -42,6 +43,9 @@ HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]]
         ("wgmma", 128, 128, 0, 3, "pack"), ("wgmma_pipe", 128, 128, 0, 3, "lpt"),
         ("wgmma", 128, 64, 0, 3, "mbar"), ("wgmma", 128, 128, 0, 3, "mbar"),
         ("wgmma", 128, 128, 0, 3, "mbar pack"), ("wgmma", 128, 128, 0, 3, "mbar pack lpt"),
+        ("wgmma", 128, 64, 0, 3, "mbar pingpong"), ("wgmma", 128, 128, 0, 3, "mbar pingpong"),
+        ("wgmma", 128, 128, 0, 3, "mbar pack pingpong"),
+        ("wgmma", 128, 128, 0, 3, "mbar pack pingpong lpt"),
     ),
 }  # fmt: skip
 SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] = {
@@ -77,6 +81,7 @@ class AttnChoice:
     pack_p: bool = False
     lpt: bool = False
     mbar: bool = False
+    pingpong: bool = False
 
 
 def hopper(arch: str) -> bool:
@@ -95,6 +100,7 @@ def tuning_key(p: AttnParams) -> AttnParams:
         pack_p=False,
         lpt=False,
         mbar=False,
+        pingpong=False,
     )
 
 
@@ -102,7 +108,7 @@ def apply(p: AttnParams, c: AttnChoice) -> AttnParams:
     """``p`` built as ``c`` says."""
     return replace(
         p, block_m=c.block_m, block_n=c.block_n, min_blocks=c.min_blocks, stages=c.stages,
-        mma=c.mma, pack_p=c.pack_p, lpt=c.lpt, mbar=c.mbar,
+        mma=c.mma, pack_p=c.pack_p, lpt=c.lpt, mbar=c.mbar, pingpong=c.pingpong,
     )  # fmt: skip
 
 
@@ -112,6 +118,7 @@ def label(p: AttnParams) -> str:
     out += f" min{p.min_blocks}" if p.min_blocks else ""
     out += " pack" if p.pack_p else ""
     out += " mbar" if p.mbar else ""
+    out += " pingpong" if p.pingpong else ""
     return out + (" lpt" if p.lpt else "")
 
 
@@ -127,7 +134,8 @@ def candidates(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
         if "lpt" in flags and not p.causal:  # every row block is as long: nothing to order
             continue
         q = replace(key, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mma=mma,
-                    pack_p="pack" in flags, lpt="lpt" in flags, mbar="mbar" in flags)  # fmt: skip
+                    pack_p="pack" in flags, lpt="lpt" in flags, mbar="mbar" in flags,
+                    pingpong="pingpong" in flags)  # fmt: skip
         if check_params(q) is None:
             out.append(q)
     return tuple(out)
@@ -172,4 +180,5 @@ def pick(
         c.pack_p,
         c.lpt,
         c.mbar,
+        c.pingpong,
     )

@@ -101,12 +101,13 @@ def _mb_asm(body: str, cons: str, args: str, ret: str = "void") -> str:
     return f'call {ret} asm sideeffect "{body}", "{cons}"({args})'
 
 
-def mbar_helpers(kname: str) -> str:
+def mbar_helpers(kname: str, named: bool = False) -> str:
     """The per-kernel mbarrier functions (``@<kname>_mb_*``, each on a ``ptr addrspace(3)``):
     ``init(b, count)``, ``arrive(b)``, ``cp_arrive(b)`` (an arrival when this thread's
     cp.async so far have landed: ``.noinc``, so ``count`` counts it), and ``wait_full`` /
     ``wait_empty(b, parity)`` (spin on ``try_wait.parity``: until the phase of that parity has
-    completed; two names so a test can drop either kind)."""
+    completed; two names so a test can drop either kind); ``named``: ``nb_sync(id)`` and
+    ``nb_arrive(id)``, named barriers of 256 threads (two warpgroups)."""
     sa = "%a = ptrtoint ptr addrspace(3) %b to i32"
     out = [
         f"define internal void @{kname}_mb_init(ptr addrspace(3) %b, i32 %n) alwaysinline {{\n"
@@ -137,5 +138,11 @@ def mbar_helpers(kname: str) -> str:
             f"  %ok = " + _mb_asm(wait, "=r,r,r,~{memory}", "i32 %a, i32 %ph", "i32") + "\n"
             "  %done = icmp ne i32 %ok, 0\n  br i1 %done, label %out, label %spin\n"
             "out:\n  ret void\n}\n"
+        )
+    for what, ins in (("sync", "barrier.sync"), ("arrive", "barrier.arrive")) if named else ():
+        out.append(
+            f"define internal void @{kname}_nb_{what}(i32 %id) alwaysinline {{\n  "
+            + _mb_asm(f"{ins} $0, 256;", "r,~{memory}", "i32 %id")
+            + "\n  ret void\n}\n"
         )
     return "".join(out)
