@@ -19,6 +19,7 @@ from pathlib import Path
 from kinac.rules.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
+ROUNDS = 6  # per process, each a save and a read by both stores, then a reopen
 
 WORKER = r"""
 import json, os, sys, types
@@ -57,7 +58,7 @@ def test_processes_sharing_a_cold_cache_stay_quiet_and_lose_nothing(tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(d), str(i), "6"],
+            [sys.executable, "-c", WORKER, str(d), str(i), str(ROUNDS)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -74,10 +75,46 @@ def test_processes_sharing_a_cold_cache_stay_quiet_and_lose_nothing(tmp_path: Pa
     s = Store(d, warn=lambda m: (_ for _ in ()).throw(AssertionError(m)))
     report = s.verify()  # type: ignore[attr-defined]
     assert report["dropped"] == 0 and report["records_dropped"] == 0 and not report["quarantined"]
-    assert report["ok"] == 5 * 6 * 2 * 12
+    assert report["ok"] == 5 * ROUNDS * 2 * 12
     rows = s.load_graph()
-    assert len(rows) == 5 * 6 * 2 * 60
+    assert len(rows) == 5 * ROUNDS * 2 * 60
     for qid, raw in rows.items():
         rec = s.decode_record(qid, raw)
         assert rec is not None and rec[0] == "q"
     s.close()
+
+
+def test_concurrent_cold_builds_agree_and_leave_a_sound_cache(tmp_path: Path) -> None:
+    """Three ``kinac build`` processes on one workspace and one cold cache (CI shards, an
+    editor's build beside a terminal's): no warning, identical artifacts, a cache that
+    ``kinac cache verify`` finds sound and a fourth build reuses whole."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "t.kina").write_text(
+        "(module t)\n\n(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N])\n  (exp (add x x)))\n"
+    )
+    (ws / "kina.toml").write_text(
+        '[workspace]\nname = "t"\n\n[[entry]]\nname = "f"\ndefn = "f"\ndims = { N = 8 }\n'
+    )
+    cache = str(tmp_path / "cache")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "kinac", "build", str(ws), "--cache-dir", cache, "--no-server"]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(3)
+    ]
+    reports = []
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0 and err == "", err
+        reports.append(json.loads(out))
+    assert len(reports[0]["artifacts"]) == 3
+    assert all(r["artifacts"] == reports[0]["artifacts"] for r in reports)
+    verify = [sys.executable, "-m", "kinac", "cache", "verify", "--cache-dir", cache]
+    v = subprocess.run(verify, capture_output=True, text=True, env=env, timeout=60)
+    assert v.returncode == 0 and "warning" not in v.stderr, v.stdout + v.stderr
+    again = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert json.loads(again.stdout)["queries_executed"] == 0, again.stderr
+    assert json.loads(again.stdout)["artifacts"] == reports[0]["artifacts"]
