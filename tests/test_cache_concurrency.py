@@ -118,3 +118,27 @@ def test_concurrent_cold_builds_agree_and_leave_a_sound_cache(tmp_path: Path) ->
     again = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, timeout=60)
     assert json.loads(again.stdout)["queries_executed"] == 0, again.stderr
     assert json.loads(again.stdout)["artifacts"] == reports[0]["artifacts"]
+
+
+def test_a_truncated_index_beside_a_wal_is_still_reported_and_rebuilt(tmp_path: Path) -> None:
+    """The header check trusts a file with a live WAL (another process may be checkpointing
+    it): real truncation is then found by SQLite on the first read, and quarantined."""
+    import types
+
+    d = tmp_path / "cache"
+    s = Store(d)
+    deps = [("a" * 40, "b" * 32)]
+    memo = types.SimpleNamespace(name="n", key_json=b"k" * 50, fp="f" * 32, deps=deps)
+    s.save({f"q{k}": memo for k in range(3000)})
+    s.close()
+    index = d / "index.db"
+    index.write_bytes(index.read_bytes()[: index.stat().st_size // 3])
+    (d / "index.db-wal").write_bytes(os.urandom(5000))
+    warnings: list[str] = []
+    s = Store(d, warn=warnings.append)
+    assert s.load_graph() == {}  # rebuilt from nothing, not trusted
+    assert len(warnings) == 1 and "is damaged" in warnings[0] and "moved it aside" in warnings[0]
+    assert [p.name for p in d.iterdir() if p.name.startswith("index.db.corrupt-")]
+    s.save({"q": memo})
+    assert list(s.load_graph()) == ["q"]
+    s.close()
