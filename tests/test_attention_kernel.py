@@ -114,3 +114,16 @@ def test_packed_p_lets_the_p_v_wgmmas_issue_back_to_back() -> None:
                                capture_output=True, text=True, check=True)  # fmt: skip
         assert ("C7519" in r.stderr) == injected, r.stderr[-2000:]
         assert "0 bytes spill stores" in r.stderr
+
+
+def test_f16_packed_p_candidates_assemble() -> None:
+    """f16 P registers are ``<2 x half>``: the pin passes them as i32 and back (a bitcast of
+    the i32 again failed to parse)."""
+    p = bhsd_params("f16", 2, 8, 2, 1000, 128)
+    cands = tuple(c for c in candidates(p, "sm_90a") if c.pack_p and c.block_n == 128)[:2]
+    assert cands
+    ptx = compile_ptx(attention_llvm_ir(cands), "sm_90a")
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") >= 2
+    for c in cands:
+        r = ptx_resources(ptx, "sm_90a").get(kernel_name(c), {"spill_stores": 0})
+        assert r["spill_stores"] == 0, (label(c), r)

@@ -757,6 +757,8 @@ class _Emitter:
                 for kb2 in steps
             ]
             flat = self.wg_pin(f"{name}_pin_p", [self.as_i32(x) for pa in pas for x in pa])
+            if self.opty != "i32":  # f16: back to the operand type wg_call takes
+                flat = [f.v(f"bitcast i32 {x} to {self.opty}") for x in flat]
             pas = [flat[4 * i : 4 * i + 4] for i in steps]
         f.do(asm_void("fence"))
         for kb2 in steps:
