@@ -256,10 +256,16 @@ TUNINGS: list[tuple[Any, Any]] = []  # (candidates, ms) of each autotuning in th
 _PTX: dict[tuple[str, str], str] = {}  # (LLVM IR, arch) -> PTX, compiled up front
 
 
-def _compile_job(job: tuple[str, str]) -> tuple[tuple[str, str], str]:
+def _compile_job(job: tuple[str, str]) -> tuple[tuple[str, str], str | None]:
+    """One variant's PTX; None when it does not compile (that variant then fails its smoke
+    run and is skipped, instead of the whole bench failing here)."""
     from kinac.codegen.ptx import compile_ptx
 
-    return job, compile_ptx(*job)
+    try:
+        return job, compile_ptx(*job)
+    except Exception as e:  # noqa: BLE001 - reported, the variant is skipped later
+        print(f"precompile: a variant does not compile: {str(e)[:300]}", flush=True)
+        return job, None
 
 
 def precompile(params: list[AttnParams]) -> float:
@@ -273,7 +279,7 @@ def precompile(params: list[AttnParams]) -> float:
     t0 = time.perf_counter()
     jobs = list(dict.fromkeys((attention_llvm_ir((p,)), ARCH) for p in params))
     with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 4)) as ex:
-        _PTX.update(ex.map(_compile_job, jobs))
+        _PTX.update((j, ptx) for j, ptx in ex.map(_compile_job, jobs) if ptx is not None)
     real = ptxmod.compile_ptx
 
     def cached(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
