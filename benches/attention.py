@@ -305,6 +305,7 @@ def watch_tunings() -> None:
 
 
 SMOKE = (("bf16", 128, 300), ("f16", 64, 129), ("bf16", 128, 64))
+SMOKE_BATCH = 24  # variants per child process (module loads and runs: well under its 240 s)
 
 
 def smoke_variants() -> list[AttnParams]:
@@ -348,26 +349,32 @@ def smoke_all() -> set[str]:
 
     variants = smoke_variants()
     left, bad = list(range(len(variants))), set()
-    while left:
-        r = subprocess.run(
-            [sys.executable, __file__, "--smoke", ",".join(map(str, left))],
-            capture_output=True, text=True, timeout=240, env=os.environ,
-        )  # fmt: skip
+    while left:  # batches of SMOKE_BATCH per child (each child's time limit holds)
+        batch, later = left[:SMOKE_BATCH], left[SMOKE_BATCH:]
+        try:
+            r = subprocess.run(
+                [sys.executable, __file__, "--smoke", ",".join(map(str, batch))],
+                capture_output=True, text=True, timeout=240, env=os.environ,
+            )  # fmt: skip
+            out, err, rc = r.stdout, r.stderr, r.returncode
+        except subprocess.TimeoutExpired as e:  # a hung variant: the first not reported
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            err, rc = "timed out (240 s)", -9
         done = {}
-        for line in r.stdout.splitlines():
+        for line in out.splitlines():
             w = line.split()
             if len(w) >= 2 and w[0] in ("ok", "bad"):
                 done[int(w[1])] = w[0]
         bad |= {label(variants[i]) for i, v in done.items() if v == "bad"}
-        rest = [i for i in left if i not in done]
-        if r.returncode != 0 and rest:  # the first not reported crashed the child
-            print(f"smoke: variant {label(variants[rest[0]])} crashed: {r.stderr[-600:]}")
+        rest = [i for i in batch if i not in done]
+        if rc != 0 and rest:  # the first not reported crashed (or hung) the child
+            print(f"smoke: variant {label(variants[rest[0]])} crashed: {err[-600:]}")
             bad.add(label(variants[rest[0]]))
             rest = rest[1:]
-        elif r.returncode != 0 and not done:
-            print(f"smoke failed: {r.stderr[-1500:]}")
+        elif rc != 0 and not done:
+            print(f"smoke failed: {err[-1500:]}")
             return {label(v) for v in variants}
-        left = rest if r.returncode != 0 else []
+        left = (rest if rc != 0 else []) + later
     print(f"smoke: {len(variants)} variant runs, failing labels: {sorted(bad)}", flush=True)
     return bad
 
