@@ -379,6 +379,22 @@ def smoke_all() -> set[str]:
     return bad
 
 
+def skip_in_tuning(bad: set[str]) -> None:
+    """The autotuner of this process (the ``kinac.compile`` rows) times only the variants
+    that passed the smoke runs: one that faulted or hung there is not launched in this
+    process's CUDA context."""
+    if not bad:
+        return
+    from kinac.ir.gpu import attention_tune as at
+
+    real = at.candidates
+
+    def passing(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
+        return tuple(c for c in real(p, arch) if at.label(c) not in bad)
+
+    at.candidates = passing  # type: ignore[assignment]
+
+
 def second_process(src: Path) -> dict[str, Any]:
     """``kinac.compile`` of one shape again in a fresh process on the same cache: its autotuner
     must time nothing (the choice is a stored artifact)."""
@@ -512,6 +528,7 @@ def main() -> int:
     rc = 0
     bad = smoke_all()
     extra["smoke_failed"] = sorted(bad)
+    skip_in_tuning(bad)
     for dtype, b, s in shapes:
         ok = [c for c in cands[(dtype, b, s)] if label(c) not in bad]
         rows += [{"dtype": dtype, "B": b, "S": s, "variant": label(c), "skipped": True}
