@@ -474,8 +474,9 @@ def test_packed_p_and_longest_first_order_on_cpu() -> None:
 
 
 def test_longest_first_order_maps_every_block_once_on_cpu() -> None:
-    """lpt alone on 64-row tiles: three row blocks of unequal length per (batch, head)."""
-    check_on_cpu(64, 150, True, AttnTiles(64, 64), "wgmma", 2, heads=2, batch=2, kv=1, lpt=True)
+    """lpt alone on 64-row tiles: three row blocks of unequal length per batch, three
+    batches (block index -> (tile, head, batch) is a permutation of the grid)."""
+    check_on_cpu(64, 150, True, AttnTiles(64, 64), "wgmma", 2, heads=1, batch=3, kv=1, lpt=True)
 
 
 def check_on_cpu(
