@@ -70,7 +70,7 @@ class GpuTimer:
                 compile_ptx(attention_llvm_ir((c,)), arch),
                 kernel_name(c),
                 grid(c),
-                32 * c.warps,
+                c.threads,
                 smem_bytes(c),
             )  # fmt: skip
             for c in cands
