@@ -69,7 +69,7 @@ class KernelRun:
         shm = smem_bytes(p)
         attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         driver.check("cuFuncSetAttribute", d.cuFuncSetAttribute(k.handle, attr, shm))
-        self.launch = k.prepare(("ptr",) * 4, grid(p), 32 * p.warps, shm, None, "bindings")
+        self.launch = k.prepare(("ptr",) * 4, grid(p), p.threads, shm, None, "bindings")
         self.stream = Stream.null()
 
     def __call__(self, q: Any, k: Any, v: Any, o: Any) -> Any:

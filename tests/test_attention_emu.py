@@ -392,12 +392,12 @@ def run_kernel(p: AttnParams, *inputs: np.ndarray, edit: Any = None) -> np.ndarr
     bufs = [np.ascontiguousarray(x) for x in inputs]
     ptrs = [o.ctypes.data, *(x.ctypes.data for x in bufs)]
     gx, gy, gz = grid(p)
-    nthreads = 32 * p.warps
+    nthreads = p.threads
     for bz in range(gz):
         for by in range(gy):
             for bx in range(gx):
-                warps = [_Warp() for _ in range(p.warps)]
-                wgs = [_Warp(128) for _ in range(max(1, p.warps // 4))]
+                warps = [_Warp() for _ in range(nthreads // WARP)]
+                wgs = [_Warp(128) for _ in range(-(-nthreads // 128))]
                 bar = threading.Barrier(nthreads, timeout=120)
                 mbemu.start_block()
 

@@ -18,17 +18,19 @@ import numpy as np
 import pytest
 from test_attention_emu import check_on_cpu, reference, run_kernel
 
+from kinac.ir.gpu.attention_lower import attention_launch
 from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
 from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 
-@pytest.mark.parametrize("pingpong", [False, True])
-def test_mbar_ring_on_cpu(pingpong: bool) -> None:
+@pytest.mark.parametrize("pingpong,ws", [(False, False), (True, False), (True, True)])
+def test_mbar_ring_on_cpu(pingpong: bool, ws: bool) -> None:
     """128x64, two warpgroups, causal: the last row block walks four key tiles through the
     three stages (tile 3 waits for tile 0's "empty" phase); with and without the named
-    barriers that alternate the warpgroups' Q K^T issues."""
+    barriers that alternate the warpgroups' Q K^T issues, and with a producer warpgroup
+    loading every K/V tile (384 threads)."""
     check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True,
-                 pingpong=pingpong)  # fmt: skip
+                 pingpong=pingpong, ws=ws)  # fmt: skip
 
 
 def test_mbar_with_packed_p_128_keys_on_cpu() -> None:
@@ -76,6 +78,19 @@ def test_a_missing_wait_or_arrive_is_caught(
     with pytest.raises(RuntimeError, match=error):
         check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True,
                      pingpong=what.startswith("nb"), edit=_drop(what))  # fmt: skip
+
+
+def test_producer_warpgroup_launch_and_missing_wait() -> None:
+    """ws: the launch has 384 threads; the computing warps without their "full" wait never
+    see the producer's tiles."""
+    p = replace(bhsd_params("bf16", 1, 2, 1, 256, 64, True, AttnTiles(128, 64)), mma="wgmma",
+                stages=3, mbar=True, ws=True)  # fmt: skip
+    assert check_params(p) is None and p.threads == 384
+    assert attention_launch(p).block == 384
+    assert "ws" in (check_params(replace(p, mbar=False)) or "")
+    with pytest.raises(RuntimeError, match="never waited for"):
+        check_on_cpu(64, 100, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True, ws=True,
+                     edit=_drop("mb_wait_full"))  # fmt: skip
 
 
 def test_mbar_needs_wgmma_and_three_stages() -> None:

@@ -43,6 +43,7 @@ def kernel_name(p: AttnParams) -> str:
     mma += "_lpt" if p.lpt else ""
     mma += "_mb" if p.mbar else ""
     mma += "_pp" if p.pingpong else ""
+    mma += "_ws" if p.ws else ""
     return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{stg}{mma}_{h}"
 
 
@@ -239,7 +240,6 @@ class _Emitter:
     def emit(self) -> str:
         f, p = self.f, self.p
         name = self.name
-        nt = self.nt
         tid = f.v("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
         bx = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()")
         h = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()")
@@ -304,9 +304,16 @@ class _Emitter:
             nfull = f.v(f"select i1 {lt2}, i32 {fl}, i32 {full_sk}")
         else:
             ntot, nfull = str(ntiles), str(full_sk)
-        # stage Q and key tile 0
+        if p.ws:  # state, barriers, then the producer warp goes its own way
+            self.alloc_state()
+            self.mbar_init(tid)
+            self.producer(tid, ntot)
+        # stage Q and key tile 0 (ws: the producer loads every K/V tile)
         self.load_tile(0, qbase, m0, p.block_m, p.sq, p.q_strides[2])
-        self.load_kv("0")
+        if p.ws:
+            f.do("call void @llvm.nvvm.cp.async.commit.group()")
+        else:
+            self.load_kv("0")
         # per-lane ldmatrix rows and chunk parts
         lane = self.lane
         l7 = f.v(f"and i32 {lane}, 7")
@@ -325,7 +332,12 @@ class _Emitter:
         if self.atoms:  # cp.async wrote the tiles the tensor cores' async proxy reads
             f.do(asm_void("proxy"))
             self.sbase = f.v(f"ptrtoint ptr addrspace(3) {self.smem} to i64")
-        f.do("call void @llvm.nvvm.barrier0()")
+        if p.ws:  # the computing warps only (the producer is in its loop)
+            self.nb("sync", "3")
+            if p.pingpong:
+                self.wg_only(1, "pp_go", lambda: self.nb("arrive", "1"))
+        else:
+            f.do("call void @llvm.nvvm.barrier0()")
         self.qf = []
         for kk in range(self.d // 16):
             addr = self.chunk_addr(0, qrow, 2 * kk, self.xa, p.block_m)
@@ -335,18 +347,13 @@ class _Emitter:
         t4 = f.v(f"and i32 {lane}, 3")
         self.row_g = f.v(f"add i32 {f.v(f'add i32 {m0}, {w16}')}, {g}")
         self.col_t = f.v(f"shl i32 {t4}, 1")
-        # loop-carried state in allocas (SROA promotes them: constant indices only)
-        nacc = self.d // 8 * 4
-        state = [("oacc", nacc, "0.0"), ("mrow", 2, NEG_INF), ("lrow", 2, "0.0")]
-        if self.pipe:  # the next tile's scores, carried from one step to the next
-            state.append(("sacc", p.block_n // 2, "0.0"))
-        for nm, n, init in state:
-            f.do(f"%{nm} = alloca [{n} x float], align 4")
-            for i in range(n):
-                ptr = f.v(f"getelementptr [{n} x float], ptr %{nm}, i32 0, i32 {i}")
-                f.do(f"store float {init}, ptr {ptr}")
-        if p.mbar:  # thread 0 makes the barriers; tile 0 landed above (waited for)
+        if not p.ws:
+            self.alloc_state()
+        if p.mbar and not p.ws:  # thread 0 makes the barriers; tile 0 landed above (waited for)
             self.mbar_init(tid)
+            self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', 0)}")
+            if p.pingpong:  # warpgroup 0 issues first: warpgroup 1 lets it
+                self.wg_only(1, "pp_go", lambda: self.nb("arrive", "1"))
         for t in range(1, 1 if p.mbar else p.stages - 1):  # the ring's other stages (after
             more = f.v(f"icmp slt i32 {t}, {ntot}")  # the allocas: SROA needs them in entry)
             f.do(f"br i1 {more}, label %pro{t}, label %pro{t}_c")
@@ -379,7 +386,7 @@ class _Emitter:
             self.output_step(vb, pv, oacc)
         self.epilogue(obase)
         f.do("ret void")
-        attrs = f'"nvvm.maxntid"="{nt}"'
+        attrs = f'"nvvm.maxntid"="{p.threads}"'
         if p.min_blocks:
             attrs += f' "nvvm.minctasm"="{p.min_blocks}"'
         names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
@@ -391,7 +398,7 @@ class _Emitter:
             smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma in WGMMA_BOTH,
                                    p.pack_p)  # fmt: skip
         if p.mbar:
-            smem += "\n" + mbar_helpers(name, p.pingpong)
+            smem += "\n" + mbar_helpers(name, p.pingpong or p.ws)
         return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
 
     def load_state(self, nm: str, n: int) -> list[str]:
@@ -462,22 +469,73 @@ class _Emitter:
     def mb(self, what: str, *args: str) -> None:
         self.f.do(f"call void @{self.name}_mb_{what}({', '.join(args)})")
 
+    def alloc_state(self) -> None:
+        """Loop-carried state in allocas (SROA promotes them: constant indices only; they
+        must be in the entry block, before any branch)."""
+        f, p = self.f, self.p
+        nacc = self.d // 8 * 4
+        state = [("oacc", nacc, "0.0"), ("mrow", 2, NEG_INF), ("lrow", 2, "0.0")]
+        if self.pipe:  # the next tile's scores, carried from one step to the next
+            state.append(("sacc", p.block_n // 2, "0.0"))
+        for nm, n, init in state:
+            f.do(f"%{nm} = alloca [{n} x float], align 4")
+            for i in range(n):
+                ptr = f.v(f"getelementptr [{n} x float], ptr %{nm}, i32 0, i32 {i}")
+                f.do(f"store float {init}, ptr {ptr}")
+
+    def producer(self, tid: str, ntot: str) -> None:
+        """ws: threads from ``nt`` on (the producer warp) load K/V tile t = 0, 1, ... into
+        stage t % stages once its "empty" phase for tile t - stages completed, arrive on its
+        "full" barrier, and return; the others continue at ``%consumer``."""
+        f, p = self.f, self.p
+        isp = f.v(f"icmp uge i32 {tid}, {self.nt}")
+        f.do(f"br i1 {isp}, label %producer, label %consumer")
+        f.label("producer")
+        saved = (self.nt, self.ld_row, self.ld_cc, self.ld_scol, self.ld_gcol)
+        self.nt = 128
+        ptid = f.v(f"sub i32 {tid}, {saved[0]}")
+        cpr = self.d // 8
+        self.ld_row = f.v(f"udiv i32 {ptid}, {cpr}")
+        cc = self.ld_cc = f.v(f"urem i32 {ptid}, {cpr}")
+        r7 = f.v(f"and i32 {self.ld_row}, 7")
+        sc = f.v(f"xor i32 {f.v(f'and i32 {cc}, 7')}, {r7}")
+        self.ld_scol = f.v(f"shl i32 {sc}, 4")
+        self.ld_gcol = f.v(f"shl i64 {f.v(f'zext i32 {cc} to i64')}, 4")
+        f.do("br label %prod_loop")
+        f.label("prod_loop")
+        f.do("%pt = phi i32 [0, %producer], [%pt_next, %prod_body]")
+        go = f.v(f"icmp slt i32 %pt, {ntot}")
+        f.do(f"br i1 {go}, label %prod_body, label %prod_done")
+        f.label("prod_body")
+        st = f.v(f"urem i32 %pt, {p.stages}")
+        rnd = f.v(f"udiv i32 %pt, {p.stages}")
+        par = f.v(f"and i32 {f.v(f'add i32 {rnd}, 1')}, 1")
+        self.mb("wait_empty", f"ptr addrspace(3) {self.bar('empty', st)}", f"i32 {par}")
+        self.load_kv("%pt", commit=False)
+        self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', st)}")
+        f.do("%pt_next = add i32 %pt, 1")
+        f.do("br label %prod_loop")
+        f.label("prod_done")
+        f.do("call void @llvm.nvvm.cp.async.commit.group()")
+        f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
+        f.do("ret void")
+        f.label("consumer")
+        self.nt, self.ld_row, self.ld_cc, self.ld_scol, self.ld_gcol = saved
+
     def mbar_init(self, tid: str) -> None:
-        """Thread 0 initialises every stage's barriers (``nt`` arrivals a phase); after the
-        block barrier, every thread's arrival for tile 0 (its copies have landed)."""
+        """Thread 0 initialises every stage's barriers ("full": an arrival per loading
+        thread, "empty": per computing thread, a phase), then the block barrier."""
         f, p = self.f, self.p
         is0 = f.v(f"icmp eq i32 {tid}, 0")
         f.do(f"br i1 {is0}, label %mb_init, label %mb_init_c")
         f.label("mb_init")
         for s in range(p.stages):
             for kind in ("full", "empty"):
-                self.mb("init", f"ptr addrspace(3) {self.bar(kind, s)}", f"i32 {self.nt}")
+                n = 128 if p.ws and kind == "full" else self.nt
+                self.mb("init", f"ptr addrspace(3) {self.bar(kind, s)}", f"i32 {n}")
         f.do("br label %mb_init_c")
         f.label("mb_init_c")
         f.do("call void @llvm.nvvm.barrier0()")
-        self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', 0)}")
-        if p.pingpong:  # warpgroup 0 issues first: warpgroup 1 lets it
-            self.wg_only(1, "pp_go", lambda: self.nb("arrive", "1"))
 
     def wg_only(self, wg: int, lab: str, emit: Callable[[], None]) -> None:
         """``emit``'s code run by warpgroup ``wg`` only."""
@@ -501,7 +559,7 @@ class _Emitter:
         f, p = self.f, self.p
         f.do(f"%jn_{lab} = add i32 {j}, 1")
         t = f"%jn_{lab}"
-        more = f.v(f"icmp slt i32 {t}, {ntot}")
+        more = "false" if p.ws else f.v(f"icmp slt i32 {t}, {ntot}")  # ws: the producer loads
         f.do(f"br i1 {more}, label %{lab}_pf, label %{lab}_cmp")
         f.label(f"{lab}_pf")
         st = f.v(f"urem i32 {t}, {p.stages}")

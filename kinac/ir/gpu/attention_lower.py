@@ -45,7 +45,7 @@ def attention_launch(p: AttnParams, name: str | None = None) -> GpuLaunch:
     shm = smem_bytes(p)
     stg = f" {p.stages} stages" if p.stages != 2 else ""
     note = f"flash {p.block_m}x{p.block_n}{stg} grid {gx}x{gy}x{gz} smem {shm}"
-    return GpuLaunch(name or kernel_name(p), gx, 32 * p.warps, (), 1, note, (gy, gz), shm)
+    return GpuLaunch(name or kernel_name(p), gx, p.threads, (), 1, note, (gy, gz), shm)
 
 
 def lower_attention_kernel(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKernelCode:

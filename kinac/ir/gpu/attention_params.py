@@ -82,10 +82,21 @@ class AttnParams:
     lpt: bool = False
     mbar: bool = False
     pingpong: bool = False
+    # ``ws`` (with mbar): warp specialisation: one more warpgroup, the producer, issues every
+    # K/V cp.async (up to all stages ahead, on the "empty" barriers); the others only compute.
+    # 384 threads: ptxas caps every thread at 168 registers (no setmaxnreg: ptxas still
+    # allocates the whole kernel under the cap), so only 128x64 tiles fit without spills
+    ws: bool = False
 
     @property
     def warps(self) -> int:
+        """The computing warps (16 query rows each)."""
         return self.block_m // 16
+
+    @property
+    def threads(self) -> int:
+        """Threads per block: the computing warps and, with ``ws``, the producer warpgroup."""
+        return 32 * self.warps + (128 if self.ws else 0)
 
     @property
     def group(self) -> int:
@@ -154,6 +165,8 @@ def check_params(p: AttnParams) -> str | None:
         return "mbar needs wgmma and 3 stages (tile j + 1 loads into tile j - 2's stage)"
     if p.pingpong and (not p.mbar or p.warps != 8):
         return "pingpong needs mbar and two warpgroups (block_m 128)"
+    if p.ws and not p.mbar:
+        return "ws needs mbar (the producer hands tiles over on the stage barriers)"
     if p.pack_p and p.mma not in WGMMA_BOTH:
         return "pack_p needs wgmma for P V"
     if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):

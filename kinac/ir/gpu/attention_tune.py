@@ -46,6 +46,7 @@ HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]]
         ("wgmma", 128, 64, 0, 3, "mbar pingpong"), ("wgmma", 128, 128, 0, 3, "mbar pingpong"),
         ("wgmma", 128, 128, 0, 3, "mbar pack pingpong"),
         ("wgmma", 128, 128, 0, 3, "mbar pack pingpong lpt"),
+        ("wgmma", 128, 64, 0, 3, "mbar ws"), ("wgmma", 128, 64, 0, 3, "mbar ws pingpong"),
     ),
 }  # fmt: skip
 SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] = {
@@ -82,6 +83,7 @@ class AttnChoice:
     lpt: bool = False
     mbar: bool = False
     pingpong: bool = False
+    ws: bool = False
 
 
 def hopper(arch: str) -> bool:
@@ -101,6 +103,7 @@ def tuning_key(p: AttnParams) -> AttnParams:
         lpt=False,
         mbar=False,
         pingpong=False,
+        ws=False,
     )
 
 
@@ -108,7 +111,7 @@ def apply(p: AttnParams, c: AttnChoice) -> AttnParams:
     """``p`` built as ``c`` says."""
     return replace(
         p, block_m=c.block_m, block_n=c.block_n, min_blocks=c.min_blocks, stages=c.stages,
-        mma=c.mma, pack_p=c.pack_p, lpt=c.lpt, mbar=c.mbar, pingpong=c.pingpong,
+        mma=c.mma, pack_p=c.pack_p, lpt=c.lpt, mbar=c.mbar, pingpong=c.pingpong, ws=c.ws,
     )  # fmt: skip
 
 
@@ -119,6 +122,7 @@ def label(p: AttnParams) -> str:
     out += " pack" if p.pack_p else ""
     out += " mbar" if p.mbar else ""
     out += " pingpong" if p.pingpong else ""
+    out += " ws" if p.ws else ""
     return out + (" lpt" if p.lpt else "")
 
 
@@ -135,7 +139,7 @@ def candidates(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
             continue
         q = replace(key, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mma=mma,
                     pack_p="pack" in flags, lpt="lpt" in flags, mbar="mbar" in flags,
-                    pingpong="pingpong" in flags)  # fmt: skip
+                    pingpong="pingpong" in flags, ws="ws" in flags)  # fmt: skip
         if check_params(q) is None:
             out.append(q)
     return tuple(out)
@@ -181,4 +185,5 @@ def pick(
         c.lpt,
         c.mbar,
         c.pingpong,
+        c.ws,
     )

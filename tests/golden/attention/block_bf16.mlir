@@ -23,4 +23,4 @@
 %46 = kina.repeat_interleave %45 {axis = 1 : i64, repeats = 2 : i64} : tensor<1x1x40x64xbf16> -> tensor<1x2x40x64xbf16>
 %47 = kina.matmul %43, %46 {impl = "blas"} : tensor<1x2x40x40xbf16>, tensor<1x2x40x64xbf16> -> tensor<1x2x40x64xbf16>
 kina.yield %47 : tensor<1x2x40x64xbf16>
-}) {gpu = "kernel attn_bf16_d64_m64n64_19300a296f grid=1 block=128 vec=1 flash 64x64 grid 1x2x1 smem 40960"} : (tensor<1x40x64xbf16>, tensor<1x40x128xbf16>, tensor<1x40x64xbf16>) -> tensor<1x2x40x64xbf16>
+}) {gpu = "kernel attn_bf16_d64_m64n64_4a7aa76b51 grid=1 block=128 vec=1 flash 64x64 grid 1x2x1 smem 40960"} : (tensor<1x40x64xbf16>, tensor<1x40x128xbf16>, tensor<1x40x64xbf16>) -> tensor<1x2x40x64xbf16>
