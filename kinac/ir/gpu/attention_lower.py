@@ -39,8 +39,8 @@ def canonical_attention_kernel(k: Any) -> GpuKernel:
 
 def attention_launch(p: AttnParams, name: str | None = None) -> GpuLaunch:
     """The launch of ``p``'s kernel (function ``name``, else :func:`kernel_name`): a 3-D grid
-    (query blocks, heads, batch), dynamic shared memory, ``32 * warps`` threads (the kernel's
-    ``.maxntid``)."""
+    (query blocks, heads, batch), dynamic shared memory, ``p.threads`` threads (the kernel's
+    ``.maxntid``: 32 a computing warp, and a producer warpgroup with ``ws``)."""
     gx, gy, gz = grid(p)
     shm = smem_bytes(p)
     stg = f" {p.stages} stages" if p.stages != 2 else ""
