@@ -215,6 +215,12 @@ def test_the_client_imports_almost_nothing_and_opting_out_builds_here(served: An
         "kinac.cli_parser",
         "kinac.session",
         "kinac.pipeline",
+        # what a client that starts in ~the interpreter's own time does without: socket.py's
+        # selectors and array, hashlib's OpenSSL, a TOML parser for a kina.toml that sets no
+        # cache_dir (docs/incremental.md, "Build server")
+        "socket",
+        "_hashlib",
+        "tomllib",
     }
     fwd = kinac(ws, "build", ".", flags=("-X", "importtime"))
     if "kinac.session" in _imported(fwd.stderr):
@@ -273,7 +279,13 @@ def test_the_client_reads_what_it_may_forward(tmp_path: Path) -> None:
     (tmp_path / "ws" / "kina.toml").write_text('[workspace]\ncache_dir = "../c"\n')
     (tmp_path / "ws" / "sub" / "a.kina").write_text("(module a)\n")
     (tmp_path / "loose.kina").write_text("(module loose)\n")
+    for text in ('[workspace]\nname = "w"\n', '[workspace]\nname = "w"  # no cache_dir\n', "[w"):
+        (tmp_path / f"ws{len(text)}").mkdir()  # ws23, ws39, ws2
+        (tmp_path / f"ws{len(text)}" / "kina.toml").write_text(text)
     for p in (
+        tmp_path / "ws23",
+        tmp_path / "ws39",
+        tmp_path / "ws2",
         tmp_path / "ws",
         tmp_path / "ws" / "sub" / "a.kina",
         tmp_path / "loose.kina",

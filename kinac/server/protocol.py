@@ -11,8 +11,10 @@ for what the build wrote to stdout / stderr; ``{"exit": CODE}`` last.
 from __future__ import annotations
 
 import json
-import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the client uses ``_socket``'s sockets (the same methods), not ``socket``
+    import socket
 
 MAX_FRAME = 64 * 1024 * 1024  # a frame longer than this is a protocol error, not a wait
 
@@ -24,7 +26,7 @@ class ProtocolError(Exception):
 class Channel:
     """Frames over one connected socket; ``recv`` honours the socket's timeout."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket | Any) -> None:
         self.sock = sock
         self._buf = bytearray()
 
