@@ -6,7 +6,7 @@ returning new tensors, and the loss entry saw its weights at new addresses every
 staged copies of them). Now the GPU optimizer keeps parameters, gradients and moments in one
 flat device buffer each, updated in place (``donate="inplace"``, the GPU's default) with 3
 calls a step, and the loss entry writes its gradients into the flat gradient buffer
-(:func:`kinac.rt.cuda.entry_into.call_into`). Checked here: the in-place mode on the host
+(``GpuEntry(*arrays, out=)``, :func:`kinac.rt.cuda.entry_into.call_into`). Checked here: the in-place mode on the host
 gives the default run's losses and weights bit for bit with 3 optimizer calls a step;
 ``call_into`` on a driverless entry (memory in host RAM, kernels in Python) runs an in-place
 update once (not twice: the warm-up before a CUDA-graph capture), replays it after, and
@@ -153,17 +153,17 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_call_into_updates_in_place_once_then_replays(fake: None) -> None:
     e = _map_entry()
     x = _tensor(e.resource, np.arange(N, dtype=np.float32))
-    (got,) = call_into(e, (x,), (x,))
+    (got,) = e(x, out=(x,))  # GpuEntry's out= is call_into
     assert got is x
     # the first call at these addresses: warm-up (the update) then capture, no second run
     np.testing.assert_array_equal(_view(x.ptr), 2 * np.arange(N) + 1)
     assert e.runs == 1 and e.captures == 1  # type: ignore[attr-defined]
-    call_into(e, (x,), (x,))  # the captured graph, replayed
+    e(x, out=(x,))  # the captured graph, replayed
     np.testing.assert_array_equal(_view(x.ptr), 2 * (2 * np.arange(N) + 1) + 1)
     assert e.runs == 2 and e.replays == 1 and e.captures == 1  # type: ignore[attr-defined]
     # into another buffer: the plain path (a fresh binding: warm-up, then replay)
     y = _tensor(e.resource, np.zeros(N, np.float32))
-    call_into(e, (x,), (y,))
+    assert call_into(e, (x,), (y,))[0] is y
     np.testing.assert_array_equal(_view(y.ptr), 2 * _view(x.ptr) + 1)
 
 

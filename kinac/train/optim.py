@@ -10,7 +10,7 @@ not 3 per tensor), and every call writes into a buffer the optimizer already hol
   the other (host kernels take no output aliasing an input: their buffers are ``noalias``),
   so after the first step a step allocates nothing (``kinac.rt.host.OUTPUT_STATS``);
 * on a GPU (``inplace``): one device buffer each, overwritten by the update
-  (:func:`kinac.rt.cuda.entry_into.call_into`, which allows it for an elementwise map): the
+  (``GpuEntry(..., out=)``, which allows it for an elementwise map): the
   parameters, gradients and two moments of AdamW are 4 copies of the weights' bytes, as
   PyTorch's AdamW holds, at fixed addresses (one CUDA graph per call, replayed every step);
 * ``donate=False`` (``calls``): one call per parameter, each returning new arrays.
@@ -66,7 +66,7 @@ class KinaFn:
     """One defn of a prelude module, called in one of the optimizer's modes (``mode``):
     ``"calls"`` returns new arrays, ``"pingpong"`` writes into the given host buffer (``out``),
     ``"inplace"`` writes into ``out``, which may be an argument's own buffer (on a GPU through
-    :func:`kinac.rt.cuda.entry_into.call_into`; on the host, for tests, into a temporary that
+    ``GpuEntry(*args, out=)``; on the host, for tests, into a temporary that
     is then copied over ``out``: host kernels take no aliased output). Its specialisations
     are keyed by the caller (one per parameter or flat unit)."""
 
@@ -95,10 +95,8 @@ class KinaFn:
             return entry(*args)
         if self.mode == "pingpong":
             return entry(*args, out=(out,))
-        if self.target == "cuda":
-            from kinac.rt.cuda.entry_into import call_into
-
-            return call_into(entry, args, (out,))[0]
+        if self.target == "cuda":  # GpuEntry's out=: in place over the argument's buffer
+            return entry(*args, out=(out,))[0]
         import numpy as np
 
         np.copyto(out, entry(*args))

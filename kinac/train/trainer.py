@@ -204,12 +204,7 @@ class Trainer:
                 self._outs = grads_into(lw.outputs, self._entry.wrt, self.opt)
         if self._outs is None:
             return self._entry(*args)  # type: ignore[no-any-return]
-        if self.target == "cuda":
-            from kinac.rt.cuda.entry_into import call_into
-
-            outs = call_into(self._entry.entry, args, self._outs)
-        else:
-            outs = self._entry.entry(*args, out=self._outs)
+        outs = self._entry.entry(*args, out=self._outs)  # host or GPU: into the given buffers
         return outs[0], dict(zip(self._entry.wrt, outs[1:], strict=True))
 
     def step(self) -> StepResult:

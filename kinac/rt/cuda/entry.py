@@ -398,7 +398,14 @@ class GpuEntry:
         ptrs = tuple([t.ptr for t in ins] + [t.ptr for t in outs])
         return ins, outs, ptrs
 
-    def __call__(self, *arrays: Any) -> Any:
+    def __call__(self, *arrays: Any, out: Any = None) -> Any:
+        """The entry's output(s) on ``arrays``; with ``out=`` (one CUDA array per output) the
+        outputs are written into the caller's buffers, in place over an input where that is
+        safe (:mod:`kinac.rt.cuda.entry_into`), and that tuple is returned."""
+        if out is not None:
+            from kinac.rt.cuda.entry_into import call_into
+
+            return call_into(self, arrays, out)
         # the entry's GPU is current during the call, and the caller's context comes back after;
         # the usual case (it is current already) costs one PyDLL call (cuda-python's ~1 us)
         get = self._ctx_get
