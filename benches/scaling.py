@@ -19,7 +19,9 @@ as ``kinac watch`` does while it waits), CPU seconds of the cold build and of th
 build, in one fresh process per L and target.
 
 ``--server``: the same edit built by a fresh ``kinac build`` process that forwards to a warm
-``kinac serve`` (kinac.server): the client's CPU seconds plus the server's for the request.
+``kinac serve`` (kinac.server): the client's CPU seconds plus the server's for the request;
+and, in the same run, the same edit in a resident session (as ``--resident``), the floor the
+server's part is compared with.
 
 ``--speed``: steady-state run time, same run, of entries built as the pipeline builds them
 (cut into pieces at their calls, kernels stitched, wrapper at -O0) against the same graph
@@ -123,6 +125,19 @@ print(cold, edit)
 """
 
 
+def _resident_once(where: Path, n: int, target: str) -> tuple[float, float]:
+    """One fresh session's cold build and one-layer edit (CPU seconds), its own cache: a cache
+    shared between L would hand the deeper model's cold build the shallower one's kernels."""
+    ws = make_workspace(where, n)
+    code = RESIDENT.format(root=str(ROOT), benches=str(ROOT / "benches"), ws=str(ws), n=n,
+                           target=target, cache=str(where / f"cache{n}"))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    c, e = (float(x) for x in done.stdout.split()[-2:])
+    return c, e
+
+
 def resident(layers: list[int], targets: list[str], repeat: int = 1) -> None:
     """Cold build and one-layer edit in one session per L and target (CPU seconds; the
     least of ``repeat`` sessions for each)."""
@@ -133,20 +148,9 @@ def resident(layers: list[int], targets: list[str], repeat: int = 1) -> None:
     with tempfile.TemporaryDirectory(prefix="kinac-resident-") as tmp:
         for target in targets:
             for n in layers:
-                colds, edits = [], []
-                for r in range(repeat):
-                    ws = make_workspace(Path(tmp) / target / str(r), n)
-                    code = RESIDENT.format(root=str(ROOT), benches=str(ROOT / "benches"),
-                                           ws=str(ws), n=n, target=target,
-                                           cache=str(Path(tmp) / target / str(r) / "cache"))  # fmt: skip
-                    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                          text=True)  # fmt: skip
-                    if done.returncode != 0:
-                        raise SystemExit(done.stderr)
-                    c, e = (float(x) for x in done.stdout.split()[-2:])
-                    colds.append(c)
-                    edits.append(e)
-                cold, edit = min(colds), min(edits)
+                runs = [_resident_once(Path(tmp) / target / str(r), n, target)
+                        for r in range(repeat)]  # fmt: skip
+                cold, edit = min(c for c, _ in runs), min(e for _, e in runs)
                 print(f"| {target} | {n} | {cold:.2f} | {edit:.2f} | {edit / cold:.0%} |")
 
 
@@ -210,18 +214,21 @@ def served(layers: list[int], targets: list[str], repeat: int = 1) -> None:
                     finally:
                         proc.terminate()
                         proc.wait(60)
-                    runs.append((cold, edit, noop, timed_build(ws, cache, target)))
+                    local_noop = timed_build(ws, cache, target)
+                    _, res_edit = _resident_once(Path(tmp) / target / f"res{r}", n, target)
+                    runs.append((cold, edit, noop, local_noop, (res_edit, res_edit)))
                 best = [min(x, key=lambda t: t[1]) for x in zip(*runs, strict=True)]
                 rows.append((target, n, *best))
                 print(f"  {target} L={n}: " + ", ".join(f"{b[0]:.2f} s (CPU {b[1]:.2f})" for b in best),
                       file=sys.stderr)  # fmt: skip
     print("| target | L | cold, fresh process | one-layer edit via server: client + server = total "
-          "(wall) | edit / cold | no-op via server: total (wall) | no-op, fresh process |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
-    for target, n, cold, edit, noop, local_noop in rows:
+          "(wall) | edit / cold | same edit, resident session | no-op via server: total (wall) "
+          "| no-op, fresh process |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for target, n, cold, edit, noop, local_noop, res in rows:
         print(f"| {target} | {n} | {cold[1]:.2f} | {edit[2]:.2f} + {edit[1] - edit[2]:.2f} = "
-              f"{edit[1]:.2f} ({edit[0]:.2f}) | {edit[1] / cold[1]:.0%} | {noop[1]:.2f} "
-              f"({noop[0]:.2f}) | {local_noop[1]:.2f} |")  # fmt: skip
+              f"{edit[1]:.2f} ({edit[0]:.2f}) | {edit[1] / cold[1]:.0%} | {res[1]:.2f} | "
+              f"{noop[1]:.2f} ({noop[0]:.2f}) | {local_noop[1]:.2f} |")  # fmt: skip
 
 
 def _built_three_ways(ws: Path, cache: Path) -> list[tuple[str, Any, Any, Any, Any]]:
