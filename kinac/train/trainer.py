@@ -202,6 +202,8 @@ class Trainer:
             if self.donate:
                 lw = self._entry.entry.lowered
                 self._outs = grads_into(lw.outputs, self._entry.wrt, self.opt)
+            if self.target == "cuda":  # its bounds check waits for the loss read (step())
+                self._entry.entry.defer_checks()
         if self._outs is None:
             return self._entry(*args)  # type: ignore[no-any-return]
         outs = self._entry.entry(*args, out=self._outs)  # host or GPU: into the given buffers
@@ -219,10 +221,14 @@ class Trainer:
         t0 = time.perf_counter()
         scale = self.scaler.scale if self.scaler is not None else self.fixed_scale
         loss, grads = self._loss_and_grads(self._args(tokens, targets, scale))
-        # read before the update is queued: on a GPU the loss entry has just synchronised
-        # (its gather bounds check), so this is one small copy, and the optimizer's kernels
-        # then run while the host prepares the next step (no second wait per step)
+        # read before the update is queued, the step's one host wait: on a GPU the loss
+        # entry's gather bounds check is deferred (its status word copied to pinned memory on
+        # the stream), so the check after the read waits for nothing more, and a bad index
+        # fails this step before its loss is reported or its update queued; the optimizer's
+        # kernels then run while the host prepares the next step
         value = float(to_numpy(loss)) / scale
+        if self.target == "cuda" and self.parallel is None:
+            self._entry.entry.check()
         finite = True
         if self.scaler is not None and self.opt.mode == "inplace":
             finite = self.scaler.unscale_flat(self.opt, grads)  # the flat buffers, in place

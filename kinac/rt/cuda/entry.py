@@ -62,6 +62,7 @@ class GpuEntry:
     _ctx_mine = 0
     hot_calls = 0
     _spares: list[Any] | None = None  # entry_hot.Spares per output, made at the first call
+    _deferred: Any = None  # entry_checks.DeferredStatus while checks are deferred
 
     def __init__(
         self,
@@ -421,6 +422,8 @@ class GpuEntry:
         hot = self._hot_call(arrays)
         if hot is not None:
             return hot
+        if self._deferred is not None:
+            self._status_before_run()
         ins, outs, ptrs = self.prepare(*arrays)
         # addresses bound before (and nothing staged): every one was seen at its position already
         key = ptrs if not self.volatile and ptrs in self._bound else self._key(ptrs)
@@ -433,7 +436,7 @@ class GpuEntry:
         if self.volatile:
             self._copy(ptrs, key, inputs=False)
         if self.status:
-            self._check_status()
+            self._status_after_run()
         del ins
         if not self._host_outputs:
             return outs[0] if len(outs) == 1 else tuple(outs)
@@ -466,6 +469,39 @@ class GpuEntry:
             src, dst = (ptrs[pos], self._stage[pos]) if inputs else (self._stage[pos], ptrs[pos])
             driver.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(dst, src, nb, self.stream.cu))
 
+    # ---- runtime checks (gather bounds): immediate by default, deferred on request ----------
+    def defer_checks(self, on: bool = True) -> None:
+        """Check the status word asynchronously (:mod:`kinac.rt.cuda.entry_checks`): a call
+        queues its copy to pinned memory instead of waiting for it; a failure is raised at
+        the entry's next call or at :meth:`check`, whichever comes first. Off by default: a
+        plain call's bad index is then reported by that very call."""
+        if not on and self._deferred is not None:
+            self.check()
+        if on and self.status and self._deferred is None:
+            from kinac.rt.cuda.entry_checks import DeferredStatus
+
+            self._deferred = DeferredStatus(self.lowered.status_slots)
+        elif not on:
+            self._deferred = None
+
+    def check(self) -> None:
+        """Wait for this entry's deferred checks and raise the first failure (a no-op for the
+        immediate checks, already done by each call). A synchronisation point."""
+        if self._deferred is not None:
+            self._deferred.wait(self._raise_status)
+
+    def _status_after_run(self) -> None:
+        """After a call's launches: check its status word now, or queue the deferred copy."""
+        if self._deferred is None:
+            self._check_status()
+        else:
+            self._deferred.queue(self.status, self.stream, self._raise_status)
+
+    def _status_before_run(self) -> None:
+        """Before a call: report an earlier call's failed deferred check, if its copy is in."""
+        if self._deferred is not None and self._deferred.pending:
+            self._deferred.poll(self._raise_status)
+
     def _check_status(self) -> None:
         import numpy as np
 
@@ -473,8 +509,13 @@ class GpuEntry:
         d = driver.api()
         driver.check("cuStreamSynchronize", d.cuStreamSynchronize(self.stream.cu))
         driver.check("cuMemcpyDtoH", d.cuMemcpyDtoH(st.ctypes.data, self.status, st.nbytes))
-        if not st[0]:
-            return
+        if st[0]:
+            self._raise_status(st)
+
+    def _raise_status(self, st: Any) -> None:
+        """The error a failed status word ``st`` (int64 per slot) stands for."""
+        import numpy as np
+
         code, k, pos, value, bound = (int(x) for x in st[:5])
         step = self.lowered.steps[k] if 0 <= k < len(self.lowered.steps) else None
         if code == GATHER_OOB and step is not None:

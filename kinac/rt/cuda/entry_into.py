@@ -105,6 +105,8 @@ def call_into(entry: Any, arrays: Sequence[Any], out: Sequence[Any]) -> tuple[Te
         raise KinaGpuError(f"{lw.name}: out= needs every output on the GPU (one goes to the host)")
     pushed = entry.device.enter()
     try:
+        if entry._deferred is not None:  # an earlier call's failed check, if its copy is in
+            entry._status_before_run()
         stager = entry._stager
         if stager is not None and stager._pending:  # a prepare whose run was never reported
             stager.after_run(entry.stream)
@@ -142,7 +144,7 @@ def call_into(entry: Any, arrays: Sequence[Any], out: Sequence[Any]) -> tuple[Te
         if entry.volatile:
             entry._copy(ptrs, key, inputs=False)
         if entry.status:
-            entry._check_status()
+            entry._status_after_run()
         return tuple(outs)
     finally:
         entry.device.leave(pushed)
