@@ -204,7 +204,10 @@ def test_fused_step_on_the_entrys_buffers() -> None:
     ins: list[np.ndarray] = [np.zeros(0)] * p.n_inputs
     for buf, i in zip((xq, xk, xv), p.args, strict=True):
         ins[i] = buf
-    out = bf16_to_f32(run_kernel(p, *ins)).astype(np.float64)
+    # the output projection reads [B, S, H*Dh]: the kernel writes tokens-major (no map after)
+    assert p.o_strides == (s * d, dh, d)
+    raw = bf16_to_f32(run_kernel(p, *ins)).astype(np.float64)
+    out = raw.reshape(b, s, h, dh).transpose(0, 2, 1, 3)
 
     def heads(x: np.ndarray, n: int) -> np.ndarray:
         return bf16_to_f32(x).astype(np.float64).reshape(b, s, n, dh).transpose(0, 2, 1, 3)

@@ -42,7 +42,7 @@ from xdsl.passes import ModulePass
 
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, dtype_name, shape_of
+from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
 from kinac.ir.gpu.attention_params import MASK_DTYPES, AttnParams, AttnTiles, check_params
 from kinac.ir.gpu.fuse_rows import merge_kernels, only_user, yielded
 from kinac.ir.gpu.gemm import find_matmul
@@ -274,15 +274,35 @@ def _strides(
     return (sb, sh, sr, base)
 
 
+def output_layout(out: SSAValue, result: SSAValue) -> Layout | None:
+    """Where each element of ``result`` (the ``P V`` product, ``[B, H, S, Dh]``) lives in the
+    kernel's contiguous output buffer, given that the kernel yields ``out``: ``result`` itself
+    (heads-major), or ``result`` transposed and then reshaped (tokens-major ``[B, S, H*Dh]``,
+    the output projection's input: the kernel writes through strides and the transpose map
+    that used to follow it is gone). ``None`` for any other view chain."""
+    if out is result:
+        return Layout.contiguous(shape_of(result.type))
+    base, chain = view_base(out, {result})
+    if base is not result or not chain or not isinstance(chain[0], st.TransposeOp):
+        return None
+    if any(not isinstance(o, st.ReshapeOp) for o in chain[1:]):
+        return None  # reshapes of a contiguous buffer keep its row-major order
+    perm = tuple(_ints(chain[0], "perm"))
+    inv = tuple(perm.index(i) for i in range(len(perm)))
+    return Layout.contiguous(shape_of(chain[0].result.type)).transpose(inv)
+
+
 def attention_params(
     mm1: st.MatmulOp, sm: st.SoftmaxOp, mm2: st.MatmulOp, scores: SSAValue, probs: SSAValue,
-    index_of: Callable[[BlockArgument], int], n_inputs: int,
+    index_of: Callable[[BlockArgument], int], n_inputs: int, out: SSAValue | None = None,
 ) -> AttnParams | None:  # fmt: skip
     """The fused kernel's parameters for the chain ``mm1 -> ... -> sm -> mm2``, or None.
 
     ``scores`` is where the softmax's input chain must end (``mm1``'s result or the block
     argument standing for it), ``probs`` what ``mm2`` must multiply; ``index_of`` gives the
-    position, among the fused kernel's ``n_inputs`` buffers, of the one a block argument reads.
+    position, among the fused kernel's ``n_inputs`` buffers, of the one a block argument reads;
+    ``out`` what the kernel yields (``mm2``'s result unless a tokens-major view of it,
+    :func:`output_layout`).
     """
     qs, ks, ss, vs = (shape_of(v.type) for v in (mm1.lhs, mm1.rhs, sm.x, mm2.rhs))
     if mm2.lhs is not probs or _int(sm, "axis") != len(ss) - 1 or len(qs) not in (3, 4):
@@ -322,10 +342,14 @@ def attention_params(
     vst = _strides(v.layout, b, h, group, n - 2)
     if qst is None or kst is None or vst is None:
         return None
+    olay = output_layout(mm2.result if out is None else out, mm2.result)
+    ost = None if olay is None else _strides(olay, b, h, 1, n - 2)
+    if ost is None or ost[3] != 0:
+        return None
     tiles = choose_tiles(d, sq, sk)
     p = AttnParams(
         dt, d, b, h, kv_heads, sq, sk, causal, scale, qst[:3], kst[:3], vst[:3],
-        (h * sq * d, sq * d, d), tiles.block_m, tiles.block_n, tiles.min_blocks,
+        (h * sq * d if b == 1 else ost[0], ost[1] if h > 1 else sq * d, ost[2]), tiles.block_m, tiles.block_n, tiles.min_blocks,
         (index_of(q.arg), index_of(k.arg), index_of(v.arg)), n_inputs,
         (qst[3], kst[3], vst[3]),
     )  # fmt: skip
@@ -340,7 +364,7 @@ def merged_params(k: st.KernelOp) -> AttnParams:
     mms = [o for o in k.body.block.ops if isinstance(o, st.MatmulOp)]
     sm = next(o for o in k.body.block.ops if isinstance(o, st.SoftmaxOp))
     p = attention_params(
-        mms[0], sm, mms[1], mms[0].result, sm.result, lambda a: a.index, len(k.inputs)
+        mms[0], sm, mms[1], mms[0].result, sm.result, lambda a: a.index, len(k.inputs), yielded(k)
     )
     if p is None:
         raise AssertionError(f"{k.sym.data}: not an attention kernel")
@@ -408,8 +432,40 @@ def fuse_attention(fn: func.FuncOp) -> int:
         k.properties["sym"] = StringAttr(f"{k3.sym.data.split('_')[0]}_attention")
         if merged_params(k) != p:  # the merged body must analyse as the chain did
             raise AssertionError(f"{k.sym.data}: attention parameters changed by the merge")
+        absorb_output_view(k)
         n += 1
     return n
+
+
+def absorb_output_view(k: st.KernelOp) -> st.KernelOp:
+    """``k`` (a merged attention kernel) with the map after it merged in when that map only
+    views ``k``'s result tokens-major (``[B, H, S, Dh] -> [B, S, H, Dh] -> [B, S, H*Dh]``, the
+    output projection's input): the kernel then writes its output through those strides
+    (``o_strides``) and one launch, a full read and write of the output, disappears. Anything
+    else (another user, arithmetic in the map, a layout the kernel cannot store) keeps the
+    map. Returns the kernel now computing the result."""
+    m = only_user(k)
+    if not isinstance(m, st.KernelOp) or m.kind.data != "map" or len(m.inputs) != 1:
+        return k
+    body = [o for o in m.body.block.ops if not isinstance(o, st.YieldOp)]
+    if not body or not all(isinstance(o, (st.TransposeOp, st.ReshapeOp)) for o in body):
+        return k
+    if len(shape_of(m.result.type)) != len(shape_of(k.result.type)) - 1:
+        return k  # heads merged into the row ([.., S, H*Dh]): cost.py reads the step's shape
+    p = merged_params(k)
+    lay = output_layout(yielded(m), m.body.block.args[0])
+    n = len(shape_of(k.result.type))
+    ost = None if lay is None else _strides(lay, p.batch, p.heads, 1, n - 2)
+    if ost is None or ost[3] != 0:
+        return k
+    sym = k.sym.data
+    new = merge_kernels(k, m, "attention")
+    new.properties["impl"] = StringAttr("flash")
+    new.properties["sym"] = StringAttr(sym)
+    q = merged_params(new)  # raises if the merged body no longer reads as attention
+    if replace(q, o_strides=p.o_strides) != p:
+        raise AssertionError(f"{sym}: attention parameters changed by the output view")
+    return new
 
 
 class GpuFuseAttention(ModulePass):

@@ -75,6 +75,9 @@ def attention_flops(step: GpuStep) -> int:
     ``4 B H S^2 Dh``, taking the keys as many as the queries (self-attention: the step does
     not record the keys' length) and not crediting a causal kernel for the tiles it skips;
     0 for any other step. Without it the flash kernel's floor was its bytes alone."""
+    if step.kind == "attention" and len(step.shape) == 3:  # tokens-major [B, S, H*Dh] out
+        b, s, hd = step.shape  # (or heads-major [H, S, Dh]: the same product)
+        return 4 * b * s * s * hd
     if step.kind != "attention" or len(step.shape) != 4:
         return 0
     b, h, s, d = step.shape

@@ -1,0 +1,82 @@
+"""The fused attention kernel writing tokens-major (issue 14): ``o_strides`` of a
+``[B, S, H, Dh]`` buffer, as ``gpu-fuse-attention`` plans when the output projection reads
+``[B, S, H*Dh]`` (the transpose map that followed the kernel is gone). Every mma path the
+autotuner can pick (``sync``, ``wgmma_qk``, ``wgmma``, ``wgmma_pipe``, the mbarrier ring and
+the warp-specialised producer) is run on the CPU emulation against float64 in both layouts;
+the pass keeps the map when the kernel has other users of its heads-major output."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from test_attention_emu import reference, run_kernel
+
+from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
+from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name
+from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
+from kinac.ir.gpu.attention_tune import candidates, label
+from kinac.ir.gpu.pipeline import lower_graph_gpu
+from kinac.ir.testing import block_graph
+from kinac.tir.interp import bf16_to_f32, f32_to_bf16
+
+VARIANTS = [
+    ("sync", 2, {}, AttnTiles(64, 32)),
+    ("wgmma_qk", 2, {}, AttnTiles(64, 64)),
+    ("wgmma", 2, {"pack_p": True}, AttnTiles(64, 64)),
+    ("wgmma_pipe", 3, {}, AttnTiles(64, 64)),
+    ("wgmma", 3, {"mbar": True}, AttnTiles(64, 64)),
+    ("wgmma", 3, {"mbar": True, "ws": True}, AttnTiles(128, 64)),
+]
+
+
+@pytest.mark.parametrize(
+    "mma,stages,switches,tiles,tokens_major",
+    [(*v, True) for v in VARIANTS] + [(*VARIANTS[0], False)],  # heads-major: test_attention_emu
+)
+def test_output_layouts_on_cpu(
+    mma: str, stages: int, switches: dict[str, bool], tiles: AttnTiles, tokens_major: bool
+) -> None:
+    b, h, kv, s, d = 2, 2, 1, 40, 64
+    p = replace(bhsd_params("bf16", b, h, kv, s, d, True, tiles), mma=mma, stages=stages,
+                **switches)  # fmt: skip
+    if tokens_major:
+        p = replace(p, o_strides=(s * h * d, d, h * d))
+    assert check_params(p) is None
+    rng = np.random.default_rng(11)
+    q = f32_to_bf16(rng.standard_normal((b, h, s, d)).astype(np.float32))
+    k = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
+    v = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
+    f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
+    raw = f64(run_kernel(p, q, k, v))  # the output buffer, [B*H*S*D] elements either way
+    out = raw.reshape(b, s, h, d).transpose(0, 2, 1, 3) if tokens_major else raw
+    ref = reference(f64(q), f64(k), f64(v), True)
+    assert np.isfinite(out).all()  # every element written once (NaN where nothing was)
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-2
+
+
+def test_block_plans_tokens_major_output() -> None:
+    """The block's attention step yields ``[B, S, H*Dh]`` and no map step follows it."""
+    lw = lower_graph_gpu(block_graph(2, 64, 256, 4, 2, 128, "bf16"))
+    kinds = [s.kind for s in lw.steps]
+    i = kinds.index("attention")
+    assert lw.steps[i].shape == (2, 64, 256)
+    assert kinds[i + 1] == "matmul" and "map" not in kinds[: i + 1]
+
+
+def test_every_candidate_takes_tokens_major_strides_without_spills() -> None:
+    """The autotuner's Hopper candidates keep the planned ``o_strides`` (they replace only
+    tuned fields) and each assembles for sm_90a with no stack and no spill."""
+    b, h, kv, s, d = 2, 8, 2, 1000, 64
+    p = replace(bhsd_params("bf16", b, h, kv, s, d), o_strides=(s * h * d, d, h * d))
+    cands = candidates(p, "sm_90a")
+    assert len(cands) >= 5 and all(c.o_strides == p.o_strides for c in cands)
+    ptx = compile_ptx(attention_llvm_ir(cands), "sm_90a")
+    assert ptx.count(".entry ") == len(cands)
+    if ptxas_path() is None:
+        return
+    res = ptx_resources(ptx, "sm_90a")
+    for c in cands:
+        r = res[kernel_name(c)]
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["stack"] == 0, (label(c), r)
