@@ -39,3 +39,14 @@ def test_small_bf16_block_launches_and_estimate() -> None:
     assert work_s < 0.25 * launches * LAUNCH_GAP_S
     est_us = (work_s + launches * LAUNCH_GAP_S) * 1e6
     assert 18 < est_us < 30  # measured 35.4 us per call on the H200 (steps 1.2-3.7 us each)
+
+
+def test_45m_bf16_block_launches() -> None:
+    """The 45M block (B4 S1024 D2048 H16 KV4 F5632) lowers to the same 11 steps: the
+    attention kernel writes the output projection's [B, S, H*Dh] input itself."""
+    lw = lower_graph_gpu(block_graph(4, 1024, 2048, 16, 4, 5632, "bf16"))
+    assert [(s.kind, s.impl) for s in lw.steps] == SMALL_BF16_STEPS
+    (att,) = [s for s in lw.steps if s.kind == "attention"]
+    assert att.shape == (4, 1024, 2048)
+    est_us = sum(c.est_s for c in estimate_steps(lw.steps)) * 1e6
+    assert 550 < est_us < 650  # 605 us with the 8.4 us transpose map (cost.py's floors)
