@@ -36,11 +36,16 @@ paid for by the forward's saved ``S x S`` traffic (45M bf16: estimate 2.236 -> 2
 (25.22 -> 25.70 ms estimated) for 256 MiB (arena 1000 -> 744 MiB): f32 keeps ``P``, already
 well under PyTorch eager's peak (docs/gradients-gpu.md)."""
 
-CHEAP = frozenset(
-    {"add", "sub", "mul", "div", "neg", "cast", "where", "gt", "ge", "lt", "le", "eq",
-     "iota", "full", "const", "max", "min", "exp", "rsqrt", "sqrt"}
-)  # fmt: skip
-"""Ops of a softmax's cone copied with it (elementwise: fused into its row kernel)."""
+def _cheap(op: str) -> bool:
+    """Whether an op of a softmax's cone is copied with it: elementwise maps, casts, selects and
+    constants, which fuse into its row kernel. Asked of the primitive registry's traits rather
+    than listed, so a new elementwise primitive is covered (tests/test_prims_registry.py)."""
+    if op == "const":
+        return True
+    from kinac.check.prims import PRIMS
+
+    prims = PRIMS.get(op)
+    return bool(prims) and bool({"elementwise", "creation"} & prims[0].traits)
 
 
 def _nbytes(n: Node) -> int:
@@ -67,7 +72,7 @@ def _cone(graph: Graph, root: int) -> list[int]:
                 matmuls += 1
                 seen.add(i)
                 continue  # its operands (views of Q and K) are shared
-            if n.op not in CHEAP:
+            if not _cheap(n.op):
                 continue
         seen.add(i)
         stack.extend(n.args)
