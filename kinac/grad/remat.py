@@ -45,7 +45,7 @@ def _cheap(op: str) -> bool:
     from kinac.check.prims import PRIMS
 
     prims = PRIMS.get(op)
-    return bool(prims) and bool({"elementwise", "creation"} & prims[0].traits)
+    return prims is not None and bool({"elementwise", "creation"} & prims[0].traits)
 
 
 def _nbytes(n: Node) -> int:
