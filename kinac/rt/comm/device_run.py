@@ -234,8 +234,10 @@ def concat_chunks(got: Any, n: int, dim: int, cat: int, ops: Any, stream: Any = 
     row = q * _itemsize(got)
     for j in range(n):
         chunk = ops.view(got, (c, *fshape[1:]), j * c * math.prod(fshape[1:]) * _itemsize(got))
-        src, _, _ = buffer_of(move_back(chunk, dim, ops, stream))
+        moved = move_back(chunk, dim, ops, stream)  # held until its copy is issued: the
+        src, _, _ = buffer_of(moved)  # address alone would let its memory be freed and reused
         ops.copy2d(dst + j * s * row, n * s * row, src, s * row, s * row, p, stream)
+        del moved
     return out
 
 
