@@ -200,7 +200,7 @@ def _no_gpu() -> bool:
 @pytest.mark.skipif(_no_gpu(), reason="no CUDA GPU")
 def test_gpu_step_in_place_one_graph_no_growth(tmp_path_factory: pytest.TempPathFactory) -> None:
     """On the GPU: the in-place flat step gives the per-tensor step's losses and weights bit
-    for bit (the same kernels' arithmetic), makes 3 optimizer calls a step, the loss entry
+    for bit (the same kernels' arithmetic), makes one fused optimizer call a step (equal to the 3 separate kernels bit for bit), the loss entry
     replays one CUDA graph with nothing staged (its weights and gradients never move), and
     the pool's allocated bytes do not grow after the first steps. Its graphs: one per
     address of the host batch's two pinned staging slots (``kinac.rt.cuda.staging``)."""
@@ -219,7 +219,15 @@ def test_gpu_step_in_place_one_graph_no_growth(tmp_path_factory: pytest.TempPath
     assert [r.loss for r in ra] == [r.loss for r in rb]
     for k, v in a.weights.items():
         assert to_numpy(v).tobytes() == to_numpy(b.weights[k]).tobytes(), k
-    assert a.opt.calls == 3 * 5
+    assert a.opt.fused and a.opt.calls == 5  # one fused AdamW kernel a step
+    # the fused kernel equals the three separate in-place kernels bit for bit
+    c = Trainer(DECODER, "decoder_1m", seed=2, target="cuda", cache_dir=cache, fused=False)
+    rc = c.run(5)
+    assert [r.loss for r in rc] == [r.loss for r in ra] and c.opt.calls == 3 * 5
+    for k, v in a.weights.items():
+        assert to_numpy(v).tobytes() == to_numpy(c.weights[k]).tobytes(), k
+    fused_entry = a.opt._fused["flat.float32"]
+    assert fused_entry.captures <= 2 and not fused_entry.volatile
     entry = a._entry.entry
     assert entry.captures <= 2 and not entry.volatile and entry.replays >= 3
     assert ra[-1].loss < ra[0].loss

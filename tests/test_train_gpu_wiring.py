@@ -30,6 +30,7 @@ from kinac.rt.cuda.entry_support import DL_NAMES, NP_NAMES, _nbytes
 from kinac.rt.cuda.tensor import DTYPES, contiguous_strides
 from kinac.train import Trainer
 from kinac.train import flat as flat_mod
+from kinac.train import fused as fused_mod
 from kinac.train import optim as optim_mod
 from kinac.train.amp import AMP_KINA
 from kinac.train.optim import OPTIM_KINA, to_numpy
@@ -73,9 +74,10 @@ def gpu_twin(host: Any) -> GpuEntry:
     lw0 = host.lowered
     n_in = len(lw0.params)
     launch = GpuLaunch("k_twin", 1, 128, ())
-    shape = tuple(lw0.outputs[0].shape)
+    first = lw0.outputs[0] if lw0.outputs else lw0.params[0]  # no outputs: updates in place
+    shape = tuple(first.shape)
     reads = tuple(f"param{i}" for i in range(n_in))
-    steps = (GpuStep("k0_map", "map", "kernel", lw0.outputs[0].dtype, shape, reads, "out0",
+    steps = (GpuStep("k0_map", "map", "kernel", first.dtype, shape, reads, "out0",
                      (launch,)),)  # fmt: skip
     lw = GpuLoweredEntry(lw0.name, "", lw0.params, lw0.outputs, ("cuda:0",) * n_in,
                          ("cuda:0",) * len(lw0.outputs), 0, 0, steps, ())  # fmt: skip
@@ -146,6 +148,32 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> list[GpuEntry]:
         return made[-1]
 
     monkeypatch.setattr(optim_mod, "specialised", specialised)
+
+    def load_fused(n: int, dtype: str, options: dict[str, Any]) -> GpuEntry:
+        """The fused AdamW step's real lowering (its PTX unused), run by the three host
+        defns in place on the bound buffers (the kernel's arithmetic is checked bit for bit
+        on the GPU emulation: tests/test_train_fused_adamw.py)."""
+        from kinac.api import compile as compile_defn
+
+        lw, _ = fused_mod.fused_lowered(n, dtype, options)
+        fns = {k: compile_defn(OPTIM_KINA, k, cache_dir=CACHE) for k, _ in fused_mod.PARTS}
+
+        class Host:
+            lowered = lw
+
+            def __call__(self, p: Any, g: Any, m: Any, v: Any, *sc: Any, out: Any) -> None:
+                assert out == ()
+                b1, b2, lr, eps, wd, t = (x[()] for x in sc)
+                m[...] = fns["adamw-m"](g, m, b1)
+                v[...] = fns["adamw-v"](g, v, b2)
+                p[...] = fns["adamw-param"](p, m, v, lr, b1, b2, eps, wd, t)
+
+        e = gpu_twin(Host())
+        e.updates_inputs = fused_mod.WRITTEN
+        made.append(e)
+        return e
+
+    monkeypatch.setattr(fused_mod, "load", load_fused)
     return made
 
 
@@ -160,7 +188,8 @@ def test_cuda_trainer_wiring_matches_the_host_bit_for_bit(
     assert [(r.loss, r.skipped, r.scale) for r in rh] == [(r.loss, r.skipped, r.scale) for r in rd]
     for k, v in host.weights.items():
         assert to_numpy(v).tobytes() == to_numpy(dev.weights[k]).tobytes(), k
-    assert dev.opt.calls == 3 * sum(not r.skipped for r in rd)  # skipped steps make none
+    # one fused AdamW launch a step; skipped steps make none
+    assert dev.opt.calls == sum(not r.skipped for r in rd) and dev.opt.fused
     if dev.scaler is not None:  # f16: one unscale and one finiteness check a step, flat
         assert dev.scaler._flat is not None
         assert [f.calls for f in dev.scaler._flat] == [3, 3]

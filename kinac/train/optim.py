@@ -333,10 +333,25 @@ class AdamW(Optimizer):
         target: str = "cpu",
         **options: Any,
     ) -> None:
+        fused = options.pop("fused", None)
         super().__init__(params, lr=lr, target=target, **options)
         self.betas, self.eps, self.weight_decay = betas, eps, weight_decay
+        # on a GPU, in place: one fused kernel for the three formulas (kinac.train.fused)
+        self.fused = (self.mode == "inplace" and target == "cuda") if fused is None else fused
+        if self.fused and (self.mode != "inplace" or target != "cuda"):
+            raise KinaUsageError("the fused AdamW step updates GPU buffers in place")
+        self._options = options
+        self._fused: dict[str, Any] = {}
+        self.fused_calls = 0
+
+    @property
+    def calls(self) -> int:
+        return super().calls + self.fused_calls
 
     def _update(self, k: str, g: Any) -> None:
+        if self.fused:
+            self._update_fused(k, g)
+            return
         p, p_out = self._io(k)
         m, m_out = self._io(f"{k}.m")
         v, v_out = self._io(f"{k}.v")
@@ -350,6 +365,20 @@ class AdamW(Optimizer):
         self._set(f"{k}.m", new_m)
         self._set(f"{k}.v", new_v)
         self._set(k, new_p)
+
+    def _update_fused(self, k: str, g: Any) -> None:
+        """One launch: ``m``, ``v`` and the parameters of unit ``k`` updated in place."""
+        from kinac.train import fused
+
+        p, v, m = self._io(k)[0], self._io(f"{k}.v")[0], self._io(f"{k}.m")[0]
+        entry = self._fused.get(k)
+        if entry is None:
+            dtype = self.store.dtype_name(p)
+            entry = self._fused[k] = fused.load(int(p.shape[0]), dtype, self._options)
+        sc = self._scalar
+        hyper = (self.betas[0], self.betas[1], self.lr, self.eps, self.weight_decay, self.t)
+        entry(p, g, m, v, *(sc(k, x) for x in hyper))
+        self.fused_calls += 1
 
 
 OPTIMIZERS: dict[str, type[Optimizer]] = {"adamw": AdamW, "sgd": SGD}

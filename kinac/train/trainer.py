@@ -92,6 +92,7 @@ class Trainer:
         simulate: int | None = None,
         layout: str = "dp",
         donate: bool | None = None,
+        fused: bool | None = None,
         **options: Any,
     ) -> None:
         from kinac.api_grad import value_and_grad
@@ -129,6 +130,8 @@ class Trainer:
                 self.workspace, entry, wrt=list(self.names), target=target, **options
             )
         kw: dict[str, Any] = {"lr": lr, "weight_decay": weight_decay}
+        if optimizer == "adamw":  # None: one fused kernel where in place on a GPU
+            kw["fused"] = fused
         self.opt = OPTIMIZERS[optimizer](
             init_weights(self.info, seed), target=target, donate=donate, **kw, **options
         )

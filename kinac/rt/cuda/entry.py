@@ -63,6 +63,9 @@ class GpuEntry:
     hot_calls = 0
     _spares: list[Any] | None = None  # entry_hot.Spares per output, made at the first call
     _deferred: Any = None  # entry_checks.DeferredStatus while checks are deferred
+    # params the entry's kernels overwrite in place (a fused optimizer step): every call runs
+    # through entry_into.call_into, whose first call at new addresses is the warm-up
+    updates_inputs: tuple[int, ...] = ()
 
     def __init__(
         self,
@@ -403,10 +406,10 @@ class GpuEntry:
         """The entry's output(s) on ``arrays``; with ``out=`` (one CUDA array per output) the
         outputs are written into the caller's buffers, in place over an input where that is
         safe (:mod:`kinac.rt.cuda.entry_into`), and that tuple is returned."""
-        if out is not None:
+        if out is not None or self.updates_inputs:
             from kinac.rt.cuda.entry_into import call_into
 
-            return call_into(self, arrays, out)
+            return call_into(self, arrays, () if out is None else out)
         # the entry's GPU is current during the call, and the caller's context comes back after;
         # the usual case (it is current already) costs one PyDLL call (cuda-python's ~1 us)
         get = self._ctx_get

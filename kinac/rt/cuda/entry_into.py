@@ -123,11 +123,16 @@ def call_into(entry: Any, arrays: Sequence[Any], out: Sequence[Any]) -> tuple[Te
                     raise KinaGpuError(f"{lw.name}: an output cannot overwrite its input: {why}")
             if len(checked) > 64:
                 checked.clear()
-            aliased = checked[ptrs] = bool(found)
+            aliased = checked[ptrs] = bool(found) or bool(entry.updates_inputs)
         stager = entry._stager
         if stager is not None and stager._pending:  # the compute waits for the copies
             stager.before_run(entry.stream)
         key = ptrs if not entry.volatile and ptrs in entry._bound else entry._key(ptrs)
+        if entry.volatile.intersection(entry.updates_inputs):  # staged: the update'd be lost
+            raise KinaGpuError(
+                f"{lw.name} updates its inputs in place: call it on buffers that keep their "
+                "addresses (one of them was seen at three)"
+            )
         fresh = aliased and entry.use_graphs and key not in entry._bound
         if entry.volatile:
             for pos in entry.volatile:
