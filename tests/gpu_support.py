@@ -107,14 +107,16 @@ def _to_f64(a: np.ndarray, dt: str) -> np.ndarray:
 def emulate_gemm(g: GpuGemm, buf: Any) -> None:
     """Execute a GpuGemm through its column-major arguments, in numpy (f64 accumulation)."""
     cm = colmajor(g)
-    a_t, c_t = _typed(buf(cm.a_buf), g.dtype), _typed(buf(cm.c_buf), g.out_dtype)
-    b_t = _typed(buf(cm.b_buf), g.dtype)
-    isz, osz = a_t.itemsize, c_t.itemsize
+    a_bufs, b_bufs, c_bufs = (cm.batch_bufs(w, g.batch) for w in "abc")  # per batch (grouped)
     for i in range(g.batch):
+        a_t, c_t = _typed(buf(a_bufs[i]), g.dtype), _typed(buf(c_bufs[i]), g.out_dtype)
+        b_t = _typed(buf(b_bufs[i]), g.dtype)
+        osz = c_t.itemsize
 
         def mat(t: np.ndarray, off: int, rows: int, cols: int, ld: int, trans: bool) -> np.ndarray:
             r, c = (cols, rows) if trans else (rows, cols)
-            v = np.lib.stride_tricks.as_strided(t[off:], (r, c), (isz, ld * isz))
+            sz = t.itemsize
+            v = np.lib.stride_tricks.as_strided(t[off:], (r, c), (sz, ld * sz))
             return v.T if trans else v
 
         a = _to_f64(mat(a_t, cm.a_offs[i], cm.m, cm.k, cm.lda, cm.transa), g.dtype)

@@ -42,6 +42,10 @@ class GemmOperand:
     offsets: tuple[int, ...]
     ld: int
     trans: bool = False
+    # per-batch buffers of a ``pointers`` call (``offsets[i]`` into ``bufs[i]``); empty: every
+    # batch in ``buf``. Projections sharing an input are one call over their own weight and
+    # output buffers (:mod:`kinac.ir.gpu.gemm_group`)
+    bufs: tuple[str, ...] = ()
 
 
 @record
@@ -88,6 +92,9 @@ class GpuStep:
     gemm: GpuGemm | None = None
     bytes_moved: int = 0  # fewest bytes this step must move (inputs read once, output written)
     aux: tuple[int, ...] = ()  # gather: the index tensor's shape
+    # a grouped cuBLAS call (several products sharing their left operand, one call): the
+    # buffers it writes besides ``writes``, in its batch order (always arena temporaries)
+    also_writes: tuple[str, ...] = ()
 
 
 @record

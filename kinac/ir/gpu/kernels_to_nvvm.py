@@ -106,8 +106,10 @@ def split_kernels(fn: func.FuncOp) -> SplitEntry:
     outs = tuple(-1 - j for j in range(len(lp.outputs)))  # entry nodes only pieces look up
     split = stitch_gpu(lp.inputs, [(tuple(range(lp.inputs)), outs)], [lp])
     ops = [o for o in fn.body.block.ops if isinstance(o, st.KernelOp)]
-    for p, op in zip(split.steps, ops, strict=True):
-        p.op = op
+    assert sum(len(p.members) for p in split.steps) == len(ops)
+    for p in split.steps:  # a grouped cuBLAS call computes several kernels
+        p.ops = tuple(ops[j] for j in p.members)
+        p.op = p.ops[0]
     return split
 
 
@@ -134,7 +136,8 @@ def lower_kernels(fn: func.FuncOp, flavour: str = "nvptx") -> NvvmModule:
                 codes[p.kernel.symbol] = lower_gpu_kernel(p.kernel, flavour)
     steps = link_steps(split, codes)
     for p, s in zip(split.steps, steps, strict=True):
-        p.op.attributes["gpu"] = StringAttr(describe(s))
+        for op in p.ops or (p.op,):
+            op.attributes["gpu"] = StringAttr(describe(s))
     functions = tuple(f.function for c in codes.values() for f in c.launches)
     module = kernel_module(list(codes.values()), flavour)
     return NvvmModule(module, steps, split.arena_bytes, functions, split.kernels)

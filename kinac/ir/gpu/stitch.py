@@ -36,6 +36,7 @@ from kinac.artifacts.gpu import (
 from kinac.artifacts.host import BufferSpec
 from kinac.errors import KinaCompileError
 from kinac.ir.gpu.emit import NVPTX_LAYOUT, NVPTX_TRIPLE, add_declaration
+from kinac.ir.gpu.gemm_group import Span, first_use_order, grouped_gemm, plan_groups
 from kinac.ir.gpu.plan import inplace_inputs
 from kinac.ir.host.stitch import first_fit
 from kinac.ir.pieces import ARITH, NOT_FUSED, Piece, cut
@@ -92,6 +93,10 @@ class PendingStep:
     step: GpuStep
     kernel: GpuKernel | None  # None: a library call (``step.gemm``)
     op: Any = None
+    # the entry's kernels (by position) this step computes: several for a grouped cuBLAS
+    # call (:mod:`kinac.ir.gpu.gemm_group`); ``ops``: their ``kina.kernel`` ops, in-process
+    members: tuple[int, ...] = ()
+    ops: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -184,17 +189,35 @@ def stitch_gpu(
         kind, n = where[v]
         return f"arena+{n}" if kind == "temp" else f"{kind}{n}"
 
+    def span(v: int) -> Span:
+        kind, n = where[v]
+        return ("arena", n, n + sizes[v]) if kind == "temp" else (f"{kind}{n}", 0, 2**62)
+
+    def a_value(j: int) -> int:
+        g = ks[j].gemm
+        assert g is not None
+        return bufs[j][int(g.a.buf[1:])]
+
+    groups = plan_groups(ks, results, reads, a_value, span, lambda v: where[v][0] == "temp")
     steps: list[PendingStep] = []
-    for i, (k, v, rs) in enumerate(zip(ks, results, reads, strict=True)):
-        names = {r: name(u) for r, u in bufs[i].items()}
+    for i, run in enumerate(groups):
+        k, v, rs = ks[run[0]], results[run[0]], reads[run[0]]
+        names = {r: name(u) for r, u in bufs[run[0]].items()}
         gemm = _renamed(k.gemm, names) if k.gemm else None
         impl = k.impl if k.kernel is None else "kernel"
         step = GpuStep(f"k{i}_{k.kind}", k.kind, impl, k.dtype, k.shape,
                        tuple(name(u) for u in rs), name(v), (), gemm, k.bytes_moved, k.aux)  # fmt: skip
+        if len(run) > 1:  # products sharing their left operand: one grouped cuBLAS call
+            gs = [_renamed(ks[j].gemm, {r: name(u) for r, u in bufs[j].items()}) for j in run]  # type: ignore[arg-type]
+            written = tuple(name(results[j]) for j in run)
+            step = replace(step, gemm=grouped_gemm(gs), also_writes=written[1:],
+                           reads=first_use_order([[name(u) for u in reads[j]] for j in run],
+                                                 dict.fromkeys(written)),
+                           bytes_moved=sum(ks[j].bytes_moved for j in run))  # fmt: skip
         kernel = k.kernel
         if kernel is not None and k.kind == "gather":  # its errors name its step in the entry
             kernel = replace(kernel, symbol=gpu_kernel_symbol(kernel.text, i), status_step=i)
-        steps.append(PendingStep(step, kernel))
+        steps.append(PendingStep(step, kernel, members=tuple(run)))
     return SplitEntry(steps, arena)
 
 

@@ -8,7 +8,9 @@ function the CPU tests check against numpy). Binding a call to buffer addresses
 kernels and library calls can be captured into one CUDA graph.
 
 - ``single``/``strided``: ``cublasGemmEx`` / ``cublasGemmStridedBatchedEx``;
-- ``pointers``: ``cublasGemmBatchedEx`` with device arrays of per-batch pointers;
+- ``pointers``: ``cublasGemmBatchedEx`` with device arrays of per-batch pointers (each batch
+  in its own buffer where the operand names several: projections sharing an input grouped
+  into one call, :mod:`kinac.ir.gpu.gemm_group`);
 - epilogues (``bias``: a vector over the last dim; ``residual``: ``D = A B + R``): cuBLASLt
   (``CUBLASLT_EPILOGUE_BIAS``; ``beta = 1`` with ``C = R``); if cuBLASLt finds no algorithm,
   classic cuBLAS does the same arithmetic (``R`` copied into ``D`` then ``beta = 1``; the bias
@@ -55,13 +57,23 @@ class ColMajor:
     c_buf: str
     c_offs: tuple[int, ...]
     ldc: int
+    # per-batch buffers (``pointers`` calls grouping products over separate buffers; empty:
+    # every batch in the ``*_buf`` above)
+    a_bufs: tuple[str, ...] = ()
+    b_bufs: tuple[str, ...] = ()
+    c_bufs: tuple[str, ...] = ()
+
+    def batch_bufs(self, which: str, batch: int) -> tuple[str, ...]:
+        """The buffer of each batch of operand ``which`` (``a``, ``b`` or ``c``)."""
+        own: tuple[str, ...] = getattr(self, f"{which}_bufs")
+        return own or (getattr(self, f"{which}_buf"),) * batch
 
 
 def colmajor(g: GpuGemm) -> ColMajor:
     return ColMajor(
         g.b.trans, g.a.trans, g.n, g.m, g.k,
         g.b.buf, g.b.offsets, g.b.ld, g.a.buf, g.a.offsets, g.a.ld,
-        g.c.buf, g.c.offsets, g.c.ld,
+        g.c.buf, g.c.offsets, g.c.ld, g.b.bufs, g.a.bufs, g.c.bufs,
     )  # fmt: skip
 
 
@@ -120,14 +132,11 @@ class Blas:
         ta, tb = OP_T if cm.transa else OP_N, OP_T if cm.transb else OP_N
         a0, b0, c0 = ptr(cm.a_buf), ptr(cm.b_buf), ptr(cm.c_buf)
         h = self.handle
-        if g.mode == "pointers":
+        if g.mode == "pointers":  # pointer arrays uploaded once, here (a graph replays them)
             arrays = []
-            for buf0, offs, size in (
-                (a0, cm.a_offs, sz),
-                (b0, cm.b_offs, sz),
-                (c0, cm.c_offs, osz),
-            ):
-                host = (ctypes.c_uint64 * len(offs))(*(buf0 + o * size for o in offs))
+            for which, offs, size in (("a", cm.a_offs, sz), ("b", cm.b_offs, sz), ("c", cm.c_offs, osz)):  # fmt: skip
+                bases = [ptr(b) for b in cm.batch_bufs(which, g.batch)]
+                host = (ctypes.c_uint64 * len(offs))(*(p + o * size for p, o in zip(bases, offs, strict=True)))  # fmt: skip
                 arrays.append(upload(bytes(host)))
             pa, pb, pc = arrays
 
