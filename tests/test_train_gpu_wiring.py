@@ -210,3 +210,70 @@ def test_cuda_trainer_wiring_matches_the_host_bit_for_bit(
     assert flat.ptr <= min(g.ptr for g in grads.values())
     assert all((g.ptr - flat.ptr) % 256 == 0 for g in grads.values())  # aligned slices
     assert math.prod(flat.shape) >= dev.n_weights
+
+
+def test_cuda_trainer_bad_target_fails_its_step_before_the_update(
+    fake_gpu: list[GpuEntry], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loss entry's deferred gather check (docs/training.md): a target outside [0, V)
+    fails the step that used it, after the loss read and before its loss is reported or its
+    update queued; the weights and the step count stay as they were."""
+    import dataclasses
+
+    from test_train_gpu_checks import FakeEvent, Rows
+
+    from kinac.rt.cuda import entry_checks
+    from kinac.rt.cuda.entry_support import GATHER_OOB, KinaGpuError
+    from kinac.train import data
+
+    monkeypatch.setattr(entry_checks, "_event", FakeEvent)
+    monkeypatch.setattr(entry_checks, "_pinned", Rows)
+    dev = Trainer(DECODER, "decoder_1m", seed=6, cache_dir=CACHE, target="cuda")
+    dev.run(1)
+    e = dev._entry.entry
+    assert e._deferred is None  # no status word in the twin: give it the real entry's
+    e.lowered = dataclasses.replace(e.lowered, status_slots=5)
+    e.status = RES.allocate(40)
+    e.defer_checks()
+    assert e._deferred is not None
+    vocab = dev.info.vocab
+    pos = [p.name for p in e.lowered.params].index("targets")
+    plain_bind = e._bind
+
+    def bind(key: tuple[int, ...]) -> Any:  # the gather kernel's check, on the bound bytes
+        seq, steps = plain_bind(key)
+        shape = tuple(e.lowered.params[pos].shape)
+
+        def checked(stream: Any) -> None:
+            st = _array(e.status, "i64", (5,))
+            st[:] = 0
+            t = _array(key[pos] or e._staging(pos), "i32", shape).reshape(-1)
+            bad = np.flatnonzero((t < 0) | (t >= vocab))
+            if bad.size:
+                st[:] = (GATHER_OOB, 0, bad[0], t[bad[0]], vocab)
+                return
+            seq(stream)
+
+        return checked, [checked]
+
+    e._bind = bind  # type: ignore[method-assign]
+    e._bound.clear()
+    dev.run(1)  # a good step, checked (deferred) after its loss read
+    assert e._deferred.queued == 1 and not e._deferred.pending
+    before = {k: to_numpy(v).copy() for k, v in dev.weights.items()}
+    t0, steps0 = dev.opt.t, dev.step_count
+    real_batch = data.batch
+
+    def bad_batch(*a: Any) -> tuple[Any, Any]:
+        tokens, targets = real_batch(*a)
+        targets = targets.copy()
+        targets[1, 2] = vocab
+        return tokens, targets
+
+    monkeypatch.setattr("kinac.train.trainer.batch", bad_batch, raising=False)
+    monkeypatch.setattr(data, "batch", bad_batch)
+    with pytest.raises(KinaGpuError, match=f"gather index {vocab} .* outside \\[0, {vocab}\\)"):
+        dev.step()
+    assert (dev.opt.t, dev.step_count) == (t0, steps0)
+    for k, v in dev.weights.items():
+        assert to_numpy(v).tobytes() == before[k].tobytes(), k
