@@ -270,7 +270,6 @@ def test_cuda_trainer_bad_target_fails_its_step_before_the_update(
         targets[1, 2] = vocab
         return tokens, targets
 
-    monkeypatch.setattr("kinac.train.trainer.batch", bad_batch, raising=False)
     monkeypatch.setattr(data, "batch", bad_batch)
     with pytest.raises(KinaGpuError, match=f"gather index {vocab} .* outside \\[0, {vocab}\\)"):
         dev.step()

@@ -75,7 +75,10 @@ def grads_into(outputs: tuple[Any, ...], wrt: tuple[str, ...], opt: Any) -> tupl
 
 
 class Trainer:
-    """Train ``entry`` of ``workspace``: ``Trainer(ws, entry).run(steps)``."""
+    """Train ``entry`` of ``workspace``: ``Trainer(ws, entry).run(steps)``.
+
+    ``fused`` (AdamW): None runs one fused in-place kernel a step where the optimizer updates
+    GPU buffers in place (``kinac.train.fused``), False the three defns' kernels."""
 
     def __init__(
         self,
