@@ -483,15 +483,23 @@ class GpuEntry:
         if on and self.status and self._deferred is None:
             from kinac.rt.cuda.entry_checks import DeferredStatus
 
-            self._deferred = DeferredStatus(self.lowered.status_slots)
+            pushed = self.device.enter()  # its events and pinned rows: the entry's context
+            try:
+                self._deferred = DeferredStatus(self.lowered.status_slots)
+            finally:
+                self.device.leave(pushed)
         elif not on:
             self._deferred = None
 
     def check(self) -> None:
         """Wait for this entry's deferred checks and raise the first failure (a no-op for the
         immediate checks, already done by each call). A synchronisation point."""
-        if self._deferred is not None:
-            self._deferred.wait(self._raise_status)
+        if self._deferred is not None and self._deferred.pending:
+            pushed = self.device.enter()
+            try:
+                self._deferred.wait(self._raise_status)
+            finally:
+                self.device.leave(pushed)
 
     def _status_after_run(self) -> None:
         """After a call's launches: check its status word now, or queue the deferred copy."""
