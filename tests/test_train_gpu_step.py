@@ -187,6 +187,10 @@ def test_call_into_refuses_unsafe_outputs(fake: None) -> None:
     with pytest.raises(KinaGpuError, match="cannot overwrite its input: step 0"):
         call_into(r, (z,), (z,))
     assert inplace_safe(e.lowered, {0: 0}) is None
+    # an entry updating an input in place (the fused optimizer step) takes no copied input
+    e.updates_inputs = (0,)
+    with pytest.raises(KinaGpuError, match="updates `x` in place: pass a contiguous"):
+        e(np.zeros(N, np.float32), out=(x,))
     assert "not a map" in (inplace_safe(r.lowered, {0: 0}) or "")
 
 

@@ -93,6 +93,24 @@ def _aliases(lowered: GpuLoweredEntry, ins: list[Tensor], outs: list[Tensor]) ->
     return found
 
 
+def _cuda(x: Any) -> bool:
+    """Whether ``x`` is a CUDA array (a kinac tensor or any DLPack producer on a GPU)."""
+    if isinstance(x, Tensor):
+        return bool(x.is_cuda)
+    return hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == KDL_CUDA
+
+
+def _cuda_ptr(x: Any) -> int:
+    return int(x.ptr if isinstance(x, Tensor) else Tensor.from_dlpack(x, stream=0).ptr)
+
+
+def _not_in_place(lw: GpuLoweredEntry, i: int) -> KinaGpuError:
+    return KinaGpuError(
+        f"{lw.name} updates `{lw.params[i].name}` in place: pass a contiguous, 16-byte aligned "
+        "CUDA buffer (a host or misaligned array would be a copy, its update lost)"
+    )
+
+
 def call_into(entry: Any, arrays: Sequence[Any], out: Sequence[Any]) -> tuple[Tensor, ...]:
     """Run GPU entry ``entry`` on ``arrays`` writing its outputs into ``out`` (one CUDA array
     per output, returned); an output may be an input's buffer where :func:`inplace_safe`."""
@@ -110,7 +128,13 @@ def call_into(entry: Any, arrays: Sequence[Any], out: Sequence[Any]) -> tuple[Te
         stager = entry._stager
         if stager is not None and stager._pending:  # a prepare whose run was never reported
             stager.after_run(entry.stream)
+        for i in entry.updates_inputs:  # written in place: a copy's update would be lost
+            if not _cuda(arrays[i]):
+                raise _not_in_place(lw, i)
         ins = [entry._input(a, i) for i, a in enumerate(arrays)]
+        for i in entry.updates_inputs:
+            if _cuda_ptr(arrays[i]) != ins[i].ptr:  # a misaligned or strided one was copied
+                raise _not_in_place(lw, i)
         outs = [_given(entry, x, j) for j, x in enumerate(out)]
         ptrs = tuple([t.ptr for t in ins] + [t.ptr for t in outs])
         checked: dict[tuple[int, ...], bool] = entry.__dict__.setdefault("_into_checked", {})
