@@ -59,7 +59,7 @@ def fused_lowered(n: int, dtype: str, options: dict[str, Any]) -> tuple[Any, str
     args = tuple(f"param{i}" for i in range(len(BUFFERS)))
     launch = GpuLaunch(NAME, fn.grid, fn.block, args, fn.vec, fn.note)
     step = GpuStep(NAME, "map", "kernel", dtype, (n,), args, "param0", (launch,),
-                   bytes_moved=7 * n * ITEMSIZE[dtype])  # fmt: skip
+                   bytes_moved=7 * n * ITEMSIZE[dtype], also_writes=("param2", "param3"))  # fmt: skip
     lw = GpuLoweredEntry(NAME, llvm, params, (), ("cuda:0",) * len(BUFFERS), (), 0, 0,
                          (step,), (NAME,))  # fmt: skip
     return lw, compile_ptx(llvm)
