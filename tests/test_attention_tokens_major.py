@@ -80,3 +80,35 @@ def test_every_candidate_takes_tokens_major_strides_without_spills() -> None:
     for c in cands:
         r = res[kernel_name(c)]
         assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["stack"] == 0, (label(c), r)
+
+
+def _attention_pair(extra_heads_major_use: bool) -> list[tuple[str, tuple[int, ...]]]:
+    """Attention whose heads-major output is viewed tokens-major for ``wo``, and (with
+    ``extra_heads_major_use``) also scaled heads-major into a second output."""
+    from kinac.ir.testing import GraphBuilder, causal_mask
+
+    g = GraphBuilder("att")
+    b, s, h, dh = 1, 40, 2, 64
+    d = h * dh
+    x = g.param("x", "bf16", (b, s, d))
+    ws = [g.param(n, "bf16", (d, d)) for n in ("wq", "wk", "wv", "wo")]
+
+    def heads(w: int) -> int:
+        return g.transpose(g.reshape(g.matmul(x, w), (b, s, h, dh)), (0, 2, 1, 3))
+
+    q, k, v = heads(ws[0]), heads(ws[1]), heads(ws[2])
+    scale = g.unary("rsqrt", g.const(float(dh), "bf16"))
+    sc = g.binary("add", g.binary("mul", g.matmul(q, g.transpose(k, (0, 1, 3, 2))), scale),
+                  causal_mask(g, s, "bf16"))  # fmt: skip
+    o = g.matmul(g.softmax(sc, -1), v)
+    y = g.matmul(g.reshape(g.transpose(o, (0, 2, 1, 3)), (b, s, d)), ws[3])
+    outs = (y, g.binary("mul", o, o)) if extra_heads_major_use else (y,)
+    return [(st.kind, st.shape) for st in lower_graph_gpu(g.build(*outs)).steps]
+
+
+def test_map_stays_when_the_heads_major_output_has_another_user() -> None:
+    alone = _attention_pair(False)
+    assert ("attention", (1, 40, 128)) in alone and not any(k == "map" for k, _ in alone)
+    shared = _attention_pair(True)
+    assert ("attention", (1, 2, 40, 64)) in shared
+    assert sum(k == "map" for k, _ in shared) >= 1  # the transpose still runs as its own map
