@@ -147,3 +147,42 @@ def test_deferred_check_reports_at_the_next_call_or_check(fake: None) -> None:
     e.defer_checks(False)
     with pytest.raises(KinaGpuError, match=MESSAGE):
         e(bad)
+
+
+def _no_gpu() -> bool:
+    from kinac.rt import cuda
+
+    return not cuda.available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_no_gpu(), reason="no CUDA GPU")
+def test_gpu_deferred_gather_check(tmp_path: Any) -> None:
+    """On the GPU: cross-entropy's gather of a target outside [0, V) fails the plain call
+    at once; deferred, the call returns, and ``check()`` (or the next call) reports it."""
+    from pathlib import Path
+
+    import kinac
+    from kinac.train.optim import specialised
+
+    std = Path(kinac.__file__).parent / "std"
+    ce = kinac.compile(std / "loss.kina", "cross-entropy", target="cuda", cache_dir=str(tmp_path))
+    x = np.zeros((3, 4), np.float32)
+    good, bad = np.array([0, 1, 2], np.int32), np.array([0, 7, 2], np.int32)
+    with pytest.raises(kinac.KinaRuntimeError, match="gather index -1"):
+        ce(x, bad)
+    e = specialised(ce, (x, good), {})
+    e.defer_checks()
+    assert e._deferred is not None
+    e(x, good)
+    e.check()
+    e(x, bad)  # returns: its status copy is queued
+    with pytest.raises(KinaGpuError, match="gather index -1"):
+        e.check()
+    e(x, bad)
+    with pytest.raises(KinaGpuError, match="gather index -1"):
+        for _ in range(8):  # the next calls report it once its copy is in (at the latest: check)
+            e(x, good)
+        e.check()
+    e(x, good)
+    e.check()
