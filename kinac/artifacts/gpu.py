@@ -92,8 +92,9 @@ class GpuStep:
     gemm: GpuGemm | None = None
     bytes_moved: int = 0  # fewest bytes this step must move (inputs read once, output written)
     aux: tuple[int, ...] = ()  # gather: the index tensor's shape
-    # a grouped cuBLAS call (several products sharing their left operand, one call): the
-    # buffers it writes besides ``writes``, in its batch order (always arena temporaries)
+    # the buffers the step writes besides ``writes``: a grouped cuBLAS call's further outputs
+    # in its batch order (arena temporaries, kinac/ir/gpu/gemm_group.py), a fused optimizer
+    # step's state buffers
     also_writes: tuple[str, ...] = ()
 
 
