@@ -190,6 +190,10 @@ def test_cuda_trainer_wiring_matches_the_host_bit_for_bit(
         assert to_numpy(v).tobytes() == to_numpy(dev.weights[k]).tobytes(), k
     # one fused AdamW launch a step; skipped steps make none
     assert dev.opt.calls == sum(not r.skipped for r in rd) and dev.opt.fused
+    # the fused step's buffers and hyperparameters stay put: only ``t`` (a host scalar, here
+    # a new upload each step, on a GPU one of two pinned slots) moves, and is staged
+    fe = dev.opt._fused["flat.float32"]
+    assert fe in fake_gpu and fe.volatile <= {9} and fe.captures <= 3
     if dev.scaler is not None:  # f16: one unscale and one finiteness check a step, flat
         assert dev.scaler._flat is not None
         assert [f.calls for f in dev.scaler._flat] == [3, 3]

@@ -342,6 +342,7 @@ class AdamW(Optimizer):
             raise KinaUsageError("the fused AdamW step updates GPU buffers in place")
         self._options = options
         self._fused: dict[str, Any] = {}
+        self._hyper_dev: dict[str, tuple[Any, ...]] = {}
         self.fused_calls = 0
 
     @property
@@ -375,10 +376,26 @@ class AdamW(Optimizer):
         if entry is None:
             dtype = self.store.dtype_name(p)
             entry = self._fused[k] = fused.load(int(p.shape[0]), dtype, self._options)
-        sc = self._scalar
-        hyper = (self.betas[0], self.betas[1], self.lr, self.eps, self.weight_decay, self.t)
-        entry(p, g, m, v, *(sc(k, x) for x in hyper))
+        entry(p, g, m, v, *self._hyper(k), self._scalar(k, self.t))
         self.fused_calls += 1
+
+    def _hyper(self, k: str) -> tuple[Any, ...]:
+        """``b1, b2, lr, eps, wd`` as rank-0 device tensors (16-byte apart in one buffer),
+        uploaded when they change: only ``t`` is staged each step, and the fused step's
+        addresses stay put (one graph per staging slot of ``t``)."""
+        import numpy as np
+
+        from kinac.train.flat import Member
+
+        vals = (self.betas[0], self.betas[1], self.lr, self.eps, self.weight_decay)
+        hit = self._hyper_dev.get(k)
+        if hit is None or hit[0] != vals:
+            host = np.zeros(4 * len(vals), self._unit_dt[k])
+            host[::4] = vals
+            buf = self.store.upload(host, self._unit_dt[k])
+            views = tuple(self.store.view(buf, Member("", 4 * i, ())) for i in range(len(vals)))
+            hit = self._hyper_dev[k] = (vals, buf, views)
+        return hit[2]  # type: ignore[no-any-return]
 
 
 OPTIMIZERS: dict[str, type[Optimizer]] = {"adamw": AdamW, "sgd": SGD}
