@@ -280,3 +280,18 @@ def test_cuda_trainer_bad_target_fails_its_step_before_the_update(
     assert (dev.opt.t, dev.step_count) == (t0, steps0)
     for k, v in dev.weights.items():
         assert to_numpy(v).tobytes() == before[k].tobytes(), k
+
+
+def test_cuda_trainer_learning_rate_schedule(fake_gpu: list[GpuEntry]) -> None:
+    """A changed learning rate reaches the fused AdamW step (its hyperparameter buffer is
+    rewritten in place, same address): the host's weights bit for bit."""
+    host = Trainer(DECODER, "decoder_1m", seed=7, cache_dir=CACHE)
+    dev = Trainer(DECODER, "decoder_1m", seed=7, cache_dir=CACHE, target="cuda")
+    host.run(1), dev.run(1)
+    buf = dev.opt._hyper_dev["flat.float32"][1]
+    for lr in (1e-3, 5e-4):
+        host.opt.lr = dev.opt.lr = lr
+        host.run(1), dev.run(1)
+    assert dev.opt._hyper_dev["flat.float32"][1] is buf
+    for k, v in host.weights.items():
+        assert to_numpy(v).tobytes() == to_numpy(dev.weights[k]).tobytes(), k

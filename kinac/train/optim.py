@@ -381,21 +381,27 @@ class AdamW(Optimizer):
 
     def _hyper(self, k: str) -> tuple[Any, ...]:
         """``b1, b2, lr, eps, wd`` as rank-0 device tensors (16-byte apart in one buffer),
-        uploaded when they change: only ``t`` is staged each step, and the fused step's
-        addresses stay put (one graph per staging slot of ``t``)."""
+        written when they change (a learning-rate schedule: one small copy, ordered after
+        the last step's kernels on the default stream): only ``t`` is staged each step, and
+        the fused step's addresses stay put (one graph per staging slot of ``t``)."""
         import numpy as np
 
         from kinac.train.flat import Member
 
         vals = (self.betas[0], self.betas[1], self.lr, self.eps, self.weight_decay)
         hit = self._hyper_dev.get(k)
-        if hit is None or hit[0] != vals:
-            host = np.zeros(4 * len(vals), self._unit_dt[k])
-            host[::4] = vals
+        if hit is not None and hit[0] == vals:
+            return hit[2]  # type: ignore[no-any-return]
+        host = np.zeros(4 * len(vals), self._unit_dt[k])
+        host[::4] = vals
+        if hit is None:
             buf = self.store.upload(host, self._unit_dt[k])
             views = tuple(self.store.view(buf, Member("", 4 * i, ())) for i in range(len(vals)))
-            hit = self._hyper_dev[k] = (vals, buf, views)
-        return hit[2]  # type: ignore[no-any-return]
+        else:  # a schedule: rewritten in place (after the last step's kernels), same graph
+            buf, views = hit[1], hit[2]
+            self.store.copy(buf, host)
+        self._hyper_dev[k] = (vals, buf, views)
+        return views
 
 
 OPTIMIZERS: dict[str, type[Optimizer]] = {"adamw": AdamW, "sgd": SGD}
