@@ -423,3 +423,22 @@ def test_kinac_server_auto_starts_one_for_the_next_build(tmp_path: Path) -> None
     while "kinac serve: stopped" not in log.read_text():
         assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.1)
+
+
+def test_the_start_up_warm_build_leaves_the_cache_alone(tmp_path: Path) -> None:
+    """``kinac serve`` builds its workspace once at start to warm the process (not the cache):
+    the build succeeds, and no cache directory is created or written."""
+    from kinac.server.serve import warm_workspace
+    from kinac.session import Session
+
+    (tmp_path / "m.kina").write_text(
+        "(module m)\n(defn f [(x : (tensor f32 [4]))] -> (tensor f32 [4]) (mul x x))\n"
+    )
+    (tmp_path / "kina.toml").write_text(
+        '[workspace]\nname = "m"\n\n[[entry]]\nname = "f"\ndefn = "f"\n'
+    )
+    sess = Session(tmp_path / "m.kina", no_cache=True)
+    assert warm_workspace(sess)
+    assert not (tmp_path / ".kinac-cache").exists()
+    (tmp_path / "m.kina").write_text("(module m)\n(defn f [] -> i32 (undefined-name))\n")
+    assert not warm_workspace(sess)  # a failing build is the real builds' to report
