@@ -41,11 +41,18 @@ def _arg_type(x: Any, name: str) -> Any:
         )
     name_attr = getattr(dt, "name", None)  # numpy's and kinac's own runtime tensors' dtypes
     dname = name_attr if isinstance(name_attr, str) else str(dt).removeprefix("torch.")
-    kina = _DTYPES.get(dname)
+    # a host bf16 array (kinac.rt.host.Bf16Array: uint16 storage, bf16 values) says so itself
+    kina = getattr(x, "kina_dtype", None) or _DTYPES.get(dname)
     if kina is None:
+        hint = (
+            " (bf16 bit patterns: wrap them with kinac.rt.host.bf16_array, or pass a torch "
+            "bfloat16 tensor)"
+            if dname == "uint16"
+            else ""
+        )
         raise KinaCallError(
             f"argument `{name}` has dtype {dname}, which Kina does not have "
-            f"(f64 f32 f16 bf16 i64 i32 bool)"
+            f"(f64 f32 f16 bf16 i64 i32 bool){hint}"
         )
     device = "cpu"
     if hasattr(x, "__dlpack_device__"):

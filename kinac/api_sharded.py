@@ -288,7 +288,7 @@ class ShardedDefn:
         from kinac.rt.comm import CommLog, simulate
         from kinac.rt.comm.execute import run_program
         from kinac.rt.comm.layout import assemble, shard_global
-        from kinac.rt.host.arrays import as_host_array
+        from kinac.rt.host.arrays import as_host_array, host_output
 
         (program, segments), arrays = self._prepared(*args, **dims)
         glob = [  # the binding checked the shapes; this reads DLPack producers (torch) too
@@ -311,13 +311,17 @@ class ShardedDefn:
                 program, segments, glob, self.dist, backend=self.backend
             )
             self.last_program = program
+            result = [
+                host_output(r, t.dtype)
+                for r, (_, t, _) in zip(result, program.outputs, strict=True)
+            ]
             return result[0] if len(result) == 1 else tuple(result)
         log = CommLog()
         outs = simulate(mesh, rank, timeout_s=self.timeout_s, log=log)
         self.last_log, self.last_program = log, program
         result = [
-            assemble([o[i] for o in outs], lay, mesh)
-            for i, (_, _, lay) in enumerate(program.outputs)
+            host_output(assemble([o[i] for o in outs], lay, mesh), t.dtype)
+            for i, (_, t, lay) in enumerate(program.outputs)
         ]
         return result[0] if len(result) == 1 else tuple(result)
 
