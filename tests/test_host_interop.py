@@ -155,3 +155,14 @@ def test_bf16_value_and_grad_and_sharded_return_bf16(tmp_path: Path) -> None:
     y = kinac.compile(p, "dense", mesh=2)(x, w)
     assert isinstance(y, Bf16Array)
     torch.testing.assert_close(torch.from_dlpack(y).float(), _ref(x, w), rtol=2e-2, atol=2e-2)
+
+
+def test_bf16_array_views_export_their_strides() -> None:
+    b = torch.randn(3, 4).bfloat16()
+    a = bf16_array(b.view(torch.int16).numpy().view(np.uint16))
+    t = torch.from_dlpack(a.T)
+    assert torch.equal(t, b.T) and t.data_ptr() == a.ctypes.data
+    assert torch.equal(torch.from_dlpack(a[1:, ::2]), b[1:, ::2])
+    assert a.view(np.int16).kina_dtype is None  # a reinterpreting view is no longer bf16
+    with pytest.raises(kinac.KinaRuntimeError, match="uint16"):
+        bf16_array(np.zeros(2, np.float32))
