@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kinac.api_sharded import DEFAULT_TIMEOUT_S, ShardedDefn, _shape_text
+from kinac.api_sharded import DEFAULT_TIMEOUT_S, ShardedDefn, _shape_text, check_divisible
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 
 Layouts = Mapping[str, Sequence[Sequence[str]]]
@@ -179,26 +179,6 @@ def _bucket_bytes(bucket_mb: float | None) -> int:
     if isinstance(bucket_mb, bool) or not isinstance(bucket_mb, int | float) or bucket_mb < 0:
         raise KinaUsageError(f"bucket_mb takes a size in MB (e.g. 25), got {bucket_mb!r}")
     return max(1, int(bucket_mb * 1024 * 1024))
-
-
-def check_divisible(graph: Any, plan: Any, what: str) -> None:
-    """A usage error when a planned split does not divide its dim (a mesh chosen by the caller
-    rather than checked against the annotations by the checker)."""
-    from kinac.shard.report import tensor_name
-
-    sizes = dict(plan.axes)
-    for lay in plan.layouts:
-        t = graph.nodes[lay.node].type
-        for d, axs in enumerate(lay.dims):
-            n = 1
-            for a in axs:
-                n *= sizes[a]
-            if t.shape[d] % n:
-                raise KinaUsageError(
-                    f"{what}: the {n} devices of mesh axis {' x '.join(axs)} do not divide dim "
-                    f"{d} (size {t.shape[d]}) of `{tensor_name(graph, lay.node)}` "
-                    f"({t.dtype}[{' '.join(map(str, t.shape))}])"
-                )
 
 
 class MeshValueAndGrad(ShardedValueAndGrad):

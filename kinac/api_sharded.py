@@ -397,7 +397,6 @@ class ShardedDefn:
         from kinac.diag.model import Label
         from kinac.shard.device import device_program
         from kinac.shard.entry import plan_entry
-        from kinac.shard.report import tensor_name
 
         meshes = tuple(replace(m, shape=shape) if m.name == name else m for m in self._meshes())
         sig = pipeline.signature(db, pipeline.DefnKey(key.file, key.defn))
@@ -410,20 +409,7 @@ class ShardedDefn:
                 f"{_shape_text(next(m.shape for m in self._meshes() if m.name == name))}):\n"
                 + self.inner._render(errors)
             )
-        sizes = dict(plan.axes)
-        for lay in plan.layouts:
-            t = graph.nodes[lay.node].type
-            for d, axs in enumerate(lay.dims):
-                n = 1
-                for a in axs:
-                    n *= sizes[a]
-                if t.shape[d] % n:
-                    raise KinaUsageError(
-                        f"mesh `{name}` resized to {_shape_text(shape)}: the {n} devices of mesh "
-                        f"axis {' x '.join(axs)} do not divide dim {d} (size {t.shape[d]}) of "
-                        f"`{tensor_name(graph, lay.node)}` "
-                        f"({t.dtype}[{' '.join(map(str, t.shape))}])"
-                    )
+        check_divisible(graph, plan, f"mesh `{name}` resized to {_shape_text(shape)}")
 
         def span_of(label: Label | None) -> str:
             span = pipeline.resolve_span(db, label.loc) if label is not None else None
@@ -448,3 +434,23 @@ class ShardedDefn:
     def __repr__(self) -> str:
         req = "its own mesh" if self.request is None else f"mesh {self.request!r}"
         return f"<kinac sharded {self.key.name} from {self.key.file} on {req}>"
+
+
+def check_divisible(graph: Any, plan: Any, what: str) -> None:
+    """A usage error when a planned split does not divide its dim (a mesh chosen by the caller
+    rather than checked against the annotations by the checker)."""
+    from kinac.shard.report import tensor_name
+
+    sizes = dict(plan.axes)
+    for lay in plan.layouts:
+        t = graph.nodes[lay.node].type
+        for d, axs in enumerate(lay.dims):
+            n = 1
+            for a in axs:
+                n *= sizes[a]
+            if t.shape[d] % n:
+                raise KinaUsageError(
+                    f"{what}: the {n} devices of mesh axis {' x '.join(axs)} do not divide dim "
+                    f"{d} (size {t.shape[d]}) of `{tensor_name(graph, lay.node)}` "
+                    f"({t.dtype}[{' '.join(map(str, t.shape))}])"
+                )
