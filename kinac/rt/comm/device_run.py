@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kinac.artifacts.sharded import RunSegment
 from kinac.errors import KinaRuntimeError
+from kinac.rt.comm.execute import checked_inputs, walk_program
 from kinac.rt.comm.gpu_rank import device_dtype
 from kinac.rt.comm.nccl import buffer_of
 
@@ -286,28 +286,18 @@ def run_device_program(
     local inputs (device buffers, or host arrays, uploaded once); its outputs, device
     buffers in local shapes, in the program's order (nothing waited for: the caller
     synchronizes before reading them on the host)."""
-    if len(local_inputs) != len(program.params):
-        raise KinaRuntimeError(
-            f"the program takes {len(program.params)} local arrays, got {len(local_inputs)}"
-        )
     slots: dict[int, Any] = {
-        i: ops.upload(a) if isinstance(a, np.ndarray) else a for i, a in enumerate(local_inputs)
+        i: ops.upload(a) if isinstance(a, np.ndarray) else a
+        for i, a in enumerate(checked_inputs(program, local_inputs))
     }
-    for step in program.steps:
-        if isinstance(step, RunSegment):
-            got = segments[step.segment](*(slots[i] for i in step.inputs))
-            outs = got if isinstance(got, tuple) else (got,)
-            if len(outs) != len(step.outputs):
-                raise KinaRuntimeError(
-                    f"segment {step.segment} returned {len(outs)} arrays, the program "
-                    f"expects {len(step.outputs)}"
-                )
-            for slot, value in zip(step.outputs, outs, strict=True):
-                # an output placed on the host comes back as numpy: back on the device
-                slots[slot] = ops.upload(np.asarray(value)) if _is_host(value) else value
-        else:
-            slots[step.dst] = device_collective(step, slots[step.src], comm, ops, stream)
-    return [slots[slot] for slot, _, _ in program.outputs]
+    return walk_program(
+        program,
+        segments,
+        slots,
+        # an output placed on the host comes back as numpy: back on the device
+        lambda value: ops.upload(np.asarray(value)) if _is_host(value) else value,
+        lambda step, x: device_collective(step, x, comm, ops, stream),
+    )
 
 
 def _is_host(value: Any) -> bool:

@@ -67,11 +67,31 @@ def run_program(
 ) -> list[np.ndarray]:
     """Run ``program`` as this rank of ``comm`` (the mesh's world communicator) on its local
     parameter arrays; its outputs, in local shapes, in the program's order."""
+    slots: dict[int, Any] = dict(enumerate(checked_inputs(program, local_inputs)))
+    return walk_program(
+        program, segments, slots, np.asarray, lambda step, x: collective_step(step, x, comm)
+    )
+
+
+def checked_inputs(program: DeviceProgram, local_inputs: Sequence[Any]) -> Sequence[Any]:
+    """``local_inputs``, or a runtime error when the program takes another number of arrays."""
     if len(local_inputs) != len(program.params):
         raise KinaRuntimeError(
             f"the program takes {len(program.params)} local arrays, got {len(local_inputs)}"
         )
-    slots: dict[int, np.ndarray] = dict(enumerate(local_inputs))
+    return local_inputs
+
+
+def walk_program(
+    program: DeviceProgram,
+    segments: Sequence[Callable[..., Any]],
+    slots: dict[int, Any],
+    place: Callable[[Any], Any],
+    collective: Callable[[Any, Any], Any],
+) -> list[Any]:
+    """The walk every runner of a per-device program shares (host slots here, device slots in
+    :mod:`kinac.rt.comm.device_run`): each segment on its slots, its outputs checked and
+    ``place``d, each collective step through ``collective``; the program's outputs in order."""
     for step in program.steps:
         if isinstance(step, RunSegment):
             got = segments[step.segment](*(slots[i] for i in step.inputs))
@@ -82,7 +102,7 @@ def run_program(
                     f"expects {len(step.outputs)}"
                 )
             for slot, value in zip(step.outputs, outs, strict=True):
-                slots[slot] = np.asarray(value)
+                slots[slot] = place(value)
         else:
-            slots[step.dst] = collective_step(step, slots[step.src], comm)
+            slots[step.dst] = collective(step, slots[step.src])
     return [slots[slot] for slot, _, _ in program.outputs]
