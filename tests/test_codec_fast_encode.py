@@ -23,6 +23,20 @@ class _Color(enum.IntEnum):
     RED = 1
 
 
+@codec.record
+class _Holder:
+    """Any value directly in a field (bools, IntEnums, floats: written by definition, not
+    inline as the str and int fields are)."""
+
+    y: Any
+    x: Any
+
+
+@codec.record
+class _Empty:
+    """A record without fields: its tag alone."""
+
+
 def _reference(v: Any) -> bytes:
     return codec._reference_encode(v).encode("utf-8")
 
@@ -50,6 +64,8 @@ values = st.recursive(
                   st.text(max_size=4), st.lists(st.integers(0, 9), max_size=3).map(tuple), inner),
         st.builds(lambda f, n, m: Label(NodeRef(f, "d", n), m), st.text(max_size=4),
                   st.integers(0, 99), st.text(max_size=6)),
+        st.builds(_Holder, inner, inner),
+        st.just(_Empty()),
         st.builds(Span, st.text(max_size=4), st.integers(0, 9), st.integers(0, 9),
                   st.integers(0, 9), st.integers(0, 9)),
     ),

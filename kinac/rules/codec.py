@@ -154,18 +154,23 @@ def _reference_encode(value: Any) -> str:
     return json.dumps(_to_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-# A record class's keys in sorted order (``$t`` first), each with the text before its value.
-_KEY_TEXT: dict[type, tuple[tuple[str, str | None], ...]] = {}
+# A record class's fields in sorted key order, each with the text before its value; the tag
+# (``$t``, which sorts before every field name) and the ``{`` are in the first field's text.
+_KEY_TEXT: dict[type, tuple[tuple[str, str], ...]] = {}
 
 
-def _key_text(cls: type) -> tuple[tuple[str, str | None], ...]:
-    keys = sorted((*_FIELDS[cls], "$t"))
-    plan = tuple(
-        (("{" if i == 0 else ",") + _encode_str(k) + ":", None if k == "$t" else k)
-        for i, k in enumerate(keys)
-    )
-    _KEY_TEXT[cls] = plan
-    return plan
+def _key_text(cls: type) -> tuple[tuple[str, str], ...]:
+    head = _head(cls)
+    plan: list[tuple[str, str]] = []
+    for k in sorted(_FIELDS[cls]):  # identifiers: each sorts after "$t"
+        plan.append((("," if plan else head + ",") + _encode_str(k) + ":", k))
+    _KEY_TEXT[cls] = tuple(plan)
+    return _KEY_TEXT[cls]
+
+
+def _head(cls: type) -> str:
+    """A record's text up to its first field: ``{"$t":"tag"``."""
+    return "{" + _encode_str("$t") + ":" + _encode_str(_TAGS[cls])
 
 
 # The text of big records by identity: values share them (a file's parse holds each defn's
@@ -198,9 +203,15 @@ def _encode_into(v: Any, out: list[str]) -> None:
             out.append("[]")
             return
         sep = "["
-        for x in v:
+        for x in v:  # str and int elements inline: a call per element is most of the cost
             out.append(sep)
-            _encode_into(x, out)
+            tx = type(x)
+            if tx is str:
+                out.append(_encode_str(x))
+            elif tx is int:
+                out.append(int.__repr__(x))
+            else:
+                _encode_into(x, out)
             sep = ","
         out.append("]")
     elif v is None:
@@ -217,12 +228,20 @@ def _encode_into(v: Any, out: list[str]) -> None:
                 return
         start, mutable = len(out), _mutable_seen[0]
         plan = _KEY_TEXT.get(t) or _key_text(t)
-        for before, name in plan:
+        if not plan:  # a record without fields: its tag alone
+            out.append(_head(t))
+        for before, name in plan:  # the tag is in the first key's text (``$t`` sorts first)
             out.append(before)
-            if name is None:
-                out.append(_encode_str(_TAGS[t]))
+            x = getattr(v, name)
+            tx = type(x)
+            if tx is str:
+                out.append(_encode_str(x))
+            elif tx is int:
+                out.append(int.__repr__(x))
+            elif x is None:
+                out.append("null")
             else:
-                _encode_into(getattr(v, name), out)
+                _encode_into(x, out)
         out.append("}")
         if len(out) - start > 256 and _mutable_seen[0] == mutable:
             _remember(v, t, out, start)
