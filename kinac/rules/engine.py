@@ -49,12 +49,14 @@ class Memo:
     value: Any = _MISSING
     verified_rev: int = -1
     dirty: bool = False  # executed in this process and not yet written to the store
+    volatile: bool = False  # never stored, re-run each revision (see Database.volatile)
 
 
 @dataclass(slots=True)
 class _Frame:
     qid: str
     deps: list[tuple[str, str]] = field(default_factory=list)
+    volatile: bool = False
 
 
 class Database:
@@ -105,9 +107,18 @@ class Database:
             memo = self._ensure(qid, q, key)
             fp = memo.fp
             value = self._value_of(qid, q, key, memo)
+            if memo.volatile and self._stack:
+                self._stack[-1].volatile = True
         if self._stack:
             self._stack[-1].deps.append((qid, fp))
         return value  # type: ignore[no-any-return]
+
+    def volatile(self) -> None:
+        """Mark the running query's value as depending on something outside its inputs (the
+        solver's wall-clock safety net fired): it and every query that reads it are kept for
+        this revision only, never written to the store nor summarised."""
+        if self._stack:
+            self._stack[-1].volatile = True
 
     def invalidate(self, inputs: Iterable[tuple[Query[Any, Any], Any]] | None = None) -> None:
         """Tell the engine the world changed: these inputs (or all, with ``None``) must be re-read.
@@ -190,6 +201,8 @@ class Database:
         memo = self._memos.get(qid)
         if memo is None:
             memo = self._load(qid)
+        if memo is not None and memo.volatile and memo.verified_rev != self.rev:
+            return self._execute(qid, q, key, memo)
         if memo is not None and memo.verified_rev != self.rev and self._cone_green(qid):
             memo.verified_rev = self.rev
             self.events.reused(q, key, qid)
@@ -203,6 +216,8 @@ class Database:
     def _still_green(self, qid: str, q: Query[Any, Any], key: Any, memo: Memo) -> bool:
         """Verify a memo against its trace; on success it is marked verified for this revision,
         else the dependency that changed is recorded for ``--why``."""
+        if memo.volatile:
+            return False
         if qid in self._active:
             raise CycleError(f"query cycle through {q.name}")
         self._active.add(qid)
@@ -286,9 +301,10 @@ class Database:
             self._active.discard(qid)
         blob = pack(value)
         fp = digest(blob)
-        memo = Memo(q.name, encode(key), fp, frame.deps, value, self.rev, dirty=q.persist)
+        persist = q.persist and not frame.volatile
+        memo = Memo(q.name, encode(key), fp, frame.deps, value, self.rev, persist, frame.volatile)
         self._memos[qid] = memo
-        if self.store is not None and q.persist:
+        if self.store is not None and persist:
             self.store.stage_blob(fp, blob)
         cutoff = old is not None and old.fp == fp
         self.events.executed(q, key, qid, time.perf_counter() - t0, new=old is None, cutoff=cutoff)

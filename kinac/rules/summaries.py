@@ -49,7 +49,7 @@ def collect(db: Database) -> dict[str, Any]:
     walk = _InputSets(db)
     for qid in targets(db):
         memo = db._memos.get(qid)
-        if memo is None or memo.verified_rev != db.rev or qid in db._by_summary:
+        if memo is None or memo.volatile or memo.verified_rev != db.rev or qid in db._by_summary:
             continue
         if db._cone_rev == db.rev and qid in db._trusted and not memo.dirty:
             if qid not in db._roots:
