@@ -7,9 +7,11 @@ a safety net whose expiry is reported and never stored (docs/language.md, "Solve
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,8 +38,8 @@ def _solve_all(budget_ms: int = 2000) -> list[SolveResult]:
     return out
 
 
-def _burn(stop: float) -> None:
-    while time.monotonic() < stop:
+def _burn(stop: float, done: Any) -> None:
+    while time.monotonic() < stop and not done.is_set():
         pass
 
 
@@ -49,16 +51,30 @@ def test_outcomes_and_models_repeat_and_ignore_load() -> None:
     assert _solve_all() == first
     # CPU-starved: busy processes on every core while the same formulas are solved again
     ctx = multiprocessing.get_context("fork")
-    stop = time.monotonic() + 3.0
-    hogs = [ctx.Process(target=_burn, args=(stop,)) for _ in range(3)]
+    done = ctx.Event()
+    hogs = [ctx.Process(target=_burn, args=(time.monotonic() + 5.0, done)) for _ in range(3)]
     for p in hogs:
         p.start()
     try:
         starved = _solve_all()
     finally:
+        done.set()
         for p in hogs:
             p.join()
     assert starved == first
+
+
+def test_counterexample_ignores_a_starved_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process starved of CPU sees 10 s pass between two reads of the clock; the wall-clock
+    budget (before this change) then skipped the minimisation and showed d0=4, d1=10, d2=16."""
+    f = make_formula(*CASES[0])[0]
+    calm = solver.solve_formula(f, 2000)
+    ticks = itertools.count()
+    real = time.monotonic
+    monkeypatch.setattr(time, "monotonic", lambda: real() + 10.0 * next(ticks))
+    starved = solver.solve_formula(f, 2000)
+    monkeypatch.undo()
+    assert starved == calm and sum(v for _, v in calm.model) == 4
 
 
 def test_budget_maps_to_resource_units() -> None:
