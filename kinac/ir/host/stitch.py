@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kinac.artifacts.host import BufferSpec, HostKernel, LoweredEntry, Step
 from kinac.check.limits import MAX_TENSOR_BYTES
@@ -187,18 +187,22 @@ def stitch(
     where: dict[int, tuple[str, int]] = {i: ("param", i) for i in range(nparams)}
     for j, v in enumerate(finals):  # a repeated output is a copy: each has its own value
         where[v] = ("out", j)
-    sizes = {v: _nbytes(k.dtype, k.shape) for v, k in zip(results, ks, strict=True)}
+    nbytes: dict[tuple[str, tuple[int, ...]], int] = {}  # 32 layers: a few distinct shapes
+    sizes = {}
+    for v, k in zip(results, ks, strict=True):
+        got = nbytes.get((k.dtype, k.shape))
+        if got is None:
+            got = nbytes[(k.dtype, k.shape)] = _nbytes(k.dtype, k.shape)
+        sizes[v] = got
     arena = max(first_fit(results, reads, where, sizes.__getitem__, ALIGN), ALIGN)
-
-    def name(v: int) -> str:
-        kind, n = where[v]
-        return f"arena+{n}" if kind == "temp" else f"{kind}{n}"
+    # each buffer's name once (a value is read by several steps)
+    names = {v: f"arena+{n}" if kind == "temp" else f"{kind}{n}" for v, (kind, n) in where.items()}
 
     steps: list[Step] = []
     kernels: list[HostKernel] = []
     for i, (k, v, rs) in enumerate(zip(ks, results, reads, strict=True)):
         steps.append(Step(f"k{i}_{k.kind}", k.kind, k.impl, k.dtype, k.shape,
-                          tuple(name(u) for u in rs), name(v), k.aux))  # fmt: skip
+                          tuple([names[u] for u in rs]), names[v], k.aux))  # fmt: skip
         hk = k.kernel
         if k.kind == "gather":  # it reports errors as its step in this entry
             hk = HostKernel(kernel_symbol(hk.text, i), hk.text, i)
@@ -220,19 +224,25 @@ def stitch(
     if separate:
         fns: list[tuple[str, list[int]]] = []
         code: dict[str, str] = {}
-        made: dict[tuple[int, tuple[KernelCall, ...]], str] = {}
+        # a piece function by its shape: its buffer count and each call's symbol, kind, launch
+        # and reads (its result is the piece's next buffer), as plain tuples (cheaper to hash
+        # and compare than the calls); the calls are built only for a shape not yet written
+        made: dict[tuple[int, tuple[Any, ...]], str] = {}
         for local, first, count in spans:
             if not count:
                 continue
-            mine, n = calls[first : first + count], len(local) - count
-            shape = (len(local), tuple(KernelCall(c.symbol, c.kind, c.launch, n + j,
-                                                  ks[first + j].reads)
-                                       for j, c in enumerate(mine)))  # fmt: skip
-            if shape not in made:  # 32 identical layers: one function written
-                psym, parts = piece_function(shape[1], shape[0])
-                made[shape] = psym
+            key = (len(local), tuple([(c.symbol, c.kind, c.launch, k.reads) for c, k in
+                                      zip(calls[first : first + count], ks[first : first + count],
+                                          strict=True)]))  # fmt: skip
+            psym = made.get(key)
+            if psym is None:  # 32 identical layers: one function written
+                n = len(local) - count
+                mine = tuple(KernelCall(sy, kind, la, n + j, rs)
+                             for j, (sy, kind, la, rs) in enumerate(key[1]))  # fmt: skip
+                psym, parts = piece_function(mine, len(local))
+                made[key] = psym
                 code.setdefault(psym, parts.text())
-            fns.append((made[shape], local))
+            fns.append((psym, local))
         text = pieces_wrapper(symbol, nargs, len(params), where.__getitem__, fns).text()
         piece_code = tuple(code.values())
     else:
