@@ -19,6 +19,8 @@ from kinac.check import dims as D
 from kinac.check import solver
 from kinac.check.formula import Rel, SolveResult, make_formula
 from kinac.cli import main
+from kinac.rules import Database, input_query, query
+from kinac.rules.store import Store
 
 A, B, C, H, Dh = (D.var(n) for n in ("A", "B", "C", "H", "Dh"))
 NONLINEAR = (Rel("eq", A, D.const(1)), [Rel("eq", D.mul(A, A), D.mul(D.const(2), B, B))])
@@ -138,3 +140,42 @@ def test_budget_diagnostic_and_safety_net_results_are_not_cached(
         text = out.out + out.err
         assert rc != 0 and "K0501" in text and "Traceback" not in text
         assert "the solver ran out of its 20 ms budget" in text and solver.SAFETY_NET not in text
+
+
+CALLS: list[str] = []
+
+
+@input_query("test_solver_budget.text")
+def _text(db: Database, name: str) -> str:
+    return name.upper()
+
+
+@query("test_solver_budget.flaky")
+def _flaky(db: Database, name: str) -> str:
+    CALLS.append("flaky")
+    if name.startswith("v"):
+        db.volatile()  # as the solve query does when the wall-clock safety net fired
+    return _text(db, name) + "!"
+
+
+@query("test_solver_budget.reader")
+def _reader(db: Database, name: str) -> str:
+    CALLS.append("reader")
+    return _flaky(db, name) + "?"
+
+
+def test_volatile_results_are_never_stored(tmp_path: Path) -> None:
+    CALLS.clear()
+    with Database(Store(tmp_path)) as db:
+        assert db.get(_reader, "v") == "V!?" and db.get(_reader, "s") == "S!?"
+        assert db.get(_reader, "v") == "V!?" and len(CALLS) == 4  # memoised within a revision
+        db.commit()
+        db.invalidate()
+        CALLS.clear()
+        db.get(_reader, "v")
+        db.get(_reader, "s")
+        assert CALLS == ["reader", "flaky"]  # the volatile one re-ran, and so did its reader
+    CALLS.clear()
+    with Database(Store(tmp_path)) as db2:  # a new process: nothing volatile was stored
+        assert db2.get(_reader, "v") == "V!?" and db2.get(_reader, "s") == "S!?"
+        assert CALLS == ["reader", "flaky"]
