@@ -27,9 +27,12 @@ from kinac.check import dims as D
 from kinac.check.formula import Formula, Rel, SolveResult
 
 # z3 resource units per millisecond of ``solver.budget_ms``. Measured 2026-12-01 on the
-# project's 2-core reference machine (z3 4.15/5.x, nonlinear residue run to exhaustion):
-# 4,500-5,000 units/ms under load, so 2000 ms = 10M units takes about 2 s there. Changing
-# it changes which results are "unknown": it is part of the solve query's code identity.
+# project's 2-core reference machine (z3-solver 5.4.1, nonlinear residues run to a 200-2000 ms
+# wall clock): 2,000 to 5,000 units/ms depending on the formula and the load, so the default
+# 2000 ms = 10M units is 2 to 5 s of z3 there: at least what the old 2 s wall clock allowed.
+# At most 600,000 ms * 5000 = 3e9 units (z3's rlimit is a 32-bit unsigned). Changing it
+# changes which results are "unknown"; solver.py is in the solve query's code identity, so
+# cached results are then recomputed.
 RLIMIT_PER_MS = 5000
 # Marker that starts the reason of an outcome decided by the wall-clock safety net.
 SAFETY_NET = "the solver's wall-clock safety net"
