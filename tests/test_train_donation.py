@@ -78,6 +78,7 @@ def test_new_threads_reuse_the_scratch_of_ended_ones(sgd_param: object) -> None:
     lr = np.float32(0.25)
     entry, _, _ = sgd_param.specialisation((p, buf, lr), {})  # type: ignore[attr-defined]
     want = entry(p, buf, lr)
+    base = OUTPUT_STATS.scratch  # the main thread's arena stays with it, off the free list
     new = []
     for _ in range(6):
         before = OUTPUT_STATS.scratch
@@ -97,8 +98,11 @@ def test_new_threads_reuse_the_scratch_of_ended_ones(sgd_param: object) -> None:
         # a joined thread's locals (and so its arena's hand-back) go when CPython deletes its
         # thread state, which may come just after join() returns on a loaded machine
         deadline = time.monotonic() + 5.0
-        while len(entry._free) < 4 and time.monotonic() < deadline:
+        while len(entry._free) < OUTPUT_STATS.scratch - base and time.monotonic() < deadline:
             time.sleep(0.001)
         assert not bad
         new.append(OUTPUT_STATS.scratch - before)
-    assert sum(new) <= 8 and new[-3:] == [0, 0, 0], new
+    # never more arenas than threads that ever ran at once (4): without reuse each round of 4
+    # new threads would allocate again. How many of the 4 overlap in a round is the scheduler's
+    # choice, so which round allocates is not asserted (a loaded CI machine gave [2,0,0,1,0,0])
+    assert sum(new) <= 4, new

@@ -76,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
             "layout": args.layout if args.simulate else None,
             **tag,
         }
-        print(json.dumps(head), flush=True)
+        _json_line(head)
         for r in trainer.steps(args.steps):
             results.append(r)
-            print(json.dumps({**r.as_json(), **tag}), flush=True)
+            _json_line({**r.as_json(), **tag})
     else:
         results = _with_progress(trainer, args.steps, sys.stderr.isatty())
     total = time.perf_counter() - t0
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if quiet:
         pass
     elif args.json:
-        print(json.dumps({**done, **tag}), flush=True)
+        _json_line({**done, **tag})
     else:
         print(
             (f"rank {rank}: " if tag else "")
@@ -154,3 +154,11 @@ def _save(trainer: Any, path: str) -> None:
     from kinac.train.optim import to_numpy
 
     np.savez(path, **{k: to_numpy(v) for k, v in trainer.weights.items()})
+
+
+def _json_line(doc: dict[str, Any]) -> None:
+    """One ``--json`` line, written with one ``write`` and flushed: the ranks of ``kinac launch
+    --all-ranks`` share one stdout, and ``print`` writes the text and its newline apart (two
+    system calls on an unbuffered stream), so two ranks' lines could run together."""
+    sys.stdout.write(json.dumps(doc) + "\n")
+    sys.stdout.flush()
