@@ -227,9 +227,10 @@ class NcclComm:
 
     def _bufs(
         self, kind: str, send: Any, recv: Any, op: str, tag: Tag | None
-    ) -> tuple[Any, int, int, int, tuple[int, ...], str]:
-        """The checked call: ``(recv, send address, recv address, send count, send shape,
-        element type)``; a bad call is refused before NCCL with the simulator's messages."""
+    ) -> tuple[Any, int, int, int, int, int]:
+        """The checked call: ``(recv, send address, recv address, send count, NCCL type code,
+        bytes per element)``; a bad call is refused before NCCL with the simulator's messages
+        (bool travels as uint8)."""
         where = self._where(kind, tag)
         if op not in NCCL_OPS:
             raise KinaRuntimeError(
@@ -256,7 +257,9 @@ class NcclComm:
                 f"{where}: the receive buffer is {kina_dtype(rdt)}{list(rshape)}, "
                 f"expected {kina_dtype(dt)}{list(shape)}"
             )
-        return recv, sptr, rptr, int(np.prod(sshape, dtype=np.int64)), sshape, dt
+        count = int(np.prod(sshape, dtype=np.int64))
+        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        return recv, sptr, rptr, count, code, _ITEMSIZE.get(dt, 1)
 
     def _logged(self, kind: str, t0: float, nbytes: int, tag: Tag | None) -> None:
         span = tag[1] if tag else ""
@@ -272,20 +275,18 @@ class NcclComm:
         tag: Tag | None = None,
     ) -> Any:
         t0 = time.perf_counter()
-        recv, s, r, n, _, dt = self._bufs("all-reduce", send, recv, op, tag)
-        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        recv, s, r, n, code, size = self._bufs("all-reduce", send, recv, op, tag)
         self._lib.all_reduce(s, r, n, code, NCCL_OP_CODES[op], self._live(), stream_handle(stream))
-        self._logged("all-reduce", t0, n * _ITEMSIZE.get(dt, 1), tag)
+        self._logged("all-reduce", t0, n * size, tag)
         return recv
 
     def all_gather(
         self, send: Any, recv: Any = None, *, stream: Any = None, tag: Tag | None = None
     ) -> Any:
         t0 = time.perf_counter()
-        recv, s, r, n, _, dt = self._bufs("all-gather", send, recv, "sum", tag)
-        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        recv, s, r, n, code, size = self._bufs("all-gather", send, recv, "sum", tag)
         self._lib.all_gather(s, r, n, code, self._live(), stream_handle(stream))
-        self._logged("all-gather", t0, n * self.size * _ITEMSIZE.get(dt, 1), tag)
+        self._logged("all-gather", t0, n * self.size * size, tag)
         return recv
 
     def reduce_scatter(
@@ -298,13 +299,12 @@ class NcclComm:
         tag: Tag | None = None,
     ) -> Any:
         t0 = time.perf_counter()
-        recv, s, r, n, _, dt = self._bufs("reduce-scatter", send, recv, op, tag)
-        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        recv, s, r, n, code, size = self._bufs("reduce-scatter", send, recv, op, tag)
         lib = self._lib
         lib.reduce_scatter(
             s, r, n // self.size, code, NCCL_OP_CODES[op], self._live(), stream_handle(stream)
         )
-        self._logged("reduce-scatter", t0, n * _ITEMSIZE.get(dt, 1), tag)
+        self._logged("reduce-scatter", t0, n * size, tag)
         return recv
 
     def all_to_all(
@@ -313,10 +313,9 @@ class NcclComm:
         """Chunk ``j`` of ``send`` to rank ``j``, rank ``j``'s chunk into chunk ``j`` of
         ``recv``: one grouped ``ncclSend``/``ncclRecv`` pair per peer."""
         t0 = time.perf_counter()
-        recv, s, r, n, _, dt = self._bufs("all-to-all", send, recv, "sum", tag)
-        code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
+        recv, s, r, n, code, size = self._bufs("all-to-all", send, recv, "sum", tag)
         count = n // self.size
-        step = count * _ITEMSIZE.get(dt, 1)
+        step = count * size
         lib, comm, h = self._lib, self._live(), stream_handle(stream)
         lib.group_start()
         try:
@@ -325,7 +324,7 @@ class NcclComm:
                 lib.recv(r + j * step, count, code, j, comm, h)
         finally:
             lib.group_end()
-        self._logged("all-to-all", t0, n * _ITEMSIZE.get(dt, 1), tag)
+        self._logged("all-to-all", t0, n * size, tag)
         return recv
 
     def barrier(self, *, stream: Any = None, tag: Tag | None = None) -> None:
