@@ -44,7 +44,7 @@ soak)
   echo "pytest exit status $?" >> "$R/pytest_gpu.log"
   save
   export KINAC_AUTOTUNE=0
-  for b in gpu call_overhead grad train runtime attention nccl; do
+  for b in gpu call_overhead grad train runtime attention collectives; do
     left=$((T0 + LIMIT - $(date +%s))); [ "$left" -gt 15 ] || break
     q=(); grep -q "^# kinac-bench: quick" "benches/$b.py" && q=(--quick)
     s=$(date +%s)

@@ -1,8 +1,8 @@
 # kinac-bench: gpu
 """kinac's NCCL collectives against the same NCCL call made bare and through nccl4py's own API.
 
-    PYTHONPATH=. python3 benches/nccl.py --gpu --out DIR                (one GPU: a world of one)
-    kinac launch -n 2 -- python3 benches/nccl.py --gpu --out DIR        (2 GPUs; -n 4: 4)
+    PYTHONPATH=. python3 benches/collectives.py --gpu --out DIR                (one GPU: a world of one)
+    kinac launch -n 2 -- python3 benches/collectives.py --gpu --out DIR        (2 GPUs; -n 4: 4)
 
 Every rank joins the rendezvous (alone, one in-process when not launched), builds the world
 communicator (:func:`kinac.rt.comm.nccl.world`) on its GPU, and for f32 buffers of 1 MiB to
@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-# run as a script, this file's directory heads sys.path, and this file would then be the
-# `nccl` that kinac imports nccl4py's bindings from: drop it
+# run as a script, this file's directory heads sys.path; no bench may be named for a package
+# (tests/test_bench_names.py), and the bench directory is dropped all the same
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benches"]
 
 MIB = 1 << 20
@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", default="cuda", help="the scaling row's target (cpu: a dry run)")
     args = p.parse_args(argv)
     if not args.gpu:
-        print("benches/nccl.py measures NCCL on GPUs: pass --gpu", file=sys.stderr)
+        print("benches/collectives.py measures NCCL on GPUs: pass --gpu", file=sys.stderr)
         return 2
     return run(args)
 
