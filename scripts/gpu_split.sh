@@ -7,6 +7,8 @@
 #       the machine stays warm), runs `pytest -m gpu` beside it, then a warm-up pass over the GPU
 #       benches (their compile caches: kinac's store, torch inductor's), timings discarded and
 #       autotuning off, since the soak shares the GPU.
+#   bash scripts/gpu_split.sh tests [SECONDS]          `pytest -m gpu` alone (default limit 330 s),
+#       for a call that re-checks the tests and then runs `timed` without a soak.
 #   bash scripts/gpu_split.sh timed SECONDS BENCH...   call 2, within the machine's 30 s warm
 #       window: waits for the soak to end (its files then come back with this call), then each
 #       BENCH (a benches/NAME.py, or `before_after` for issue 19's steady-state check against the
@@ -20,7 +22,7 @@ set -u
 cd "$(dirname "$0")/.."
 T0=$(date +%s)
 MODE="${1:-}"; shift || true
-case "$MODE" in soak|timed) ;; *) echo "usage: gpu_split.sh soak [SECONDS] | timed SECONDS BENCH..." >&2; exit 2 ;; esac
+case "$MODE" in soak|timed|tests) ;; *) echo "usage: gpu_split.sh soak [SECONDS] | tests [SECONDS] | timed SECONDS BENCH..." >&2; exit 2 ;; esac
 OUT="${OUT:-$PWD/gpu-out}"; mkdir -p "$OUT"
 if compgen -G ".whl/*.whl" >/dev/null && [ ! -d /tmp/site/pydantic ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -52,6 +54,11 @@ soak)
     echo "exit status $? after $(( $(date +%s) - s )) s" >> "$R/warm_$b.log"
     save
   done
+  ;;
+tests)
+  timeout "${1:-330}" python3 -m pytest -m gpu tests -p no:cacheprovider -q -rs --durations=30 \
+    --junitxml="$R/junit_gpu.xml" > "$R/pytest_gpu.log" 2>&1
+  echo "pytest exit status $?" >> "$R/pytest_gpu.log"
   ;;
 timed)
   LIMIT="${1:?timed SECONDS BENCH...}"; shift
