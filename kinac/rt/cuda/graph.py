@@ -88,6 +88,31 @@ class CapturedGraph:
         if res[0] == driver.OK and len(res) > 1 and res[1] is not None and int(res[1]):
             d.cuGraphDestroy(res[1])
 
+    def nodes(self) -> list[str]:
+        """Every node the captured graph holds, in the graph's order, as text: the node type
+        (``KERNEL``, ``MEMSET``, ``MEMCPY``, ``EVENT_RECORD``, ``MEM_ALLOC``...) and, for a
+        kernel, its function's name and grid; then one ``edges N`` line (a chain of n nodes
+        has n - 1). What an entry's replay runs besides its steps' kernels (issue 14: the
+        whole entry against the sum of its steps); empty for an eager fallback."""
+        if self._graph is None:
+            return []
+        d = driver.api()
+        count = int(check("cuGraphGetNodes", d.cuGraphGetNodes(self._graph, 0))[1])
+        handles = check("cuGraphGetNodes", d.cuGraphGetNodes(self._graph, count))[0]
+        out = []
+        for node in handles:
+            kind = check("cuGraphNodeGetType", d.cuGraphNodeGetType(node))
+            text = getattr(kind, "name", str(kind)).removeprefix("CU_GRAPH_NODE_TYPE_")
+            if text == "KERNEL":
+                text += " " + _kernel_text(d, node)
+            out.append(text)
+        try:
+            edges = check("cuGraphGetEdges", d.cuGraphGetEdges(self._graph, 0))
+            out.append(f"edges {int(edges[-1])}")
+        except (CudaError, TypeError, ValueError, IndexError):  # bindings differ: not counted
+            pass
+        return out
+
     @property
     def captured(self) -> bool:
         """True if replays use the graph, False if they fall back to eager launches."""
@@ -114,6 +139,23 @@ class CapturedGraph:
         if self._graph is not None:
             g, self._graph = self._graph, None
             check("cuGraphDestroy", d.cuGraphDestroy(g))
+
+
+def _kernel_text(d: Any, node: Any) -> str:
+    """A kernel node's function name (``?`` where the driver does not give it: a library's
+    kernel through ``CUkernel``) and grid x block."""
+    try:
+        p = check("cuGraphKernelNodeGetParams", d.cuGraphKernelNodeGetParams(node))
+    except (CudaError, TypeError, ValueError):
+        return "?"
+    name = "?"
+    try:
+        raw = check("cuFuncGetName", d.cuFuncGetName(p.func))
+        name = raw.decode() if isinstance(raw, bytes) else str(raw)
+    except (CudaError, TypeError, ValueError, AttributeError, UnicodeDecodeError):
+        pass
+    grid = f"{p.gridDimX}x{p.gridDimY}x{p.gridDimZ}"
+    return f"{name} grid {grid} block {p.blockDimX}x{p.blockDimY}x{p.blockDimZ}"
 
 
 def capture(sequence: Sequence, stream: Stream, *, name: str = "entry") -> CapturedGraph:
