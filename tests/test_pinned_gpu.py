@@ -60,7 +60,7 @@ def test_staged_host_inputs_are_right_when_calls_queue_back_to_back(src: Path) -
     entry = next(iter(f._entries.values()))
     st = entry._stager
     assert st is not None and st.copies == 24 * 3 and entry.pinned
-    assert len({s.dev for s in st._all}) == 2 * 3  # two slots per host parameter
+    assert len(set(st.device_buffers())) == 2 * 3  # two slots per host parameter
 
 
 def test_staged_and_unstaged_paths_agree_bit_for_bit(src: Path) -> None:

@@ -157,6 +157,8 @@ def hot_call(entry: GpuEntry, arrays: tuple[Any, ...]) -> Any:
     last call (by identity, each still at the address it had: a tensor reallocated in place,
     by ``set_`` or ``resize_``, is looked up again), nothing staged or checked, and a captured
     graph bound to these addresses."""
+    if entry._stager is not None:  # host arguments staged: their steady state (staging_hot)
+        return entry._stager.hot_call(entry, arrays)
     last = entry._last_box[0]
     if last is None or not _plain(entry):
         return None

@@ -4,31 +4,47 @@ Why: a host (numpy, torch CPU) argument used to become a fresh device tensor fil
 ``cuMemcpyHtoDAsync`` from pageable memory followed by a stream synchronisation, so every call
 waited for the previous call's compute and for its own copy before queueing anything. Now:
 
-* each host parameter owns two *slots* (double buffering), each a page-locked host block from
-  the :class:`~kinac.rt.cuda.pinned.PinnedPool` and a device buffer of the entry;
-* a call writes the array into its slot's pinned block (a host ``memcpy``, the host waiting
-  only for that slot's copy two calls ago), queues ``cuMemcpyHtoDAsync`` on the entry's copy
-  stream after the event that says the compute two calls ago is done reading the slot's device
-  buffer, and records a *copied* event;
-* the compute stream waits for the copied events (``cuStreamWaitEvent``: on the device, not the
-  host), runs, and records a *consumed* event per slot.
+* each host parameter owns two *slots* (double buffering), each a device buffer of the entry
+  and (made at its first use) a page-locked host block from the
+  :class:`~kinac.rt.cuda.pinned.PinnedPool`; the calls alternate between the two *turns*;
+* a call's first staged input waits, on the host, for the DMA of two calls ago out of this
+  turn's pinned blocks, and queues on the copy stream a wait for the *consumed* event of the
+  compute two calls ago (which read this turn's device buffers);
+* each input is written into its slot's pinned block (a host ``memcpy``, split across threads
+  when big: :mod:`~kinac.rt.cuda.staging_copy`), or, when it is an array
+  :func:`~kinac.rt.cuda.pinned.pinned_empty` handed out, not copied at all: the DMA reads it
+  where it is and the call waits for that DMA before it returns (the caller may refill it);
+* ``cuMemcpyHtoDAsync`` per input on the copy stream, then one *copied* event for the call,
+  which the compute stream waits for (``cuStreamWaitEvent``: on the device, not the host); the
+  compute records one *consumed* event for the call.
 
 So the copy of call k+1 runs on a copy engine while call k computes, and nothing synchronises
 the device. The slots alternate between two device addresses per parameter, which the entry
 binds as two CUDA graphs. The copy stream gets the greatest priority the driver offers
-(``cuCtxGetStreamPriorityRange``), so kernels queued on it later are scheduled first.
+(``cuCtxGetStreamPriorityRange``).
+
+Per call that is 6 driver calls for one input (one more per further input); they go through
+``ctypes.PyDLL`` with pre-built arguments (:class:`Calls`), ~0.2 us of Python each instead of
+~1 us through the bindings, and the events are made once per turn, not per call or per input.
+The steady state of such a call (the same device arrays, host arrays of the right form) is
+:mod:`~kinac.rt.cuda.staging_hot`.
 """
 
 from __future__ import annotations
 
+import ctypes
+import types
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.device import Event, Stream
-from kinac.rt.cuda.pinned import PinnedBuffer, PinnedPool, default_pool
+from kinac.rt.cuda.pinned import PinnedBuffer, PinnedPool, default_pool, handed_out
+from kinac.rt.cuda.staging_copy import HostCopier, default_copier
 
 SLOTS = 2
+_hot: list[Callable[..., Any]] = []  # staging_hot.hot_call, once imported (it imports this)
 
 
 def priority_range() -> tuple[int, int]:
@@ -39,30 +55,133 @@ def priority_range() -> tuple[int, int]:
     return int(least), int(greatest)
 
 
-class _Slot:
-    """One pinned block and one device buffer of a host parameter, with their events."""
+class Calls:
+    """The driver calls of staging, each returning the CUresult as an int, and how their
+    arguments are made: ``record(ev, stream)``, ``wait(stream, ev, flags)``, ``sync(ev)``,
+    ``copy(dst, src, nbytes, stream)``. Native: libcuda through ctypes with ``c_void_p``
+    (handles, host addresses), ``c_uint64`` (device addresses) and ``c_size_t`` arguments made
+    once; ``sync`` through ``ctypes.CDLL``, which lets other threads run while it waits.
+    Bindings: cuda-python's functions with int arguments (a driver without the ctypes library,
+    and the tests' fake drivers)."""
 
-    __slots__ = ("host", "dev", "nbytes", "copied", "consumed", "copy_pending", "read_pending")
+    __slots__ = ("record", "wait", "sync", "copy", "handle", "dev", "size", "zero", "native")
 
-    def __init__(self, host: PinnedBuffer, dev: int) -> None:
-        self.host = host
-        self.dev = dev
-        self.nbytes = host.nbytes
+    def __init__(self, native: bool, fns: tuple[Callable[..., int], ...]) -> None:
+        self.native = native
+        self.record, self.wait, self.sync, self.copy = fns
+        conv: Callable[[int], Any] = int
+        self.handle = ctypes.c_void_p if native else conv
+        self.dev = ctypes.c_uint64 if native else conv
+        self.size = ctypes.c_size_t if native else conv
+        self.zero = ctypes.c_uint(0) if native else 0
+
+
+_native: Calls | None = None
+
+
+def _native_calls() -> Calls:
+    global _native
+    if _native is None:
+        vp, u = ctypes.c_void_p, ctypes.c_uint
+        py = driver.libcuda(ctypes.PyDLL)
+        rec, wait, copy = py.cuEventRecord, py.cuStreamWaitEvent, py.cuMemcpyHtoDAsync_v2
+        sync = driver.libcuda(ctypes.CDLL).cuEventSynchronize
+        sigs: tuple[tuple[Any, list[Any]], ...] = (
+            (rec, [vp, vp]),
+            (wait, [vp, vp, u]),
+            (sync, [vp]),
+            (copy, [ctypes.c_uint64, vp, ctypes.c_size_t, vp]),
+        )
+        for f, args in sigs:
+            f.restype = ctypes.c_int
+            f.argtypes = args
+        _native = Calls(True, (rec, wait, sync, copy))
+    return _native
+
+
+def _bindings_calls(d: Any) -> Calls:
+    def record(ev: int, s: int) -> int:
+        return int(d.cuEventRecord(ev, s)[0])
+
+    def wait(s: int, ev: int, flags: int) -> int:
+        return int(d.cuStreamWaitEvent(s, ev, flags)[0])
+
+    def sync(ev: int) -> int:
+        return int(d.cuEventSynchronize(ev)[0])
+
+    def copy(dst: int, src: int, n: int, s: int) -> int:
+        return int(d.cuMemcpyHtoDAsync(dst, src, n, s)[0])
+
+    return Calls(False, (record, wait, sync, copy))
+
+
+def driver_calls() -> Calls:
+    """Native calls when the driver is cuda-python's module and libcuda opens through ctypes;
+    the bindings otherwise (a fake driver object in the tests)."""
+    d = driver.api()
+    if isinstance(d, types.ModuleType):
+        try:
+            return _native_calls()
+        except (OSError, AttributeError):  # no ctypes-loadable libcuda: the bindings serve
+            pass
+    return _bindings_calls(d)
+
+
+def _ok(name: str, rc: int) -> None:
+    if rc:
+        driver.fail(name, rc)
+
+
+class Param:
+    """One host parameter's slots: a device buffer per turn (and its call argument), and a
+    pinned block per turn, made when a staging copy first needs it."""
+
+    __slots__ = ("i", "shape", "dtype", "nbytes", "n_arg", "dev", "dev_arg", "host", "host_arg")
+
+    def __init__(self, i: int, shape: tuple[int, ...], dtype: Any, c: Calls) -> None:
+        import math
+
+        import numpy as np
+
+        self.i = i
+        self.shape = shape
+        self.dtype = np.dtype(dtype)
+        self.nbytes = math.prod(shape) * self.dtype.itemsize
+        self.n_arg = c.size(self.nbytes)
+        self.dev: list[int] = []
+        self.dev_arg: list[Any] = []
+        self.host: list[PinnedBuffer | None] = [None] * SLOTS
+        self.host_arg: list[Any] = [None] * SLOTS
+
+
+class Turn:
+    """The events of one turn: *copied* (its DMAs are done, on the copy stream) and *consumed*
+    (its compute is done with the device buffers, on the compute stream), with whether each has
+    been recorded since it was last waited for."""
+
+    __slots__ = ("copied", "consumed", "copied_arg", "consumed_arg", "copy_pending", "read_pending")
+
+    def __init__(self, c: Calls) -> None:
         self.copied = Event(timing=False)
         self.consumed = Event(timing=False)
-        self.copy_pending = False  # a copy out of `host` was queued (wait before rewriting)
-        self.read_pending = False  # a compute reading `dev` was queued (wait before copying)
+        self.copied_arg = c.handle(self.copied.handle)
+        self.consumed_arg = c.handle(self.consumed.handle)
+        self.copy_pending = False  # DMAs out of this turn's pinned blocks were queued
+        self.read_pending = False  # a compute reading this turn's device buffers was queued
 
 
-def _close(copy_stream: Stream, slots: list[_Slot]) -> None:
+def _close(copy_stream: Stream, params: dict[int, Param], turns: list[Turn]) -> None:
     """Wait for queued copies, then give the pinned blocks back (the pool may hand them out)."""
     try:
         copy_stream.synchronize()
     except Exception:  # noqa: BLE001 - at shutdown the driver may be gone: nothing to wait for
         pass
-    for s in slots:
-        s.host.free()
-        for ev in (s.copied, s.consumed):
+    for p in params.values():
+        for b in p.host:
+            if b is not None:
+                b.free()
+    for t in turns:
+        for ev in (t.copied, t.consumed):
             try:
                 ev.close()
             except Exception:  # noqa: BLE001
@@ -74,78 +193,162 @@ def _close(copy_stream: Stream, slots: list[_Slot]) -> None:
 
 
 class HostStager:
-    """The pinned slots and copy stream of one GPU entry (created on its device)."""
+    """The pinned slots and copy stream of one GPU entry (created on its device).
 
-    def __init__(self, alloc_device: Any, pool: PinnedPool | None = None) -> None:
+    The entry's general path calls :meth:`stage` per host argument, :meth:`before_run` before
+    its launches and :meth:`after_run` after (or :meth:`discard` when the call failed before
+    running); its steady state is :meth:`hot_call`."""
+
+    def __init__(
+        self,
+        alloc_device: Any,
+        pool: PinnedPool | None = None,
+        *,
+        calls: Calls | None = None,
+        copier: HostCopier | None = None,
+    ) -> None:
         self.pool = pool if pool is not None else default_pool()
+        self.calls = calls if calls is not None else driver_calls()
+        self.copier = copier if copier is not None else default_copier()
         self._alloc_device = alloc_device  # the entry's allocator: bytes -> device pointer
         _, greatest = priority_range()
         self.priority = greatest
         self.copy_stream = Stream(priority=greatest)
-        self._slots: dict[int, list[_Slot]] = {}
-        self._all: list[_Slot] = []
-        self._turn: dict[int, int] = {}
-        self._pending: list[_Slot] = []
+        self.cs_arg = self.calls.handle(self.copy_stream.handle)
+        self.params: dict[int, Param] = {}
+        self.turns = [Turn(self.calls) for _ in range(SLOTS)]
+        self.turn = 0
+        self._pending: list[int] = []  # params staged by the current call
+        self._direct = False  # the current call DMAs from a caller's pinned array
+        self.staged_positions: tuple[int, ...] = ()  # the last general call's host params
         self.copies = 0  # host arrays staged (tests and metrics)
         self.bytes = 0  # bytes copied in
-        self._finalizer = weakref.finalize(self, _close, self.copy_stream, self._all)
+        self.direct = 0  # of those, copied straight from a pinned_empty array
+        self.hot_calls = 0  # calls that took hot_call
+        self.memo: list[Any] = [None]  # staging_hot's memo, in a box weak references empty
+        if not _hot:
+            from kinac.rt.cuda.staging_hot import hot_call
+
+            _hot.append(hot_call)
+        self._finalizer = weakref.finalize(self, _close, self.copy_stream, self.params, self.turns)
+
+    # ---- the general path --------------------------------------------------------------------
+    def param(self, i: int, shape: tuple[int, ...], np_dtype: str) -> Param:
+        """Parameter ``i``'s slots (made at its first host array)."""
+        p = self.params.get(i)
+        if p is None:
+            p = Param(i, shape, np_dtype, self.calls)
+            devs = [self._alloc_device(p.nbytes) for _ in range(SLOTS)]
+            p.dev, p.dev_arg = devs, [self.calls.dev(d) for d in devs]
+            self.params[i] = p
+        return p
+
+    def arg(self, stream: Stream) -> Any:
+        """``stream`` as the calls take it."""
+        return stream.cvp if self.calls.native else stream.handle
+
+    def begin(self, t: Turn) -> None:
+        """Before a call's first DMA into turn ``t``'s slots: the host waits for the turn's
+        DMAs of two calls ago (its pinned blocks are rewritten next), the copy stream for the
+        compute of two calls ago (its device buffers are)."""
+        c = self.calls
+        if t.copy_pending:
+            _ok("cuEventSynchronize", c.sync(t.copied_arg))
+            t.copy_pending = False
+        if t.read_pending:
+            _ok("cuStreamWaitEvent", c.wait(self.cs_arg, t.consumed_arg, c.zero))
+            t.read_pending = False
+
+    def fill(self, p: Param, array: Any, j: int) -> Any:
+        """The source argument of ``p``'s DMA in turn ``j``: a ``pinned_empty`` array of the
+        parameter's exact form where it is, else turn ``j``'s pinned block, ``array`` copied
+        into it (cast to the parameter's dtype)."""
+        ptr, n = handed_out(array)
+        if ptr and n == p.nbytes and array.dtype == p.dtype and array.shape == p.shape:
+            self._direct = True
+            self.direct += 1
+            return self.calls.handle(ptr)
+        blk = p.host[j]
+        if blk is None:
+            blk = p.host[j] = PinnedBuffer(self.pool, p.shape, p.dtype)
+            p.host_arg[j] = self.calls.handle(blk.ptr)
+        self.copier(blk.array, array)
+        return p.host_arg[j]
 
     def stage(self, i: int, array: Any, shape: tuple[int, ...], np_dtype: str) -> int:
         """Queue the copy of host ``array`` for parameter ``i``; the device address it lands at
         (valid for the compute once :meth:`before_run` has been called)."""
-        import numpy as np
-
-        slots = self._slots.get(i)
-        if slots is None:
-            slots = self._slots[i] = []
-            for _ in range(SLOTS):
-                host = PinnedBuffer(self.pool, shape, np_dtype)
-                slot = _Slot(host, self._alloc_device(host.nbytes))
-                slots.append(slot)
-                self._all.append(slot)
-        k = self._turn.get(i, 0)
-        self._turn[i] = (k + 1) % SLOTS
-        s = slots[k]
-        if s.copy_pending:  # its copy of two calls ago must be done before the block is rewritten
-            s.copied.synchronize()
-        np.copyto(s.host.array, array, casting="unsafe")
-        cs = self.copy_stream
-        if s.read_pending:  # the compute of two calls ago must be done reading the device buffer
-            cs.wait(s.consumed)
-        d = driver.api()
-        r = d.cuMemcpyHtoDAsync(s.dev, s.host.ptr, s.nbytes, cs.cu)
-        if r[0] != driver.OK:
-            driver.fail("cuMemcpyHtoDAsync", r[0])
-        s.copied.record(cs)
-        s.copy_pending = True
-        self._pending.append(s)
+        p = self.param(i, shape, np_dtype)
+        j = self.turn
+        if not self._pending:
+            self.begin(self.turns[j])
+        src = self.fill(p, array, j)
+        self._pending.append(i)
+        c = self.calls
+        _ok("cuMemcpyHtoDAsync", c.copy(p.dev_arg[j], src, p.n_arg, self.cs_arg))
         self.copies += 1
-        self.bytes += s.nbytes
-        return s.dev
+        self.bytes += p.nbytes
+        return p.dev[j]
 
     def before_run(self, stream: Stream) -> None:
         """Make ``stream`` (the compute) wait on the device for this call's copies."""
-        for s in self._pending:
-            stream.wait(s.copied)
+        if not self._pending:
+            return
+        c, t = self.calls, self.turns[self.turn]
+        _ok("cuEventRecord", c.record(t.copied_arg, self.cs_arg))
+        t.copy_pending = True
+        _ok("cuStreamWaitEvent", c.wait(self.arg(stream), t.copied_arg, c.zero))
+        self.staged_positions = tuple(sorted(self._pending))
 
     def after_run(self, stream: Stream) -> None:
-        """Record on ``stream`` that this call's compute is done with its slots."""
-        for s in self._pending:
-            s.consumed.record(stream)
-            s.read_pending = True
+        """Record on ``stream`` that this call's compute is done with its slots; when a DMA
+        read a caller's pinned array, wait for it (the caller may refill the array next)."""
+        if not self._pending:
+            return
+        c, t = self.calls, self.turns[self.turn]
+        if not t.copy_pending:  # staged, but before_run was skipped: order it now
+            self.before_run(stream)
+        _ok("cuEventRecord", c.record(t.consumed_arg, self.arg(stream)))
+        t.read_pending = True
+        self.end(t)
+
+    def end(self, t: Turn) -> None:
+        """The call is queued: wait for a caller's pinned array to be read, next turn."""
+        if self._direct:
+            _ok("cuEventSynchronize", self.calls.sync(t.copied_arg))
+            t.copy_pending = False
+            self._direct = False
         self._pending.clear()
+        self.turn = (self.turn + 1) % SLOTS
 
     def discard(self) -> None:
-        """A call that failed before running: forget its pending copies (their slots stay
-        valid; the next use of each waits for its copy as usual)."""
+        """A call that failed before running: wait for the DMAs it queued (so its pinned blocks
+        and the caller's arrays are free again) and forget them; the turn is used again."""
+        if not self._pending:
+            return
+        c, t = self.calls, self.turns[self.turn]
+        _ok("cuEventRecord", c.record(t.copied_arg, self.cs_arg))
+        _ok("cuEventSynchronize", c.sync(t.copied_arg))
+        t.copy_pending = False
+        self._direct = False
         self._pending.clear()
 
+    def hot_call(self, entry: Any, arrays: tuple[Any, ...]) -> Any:
+        """The steady state of a call with host arguments, or None (the general path):
+        :func:`kinac.rt.cuda.staging_hot.hot_call`."""
+        return _hot[0](self, entry, arrays)
+
+    # ---- accounting ------------------------------------------------------------------------------
     def pinned_bytes(self) -> int:
         """Bytes of pinned memory this stager holds: its blocks' sizes as the pool accounts them
         (each request rounded up to its size class), so it can be compared with the pool's stats."""
         from kinac.rt.cuda.pinned import size_class
 
-        return sum(size_class(s.host.nbytes) for s in self._all)
+        return sum(size_class(b.nbytes) for p in self.params.values() for b in p.host if b)
+
+    def device_buffers(self) -> list[int]:
+        """Every slot's device address (two per host parameter)."""
+        return [d for p in self.params.values() for d in p.dev]
 
     def close(self) -> None:
         """Wait for queued copies and give the pinned blocks back."""
