@@ -103,6 +103,20 @@ def lower_gpu(graph: Any, db: Any) -> tuple[Any, str]:
 _SESSION: list[Any] = []
 
 
+SYNC_ROW = "block 45M bf16, canonical mma.sync attention"
+
+
+def compile_sync(graph: Any) -> Any:
+    """The entry as this bench built it before (``lower_graph_gpu`` + ``compile_ptx``: the
+    canonical ``mma.sync`` attention, untuned): an A/B row against the tuned build."""
+    from kinac.codegen.ptx import compile_ptx
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
+    from kinac.rt.cuda.entry import load_gpu_entry
+
+    lw = lower_graph_gpu(graph)
+    return load_gpu_entry(lw, compile_ptx(lw.llvm_ir))
+
+
 def compile_gpu(graph: Any, **opts: Any) -> Any:
     from kinac.rt.cuda.entry import load_gpu_entry
     from kinac.session import Session
@@ -158,6 +172,13 @@ def workloads() -> list[dict[str, Any]]:
             out.append(dict(name=f"block {size} {dt}", dtype=dt, kinac=run, eager=lambda i=ins, f=tfn: f(*i),
                             torch_fn=tfn, inputs=ins, build_s=time.perf_counter() - t0, goal=goal,
                             tol=1e-2 if dt == "bf16" else 1e-3, dims=dims, entry=ent))  # fmt: skip
+            if size == "45M" and dt == "bf16":  # A/B: the canonical mma.sync attention, as before
+                t0 = time.perf_counter()
+                ent = compile_sync(
+                    block_graph(*(dims[k] for k in ("b", "s", "d", "h", "kv", "f")), dt)
+                )
+                out.append(dict(out[-1], name=SYNC_ROW, kinac=lambda e=ent, i=ins: e(*i), goal=None,
+                                build_s=time.perf_counter() - t0, entry=ent))  # fmt: skip
     return out
 
 
@@ -243,7 +264,12 @@ class _Skip(Exception):
 def kernel_table(ws: list[dict[str, Any]], bw: float) -> None:
     for w in ws:
         ent = w.get("entry")
-        if ent is None or w["name"] not in ("block 45M bf16", "block small bf16", "block 45M f32"):
+        if ent is None or w["name"] not in (
+            "block 45M bf16",
+            "block small bf16",
+            "block 45M f32",
+            SYNC_ROW,
+        ):
             continue
         prof = ent.profile(*w["inputs"])
         total = sum(t for _, t in prof)
