@@ -8,15 +8,25 @@ Every rank joins the rendezvous (alone, one in-process when not launched), build
 communicator (:func:`kinac.rt.comm.nccl.world`) on its GPU, and for f32 buffers of 1 MiB to
 1 GiB times, on one stream with CUDA events (median of rounds, the variants interleaved):
 
-- ``kinac``: ``NcclComm.all_reduce(x, r, stream=s)`` (kinac's checks, then one NCCL call on the
+- ``kinac``: ``NcclComm.all_reduce(x, r, stream=s)`` into a preallocated receive buffer, as
+  the bare call does (kinac's checks, cached per call layout, then one NCCL call on the
   buffers' addresses), and its all-gather, reduce-scatter and all-to-all (grouped send/recv)
   moving the same bytes;
+- ``kinac (allocating)``: ``NcclComm.all_reduce(x, stream=s)``, the form a program's steps use
+  (:mod:`kinac.rt.comm.device_run`): the same call plus a receive buffer from the pool per call,
+  which the bare row does not do (so not its like: shown apart, not in the ratio);
 - ``bare``: nccl4py's low-level ``all_reduce(ptr, ptr, count, float32, sum, comm, stream)``,
   the NCCL call alone;
 - ``nccl4py``: nccl4py's ``nccl.core.Communicator.allreduce`` on the same buffers (resolved
   through cuda-core's DLPack view), when its ``nccl.core`` imports;
 - ``kinac (graph)`` / ``bare (graph)``: the same calls captured into one CUDA graph and
   replayed: device time alone, without Python's enqueue cost.
+
+Eager times are CUDA-event time per call over a burst of calls; below ~16 MiB on one GPU the
+device finishes each call before the host has queued the next, so they are the host's enqueue
+cost, which the table also gives directly (``host us/call``: wall time of the burst's
+enqueue loop, kinac and bare): that is where kinac's Python shows (issue 13: 23 vs 7 us per
+call before the per-layout cache). Sizes up to 16 MiB get ``--small-iters`` calls per burst.
 
 Bus bandwidth as nccl-tests counts it: algorithm bandwidth (bytes / time) times 2(n-1)/n for
 all-reduce, (n-1)/n for the others; with one rank the factor is 0 (nothing crosses a link), so
@@ -64,19 +74,25 @@ def _env() -> Any:
     return env
 
 
-def _timed(cuda: Any, stream: Any, fn: Callable[[], None], iters: int, rounds: int) -> list[float]:
-    """Milliseconds per call of ``fn`` (which enqueues on ``stream``), one value per round."""
+def _timed(
+    cuda: Any, stream: Any, fn: Callable[[], None], iters: int, rounds: int
+) -> list[tuple[float, float]]:
+    """``(stream ms, host enqueue ms)`` per call of ``fn`` (which enqueues on ``stream``), one
+    pair per round: CUDA-event time over ``iters`` calls, and the wall time of the loop that
+    queued them."""
     fn()
     stream.synchronize()
     out = []
     for _ in range(rounds):
         a, b = cuda.Event(), cuda.Event()
         a.record(stream)
+        t0 = time.perf_counter()
         for _ in range(iters):
             fn()
+        host = (time.perf_counter() - t0) * 1e3 / iters
         b.record(stream)
         b.synchronize()
-        out.append(a.elapsed_ms(b) / iters)
+        out.append((a.elapsed_ms(b) / iters, host))
     return out
 
 
@@ -151,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         "nccl4py_core": None if core is not None else str(core_comm),
         "nccl_version": _version(lib),
         "iters": args.iters,
+        "small_iters": args.small_iters,
         "rounds": args.rounds,
         "rows": rows,
         "scaling": scale,
@@ -183,6 +200,7 @@ def _one_size(
     variants: dict[str, Callable[[], None]] = {
         "kinac": lambda: comm.all_reduce(x, r, stream=stream),
         "bare": lambda: lib.all_reduce(x.ptr, r.ptr, count, 7, 0, h, sh),
+        "kinac_alloc": lambda: comm.all_reduce(x, stream=stream),
         "all-gather": lambda: comm.all_gather(part, r, stream=stream),
         "reduce-scatter": lambda: comm.reduce_scatter(x, r_part, stream=stream),
         "all-to-all": lambda: comm.all_to_all(x, r, stream=stream),
@@ -190,24 +208,26 @@ def _one_size(
     mod, core_comm = core
     if mod is not None:
         variants["nccl4py"] = lambda: core_comm.allreduce(x, r, mod.SUM, stream=sh)
-    times: dict[str, list[float]] = {k: [] for k in variants}
+    iters = args.small_iters if nbytes <= 16 * MIB else args.iters
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
     errors: dict[str, str] = {}
     for _ in range(args.rounds):  # interleaved: drift hits every variant alike
         for k, fn in variants.items():
             if k in errors:
                 continue
             try:
-                times[k] += _timed(cuda, stream, fn, args.iters, 1)
+                times[k] += _timed(cuda, stream, fn, iters, 1)
             except Exception as e:  # noqa: BLE001 - reported in the table
                 errors[k] = f"{type(e).__name__}: {e}"
-    del comm.log[:]
-    row: dict[str, Any] = {"bytes": nbytes, "ranks": n, "errors": errors}
+            del comm.log[:]
+    row: dict[str, Any] = {"bytes": nbytes, "ranks": n, "iters": iters, "errors": errors}
     for k, v in times.items():
         if v:
-            row[f"{k}_ms"] = statistics.median(v)
+            row[f"{k}_ms"] = statistics.median(t for t, _ in v)
+            row[f"{k}_host_ms"] = statistics.median(h for _, h in v)
     for k, fn in (("kinac_graph", variants["kinac"]), ("bare_graph", variants["bare"])):
         try:
-            got = _graphed(cuda, stream, fn, args.iters, args.rounds)
+            got = _graphed(cuda, stream, fn, iters, args.rounds)
             if isinstance(got, str):
                 errors[k] = got
             else:
@@ -346,7 +366,7 @@ def _bw(nbytes: int, ms: float | None) -> str:
 
 
 def _line(row: dict[str, Any]) -> str:
-    keys = [k for k in row if k.endswith("_ms")]
+    keys = [k for k in row if k.endswith("_ms") and not k.endswith("_host_ms")]
     return f"{row['bytes'] // MIB} MiB: " + ", ".join(
         f"{k[:-3]} {row[k] * 1e3:.1f} us" for k in keys
     )
@@ -356,22 +376,29 @@ def _table(info: dict[str, Any]) -> str:
     n = info["ranks"]
     lines = [
         f"NCCL f32, {n} rank(s), NCCL {info['nccl_version']}, init {info['init_s']:.2f} s; "
-        f"us per call (median of {info['rounds']} rounds x {info['iters']} calls); "
-        f"algbw GB/s in brackets; busbw = algbw x {2 * (n - 1) / n:g} (all-reduce)",
+        f"us per call (median of {info['rounds']} rounds x {info['iters']} calls, "
+        f"{info.get('small_iters', info['iters'])} up to 16 MiB); "
+        f"algbw GB/s in brackets; busbw = algbw x {2 * (n - 1) / n:g} (all-reduce). "
+        "kinac and bare: into a preallocated receive buffer (like for like); kinac (allocating): "
+        "kinac's call that allocates its receive buffer from the pool (not in the ratio); "
+        "host us/call: the enqueue loop's wall time per call, kinac / bare",
         "",
-        "| size | kinac all-reduce | bare NCCL | nccl4py core | kinac (graph) | bare (graph) "
-        "| all-gather | reduce-scatter | all-to-all | kinac / bare (eager, graph) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| size | kinac all-reduce | bare NCCL | kinac (allocating) | nccl4py core | kinac (graph) "
+        "| bare (graph) | all-gather | reduce-scatter | all-to-all | host us/call kinac / bare "
+        "| kinac / bare (eager, graph) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in info["rows"]:
         b = row["bytes"]
         cells = []
-        for k in ("kinac", "bare", "nccl4py", "kinac_graph", "bare_graph"):
+        for k in ("kinac", "bare", "kinac_alloc", "nccl4py", "kinac_graph", "bare_graph"):
             ms = row.get(f"{k}_ms")
             cells.append("-" if ms is None else f"{ms * 1e3:.1f} ({_bw(b, ms)})")
         for k in ("all-gather", "reduce-scatter", "all-to-all"):
             ms = row.get(f"{k}_ms")
             cells.append("-" if ms is None else f"{ms * 1e3:.1f} ({_bw(b, ms)})")
+        hk, hb = row.get("kinac_host_ms"), row.get("bare_host_ms")
+        cells.append("-" if hk is None or hb is None else f"{hk * 1e3:.1f} / {hb * 1e3:.1f}")
         ratios = []
         for k, ref in (("kinac", "bare"), ("kinac_graph", "bare_graph")):
             a, c = row.get(f"{k}_ms"), row.get(f"{ref}_ms")
@@ -410,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpu", action="store_true", help="run on the GPU (required)")
     p.add_argument("--out", default=os.environ.get("OUT", ""), help="directory for the results")
     p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--small-iters", type=int, default=100, help="calls per burst up to 16 MiB")
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--max-mib", type=int, default=1024)
     p.add_argument(
         "--no-scaling", dest="scaling", action="store_false", help="skip the block/train row"

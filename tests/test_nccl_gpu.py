@@ -209,3 +209,25 @@ def test_device_collective_steps_equal_the_host_runners(
     cuda.current_device().synchronize()
     (want,) = simulate(_mesh((1,), ("tp",)), lambda s: collective_step(st, x, s))
     assert ops.download(got).tobytes() == want.tobytes()
+
+
+def test_cached_calls_on_device_reuse_the_plan_and_refuse_host_memory(
+    world: tuple[Any, Any, Any],
+) -> None:
+    """The per-layout cache on real buffers: new data in the same buffers gives new results
+    with one plan per layout; a host tensor of the cached layout is refused before NCCL."""
+    comm, ops, cuda = world
+    x, r = ops.empty((256, 4), "float32"), ops.empty((256, 4), "float32")
+    made = comm.plans_made
+    for k in range(3):
+        want = np.random.default_rng(k).standard_normal((256, 4)).astype(np.float32)
+        x.copy_from_host(want)
+        assert comm.all_reduce(x, r, "max") is r
+        cuda.current_device().synchronize()
+        assert ops.download(r).tobytes() == want.tobytes()
+    assert comm.plans_made == made + 1
+    from kinac.errors import KinaRuntimeError
+
+    with pytest.raises(KinaRuntimeError, match="receive buffer is host memory"):
+        comm.all_reduce(x, cuda.Tensor.host(np.zeros((256, 4), np.float32)), "max")
+    del comm.log[:]
