@@ -70,9 +70,9 @@ class HostCopier:
         for _ in range(1, parts):
             got = done.get()
             err = err or got
-        self.splits += 1
         if err is not None:
             raise err
+        self.splits += 1
 
     def _start(self) -> queue.SimpleQueue[Any]:
         with self._lock:

@@ -1,0 +1,284 @@
+"""The steady state of GPU entry calls fed host arrays, without a GPU (issue 17 item 3).
+
+An MLP-like entry (a host ``x``, device weights, one output) runs over the fake driver of
+``tests/test_pinned.py`` (copies executed at once, every stream and event call logged) and a
+fake captured graph whose launch runs the bound sequence (a Python kernel that reads the staged
+``x``). Checked: which path each call takes (general, then hot; back to the general path for a
+cast, another weight, a dead weight), that each call computes on its own data, and, from the
+log, that no pinned block is rewritten before the DMA that read it is done and no device slot
+before the compute that read it is (events; never a stream or device synchronisation);
+``pinned_empty`` arrays are DMA'd from where they are, and the call waits for that DMA.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+from collections import OrderedDict
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from test_pinned import FakeDriver, HostMemory
+
+from kinac.artifacts.gpu import GpuLoweredEntry
+from kinac.artifacts.host import BufferSpec
+from kinac.rt.cuda import device, pinned
+from kinac.rt.cuda import graph as graph_mod
+from kinac.rt.cuda.entry import GpuEntry
+from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+from kinac.rt.cuda.pinned import PinnedPool
+from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
+
+X, W = (3, 4), (4,)
+
+
+class Weight:
+    """A torch-like CUDA array in fake device memory (host memory)."""
+
+    def __init__(self, mem: HostMemory, values: np.ndarray) -> None:
+        self.ptr = mem.alloc(values.nbytes)
+        view(self.ptr, values.shape)[...] = values
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+def view(ptr: int, shape: tuple[int, ...]) -> np.ndarray:
+    n = int(np.prod(shape))
+    return np.ctypeslib.as_array((ctypes.c_float * n).from_address(ptr)).reshape(shape)
+
+
+class Graph:
+    """A captured graph whose launch runs the sequence it was bound to."""
+
+    captured = True
+
+    def __init__(self, seq: Any, log: list[Any]) -> None:
+        self.fast_launch = (lambda ex, stream: seq(stream) or 0, None)
+        self.log = log
+        self.seq = seq
+
+    def replay(self, stream: Any) -> None:
+        self.seq(stream)
+
+    def close(self) -> None:
+        pass
+
+
+class Copier:
+    """The stager's host copy, logged (which pinned block is written when)."""
+
+    def __init__(self, log: list[Any]) -> None:
+        self.log = log
+
+    def __call__(self, dst: np.ndarray, src: Any) -> None:
+        self.log.append(("fill", dst.ctypes.data))
+        np.copyto(dst, src, casting="unsafe")
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
+    """The fake driver of tests/test_pinned.py in place of cuda-python."""
+    from kinac.rt.cuda import driver
+
+    f = FakeDriver()
+    monkeypatch.setattr(driver, "_api", f)
+    monkeypatch.setattr(driver, "OK", 0)
+    monkeypatch.setattr(driver, "_initialised", True)
+    monkeypatch.setattr(device, "_devices", {0: object()})
+    return f
+
+
+@pytest.fixture
+def entry(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``y = x * w`` with ``x`` on the host; its weights; the device memory. The stager is
+    closed after the test (its finaliser must not run under another test's fake)."""
+    monkeypatch.setattr(graph_mod, "capture", lambda seq, stream, name="": Graph(seq, fake.log))
+    monkeypatch.setattr(pinned, "_pool", PinnedPool(alloc=HostMemory().alloc, free=lambda p: None))
+    dev = HostMemory()
+    res = SimpleNamespace(ordinal=0, allocate=lambda n, s=0: dev.alloc(n),
+                          deallocate=lambda p, n=0, s=0: None)  # fmt: skip
+    params = (BufferSpec("x", "f32", X), BufferSpec("w", "f32", W))
+    outs = (BufferSpec("y", "f32", X),)
+    lw = GpuLoweredEntry("mul", "", params, outs, ("cpu", "cuda:0"), ("cuda:0",), 0, 0, (), ())
+    e = GpuEntry.__new__(GpuEntry)
+    e.lowered, e.ordinal, e.pinned, e.resource = lw, 0, True, res
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+                     contiguous_strides(o.shape)) for o in outs]  # fmt: skip
+    e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
+    e.stream = device.Stream.wrap(0)
+    e.capture_stream = e.stream
+    e._imports, e._last_box, e._stager, e._allocs = {}, [None], None, []
+    e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(3)], set(), {}, OrderedDict()
+    e.captures = e.replays = 0
+    e.device = SimpleNamespace(enter=lambda: False, leave=lambda p: None)
+    e._ctx_get = None
+
+    def bind(key: tuple[int, ...]) -> Any:
+        x, w, y = (p if p else e._staging(pos) for pos, p in enumerate(key))  # as _bind
+
+        def seq(stream: Any) -> None:
+            fake.log.append(("compute", x))
+            view(y, X)[...] = view(x, X) * view(w, W)
+
+        return seq, []
+
+    e._bind = bind
+    w = Weight(dev, np.arange(1, 5, dtype=np.float32))
+    e._remember(1, w, Tensor(w.ptr, W, "float32", device=(KDL_CUDA, 0)))
+    yield e, w, dev
+    if e._stager is not None:
+        e._stager.close()
+
+
+def _staged(e: Any, log: list[Any]) -> Any:
+    """The entry's stager, with its host copies logged."""
+    if e._stager is None:
+        e._staging_for()
+    e._stager.copier = Copier(log)
+    return e._stager
+
+
+def check_reuse_order(log: list[Any], cs: int) -> None:
+    """From the log: a pinned block is rewritten (``fill``) only after a host wait on an event
+    recorded after the last DMA out of it; a device slot is copied into only after the copy
+    stream waited on an event recorded after the last compute that read it. (The only stream
+    synchronisation in the log is the entry's warm-up before it captures a graph.)"""
+    dma_from: dict[int, int] = {}  # pinned block -> log index of the last DMA out of it
+    read_at: dict[int, int] = {}  # device slot -> log index of the last compute reading it
+    recorded: dict[int, tuple[int, int]] = {}  # event -> (stream, log index of its record)
+    for k, ev in enumerate(log):
+        if ev[0] == "record":
+            recorded[ev[1]] = (ev[2], k)
+        elif ev[0] == "fill" and ev[1] in dma_from:
+            waits = [recorded[e[1]][1] for e in log[dma_from[ev[1]] : k] if e[0] == "host-wait"]
+            assert any(r > dma_from[ev[1]] for r in waits), f"block rewritten in flight at {k}"
+        elif ev[0] == "copy":
+            dst, src = ev[1], ev[3]
+            dma_from[src] = k
+            if dst in read_at:
+                seen = [recorded[e[2]] for e in log[read_at[dst] : k] if e[0] == "wait" and e[1] == cs]  # fmt: skip
+                assert any(s == 0 and r > read_at[dst] for s, r in seen), f"slot reused at {k}"
+        elif ev[0] == "compute":
+            read_at[ev[1]] = k
+
+
+@pytest.fixture
+def copies_logged(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake's DMAs log their source too (the reuse check follows blocks)."""
+
+    def copy(dst: int, src: int, n: int, s: int) -> tuple[int]:
+        ctypes.memmove(dst, src, n)
+        fake.log.append(("copy", dst, int(s), src))
+        return (0,)
+
+    monkeypatch.setattr(fake, "cuMemcpyHtoDAsync", copy)
+
+
+def test_calls_go_hot_and_each_computes_on_its_own_data(
+    entry: Any, fake: FakeDriver, copies_logged: None
+) -> None:
+    e, w, _ = entry
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(X).astype(np.float32) for _ in range(8)]
+    paths, outs = [], []
+    for k, x in enumerate(xs):
+        if k == 1:
+            _staged(e, fake.log)
+        before = e.hot_calls
+        y = e(x, w)
+        outs.append(view(y.ptr, X).copy())
+        del y  # dropped: its block serves the next call's output (one graph per turn)
+        paths.append("hot" if e.hot_calls > before else "general")
+    # two general calls (one per turn: each captures its graph), then hot
+    assert paths == ["general"] * 2 + ["hot"] * 6 and e._stager.hot_calls == 6
+    for x, y in zip(xs, outs, strict=True):  # bit for bit what numpy computes
+        np.testing.assert_array_equal(y, x * np.arange(1, 5, dtype=np.float32))
+    st = e._stager
+    check_reuse_order(fake.log, st.copy_stream.handle)
+    assert st.copies == 8 and len(set(st.device_buffers())) == 2 and e.captures == 2
+    # a hot call's driver calls: the turn's two waits, one DMA, copied, the compute's wait,
+    # the launch (the compute), consumed
+    fake.log.clear()
+    e(xs[0], w)
+    kinds = [ev[0] if ev[0] != "wait" else ("wait", ev[1]) for ev in fake.log]
+    cs = st.copy_stream.handle
+    assert kinds == ["host-wait", ("wait", cs), "fill", "copy", "record", ("wait", 0), "compute", "record"]  # fmt: skip
+
+
+def test_other_arguments_take_the_general_path(
+    entry: Any, fake: FakeDriver, copies_logged: None
+) -> None:
+    e, w, dev = entry
+    x = np.ones(X, np.float32)
+    for _ in range(3):
+        e(x, w)
+    assert e._stager.hot_calls == 1
+    hot = e.hot_calls
+    y = e(x.astype(np.float64), w)  # a cast: the general path reads it (same result)
+    assert e.hot_calls == hot
+    np.testing.assert_array_equal(view(y.ptr, X), x * np.arange(1, 5, dtype=np.float32))
+    w2 = Weight(dev, np.full(W, 2, np.float32))
+    e._remember(1, w2, Tensor(w2.ptr, W, "float32", device=(KDL_CUDA, 0)))
+    y = e(x, w2)  # another weight: general (the memo is rebuilt for it: no graph yet) ...
+    assert e.hot_calls == hot and e._stager.memo[0].ids == (id(w2),)
+    np.testing.assert_array_equal(view(y.ptr, X), np.full(X, 2, np.float32))
+    del y  # (dropped: the next output reuses its block)
+    for _ in range(4):  # the graphs of these addresses are captured, then hot on them
+        np.testing.assert_array_equal(view(e(x, w2).ptr, X), np.full(X, 2, np.float32))
+    assert e.hot_calls >= hot + 2  # (after a graph per turn and output block for w2)
+    del w2
+    gc.collect()
+    assert e._stager.memo[0] is None  # a dead weight empties the memo before its id is reused
+    w.ptr = dev.alloc(16)  # moved in place (torch's set_): imported again, general path
+    view(w.ptr, W)[...] = 3
+    e._imports.clear()
+    e._remember(1, w, Tensor(w.ptr, W, "float32", device=(KDL_CUDA, 0)))
+    y = e(x, w)
+    np.testing.assert_array_equal(view(y.ptr, X), np.full(X, 3, np.float32))
+    check_reuse_order(fake.log, e._stager.copy_stream.handle)
+
+
+def test_a_pinned_empty_array_is_copied_from_where_it_is(
+    entry: Any, fake: FakeDriver, copies_logged: None
+) -> None:
+    e, w, _ = entry
+    buf = pinned.pinned_empty(X, "float32")
+    addr = buf.ctypes.data
+    for k in range(5):
+        buf[...] = k  # refilled in place after each call returned
+        fake.log.clear()
+        if k == 1:
+            _staged(e, fake.log)
+        y = e(buf, w)
+        want = np.full(X, k, np.float32) * np.arange(1, 5, dtype=np.float32)
+        np.testing.assert_array_equal(view(y.ptr, X), want)
+        del y
+        copies = [ev for ev in fake.log if ev[0] == "copy"]
+        assert [c[3] for c in copies] == [addr]  # the DMA reads the caller's array itself
+        assert not any(ev[0] == "fill" for ev in fake.log)  # no staging copy
+        # the call returns after a host wait on the event recorded after that DMA
+        rec = max(i for i, ev in enumerate(fake.log) if ev[0] == "record" and ev[2] != 0)
+        assert fake.log[-1] == ("host-wait", fake.log[rec][1])
+    st = e._stager
+    assert st.direct == 5 and st.hot_calls == 3 and st.pinned_bytes() == 0
+    e(buf[...], w)  # a view of it: an ordinary host array, staged through a block
+    assert st.direct == 5 and st.pinned_bytes() > 0
+
+
+def test_a_failed_call_leaves_the_turn_usable(entry: Any, fake: FakeDriver) -> None:
+    e, w, _ = entry
+    x = np.ones(X, np.float32)
+    e(x, w)
+    st = e._stager
+    st.stage(0, x, X, "float32")  # a call that failed after staging, before running
+    fake.log.clear()
+    st.discard()
+    assert [ev[0] for ev in fake.log] == ["record", "host-wait"] and not st._pending
+    turn = st.turn
+    y = e(x * 2, w)
+    assert st.turn != turn  # the turn was used again, then advanced
+    np.testing.assert_array_equal(view(y.ptr, X), 2 * np.arange(1, 5, dtype=np.float32) * x)
