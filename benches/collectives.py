@@ -2,6 +2,7 @@
 """kinac's NCCL collectives against the same NCCL call made bare and through nccl4py's own API.
 
     PYTHONPATH=. python3 benches/collectives.py --gpu --out DIR                (one GPU: a world of one)
+    PYTHONPATH=. python3 benches/collectives.py --host-overhead                (CPU: kinac's Python)
     kinac launch -n 2 -- python3 benches/collectives.py --gpu --out DIR        (2 GPUs; -n 4: 4)
 
 Every rank joins the rendezvous (alone, one in-process when not launched), builds the world
@@ -171,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
         "rounds": args.rounds,
         "rows": rows,
         "scaling": scale,
+        "host_overhead_us": host_overhead(5000, 5),
     }
     if env.rank == 0 and args.out:
         out = Path(args.out)
@@ -354,6 +356,58 @@ def scaling(env: Any, n: int, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+class _NoOpLib:
+    """NCCL bindings that do nothing: the host cost of kinac's Python around the call alone."""
+
+    def all_reduce(self, *a: Any) -> None: ...
+    def all_gather(self, *a: Any) -> None: ...
+    def reduce_scatter(self, *a: Any) -> None: ...
+    def send(self, *a: Any) -> None: ...
+    def recv(self, *a: Any) -> None: ...
+    def group_start(self) -> None: ...
+    def group_end(self) -> None: ...
+
+
+def host_overhead(calls: int = 20000, repeat: int = 9) -> dict[str, float]:
+    """Microseconds per call on the CPU, no GPU needed: kinac's collectives on kinac tensors
+    (addresses only: the no-op bindings read nothing) against the same bindings call made bare
+    (min of ``repeat`` runs of ``calls`` calls; a world of one, a kinac ``Stream`` handle)."""
+    import timeit
+
+    from kinac.rt.comm import nccl
+    from kinac.rt.cuda.device import Stream
+    from kinac.rt.cuda.tensor import Tensor
+
+    lib, n = _NoOpLib(), 1 << 18
+    comm = nccl.NcclComm(lib, object(), (1,), ("x",), ("x",), 0)
+    x, r = Tensor(1 << 32, (n,), "float32"), Tensor(2 << 32, (n,), "float32")
+    s = Stream.__new__(Stream)  # a handle, no CUDA stream behind it
+    s.handle = 7
+    h = comm.handle
+
+    def a2a() -> None:
+        lib.group_start()
+        lib.send(x.ptr, n, 7, 0, h, s.handle)
+        lib.recv(r.ptr, n, 7, 0, h, s.handle)
+        lib.group_end()
+
+    fns: dict[str, Callable[[], Any]] = {
+        "bare all-reduce": lambda: lib.all_reduce(x.ptr, r.ptr, n, 7, 0, h, s.handle),
+        "kinac all-reduce": lambda: comm.all_reduce(x, r, stream=s),
+        "kinac all-reduce in place": lambda: comm.all_reduce(x, x, stream=s),
+        "kinac all-gather": lambda: comm.all_gather(x, r, stream=s),
+        "kinac reduce-scatter": lambda: comm.reduce_scatter(x, r, stream=s),
+        "bare all-to-all (group of 1 peer)": a2a,
+        "kinac all-to-all": lambda: comm.all_to_all(x, r, stream=s),
+    }
+    out = {}
+    for k, fn in fns.items():
+        fn()
+        out[k] = min(timeit.repeat(fn, number=calls, repeat=repeat)) / calls * 1e6
+        del comm.log[:]
+    return out
+
+
 def _version(lib: Any) -> Any:
     try:
         return int(lib.get_version())
@@ -409,6 +463,14 @@ def _table(info: dict[str, Any]) -> str:
     if info.get("nccl4py_core"):
         errs["nccl4py"] = info["nccl4py_core"]
     lines += [""] + [f"- {k}: {v}" for k, v in errs.items()]
+    host = info.get("host_overhead_us") or {}
+    if host:
+        lines += [
+            "",
+            "Host Python per call, no-op bindings (`--host-overhead`; min of 5 x 5000):",
+            "",
+        ]
+        lines += [f"- {k}: {us:.2f} us" for k, us in host.items()]
     sc = info.get("scaling") or {}
     if sc:
         lines += [
@@ -446,7 +508,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block-calls", type=int, default=10)
     p.add_argument("--train-steps", type=int, default=5)
     p.add_argument("--target", default="cuda", help="the scaling row's target (cpu: a dry run)")
+    p.add_argument(
+        "--host-overhead",
+        action="store_true",
+        help="no GPU: kinac's Python per collective call against the bare bindings call",
+    )
     args = p.parse_args(argv)
+    if args.host_overhead:
+        for k, us in host_overhead().items():
+            print(f"{k:36s} {us:6.2f} us per call")
+        return 0
     if not args.gpu:
         print("benches/collectives.py measures NCCL on GPUs: pass --gpu", file=sys.stderr)
         return 2

@@ -54,7 +54,7 @@ class Event:
 class Ops:
     """The bench's ``CudaOps`` over host memory."""
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Tensor:
+    def empty(self, shape: tuple[int, ...], dtype: Any, stream: int = 0) -> Tensor:
         a = np.zeros(shape, dtype)
         return Tensor(a.ctypes.data, a.shape, a.dtype.name, owner=a)
 
@@ -102,7 +102,12 @@ def test_one_size_and_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
     ar = [c for c in lib.calls if c[0] == "all_reduce"]
     assert ar[0][3:] == ar[-1][3:] == (1 << 18, 7, 0, comm.handle, 5)
     info = {"ranks": 1, "init_s": 0.5, "nccl_version": 22809, "rounds": 2, "iters": 3}
-    table = bench._table(info | {"small_iters": 4, "rows": [row], "scaling": {}})
+    host = bench.host_overhead(50, 2)
+    assert set(host) >= {"bare all-reduce", "kinac all-reduce", "kinac all-to-all"}
+    assert all(us > 0 for us in host.values())
+    info |= {"small_iters": 4, "rows": [row], "scaling": {}, "host_overhead_us": host}
+    table = bench._table(info)
     line = next(t for t in table.splitlines() if t.startswith("| 1 MiB"))
     assert line.count("|") == 13 and " / " in line
     assert "kinac (allocating)" in table and "- kinac_graph: capture failed: fake" in table
+    assert "- kinac all-reduce: " in table

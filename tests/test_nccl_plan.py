@@ -51,10 +51,10 @@ def test_a_cached_collective_is_its_nccl_calls_alone(monkeypatch: pytest.MonkeyP
 
     def rank(sim: Any) -> list[Any]:
         lib = FakeLib(sim, m)
-        allocs: list[tuple[int, ...]] = []
+        allocs: list[tuple[tuple[int, ...], int]] = []
 
-        def alloc(shape: tuple[int, ...], dtype: Any) -> Tensor:
-            allocs.append(tuple(shape))
+        def alloc(shape: tuple[int, ...], dtype: Any, stream: int = 0) -> Tensor:
+            allocs.append((tuple(shape), stream))
             return dev(np.zeros(shape, np.uint16 if dtype == "bfloat16" else dtype))
 
         c = nccl.NcclComm(lib, Handle(sim), (2,), ("tp",), ("tp",), sim.global_rank, alloc)
@@ -90,9 +90,10 @@ def test_a_cached_collective_is_its_nccl_calls_alone(monkeypatch: pytest.MonkeyP
                 want = getattr(sim, method)(host(x).copy(), **kw)
                 seen.append(host(out).tobytes() == want.tobytes())
         assert c.plans_made == 4 and allocs == []  # one plan per layout, nothing allocated
-        # no receive buffer: the cached path allocates it (its one extra step), and that is all
+        # no receive buffer: the cached path allocates it (its one extra step), on the call's
+        # stream (its memory is reused only after the collective writing it), and that is all
         got = [c.all_reduce(x, stream=stream) for _ in range(3)]
-        assert c.plans_made == 5 and allocs == [(4, 3)] * 3
+        assert c.plans_made == 5 and allocs == [((4, 3), 17)] * 3
         assert (
             len({t.ptr for t in got}) == 3 and [e[0] for e in lib.calls[-3:]] == ["all_reduce"] * 3
         )

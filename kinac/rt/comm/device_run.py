@@ -72,7 +72,7 @@ class HostOps:
     def __init__(self) -> None:
         self.copies = 0  # 2-D copies issued (dim moves)
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    def empty(self, shape: tuple[int, ...], dtype: Any, stream: int = 0) -> np.ndarray:
         name = device_dtype(dtype)
         return np.empty(shape, np.uint16 if name == "bfloat16" else name)
 
@@ -110,8 +110,10 @@ class CudaOps:
         self.copies = 0
         self._memcpy2d: Any = None
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        return self._cuda.Tensor.empty(tuple(shape), device_dtype(dtype), self.resource)
+    def empty(self, shape: tuple[int, ...], dtype: Any, stream: int = 0) -> Any:
+        """A tensor from the pool, ready in order on ``stream`` (its memory reused only after
+        the work queued there: a collective's receive buffer is allocated on its stream)."""
+        return self._cuda.Tensor.empty(tuple(shape), device_dtype(dtype), self.resource, stream)
 
     def upload(self, array: np.ndarray) -> Any:
         """A device copy (bf16, the host's ``uint16``, becomes a ``bfloat16`` tensor)."""

@@ -47,8 +47,8 @@ class CudaIO:
         self.resource = cuda.default_resource()
         self.stream = stream
 
-    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        return self._cuda.Tensor.empty(shape, device_dtype(dtype), self.resource)
+    def empty(self, shape: tuple[int, ...], dtype: Any, stream: int = 0) -> Any:
+        return self._cuda.Tensor.empty(shape, device_dtype(dtype), self.resource, stream)
 
     def upload(self, array: np.ndarray) -> Any:
         t = self.empty(tuple(array.shape), array.dtype)

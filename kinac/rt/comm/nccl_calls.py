@@ -34,7 +34,7 @@ class NcclCalls:
     communicator (mixed into :class:`~kinac.rt.comm.nccl.NcclComm`, which sets these)."""
 
     _lib: Any
-    _alloc: Callable[[tuple[int, ...], Any], Any] | None
+    _alloc: Callable[..., Any] | None  # (shape, dtype[, stream=]): a stream when not 0
     _plans: dict[tuple[Any, ...], Plan]
     _token: Any
     _token_ptr: int
@@ -56,7 +56,7 @@ class NcclCalls:
         return f"rank {self.global_rank}: {kind} over {self.axis}" + (f" at {span}" if span else "")
 
     def _plan(
-        self, kind: str, send: Any, recv: Any, op: str, tag: Tag | None
+        self, kind: str, send: Any, recv: Any, op: str, tag: Tag | None, stream: int
     ) -> tuple[Plan, Any, int, int]:
         """The checked call (a cache miss): ``(plan, receive buffer, send address, receive
         address)``, the plan cached when the fast path can read both buffers itself."""
@@ -72,6 +72,7 @@ class NcclCalls:
             span=tag[1] if tag else "",
             alloc=self._alloc,
             device=self.device,
+            stream=stream,
         )
         self.plans_made += 1
         if cacheable:
@@ -92,12 +93,16 @@ class NcclCalls:
     ) -> Any:
         """``recv`` (allocated when None; ``send`` itself: in place) = the reduction of every
         rank's ``send``: one ``ncclAllReduce`` on ``stream``."""
+        if type(stream) is not int:  # kinac's Stream: its int handle; else stream_handle
+            h = getattr(stream, "handle", None)
+            stream = h if type(h) is int else stream_handle(stream)
         try:
             if recv is None:
                 p = self._plans[
                     "all-reduce", op, tag, send.shape, send.strides, send.dtype.name, send.device
                 ]
-                recv = self._alloc(p.shape, p.dtype)  # type: ignore[misc]
+                a: Any = self._alloc  # not None: such plans are made with an allocator
+                recv = a(p.shape, p.dtype, stream=stream) if stream else a(p.shape, p.dtype)
             else:
                 p = self._plans[
                     "all-reduce",
@@ -114,10 +119,7 @@ class NcclCalls:
                 ]
             s, r = send.ptr, recv.ptr
         except (KeyError, AttributeError, TypeError):
-            p, recv, s, r = self._plan("all-reduce", send, recv, op, tag)
-        if type(stream) is not int:  # kinac's Stream: its int handle; else stream_handle
-            h = getattr(stream, "handle", None)
-            stream = h if type(h) is int else stream_handle(stream)
+            p, recv, s, r = self._plan("all-reduce", send, recv, op, tag, stream)
         self._lib.all_reduce(s, r, p.count, p.code, p.op, p.comm, stream)
         self.log.append(p.entry)
         return recv
@@ -127,12 +129,16 @@ class NcclCalls:
     ) -> Any:
         """Every rank's ``send`` concatenated along axis 0 in rank order: one
         ``ncclAllGather``."""
+        if type(stream) is not int:  # kinac's Stream: its int handle; else stream_handle
+            h = getattr(stream, "handle", None)
+            stream = h if type(h) is int else stream_handle(stream)
         try:
             if recv is None:
                 p = self._plans[
                     "all-gather", "sum", tag, send.shape, send.strides, send.dtype.name, send.device
                 ]
-                recv = self._alloc(p.shape, p.dtype)  # type: ignore[misc]
+                a: Any = self._alloc  # not None: such plans are made with an allocator
+                recv = a(p.shape, p.dtype, stream=stream) if stream else a(p.shape, p.dtype)
             else:
                 p = self._plans[
                     "all-gather",
@@ -149,10 +155,7 @@ class NcclCalls:
                 ]
             s, r = send.ptr, recv.ptr
         except (KeyError, AttributeError, TypeError):
-            p, recv, s, r = self._plan("all-gather", send, recv, "sum", tag)
-        if type(stream) is not int:  # kinac's Stream: its int handle; else stream_handle
-            h = getattr(stream, "handle", None)
-            stream = h if type(h) is int else stream_handle(stream)
+            p, recv, s, r = self._plan("all-gather", send, recv, "sum", tag, stream)
         self._lib.all_gather(s, r, p.count, p.code, p.comm, stream)
         self.log.append(p.entry)
         return recv
@@ -168,6 +171,9 @@ class NcclCalls:
     ) -> Any:
         """Chunk ``rank`` (along axis 0) of the reduction of every rank's ``send``: one
         ``ncclReduceScatter``."""
+        if type(stream) is not int:  # kinac's Stream: its int handle; else stream_handle
+            h = getattr(stream, "handle", None)
+            stream = h if type(h) is int else stream_handle(stream)
         try:
             if recv is None:
                 p = self._plans[
@@ -179,7 +185,8 @@ class NcclCalls:
                     send.dtype.name,
                     send.device,
                 ]
-                recv = self._alloc(p.shape, p.dtype)  # type: ignore[misc]
+                a: Any = self._alloc  # not None: such plans are made with an allocator
+                recv = a(p.shape, p.dtype, stream=stream) if stream else a(p.shape, p.dtype)
             else:
                 p = self._plans[
                     "reduce-scatter",
@@ -196,10 +203,7 @@ class NcclCalls:
                 ]
             s, r = send.ptr, recv.ptr
         except (KeyError, AttributeError, TypeError):
-            p, recv, s, r = self._plan("reduce-scatter", send, recv, op, tag)
-        if type(stream) is not int:  # kinac's Stream: its int handle; else stream_handle
-            h = getattr(stream, "handle", None)
-            stream = h if type(h) is int else stream_handle(stream)
+            p, recv, s, r = self._plan("reduce-scatter", send, recv, op, tag, stream)
         self._lib.reduce_scatter(s, r, p.count, p.code, p.op, p.comm, stream)
         self.log.append(p.entry)
         return recv
@@ -209,12 +213,16 @@ class NcclCalls:
     ) -> Any:
         """Chunk ``j`` of ``send`` to rank ``j``, rank ``j``'s chunk into chunk ``j`` of
         ``recv``: one grouped ``ncclSend``/``ncclRecv`` pair per peer."""
+        if type(stream) is not int:  # kinac's Stream: its int handle; else stream_handle
+            h = getattr(stream, "handle", None)
+            stream = h if type(h) is int else stream_handle(stream)
         try:
             if recv is None:
                 p = self._plans[
                     "all-to-all", "sum", tag, send.shape, send.strides, send.dtype.name, send.device
                 ]
-                recv = self._alloc(p.shape, p.dtype)  # type: ignore[misc]
+                a: Any = self._alloc  # not None: such plans are made with an allocator
+                recv = a(p.shape, p.dtype, stream=stream) if stream else a(p.shape, p.dtype)
             else:
                 p = self._plans[
                     "all-to-all",
@@ -231,10 +239,7 @@ class NcclCalls:
                 ]
             s, r = send.ptr, recv.ptr
         except (KeyError, AttributeError, TypeError):
-            p, recv, s, r = self._plan("all-to-all", send, recv, "sum", tag)
-        if type(stream) is not int:  # kinac's Stream: its int handle; else stream_handle
-            h = getattr(stream, "handle", None)
-            stream = h if type(h) is int else stream_handle(stream)
+            p, recv, s, r = self._plan("all-to-all", send, recv, "sum", tag, stream)
         lib, comm, count, code = self._lib, p.comm, p.count, p.code
         lib.group_start()
         try:

@@ -191,12 +191,15 @@ def make_plan(
     comm: Any,
     axis: str,
     span: str,
-    alloc: Callable[[tuple[int, ...], Any], Any] | None,
+    alloc: Callable[..., Any] | None,
     device: int | None,
+    stream: int = 0,
 ) -> tuple[Plan, Any, int, int, bool]:
     """The checked call: ``(plan, receive buffer, send address, receive address, cacheable)``.
     A bad call is refused before NCCL with the simulator's messages (bool travels as uint8);
-    ``cacheable``: both buffers are kinac tensors, which the cached path reads directly."""
+    ``cacheable``: both buffers are kinac tensors, which the cached path reads directly. A
+    receive buffer allocated here is allocated on ``stream`` (the call's; 0: the allocator's
+    default), so that its memory is reused only after the collective that writes it."""
     if op not in NCCL_OPS:
         raise KinaRuntimeError(f"{where}: unknown reduction {op!r} (one of {', '.join(NCCL_OPS)})")
     cacheable = _direct(send) and (recv is None or _direct(recv))  # as given, not imported
@@ -216,7 +219,7 @@ def make_plan(
     if recv is None:
         if alloc is None:
             raise KinaRuntimeError(f"{where}: the NCCL backend needs a receive buffer")
-        recv = alloc(shape, dt)
+        recv = alloc(shape, dt, stream=stream) if stream else alloc(shape, dt)
     else:
         recv = resolve(recv)
         check_device(recv, where, "receive", device)
