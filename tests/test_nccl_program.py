@@ -42,6 +42,7 @@ def test_dim_moves_and_slices_match_numpy(shape: tuple[int, ...], dim: int) -> N
     ops = HostOps()
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     front = move_front(x, dim, ops)
+    assert (front is x) == (dim == 0)  # dim 0: the buffer itself, no view built per step
     assert front.tobytes() == np.ascontiguousarray(np.moveaxis(x, dim, 0)).tobytes()
     assert move_back(front, dim, ops).tobytes() == x.tobytes()
     p, s = int(np.prod(shape[:dim])), shape[dim]

@@ -169,6 +169,8 @@ def _itemsize(buf: Any) -> int:
 def move_front(x: Any, dim: int, ops: Any, stream: Any = 0) -> Any:
     """``x`` with ``dim`` moved to axis 0, contiguous: a view when only size-1 dims precede
     it, else ``min(P, S)`` strided copies."""
+    if dim == 0:  # already in front: the buffer itself (no view to build per call)
+        return x
     shape = tuple(int(d) for d in x.shape)
     out_shape = (shape[dim], *shape[:dim], *shape[dim + 1 :])
     p, s, q = _pq(shape, dim)
@@ -189,6 +191,8 @@ def move_front(x: Any, dim: int, ops: Any, stream: Any = 0) -> Any:
 
 def move_back(y: Any, dim: int, ops: Any, stream: Any = 0) -> Any:
     """The inverse of :func:`move_front`: axis 0 of ``y`` goes back to ``dim``."""
+    if dim == 0:
+        return y
     fshape = tuple(int(d) for d in y.shape)
     shape = (*fshape[1 : dim + 1], fshape[0], *fshape[dim + 1 :])
     p, s, q = _pq(shape, dim)
