@@ -53,17 +53,22 @@ SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] =
     64: (("sync", 64, 64, 0, 2), ("sync", 128, 64, 0, 2)),
     128: (("sync", 64, 64, 0, 2), ("sync", 128, 64, 0, 2)),
 }
-# The choice without a measurement, from the H200 run of 2026-12-01 (20:1x UTC, random data,
-# causal GQA, head dim 128; docs/measurements/attention_bench_2026-12-01b.md): wgmma 64x64 was
-# the fastest at S = 1024, wgmma 128x128 (two warpgroups, 128 keys a step) from S = 4096 on;
-# mma.sync 64x64 elsewhere. Head dim 64 was not measured: 64x64.
+# The choice without a measurement, from the H200 runs of 2026-12-01 (20:1x UTC, then 21:5x:
+# random data, causal GQA, head dim 128; docs/measurements/attention_bench_2026-12-01b.md and
+# issue 14's run): at S = 1024 wgmma 64x64 with the longest-first block order ("lpt", causal
+# only) was the fastest (54 us against 60 us in grid order); from S = 4096 on, wgmma 128x128
+# with 3 stages on per-stage mbarriers was the fastest or within 2% of it at every length
+# measured (0.565 / 2.145 / 2.055 ms at S = 4096 / 8192 / 16384, against 0.618 / 2.489 /
+# 2.164 for the 2-stage block-barrier kernel this table named before); mma.sync 64x64
+# elsewhere. Head dim 64 was not measured: 64x64 in grid order.
 DEFAULT_TILES: dict[int, tuple[int, int, int, int]] = {64: (64, 64, 0, 2), 128: (64, 64, 0, 2)}
+DEFAULT_LPT = (128,)  # head dims whose causal default orders blocks longest first (measured)
 TIE = 0.01  # relative: a default within 1% of the fastest candidate is kept
 # Below this much work (useful FLOPs) a kernel is not timed: the default. Timing compiles every
 # candidate (seconds) to save microseconds; 1 GFLOP is ~2 us on an H200 at the default tiles.
 MIN_TUNE_FLOPS = 1e9
 LONG_KEYS = 2048  # from this many keys, head dim 128 on Hopper: DEFAULT_LONG
-DEFAULT_LONG = (128, 128, 0, 2)
+DEFAULT_LONG = (128, 128, 0, 3)  # with mbar (per-stage mbarriers)
 
 
 @record
@@ -146,16 +151,21 @@ def candidates(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
 
 
 def default_choice(p: AttnParams, arch: str, how: str = "default") -> AttnChoice:
-    """The fixed choice: :data:`DEFAULT_TILES`, wgmma on Hopper where it applies."""
+    """The fixed choice: :data:`DEFAULT_TILES`, wgmma on Hopper where it applies (causal head
+    dim 128 in longest-first order; from :data:`LONG_KEYS` keys :data:`DEFAULT_LONG`)."""
     bm, bn, mb, stg = DEFAULT_TILES.get(p.head_dim, (64, 64, 0, 2))
     q = replace(tuning_key(p), block_m=bm, block_n=bn, min_blocks=mb, stages=stg)
     if hopper(arch) and check_params(replace(q, mma="wgmma")) is None:
         q = replace(q, mma="wgmma")
+        lpt = replace(q, lpt=True)
+        if p.causal and p.head_dim in DEFAULT_LPT and check_params(lpt) is None:
+            q = lpt
         bm, bn, mb, stg = DEFAULT_LONG
-        long = replace(q, block_m=bm, block_n=bn, min_blocks=mb, stages=stg)
+        long = replace(q, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mbar=True, lpt=False)
         if p.head_dim == 128 and p.sk >= LONG_KEYS and check_params(long) is None:
             q = long
-    return AttnChoice(q.block_m, q.block_n, q.min_blocks, q.stages, q.mma, how)
+    return AttnChoice(q.block_m, q.block_n, q.min_blocks, q.stages, q.mma, how,
+                      lpt=q.lpt, mbar=q.mbar)  # fmt: skip
 
 
 def pick(
