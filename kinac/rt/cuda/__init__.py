@@ -10,6 +10,7 @@ so it works on machines without a GPU.  Public API:
   :class:`PoolResource` (+ :class:`GrowthPolicy`), :class:`LoggingResource`,
   :class:`VirtualResource`; :func:`make_resource` builds one by name
 * :class:`Tensor` with ``__dlpack__`` / ``__dlpack_device__`` / ``Tensor.from_dlpack``
+* :func:`pinned_empty`: a numpy array in page-locked memory that GPU entries copy from in place
 * errors: :class:`CudaError`, :class:`CudaUnavailableError`, :class:`OutOfMemoryError`,
   :class:`GraphCaptureWarning`
 """
@@ -35,6 +36,7 @@ from kinac.rt.cuda.errors import (
 )
 from kinac.rt.cuda.graph import CapturedGraph, capture
 from kinac.rt.cuda.module import Kernel, Launch, Module, load_module
+from kinac.rt.cuda.pinned import pinned_empty
 from kinac.rt.cuda.pool import GrowthPolicy, PoolResource
 from kinac.rt.cuda.resources import (
     AsyncResource,
@@ -95,5 +97,6 @@ __all__ = [
     "load_module",
     "make_resource",
     "order_streams",
+    "pinned_empty",
     "unavailable_reason",
 ]
