@@ -16,7 +16,9 @@ In one run, each against a reference measured in the same process:
   * host inputs (issue 17 item 3): the MLP fed a numpy ``x`` each call through the pinned pool
     with copy/compute overlap, and without (``pinned=False``), vs the same MLP fed a device
     ``x``, pipelined; goal <= 1.2x where the copy is shorter than the compute
-    (``benches/runtime_modes.py``).
+    (``benches/runtime_modes.py``); and where that call's host time goes: the staging copy
+    alone, the stager alone per call, the share of calls on the staged steady state, and the
+    same MLP fed a ``kinac.rt.cuda.pinned_empty`` array (``benches/runtime_staging.py``).
 
 Writes ``$OUT/runtime_bench.md`` (a markdown table, also printed) and ``$OUT/runtime_bench.json``.
 Usage: PYTHONPATH=. python3 benches/runtime.py --gpu [--out DIR] [--quick]
@@ -43,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benches import runtime_modes  # noqa: E402
+from benches import runtime_modes, runtime_staging  # noqa: E402
 from benches.launch_probe import native_loops, native_us  # noqa: E402
 from kinac.codegen.ptx_testkernels import NOOP8_ARGS, copy_v4_ptx  # noqa: E402
 from kinac.rt import cuda  # noqa: E402
@@ -371,6 +373,7 @@ def main() -> int:
     section("bandwidth", lambda: bench_bandwidth(k, s, torch, a.quick))
     if torch is not None:
         section("host inputs", lambda: runtime_modes.bench_host_inputs(a.quick))
+        section("host staging", lambda: runtime_staging.bench_staging(a.quick))
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = f"## CUDA runtime bench ({stamp}, {dev.name}, {dev.sm_count} SMs, torch {getattr(torch, '__version__', '-')})"
     md = table(rows, header)
