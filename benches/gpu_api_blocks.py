@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -162,6 +163,9 @@ def inside(entry: Any, call: Callable[[], Any], ins: list[Any]) -> dict[str, Any
     call()
     torch.cuda.synchronize()
     ts = []
+    state: list[str] = []
+    probe = threading.Thread(target=lambda: state.append(gpu_state()))
+    probe.start()  # samples the GPU while the calls below keep it busy
     for _ in range(7):
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record()
@@ -170,7 +174,32 @@ def inside(entry: Any, call: Callable[[], Any], ins: list[Any]) -> dict[str, Any
         e1.record()
         e1.synchronize()
         ts.append(e0.elapsed_time(e1) / 20)
-    return {"graph_nodes": nodes, "steps": steps, "kinac_events_ms": statistics.median(ts)}
+    t_end = time.perf_counter() + 3.0
+    while probe.is_alive() and time.perf_counter() < t_end:  # busy until it has sampled
+        for _ in range(20):
+            call()
+        torch.cuda.synchronize()
+    probe.join()
+    return {"graph_nodes": nodes, "steps": steps, "kinac_events_ms": statistics.median(ts),
+            "gpu_state": state[0] if state else ""}  # fmt: skip
+
+
+def gpu_state() -> str:
+    """SM clock, power, temperature and the active clock-event reasons (power or thermal
+    capping) now, from nvidia-smi: whether a sustained run is throttled, which timing each
+    kernel alone does not see."""
+    import subprocess
+
+    for reasons in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
+        q = f"clocks.sm,power.draw,temperature.gpu,{reasons}"
+        try:
+            r = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=10)  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"nvidia-smi: {e}"
+        if r.returncode == 0:
+            return r.stdout.strip().splitlines()[0] if r.stdout.strip() else ""
+    return "nvidia-smi: " + r.stderr.strip()[:200]
 
 
 def render_inside(rows: list[dict[str, Any]]) -> list[str]:
@@ -191,6 +220,8 @@ def render_inside(rows: list[dict[str, Any]]) -> list[str]:
                   for s in r["steps"]]  # fmt: skip
         lines.append(f"\nCUDA graph nodes ({len(r['graph_nodes'])} lines): "
                      + "; ".join(r["graph_nodes"]))  # fmt: skip
+        lines.append(f"\nGPU during the timed calls (SM MHz, W, C, clock-event reasons): "
+                     f"{r.get('gpu_state', '')}")  # fmt: skip
     return lines
 
 
