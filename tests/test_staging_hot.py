@@ -25,7 +25,7 @@ from test_pinned import FakeDriver, HostMemory
 
 from kinac.artifacts.gpu import GpuLoweredEntry
 from kinac.artifacts.host import BufferSpec
-from kinac.rt.cuda import device, pinned
+from kinac.rt.cuda import device, pinned, staging_hot
 from kinac.rt.cuda import graph as graph_mod
 from kinac.rt.cuda.entry import GpuEntry
 from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
@@ -282,3 +282,17 @@ def test_a_failed_call_leaves_the_turn_usable(entry: Any, fake: FakeDriver) -> N
     y = e(x * 2, w)
     assert st.turn != turn  # the turn was used again, then advanced
     np.testing.assert_array_equal(view(y.ptr, X), 2 * np.arange(1, 5, dtype=np.float32) * x)
+
+
+def test_kinac_tensors_as_device_arguments_go_hot(entry: Any, fake: FakeDriver) -> None:
+    """kinac's own CUDA tensors are used in place (never imported): the memo checks them."""
+    e, w, _ = entry
+    t = Tensor(w.ptr, W, "float32", device=(KDL_CUDA, 0))
+    x = np.full(X, 2, np.float32)
+    for _ in range(4):
+        y = e(x, t)
+        np.testing.assert_array_equal(view(y.ptr, X), x * np.arange(1, 5, dtype=np.float32))
+        del y
+    assert e._stager.hot_calls == 2 and e._stager.memo[0].ids == (id(t),)
+    other = Tensor(w.ptr, (2, 2), "float32", device=(KDL_CUDA, 0))  # not the parameter's shape
+    assert staging_hot.build(e._stager, e, (x, other)) is None

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.entry_hot import outputs
+from kinac.rt.cuda.entry_support import DL_NAMES, _dense
 from kinac.rt.cuda.staging import SLOTS, Param
+from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
 if TYPE_CHECKING:
     from kinac.rt.cuda.staging import HostStager
@@ -66,6 +68,18 @@ def _getter(pos: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]
     return lambda a: ()
 
 
+def _usable(entry: Any, i: int, t: Tensor) -> bool:
+    """A kinac CUDA tensor the general path would use in place for parameter ``i``."""
+    spec = entry.lowered.params[i]
+    return (
+        t.device == (KDL_CUDA, entry.ordinal)
+        and t.dtype.name == DL_NAMES[spec.dtype]
+        and t.shape == spec.shape
+        and _dense(t)
+        and t.ptr % 16 == 0
+    )
+
+
 def build(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Memo | None:
     """The memo for ``arrays`` when the last general call staged host arguments at the
     positions these have and imported every other one (alive, at its address); else None."""
@@ -81,6 +95,11 @@ def build(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Memo | None:
         return None  # torch tensors among other kinds: moved ones would go unnoticed
     ptrs: dict[int, int] = {}
     for i, a in zip(dev_pos, devs, strict=True):
+        if type(a) is Tensor:  # kinac's own: used in place, never imported; checked here
+            if not _usable(entry, i, a):
+                return None
+            ptrs[i] = a.ptr
+            continue
         hit = entry._imports.get((i, id(a)))
         if hit is None or hit[0]() is not a:
             return None
