@@ -7,6 +7,7 @@ without importing the compiler. Buffers are named as in the host's records: ``pa
 
 from __future__ import annotations
 
+from kinac.artifacts.gemm_algo import GemmAlgo
 from kinac.artifacts.host import BufferSpec
 from kinac.rules.codec import record
 
@@ -71,6 +72,8 @@ class GpuGemm:
     mode: str
     epilogue: str = ""
     epi: str = ""
+    # the autotuned way to issue it (kinac/pipeline_gemm_tune.py); None: as always
+    algo: GemmAlgo | None = None
 
     @property
     def flops(self) -> int:
