@@ -122,7 +122,7 @@ def test_candidates_are_valid_and_the_key_erases_what_is_tuned() -> None:
     p = bhsd_params("bf16", 1, 4, 2, 300, 128)
     cands = candidates(p, "sm_90a")
     assert all(check_params(c) is None for c in cands)
-    assert {c.mma for c in cands} == {"wgmma", "wgmma_pipe", "sync"}
+    assert {c.mma for c in cands} == {"wgmma", "wgmma_pipe", "wgmma_ovl", "sync"}
     assert {c.mma for c in candidates(p, "sm_80")} == {"sync"}
     assert len({label(c) for c in cands}) == len(cands)
     q = replace(p, block_m=128, stages=3, mma="wgmma_pipe")

@@ -318,6 +318,9 @@ def host_ir(p: AttnParams) -> str:
     )
     ir = re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
     ir = re.sub(r'  call void asm sideeffect "[^"]*", "~\{memory\}"\(\)\n', "", ir)
+    # an opaque constant (the ws producer's chunk count): the constant itself
+    ir = re.sub(r'(%\w+) = call i32 asm sideeffect "mov\.u32 \$0, (\d+);", "=r"\(\)',
+                r"\1 = add i32 0, \2", ir)  # fmt: skip
     ir = re.sub(
         r"define internal \{[^}]*\} @\w+_(wg|fence|pin)_[sop]\(.*?\n\}\n", "", ir, flags=re.S
     )

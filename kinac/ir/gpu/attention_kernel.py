@@ -27,6 +27,7 @@ import hashlib
 import math
 from collections.abc import Callable
 
+from kinac.ir.gpu.attention_overlap import overlap_main
 from kinac.ir.gpu.attention_params import MASK_DTYPES, WGMMA_BOTH, AttnParams
 from kinac.ir.gpu.attention_wgmma import asm_void, desc_bits, helpers, mbar_helpers
 from kinac.ir.gpu.emit import float_literal
@@ -362,6 +363,31 @@ class _Emitter:
             f.do(f"br label %pro{t}_c")
             f.label(f"pro{t}_c")
             f.do("call void @llvm.nvvm.cp.async.commit.group()")
+        if p.mma == "wgmma_ovl":
+            overlap_main(self, ntot, nfull)
+        else:
+            self.main_loop(ntot, nfull)
+        self.epilogue(obase)
+        f.do("ret void")
+        attrs = f'"nvvm.maxntid"="{p.threads}"'
+        if p.min_blocks:
+            attrs += f' "nvvm.minctasm"="{p.min_blocks}"'
+        names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
+        sig = ", ".join(f"ptr addrspace(1) noalias %{x}" for x in names)
+        body = "\n".join(self.f.lines)
+        align = 1024 if self.atoms else 16  # the 128-byte swizzle repeats every 1024 bytes
+        smem = f"{self.smem} = external addrspace(3) global [0 x i8], align {align}"
+        if p.mma.startswith("wgmma"):
+            smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma in WGMMA_BOTH,
+                                   p.pack_p)  # fmt: skip
+        if p.mbar:
+            smem += "\n" + mbar_helpers(name, p.pingpong or p.ws)
+        return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
+
+    def main_loop(self, ntot: str, nfull: str) -> None:
+        """The key-tile loops (unmasked tiles, then masked ones) and, pipelined, the last
+        tile's step."""
+        f, p = self.f, self.p
         if self.pipe:  # tile 0's scores before the loop; each step issues the next tile's
             kb0, _ = self.stage_bases("0")
             self.store_state("sacc", [x for quad in self.scores(kb0) for x in quad])
@@ -384,22 +410,6 @@ class _Emitter:
             pv, oacc = self.softmax_step([sl[4 * i : 4 * i + 4] for i in range(p.block_n // 8)],
                                          stop1, True)  # fmt: skip
             self.output_step(vb, pv, oacc)
-        self.epilogue(obase)
-        f.do("ret void")
-        attrs = f'"nvvm.maxntid"="{p.threads}"'
-        if p.min_blocks:
-            attrs += f' "nvvm.minctasm"="{p.min_blocks}"'
-        names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
-        sig = ", ".join(f"ptr addrspace(1) noalias %{x}" for x in names)
-        body = "\n".join(self.f.lines)
-        align = 1024 if self.atoms else 16  # the 128-byte swizzle repeats every 1024 bytes
-        smem = f"{self.smem} = external addrspace(3) global [0 x i8], align {align}"
-        if p.mma.startswith("wgmma"):
-            smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma in WGMMA_BOTH,
-                                   p.pack_p)  # fmt: skip
-        if p.mbar:
-            smem += "\n" + mbar_helpers(name, p.pingpong or p.ws)
-        return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
 
     def load_state(self, nm: str, n: int) -> list[str]:
         f = self.f
@@ -482,6 +492,8 @@ class _Emitter:
             for i in range(n):
                 ptr = f.v(f"getelementptr [{n} x float], ptr %{nm}, i32 0, i32 {i}")
                 f.do(f"store float {init}, ptr {ptr}")
+        if p.mma == "wgmma_ovl":  # P of the tile whose P V the next step issues, packed
+            f.do(f"%pst = alloca [{p.block_n // 4} x i32], align 4")
 
     def producer(self, tid: str, ntot: str) -> None:
         """ws: threads from ``nt`` on (the producer warp) load K/V tile t = 0, 1, ... into
@@ -491,6 +503,7 @@ class _Emitter:
         isp = f.v(f"icmp uge i32 {tid}, {self.nt}")
         f.do(f"br i1 {isp}, label %producer, label %consumer")
         f.label("producer")
+        f.do(asm_void("regs_producer"))
         saved = (self.nt, self.ld_row, self.ld_cc, self.ld_scol, self.ld_gcol)
         self.nt = 128
         ptid = f.v(f"sub i32 {tid}, {saved[0]}")
@@ -503,7 +516,7 @@ class _Emitter:
         self.ld_gcol = f.v(f"shl i64 {f.v(f'zext i32 {cc} to i64')}, 4")
         f.do("br label %prod_loop")
         f.label("prod_loop")
-        f.do("%pt = phi i32 [0, %producer], [%pt_next, %prod_body]")
+        f.do("%pt = phi i32 [0, %producer], [%pt_next, %pl_done]")
         go = f.v(f"icmp slt i32 %pt, {ntot}")
         f.do(f"br i1 {go}, label %prod_body, label %prod_done")
         f.label("prod_body")
@@ -511,7 +524,7 @@ class _Emitter:
         rnd = f.v(f"udiv i32 %pt, {p.stages}")
         par = f.v(f"and i32 {f.v(f'add i32 {rnd}, 1')}, 1")
         self.mb("wait_empty", f"ptr addrspace(3) {self.bar('empty', st)}", f"i32 {par}")
-        self.load_kv("%pt", commit=False)
+        self.producer_load("%pt")
         self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', st)}")
         f.do("%pt_next = add i32 %pt, 1")
         f.do("br label %prod_loop")
@@ -520,7 +533,44 @@ class _Emitter:
         f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
         f.do("ret void")
         f.label("consumer")
+        f.do(asm_void("regs_consumer"))
         self.nt, self.ld_row, self.ld_cc, self.ld_scol, self.ld_gcol = saved
+
+    def producer_load(self, t: str) -> None:
+        """ws: the cp.async of key tile ``t`` as a loop over this thread's chunks (one K and
+        one V chunk an iteration, ``128 / (head_dim / 8)`` rows apart, so the swizzle column
+        stays the thread's): few registers live, as ``setmaxnreg`` leaves the producer few.
+        The trip count comes through an empty asm so LLVM neither unrolls the loop nor hoists
+        every chunk's address out of the tile loop."""
+        f, p = self.f, self.p
+        cpr = self.d // 8
+        per, step = p.block_n * cpr // 128, 128 // cpr
+        kb, vb = self.stage_bases(t)
+        n0 = f.v(f"mul i32 {t}, {p.block_n}")
+        n = f.v(f'call i32 asm sideeffect "mov.u32 $0, {per};", "=r"()')
+        half = f.v(f"mul i32 {f.v(f'lshr i32 {self.ld_cc}, 3')}, {p.block_n * 128}")
+        srow = f.v(f"add i32 {f.v(f'add i32 {half}, {self.ld_scol}')}, "
+                   f"{f.v(f'shl i32 {self.ld_row}, 7')}")  # fmt: skip
+        f.do("br label %pl_loop")
+        f.label("pl_loop")
+        f.do("%pl_i = phi i32 [0, %prod_body], [%pl_next, %pl_loop]")
+        r = f.v(f"add i32 {self.ld_row}, {f.v(f'mul i32 %pl_i, {step}')}")
+        grow = f.v(f"add i32 {n0}, {r}")
+        ok = f.v(f"icmp slt i32 {grow}, {p.sk}")
+        crow = f.v(f"select i1 {ok}, i32 {grow}, i32 {p.sk - 1}")
+        size = f.v(f"select i1 {ok}, i32 16, i32 0")
+        g64 = f.v(f"sext i32 {crow} to i64")
+        soff = f.v(f"add i32 {srow}, {f.v(f'mul i32 %pl_i, {step * 128}')}")
+        for sb, gb, stride in ((kb, self.kbase, p.k_strides[2]), (vb, self.vbase, p.v_strides[2])):
+            goff = f.v(f"add i64 {f.v(f'mul i64 {g64}, {2 * stride}')}, {self.ld_gcol}")
+            gp = f.v(f"getelementptr i8, ptr addrspace(1) {gb}, i64 {goff}")
+            sp = self.sptr(f.v(f"add i32 {soff}, {sb}"))
+            f.do("call void @llvm.nvvm.cp.async.cg.shared.global.16.s("
+                 f"ptr addrspace(3) {sp}, ptr addrspace(1) {gp}, i32 {size})")  # fmt: skip
+        f.do("%pl_next = add i32 %pl_i, 1")
+        more = f.v(f"icmp slt i32 %pl_next, {n}")
+        f.do(f"br i1 {more}, label %pl_loop, label %pl_done")
+        f.label("pl_done")
 
     def mbar_init(self, tid: str) -> None:
         """Thread 0 initialises every stage's barriers ("full": an arrival per loading
@@ -634,6 +684,19 @@ class _Emitter:
     ) -> tuple[list[list[str]], list[str]]:
         """Masks, the online softmax of key tile ``j``'s scores (row max and sum stored), and
         the rescaled output accumulators: returns (P, O)."""
+        pv, alphas = self.softmax_rows(s, j, masked)
+        o = self.load_state("oacc", self.d // 8 * 4)
+        return pv, self.rescale(o, alphas)
+
+    def rescale(self, o: list[str], alphas: list[str]) -> list[str]:
+        """The output accumulators times their row's ``exp2(m_old - m_new)``."""
+        return [self.f.v(f"fmul float {x}, {alphas[(i & 3) >> 1]}") for i, x in enumerate(o)]
+
+    def softmax_rows(
+        self, s: list[list[str]], j: str, masked: bool
+    ) -> tuple[list[list[str]], list[str]]:
+        """Masks and the online softmax of key tile ``j``'s scores (row max and sum stored):
+        returns (P, each row's rescale factor of the output)."""
         f, p = self.f, self.p
         nn = p.block_n // 8
         n0 = f.v(f"mul i32 {j}, {p.block_n}")
@@ -655,7 +718,6 @@ class _Emitter:
         c = float_literal((1.0 if p.mask_arg >= 0 else p.scale) * LOG2E, "float")
         m_old = self.load_state("mrow", 2)
         l_old = self.load_state("lrow", 2)
-        o = self.load_state("oacc", self.d // 8 * 4)
         alphas, m_new, l_new = [], [], []
         pv = [[""] * 4 for _ in range(nn)]
         for hr in range(2):
@@ -683,10 +745,9 @@ class _Emitter:
                     acc = pe if acc is None else f.v(f"fadd float {acc}, {pe}")
             la = f.v(f"fmul float {l_old[hr]}, {alpha}")
             l_new.append(f.v(f"fadd float {la}, {acc}"))
-        o = [f.v(f"fmul float {x}, {alphas[(i & 3) >> 1]}") for i, x in enumerate(o)]
         self.store_state("mrow", m_new)
         self.store_state("lrow", l_new)
-        return pv, o
+        return pv, alphas
 
     def output_step(self, vb: str, pv: list[list[str]], o: list[str]) -> None:
         """``O += P V`` (V tile at ``vb``), stored."""

@@ -13,8 +13,8 @@ from kinac.rules.codec import record
 
 ATTN_DTYPES = ("bf16", "f16")
 ATTN_HEAD_DIMS = (64, 128)
-MMA_KINDS = ("sync", "sync_atoms", "wgmma_qk", "wgmma", "wgmma_pipe")
-WGMMA_BOTH = ("wgmma", "wgmma_pipe")  # wgmma for both products
+MMA_KINDS = ("sync", "sync_atoms", "wgmma_qk", "wgmma", "wgmma_pipe", "wgmma_ovl")
+WGMMA_BOTH = ("wgmma", "wgmma_pipe", "wgmma_ovl")  # wgmma for both products
 MASK_DTYPES = {"bf16": ("bfloat", 2), "f16": ("half", 2), "f32": ("float", 4)}
 
 
@@ -53,7 +53,9 @@ class AttnParams:
     offsets: tuple[int, int, int] = (0, 0, 0)  # Q, K, V: element offset into its input
     # "sync": mma.sync for both products; "wgmma_qk": wgmma for Q K^T; "wgmma": for both
     # (sm_90a); "wgmma_pipe": wgmma for both, the next tile's Q K^T in flight during this
-    # tile's softmax (3 stages); "sync_atoms": mma.sync over the wgmma tile layout (a test)
+    # tile's softmax (3 stages); "wgmma_ovl" (with mbar): FlashAttention-3's intra-warpgroup
+    # overlap, tile j + 1's Q K^T and tile j's P V issued together and tile j + 1's softmax
+    # run under both (kinac/ir/gpu/attention_overlap.py); "sync_atoms": mma.sync over the wgmma tile layout (a test)
     mma: str = "sync"
     # the user's additive mask: which input (-1: none), its dtype, (batch, head, row, col)
     # strides in elements (0 where it broadcasts) and element offset
@@ -82,10 +84,10 @@ class AttnParams:
     lpt: bool = False
     mbar: bool = False
     pingpong: bool = False
-    # ``ws`` (with mbar): warp specialisation: one more warpgroup, the producer, issues every
-    # K/V cp.async (up to all stages ahead, on the "empty" barriers); the others only compute.
-    # 384 threads: ptxas caps every thread at 168 registers (no setmaxnreg: ptxas still
-    # allocates the whole kernel under the cap), so only 128x64 tiles fit without spills
+    # ``ws`` (with mbar, 128 rows): warp specialisation: one more warpgroup, the producer,
+    # issues every K/V cp.async (up to all stages ahead, on the "empty" barriers); the others
+    # only compute. 384 threads: 168 registers each at launch, then ``setmaxnreg`` moves them
+    # (producer 24, computing warpgroups 240; ptxas allocates each side under its own count)
     ws: bool = False
 
     @property
@@ -161,12 +163,14 @@ def check_params(p: AttnParams) -> str | None:
         return "shared memory past 227 KiB"
     if p.mma == "wgmma_pipe" and p.stages != 3:
         return "wgmma_pipe needs 3 stages (tile j + 1 is read while j + 2 loads)"
-    if p.mbar and (p.mma != "wgmma" or p.stages != 3):
+    if p.mma == "wgmma_ovl" and not p.mbar:
+        return "wgmma_ovl needs mbar (its tile j + 2 loads into tile j - 1's stage)"
+    if p.mbar and (p.mma not in ("wgmma", "wgmma_ovl") or p.stages != 3):
         return "mbar needs wgmma and 3 stages (tile j + 1 loads into tile j - 2's stage)"
     if p.pingpong and (not p.mbar or p.warps != 8):
         return "pingpong needs mbar and two warpgroups (block_m 128)"
-    if p.ws and not p.mbar:
-        return "ws needs mbar (the producer hands tiles over on the stage barriers)"
+    if p.ws and (not p.mbar or p.warps != 8):
+        return "ws needs mbar (the producer hands tiles over on the stage barriers), 128 rows"
     if p.pack_p and p.mma not in WGMMA_BOTH:
         return "pack_p needs wgmma for P V"
     if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):

@@ -19,13 +19,14 @@ from dataclasses import replace
 from kinac.ir.gpu.attention_params import AttnParams, check_params
 from kinac.rules.codec import record
 
-GENERATOR_VERSION = "attn-gen-5"
+GENERATOR_VERSION = "attn-gen-6"
 Cand6 = tuple[str, int, int, int, int, str]
 
 # (mma, block_m, block_n, min_blocks, stages[, switches]) per head dim, Hopper first: every one
 # passes the CPU emulation and ptxas with no spill (tests/test_attention_kernel.py,
 # test_attention_emu.py). Switches (AttnParams' fields): "pack" (pack_p), "lpt" (lpt; offered
-# to causal attention only), "mbar" (mbar: per-stage mbarriers, no block barrier in the loop)
+# to causal attention only), "mbar" (mbar: per-stage mbarriers, no block barrier in the loop);
+# mma "wgmma_ovl": FA3's intra-warpgroup overlap (kinac/ir/gpu/attention_overlap.py)
 HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] = {
     64: (
         ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 64, 128, 0, 2),
@@ -33,7 +34,7 @@ HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]]
         ("wgmma_pipe", 128, 128, 0, 3), ("wgmma", 64, 64, 0, 2, "lpt"),
         ("wgmma", 128, 128, 0, 2, "pack"), ("wgmma", 128, 128, 0, 2, "pack lpt"),
         ("wgmma", 128, 64, 0, 3, "mbar"), ("wgmma", 128, 128, 0, 3, "mbar pack"),
-        ("wgmma", 128, 128, 0, 3, "mbar pack pingpong"),
+        ("wgmma", 128, 128, 0, 3, "mbar pack pingpong"), ("wgmma_ovl", 128, 128, 0, 3, "mbar"),
     ),
     128: (
         ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 128, 128, 0, 2),
@@ -47,6 +48,12 @@ HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]]
         ("wgmma", 128, 128, 0, 3, "mbar pack pingpong"),
         ("wgmma", 128, 128, 0, 3, "mbar pack pingpong lpt"),
         ("wgmma", 128, 64, 0, 3, "mbar ws"), ("wgmma", 128, 64, 0, 3, "mbar ws pingpong"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar"), ("wgmma_ovl", 128, 128, 0, 3, "mbar lpt"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar pingpong"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar pingpong lpt"),
+        ("wgmma", 128, 128, 0, 3, "mbar pack ws"), ("wgmma", 128, 128, 0, 3, "mbar pack ws pingpong"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar ws"), ("wgmma_ovl", 128, 128, 0, 3, "mbar ws pingpong"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar ws pingpong lpt"),
     ),
 }  # fmt: skip
 SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] = {

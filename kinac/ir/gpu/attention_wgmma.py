@@ -69,8 +69,14 @@ ASM_VOID = {
     "fence": "wgmma.fence.sync.aligned;",
     "commit": "wgmma.commit_group.sync.aligned;",
     "wait": "wgmma.wait_group.sync.aligned 0;",
+    "wait1": "wgmma.wait_group.sync.aligned 1;",  # all but the newest group
     "proxy": "fence.proxy.async.shared::cta;",
+    # ws: the producer warpgroup gives registers back, the computing ones take them (a CTA of
+    # 384 threads holds 168 each at launch: 128 * 24 + 256 * 240 = 384 * 168, as FA3)
+    "regs_producer": "setmaxnreg.dec.sync.aligned.u32 24;",
+    "regs_consumer": "setmaxnreg.inc.sync.aligned.u32 240;",
 }
+WS_REGS = (24, 240, 168)  # producer, computing threads, the kernel's count at launch
 
 
 def asm_void(what: str) -> str:

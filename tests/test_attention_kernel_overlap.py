@@ -1,0 +1,127 @@
+"""FlashAttention-3's intra-warpgroup overlap (``mma = "wgmma_ovl"``, with per-stage mbarriers):
+run on the CPU against float64, and through ptxas.
+
+The CPU emulation (``tests/test_attention_emu.py``, ``tests/attention_emu_mbar.py``) runs each
+wgmma at its issue, so what it checks is the kernel's data flow: tile ``j + 1``'s scores and
+softmax in step ``j`` while tile ``j``'s ``P V`` uses the P carried from the step before, the
+rescale after, the K/V ring two tiles ahead (a missing "empty" arrival or "full" wait fails),
+the named-barrier turns (a missing arrive hangs and fails), one-tile and partial-tile blocks.
+ptxas: no spill, and no C7513 (wgmmas serialised: the overlap gone).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import replace
+
+import attention_emu_mbar as mbemu
+import numpy as np
+import pytest
+from test_attention_emu import check_on_cpu, reference, run_kernel
+from test_attention_mbar import _drop
+
+from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
+from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name
+from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
+from kinac.ir.gpu.attention_wgmma import WS_REGS
+from kinac.tir.interp import bf16_to_f32, f32_to_bf16
+
+
+@pytest.mark.parametrize("pingpong,ws", [(False, False), (True, False), (True, True)])
+def test_overlap_ring_on_cpu(pingpong: bool, ws: bool) -> None:
+    """128x64, causal, 200 rows: the last row block walks four key tiles (tile 3 refills
+    tile 0's stage), the first a single (diagonal) one; with a producer warpgroup too."""
+    check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
+                 pingpong=pingpong, ws=ws)  # fmt: skip
+
+
+def test_overlap_128_keys_partial_tiles_on_cpu() -> None:
+    """128x128, non-causal, 100 queries over 390 keys (four tiles, a partial last one, all
+    masked steps), grouped K/V heads."""
+    rng = np.random.default_rng(11)
+    d, sq, sk = 64, 100, 390
+    p = replace(bhsd_params("bf16", 1, 2, 1, sq, d, False, AttnTiles(128, 128), sk=sk),
+                mma="wgmma_ovl", stages=3, mbar=True, pingpong=True)  # fmt: skip
+    assert check_params(p) is None
+    q = f32_to_bf16(rng.standard_normal((1, 2, sq, d)).astype(np.float32))
+    k = f32_to_bf16(rng.standard_normal((1, 1, sk, d)).astype(np.float32))
+    v = f32_to_bf16(rng.standard_normal((1, 1, sk, d)).astype(np.float32))
+    f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
+    out = f64(run_kernel(p, q, k, v))
+    ref = reference(f64(q), f64(k), f64(v), False)
+    assert np.isfinite(out).all()
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-2
+
+
+@pytest.mark.parametrize(
+    "what,error",
+    [
+        ("mb_wait_full", "never waited for"),
+        ("mb_arrive", "mbarrier wait .empty, parity 0. timed out"),
+        ("nb_arrive", "named barrier . timed out"),
+    ],
+)
+def test_overlap_missing_wait_or_arrive_is_caught(
+    what: str, error: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mbemu, "TIMEOUT", 2.0)
+    with pytest.raises(RuntimeError, match=error):
+        check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
+                     pingpong=what.startswith("nb"), edit=_drop(what))  # fmt: skip
+
+
+def test_overlap_needs_mbar() -> None:
+    p = replace(bhsd_params("bf16", 1, 2, 1, 256, 64, True, AttnTiles(128, 64)), stages=3,
+                mma="wgmma_ovl")  # fmt: skip
+    assert "wgmma_ovl" in (check_params(p) or "")
+    assert check_params(replace(p, mbar=True)) is None
+    assert check_params(replace(p, mbar=True, ws=True)) is None
+    assert "ws" in (check_params(replace(p, mbar=True, ws=True, block_m=64)) or "")
+
+
+def test_producer_registers_move_to_the_computing_warpgroups() -> None:
+    """ws: ``setmaxnreg`` gives the producer warpgroup 24 registers and the two computing ones
+    240, which the 168 each of a 384-thread launch pay for exactly; ptxas then fits 128x128
+    tiles (overlapped or not) with no spill, and the kernel's count is the launch's 168 (a
+    lower count would leave the ``setmaxnreg.inc`` waiting for registers nobody frees)."""
+    prod, cons, launch = WS_REGS
+    assert 128 * prod + 256 * cons == 384 * launch
+    base = replace(bhsd_params("bf16", 4, 16, 4, 4096, 128, True, AttnTiles(128, 128)),
+                   stages=3, mbar=True, ws=True)  # fmt: skip
+    ps = (replace(base, mma="wgmma", pack_p=True), replace(base, mma="wgmma_ovl", pingpong=True))
+    ptx = compile_ptx(attention_llvm_ir(ps), "sm_90a")
+    assert ptx.count(f"setmaxnreg.dec.sync.aligned.u32 {prod};") == len(ps)
+    assert ptx.count(f"setmaxnreg.inc.sync.aligned.u32 {cons};") == len(ps)
+    if ptxas_path() is None:
+        return
+    res = ptx_resources(ptx, "sm_90a")
+    for p in ps:
+        r = res[kernel_name(p)]
+        assert r["spill_stores"] == 0 and r["stack"] == 0 and r["registers"] == launch, r
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_overlap_ptx_keeps_wgmmas_async_without_spills(dtype: str) -> None:
+    """Both products of a step in flight at once (a ``wait_group 1``), no spill, and ptxas
+    does not serialise the wgmmas (C7513) nor inject arrives (C7519)."""
+    base = replace(bhsd_params(dtype, 4, 16, 4, 4096, 128, True, AttnTiles(128, 128)),
+                   mma="wgmma_ovl", stages=3, mbar=True)  # fmt: skip
+    ps = (base, replace(base, pingpong=True))
+    ptx = compile_ptx(attention_llvm_ir(ps), "sm_90a")
+    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 2 * len(ps)  # two step copies
+    exe = ptxas_path()
+    if exe is None:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w") as fh:
+            fh.write(ptx)
+        r = subprocess.run([exe, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k")],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    assert "C7513" not in r.stderr and "C7519" not in r.stderr, r.stderr[-2000:]
+    for p in ps:
+        m = re.search(rf"properties for {kernel_name(p)}\n.*?(\d+) bytes spill stores", r.stderr)
+        assert m is not None and m.group(1) == "0", r.stderr[-2000:]
