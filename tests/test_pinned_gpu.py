@@ -225,3 +225,32 @@ def test_split_staging_copy_into_pinned_memory() -> None:
     assert copier.splits == 1
     np.testing.assert_array_equal(blk.array, src.astype(np.float32))
     blk.free()
+
+
+def test_pinned_torch_tensors_are_read_in_place_on_the_steady_state(src: Path) -> None:
+    """A ``pin_memory()`` CPU tensor refilled right after each call: its steady-state calls
+    DMA from it directly (and wait for that DMA), every call sees its own values."""
+    _need_gpu()
+    import torch
+
+    import kinac
+
+    if not torch.cuda.is_available():
+        pytest.skip("no PyTorch CUDA")
+    f = kinac.compile(src, "axpb", target="cuda", no_cache=True)
+    g = torch.Generator().manual_seed(6)
+    n, d = 512, 1000
+    a = torch.randn(d, generator=g).cuda()
+    b = torch.randn(n, d, generator=g).cuda()
+    x = torch.empty(n, d).pin_memory()
+    outs, xs = [], []
+    for _ in range(10):
+        x.copy_(torch.randn(n, d, generator=g))
+        xs.append(x.clone())
+        outs.append(torch.from_dlpack(f(x, a, b)).clone())
+    torch.cuda.synchronize()
+    for k, (xk, o) in enumerate(zip(xs, outs, strict=True)):
+        want = torch.from_dlpack(f(xk.cuda(), a, b)).cpu()
+        assert torch.equal(o.cpu(), want), f"call {k}"
+    st = next(e for k, e in f._entries.items() if k[0][0].device == "cpu")._stager
+    assert st.hot_calls >= 6 and st.direct == st.hot_calls

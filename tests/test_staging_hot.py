@@ -71,6 +71,8 @@ class Graph:
 class Copier:
     """The stager's host copy, logged (which pinned block is written when)."""
 
+    min_bytes = 0  # torch tensors come through here too (not ctypes.memmove)
+
     def __init__(self, log: list[Any]) -> None:
         self.log = log
 
@@ -296,3 +298,26 @@ def test_kinac_tensors_as_device_arguments_go_hot(entry: Any, fake: FakeDriver) 
     assert e._stager.hot_calls == 2 and e._stager.memo[0].ids == (id(t),)
     other = Tensor(w.ptr, (2, 2), "float32", device=(KDL_CUDA, 0))  # not the parameter's shape
     assert staging_hot.build(e._stager, e, (x, other)) is None
+
+
+def test_cpu_torch_tensors_go_hot_and_strided_ones_take_the_general_path(
+    entry: Any, fake: FakeDriver, copies_logged: None
+) -> None:
+    torch = pytest.importorskip("torch")
+    e, w, _ = entry
+    rng = np.random.default_rng(5)
+    wv = np.arange(1, 5, dtype=np.float32)
+    for k in range(5):
+        x = torch.from_numpy(rng.standard_normal(X).astype(np.float32))
+        if k == 1:
+            _staged(e, fake.log)
+        y = e(x, w)
+        np.testing.assert_array_equal(view(y.ptr, X), x.numpy() * wv)
+        del y
+    st = e._stager
+    assert st.hot_calls == 3 and st.direct == 0  # not pinned: copied into the blocks
+    check_reuse_order(fake.log, st.copy_stream.handle)
+    xt = torch.from_numpy(rng.standard_normal(X[::-1]).astype(np.float32)).t()  # strided
+    y = e(xt, w)
+    assert st.hot_calls == 3 and st.memo[0] is None
+    np.testing.assert_array_equal(view(y.ptr, X), xt.numpy() * wv)

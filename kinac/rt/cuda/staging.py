@@ -268,12 +268,32 @@ class HostStager:
             self._direct = True
             self.direct += 1
             return self.calls.handle(ptr)
+        self.copier(self.block(p, j).array, array)
+        return p.host_arg[j]
+
+    def fill_torch(self, p: Param, t: Any, j: int) -> Any:
+        """:meth:`fill` for a contiguous CPU torch tensor of the parameter's exact form (the
+        caller checked it): a pinned one (``pin_memory()``) is DMA'd where it is, as a
+        ``pinned_empty`` array; another is copied into the pinned block."""
+        ptr = t.data_ptr()
+        if t.is_pinned():
+            self._direct = True
+            self.direct += 1
+            return self.calls.handle(ptr)
+        blk = self.block(p, j)
+        if p.nbytes >= self.copier.min_bytes:
+            self.copier(blk.array, t.numpy())
+        elif p.nbytes:
+            ctypes.memmove(blk.ptr, ptr, p.nbytes)
+        return p.host_arg[j]
+
+    def block(self, p: Param, j: int) -> PinnedBuffer:
+        """``p``'s pinned block of turn ``j`` (made at its first use)."""
         blk = p.host[j]
         if blk is None:
             blk = p.host[j] = PinnedBuffer(self.pool, p.shape, p.dtype)
             p.host_arg[j] = self.calls.handle(blk.ptr)
-        self.copier(blk.array, array)
-        return p.host_arg[j]
+        return blk
 
     def stage(self, i: int, array: Any, shape: tuple[int, ...], np_dtype: str) -> int:
         """Queue the copy of host ``array`` for parameter ``i``; the device address it lands at

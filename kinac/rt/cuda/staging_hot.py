@@ -10,8 +10,10 @@ device arguments:
 
 - the device arguments are the last general call's (by identity, each still at its address,
   found through the entry's imports once and then compared as one id tuple);
-- each host argument is a numpy array of its parameter's exact shape and dtype (anything else,
-  a torch CPU tensor or a dtype to cast, takes the general path, which reads and casts it);
+- each host argument is a numpy array of its parameter's exact shape and dtype, or a contiguous
+  CPU torch tensor of them (not bf16, not requiring grad; a pinned one, ``pin_memory()``, is
+  DMA'd where it is, as a ``pinned_empty`` array); anything else (a cast, a strided tensor)
+  takes the general path, which reads and casts it;
 - the output blocks are the dropped outputs' (:func:`~kinac.rt.cuda.entry_hot.outputs`), and a
   graph is bound to this turn's slot addresses and these outputs.
 
@@ -26,6 +28,7 @@ by the weak reference of any device argument that dies, before its id can name a
 from __future__ import annotations
 
 import operator
+import sys
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -45,7 +48,10 @@ class Memo:
     (and torch's ``data_ptr`` of each, to notice a tensor moved in place), the host params,
     and the input address tuple of each turn."""
 
-    __slots__ = ("n", "get", "ids", "dp", "dps", "host", "nbytes", "in_ptrs", "stream", "refs")
+    __slots__ = (
+        "n", "get", "ids", "dp", "dps", "host", "tdtypes", "torch", "nbytes", "in_ptrs",
+        "stream", "refs",
+    )  # fmt: skip
 
     n: int
     get: Callable[[tuple[Any, ...]], tuple[Any, ...]]
@@ -53,6 +59,8 @@ class Memo:
     dp: Any
     dps: tuple[int, ...] | None
     host: tuple[tuple[int, Param], ...]
+    tdtypes: tuple[Any, ...]  # per host param: the torch dtype a CPU tensor may have, or None
+    torch: Any  # torch.Tensor when torch is loaded, else None
     nbytes: int
     in_ptrs: list[tuple[int, ...]]
     stream: Any
@@ -123,6 +131,13 @@ def build(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Memo | None:
     m.dps = tuple(map(dp, devs)) if dp is not None else None
     m.host = tuple((i, st.params[i]) for i in staged)
     m.nbytes = sum(p.nbytes for _, p in m.host)
+    torch = sys.modules.get("torch")  # the caller's: loaded when a torch tensor exists
+    m.torch = getattr(torch, "Tensor", None)
+    m.tdtypes = tuple(
+        getattr(torch, p.dtype.name, None) if torch is not None and p.dtype.name != "uint16"
+        else None
+        for _, p in m.host
+    )  # fmt: skip
     m.in_ptrs = [
         tuple(ptrs[i] if i in ptrs else st.params[i].dev[j] for i in range(n)) for j in range(SLOTS)
     ]
@@ -148,12 +163,23 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
     if tuple(map(id, devs)) != m.ids or (m.dp is not None and tuple(map(m.dp, devs)) != m.dps):
         st.memo[0] = None  # other arguments: the next call builds the memo again
         return None
-    nd = np.ndarray
-    for i, p in m.host:
+    nd, tt = np.ndarray, m.torch
+    for (i, p), tdt in zip(m.host, m.tdtypes, strict=True):
         a = arrays[i]
-        if type(a) is not nd or a.shape != p.shape or a.dtype != p.dtype:
-            st.memo[0] = None
-            return None
+        if type(a) is nd:
+            if a.shape == p.shape and a.dtype == p.dtype:
+                continue
+        elif (
+            type(a) is tt
+            and a.dtype is tdt
+            and not a.is_cuda
+            and a.shape == p.shape
+            and a.is_contiguous()
+            and not a.requires_grad
+        ):
+            continue
+        st.memo[0] = None
+        return None
     outs = outputs(entry)
     j = st.turn
     ptrs = m.in_ptrs[j] + tuple([t.ptr for t in outs])
@@ -168,7 +194,8 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
     st.begin(t)
     try:
         for i, p in m.host:
-            src = st.fill(p, arrays[i], j)
+            a = arrays[i]
+            src = st.fill(p, a, j) if type(a) is nd else st.fill_torch(p, a, j)
             pending.append(i)
             rc = c.copy(p.dev_arg[j], src, p.n_arg, cs)
             if rc:
