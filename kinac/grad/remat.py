@@ -36,6 +36,7 @@ paid for by the forward's saved ``S x S`` traffic (45M bf16: estimate 2.236 -> 2
 (25.22 -> 25.70 ms estimated) for 256 MiB (arena 1000 -> 744 MiB): f32 keeps ``P``, already
 well under PyTorch eager's peak (docs/gradients-gpu.md)."""
 
+
 def _cheap(op: str) -> bool:
     """Whether an op of a softmax's cone is copied with it: elementwise maps, casts, selects and
     constants, which fuse into its row kernel. Asked of the primitive registry's traits rather
@@ -117,6 +118,12 @@ def _users(graph: Graph) -> list[list[int]]:
     return users
 
 
+SMALL_OPERAND = 64
+"""An operand at most 1/64 of a recomputed value's bytes is kept for the copy even when the
+backward does not read it: the first norm's ``x / rms(x)`` (32 MiB at the 45M block, read by
+the ``wn1`` gradient) is recomputed from ``x`` (a param) and ``rms(x)`` (16 KiB), which would
+otherwise die in the forward: 32 MiB less through the whole backward."""
+
 FREE = frozenset({"const", "full", "iota"})
 """Creation ops: no memory of their own (fused into their readers), always at hand."""
 
@@ -124,7 +131,8 @@ FREE = frozenset({"const", "full", "iota"})
 def rematerialize_elementwise(graph: Graph, forward_end: int | None = None) -> Graph:
     """``graph`` with each forward elementwise value the backward reads recomputed there, when
     that costs nothing: its operands are kept for the backward anyway (params, creation ops,
-    or values read by the backward at or after the recompute), and no backward reader is a
+    values read by the backward at or after the recompute, or operands at most
+    1/:data:`SMALL_OPERAND` of its size, kept for it), and no backward reader is a
     matmul (cuBLAS reads memory: the recompute would be a kernel of its own). The copy fuses
     into its backward reader and the original into its forward one, so the value is neither
     kept from the forward to the backward nor written and read once more: the 45M block's
@@ -139,6 +147,26 @@ def rematerialize_elementwise(graph: Graph, forward_end: int | None = None) -> G
     users = _users(graph)
     copied: set[int] = set()
     plans: list[tuple[int, list[int]]] = []
+
+    def cone(i: int, at: int) -> list[int] | None:
+        """The nodes to copy at ``at`` for ``i``: ``i`` and the copied values it reads (a chain
+        such as ``x / rms(x) * w``), or None when an operand would not be at hand there."""
+        out = [i]
+        for a in nodes[i].args:
+            if a in copied:
+                sub = cone(a, at)
+                if sub is None:
+                    return None
+                out += sub
+            elif not (
+                nodes[a].op == "param"
+                or nodes[a].op in FREE
+                or max(users[a]) >= at
+                or _nbytes(nodes[a]) * SMALL_OPERAND <= _nbytes(nodes[i])
+            ):
+                return None
+        return out
+
     for i in range(len(graph.params), end):
         n = nodes[i]
         late = [u for u in users[i] if u >= end]
@@ -147,22 +175,44 @@ def rematerialize_elementwise(graph: Graph, forward_end: int | None = None) -> G
         if any(nodes[u].op == "matmul" for u in late):
             continue
         at = min(late)
-        if all(
-            nodes[a].op == "param"
-            or nodes[a].op in FREE
-            or (a not in copied and max(users[a]) >= at)
-            for a in n.args
-        ):
+        c = cone(i, at)
+        if c is not None and _feeds_matmul(nodes, users, i, end):
+            # materialised again for cuBLAS: only when that reads one value of its size
+            # (``x / rms(x) * w`` from ``x``; not ``silu(g) * u`` from ``g`` and ``u``)
+            ins = {a for k in c for a in nodes[k].args if a not in c}
+            if sum(_nbytes(nodes[a]) >= _nbytes(n) for a in ins) > 1:
+                c = None
+        if c is not None:
             copied.add(i)
-            plans.append((at, [i]))
+            plans.append((at, sorted(set(c))))
     return _apply(graph, end, plans)
 
 
-def rematerialize(graph: Graph) -> Graph:
-    """The GPU gradient's recomputations: large bf16/f16 attention probabilities
-    (:func:`rematerialize_softmax`), then free elementwise values
-    (:func:`rematerialize_elementwise`)."""
-    return rematerialize_elementwise(rematerialize_softmax(graph))
+VIEWS = frozenset({"reshape", "transpose"})
+
+
+def _feeds_matmul(nodes: tuple[Node, ...], users: list[list[int]], i: int, end: int) -> bool:
+    """Whether a backward reader of ``i``, through views, is a matmul (cuBLAS reads memory:
+    a recomputed copy is then a kernel of its own)."""
+    stack = [u for u in users[i] if u >= end]
+    while stack:
+        u = stack.pop()
+        if nodes[u].op == "matmul":
+            return True
+        if nodes[u].op in VIEWS:
+            stack.extend(users[u])
+    return False
+
+
+def rematerialize(graph: Graph, softmax_dtypes: tuple[str, ...] = DTYPES) -> Graph:
+    """The GPU gradient's recomputations: large attention probabilities of
+    ``softmax_dtypes`` (:func:`rematerialize_softmax`; bf16/f16 by default), then free
+    elementwise values (:func:`rematerialize_elementwise`); then the backward ordered for
+    memory (:func:`kinac.grad.schedule.order_for_memory`)."""
+    from kinac.grad.schedule import order_for_memory
+
+    graph = rematerialize_softmax(graph, dtypes=softmax_dtypes)
+    return order_for_memory(rematerialize_elementwise(graph))
 
 
 def _apply(graph: Graph, end: int, plans: list[tuple[int, list[int]]]) -> Graph:

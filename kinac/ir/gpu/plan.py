@@ -149,7 +149,10 @@ def reduction_split(shape: tuple[int, ...], axis: int, itemsize: int) -> int | N
 INPLACE_KINDS = frozenset({"map", "row", "softmax"})
 _ROW_OPS = frozenset({"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "softmax"})
 _FREE_OPS = frozenset({"kernel", "yield", "const", "iota", "full"})
-_OP = re.compile(r'"kina\.(\w+)"\(([^)]*)\)(?: <\{([^}]*)\}>)? : \(([^)]*)\) -> (tensor<[^>]*>)')
+_VIEW_OPS = frozenset({"reshape", "broadcast_to"})
+_OP = re.compile(
+    r'(?:(%\w+) = )?"kina\.(\w+)"\(([^)]*)\)(?: <\{([^}]*)\}>)? : \(([^)]*)\) -> (tensor<[^>]*>)'
+)
 _ARGS = re.compile(r"\^bb0\(([^)]*)\)")
 
 
@@ -172,8 +175,10 @@ def inplace_inputs(kind: str, text: str, itemsize: int) -> tuple[int, ...]:
     iotas: each thread reads its inputs at its own output indices), or a *row* / *softmax*
     kernel that caches its rows in registers (a single-launch :func:`row_config`) and whose
     reductions and softmaxes run over the last axis of a value of the output's shape (so a
-    thread's output depends on every element it read). Any view, gather, matmul, other
-    reduction, or an op this function does not know, and the input is not offered. Parsed
+    thread's output depends on every element it read). A reshape or broadcast of values that
+    read no offered input (the loss gradient's ``broadcast(1 / N)``) is allowed; any other
+    view, gather, matmul, other reduction, or an op this function does not know, and the
+    input is not offered. Parsed
     from the kernel's canonical text (plain Python: the stitch runs without xDSL)."""
     from kinac.ir.pieces import ARITH
 
@@ -194,9 +199,11 @@ def inplace_inputs(kind: str, text: str, itemsize: int) -> tuple[int, ...]:
             return ()
     found = _OP.findall(text)
     named = [n for n in re.findall(r'"kina\.(\w+)"', text) if n not in ("kernel", "yield")]
-    if sorted(named) != sorted(f[0] for f in found if f[0] not in ("kernel", "yield")):
+    if sorted(named) != sorted(f[1] for f in found if f[1] not in ("kernel", "yield")):
         return ()  # an op this parser did not read: offer nothing
-    for op, _args, attrs, operands, result in found:
+    names = [a.split(": ", 1) for a in bbs[1].split(", ")]
+    tainted = {n for n, t in names if t == out}  # values read from the offered inputs
+    for res, op, args, attrs, operands, result in found:
         if op in _FREE_OPS:
             continue
         if math.prod(_dims(result)) > numel:
@@ -207,7 +214,10 @@ def inplace_inputs(kind: str, text: str, itemsize: int) -> tuple[int, ...]:
             axis = re.search(r"axis = (-?\d+)", attrs)
             if axis is None or int(axis.group(1)) not in (len(shape) - 1, -1):
                 return ()
+        elif op in _VIEW_OPS and not tainted & set(args.split(", ")):
+            continue  # a constant's or a small input's broadcast: reads no offered input
         elif op not in ARITH:
             return ()
-    names = [a.split(": ", 1) for a in bbs[1].split(", ")]
+        if res and tainted & set(args.split(", ")):
+            tainted.add(res)
     return tuple(i for i, (_, t) in enumerate(names) if t == out)
