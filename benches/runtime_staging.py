@@ -10,7 +10,8 @@ rows isolate it, in the same run as ``runtime_modes.bench_host_inputs``:
   copy, the waits, the DMA and the events, no compute), with ``x`` and with a 4 KiB array (the
   driver calls' floor);
 * the MLP fed an array from ``kinac.rt.cuda.pinned_empty`` (filled in place once: no staging
-  copy; each call waits for its DMA), pipelined, against the device ``x``;
+  copy; each call waits for its DMA), and a ``pin_memory()`` torch tensor, pipelined, against
+  the device ``x``;
 * how many host-input calls took the staged steady state (``staging_hot``).
 
 Not a bench itself (no ``kinac-bench`` line): ``runtime.py`` imports it.
@@ -128,4 +129,13 @@ def bench_staging(quick: bool) -> list[Row]:
                             f"{direct} DMAs from it), pipelined (same result: {same})",
                             pin_ms, "ms", dev_ms, "device x, same entry, pipelined", shorter))  # fmt: skip
             del buf
+            xt = torch.from_numpy(x).pin_memory()
+            same = bool(np.array_equal(torch.from_dlpack(staged(xt, *ws)).cpu().numpy(), want))
+            direct0 = st.direct if st is not None else 0
+            pt_ms = _pipelined_ms(lambda x=xt, w=ws: staged(x, *w), n, sync)
+            direct = (st.direct if st is not None else 0) - direct0
+            rows.append(row(f"{what} in a pinned torch CPU tensor (pin_memory(); {direct} DMAs "
+                            f"from it), pipelined (same result: {same})",
+                            pt_ms, "ms", dev_ms, "device x, same entry, pipelined", shorter))  # fmt: skip
+            del xt
     return rows
