@@ -38,6 +38,13 @@ def test_overlap_ring_on_cpu(pingpong: bool, ws: bool) -> None:
                  pingpong=pingpong, ws=ws)  # fmt: skip
 
 
+def test_overlap_one_tile_on_cpu() -> None:
+    """40 rows, causal: the block's only key tile is scored before the loops and its P V is
+    the last step's (no loop step runs); the ping-pong turns still pair up."""
+    check_on_cpu(64, 40, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
+                 pingpong=True)  # fmt: skip
+
+
 def test_overlap_128_keys_partial_tiles_on_cpu() -> None:
     """128x128, non-causal, 100 queries over 390 keys (four tiles, a partial last one, all
     masked steps), grouped K/V heads."""
