@@ -84,8 +84,10 @@ def _native_calls() -> Calls:
     if _native is None:
         vp, u = ctypes.c_void_p, ctypes.c_uint
         py = driver.libcuda(ctypes.PyDLL)
-        rec, wait, copy = py.cuEventRecord, py.cuStreamWaitEvent, py.cuMemcpyHtoDAsync_v2
-        sync = driver.libcuda(ctypes.CDLL).cuEventSynchronize
+        # lib[name]: function objects of our own (lib.name is shared, and we set argtypes)
+        rec, wait = py["cuEventRecord"], py["cuStreamWaitEvent"]
+        copy = py["cuMemcpyHtoDAsync_v2"]  # the plain name is the 32-bit-address v1
+        sync = driver.libcuda(ctypes.CDLL)["cuEventSynchronize"]
         sigs: tuple[tuple[Any, list[Any]], ...] = (
             (rec, [vp, vp]),
             (wait, [vp, vp, u]),
