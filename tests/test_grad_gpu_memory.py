@@ -307,3 +307,30 @@ def test_inplace_inputs_reads_the_kernel_text_conservatively() -> None:
     for axis, want in ((1, (0,)), (0, ())):
         soft = f'%9 = "kina.softmax"(%2) <{{axis = {axis} : i64}}> : ({t}) -> {t}'
         assert inplace_inputs("softmax", _kernel_text("softmax", soft), 4) == want
+
+
+def test_inplace_inputs_allow_a_broadcast_constant_not_a_view_of_the_input() -> None:
+    """The loss gradient's map ``2 * (1/N broadcast) * d`` (a reshape and a broadcast of a
+    constant, as ``d`` dies there) is offered its input: before, any view refused it, and the
+    45M f32 plan held ``d`` and the result at once (32 MiB at the peak). A reshape or broadcast
+    of the offered input itself (or of a value computed from it) still refuses."""
+    from kinac.ir.gpu.plan import inplace_inputs
+
+    t = "tensor<8x8xf32>"
+    const = [
+        '%3 = "kina.full"() <{value = 1.000000e+00 : f64}> : () -> tensor<f32>',
+        '%4 = "kina.reshape"(%3) : (tensor<f32>) -> tensor<1xf32>',
+        '%5 = "kina.broadcast_to"(%4) : (tensor<1xf32>) -> tensor<64xf32>',
+        f'%6 = "kina.reshape"(%5) : (tensor<64xf32>) -> {t}',
+        f'%7 = "kina.mul"(%6, %2) : ({t}, {t}) -> {t}',
+        f'%9 = "kina.add"(%7, %7) : ({t}, {t}) -> {t}',
+    ]
+    assert inplace_inputs("map", _kernel_text("map", *const), 4) == (0,)
+    own = [
+        f'%5 = "kina.exp"(%2) : ({t}) -> {t}',
+        f'%6 = "kina.reshape"(%5) : ({t}) -> tensor<64xf32>',
+        f'%9 = "kina.reshape"(%6) : (tensor<64xf32>) -> {t}',
+    ]
+    assert inplace_inputs("map", _kernel_text("map", *own), 4) == ()
+    direct = [f'%9 = "kina.reshape"(%2) : ({t}) -> {t}']
+    assert inplace_inputs("map", _kernel_text("map", *direct), 4) == ()
