@@ -250,3 +250,63 @@ def test_gc_and_stats(tmp_path: Path) -> None:
     }
     res = store.gc(keep_generations=0)
     assert res["memos_dropped"] == 0
+
+
+@query("test.tokens", by_trace=True)
+def tokens(db: Database, name: str) -> tuple[str, ...]:
+    t = text(db, name)
+    return tuple(t.split()) if t is not None else ()
+
+
+@query("test.count")
+def count(db: Database, name: str) -> int:
+    return len(tokens(db, name))
+
+
+def test_a_by_trace_value_is_fingerprinted_by_its_trace_and_not_stored(tmp_path: Path) -> None:
+    """``by_trace``: the fingerprint is a digest of the memo's id and what it read (no
+    encoding), the value is never written to the store, a process that needs it recomputes
+    it with the same fingerprint, and its reader still cuts off."""
+    db = Database(Store(tmp_path))
+    assert count(db, "a") == 2
+    db.commit()
+    memo = next(m for m in db._memos.values() if m.name == "test.tokens")
+    assert memo.fp != fingerprint(("one", "two"))
+    assert db.store is not None
+    from kinac.rules.query import MISSING
+
+    assert db.store.load_value(memo.fp) is MISSING  # never stored
+    db2 = Database(Store(tmp_path))
+    assert tokens(db2, "a") == ("one", "two")  # needed: recomputed, same fingerprint
+    assert names(db2) == [("test.tokens", "a")]
+    assert next(m for m in db2._memos.values() if m.name == "test.tokens").fp == memo.fp
+    assert db2.events.why[db2.events.executed_events[0].qid] == "value not stored"
+    WORLD["a"] = "three four"  # another value, same count: the reader cuts off
+    db3 = Database(Store(tmp_path))
+    assert count(db3, "a") == 2
+    assert names(db3) == [("test.tokens", "a"), ("test.count", "a")]
+    db3.commit()
+    db3.events.clear()
+    db3.invalidate()
+    assert count(db3, "a") == 2 and names(db3) == []
+
+
+def test_adopted_values_are_used_by_fingerprint_instead_of_the_store(tmp_path: Path) -> None:
+    """``adopt_values``: a value another database computed is taken, as the same object, for
+    a memo of the same fingerprint loaded from the store (``kinac serve``'s start-up build);
+    a memo whose fingerprint differs still loads its own."""
+    db = Database(Store(tmp_path))
+    summary(db, ("a", "b"))
+    db.commit()
+    other = Database()
+    assert summary(other, ("a", "b")) == ("even", "odd")
+    mine = next(m.value for m in other._memos.values() if m.name == "test.summary")
+    db2 = Database(Store(tmp_path))
+    assert db2.adopt_values(other) > 0
+    assert db2.store is not None
+    db2.store.load_value = None  # type: ignore[method-assign]  # the store is not asked
+    assert summary(db2, ("a", "b")) is mine and names(db2) == []
+    WORLD["b"] = "three four"
+    db3 = Database(Store(tmp_path))
+    db3.adopt_values(other)
+    assert summary(db3, ("a", "b")) == ("even", "even")  # recomputed, not the adopted value

@@ -442,3 +442,35 @@ def test_the_start_up_warm_build_leaves_the_cache_alone(tmp_path: Path) -> None:
     assert not (tmp_path / ".kinac-cache").exists()
     (tmp_path / "m.kina").write_text("(module m)\n(defn f [] -> i32 (undefined-name))\n")
     assert not warm_workspace(sess)  # a failing build is the real builds' to report
+
+
+def test_the_served_session_takes_the_start_up_builds_values(tmp_path: Path) -> None:
+    """The start-up build's values are the served session's, by fingerprint: an edit that
+    re-runs one defn's check and the entry reads every unchanged value it needs (signatures,
+    specialised calls, pieces, kernels) from them, the cache's copies neither read nor
+    decoded, and builds what a session without them builds."""
+    from kinac.server.serve import warm_workspace
+    from kinac.session import Session
+
+    ws = scaling.make_workspace(tmp_path, 2)
+    cache = str(tmp_path / "cache")
+    first = Session(ws, cache_dir=cache)
+    assert first.build().error_count == 0
+    first.close()
+    sess = Session(ws, cache_dir=cache)
+    assert warm_workspace(sess)
+    read: list[str] = []
+    assert sess.store is not None
+    load = sess.store.load_value
+
+    def counted(fp: str) -> Any:
+        read.append(fp)
+        return load(fp)
+
+    sess.store.load_value = counted  # type: ignore[method-assign]
+    (ws / "model.kina").write_text(scaling.model_source(2, edited=True))
+    report = sess.build()
+    assert report.error_count == 0 and read == []
+    assert sess.db.events.executed_names("codegen")  # the edit built: the changed kernel
+    fresh = Session(ws, cache_dir=str(tmp_path / "other"))
+    assert fresh.build().artifacts == report.artifacts

@@ -88,6 +88,8 @@ class Database:
         self._cone_inputs: dict[str, Any] = {}
         self._trusted: set[str] = set()  # reached from the root through stored traces
         self._code_seeded = store is None
+        # Values known by fingerprint before the store is asked (:meth:`adopt_values`).
+        self._known_values: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ public API
 
@@ -155,6 +157,18 @@ class Database:
         CODE.ids_changed = CODE.files_changed = False
         for m in dirty.values():
             m.dirty = False
+
+    def adopt_values(self, other: Database) -> int:
+        """Take the values ``other`` computed, by fingerprint, as values this database would
+        otherwise load from its store: a memo whose fingerprint is one of them gets that object
+        (same fingerprint, same value: the fingerprint is the digest of its encoding, or of a
+        trace that determines it), neither read nor decoded, and shares its parts with
+        ``other``'s values by identity. ``kinac serve`` adopts the values of the build it makes
+        at start without the cache (kinac.server.serve.warm_workspace). How many were taken."""
+        for m in other._memos.values():
+            if m.value is not _MISSING and not m.volatile:
+                self._known_values.setdefault(m.fp, m.value)
+        return len(self._known_values)
 
     def close(self) -> None:
         """Release the store's files (a later ``get`` or ``commit`` opens them again); callers
@@ -299,13 +313,16 @@ class Database:
         finally:
             self._stack.pop()
             self._active.discard(qid)
-        blob = pack(value)
-        fp = digest(blob)
         persist = q.persist and not frame.volatile
+        if q.by_trace:  # the fingerprint of what it read: nothing encoded (query(by_trace=))
+            fp = digest("\0".join(["trace", qid, *(f"{d} {f}" for d, f in frame.deps)]).encode())
+        else:
+            blob = pack(value)
+            fp = digest(blob)
+            if self.store is not None and persist:
+                self.store.stage_blob(fp, blob)
         memo = Memo(q.name, encode(key), fp, frame.deps, value, self.rev, persist, frame.volatile)
         self._memos[qid] = memo
-        if self.store is not None and persist:
-            self.store.stage_blob(fp, blob)
         cutoff = old is not None and old.fp == fp
         self.events.executed(q, key, qid, time.perf_counter() - t0, new=old is None, cutoff=cutoff)
         return memo
@@ -338,11 +355,14 @@ class Database:
     def _value_of(self, qid: str, q: Query[Any, Any], key: Any, memo: Memo) -> Any:
         if memo.value is not _MISSING:
             return memo.value
-        value = self.store.load_value(memo.fp) if self.store is not None else _MISSING
+        value = self._known_values.get(memo.fp, _MISSING)
+        if value is _MISSING and self.store is not None:
+            value = self.store.load_value(memo.fp)
         if value is _MISSING:
-            # Evicted, corrupt or deleted: recompute. A deterministic query gives the same fp.
+            # Evicted, corrupt or deleted (or never stored: by_trace): recompute. A deterministic
+            # query gives the same fp.
             self._memos.pop(qid, None)
-            self.events.why[qid] = "value missing from cache"
+            self.events.why[qid] = "value not stored" if q.by_trace else "value missing from cache"
             memo = self._execute(qid, q, key, memo)
             return memo.value
         memo.value = value

@@ -114,6 +114,7 @@ class Query(Generic[K, V]):
     code: tuple[str, ...] = ()  # extra packages (data files, say); the import graph needs none
     is_input: bool = False
     persist: bool = True
+    by_trace: bool = False  # fingerprint from its trace, value not stored (see query())
     _salt: str | None = field(default=None, repr=False)
     _code_fp: tuple[str, str] | None = field(default=None, repr=False)  # (salt, its digest)
 
@@ -167,11 +168,20 @@ def query(
     tools: tuple[str, ...] = (),
     code: tuple[str, ...] = (),
     persist: bool = True,
+    by_trace: bool = False,
 ) -> Callable[[Callable[[Any, K], V]], Query[K, V]]:
-    """Register a derived query: a pure function of the queries it calls through ``db``."""
+    """Register a derived query: a pure function of the queries it calls through ``db``.
+
+    ``by_trace``: the value's fingerprint is a digest of the memo's id and the fingerprints it
+    read (its trace), not of the value's encoding, and the value is not written to the store
+    (a process that needs it and finds it absent recomputes it: the same trace gives the same
+    fingerprint). For a big value that changes whenever its inputs do, so that early cutoff
+    on it would almost never fire (a file's parse: its spans move with any edit) while
+    encoding it costs most of what computing it does (a 32-layer model's parse: ~300 KB of
+    JSON per edit). Its readers must be the firewalls that cut off instead."""
 
     def wrap(fn: Callable[[Any, K], V]) -> Query[K, V]:
-        q: Query[K, V] = Query(name, fn, version, stage, tools, code, False, persist)
+        q: Query[K, V] = Query(name, fn, version, stage, tools, code, False, persist, by_trace)
         _register(q)
         return q
 
