@@ -161,7 +161,7 @@ def source_files(db: Database, _: tuple[()]) -> tuple[str, ...]:
 # ---------------------------------------------------------------------------- reading
 
 
-@query("parse", stage="read")
+@query("parse", stage="read", by_trace=True)  # big, and cut off by its firewalls
 def parse(db: Database, path: str) -> ParsedFile:
     """The reader's full output for one file (spans included: re-runs on any edit)."""
     from dataclasses import replace
@@ -515,6 +515,7 @@ def display_source(db: Database, path: str) -> str | None:
 
 
 from kinac import pipeline_autotune as _pipeline_autotune  # noqa: E402,F401  (registers its queries)
+from kinac import pipeline_gemm_tune as _pipeline_gemm_tune  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_grad as _pipeline_grad  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_grad_shard as _pipeline_grad_shard  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_pieces as _pipeline_pieces  # noqa: E402,F401  (registers its queries)
