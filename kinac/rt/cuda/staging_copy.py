@@ -39,6 +39,7 @@ class HostCopier:
         self.min_bytes = min_bytes
         self.splits = 0
         self._tasks: queue.SimpleQueue[Any] | None = None
+        self._pid = 0
         self._lock = threading.Lock()
 
     def __call__(self, dst: Any, src: Any) -> None:
@@ -76,7 +77,8 @@ class HostCopier:
 
     def _start(self) -> queue.SimpleQueue[Any]:
         with self._lock:
-            if self._tasks is None:
+            if self._tasks is None or self._pid != os.getpid():  # (a forked child: no threads)
+                self._pid = os.getpid()
                 tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
                 for k in range(self.workers):
                     t = threading.Thread(
