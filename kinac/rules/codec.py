@@ -175,15 +175,43 @@ def _head(cls: type) -> str:
 
 # The text of big records by identity: values share them (a file's parse holds each defn's
 # AST, which ``defn_ast`` returns, whose signature ``signature`` returns; an entry's graph is
-# encoded in its specialisation and fingerprinted again by its report), and records are
-# frozen. Only a class that once gave a big text is looked up, and never a record holding a
-# list, dict or set (those could change under it). The objects are kept alive while
-# remembered, so an identity is never reused meanwhile.
+# encoded in its specialisation and fingerprinted again by its report; a rebuilt value shares
+# the sub-records an edit did not reach with the previous build's: the checker's memoised
+# call instantiations, the cached calls an entry's graph splices), and records are frozen.
+# Only a class that once gave a big text is looked up, and never a record holding a list,
+# dict or set (those could change under it). The objects are kept alive while remembered, so
+# an identity is never reused meanwhile. Two generations bounded by their text's size: a
+# text found in the older one moves to the newer, which becomes the older once it holds
+# ``_TEXT_LIMIT`` characters (what the last build or two encoded stays; the rest goes).
 _BIG = 4096  # characters
 _BIG_CLASSES: set[type] = set()
-_TEXT_OF: dict[int, tuple[Any, str]] = {}
-_TEXT_MAX = 32
+_TEXT_OF: dict[int, tuple[Any, str]] = {}  # the newer generation
+_TEXT_OLD: dict[int, tuple[Any, str]] = {}
+_TEXT_LIMIT = 8_000_000  # characters per generation
+_text_size = [0]  # characters held by the newer generation
 _mutable_seen = [0]  # lists, dicts, sets met so far (a record holding one is not remembered)
+
+
+def _text_hit(v: Any) -> str | None:
+    """The remembered text of record ``v``, or None."""
+    hit = _TEXT_OF.get(id(v))
+    if hit is None:
+        hit = _TEXT_OLD.get(id(v))
+        if hit is None or hit[0] is not v:
+            return None
+        _keep(v, hit[1])
+        return hit[1]
+    return hit[1] if hit[0] is v else None
+
+
+def _keep(v: Any, text: str) -> None:
+    """Remember ``text`` for ``v`` in the newer generation, turning generations over when full."""
+    global _TEXT_OF, _TEXT_OLD
+    if _text_size[0] >= _TEXT_LIMIT:
+        _TEXT_OLD, _TEXT_OF = _TEXT_OF, {}
+        _text_size[0] = 0
+    _TEXT_OF[id(v)] = (v, text)
+    _text_size[0] += len(text)
 
 
 def _encode_into(v: Any, out: list[str]) -> None:
@@ -222,9 +250,9 @@ def _encode_into(v: Any, out: list[str]) -> None:
         out.append("false")
     elif t in _FIELDS:
         if t in _BIG_CLASSES:
-            hit = _TEXT_OF.get(id(v))
-            if hit is not None and hit[0] is v:
-                out.append(hit[1])
+            hit = _text_hit(v)
+            if hit is not None:
+                out.append(hit)
                 return
         start, mutable = len(out), _mutable_seen[0]
         plan = _KEY_TEXT.get(t) or _key_text(t)
@@ -257,12 +285,7 @@ def _remember(v: Any, t: type, out: list[str], start: int) -> None:
     if len(text) < _BIG:
         return
     _BIG_CLASSES.add(t)
-    if len(_TEXT_OF) >= _TEXT_MAX:
-        try:
-            del _TEXT_OF[next(iter(_TEXT_OF))]
-        except (StopIteration, KeyError, RuntimeError):  # another thread got there first
-            pass
-    _TEXT_OF[id(v)] = (v, text)
+    _keep(v, text)
 
 
 def encode(value: Any) -> bytes:
