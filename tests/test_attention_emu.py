@@ -322,7 +322,7 @@ def host_ir(p: AttnParams) -> str:
     ir = re.sub(r'(%\w+) = call i32 asm sideeffect "mov\.u32 \$0, (\d+);", "=r"\(\)',
                 r"\1 = add i32 0, \2", ir)  # fmt: skip
     ir = re.sub(
-        r"define internal \{[^}]*\} @\w+_(wg|fence|pin)_[sop]\(.*?\n\}\n", "", ir, flags=re.S
+        r"define internal \{[^}]*\} @\w+_(wg|fence|pin)_[sopz]\(.*?\n\}\n", "", ir, flags=re.S
     )
     decls = "declare float @llvm.maxnum.f32(float, float)\ndeclare float @llvm.fma.f32(float, float, float)\n"
     decls += "declare i32 @llvm.umin.i32(i32, i32)\n"
@@ -369,6 +369,15 @@ def _wgmma_defs(p: AttnParams) -> str:
             prev = f"%s{i}"
         fence += [f"  ret {st} {prev}", "}"]
         out += body + fence
+    if p.mma == "wgmma_ovl":  # the score product into fresh accumulators: C = 0
+        nacc = p.block_n // 2
+        st = "{" + ", ".join(["float"] * nacc) + "}"
+        out.append(
+            f"define internal {st} @{name}_wg_z(i32 %a0, i32 %a1, i32 %a2, i32 %a3, i64 %desc) {{"
+        )
+        out.append(f"  %r = call {st} @{name}_wg_s(i32 %a0, i32 %a1, i32 %a2, i32 %a3, i64 %desc, "
+                   + ", ".join(["float 0.0"] * nacc) + ")")  # fmt: skip
+        out += [f"  ret {st} %r", "}"]
     if p.pack_p:  # the pin of P's packed registers: an identity (x86 has too few registers)
         n = p.block_n // 4
         st = "{" + ", ".join(["i32"] * n) + "}"

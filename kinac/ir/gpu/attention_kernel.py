@@ -379,7 +379,7 @@ class _Emitter:
         smem = f"{self.smem} = external addrspace(3) global [0 x i8], align {align}"
         if p.mma.startswith("wgmma"):
             smem += "\n" + helpers(name, p.dtype, p.block_n, self.d, p.mma in WGMMA_BOTH,
-                                   p.pack_p)  # fmt: skip
+                                   p.pack_p, p.mma == "wgmma_ovl")  # fmt: skip
         if p.mbar:
             smem += "\n" + mbar_helpers(name, p.pingpong or p.ws)
         return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
@@ -833,16 +833,24 @@ class _Emitter:
         r = f.v(f"call {st} @{fn}({', '.join(f'i32 {x}' for x in regs)})")
         return [f.v(f"extractvalue {st} {r}, {i}") for i in range(len(regs))]
 
-    def issue_scores(self, kb: str) -> list[str]:
+    def issue_scores(self, kb: str, zero: bool = False) -> list[str]:
         """Issue (and commit, not wait for) ``S = Q K^T`` for the warpgroup's 64 rows: one
         m64n{block_n}k16 per 16 of D. The results may be read only after a wait and the fence
-        function."""
+        function. ``zero``: the first k step writes fresh accumulators (``@<name>_wg_z``)
+        instead of adding to zeroed registers (``block_n / 2`` moves a step)."""
         f, p = self.f, self.p
         acc = ["0.0"] * (p.block_n // 2)
         f.do(asm_void("fence"))
         for kk in range(self.d // 16):
             off = f.v(f"add i32 {kb}, {(kk >> 2) * p.block_n * 128 + (kk & 3) * 32}")
-            acc = self.wg_call(f"{self.name}_wg_s", self.qf[kk], self.desc(off, 16, 1024), acc)
+            desc = self.desc(off, 16, 1024)
+            if zero and kk == 0:
+                st = "{" + ", ".join(["float"] * len(acc)) + "}"
+                args = ", ".join([f"i32 {self.as_i32(x)}" for x in self.qf[kk]] + [f"i64 {desc}"])
+                r = f.v(f"call {st} @{self.name}_wg_z({args})")
+                acc = [f.v(f"extractvalue {st} {r}, {i}") for i in range(len(acc))]
+                continue
+            acc = self.wg_call(f"{self.name}_wg_s", self.qf[kk], desc, acc)
         f.do(asm_void("commit"))
         return acc
 

@@ -135,7 +135,7 @@ def _step(e: _Emitter, lab: str, j: str, ntot: str, masked: bool) -> None:
     issued: dict[str, list[str]] = {}
 
     def issue() -> None:
-        issued["s"] = e.issue_scores(kb1)
+        issued["s"] = e.issue_scores(kb1, zero=True)
         issued["o"] = _issue_pv(e, vb, pa, o)
 
     _turn(e, issue)
@@ -179,7 +179,7 @@ def overlap_main(e: _Emitter, ntot: str, nfull: str) -> None:
     issued: dict[str, list[str]] = {}
 
     def issue0() -> None:
-        issued["s"] = e.issue_scores(kb0)
+        issued["s"] = e.issue_scores(kb0, zero=True)
 
     _turn(e, issue0)
     f.do(asm_void("wait"))

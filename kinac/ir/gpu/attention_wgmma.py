@@ -51,6 +51,28 @@ def wgmma_function(name: str, dtype: str, n: int, trans_b: int) -> str:
     )
 
 
+def wgmma_zero_function(name: str, dtype: str, n: int) -> str:
+    """``define`` of ``@name(a0..a3, desc)``: one m64n{n}k16 product into fresh accumulators
+    (scale-d false: ``D = A B``), so no register is zeroed before the first k step."""
+    nacc = n // 2
+    ab = "bf16" if dtype == "bf16" else "f16"
+    outs = ", ".join(f"${i}" for i in range(nacc))
+    a = ", ".join(f"${nacc + i}" for i in range(4))
+    asm = (
+        f"{{\\0A.reg .pred p;\\0Asetp.ne.b32 p, ${nacc + 5}, 0;\\0A"
+        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{outs}}}, {{{a}}}, "
+        f"${nacc + 4}, p, 1, 1, 0;\\0A}}"
+    )
+    cons = ",".join(["=f"] * nacc + ["r"] * 4 + ["l", "r"])
+    params = [f"i32 %a{i}" for i in range(4)] + ["i64 %desc"]
+    st = _struct(nacc)
+    return (
+        f"define internal {st} @{name}({', '.join(params)}) alwaysinline {{\n"
+        f'  %r = call {st} asm sideeffect "{asm}", "{cons}"({", ".join(params)}, i32 0)\n'
+        f"  ret {st} %r\n}}\n"
+    )
+
+
 def fence_function(name: str, nacc: int, ty: str = "float") -> str:
     """``define`` of ``@name(c...)``: returns its arguments through an empty volatile asm
     (``float``: accumulators after a wait; ``i32``: packed operands pinned before a wgmma)."""
@@ -85,14 +107,18 @@ def asm_void(what: str) -> str:
 
 
 def helpers(
-    kname: str, dtype: str, block_n: int, head_dim: int, full: bool, pin: bool = False
-) -> str:
+    kname: str, dtype: str, block_n: int, head_dim: int, full: bool, pin: bool = False,
+    zero: bool = False,
+) -> str:  # fmt: skip
     """The per-kernel wgmma and fence functions the kernel ``kname`` calls (``pin``: the one
-    that pins P's ``block_n / 4`` packed registers before the P V wgmmas)."""
+    that pins P's ``block_n / 4`` packed registers before the P V wgmmas; ``zero``: the score
+    product that starts from no accumulator, ``@<kname>_wg_z``)."""
     out = [
         wgmma_function(f"{kname}_wg_s", dtype, block_n, 0),
         fence_function(f"{kname}_fence_s", block_n // 2),
     ]
+    if zero:
+        out.append(wgmma_zero_function(f"{kname}_wg_z", dtype, block_n))
     if full:
         out += [
             wgmma_function(f"{kname}_wg_o", dtype, head_dim, 1),
