@@ -515,6 +515,7 @@ def display_source(db: Database, path: str) -> str | None:
 
 
 from kinac import pipeline_autotune as _pipeline_autotune  # noqa: E402,F401  (registers its queries)
+from kinac import pipeline_gemm_tune as _pipeline_gemm_tune  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_grad as _pipeline_grad  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_grad_shard as _pipeline_grad_shard  # noqa: E402,F401  (registers its queries)
 from kinac import pipeline_pieces as _pipeline_pieces  # noqa: E402,F401  (registers its queries)

@@ -58,7 +58,9 @@ def lower_graph(
             if p.kernel is not None and p.kernel.symbol not in codes:
                 with in_kernel(p.step.sym):
                     codes[p.kernel.symbol] = gpu_kernel_llvm(db, p.kernel)
-        return assemble_entry(graph, split, codes)
+        from kinac.pipeline_gemm_tune import tuned_gemms
+
+        return tuned_gemms(db, assemble_entry(graph, split, codes))  # cuBLAS calls: timed choices
 
 
 @query("gpu_piece", stage="lower", tools=("xdsl",))

@@ -14,7 +14,11 @@ kernels and library calls can be captured into one CUDA graph.
 - epilogues (``bias``: a vector over the last dim; ``residual``: ``D = A B + R``): cuBLASLt
   (``CUBLASLT_EPILOGUE_BIAS``; ``beta = 1`` with ``C = R``); if cuBLASLt finds no algorithm,
   classic cuBLAS does the same arithmetic (``R`` copied into ``D`` then ``beta = 1``; the bias
-  broadcast by a rank-1 product ``ones x bias`` first).
+  broadcast by a rank-1 product ``ones x bias`` first);
+- an autotuned ``GpuGemm.algo`` (:mod:`kinac.artifacts.gemm_algo`, chosen by
+  :mod:`kinac.pipeline_gemm_tune`, timed by :mod:`kinac.rt.cuda.blas_tune`): a stored
+  cuBLASLt algorithm (re-checked by ``cublasLtMatmulAlgoCheck`` here; refused: today's
+  binding), or a grouped call split into one call per member.
 
 f32 products use ``CUBLAS_COMPUTE_32F`` (no TF32) unless ``allow_tf32``; bf16 and f16 products
 read and write their dtype and accumulate in f32; f64 uses ``CUBLAS_COMPUTE_64F``.
@@ -23,11 +27,13 @@ read and write their dtype and accumulate in f32; f64 uses ``CUBLAS_COMPUTE_64F`
 from __future__ import annotations
 
 import ctypes
+import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from kinac.artifacts.gpu import GpuGemm
+from kinac.artifacts.gemm_algo import ALGO_BYTES, GemmAlgo
+from kinac.artifacts.gpu import GemmOperand, GpuGemm
 from kinac.dtypes import ITEMSIZE
 
 CUDA_R = {"f32": 0, "f64": 1, "f16": 2, "bf16": 14}  # cudaDataType_t
@@ -35,6 +41,7 @@ COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70  # cublasComputeTyp
 OP_N, OP_T = 0, 1
 GEMM_DEFAULT = -1
 WORKSPACE = 32 << 20
+HEURISTIC_BYTES = 96  # sizeof(cublasLtMatmulHeuristicResult_t): algo, workspace, state, waves
 Call = Callable[[int], None]  # stream handle -> None
 
 
@@ -105,6 +112,11 @@ class Blas:
         self._keep: list[Any] = []
         self.fallbacks: list[str] = []
 
+    def close(self) -> None:
+        """Release the handles (the workspace is the allocator's to free): the tuner's."""
+        self.cublas.destroy(self.handle)
+        self.lt_mod.destroy(self.lt)
+
     def _scalars(self, dtype: str, beta: float) -> tuple[int, int]:
         ct = ctypes.c_double if dtype == "f64" else ctypes.c_float
         a, b = ct(1.0), ct(beta)
@@ -114,7 +126,18 @@ class Blas:
     # ---- binding --------------------------------------------------------------------------
     def bind(self, g: GpuGemm, ptr: Callable[[str], int], upload: Callable[[bytes], int]) -> Call:
         """A closure issuing ``g`` on a stream, with buffers resolved by ``ptr(name)``;
-        ``upload`` copies host bytes to new device memory (pointer arrays, ones vectors)."""
+        ``upload`` copies host bytes to new device memory (pointer arrays, ones vectors).
+        An autotuned ``g.algo`` is used when cuBLASLt still accepts it here (else today's)."""
+        if g.algo is not None and g.algo.how != "today":
+            try:
+                return self.bind_algo(g, g.algo, ptr, upload)
+            except Exception as e:  # noqa: BLE001 - a stale or refused choice: today's binding
+                self.fallbacks.append(f"{g.algo.label}: {e}")
+        return self.bind_today(g, ptr, upload)
+
+    def bind_today(self, g: GpuGemm, ptr: Callable[[str], int], upload: Callable[[bytes], int]) -> Call:  # fmt: skip
+        """The binding without a tuned choice: classic cuBLAS, cuBLASLt's first heuristic
+        algorithm for an epilogue."""
         if g.epilogue:
             try:
                 return self._bind_lt(g, ptr)
@@ -122,6 +145,25 @@ class Blas:
                 self.fallbacks.append(f"{g.epilogue}: {e}")
             return self._bind_fallback(g, ptr, upload)
         return self._bind_classic(g, ptr, upload, beta=0.0)
+
+    def bind_algo(self, g: GpuGemm, algo: GemmAlgo, ptr: Callable[[str], int], upload: Callable[[bytes], int]) -> Call:  # fmt: skip
+        """``g`` issued as ``algo`` says; raises where cuBLASLt refuses the stored algorithm."""
+        if algo.how == "lt":
+            return self._bind_lt(g, ptr, algo.algo)
+        if algo.how not in ("split", "split-lt") or g.mode != "pointers" or g.epilogue:
+            raise ValueError(f"GEMM algorithm {algo.label} does not apply to a {g.mode} call")
+        calls = [
+            self._bind_lt(m, ptr, algo.algo)
+            if algo.how == "split-lt"
+            else self._bind_classic(m, ptr, upload, beta=0.0)
+            for m in members(g)
+        ]
+
+        def split(stream: int) -> None:
+            for c in calls:
+                c(stream)
+
+        return split
 
     def _bind_classic(self, g: GpuGemm, ptr: Callable[[str], int], upload: Callable[[bytes], int], beta: float) -> Call:  # fmt: skip
         cb, cm = self.cublas, colmajor(g)
@@ -182,8 +224,6 @@ class Blas:
             return residual
         one = {"f32": b"\x00\x00\x80\x3f", "bf16": b"\x80\x3f", "f16": b"\x00\x3c"}[g.out_dtype]
         ones = upload(one * g.m)
-        from kinac.artifacts.gpu import GemmOperand
-
         rank1 = GpuGemm(
             g.out_dtype, g.out_dtype, g.m, g.n, 1, 1,
             GemmOperand("ones", (0,), 1), GemmOperand(g.epi, (0,), g.n), g.c, "single",
@@ -196,10 +236,47 @@ class Blas:
 
         return bias
 
-    def _bind_lt(self, g: GpuGemm, ptr: Callable[[str], int]) -> Call:
+    def _bind_lt(self, g: GpuGemm, ptr: Callable[[str], int], algo: bytes | None = None) -> Call:
+        """One ``cublasLtMatmul``: with ``algo`` (checked by ``cublasLtMatmulAlgoCheck``
+        first), else with the heuristic's first answer."""
+        lt, s = self.lt_mod, self.lt_setup(g, ptr)
+        stored = algo is not None
+        if algo is None:
+            found = self.heuristic(s, 1)
+            if not found:
+                raise RuntimeError("cuBLASLt found no algorithm")
+            algo = found[0]
+        elif len(algo) != ALGO_BYTES:
+            raise ValueError(f"a stored cuBLASLt algorithm has {len(algo)} bytes")
+        else:
+            for p, off in zip(s.ptrs, s.offsets_bytes, strict=True):
+                if _align(p) < _align(off):  # tuned on 256-byte aligned buffers
+                    raise ValueError("operand less aligned than where the algorithm was timed")
+        buf = ctypes.create_string_buffer(algo, ALGO_BYTES)
+        if stored:  # a stored choice: does this cuBLASLt accept it here?
+            res = lt.MatmulHeuristicResult(1)
+            lt.matmul_algo_check(self.lt, s.desc, s.la, s.lb, s.lc, s.lc,
+                                 ctypes.addressof(buf), res.ptr)  # fmt: skip
+            if int(res.workspace_size) > WORKSPACE:
+                raise RuntimeError("the stored algorithm needs more workspace")
+        alpha, beta_p = self._scalars(g.dtype, s.beta)
+        self._keep += [s, buf]
+        h, ws, ap = self.lt, self.ws, ctypes.addressof(buf)
+        desc, la, lb, lc = s.desc, s.la, s.lb, s.lc
+        pa, pb, pc, pd = s.ptrs
+
+        def call(stream: int) -> None:
+            lt.matmul(h, desc, alpha, pa, la, pb, lb, beta_p, pc, lc, pd, lc, ap, ws, WORKSPACE, stream)  # fmt: skip
+
+        return call
+
+    def lt_setup(self, g: GpuGemm, ptr: Callable[[str], int]) -> LtSetup:
+        """cuBLASLt's descriptors for ``g`` (one matrix, or a batch in strided layouts where
+        each operand's batches lie in one buffer at one stride) and its pointers."""
         lt, cm = self.lt_mod, colmajor(g)
-        if g.mode != "single":
-            raise ValueError("cuBLASLt epilogues are used for unbatched products only")
+        batched = g.batch > 1
+        if batched and (g.epilogue or not all(_uniform(cm, w, g.batch) for w in "abc")):
+            raise ValueError("cuBLASLt batches here only strided products without an epilogue")
         sz, osz = ITEMSIZE[g.dtype], ITEMSIZE[g.out_dtype]
         ct = compute_type(g.dtype, self.allow_tf32)
         scale = CUDA_R["f64"] if g.dtype == "f64" else CUDA_R["f32"]
@@ -210,63 +287,91 @@ class Blas:
             keep.append(value)
             setter(obj, int(which), ctypes.addressof(value), ctypes.sizeof(value))
 
-        mda = lt.MatmulDescAttribute
-        attr(
-            lt.matmul_desc_set_attribute,
-            desc,
-            mda.TRANSA,
-            ctypes.c_int32(OP_T if cm.transa else OP_N),
-        )
-        attr(
-            lt.matmul_desc_set_attribute,
-            desc,
-            mda.TRANSB,
-            ctypes.c_int32(OP_T if cm.transb else OP_N),
-        )
+        mda, mla = lt.MatmulDescAttribute, lt.MatrixLayoutAttribute
+        attr(lt.matmul_desc_set_attribute, desc, mda.TRANSA, ctypes.c_int32(OP_T if cm.transa else OP_N))  # fmt: skip
+        attr(lt.matmul_desc_set_attribute, desc, mda.TRANSB, ctypes.c_int32(OP_T if cm.transb else OP_N))  # fmt: skip
         beta = 0.0
         if g.epilogue == "bias":
-            attr(
-                lt.matmul_desc_set_attribute,
-                desc,
-                mda.EPILOGUE,
-                ctypes.c_uint32(int(lt.Epilogue.BIAS)),
-            )
-            attr(lt.matmul_desc_set_attribute, desc, mda.BIAS_POINTER, ctypes.c_uint64(ptr(g.epi)))
-        else:
+            attr(lt.matmul_desc_set_attribute, desc, mda.EPILOGUE, ctypes.c_uint32(int(lt.Epilogue.BIAS)))  # fmt: skip
+            attr(lt.matmul_desc_set_attribute, desc, mda.BIAS_POINTER, ctypes.c_uint64(ptr(g.epi)))  # fmt: skip
+        elif g.epilogue == "residual":
             beta = 1.0
         at, ot = CUDA_R[g.dtype], CUDA_R[g.out_dtype]
         la = lt.matrix_layout_create(at, *((cm.k, cm.m) if cm.transa else (cm.m, cm.k)), cm.lda)
         lb = lt.matrix_layout_create(at, *((cm.n, cm.k) if cm.transb else (cm.k, cm.n)), cm.ldb)
         lc = lt.matrix_layout_create(ot, cm.m, cm.n, cm.ldc)
+        if batched:
+            for lay, offs in ((la, cm.a_offs), (lb, cm.b_offs), (lc, cm.c_offs)):
+                attr(lt.matrix_layout_set_attribute, lay, mla.BATCH_COUNT, ctypes.c_int32(g.batch))  # fmt: skip
+                attr(lt.matrix_layout_set_attribute, lay, mla.STRIDED_BATCH_OFFSET, ctypes.c_int64(stride(offs)))  # fmt: skip
         pref = lt.matmul_preference_create()
         mpa = lt.MatmulPreferenceAttribute
-        attr(
-            lt.matmul_preference_set_attribute,
-            pref,
-            mpa.MAX_WORKSPACE_BYTES,
-            ctypes.c_uint64(WORKSPACE),
-        )
-        pa = ptr(cm.a_buf) + cm.a_offs[0] * sz
-        pb = ptr(cm.b_buf) + cm.b_offs[0] * sz
-        pd = ptr(cm.c_buf) + cm.c_offs[0] * osz
+        attr(lt.matmul_preference_set_attribute, pref, mpa.MAX_WORKSPACE_BYTES, ctypes.c_uint64(WORKSPACE))  # fmt: skip
+        pa = ptr(cm.batch_bufs("a", 1)[0]) + cm.a_offs[0] * sz
+        pb = ptr(cm.batch_bufs("b", 1)[0]) + cm.b_offs[0] * sz
+        pd = ptr(cm.batch_bufs("c", 1)[0]) + cm.c_offs[0] * osz
         pc = ptr(g.epi) if g.epilogue == "residual" else pd
         for which, p in (("A", pa), ("B", pb), ("C", pc), ("D", pd)):
-            align = min(256, p & -p) if p else 256
             attr(lt.matmul_preference_set_attribute, pref,
-                 getattr(mpa, f"MIN_ALIGNMENT_{which}_BYTES"), ctypes.c_uint32(align))  # fmt: skip
-        heur = lt.MatmulHeuristicResult(1)
+                 getattr(mpa, f"MIN_ALIGNMENT_{which}_BYTES"), ctypes.c_uint32(_align(p)))  # fmt: skip
+        offs = (cm.a_offs[0] * sz, cm.b_offs[0] * sz, 0 if g.epilogue == "residual" else cm.c_offs[0] * osz, cm.c_offs[0] * osz)  # fmt: skip
+        return LtSetup(desc, la, lb, lc, pref, (pa, pb, pc, pd), offs, beta, keep)
+
+    def heuristic(self, s: LtSetup, n: int) -> list[bytes]:
+        """The first ``n`` algorithms cuBLASLt's heuristic proposes for ``s`` (those it
+        reports usable within the workspace), as stored bytes."""
+        lt = self.lt_mod
+        heur = lt.MatmulHeuristicResult(n)
         count = ctypes.c_int32(0)
-        lt.matmul_algo_get_heuristic(self.lt, desc, la, lb, lc, lc, pref, 1, heur.ptr,
-                                     ctypes.addressof(count))  # fmt: skip
-        if count.value < 1:
-            raise RuntimeError("cuBLASLt found no algorithm")
-        alpha, beta_p = self._scalars(g.dtype, beta)
-        self._keep += [desc, la, lb, lc, pref, heur, keep]
-        h, ws, algo = self.lt, self.ws, heur.ptr
+        lt.matmul_algo_get_heuristic(self.lt, s.desc, s.la, s.lb, s.lc, s.lc, s.pref, n,
+                                     heur.ptr, ctypes.addressof(count))  # fmt: skip
+        out = []
+        for i in range(count.value):
+            raw = ctypes.string_at(heur.ptr + i * HEURISTIC_BYTES, HEURISTIC_BYTES)
+            ws, state = struct.unpack_from("<Qi", raw, ALGO_BYTES)
+            if state == 0 and ws <= WORKSPACE:
+                out.append(raw[:ALGO_BYTES])
+        self._keep.append(heur)
+        return out
 
-        def call(stream: int) -> None:
-            lt.matmul(
-                h, desc, alpha, pa, la, pb, lb, beta_p, pc, lc, pd, lc, algo, ws, WORKSPACE, stream
-            )
 
-        return call
+@dataclass
+class LtSetup:
+    """A cuBLASLt call's descriptors, pointers (A, B, C, D as cuBLASLt names them, column-
+    major), their byte offsets into their buffers, ``beta``, and what must outlive them."""
+
+    desc: int
+    la: int
+    lb: int
+    lc: int
+    pref: int
+    ptrs: tuple[int, int, int, int]
+    offsets_bytes: tuple[int, int, int, int]
+    beta: float
+    keep: list[Any]
+
+
+def _align(p: int) -> int:
+    """The largest power of two (at most 256) dividing address or offset ``p``."""
+    return min(256, p & -p) if p else 256
+
+
+def _uniform(cm: ColMajor, which: str, batch: int) -> bool:
+    """Every batch of operand ``which`` in one buffer, at one stride (a strided layout)."""
+    offs: tuple[int, ...] = getattr(cm, f"{which}_offs")
+    if len(set(cm.batch_bufs(which, batch))) != 1 or len(offs) != batch:
+        return False
+    d = stride(offs)
+    return all(offs[i + 1] - offs[i] == d for i in range(len(offs) - 1))
+
+
+def members(g: GpuGemm) -> list[GpuGemm]:
+    """Each batch of a ``pointers`` call as its own single product (same buffers)."""
+
+    def one(o: GemmOperand, i: int) -> GemmOperand:
+        return GemmOperand(o.bufs[i] if o.bufs else o.buf, (o.offsets[i],), o.ld, o.trans)
+
+    return [
+        replace(g, batch=1, mode="single", a=one(g.a, i), b=one(g.b, i), c=one(g.c, i), algo=None)
+        for i in range(g.batch)
+    ]

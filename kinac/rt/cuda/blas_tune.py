@@ -1,0 +1,215 @@
+"""Time the ways to issue one GEMM on the current GPU (the GEMM autotuner's measurement).
+
+The compiler hands over a :class:`~kinac.artifacts.gpu.GpuGemm` whose buffers carry canonical
+names (:func:`kinac.pipeline_gemm_tune.canonical`); this module allocates a device buffer per
+name (cuMemAlloc: 256-byte aligned, as the entry's arena and pool are), fills the inputs with
+random values of the dtype, and times, through the runtime's own binding
+(:class:`~kinac.rt.cuda.blas.Blas`, so what is timed is what an entry will call):
+
+- today's binding (always first: the reference);
+- cuBLASLt's top-``n`` heuristic algorithms (one ``cublasLtMatmul``, strided layouts for a
+  batch), for plain and epilogue products (an epilogue's heuristic #0 is today's: skipped);
+- for a grouped ``pointers`` call: its members as separate ``cublasGemmEx`` calls, and as
+  separate ``cublasLtMatmul`` calls with each of the members' top-``n`` algorithms.
+
+Each candidate first runs once into zeroed outputs, which are compared with today's: one
+that differs beyond the dtype's tolerance (or fails to bind or run) reports ``inf``. Times
+are the median of ``rounds`` means over back-to-back calls on one stream (about ``round_ms``
+each), as :mod:`kinac.rt.cuda.kernel_timer` times kernels.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import statistics
+from collections.abc import Callable
+
+from kinac.artifacts.gemm_algo import GemmAlgo
+from kinac.artifacts.gpu import GemmOperand, GpuGemm
+from kinac.dtypes import ITEMSIZE
+from kinac.rt.cuda import driver
+from kinac.rt.cuda.device import Event, Stream
+
+TOLERANCE = {"bf16": 2e-2, "f16": 4e-3, "f32": 1e-4, "f64": 1e-10}  # x max |today's output|
+
+
+def _extent(o: GemmOperand, rows: int, cols: int, i: int) -> int:
+    """Elements of batch ``i``'s matrix reach (row-major ``rows x cols`` at ``o.ld``)."""
+    r, c = (cols, rows) if o.trans else (rows, cols)
+    return o.offsets[i] + (r - 1) * o.ld + c
+
+
+def buffer_elems(g: GpuGemm) -> dict[str, tuple[int, str]]:
+    """Each buffer name ``g`` reads or writes: (elements it must hold, dtype)."""
+    need: dict[str, tuple[int, str]] = {}
+
+    def add(name: str, n: int, dt: str) -> None:
+        need[name] = (max(n, need.get(name, (0, dt))[0]), dt)
+
+    for o, rows, cols, dt in ((g.a, g.m, g.k, g.dtype), (g.b, g.k, g.n, g.dtype), (g.c, g.m, g.n, g.out_dtype)):  # fmt: skip
+        for i in range(g.batch):
+            add(o.bufs[i] if o.bufs else o.buf, _extent(o, rows, cols, i), dt)
+    if g.epilogue:
+        add(g.epi, g.n if g.epilogue == "bias" else g.m * g.n * g.batch, g.out_dtype)
+    return need
+
+
+def outputs(g: GpuGemm) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(g.c.bufs or (g.c.buf,)))
+
+
+def _random_bytes(n: int, dtype: str, seed: int) -> bytes:
+    import numpy as np
+
+    x = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    if dtype == "bf16":
+        return (x.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    return x.astype({"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]).tobytes()
+
+
+def _as_f64(raw: bytes, dtype: str) -> object:
+    import numpy as np
+
+    if dtype == "bf16":
+        return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)  # fmt: skip
+    dt = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]
+    return np.frombuffer(raw, dt).astype(np.float64)
+
+
+def close(got: object, ref: object, dtype: str) -> bool:
+    """Whether a candidate's output equals today's within the dtype's tolerance."""
+    import numpy as np
+
+    a, b = np.asarray(got), np.asarray(ref)
+    if a.shape != b.shape or not np.isfinite(a).all():
+        return False
+    scale = max(1.0, float(np.abs(b).max(initial=0.0)))
+    return float(np.abs(a - b).max(initial=0.0)) <= TOLERANCE[dtype] * scale
+
+
+def candidates(blas: object, g: GpuGemm, ptr: Callable[[str], int], n: int) -> list[GemmAlgo]:
+    """Today's binding first, then what cuBLASLt proposes (see the module's docstring)."""
+    from kinac.rt.cuda.blas import Blas, members
+
+    assert isinstance(blas, Blas)
+    out = [GemmAlgo("today")]
+    try:
+        found = blas.heuristic(blas.lt_setup(g, ptr), n)
+    except Exception:  # noqa: BLE001 - no cuBLASLt form (a non-strided batch): none proposed
+        found = []
+    skip = 1 if g.epilogue else 0  # an epilogue's heuristic #0 is today's binding
+    out += [GemmAlgo("lt", a, i) for i, a in enumerate(found) if i >= skip]
+    if g.mode == "pointers" and not g.epilogue:
+        out.append(GemmAlgo("split"))
+        try:
+            found = blas.heuristic(blas.lt_setup(members(g)[0], ptr), n)
+        except Exception:  # noqa: BLE001
+            found = []
+        out += [GemmAlgo("split-lt", a, i) for i, a in enumerate(found)]
+    return out
+
+
+def time_gemm(
+    g: GpuGemm, n: int = 8, round_ms: float = 2.0, rounds: int = 3
+) -> tuple[tuple[GemmAlgo, float], ...]:
+    """Each candidate way to issue ``g`` and its milliseconds per call (``inf``: failed or
+    wrong); the first is today's binding."""
+    from kinac.rt.cuda.blas import Blas
+
+    d = driver.api()
+    mine: list[int] = []
+
+    def alloc(nbytes: int) -> int:
+        p = int(driver.check("cuMemAlloc", d.cuMemAlloc(max(nbytes, 16))))
+        mine.append(p)
+        return p
+
+    def upload(data: bytes) -> int:
+        p = alloc(len(data))
+        buf = ctypes.create_string_buffer(data, len(data))
+        driver.check("cuMemcpyHtoD", d.cuMemcpyHtoD(p, ctypes.addressof(buf), len(data)))
+        return p
+
+    stream = Stream()
+    blas: Blas | None = None
+    try:
+        need = buffer_elems(g)
+        outs = outputs(g)
+        names = {}
+        for seed, (name, (elems, dt)) in enumerate(sorted(need.items())):
+            nbytes = elems * ITEMSIZE[dt]
+            names[name] = upload(bytes(nbytes) if name in outs else _random_bytes(elems, dt, seed))  # fmt: skip
+        blas = Blas(alloc)
+        ptr = names.__getitem__
+        cands = candidates(blas, g, ptr, n)
+        ref: list[object] = []
+        res = []
+        for c in cands:
+            res.append((c, _time_one(blas, g, c, ptr, upload, stream, need, outs, ref, round_ms, rounds)))  # fmt: skip
+        return tuple(res)
+    finally:
+        stream.synchronize()
+        if blas is not None:
+            blas.close()
+        for p in mine:
+            d.cuMemFree(p)
+        stream.close()
+
+
+def _time_one(
+    blas: object,
+    g: GpuGemm,
+    c: GemmAlgo,
+    ptr: Callable[[str], int],
+    upload: Callable[[bytes], int],
+    stream: Stream,
+    need: dict[str, tuple[int, str]],
+    outs: tuple[str, ...],
+    ref: list[object],
+    round_ms: float,
+    rounds: int,
+) -> float:
+    from kinac.rt.cuda.blas import Blas
+
+    assert isinstance(blas, Blas)
+    d = driver.api()
+    try:
+        call = blas.bind_today(g, ptr, upload) if c.how == "today" else blas.bind_algo(g, c, ptr, upload)  # fmt: skip
+        for name in outs:  # zeroed: a candidate that writes nothing cannot pass
+            nbytes = need[name][0] * ITEMSIZE[need[name][1]]
+            driver.check("cuMemsetD8", d.cuMemsetD8(ptr(name), 0, nbytes))
+        call(stream.handle)
+        stream.synchronize()
+        got = []
+        for name in outs:
+            nbytes = need[name][0] * ITEMSIZE[need[name][1]]
+            host = ctypes.create_string_buffer(nbytes)
+            driver.check("cuMemcpyDtoH", d.cuMemcpyDtoH(ctypes.addressof(host), ptr(name), nbytes))  # fmt: skip
+            got.append(_as_f64(host.raw, g.out_dtype))
+        if not ref:
+            ref.extend(got)  # today's output: the reference
+        elif not all(close(x, r, g.out_dtype) for x, r in zip(got, ref, strict=True)):
+            return math.inf
+        a, b = Event(), Event()
+        a.record(stream)
+        call(stream.handle)
+        b.record(stream)
+        b.synchronize()
+        reps = max(2, min(100, int(round_ms / max(a.elapsed_ms(b), 1e-3))))
+        a.close()
+        b.close()
+        times = []
+        for _ in range(rounds):
+            a, b = Event(), Event()
+            a.record(stream)
+            for _ in range(reps):
+                call(stream.handle)
+            b.record(stream)
+            b.synchronize()
+            times.append(a.elapsed_ms(b) / reps)
+            a.close()
+            b.close()
+        return statistics.median(times)
+    except Exception:  # noqa: BLE001 - a candidate that cannot run is not chosen
+        return math.inf
