@@ -291,6 +291,50 @@ def kernel_table(ws: list[dict[str, Any]], bw: float) -> None:
         RESULTS.setdefault("kernels", {})[w["name"]] = rows
 
 
+def gemm_tuning(ws: list[dict[str, Any]]) -> None:
+    """Each GEMM's autotuned choice (kinac/pipeline_gemm_tune.py) and its time against today's
+    binding as the tuner measured them, then the whole entry with and without the choices
+    (the same lowering and PTX, the choices stripped: today's binding)."""
+    from dataclasses import replace
+
+    from kinac.ir.testing import block_graph
+    from kinac.rt.cuda.entry import load_gpu_entry
+
+    for w in ws:
+        ent = w.get("entry")
+        if ent is None or w["name"] not in ("block 45M bf16", "block small bf16"):
+            continue
+        emit(f"\n## GEMM autotuning of {w['name']} (tuner's times per call, us)\n")
+        emit("| step | GEMM | chosen | chosen (us) | today's (us) | chosen / today's |")
+        emit("|---|---|---|---|---|---|")
+        rows = []
+        for s in ent.lowered.steps:
+            g = s.gemm
+            if g is None:
+                continue
+            a = g.algo
+            how = f"{g.mode} b={g.batch} {g.m}x{g.n}x{g.k}" + (f" +{g.epilogue}" if g.epilogue else "")  # fmt: skip
+            if a is None:
+                emit(f"| {s.sym} | {how} | untuned | - | - | - |")
+                continue
+            rows.append(dict(step=s.sym, gemm=how, chosen=a.label, us=a.ms * 1e3, today_us=a.base_ms * 1e3))  # fmt: skip
+            ratio = a.ms / a.base_ms if a.base_ms else math.nan
+            emit(f"| {s.sym} | {how} | {a.label} | {a.ms * 1e3:.1f} | {a.base_ms * 1e3:.1f} | {ratio:.3f} |")  # fmt: skip
+        d = w["dims"]
+        lo, ptx = lower_gpu(block_graph(*(d[k] for k in ("b", "s", "d", "h", "kv", "f")), w["dtype"]), _SESSION[0].db)  # fmt: skip
+        plain = replace(lo, steps=tuple(replace(s, gemm=replace(s.gemm, algo=None)) if s.gemm else s for s in lo.steps))  # fmt: skip
+        untuned = load_gpu_entry(plain, ptx)
+        ins = w["inputs"]
+        reps = 10 if "45M" in w["name"] else 50
+        t1 = time_ms(lambda e=ent, i=ins: e(*i), reps)
+        t0 = time_ms(lambda e=untuned, i=ins: e(*i), reps)
+        t2 = time_ms(lambda e=ent, i=ins: e(*i), reps)
+        tuned = min(t1, t2)
+        emit(f"\nWhole entry: tuned GEMMs {tuned:.4f} ms, today's binding {t0:.4f} ms "
+             f"({tuned / t0:.3f}x); cuBLAS fallbacks at bind: {ent.blas.fallbacks if ent.blas else []}")  # fmt: skip
+        RESULTS.setdefault("gemm_tuning", {})[w["name"]] = dict(gemms=rows, tuned_ms=tuned, today_ms=t0)  # fmt: skip
+
+
 def kernel_quality(bw: float) -> None:
     import torch
 
@@ -412,6 +456,7 @@ def main() -> int:
         ("correctness", lambda: correctness(ws)),
         ("speed", lambda: speed(ws, args.quick)),
         ("kernel table", lambda: kernel_table(ws, bw)),
+        ("gemm tuning", lambda: gemm_tuning(ws)),
         ("kernel quality", lambda: kernel_quality(bw)),
         ("call overhead", call_overhead),
     ):

@@ -64,15 +64,23 @@ class GpuGemmTimer:
 
     def __init__(self, device: str) -> None:
         self.device = device
+        # this process's measurements: sessions without a persistent store (tests, benches
+        # with no_cache) compiling the same GEMM do not time it again
+        self.seen: dict[GpuGemm, tuple[tuple[GemmAlgo, float], ...]] = {}
 
     def time(self, g: GpuGemm, arch: str) -> tuple[tuple[GemmAlgo, float], ...]:
         from kinac.artifacts.gemm_algo import GemmAlgo
         from kinac.rt.cuda.blas_tune import time_gemm
 
+        hit = self.seen.get(g)
+        if hit is not None:
+            return hit
         try:
-            return time_gemm(g, N_ALGOS)
+            res = time_gemm(g, N_ALGOS)
         except Exception:  # noqa: BLE001 - no memory, no cuBLAS: today's binding is kept
-            return ((GemmAlgo("today"), math.inf),)
+            res = ((GemmAlgo("today"), math.inf),)
+        self.seen[g] = res
+        return res
 
 
 _GPU: list[Any] = []  # the process's GpuGemmTimer (or None: no GPU), found once

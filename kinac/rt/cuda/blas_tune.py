@@ -29,7 +29,7 @@ from kinac.artifacts.gemm_algo import GemmAlgo
 from kinac.artifacts.gpu import GemmOperand, GpuGemm
 from kinac.dtypes import ITEMSIZE
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.device import Event, Stream
+from kinac.rt.cuda.device import Event, Stream, current_device
 
 TOLERANCE = {"bf16": 2e-2, "f16": 4e-3, "f32": 1e-4, "f64": 1e-10}  # x max |today's output|
 
@@ -68,13 +68,14 @@ def _random_bytes(n: int, dtype: str, seed: int) -> bytes:
     return x.astype({"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]).tobytes()
 
 
-def _as_f64(raw: bytes, dtype: str) -> object:
+def _as_f32(raw: bytes, dtype: str) -> object:
+    """Device bytes of ``dtype`` as float32 (exact for bf16/f16; the tuned dtypes)."""
     import numpy as np
 
     if dtype == "bf16":
-        return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)  # fmt: skip
+        return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
     dt = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]
-    return np.frombuffer(raw, dt).astype(np.float64)
+    return np.frombuffer(raw, dt).astype(np.float32)
 
 
 def close(got: object, ref: object, dtype: str) -> bool:
@@ -111,12 +112,13 @@ def candidates(blas: object, g: GpuGemm, ptr: Callable[[str], int], n: int) -> l
 
 
 def time_gemm(
-    g: GpuGemm, n: int = 8, round_ms: float = 2.0, rounds: int = 3
+    g: GpuGemm, n: int = 8, round_ms: float = 1.0, rounds: int = 3
 ) -> tuple[tuple[GemmAlgo, float], ...]:
     """Each candidate way to issue ``g`` and its milliseconds per call (``inf``: failed or
     wrong); the first is today's binding."""
     from kinac.rt.cuda.blas import Blas
 
+    current_device()  # a context current on this thread (device 0 if none was)
     d = driver.api()
     mine: list[int] = []
 
@@ -178,7 +180,7 @@ def _time_one(
         call = blas.bind_today(g, ptr, upload) if c.how == "today" else blas.bind_algo(g, c, ptr, upload)  # fmt: skip
         for name in outs:  # zeroed: a candidate that writes nothing cannot pass
             nbytes = need[name][0] * ITEMSIZE[need[name][1]]
-            driver.check("cuMemsetD8", d.cuMemsetD8(ptr(name), 0, nbytes))
+            driver.check("cuMemsetD8Async", d.cuMemsetD8Async(ptr(name), 0, nbytes, stream.cu))
         call(stream.handle)
         stream.synchronize()
         got = []
@@ -186,7 +188,7 @@ def _time_one(
             nbytes = need[name][0] * ITEMSIZE[need[name][1]]
             host = ctypes.create_string_buffer(nbytes)
             driver.check("cuMemcpyDtoH", d.cuMemcpyDtoH(ctypes.addressof(host), ptr(name), nbytes))  # fmt: skip
-            got.append(_as_f64(host.raw, g.out_dtype))
+            got.append(_as_f32(host.raw, g.out_dtype))
         if not ref:
             ref.extend(got)  # today's output: the reference
         elif not all(close(x, r, g.out_dtype) for x, r in zip(got, ref, strict=True)):
