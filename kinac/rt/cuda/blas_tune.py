@@ -31,6 +31,7 @@ from kinac.dtypes import ITEMSIZE
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.device import Event, Stream, current_device
 
+SAMPLE = 1 << 22  # output elements compared per candidate
 TOLERANCE = {"bf16": 2e-2, "f16": 4e-3, "f32": 1e-4, "f64": 1e-10}  # x max |today's output|
 
 
@@ -69,13 +70,21 @@ def _random_bytes(n: int, dtype: str, seed: int) -> bytes:
 
 
 def _as_f32(raw: bytes, dtype: str) -> object:
-    """Device bytes of ``dtype`` as float32 (exact for bf16/f16; the tuned dtypes)."""
+    """Device bytes of ``dtype`` as float32 (exact for bf16/f16, the tuned dtypes): every
+    ``step``-th element, an odd step (so every tile of the output is sampled) that leaves at
+    most ``SAMPLE`` elements: the check costs milliseconds, not seconds, on a 46M-element
+    output, and an algorithm computing something else is wrong nearly everywhere."""
     import numpy as np
 
     if dtype == "bf16":
-        return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
-    dt = {"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]
-    return np.frombuffer(raw, dt).astype(np.float32)
+        x = np.frombuffer(raw, np.uint16)
+    else:
+        x = np.frombuffer(raw, {"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype])
+    step = max(1, len(x) // SAMPLE) | 1
+    x = x[::step]
+    if dtype == "bf16":
+        return (x.astype(np.uint32) << 16).view(np.float32)
+    return x.astype(np.float32)
 
 
 def close(got: object, ref: object, dtype: str) -> bool:
