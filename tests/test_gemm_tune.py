@@ -303,6 +303,13 @@ def test_candidates_and_output_check() -> None:
     assert labels == ["today", "lt#1", "lt#2", "lt#3"]  # #0 is today's
     labels = [c.label for c in blas_tune.candidates(blas, _grouped(), ptr, 2)]
     assert labels == ["today", "split", "split-lt#0", "split-lt#1"]  # pointers: no strided form
+    one = replace(  # both weights in one buffer at one stride: a strided cuBLASLt call too
+        _grouped(),
+        b=GemmOperand("param1", (0, 2048 * 512), 512, False, ("param1", "param1")),
+        c=GemmOperand("arena+0", (0, 4096 * 512), 512, False, ("arena+0", "arena+0")),
+    )
+    labels = [c.label for c in blas_tune.candidates(blas, one, ptr, 2)]
+    assert labels == ["today", "lt#0", "lt#1", "split", "split-lt#0", "split-lt#1"]
     assert [m.b.buf for m in members(_grouped())] == ["param1", "param2"]
     assert blas_tune.buffer_elems(_grouped())["param2"] == (2048 * 512, "bf16")
     ref = np.linspace(-40, 40, 1000)

@@ -63,7 +63,7 @@ def outputs(g: GpuGemm) -> tuple[str, ...]:
 def _random_bytes(n: int, dtype: str, seed: int) -> bytes:
     import numpy as np
 
-    x = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    x = np.random.default_rng(seed).standard_normal(n, dtype=np.float32)
     if dtype == "bf16":
         return (x.view(np.uint32) >> 16).astype(np.uint16).tobytes()
     return x.astype({"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype]).tobytes()
