@@ -30,11 +30,14 @@ from kinac.ir.gpu.attention_wgmma import WS_REGS
 from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 
-@pytest.mark.parametrize("pingpong,ws", [(False, False), (True, False), (True, True)])
-def test_overlap_ring_on_cpu(pingpong: bool, ws: bool) -> None:
+@pytest.mark.parametrize(
+    "d,pingpong,ws", [(64, False, False), (64, True, False), (128, True, True)]
+)
+def test_overlap_ring_on_cpu(d: int, pingpong: bool, ws: bool) -> None:
     """128x64, causal, 200 rows: the last row block walks four key tiles (tile 3 refills
-    tile 0's stage), the first a single (diagonal) one; with a producer warpgroup too."""
-    check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
+    tile 0's stage), the first a single (diagonal) one; with a producer warpgroup too (head
+    dim 128: its rolled loads cover both 64-wide halves of the swizzled tile)."""
+    check_on_cpu(d, 200, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
                  pingpong=pingpong, ws=ws)  # fmt: skip
 
 
