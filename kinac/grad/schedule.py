@@ -64,48 +64,68 @@ def _users(nodes: Sequence[Node]) -> list[list[int]]:
     return users
 
 
+MAX_COPY = 16
+"""The most nodes one copy of an untangled value may hold (its chain of copied operands): a
+bound on the nodes added, whatever the graph's shape (diamonds of shared values would
+otherwise double at each level). ``sigmoid(g)`` is four."""
+
+
 def untangle(graph: Graph, forward_end: int | None = None) -> Graph:
-    """``graph`` with each backward elementwise node read by two or more backward nodes, all
-    of them elementwise, copied once per reader (placed just before it), from the last node to
-    the first, so a chain such as ``1 / (1 + exp(-g))`` is copied whole."""
+    """``graph`` with each backward elementwise node whose readers are all backward elementwise
+    nodes, two or more of them (or one that is itself copied), copied once per reader (placed
+    just before it): a chain such as ``1 / (1 + exp(-g))`` is copied whole, up to
+    :data:`MAX_COPY` nodes a copy. Linear in the graph's size plus the copies."""
     end = graph.outputs[0] + 1 if forward_end is None else forward_end
     cheap = _cheap_ops()
-    nodes = list(graph.nodes)
-    outputs = list(graph.outputs)
-    for i in range(len(nodes) - 1, end - 1, -1):
-        users = _users(nodes)
-        us = users[i]
-        if (
-            nodes[i].op not in cheap
-            or len(us) < 2
-            or i in outputs
-            or not all(nodes[u].op in cheap for u in us)
-        ):
-            continue
-        nodes, outputs = _copy_per_user(nodes, outputs, i, us)
-    if len(nodes) == len(graph.nodes):
+    nodes = graph.nodes
+    users = _users(nodes)
+    outs = set(graph.outputs)
+    barred: set[int] = set()
+    while True:
+        dup = [False] * len(nodes)
+        for i in range(len(nodes) - 1, end - 1, -1):
+            us = users[i]
+            dup[i] = (
+                i not in barred
+                and i not in outs
+                and nodes[i].op in cheap
+                and bool(us)
+                and all(nodes[u].op in cheap for u in us)
+                and (len(us) >= 2 or dup[us[0]])
+            )
+        size = [0] * len(nodes)
+        for i in range(end, len(nodes)):
+            if dup[i]:
+                size[i] = 1 + sum(size[a] for a in dict.fromkeys(nodes[i].args) if dup[a])
+        big = {i for i in range(end, len(nodes)) if dup[i] and size[i] > MAX_COPY}
+        if not big:
+            break
+        barred |= big
+    if not any(dup):
         return graph
-    return Graph(graph.name, graph.params, tuple(nodes), tuple(outputs))
-
-
-def _copy_per_user(
-    nodes: list[Node], outputs: list[int], i: int, users: list[int]
-) -> tuple[list[Node], list[int]]:
-    """``nodes`` without node ``i``, a copy of it just before each of ``users`` instead."""
     out: list[Node] = []
     new_index: dict[int, int] = {}
+
+    def arg(a: int, made: dict[int, int]) -> int:
+        """``a``'s index for one reader: a fresh copy when ``a`` is untangled (``made``: the
+        copies this reader already has, so ``add(s, s)`` copies ``s`` once)."""
+        if not dup[a]:
+            return new_index[a]
+        if a not in made:
+            m = nodes[a]
+            args = tuple(arg(b, made) for b in m.args)
+            out.append(Node(m.op, args, m.attrs, m.type))
+            made[a] = len(out) - 1
+        return made[a]
+
     for j, n in enumerate(nodes):
-        copy = None
-        if j in users:
-            copy = len(out)
-            m = nodes[i]
-            out.append(Node(m.op, tuple(new_index[a] for a in m.args), m.attrs, m.type))
-        if j == i:
+        if dup[j]:
             continue
-        args = tuple(copy if a == i and copy is not None else new_index[a] for a in n.args)
+        made: dict[int, int] = {}
+        args = tuple(arg(a, made) for a in n.args)
         new_index[j] = len(out)
         out.append(Node(n.op, args, n.attrs, n.type))
-    return out, [new_index[o] for o in outputs]
+    return Graph(graph.name, graph.params, tuple(out), tuple(new_index[o] for o in graph.outputs))
 
 
 class _Units:
