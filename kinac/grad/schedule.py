@@ -217,7 +217,7 @@ class _Units:
         first ready one in the transform's order."""
         left = {v: len(rs) for v, rs in self.readers.items()}
         pending = {r: {d for d in self.deps[r] if d >= self.end} for r in self.roots}
-        waiting = {v: [r for r in self.readers.get(v, ()) if r >= 0] for v in self.roots}
+        waiting = {v: sorted(self.readers.get(v, ())) for v in self.roots}
         ready = sorted(r for r in self.roots if not pending[r])
         order: list[int] = []
         while ready:
