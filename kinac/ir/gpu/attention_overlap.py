@@ -146,7 +146,22 @@ def _step(e: _Emitter, lab: str, j: str, ntot: str, masked: bool) -> None:
     o = e.wg_fence(f"{e.name}_fence_o", issued["o"])
     _store_p(e, _pack_p(e, pv))
     _arrive_empty(e, j)  # tile j's K (scored a step ago) and V are done with
+    e.store_state("oacc", o)
+    _rescale_if_needed(e, lab, o, alphas)
+
+
+def _rescale_if_needed(e: _Emitter, lab: str, o: list[str], alphas: list[str]) -> None:
+    """``O *= alpha`` only where a row's max moved (FA3/FA4): the factor is exactly 1 when
+    ``m_new == m_old``, so skipping it changes no bit; the branch is taken per thread."""
+    f = e.f
+    c0 = f.v(f"fcmp une float {alphas[0]}, 1.0")
+    c1 = f.v(f"fcmp une float {alphas[1]}, 1.0")
+    moved = f.v(f"or i1 {c0}, {c1}")
+    f.do(f"br i1 {moved}, label %{lab}_rs, label %{lab}_rsc")
+    f.label(f"{lab}_rs")
     e.store_state("oacc", e.rescale(o, alphas))
+    f.do(f"br label %{lab}_rsc")
+    f.label(f"{lab}_rsc")
 
 
 def _loop(e: _Emitter, lab: str, start: str, pred: str, stop: str, ntot: str,
