@@ -137,12 +137,15 @@ def _piece(g: Graph, a: int, b: int, last: list[int]) -> Piece:
             order.setdefault(o)
     inputs = {v: j for j, v in enumerate(order)}
     k = len(inputs)
-
-    def num(x: int) -> int:
-        return inputs[x] if x < a else x - a + k
+    shift = a - k  # node x >= a is the piece's node x - shift; x < a its input inputs[x]
 
     params = tuple((f"in{j}", g.nodes[v].type) for j, v in enumerate(inputs))
     nodes = [Node("param", (), (("index", j),), t) for j, (_, t) in enumerate(params)]
-    nodes += [Node(nd.op, tuple(num(x) for x in nd.args), nd.attrs, nd.type) for nd in g.nodes[a:b]]
-    graph = Graph("piece", params, tuple(nodes), tuple(num(o) for o in outs))
+    nodes += [
+        Node(nd.op, tuple([x - shift if x >= a else inputs[x] for x in nd.args]), nd.attrs,
+             nd.type)
+        for nd in g.nodes[a:b]
+    ]  # fmt: skip
+    outputs = tuple([o - shift if o >= a else inputs[o] for o in outs])
+    graph = Graph("piece", params, tuple(nodes), outputs)
     return Piece(graph, a, b, tuple(inputs), tuple(outs))

@@ -181,7 +181,13 @@ def stitch_gpu(
     where: dict[int, tuple[str, int]] = {i: ("param", i) for i in range(nparams)}
     for j, v in enumerate(finals):  # a returned param stays a param
         where.setdefault(v, ("out", j))
-    sizes = {v: max(_nbytes(k.dtype, k.shape), 1) for v, k in zip(results, ks, strict=True)}
+    nbytes: dict[tuple[str, tuple[int, ...]], int] = {}  # 32 layers: a few distinct shapes
+    sizes = {}
+    for v, k in zip(results, ks, strict=True):
+        got = nbytes.get((k.dtype, k.shape))
+        if got is None:
+            got = nbytes[(k.dtype, k.shape)] = max(_nbytes(k.dtype, k.shape), 1)
+        sizes[v] = got
     inplace = _inplace(ks, reads)
     arena = max(first_fit(results, reads, where, sizes.__getitem__, ALIGN, inplace), ALIGN)
 
@@ -290,7 +296,7 @@ def link_steps(split: SplitEntry, codes: Mapping[str, GpuKernelCode]) -> tuple[G
                     "the GPU"
                 )
         args = (s.writes, *s.reads, *(("status",) if code.has_status else ()))
-        out.append(replace(s, launches=tuple(replace(f, args=args) for f in code.launches)))
+        out.append(_with(s, launches=tuple([_with(f, args=args) for f in code.launches])))
     return tuple(out)
 
 
