@@ -126,22 +126,31 @@ def gpu_cut(graph: Graph, calls: tuple[tuple[int, int], ...]) -> tuple[Piece, ..
         last[o] = n
     # arithmetic over a reduction or softmax may end a row kernel (gpu-fuse-rows), which can
     # merge on into its reader: such values do not cross a cut either
+    ops = [node.op for node in graph.nodes]
     rowish = [False] * n
     for i, node in enumerate(graph.nodes):
-        rowish[i] = node.op in ROW_OPS or (node.op in ARITH and any(rowish[a] for a in node.args))
+        op = ops[i]
+        if op in ROW_OPS:
+            rowish[i] = True
+        elif op in ARITH:
+            for a in node.args:
+                if rowish[a]:
+                    rowish[i] = True
+                    break
+    # a reader that is neither arithmetic nor materialising: a fusion may merge into it
+    merges = [op not in ARITH and op not in NOT_FUSED for op in ops]
     # values the GPU's fusions could merge with a reader, counted over the positions they cross
     bad = [0] * (n + 2)
     for v in range(nparams, n):
-        node = graph.nodes[v]
-        fusible = (
-            node.op in FUSED_ON_GPU
-            or rowish[v]
-            or any(
-                graph.nodes[u].op not in ARITH and graph.nodes[u].op not in NOT_FUSED
-                for u in users[v]
-            )
-        )
-        if fusible and last[v] > v:
+        if last[v] <= v:
+            continue
+        fusible = ops[v] in FUSED_ON_GPU or rowish[v]
+        if not fusible:
+            for u in users[v]:
+                if merges[u]:
+                    fusible = True
+                    break
+        if fusible:
             bad[v + 1] += 1
             bad[last[v] + 1] -= 1
     live, ok = 0, set()
