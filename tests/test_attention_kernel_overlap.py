@@ -24,9 +24,9 @@ from test_attention_emu import check_on_cpu, reference, run_kernel
 from test_attention_mbar import _drop
 
 from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
-from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name
+from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name, smem_bytes, split_kv
 from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
-from kinac.ir.gpu.attention_wgmma import WS_REGS
+from kinac.ir.gpu.attention_wgmma import WS_LAUNCH_REGS, WS_REGS
 from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 
@@ -94,23 +94,29 @@ def test_overlap_needs_mbar() -> None:
 
 def test_producer_registers_move_to_the_computing_warpgroups() -> None:
     """ws: ``setmaxnreg`` gives the producer warpgroup 24 registers and the two computing ones
-    240, which the 168 each of a 384-thread launch pay for exactly; ptxas then fits 128x128
-    tiles (overlapped or not) with no spill, and the kernel's count is the launch's 168 (a
-    lower count would leave the ``setmaxnreg.inc`` waiting for registers nobody frees)."""
-    prod, cons, launch = WS_REGS
-    assert 128 * prod + 256 * cons == 384 * launch
+    240 (40 and 232 for the overlapped kernel's producer, which loads K and V tiles on
+    barriers of their own), which the 168 each of a 384-thread launch pay for exactly; ptxas
+    then fits 128x128 tiles with no spill, and the kernel's count is the launch's 168 (a lower
+    count would leave the ``setmaxnreg.inc`` waiting for registers nobody frees)."""
+    for prod, cons in WS_REGS.values():
+        assert 128 * prod + 256 * cons == 384 * WS_LAUNCH_REGS
     base = replace(bhsd_params("bf16", 4, 16, 4, 4096, 128, True, AttnTiles(128, 128)),
                    stages=3, mbar=True, ws=True)  # fmt: skip
     ps = (replace(base, mma="wgmma", pack_p=True), replace(base, mma="wgmma_ovl", pingpong=True))
     ptx = compile_ptx(attention_llvm_ir(ps), "sm_90a")
-    assert ptx.count(f"setmaxnreg.dec.sync.aligned.u32 {prod};") == len(ps)
-    assert ptx.count(f"setmaxnreg.inc.sync.aligned.u32 {cons};") == len(ps)
+    for split in (False, True):
+        prod, cons = WS_REGS[split]
+        assert ptx.count(f"setmaxnreg.dec.sync.aligned.u32 {prod};") == 1
+        assert ptx.count(f"setmaxnreg.inc.sync.aligned.u32 {cons};") == 1
+    assert split_kv(ps[1]) and not split_kv(ps[0])
+    assert smem_bytes(ps[1]) == smem_bytes(ps[0]) + 16 * 3  # K and V barriers apart
     if ptxas_path() is None:
         return
     res = ptx_resources(ptx, "sm_90a")
     for p in ps:
         r = res[kernel_name(p)]
-        assert r["spill_stores"] == 0 and r["stack"] == 0 and r["registers"] == launch, r
+        assert r["spill_stores"] == 0 and r["stack"] == 0, r
+        assert r["registers"] == WS_LAUNCH_REGS, r
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])

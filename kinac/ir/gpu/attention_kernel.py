@@ -29,7 +29,14 @@ from collections.abc import Callable
 
 from kinac.ir.gpu.attention_overlap import overlap_main
 from kinac.ir.gpu.attention_params import MASK_DTYPES, WGMMA_BOTH, AttnParams
-from kinac.ir.gpu.attention_wgmma import asm_void, desc_bits, helpers, mbar_helpers
+from kinac.ir.gpu.attention_wgmma import (
+    WS_REGS,
+    asm_void,
+    desc_bits,
+    helpers,
+    mbar_helpers,
+    setmaxnreg,
+)
 from kinac.ir.gpu.emit import float_literal
 
 LOG2E = 1.4426950408889634
@@ -117,6 +124,7 @@ class _Emitter:
         # [head_dim / 64][rows][64] ("atoms" of 8 rows x 128 bytes, 1024-byte aligned)
         self.atoms = p.mma != "sync"
         self.pipe = p.mma == "wgmma_pipe"
+        self.split_kv = split_kv(p)
 
     # ---- small helpers ------------------------------------------------------------------
     def shfl_max(self, x: str) -> str:
@@ -468,11 +476,12 @@ class _Emitter:
 
     # ---- per-stage mbarriers (p.mbar) ----------------------------------------------------
     def bar(self, kind: str, slot: int | str) -> str:
-        """The ``full`` / ``empty`` mbarrier of ring stage ``slot`` (after the tiles)."""
+        """The ``full`` / ``empty`` mbarrier of ring stage ``slot`` (after the tiles); with
+        :func:`split_kv`, ``full`` / ``empty`` are the K tile's and ``fullv`` / ``emptyv`` the
+        V tile's."""
         f, p = self.f, self.p
-        base = (
-            self.q_bytes + 2 * p.stages * self.tile_bytes + (8 * p.stages if kind == "empty" else 0)
-        )
+        kinds = ("full", "empty", "fullv", "emptyv")
+        base = self.q_bytes + 2 * p.stages * self.tile_bytes + 8 * p.stages * kinds.index(kind)
         off = f.v(f"add i32 {f.v(f'shl i32 {slot}, 3')}, {base}")
         return self.sptr(off)
 
@@ -503,7 +512,7 @@ class _Emitter:
         isp = f.v(f"icmp uge i32 {tid}, {self.nt}")
         f.do(f"br i1 {isp}, label %producer, label %consumer")
         f.label("producer")
-        f.do(asm_void("regs_producer"))
+        f.do(setmaxnreg(False, WS_REGS[self.split_kv][0]))
         saved = (self.nt, self.ld_row, self.ld_cc, self.ld_scol, self.ld_gcol)
         self.nt = 128
         ptid = f.v(f"sub i32 {tid}, {saved[0]}")
@@ -516,16 +525,20 @@ class _Emitter:
         self.ld_gcol = f.v(f"shl i64 {f.v(f'zext i32 {cc} to i64')}, 4")
         f.do("br label %prod_loop")
         f.label("prod_loop")
-        f.do("%pt = phi i32 [0, %producer], [%pt_next, %pl_done]")
+        last = "pl_kv_done" if not self.split_kv else "pl_v_done"
+        f.do(f"%pt = phi i32 [0, %producer], [%pt_next, %{last}]")
         go = f.v(f"icmp slt i32 %pt, {ntot}")
         f.do(f"br i1 {go}, label %prod_body, label %prod_done")
         f.label("prod_body")
         st = f.v(f"urem i32 %pt, {p.stages}")
         rnd = f.v(f"udiv i32 %pt, {p.stages}")
         par = f.v(f"and i32 {f.v(f'add i32 {rnd}, 1')}, 1")
-        self.mb("wait_empty", f"ptr addrspace(3) {self.bar('empty', st)}", f"i32 {par}")
-        self.producer_load("%pt")
-        self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', st)}")
+        pred = "prod_body"
+        for which in ("kv",) if not self.split_kv else ("k", "v"):
+            sfx = "v" if which == "v" else ""
+            self.mb("wait_empty", f"ptr addrspace(3) {self.bar('empty' + sfx, st)}", f"i32 {par}")
+            pred = self.producer_load("%pt", which, pred)
+            self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full' + sfx, st)}")
         f.do("%pt_next = add i32 %pt, 1")
         f.do("br label %prod_loop")
         f.label("prod_done")
@@ -533,15 +546,16 @@ class _Emitter:
         f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
         f.do("ret void")
         f.label("consumer")
-        f.do(asm_void("regs_consumer"))
+        f.do(setmaxnreg(True, WS_REGS[self.split_kv][1]))
         self.nt, self.ld_row, self.ld_cc, self.ld_scol, self.ld_gcol = saved
 
-    def producer_load(self, t: str) -> None:
-        """ws: the cp.async of key tile ``t`` as a loop over this thread's chunks (one K and
-        one V chunk an iteration, ``128 / (head_dim / 8)`` rows apart, so the swizzle column
-        stays the thread's): few registers live, as ``setmaxnreg`` leaves the producer few.
-        The trip count comes through an empty asm so LLVM neither unrolls the loop nor hoists
-        every chunk's address out of the tile loop."""
+    def producer_load(self, t: str, which: str, pred: str) -> str:
+        """ws: the cp.async of key tile ``t`` (``which``: "kv", "k" or "v") as a loop over this
+        thread's chunks (a chunk of each an iteration, ``128 / (head_dim / 8)`` rows apart, so
+        the swizzle column stays the thread's): few registers live, as ``setmaxnreg`` leaves
+        the producer few. The trip count comes through an empty asm so LLVM neither unrolls
+        the loop nor hoists every chunk's address out of the tile loop. ``pred``: the block
+        the loop is entered from; returns the block it leaves by."""
         f, p = self.f, self.p
         cpr = self.d // 8
         per, step = p.block_n * cpr // 128, 128 // cpr
@@ -551,26 +565,30 @@ class _Emitter:
         half = f.v(f"mul i32 {f.v(f'lshr i32 {self.ld_cc}, 3')}, {p.block_n * 128}")
         srow = f.v(f"add i32 {f.v(f'add i32 {half}, {self.ld_scol}')}, "
                    f"{f.v(f'shl i32 {self.ld_row}, 7')}")  # fmt: skip
-        f.do("br label %pl_loop")
-        f.label("pl_loop")
-        f.do("%pl_i = phi i32 [0, %prod_body], [%pl_next, %pl_loop]")
-        r = f.v(f"add i32 {self.ld_row}, {f.v(f'mul i32 %pl_i, {step}')}")
+        lab = f"pl_{which}"
+        i = f"%{lab}_i"
+        f.do(f"br label %{lab}")
+        f.label(lab)
+        f.do(f"{i} = phi i32 [0, %{pred}], [%{lab}_next, %{lab}]")
+        r = f.v(f"add i32 {self.ld_row}, {f.v(f'mul i32 {i}, {step}')}")
         grow = f.v(f"add i32 {n0}, {r}")
         ok = f.v(f"icmp slt i32 {grow}, {p.sk}")
         crow = f.v(f"select i1 {ok}, i32 {grow}, i32 {p.sk - 1}")
         size = f.v(f"select i1 {ok}, i32 16, i32 0")
         g64 = f.v(f"sext i32 {crow} to i64")
-        soff = f.v(f"add i32 {srow}, {f.v(f'mul i32 %pl_i, {step * 128}')}")
-        for sb, gb, stride in ((kb, self.kbase, p.k_strides[2]), (vb, self.vbase, p.v_strides[2])):
+        soff = f.v(f"add i32 {srow}, {f.v(f'mul i32 {i}, {step * 128}')}")
+        kv = {"k": (kb, self.kbase, p.k_strides[2]), "v": (vb, self.vbase, p.v_strides[2])}
+        for sb, gb, stride in (kv[x] for x in which):
             goff = f.v(f"add i64 {f.v(f'mul i64 {g64}, {2 * stride}')}, {self.ld_gcol}")
             gp = f.v(f"getelementptr i8, ptr addrspace(1) {gb}, i64 {goff}")
             sp = self.sptr(f.v(f"add i32 {soff}, {sb}"))
             f.do("call void @llvm.nvvm.cp.async.cg.shared.global.16.s("
                  f"ptr addrspace(3) {sp}, ptr addrspace(1) {gp}, i32 {size})")  # fmt: skip
-        f.do("%pl_next = add i32 %pl_i, 1")
-        more = f.v(f"icmp slt i32 %pl_next, {n}")
-        f.do(f"br i1 {more}, label %pl_loop, label %pl_done")
-        f.label("pl_done")
+        f.do(f"%{lab}_next = add i32 {i}, 1")
+        more = f.v(f"icmp slt i32 %{lab}_next, {n}")
+        f.do(f"br i1 {more}, label %{lab}, label %{lab}_done")
+        f.label(f"{lab}_done")
+        return f"{lab}_done"
 
     def mbar_init(self, tid: str) -> None:
         """Thread 0 initialises every stage's barriers ("full": an arrival per loading
@@ -580,8 +598,8 @@ class _Emitter:
         f.do(f"br i1 {is0}, label %mb_init, label %mb_init_c")
         f.label("mb_init")
         for s in range(p.stages):
-            for kind in ("full", "empty"):
-                n = 128 if p.ws and kind == "full" else self.nt
+            for kind in ("full", "empty", "fullv", "emptyv")[: 4 if self.split_kv else 2]:
+                n = 128 if p.ws and kind.startswith("full") else self.nt
                 self.mb("init", f"ptr addrspace(3) {self.bar(kind, s)}", f"i32 {n}")
         f.do("br label %mb_init_c")
         f.label("mb_init_c")
@@ -950,10 +968,19 @@ def attention_llvm_ir(params: tuple[AttnParams, ...]) -> str:
     return head + "\n".join(sorted(decls)) + "\n\n" + "\n".join(bodies.values())
 
 
+def split_kv(p: AttnParams) -> bool:
+    """K and V tiles on barriers of their own (``wgmma_ovl`` with ``ws``, as FA3's two
+    pipelines): a step reads tile j + 1's K and tile j's V, so each is released and refilled
+    apart (the producer runs two K tiles and two V tiles ahead, not one K/V pair)."""
+    return p.ws and p.mma == "wgmma_ovl"
+
+
 def smem_bytes(p: AttnParams) -> int:
-    """Dynamic shared memory of one block: the Q tile and ``stages`` stages of K and V tiles."""
+    """Dynamic shared memory of one block: the Q tile and ``stages`` stages of K and V tiles,
+    then the stages' mbarriers (8 bytes each: full and empty, per K and V with
+    :func:`split_kv`)."""
     return 2 * p.head_dim * (p.block_m + 2 * p.stages * p.block_n) + (
-        16 * p.stages if p.mbar else 0
+        (32 if split_kv(p) else 16) * p.stages if p.mbar else 0
     )
 
 

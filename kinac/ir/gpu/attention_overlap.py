@@ -85,18 +85,19 @@ def _issue_pv(e: _Emitter, vb: str, pa: list[list[str]], o: list[str]) -> list[s
     return o
 
 
-def _wait_full(e: _Emitter, t: str) -> None:
-    """Wait for key tile ``t``'s "full" phase (its K and V landed)."""
+def _wait_full(e: _Emitter, t: str, kind: str = "full") -> None:
+    """Wait for key tile ``t``'s "full" phase (its K and V landed; split: ``kind`` "full" for
+    K, "fullv" for V)."""
     f, p = e.f, e.p
     st = f.v(f"urem i32 {t}, {p.stages}")
     par = f.v(f"and i32 {f.v(f'udiv i32 {t}, {p.stages}')}, 1")
-    e.mb("wait_full", f"ptr addrspace(3) {e.bar('full', st)}", f"i32 {par}")
+    e.mb("wait_full", f"ptr addrspace(3) {e.bar(kind, st)}", f"i32 {par}")
     f.do(asm_void("proxy"))  # other threads' cp.async writes, read by the async proxy
 
 
-def _arrive_empty(e: _Emitter, t: str) -> None:
+def _arrive_empty(e: _Emitter, t: str, kind: str = "empty") -> None:
     st = e.f.v(f"urem i32 {t}, {e.p.stages}")
-    e.mb("arrive", f"ptr addrspace(3) {e.bar('empty', st)}")
+    e.mb("arrive", f"ptr addrspace(3) {e.bar(kind, st)}")
 
 
 def _prefetch(e: _Emitter, lab: str, t: str, ntot: str) -> None:
@@ -128,6 +129,8 @@ def _step(e: _Emitter, lab: str, j: str, ntot: str, masked: bool) -> None:
     if not e.p.ws:  # else the producer warpgroup loads every tile
         _prefetch(e, lab, f.v(f"add i32 {j}, 2"), ntot)
     _wait_full(e, jn)
+    if e.split_kv:  # tile j's V (its own barrier)
+        _wait_full(e, j, "fullv")
     kb1, _ = e.stage_bases(jn)
     _, vb = e.stage_bases(j)
     pa = _load_p(e)
@@ -141,11 +144,14 @@ def _step(e: _Emitter, lab: str, j: str, ntot: str, masked: bool) -> None:
     _turn(e, issue)
     f.do(asm_void("wait1"))  # the scores (the older group); P V still running
     s = e.wg_fence(f"{e.name}_fence_s", issued["s"])
+    if e.split_kv:  # tile j + 1's K is done with: the producer may refill it
+        _arrive_empty(e, jn)
     pv, alphas = e.softmax_rows(_quads(s), jn, masked)
     f.do(asm_void("wait"))
     o = e.wg_fence(f"{e.name}_fence_o", issued["o"])
     _store_p(e, _pack_p(e, pv))
-    _arrive_empty(e, j)  # tile j's K (scored a step ago) and V are done with
+    _arrive_empty(e, j, "emptyv" if e.split_kv else "empty")  # tile j's K (scored a step
+    # ago) and V are done with
     e.store_state("oacc", o)
     _rescale_if_needed(e, lab, o, alphas)
 
@@ -199,6 +205,8 @@ def overlap_main(e: _Emitter, ntot: str, nfull: str) -> None:
     _turn(e, issue0)
     f.do(asm_void("wait"))
     s = e.wg_fence(f"{e.name}_fence_s", issued["s"])
+    if e.split_kv:
+        _arrive_empty(e, "0")
     # tile 0 may need the mask (causal diagonal, short sequence): the masked copy, once
     pv, _ = e.softmax_rows(_quads(s), "0", True)  # O is zero: no rescale
     _store_p(e, _pack_p(e, pv))
@@ -212,6 +220,8 @@ def overlap_main(e: _Emitter, ntot: str, nfull: str) -> None:
     f.label("ovl_done")
     # the last tile's P V (its V landed: waited for when its scores were issued)
     _, vb = e.stage_bases(jl)
+    if e.split_kv:
+        _wait_full(e, jl, "fullv")
     pa = _load_p(e)
     o = e.load_state("oacc", e.d // 8 * 4)
 
@@ -221,7 +231,7 @@ def overlap_main(e: _Emitter, ntot: str, nfull: str) -> None:
     _turn(e, issue_last)
     f.do(asm_void("wait"))
     o = e.wg_fence(f"{e.name}_fence_o", issued["o"])
-    _arrive_empty(e, jl)
+    _arrive_empty(e, jl, "emptyv" if e.split_kv else "empty")
     e.store_state("oacc", o)
     if p.pingpong:  # warpgroup 1's last arrival on barrier 1 is matched
         e.wg_only(0, "pp_end", lambda: e.nb("sync", "1"))

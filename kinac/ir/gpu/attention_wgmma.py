@@ -93,12 +93,18 @@ ASM_VOID = {
     "wait": "wgmma.wait_group.sync.aligned 0;",
     "wait1": "wgmma.wait_group.sync.aligned 1;",  # all but the newest group
     "proxy": "fence.proxy.async.shared::cta;",
-    # ws: the producer warpgroup gives registers back, the computing ones take them (a CTA of
-    # 384 threads holds 168 each at launch: 128 * 24 + 256 * 240 = 384 * 168, as FA3)
-    "regs_producer": "setmaxnreg.dec.sync.aligned.u32 24;",
-    "regs_consumer": "setmaxnreg.inc.sync.aligned.u32 240;",
 }
-WS_REGS = (24, 240, 168)  # producer, computing threads, the kernel's count at launch
+# ws: the producer warpgroup gives registers back, the computing ones take them; a CTA of 384
+# threads holds 168 each at launch, and 128 * producer + 256 * computing = 384 * 168 (FA3:
+# 24 / 240). The split-barrier producer (two load loops) needs 40.
+WS_LAUNCH_REGS = 168
+WS_REGS = {False: (24, 240), True: (40, 232)}  # split_kv -> (producer, computing)
+
+
+def setmaxnreg(inc: bool, n: int) -> str:
+    """A statement: ``setmaxnreg.inc`` / ``.dec`` to ``n`` registers per thread."""
+    op = "inc" if inc else "dec"
+    return f'call void asm sideeffect "setmaxnreg.{op}.sync.aligned.u32 {n};", "~{{memory}}"()'
 
 
 def asm_void(what: str) -> str:
