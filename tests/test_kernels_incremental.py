@@ -252,3 +252,26 @@ def test_random_wiring_edits_match_clean_builds(tmp_path: Path) -> None:
         assert got_entry == entry(clean), f"step {step}: lowered entries differ"
         clean.close()
     live.close()
+
+
+def test_a_kernel_lowers_from_its_printed_op_as_from_its_text(ws: Path) -> None:
+    """``lower_kernel`` clones the op a canonical text was printed from in this process
+    instead of parsing the text back: the same LLVM IR (every kernel of the transformer
+    workspace, a gather's at two steps), and the printed op gains no use."""
+    from kinac.artifacts.host import HostKernel
+    from kinac.ir.host import kernels as K
+    from kinac.ir.host.stitch import kernel_symbol
+
+    sess = Session(ws, no_cache=True)
+    assert sess.build().error_count == 0
+    kernels = {pk.kernel.text: pk.kernel for m in sess.db._memos.values()
+               if m.name == "host_piece" for pk in m.value.kernels}  # fmt: skip
+    assert len(kernels) >= 8
+    for text, hk in kernels.items():
+        printed = K._OPS[text]
+        uses = [len(list(u.uses)) for u in printed.inputs]
+        steps = (hk.status_step,) if hk.status_step == 0 else (hk.status_step, hk.status_step + 5)
+        for step in steps:
+            k = HostKernel(kernel_symbol(text, step), text, step)
+            assert K.lower_kernel(k, reuse=True) == K.lower_kernel(k, reuse=False)
+        assert [len(list(u.uses)) for u in printed.inputs] == uses

@@ -63,9 +63,17 @@ def canonical_kernel(k: st.KernelOp, step: int) -> HostKernel:
     ftype = ([u.type for u in k.inputs], [copy.results[0].type])
     text = _print_generic(ModuleOp([func.FuncOp(CANONICAL_NAME, ftype, Region(block))]))
     status_step = step if k.kind.data == "gather" else 0
+    if len(_OPS) >= _PRINTED_MAX:
+        _OPS.clear()
+    _OPS[text] = copy
     return HostKernel(kernel_symbol(text, status_step), text, status_step)
 
 
+# The op each canonical text was printed from in this process: lower_kernel clones it rather
+# than parsing the text back (a third of lowering a kernel; an edit's new kernel is printed by
+# the same process that lowers it). The text is the op's generic form, so parsing it gives
+# the same op (tests/test_kernels_incremental.py compares the two lowerings' IR).
+_OPS: dict[str, st.KernelOp] = {}
 
 
 # Canonical kernels printed so far, by structure: xDSL's printer is slow, and a long-lived
@@ -128,11 +136,17 @@ def _context() -> Context:
     return ctx
 
 
-def lower_kernel(kernel: HostKernel) -> KernelCode:
-    """One canonical kernel to LLVM IR defining ``kernel.symbol`` (and its math helpers)."""
-    parsed = Parser(_context(), kernel.text).parse_module()
-    outer = next(o for o in parsed.ops if isinstance(o, func.FuncOp))
-    k = next(o for o in outer.body.block.ops if isinstance(o, st.KernelOp))
+def lower_kernel(kernel: HostKernel, reuse: bool = True) -> KernelCode:
+    """One canonical kernel to LLVM IR defining ``kernel.symbol`` (and its math helpers).
+    ``reuse``: clone the op its text was printed from in this process, if any (``_OPS``)."""
+    printed = _OPS.get(kernel.text) if reuse else None
+    if printed is not None:  # its inputs mapped to fresh values: no use added to the original
+        args = Block(arg_types=[u.type for u in printed.inputs]).args
+        k = printed.clone(value_mapper=dict(zip(printed.inputs, args, strict=True)))
+    else:
+        parsed = Parser(_context(), kernel.text).parse_module()
+        outer = next(o for o in parsed.ops if isinstance(o, func.FuncOp))
+        k = next(o for o in outer.body.block.ops if isinstance(o, st.KernelOp))
     k.properties["sym"] = StringAttr(kernel.symbol)
     kf = kernel_func(k, kernel.status_step, launch_shape(k) is not None, visibility=None)
     m = ModuleOp([kf])
