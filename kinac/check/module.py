@@ -67,8 +67,9 @@ def recursion_of(refs: Sequence[DefnRef], env: GraphEnv) -> dict[DefnRef, Diagno
         members, self_loop = c
         if len(members) > 1 or self_loop:
             if members not in inner:  # the calls inside the component, listed once
-                inner[members] = {
-                    m: [w for w, _nid in env.callees(m) if w in members] for m in members
+                inner[members] = {  # in a defined order: the callees it reads are its trace
+                    m: [w for w, _nid in env.callees(m) if w in members]
+                    for m in sorted(members, key=lambda r: (r.file, r.name))
                 }
             d = _cycle_error(ref, members, env, inner[members])
             if d is not None:
