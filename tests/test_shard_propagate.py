@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kinac import pipeline
 from kinac.pipeline_support import EntryKey
+from kinac.rules.codec import encode
 from kinac.session import Session
 
 WS = Path(__file__).resolve().parent.parent / "workspaces" / "transformer"
@@ -85,11 +86,20 @@ def test_data_parallel_forward_has_no_collective(tmp_path: Path) -> None:
     batched = [lay for lay in acts if graph.nodes[lay.node].type.shape[:1] == (4,)]
     assert batched and all(lay.spec("tp") == "S(0)" for lay in batched)
     assert all(lay.spec("tp") == "R" for lay in plan.layouts[1 : len(graph.params)])  # weights
+    assert all(plan.layout_of(graph, i) == lay for i, lay in enumerate(plan.layouts))
 
 
 def test_no_annotation_no_mesh(tmp_path: Path) -> None:
-    _, plan = plan_of(annotated_block(tmp_path, {}))
+    graph, plan = plan_of(annotated_block(tmp_path, {}))
     assert plan.mesh is None and plan.collectives == ()
+    # compact: no layout per node is stored (issue 19: 165 KB re-encoded per edit at L=32);
+    # each node's layout is derived, whole on one device
+    assert plan.layouts == () and len(encode(plan)) < 200
+    for i, n in enumerate(graph.nodes):
+        lay = plan.layout_of(graph, i)
+        assert (lay.node, lay.dims, lay.partial) == (i, tuple(() for _ in n.type.shape), ())
+        assert lay.name == (graph.params[i][0] if i < len(graph.params) else f"%{i}")
+        assert lay.spec("tp") == "R"
 
 
 def test_editing_one_annotation_reruns_only_that_entrys_propagation(tmp_path: Path) -> None:

@@ -7,8 +7,13 @@ which are ``NodeRef``s resolved only when rendered.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kinac.diag.model import Diagnostic, Label
 from kinac.rules.codec import record
+
+if TYPE_CHECKING:
+    from kinac.tir.graph import Graph
 
 
 @record
@@ -62,7 +67,10 @@ class Use:
 class ShardPlan:
     """The propagation result of one entry: the mesh (``None`` when no annotation names
     one: nothing is sharded), every node's layout, the collectives in program order, and
-    diagnostics (K0703/K0704 errors, notes for redistributions). ``reads[i]`` is the layout
+    diagnostics (K0703/K0704 errors, notes for redistributions). Without a mesh ``layouts``
+    is empty (every tensor is whole on one device: :meth:`layout_of` derives a node's), so an
+    entry without sharding does not store, encode and fingerprint a layout per node on every
+    build (165 KB at 32 transformer layers, re-encoded by each edit). ``reads[i]`` is the layout
     op ``i`` reads each operand in, ``computed[i]`` what it computes locally (before a slice
     or reduce-scatter of its result): the per-device program is built from these
     (:mod:`kinac.shard.device`), the collectives being the redistributions between them."""
@@ -77,6 +85,13 @@ class ShardPlan:
     results: tuple[Use | None, ...] = ()
     """Per entry output, the layout its declared result type asks for (``-> (tensor …
     @sharded …)``; None or absent: the node's own layout, partial axes all-reduced)."""
+
+    def layout_of(self, graph: Graph, i: int) -> TensorLayout:
+        """Node ``i``'s layout: the recorded one, or replicated when there is no mesh."""
+        if self.mesh is not None:
+            return self.layouts[i]
+        name = graph.params[i][0] if i < len(graph.params) else f"%{i}"
+        return TensorLayout(i, name, tuple(() for _ in graph.nodes[i].type.shape))
 
     def count(self, kind: str) -> int:
         """How many collectives of ``kind`` are planned."""

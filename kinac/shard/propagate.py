@@ -26,7 +26,7 @@ from kinac.reader import ast
 from kinac.shard.annotations import Pinned
 from kinac.shard.codes import shard_diagnostic
 from kinac.shard.factors import OpFactors, factors_of
-from kinac.shard.model import Collective, ShardPlan, TensorLayout
+from kinac.shard.model import Collective, ShardPlan
 from kinac.shard.plan import plan
 from kinac.shard.result import Result
 from kinac.tir.graph import Graph
@@ -160,10 +160,6 @@ def _describe(graph: Graph, i: int) -> str:
     return f"the result of `{graph.nodes[i].op}`"
 
 
-def _name(graph: Graph, i: int) -> str:
-    return graph.params[i][0] if i < len(graph.params) else f"%{i}"
-
-
 def propagate(
     graph: Graph,
     pinned: Mapping[int, Pinned],
@@ -182,12 +178,8 @@ def propagate(
     ``results[k]``: the layout output ``k`` is declared in (:mod:`kinac.shard.result`), reached
     by collectives planned at the end (the caller hints the output node toward it)."""
     diags = list(diagnostics)
-    if mesh is None:
-        layouts = tuple(
-            TensorLayout(i, _name(graph, i), tuple(() for _ in n.type.shape))
-            for i, n in enumerate(graph.nodes)
-        )
-        return ShardPlan(None, (), layouts, (), tuple(diags))
+    if mesh is None:  # nothing is sharded: the compact plan (ShardPlan.layout_of derives)
+        return ShardPlan(None, (), (), (), tuple(diags))
     st = _State(graph, dict(zip(mesh.axes, mesh.shape, strict=True)))
     st.explicit = {p for p in pinned if p >= len(graph.params)}  # written reshards
     partial: dict[int, tuple[str, ...]] = {}
