@@ -13,7 +13,7 @@
 #       window: waits for the soak to end (its files then come back with this call), then each
 #       BENCH (a benches/NAME.py, or `before_after` for issue 19's steady-state check against the
 #       extracted tree `.before`, `git archive 8119e40`) alone on the GPU, each with what is left
-#       of SECONDS as its limit.
+#       of SECONDS as its limit, or NAME:CAP for at most CAP seconds.
 #
 # Results: $OUT/res_<mode>.tgz (one archive: the device tool returns at most 8 files), rewritten
 # after every step so a call cut short still returns what finished. Set up as scripts/gpu.sh does
@@ -66,8 +66,10 @@ timed)
   while [ -f /tmp/soak/started ] && [ ! -f /tmp/soak/rc ] && [ "$n" -lt 240 ]; do sleep 2; n=$((n + 2)); done
   echo "waited $n s for the soak" >> "$R/env.txt"
   save
-  for b in "$@"; do
+  for spec in "$@"; do
+    b="${spec%%:*}"  # NAME or NAME:CAP (CAP seconds at most for that bench, so a hang cannot eat the call)
     left=$((T0 + LIMIT - $(date +%s))); [ "$left" -gt 15 ] || { echo "no time left for $b" >> "$R/env.txt"; continue; }
+    [ "$spec" != "$b" ] && [ "${spec#*:}" -lt "$left" ] && left="${spec#*:}"
     s=$(date +%s)
     if [ "$b" = before_after ]; then
       cp .before/benches/gpu.py .before/benches/gpu_at_8119e40.py
