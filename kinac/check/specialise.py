@@ -156,6 +156,33 @@ def specialise(
     return Specialised(g, tuple(sorted(full.items())), key_dt, (), tuple(em.calls))
 
 
+# The nodes a cached call became, by the fragment's identity, the call's argument nodes and
+# the offset of its first node. Why: an edit of one layer re-specialises the whole entry, but
+# every other call takes the same fragment (the query's value, kept by the session) at the
+# same place, so its nodes are the same records: reused, not rebuilt (L=32: 32 calls of ~60
+# nodes each). The memo holds each fragment, so its id is not reused while remembered.
+_SPLICED: dict[tuple[int, tuple[int, ...], int], tuple[Any, tuple[Node, ...]]] = {}
+_SPLICED_LIMIT = 1024  # calls; then the memo starts over (a few entries' worth)
+
+
+def _spliced(frag: Any, args: list[int], off: int) -> tuple[Node, ...]:
+    """``frag``'s nodes with its inputs renumbered to ``args`` and its own nodes moved by
+    ``off`` (remembered: see ``_SPLICED``)."""
+    key = (id(frag), tuple(args), off)
+    hit = _SPLICED.get(key)
+    if hit is not None and hit[0] is frag:
+        return hit[1]
+    k = len(args)
+    out = tuple(
+        Node(n.op, tuple(args[x] if x < k else x + off for x in n.args), n.attrs, n.type)
+        for n in frag.nodes
+    )
+    if len(_SPLICED) >= _SPLICED_LIMIT:
+        _SPLICED.clear()
+    _SPLICED[key] = (frag, out)
+    return out
+
+
 class _Emitter:
     def __init__(self, env: SpecEnv, default_device: str) -> None:
         self.env, self.default = env, default_device
@@ -302,11 +329,7 @@ class _Emitter:
         if frag.diagnostic is not None:
             raise _Abort(frag.diagnostic)
         k, off = len(args), len(self.nodes) - len(args)
-        nodes = self.nodes
-        for n in frag.nodes:
-            nodes.append(
-                Node(n.op, tuple(args[x] if x < k else x + off for x in n.args), n.attrs, n.type)
-            )
+        self.nodes.extend(_spliced(frag, args, off))
         return args[frag.result] if frag.result < k else frag.result + off
 
     def check_call(
