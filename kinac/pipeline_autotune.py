@@ -55,7 +55,14 @@ class AttentionTimer(Protocol):
 
 class GpuTimer:
     """The real timer: each candidate compiled to PTX here and timed on the current GPU by
-    :func:`kinac.rt.cuda.kernel_timer.time_kernels`, on buffers of the attention's sizes."""
+    :func:`kinac.rt.cuda.kernel_timer.time_isolated`, in a child process (on buffers of the
+    attention's sizes): a candidate that hangs or faults is ``inf``, named once by a
+    ``kinac: note:`` line, and cached as failed with the query's value like any failed
+    timing; the caller's process and CUDA context never run it."""
+
+    timeout_s = 20.0  # per candidate (a child's first gets start-up time too)
+    total_s = 120.0  # per tuning
+    noted: set[str] = set()  # variants already named in a note by this process
 
     def __init__(self, device: str) -> None:
         self.device = device
@@ -63,7 +70,8 @@ class GpuTimer:
     def time(self, cands: tuple[AttnParams, ...], arch: str) -> tuple[float, ...]:
         from kinac.codegen.ptx import compile_ptx
         from kinac.ir.gpu.attention_kernel import attention_llvm_ir, grid, kernel_name, smem_bytes
-        from kinac.rt.cuda.kernel_timer import TimedKernel, time_kernels
+        from kinac.ir.gpu.attention_tune import label
+        from kinac.rt.cuda.kernel_timer import TimedKernel, time_isolated
 
         jobs = tuple(
             TimedKernel(
@@ -76,9 +84,37 @@ class GpuTimer:
             for c in cands
         )
         try:
-            return time_kernels(jobs, buffer_bytes(cands[0]), random_fill(cands[0].dtype))
+            ms, failed = time_isolated(
+                jobs, buffer_bytes(cands[0]), random_fill(cands[0].dtype), device=self.ordinal(),
+                timeout_s=self.timeout_s, total_s=self.total_s,
+            )  # fmt: skip
         except Exception:  # noqa: BLE001 - no memory, a busy device: the default is built
             return (math.inf,) * len(cands)
+        skipped = [f for f in failed if f.what == "not timed"]
+        for f in failed:
+            name = label(cands[f.index])
+            if f.what != "not timed" and name not in self.noted:
+                self.noted.add(name)
+                self.note(f"attention autotuning: variant '{name}' {f.what} ({f.detail}); not used")
+        if skipped:
+            self.note(
+                f"attention autotuning: {len(skipped)} variant(s) not timed: {skipped[0].detail}"
+            )
+        return ms
+
+    @staticmethod
+    def note(text: str) -> None:
+        """One ``kinac: note:`` line on stderr."""
+        import sys
+
+        print(f"kinac: note: {text}", file=sys.stderr)
+
+    @staticmethod
+    def ordinal() -> int:
+        """The GPU the caller's context is on (the child times there)."""
+        from kinac.rt.cuda.device import current_device
+
+        return current_device().ordinal
 
 
 def buffer_bytes(p: AttnParams) -> tuple[int, ...]:
