@@ -259,3 +259,56 @@ def test_gpu_timer_notes_a_hung_variant_once_and_the_failure_is_cached(
     db2.close()
     assert math.isinf(timer.time(cands, "sm_90a")[1])
     assert "kinac: note:" not in capsys.readouterr().err
+
+
+PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry ok(.param .u64 buf)
+{
+  .reg .u64 %rd<3>; .reg .u32 %r<2>;
+  ld.param.u64 %rd1, [buf]; cvta.to.global.u64 %rd2, %rd1; mov.u32 %r1, %tid.x;
+  st.global.u32 [%rd2], %r1; ret;
+}
+.visible .entry spin(.param .u64 buf)
+{
+  .reg .u64 %rd<3>; .reg .u32 %r<2>; .reg .pred %p;
+  ld.param.u64 %rd1, [buf]; cvta.to.global.u64 %rd2, %rd1;
+LOOP:
+  ld.volatile.global.u32 %r1, [%rd2]; setp.ne.u32 %p, %r1, 2143354862; @%p bra LOOP; ret;
+}
+.visible .entry fault(.param .u64 buf)
+{
+  .reg .u64 %rd<2>; .reg .u32 %r<2>;
+  mov.u64 %rd1, 8; mov.u32 %r1, 1; st.global.u32 [%rd1], %r1; ret;
+}
+"""
+
+
+def _no_gpu() -> bool:
+    from kinac.rt.cuda import driver
+
+    return not driver.available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_no_gpu(), reason="no CUDA GPU")
+def test_on_the_gpu_a_spinning_and_a_faulting_kernel_spare_this_process() -> None:
+    """Real kernels: one that never ends is killed after the timeout (``hung``), one that
+    writes to address 8 breaks its child's context (``faulted``); the kernels around them are
+    timed, and this process's own CUDA context still works."""
+    from kinac.rt.cuda import driver
+    from kinac.rt.cuda.device import current_device
+
+    dev = current_device()
+    ks = tuple(TimedKernel(PTX, f, (4, 1, 1), 32, 0) for f in ("ok", "spin", "fault", "ok"))
+    t0 = time.monotonic()
+    ms, failed = time_isolated(ks, (1 << 20,), b"\0\0", device=dev.ordinal, timeout_s=5.0)
+    print(f"child timings {ms} in {time.monotonic() - t0:.1f} s; {failed}")
+    assert math.isfinite(ms[0]) and math.isfinite(ms[3]) and math.isinf(ms[1]) and math.isinf(ms[2])
+    assert [(f.index, f.what) for f in failed] == [(1, "hung"), (2, "faulted")], failed
+    d = driver.api()
+    p = int(driver.check("cuMemAlloc", d.cuMemAlloc(1 << 20)))
+    driver.check("cuMemsetD8", d.cuMemsetD8(p, 7, 1 << 20))
+    dev.synchronize()
+    driver.check("cuMemFree", d.cuMemFree(p))

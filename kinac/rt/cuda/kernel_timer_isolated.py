@@ -70,12 +70,14 @@ def child_command() -> list[str]:
     return [sys.executable, "-m", "kinac.rt.cuda.kernel_timer_child"]
 
 
+ROOT = str(Path(__file__).resolve().parents[3])  # the directory holding this kinac package
+
+
 def child_env() -> dict[str, str]:
-    """The caller's environment, with the directory holding this kinac first on the path (a
-    caller that put kinac on ``sys.path`` by hand still gets the same code in the child)."""
+    """The caller's environment, with :data:`ROOT` first on the path (a caller that put kinac
+    on ``sys.path`` by hand still gets the same code in the child)."""
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[3])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH", "")) if p)
     return env
 
 
@@ -132,7 +134,7 @@ def _one_child(
     try:
         proc = subprocess.Popen(
             child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-            env=child_env(), close_fds=True,
+            env=child_env(), cwd=ROOT, close_fds=True,  # cwd: ``-m`` looks there first
         )  # fmt: skip
     except OSError as e:
         failures += [Failure(i, "not timed", f"cannot start a timing process: {e}") for i in todo]
