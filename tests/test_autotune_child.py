@@ -312,3 +312,39 @@ def test_on_the_gpu_a_spinning_and_a_faulting_kernel_spare_this_process() -> Non
     driver.check("cuMemsetD8", d.cuMemsetD8(p, 7, 1 << 20))
     dev.synchronize()
     driver.check("cuMemFree", d.cuMemFree(p))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_no_gpu(), reason="no CUDA GPU")
+def test_on_the_gpu_the_child_times_as_the_process_did() -> None:
+    """The same measurement in the child as in this process: two attention variants (causal
+    GQA bf16, S 2048) timed both ways agree within 15% and rank alike when 10% apart."""
+    from kinac.codegen.ptx import compile_ptx
+    from kinac.ir.gpu.attention_kernel import attention_llvm_ir, grid, kernel_name, smem_bytes
+    from kinac.ir.gpu.attention_params import bhsd_params
+    from kinac.ir.gpu.attention_tune import candidates, label
+    from kinac.pipeline_autotune import buffer_bytes, random_fill
+    from kinac.rt.cuda.device import current_device
+    from kinac.rt.cuda.kernel_timer import time_kernels
+
+    p = bhsd_params("bf16", 4, 16, 4, 2048, 128)
+    cands = candidates(p, "sm_90a")[:2]
+    ks = tuple(
+        TimedKernel(
+            compile_ptx(attention_llvm_ir((c,)), "sm_90a"),
+            kernel_name(c),
+            grid(c),
+            c.threads,
+            smem_bytes(c),
+        )  # fmt: skip
+        for c in cands
+    )
+    sizes, fill = buffer_bytes(cands[0]), random_fill("bf16")
+    here = time_kernels(ks, sizes, fill)
+    there, failed = time_isolated(ks, sizes, fill, device=current_device().ordinal)
+    print("in process", dict(zip(map(label, cands), here, strict=True)), "child", there)
+    assert failed == () and all(math.isfinite(t) for t in here + there)
+    for a, b in zip(here, there, strict=True):
+        assert 0.85 < b / a < 1.15, (here, there)
+    if max(here) > 1.1 * min(here):
+        assert here.index(min(here)) == there.index(min(there)), (here, there)

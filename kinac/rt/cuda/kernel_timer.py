@@ -183,7 +183,7 @@ def time_isolated(
     timeout_s: float = 20.0,
     startup_s: float = 60.0,
     total_s: float = 120.0,
-    max_children: int = 8,
+    max_children: int = 16,
 ) -> tuple[tuple[float, ...], tuple[Failure, ...]]:
     """:func:`time_kernels`' times, measured in child processes: a candidate that produces no
     result within ``timeout_s`` (plus ``startup_s`` for a child's first: CUDA start-up) or
