@@ -60,7 +60,7 @@ class GpuTimer:
     ``kinac: note:`` line, and cached as failed with the query's value like any failed
     timing; the caller's process and CUDA context never run it."""
 
-    timeout_s = 20.0  # per candidate (a child's first gets start-up time too)
+    timeout_s = 8.0  # per candidate (a timing is ~20 ms of launches); a first also gets start-up time
     total_s = 120.0  # per tuning
     noted: set[str] = set()  # variants already named in a note by this process
 

@@ -180,7 +180,7 @@ def time_isolated(
     device: int = 0,
     round_ms: float = 3.0,
     rounds: int = 3,
-    timeout_s: float = 20.0,
+    timeout_s: float = 8.0,
     startup_s: float = 60.0,
     total_s: float = 120.0,
     max_children: int = 16,
