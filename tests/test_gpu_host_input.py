@@ -100,3 +100,15 @@ def test_bf16_cpu_torch_tensors_into_a_gpu_entry(tmp_path: object) -> None:
     got = torch.from_dlpack(gpu).cpu().view(torch.bfloat16).float()
     want = torch.from_dlpack(host).view(torch.bfloat16).float()
     torch.testing.assert_close(got, want, rtol=2**-7, atol=2**-7)
+
+
+def test_pinned_host_memory_is_read_like_cpu_memory() -> None:
+    """DLPack device type 3 (kDLCUDAHost: torch's ``pin_memory()`` tensors) is host memory: read
+    in place, not refused (the H200 run of 2026-12-01 refused a pinned torch tensor)."""
+    from kinac.rt.cuda.tensor import KDL_CUDA_HOST, Tensor
+
+    src = np.arange(12, dtype=np.float32).reshape(3, 4)
+    pinned = Tensor(src.ctypes.data, src.shape, "float32", device=(KDL_CUDA_HOST, 0), owner=src)
+    a, keep = host_array(pinned, "x", "axpb", "f32", (3, 4))
+    np.testing.assert_array_equal(np.asarray(a), src)
+    assert keep is not None

@@ -35,7 +35,7 @@ from ctypes import (
 )
 from typing import Any
 
-from kinac.rt.cuda.tensor import KDL_CPU, KDL_CUDA, Tensor, dtype_of
+from kinac.rt.cuda.tensor import KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, Tensor, dtype_of
 
 VERSION = (1, 0)
 FLAG_READ_ONLY = 1
@@ -251,6 +251,8 @@ def import_(obj: Any, *, stream: int = 0) -> Tensor:
     strides = tuple(int(dl.strides[i]) for i in range(n)) if dl.strides else None
     dtype = dtype_of(int(dl.dtype.code), int(dl.dtype.bits), int(dl.dtype.lanes))
     device = (int(dl.device.device_type), int(dl.device.device_id))
+    if device[0] == KDL_CUDA_HOST:  # pinned host memory is host memory to every reader here
+        device = (KDL_CPU, 0)
     if device[0] not in (KDL_CPU, KDL_CUDA):
         raise BufferError(f"DLPack device type {device[0]} is not supported")
     ptr = int(dl.data or 0) + int(dl.byte_offset)

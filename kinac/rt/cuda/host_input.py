@@ -53,11 +53,11 @@ def host_array(
         _check_shape(a.shape, shape, name, entry)
         return (a.view(np.uint16) if a.dtype.name == "bfloat16" else a), x
     from kinac.rt.cuda.dlpack import import_
-    from kinac.rt.cuda.tensor import KDL_CPU
+    from kinac.rt.cuda.tensor import KDL_CPU, KDL_CUDA_HOST
 
     try:
         kind = int(x.__dlpack_device__()[0]) if hasattr(x, "__dlpack_device__") else KDL_CPU
-        if kind != KDL_CPU:  # CUDA producers were taken on the device before coming here
+        if kind not in (KDL_CPU, KDL_CUDA_HOST):  # CUDA producers were taken on the device
             raise BufferError(f"it lives on DLPack device type {kind}")
         t = import_(x)
     except (BufferError, TypeError, ValueError, RuntimeError) as e:

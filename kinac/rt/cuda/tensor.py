@@ -20,6 +20,7 @@ from kinac.rt.cuda.resources import MemoryResource
 
 KDL_CPU = 1
 KDL_CUDA = 2
+KDL_CUDA_HOST = 3  # page-locked host memory (torch's pin_memory()): readable on the host
 
 
 @dataclass(frozen=True)
