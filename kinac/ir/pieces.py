@@ -123,6 +123,17 @@ def cut(g: Graph, calls: tuple[tuple[int, int], ...]) -> tuple[Piece, ...]:
     return tuple(_piece(g, a, b, last) for a, b in zip(bounds, bounds[1:], strict=False))
 
 
+# Pieces made in this process, by (start, stop, first node's id): an edit to one layer of a
+# resident session cuts an entry graph whose other calls' nodes are the previous graph's very
+# objects (``specialise`` remembers them), so their pieces are found here instead of rebuilt
+# (1500 nodes at L=32). A hit needs the same node objects (``is``; the entry holds them, so
+# their ids stay theirs), outputs and input types: everything a piece is made from.
+_MADE: dict[
+    tuple[int, int, int], tuple[tuple[Node, ...], tuple[int, ...], tuple[object, ...], Piece]
+] = {}
+_MADE_MAX = 4096
+
+
 def _piece(g: Graph, a: int, b: int, last: list[int]) -> Piece:
     """Nodes ``a..b`` of ``g`` as a graph of their own."""
     final = b == len(g.nodes)
@@ -135,6 +146,23 @@ def _piece(g: Graph, a: int, b: int, last: list[int]) -> Piece:
     for o in outs:
         if o < a:  # an entry output that is a param (the fuser copies it)
             order.setdefault(o)
+    body = g.nodes[a:b]
+    types = tuple([g.nodes[v].type for v in order])
+    key = (a, b, id(body[0]) if body else 0)
+    made = _MADE.get(key)
+    if (made is not None and made[1] == tuple(outs) and made[2] == types
+            and all(x is y for x, y in zip(made[0], body, strict=True))):  # fmt: skip
+        return made[3]
+    piece = _build(g, a, b, outs, order)
+    if len(_MADE) >= _MADE_MAX:
+        _MADE.clear()
+    _MADE[key] = (body, tuple(outs), types, piece)
+    return piece
+
+
+def _build(g: Graph, a: int, b: int, outs: list[int], order: dict[int, None]) -> Piece:
+    """The piece of nodes ``a..b`` reading ``order`` (entry nodes before ``a``) and giving
+    ``outs``: its nodes renumbered (params first)."""
     inputs = {v: j for j, v in enumerate(order)}
     k = len(inputs)
     shift = a - k  # node x >= a is the piece's node x - shift; x < a its input inputs[x]

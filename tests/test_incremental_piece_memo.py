@@ -1,0 +1,66 @@
+"""The pieces of a cut are remembered in-process (``kinac.ir.pieces._MADE``): an entry graph
+that shares node objects with one cut before gets the same pieces back, and the result is
+always the one a fresh cut computes (issue 19: a one-layer edit no longer rebuilds the other
+layers' pieces)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kinac.ir import pieces as P
+from kinac.ir.testing import block_graph, mlp_graph
+from kinac.tir.graph import Graph, Node
+
+
+def _everywhere(g: Graph) -> tuple[tuple[int, int], ...]:
+    return tuple((p, p) for p in range(len(g.nodes)))
+
+
+def _fresh(g: Graph) -> tuple[P.Piece, ...]:
+    saved = dict(P._MADE)
+    P._MADE.clear()
+    try:
+        return P.cut(g, _everywhere(g))
+    finally:
+        P._MADE.clear()
+        P._MADE.update(saved)
+
+
+@pytest.mark.parametrize("make", [lambda: block_graph(2, 8, 16), lambda: mlp_graph(2, 8, 16, 32)])
+def test_an_edited_graph_reuses_the_unchanged_pieces_and_equals_a_fresh_cut(make) -> None:  # type: ignore[no-untyped-def]
+    g = make()
+    first = P.cut(g, _everywhere(g))
+    assert first == _fresh(g)
+    # the same node objects with the last node replaced (an edit at the end of the entry):
+    # every piece before it is the remembered object, the rest equal a fresh cut's
+    last = g.nodes[-1]
+    edited = replace(last, op="sub" if last.op != "sub" else "add")
+    g2 = Graph(g.name, g.params, (*g.nodes[:-1], edited), g.outputs)
+    second = P.cut(g2, _everywhere(g2))
+    assert second == _fresh(g2)
+    assert second != first
+    same = [a is b for a, b in zip(first, second, strict=False)]
+    assert any(same) and not same[-1]
+    # equal but not the same node objects: rebuilt (a hit needs the very objects), still equal
+    g3 = Graph(g.name, g.params, tuple(replace(n) for n in g.nodes), g.outputs)
+    third = P.cut(g3, _everywhere(g3))
+    assert third == first and all(a is not b for a, b in zip(first, third, strict=True))
+
+
+def test_a_piece_whose_inputs_changed_type_is_rebuilt() -> None:
+    """Same body nodes, but a value read from before the piece now has another type: the
+    piece's params differ, so the remembered piece must not be returned."""
+    g = block_graph(2, 8, 16)
+    n0 = P.cut(g, _everywhere(g))
+    # retype param 0 (its node object changes; the body nodes after it stay the same objects)
+    p0 = g.nodes[0]
+    other = replace(p0.type, dtype="f64")
+    nodes = (Node(p0.op, p0.args, p0.attrs, other), *g.nodes[1:])
+    params = ((g.params[0][0], other), *g.params[1:])
+    g2 = Graph(g.name, params, nodes, g.outputs)
+    again = P.cut(g2, _everywhere(g2))
+    assert again == _fresh(g2)
+    readers = [i for i, p in enumerate(again) if 0 in p.inputs]
+    assert readers and all(again[i] != n0[i] for i in readers)
