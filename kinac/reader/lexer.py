@@ -16,10 +16,10 @@ explains it is returned next to the stream, so the S-expression layer keeps its 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import NamedTuple
 
-from kinac.diag.model import Diagnostic
+from kinac.diag.model import Diagnostic, Span
 from kinac.reader.ast import AnnotArg
 from kinac.reader.errors import make, show
 from kinac.reader.source import Source
@@ -120,14 +120,16 @@ class _Lexer:
         self.diags.append(make(code, msg, self.src.span(start, end), label, help=help))
         self.push("junk" if code == "K0108" else "error", tag or code, start, end)
 
-    def run(self) -> None:
+    def run(self, pos: int = 0) -> None:
+        """Tokens from character offset ``pos`` (0, or the start of a line) to the end."""
         text = self.src.text
         append = self.tokens.append
         new = new_token
         starts = self.src.line_starts  # offsets where lines begin
         nlines = len(starts)
         line, ls, nxt = 1, 0, starts[1] if nlines > 1 else len(text) + 1
-        pos = 1 if text.startswith("\ufeff") else 0
+        if pos == 0 and text.startswith("\ufeff"):
+            pos = 1
         kinds = _KINDS
         for m in _TOKEN.finditer(text, pos):
             idx = m.lastindex
@@ -376,8 +378,65 @@ def _number_help(t: str) -> str:
     return "numbers are written `42`, `-7`, `1.0`, `-0.5` or `1e-6`"
 
 
+# The last tokenization of each file in this process: (text, tokens, diagnostics).
+_LAST: dict[str, tuple[str, tuple[Token, ...], tuple[Diagnostic, ...]]] = {}
+_LAST_MAX = 256
+
+
 def tokenize(src: Source) -> tuple[list[Token], list[Diagnostic]]:
-    """All tokens of ``src`` (comments and whitespace dropped) and the lexical diagnostics."""
+    """All tokens of ``src`` (comments and whitespace dropped) and the lexical diagnostics.
+
+    Incremental per file in a process (an editor's save, ``kinac watch``, the server): the
+    tokens of the lines before the first changed character are the previous tokenization's,
+    and only the rest of the text is lexed again. That is exact because a token never spans
+    a line and no token class looks past the end of its line (strings, annotations and the
+    atom end before a ``\n``), so a line's tokens and diagnostics depend only on its text and
+    its offset, both unchanged before the first edit (:func:`_reusable`)."""
     lx = _Lexer(src)
-    lx.run()
+    pos = _reusable(src, lx)
+    lx.run(pos)
+    text = src.text
+    if len(_LAST) >= _LAST_MAX and src.file not in _LAST:
+        _LAST.clear()
+    _LAST[src.file] = (text, tuple(lx.tokens), tuple(lx.diags))
     return lx.tokens, lx.diags
+
+
+def _reusable(src: Source, lx: _Lexer) -> int:
+    """Fill ``lx`` with the previous tokenization's tokens and diagnostics of the lines that
+    precede ``src``'s first changed character; return the offset to lex on from (the start
+    of that character's line; 0: nothing reused)."""
+    last = _LAST.get(src.file)
+    if last is None:
+        return 0
+    old, tokens, diags = last
+    text = src.text
+    lo, hi = 0, min(len(old), len(text))  # the common prefix's length, by halving
+    if text[:hi] == old[:hi]:
+        lo = hi
+    else:
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if text[:mid] == old[:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+    if any(not isinstance(d.primary.loc, Span) for d in diags):
+        return 0  # a diagnostic without a line: lex it all
+    if lo == len(text) == len(old):  # unchanged: every token and diagnostic
+        lx.tokens.extend(tokens)
+        lx.diags.extend(diags)
+        return len(text)
+    line = bisect_right(src.line_starts, lo)  # 1-based line of the first changed character
+    pos = src.line_starts[line - 1]
+    if pos == 0:
+        return 0
+    kept = [d for d in diags if d.primary.loc.line < line]  # type: ignore[union-attr]
+    n = bisect_left(tokens, pos, key=_start)
+    lx.tokens.extend(tokens[:n])
+    lx.diags.extend(kept)
+    return pos
+
+
+def _start(t: Token) -> int:
+    return t.start
