@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -60,7 +61,9 @@ class GpuTimer:
     ``kinac: note:`` line, and cached as failed with the query's value like any failed
     timing; the caller's process and CUDA context never run it."""
 
-    timeout_s = 8.0  # per candidate (a timing is ~20 ms of launches); a first also gets start-up time
+    timeout_s = (
+        8.0  # per candidate (a timing is ~20 ms of launches); a first also gets start-up time
+    )
     total_s = 120.0  # per tuning
     noted: set[str] = set()  # variants already named in a note by this process
 
@@ -161,36 +164,49 @@ def random_fill(dtype: str, n: int = 4096) -> bytes:
 _GPU: list[Any] = []  # the process's GpuTimer (or None: no GPU), found once
 
 
-def find_timer(db: Database) -> AttentionTimer | None:
-    """The context's timer, else the GPU's (None without a CUDA device)."""
-    t = db.context.get(TIMER_KEY)
+def gpu_timer(db: Database, key: str, found: list[Any], make: Callable[[str], Any]) -> Any:
+    """The timer a test or tool put in the database's context under ``key``, else the one
+    ``make(device name)`` built for this process's GPU (kept in ``found``; None without a
+    usable CUDA device). Shared by the attention and GEMM autotuners."""
+    t = db.context.get(key)
     if t is not None:
-        return t  # type: ignore[no-any-return]
-    if not _GPU:
+        return t
+    if not found:
         try:
             from kinac.rt.cuda import driver
 
             if driver.available():
                 from kinac.rt.cuda.kernel_timer import device_name
 
-                _GPU.append(GpuTimer(device_name()))
+                found.append(make(device_name()))
             else:
-                _GPU.append(None)
+                found.append(None)
         except Exception:  # noqa: BLE001 - no usable CUDA here: the default choice
-            _GPU.append(None)
-    return _GPU[0]  # type: ignore[no-any-return]
+            found.append(None)
+    return found[0]
+
+
+def find_timer(db: Database) -> AttentionTimer | None:
+    """The context's timer, else the GPU's (None without a CUDA device)."""
+    return gpu_timer(db, TIMER_KEY, _GPU, GpuTimer)  # type: ignore[no-any-return]
+
+
+def autotune_mode(db: Database, find: Callable[[Database], Any]) -> str:
+    """An autotuning input query's value: ``off`` (``KINAC_AUTOTUNE=0``; no device probed),
+    ``timed <device>`` (``find`` gave a timer) or ``default`` (no timer)."""
+    if os.environ.get("KINAC_AUTOTUNE", "").strip() == "0":
+        return "off"
+    timer = find(db)
+    return f"timed {timer.device}" if timer is not None else "default"
 
 
 @input_query("attention_autotune_mode")
 def attention_autotune_mode(db: Database, _: tuple[()]) -> str:
     """``off`` (``KINAC_AUTOTUNE=0``), ``timed <device>`` or ``default`` (no timer)."""
-    if os.environ.get("KINAC_AUTOTUNE", "").strip() == "0":
-        return "off"
-    t = find_timer(db)
-    return f"timed {t.device}" if t is not None else "default"
+    return autotune_mode(db, find_timer)
 
 
-def _base_arch(arch: str) -> str:
+def base_arch(arch: str) -> str:
     return arch[:-1] if arch.endswith("a") else arch
 
 
@@ -208,7 +224,7 @@ def attention_tiles(db: Database, key: tuple[str, AttnParams, str, str]) -> Attn
     if flops(p) < at.MIN_TUNE_FLOPS:  # not worth seconds of compiles
         return at.default_choice(p, arch, "small")
     timer = find_timer(db) if mode.startswith("timed ") else None
-    if timer is None or _base_arch(mode.rsplit(" ", 1)[-1]) != _base_arch(arch):
+    if timer is None or base_arch(mode.rsplit(" ", 1)[-1]) != base_arch(arch):
         return at.default_choice(p, arch)
     cands = at.candidates(p, arch)
     return at.pick(p, arch, cands, tuple(timer.time(cands, arch)))

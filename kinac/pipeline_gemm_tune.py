@@ -30,10 +30,10 @@ Registered by :mod:`kinac.pipeline` (its last lines import this module); called 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kinac.pipeline_autotune import autotune_mode, base_arch, gpu_timer
 from kinac.rules import Database, input_query, query
 
 if TYPE_CHECKING:
@@ -88,35 +88,13 @@ _GPU: list[Any] = []  # the process's GpuGemmTimer (or None: no GPU), found once
 
 def find_timer(db: Database) -> GemmTimer | None:
     """The context's timer, else the GPU's (None without a CUDA device)."""
-    t = db.context.get(TIMER_KEY)
-    if t is not None:
-        return t  # type: ignore[no-any-return]
-    if not _GPU:
-        try:
-            from kinac.rt.cuda import driver
-
-            if driver.available():
-                from kinac.rt.cuda.kernel_timer import device_name
-
-                _GPU.append(GpuGemmTimer(device_name()))
-            else:
-                _GPU.append(None)
-        except Exception:  # noqa: BLE001 - no usable CUDA here: today's binding
-            _GPU.append(None)
-    return _GPU[0]  # type: ignore[no-any-return]
+    return gpu_timer(db, TIMER_KEY, _GPU, GpuGemmTimer)  # type: ignore[no-any-return]
 
 
 @input_query("gemm_autotune_mode")
 def gemm_autotune_mode(db: Database, _: tuple[()]) -> str:
     """``off`` (``KINAC_AUTOTUNE=0``), ``timed <device>`` or ``default`` (no timer)."""
-    if os.environ.get("KINAC_AUTOTUNE", "").strip() == "0":
-        return "off"
-    t = find_timer(db)
-    return f"timed {t.device}" if t is not None else "default"
-
-
-def _base_arch(arch: str) -> str:
-    return arch[:-1] if arch.endswith("a") else arch
+    return autotune_mode(db, find_timer)
 
 
 def canonical(g: GpuGemm) -> GpuGemm:
@@ -171,7 +149,7 @@ def gemm_algo(db: Database, key: tuple[str, GpuGemm, int, str]) -> GemmTuned:
     if not tunable(g):
         return GemmTuned("skipped")
     timer = find_timer(db) if mode.startswith("timed ") else None
-    if timer is None or _base_arch(mode.rsplit(" ", 1)[-1]) != _base_arch(arch):
+    if timer is None or base_arch(mode.rsplit(" ", 1)[-1]) != base_arch(arch):
         return GemmTuned("default")
     return pick(tuple(timer.time(g, arch)))
 
