@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import ctypes
 import math
-import statistics
 from collections.abc import Callable
 
 from kinac.artifacts.gemm_algo import GemmAlgo
 from kinac.artifacts.gpu import GemmOperand, GpuGemm
 from kinac.dtypes import ITEMSIZE
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.device import Event, Stream, current_device
+from kinac.rt.cuda.device import Stream, current_device
+from kinac.rt.cuda.kernel_timer import time_calls
 
 SAMPLE = 1 << 22  # output elements compared per candidate
 TOLERANCE = {"bf16": 2e-2, "f16": 4e-3, "f32": 1e-4, "f64": 1e-10}  # x max |today's output|
@@ -202,25 +202,6 @@ def _time_one(
             ref.extend(got)  # today's output: the reference
         elif not all(close(x, r, g.out_dtype) for x, r in zip(got, ref, strict=True)):
             return math.inf
-        a, b = Event(), Event()
-        a.record(stream)
-        call(stream.handle)
-        b.record(stream)
-        b.synchronize()
-        reps = max(2, min(100, int(round_ms / max(a.elapsed_ms(b), 1e-3))))
-        a.close()
-        b.close()
-        times = []
-        for _ in range(rounds):
-            a, b = Event(), Event()
-            a.record(stream)
-            for _ in range(reps):
-                call(stream.handle)
-            b.record(stream)
-            b.synchronize()
-            times.append(a.elapsed_ms(b) / reps)
-            a.close()
-            b.close()
-        return statistics.median(times)
+        return time_calls(lambda: call(stream.handle), stream, round_ms, rounds, 100)
     except Exception:  # noqa: BLE001 - a candidate that cannot run is not chosen
         return math.inf

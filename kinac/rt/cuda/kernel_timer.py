@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import math
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kinac.rt.cuda import driver
@@ -130,28 +130,37 @@ def _time_one(
         launch = fn.prepare(("ptr",) * len(ptrs), k.grid, k.block, k.shared, None, "bindings")
         launch(stream, *ptrs)
         stream.synchronize()
-        a, b = Event(), Event()
-        a.record(stream)
-        launch(stream, *ptrs)
-        b.record(stream)
-        b.synchronize()
-        reps = max(2, min(50, int(round_ms / max(a.elapsed_ms(b), 1e-3))))
-        a.close()
-        b.close()
-        times = []
-        for _ in range(rounds):
-            a, b = Event(), Event()
-            a.record(stream)
-            for _ in range(reps):
-                launch(stream, *ptrs)
-            b.record(stream)
-            b.synchronize()
-            times.append(a.elapsed_ms(b) / reps)
-            a.close()
-            b.close()
-        return statistics.median(times)
+        return time_calls(lambda: launch(stream, *ptrs), stream, round_ms, rounds, 50)
     except Exception:  # noqa: BLE001 - a candidate that cannot run is not chosen
         return math.inf
+
+
+def time_calls(
+    issue: Callable[[], None], stream: Stream, round_ms: float, rounds: int, max_reps: int
+) -> float:
+    """Milliseconds per ``issue()`` on ``stream`` by CUDA events: one timed call sizes a round
+    to about ``round_ms`` (2 to ``max_reps`` calls); the median of ``rounds`` rounds. Shared
+    by the attention and GEMM tuners so both measure alike."""
+    a, b = Event(), Event()
+    a.record(stream)
+    issue()
+    b.record(stream)
+    b.synchronize()
+    reps = max(2, min(max_reps, int(round_ms / max(a.elapsed_ms(b), 1e-3))))
+    a.close()
+    b.close()
+    times = []
+    for _ in range(rounds):
+        a, b = Event(), Event()
+        a.record(stream)
+        for _ in range(reps):
+            issue()
+        b.record(stream)
+        b.synchronize()
+        times.append(a.elapsed_ms(b) / reps)
+        a.close()
+        b.close()
+    return statistics.median(times)
 
 
 # --- the parent side: candidates timed in child processes ---------------------------------
