@@ -26,8 +26,10 @@ def _struct(n: int) -> str:
     return "{" + ", ".join(["float"] * n) + "}"
 
 
-def wgmma_function(name: str, dtype: str, n: int, trans_b: int) -> str:
-    """``define`` of ``@name(a0..a3, desc, c0..c{n/2-1})``: one m64n{n}k16 product."""
+def wgmma_function(name: str, dtype: str, n: int, trans_b: int, *, fresh: bool = False) -> str:
+    """``define`` of ``@name(a0..a3, desc, c0..c{n/2-1})``: one m64n{n}k16 product added to the
+    accumulators ``c``; ``fresh``: ``@name(a0..a3, desc)`` into fresh accumulators (scale-d
+    false: ``D = A B``), so no register is zeroed before the first k step."""
     nacc = n // 2
     ab = "bf16" if dtype == "bf16" else "f16"
     outs = ", ".join(f"${i}" for i in range(nacc))
@@ -37,38 +39,17 @@ def wgmma_function(name: str, dtype: str, n: int, trans_b: int) -> str:
         f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{outs}}}, {{{a}}}, "
         f"${nacc + 4}, p, 1, 1, {trans_b};\\0A}}"
     )
-    cons = ",".join(["=f"] * nacc + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(nacc)])
-    params = (
-        [f"i32 %a{i}" for i in range(4)] + ["i64 %desc"] + [f"float %c{i}" for i in range(nacc)]
-    )
-    args = [f"i32 %a{i}" for i in range(4)] + ["i64 %desc", "i32 1"]
-    args += [f"float %c{i}" for i in range(nacc)]
+    tied = [] if fresh else [str(i) for i in range(nacc)]  # c in the outputs' registers
+    cons = ",".join(["=f"] * nacc + ["r"] * 4 + ["l", "r"] + tied)
+    params = [f"i32 %a{i}" for i in range(4)] + ["i64 %desc"]
+    args = [*params, "i32 0" if fresh else "i32 1"]  # the scale-d predicate
+    if not fresh:
+        params += [f"float %c{i}" for i in range(nacc)]
+        args += [f"float %c{i}" for i in range(nacc)]
     st = _struct(nacc)
     return (
         f"define internal {st} @{name}({', '.join(params)}) alwaysinline {{\n"
         f'  %r = call {st} asm sideeffect "{asm}", "{cons}"({", ".join(args)})\n'
-        f"  ret {st} %r\n}}\n"
-    )
-
-
-def wgmma_zero_function(name: str, dtype: str, n: int) -> str:
-    """``define`` of ``@name(a0..a3, desc)``: one m64n{n}k16 product into fresh accumulators
-    (scale-d false: ``D = A B``), so no register is zeroed before the first k step."""
-    nacc = n // 2
-    ab = "bf16" if dtype == "bf16" else "f16"
-    outs = ", ".join(f"${i}" for i in range(nacc))
-    a = ", ".join(f"${nacc + i}" for i in range(4))
-    asm = (
-        f"{{\\0A.reg .pred p;\\0Asetp.ne.b32 p, ${nacc + 5}, 0;\\0A"
-        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{outs}}}, {{{a}}}, "
-        f"${nacc + 4}, p, 1, 1, 0;\\0A}}"
-    )
-    cons = ",".join(["=f"] * nacc + ["r"] * 4 + ["l", "r"])
-    params = [f"i32 %a{i}" for i in range(4)] + ["i64 %desc"]
-    st = _struct(nacc)
-    return (
-        f"define internal {st} @{name}({', '.join(params)}) alwaysinline {{\n"
-        f'  %r = call {st} asm sideeffect "{asm}", "{cons}"({", ".join(params)}, i32 0)\n'
         f"  ret {st} %r\n}}\n"
     )
 
@@ -124,7 +105,7 @@ def helpers(
         fence_function(f"{kname}_fence_s", block_n // 2),
     ]
     if zero:
-        out.append(wgmma_zero_function(f"{kname}_wg_z", dtype, block_n))
+        out.append(wgmma_function(f"{kname}_wg_z", dtype, block_n, 0, fresh=True))
     if full:
         out += [
             wgmma_function(f"{kname}_wg_o", dtype, head_dim, 1),
