@@ -619,6 +619,23 @@ class _Emitter:
         """Named barrier ``bar_id`` (1 or 2) of 256 threads: ``sync`` or ``arrive``."""
         self.f.do(f"call void @{self.name}_nb_{what}(i32 {bar_id})")
 
+    def stage_load(self, t: str, more: str, lab: str, after: str) -> None:
+        """If ``more``: key/value tile ``t`` into stage ``t % stages`` once that stage's
+        ``empty`` phase (tile ``t - stages`` consumed) completed, this thread's copies handed
+        to the stage's ``full`` barrier; then on at label ``after``. Shared by the mbarrier
+        ring's step and the overlapped kernel's prefetch."""
+        f, p = self.f, self.p
+        f.do(f"br i1 {more}, label %{lab}_pf, label %{after}")
+        f.label(f"{lab}_pf")
+        st = f.v(f"urem i32 {t}, {p.stages}")
+        rnd = f.v(f"udiv i32 {t}, {p.stages}")
+        par = f.v(f"and i32 {f.v(f'add i32 {rnd}, 1')}, 1")
+        self.mb("wait_empty", f"ptr addrspace(3) {self.bar('empty', st)}", f"i32 {par}")
+        self.load_kv(t, commit=False)
+        self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', st)}")
+        f.do(f"br label %{after}")
+        f.label(after)
+
     def mbar_step(self, lab: str, j: str, ntot: str, masked: bool) -> None:
         """Step ``j``: tile ``j + 1`` into its stage once that stage's ``empty`` phase (tile
         ``j - 2`` consumed by every thread) completed (a fresh barrier's parity-1 wait returns
@@ -628,16 +645,7 @@ class _Emitter:
         f.do(f"%jn_{lab} = add i32 {j}, 1")
         t = f"%jn_{lab}"
         more = "false" if p.ws else f.v(f"icmp slt i32 {t}, {ntot}")  # ws: the producer loads
-        f.do(f"br i1 {more}, label %{lab}_pf, label %{lab}_cmp")
-        f.label(f"{lab}_pf")
-        st = f.v(f"urem i32 {t}, {p.stages}")
-        rnd = f.v(f"udiv i32 {t}, {p.stages}")
-        par = f.v(f"and i32 {f.v(f'add i32 {rnd}, 1')}, 1")
-        self.mb("wait_empty", f"ptr addrspace(3) {self.bar('empty', st)}", f"i32 {par}")
-        self.load_kv(t, commit=False)
-        self.mb("cp_arrive", f"ptr addrspace(3) {self.bar('full', st)}")
-        f.do(f"br label %{lab}_cmp")
-        f.label(f"{lab}_cmp")
+        self.stage_load(t, more, lab, f"{lab}_cmp")
         sj = f.v(f"urem i32 {j}, {p.stages}")
         par = f.v(f"and i32 {f.v(f'udiv i32 {j}, {p.stages}')}, 1")
         self.mb("wait_full", f"ptr addrspace(3) {self.bar('full', sj)}", f"i32 {par}")

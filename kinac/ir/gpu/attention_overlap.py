@@ -101,20 +101,8 @@ def _arrive_empty(e: _Emitter, t: str, kind: str = "empty") -> None:
 
 
 def _prefetch(e: _Emitter, lab: str, t: str, ntot: str) -> None:
-    """If ``t < ntot``: key tile ``t`` into stage ``t % 3`` once tile ``t - 3``'s "empty"
-    phase completed, this thread's copies handed to the stage's "full" barrier."""
-    f, p = e.f, e.p
-    more = f.v(f"icmp slt i32 {t}, {ntot}")
-    f.do(f"br i1 {more}, label %{lab}_pf, label %{lab}_pfc")
-    f.label(f"{lab}_pf")
-    st = f.v(f"urem i32 {t}, {p.stages}")
-    rnd = f.v(f"udiv i32 {t}, {p.stages}")
-    par = f.v(f"and i32 {f.v(f'add i32 {rnd}, 1')}, 1")
-    e.mb("wait_empty", f"ptr addrspace(3) {e.bar('empty', st)}", f"i32 {par}")
-    e.load_kv(t, commit=False)
-    e.mb("cp_arrive", f"ptr addrspace(3) {e.bar('full', st)}")
-    f.do(f"br label %{lab}_pfc")
-    f.label(f"{lab}_pfc")
+    """If ``t < ntot``: key tile ``t`` into its stage (:meth:`_Emitter.stage_load`)."""
+    e.stage_load(t, e.f.v(f"icmp slt i32 {t}, {ntot}"), lab, f"{lab}_pfc")
 
 
 def _quads(acc: list[str]) -> list[list[str]]:
