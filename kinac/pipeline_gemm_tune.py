@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from kinac.artifacts.gpu import GpuGemm
 
 TIMER_KEY = "gemm_timer"
-GEMM_TUNE_VERSION = 1  # candidates or binding changed: a new key, re-timed
+# candidates or binding changed: a new key, re-timed (2: grouped calls strided once bound)
+GEMM_TUNE_VERSION = 2
 TIE = 0.01  # a candidate must beat today's binding by more than 1% (timings repeat to ~1%)
 N_ALGOS = 8  # cuBLASLt heuristic answers timed per GEMM
 TUNED_DTYPES = ("bf16", "f16")

@@ -95,46 +95,92 @@ def test_overlapping_members_stay_apart() -> None:
 
 
 class _FakeCublas:
-    """cuBLAS's entry points as the binding calls them: records the batched call."""
+    """cuBLAS's entry points as the binding calls them: records each call by name, and the
+    workspace each call ran with."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[object, ...]] = []
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+        self.workspace: int | None = None
 
     def set_stream(self, h: int, stream: int) -> None:
-        pass
+        self.workspace = None  # as cuBLAS does: the default workspace pool again
 
-    def gemm_batched_ex(self, *args: object) -> None:
-        self.calls.append(args)
+    def set_workspace(self, h: int, ws: int, nbytes: int) -> None:
+        self.workspace = ws
+
+    def __getattr__(self, name: str) -> object:
+        if not name.startswith("gemm"):
+            raise AttributeError(name)
+        return lambda *a: self.calls.append((name, a, self.workspace))
 
 
-def test_grouped_call_binds_per_batch_pointer_arrays_once() -> None:
-    """The runtime's binding (fake cuBLAS): one ``cublasGemmBatchedEx`` whose pointer arrays,
-    uploaded once at bind time, hold each member's own weight and output buffer."""
-    import ctypes
-
+def _bind_grouped(order: list[str]) -> tuple[object, _FakeCublas, list[bytes], dict[str, int]]:
+    """The runtime's binding (fake cuBLAS) of the f32 gate/up group, its buffers at 1 MiB
+    steps in ``order`` (``c0``, ``c1``: the members' outputs); issued twice."""
     from kinac.rt.cuda.blas import Blas
 
     lw = lower_graph_gpu(_swiglu("f32"))
     (s,) = [s for s in lw.steps if s.gemm and s.gemm.mode == "pointers"]
-    base = {n: 1 << (20 + i) for i, n in enumerate(["param0", "param1", "param2", *s.gemm.c.bufs])}
+    real = dict(zip(("c0", "c1"), s.gemm.c.bufs, strict=True))  # the members' outputs
+    base = {real.get(n, n): (1 + i) << 20 for i, n in enumerate(order)}
     blas = object.__new__(Blas)
     fake = _FakeCublas()
-    blas.cublas, blas.handle, blas.allow_tf32, blas._keep = fake, 7, False, []
+    blas.cublas, blas.handle, blas.allow_tf32, blas._keep, blas.ws = fake, 7, False, [], 1 << 40
+    blas.bound_forms = []
     uploads: list[bytes] = []
 
     def upload(b: bytes) -> int:
         uploads.append(b)
         return len(uploads)
 
-    def ptr(name: str) -> int:
-        return base[name] if not name.startswith("arena+") else base[name]
+    call = blas.bind(s.gemm, base.__getitem__, upload)
+    call(0)
+    call(0)
+    form = {"gemm_strided_batched_ex": "strided", "gemm_batched_ex": "pointers"}[fake.calls[0][0]]
+    assert blas.bound_forms == [form]
+    assert [c[2] for c in fake.calls] == [1 << 40] * 2  # the entry's workspace, not the pool
+    return s.gemm, fake, uploads, base
 
-    call = blas.bind(s.gemm, ptr, upload)
-    assert len(uploads) == 3  # A, B, C pointer arrays (column-major: A is our B)
-    call(0)
-    call(0)
-    assert len(uploads) == 3 and len(fake.calls) == 2 and fake.calls[0][-3] == 2  # batch
+
+def test_grouped_call_is_strided_where_bound_addresses_have_one_stride() -> None:
+    """Weights and outputs each in ascending order at one distance: one strided-batched call
+    (cuBLAS's strided kernel, no pointer arrays), the distance as the stride in elements."""
+    _, fake, uploads, base = _bind_grouped(["param0", "param1", "param2", "c0", "c1"])
+    assert uploads == [] and [c[0] for c in fake.calls] == ["gemm_strided_batched_ex"] * 2
+    a = fake.calls[0][1]
+    # (h, ta, tb, m, n, k, alpha, A, at, lda, strideA, B, bt, ldb, strideB, beta, C, ...)
+    assert (a[7], a[10]) == (base["param1"], (base["param2"] - base["param1"]) // 4)  # weights
+    assert (a[11], a[14]) == (base["param0"], 0)  # x, shared
+    assert a[-3] == 2  # batch
+
+
+def test_grouped_call_keeps_pointer_arrays_where_strides_differ_in_sign() -> None:
+    """Weights in descending order, outputs ascending: no one stride order fits both, so one
+    ``cublasGemmBatchedEx`` whose pointer arrays, uploaded once at bind time, hold each
+    member's own weight and output buffer."""
+    import ctypes
+
+    g, fake, uploads, base = _bind_grouped(["param0", "param2", "param1", "c0", "c1"])
+    assert len(uploads) == 3 and [c[0] for c in fake.calls] == ["gemm_batched_ex"] * 2
+    assert fake.calls[0][1][-3] == 2  # batch
     arrays = [list((ctypes.c_uint64 * 2).from_buffer_copy(u)) for u in uploads]
     assert arrays[0] == [base["param1"], base["param2"]]  # the weights wg, wu
     assert arrays[1] == [base["param0"], base["param0"]]  # x, shared
-    assert arrays[2] == [base[b] for b in s.gemm.c.bufs]  # each member's output
+    assert arrays[2] == [base[b] for b in g.c.bufs]  # each member's output
+
+
+def test_strided_form_of_bound_addresses() -> None:
+    """Which bound pointer-array batches become one strided batch (pure): one stride per
+    operand, 16-byte multiples, every non-zero stride of one sign (batches reversed if all
+    are negative), the output never at stride 0."""
+    from kinac.rt.cuda.blas import strided_form
+
+    x, w, o = (4096,) * 3, (1 << 20, 3 << 20, 5 << 20), (9 << 20, 10 << 20, 11 << 20)
+    assert strided_form((w, x, o), (2, 2, 2)) == ((1 << 20, 4096, 9 << 20), (1 << 20, 0, 1 << 19))
+    back = tuple(reversed(w)), x, tuple(reversed(o))  # all descending: taken in reverse
+    assert strided_form(back, (2, 2, 2)) == ((1 << 20, 4096, 9 << 20), (1 << 20, 0, 1 << 19))
+    assert strided_form((tuple(reversed(w)), x, o), (2, 2, 2)) is None  # signs differ
+    assert strided_form(((0, 32, 96), x, o), (2, 2, 2)) is None  # no one stride
+    assert strided_form(((0, 8, 16), x, o), (2, 2, 2)) is None  # 8 bytes: not 16-aligned
+    assert strided_form((w, x, x), (2, 2, 2)) is None  # every batch writing one place
+    assert strided_form(((64,), (0,), (128,)), (4, 4, 4)) == ((64, 0, 128), (0, 0, 0))

@@ -74,6 +74,9 @@ class FakeCublas:
     def set_stream(self, h: int, stream: int) -> None:
         pass
 
+    def set_workspace(self, h: int, ws: int, nbytes: int) -> None:
+        pass
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("gemm"):
             return lambda *a: self.calls.append((name, a))
@@ -145,7 +148,7 @@ def fake_blas() -> tuple[Blas, FakeCublas, FakeLt]:
     blas = object.__new__(Blas)
     cb, lt = FakeCublas(), FakeLt()
     blas.cublas, blas.lt_mod, blas.handle, blas.lt, blas.ws = cb, lt, 7, 8, 1 << 20
-    blas.allow_tf32, blas._keep, blas.fallbacks = False, [], []
+    blas.allow_tf32, blas._keep, blas.fallbacks, blas.bound_forms = False, [], [], []
     return blas, cb, lt
 
 
@@ -271,7 +274,8 @@ def test_invalid_stored_algo_falls_back_to_todays_binding() -> None:
     assert [m[0] for m in lt.matmuls] == [_algo(0)] and len(blas.fallbacks) == 1
     blas, cb, lt = fake_blas()  # the wrong length of bytes is refused before cuBLASLt sees it
     _bind(blas, replace(_grouped(), algo=GemmAlgo("split-lt", b"\x01" * 8, 0)))
-    assert [c[0] for c in cb.calls] == ["gemm_batched_ex"] and lt.checked == []
+    # today's binding: the group's buffers lie at one stride here (_ptrs): strided-batched
+    assert [c[0] for c in cb.calls] == ["gemm_strided_batched_ex"] and lt.checked == []
     blas, cb, lt = fake_blas()  # split into classic calls
     _bind(blas, replace(_grouped(), algo=GemmAlgo("split")))
     assert [c[0] for c in cb.calls] == ["gemm_ex", "gemm_ex"] and blas.fallbacks == []
@@ -292,6 +296,10 @@ def test_strided_batches_are_one_cublaslt_call() -> None:
     assert [m[0] for m in lt.matmuls] == [_algo(5)] and cb.calls == []
     batch = {(w, v) for _, w, v in lt.layout_attrs}
     assert {(0, 4), (1, 1 << 20), (1, 0)} <= batch  # count 4; cuBLAS's A (our B) broadcast
+    blas, cb, lt = fake_blas()  # a grouped call at bound addresses 16 MiB apart (_ptrs)
+    _bind(blas, replace(_grouped(), algo=GemmAlgo("lt", _algo(5), 5)))
+    assert [m[0] for m in lt.matmuls] == [_algo(5)] and cb.calls == [] and blas.fallbacks == []
+    assert [v for _, w, v in lt.layout_attrs if w == 1] == [1 << 23, 0, 1 << 23]  # elements
 
 
 def test_candidates_and_output_check() -> None:
@@ -302,7 +310,11 @@ def test_candidates_and_output_check() -> None:
     labels = [c.label for c in blas_tune.candidates(blas, _plain("residual"), ptr, 4)]
     assert labels == ["today", "lt#1", "lt#2", "lt#3"]  # #0 is today's
     labels = [c.label for c in blas_tune.candidates(blas, _grouped(), ptr, 2)]
-    assert labels == ["today", "split", "split-lt#0", "split-lt#1"]  # pointers: no strided form
+    # bound where weights and outputs each lie at one stride: a strided cuBLASLt call too
+    assert labels == ["today", "lt#0", "lt#1", "split", "split-lt#0", "split-lt#1"]
+    back = {**_ptrs(["param0", "param2", "param1", "arena+0", "arena+4194304"])}
+    labels = [c.label for c in blas_tune.candidates(blas, _grouped(), back.__getitem__, 2)]
+    assert labels == ["today", "split", "split-lt#0", "split-lt#1"]  # strides of both signs
     one = replace(  # both weights in one buffer at one stride: a strided cuBLASLt call too
         _grouped(),
         b=GemmOperand("param1", (0, 2048 * 512), 512, False, ("param1", "param1")),

@@ -10,7 +10,12 @@ kernels and library calls can be captured into one CUDA graph.
 - ``single``/``strided``: ``cublasGemmEx`` / ``cublasGemmStridedBatchedEx``;
 - ``pointers``: ``cublasGemmBatchedEx`` with device arrays of per-batch pointers (each batch
   in its own buffer where the operand names several: projections sharing an input grouped
-  into one call, :mod:`kinac.ir.gpu.gemm_group`);
+  into one call, :mod:`kinac.ir.gpu.gemm_group`), unless the addresses bound to it form one
+  stride per operand (:func:`strided_form`: the gate and up weights wherever the caller
+  allocated them, the outputs adjacent in the arena): then one strided-batched call. Why
+  (issue 14): cuBLAS's pointer-array kernel on sm_90 (``..._ptrBatch_...``) is slower than
+  its strided kernel, and under graph capture it put a ``MEM_ALLOC``, a ``MEMSET`` and a
+  ``MEM_FREE`` node around itself in the entry's graph;
 - epilogues (``bias``: a vector over the last dim; ``residual``: ``D = A B + R``): cuBLASLt
   (``CUBLASLT_EPILOGUE_BIAS``; ``beta = 1`` with ``C = R``); if cuBLASLt finds no algorithm,
   classic cuBLAS does the same arithmetic (``R`` copied into ``D`` then ``beta = 1``; the bias
@@ -22,6 +27,10 @@ kernels and library calls can be captured into one CUDA graph.
 
 f32 products use ``CUBLAS_COMPUTE_32F`` (no TF32) unless ``allow_tf32``; bf16 and f16 products
 read and write their dtype and accumulate in f32; f64 uses ``CUBLAS_COMPUTE_64F``.
+
+Every classic call sets the handle's stream and then its workspace again (:meth:`Blas._on`):
+``cublasSetStream`` resets the workspace to cuBLAS's default pool, which under graph capture
+(CUDA 12.2+) allocates with ``cudaMallocAsync``, i.e. graph memory nodes in the entry.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ OP_N, OP_T = 0, 1
 GEMM_DEFAULT = -1
 WORKSPACE = 32 << 20
 HEURISTIC_BYTES = 96  # sizeof(cublasLtMatmulHeuristicResult_t): algo, workspace, state, waves
+STRIDE_ALIGN = 16  # bytes: a batch stride taken from bound addresses keeps 16-byte alignment
 Call = Callable[[int], None]  # stream handle -> None
 
 
@@ -88,6 +98,35 @@ def stride(offs: tuple[int, ...]) -> int:
     return offs[1] - offs[0] if len(offs) > 1 else 0
 
 
+def strided_form(
+    addrs: tuple[tuple[int, ...], ...], itemsizes: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """A pointer-array batch as one strided batch, where its bound addresses allow it.
+
+    ``addrs``: each operand's byte address per batch (in batch order), ``itemsizes`` each
+    operand's element size. Returns each operand's first address and its stride in elements,
+    or ``None`` where an operand's addresses are no arithmetic progression, or a stride is not
+    a multiple of 16 bytes (cuBLAS's strided kernels load tiles by TMA, whose strides are
+    multiples of 16 bytes), or the non-zero strides differ in sign even with the batches taken
+    in the reverse order (a call computes the same products in any batch order; negative
+    strides are never passed: TMA strides are unsigned), or the last operand (the output) has
+    stride 0 over several batches."""
+    diffs = []
+    for ps in addrs:
+        d = ps[1] - ps[0] if len(ps) > 1 else 0
+        if any(ps[i + 1] - ps[i] != d for i in range(len(ps) - 1)) or d % STRIDE_ALIGN:
+            return None
+        diffs.append(d)
+    if len(addrs[-1]) > 1 and diffs[-1] == 0:
+        return None
+    rev = any(d < 0 for d in diffs)
+    if rev and any(d > 0 for d in diffs):
+        return None
+    firsts = tuple(ps[-1] if rev else ps[0] for ps in addrs)
+    strides = tuple(abs(d) // sz for d, sz in zip(diffs, itemsizes, strict=True))
+    return firsts, strides
+
+
 def compute_type(dtype: str, allow_tf32: bool) -> int:
     if dtype == "f64":
         return COMPUTE_64F
@@ -111,6 +150,9 @@ class Blas:
         cublas.set_math_mode(self.handle, int(mode))
         self._keep: list[Any] = []
         self.fallbacks: list[str] = []
+        # how each ``pointers`` call was issued once bound ("strided" or "pointers"): what the
+        # benchmark and the tests read
+        self.bound_forms: list[str] = []
 
     def close(self) -> None:
         """Release the handles (the workspace is the allocator's to free): the tuner's."""
@@ -173,39 +215,48 @@ class Blas:
         alpha, beta_p = self._scalars(g.dtype, beta)
         ta, tb = OP_T if cm.transa else OP_N, OP_T if cm.transb else OP_N
         a0, b0, c0 = ptr(cm.a_buf), ptr(cm.b_buf), ptr(cm.c_buf)
-        h = self.handle
+        h, on = self.handle, self._on
         if g.mode == "pointers":  # pointer arrays uploaded once, here (a graph replays them)
-            arrays = []
-            for which, offs, size in (("a", cm.a_offs, sz), ("b", cm.b_offs, sz), ("c", cm.c_offs, osz)):  # fmt: skip
-                bases = [ptr(b) for b in cm.batch_bufs(which, g.batch)]
-                host = (ctypes.c_uint64 * len(offs))(*(p + o * size for p, o in zip(bases, offs, strict=True)))  # fmt: skip
-                arrays.append(upload(bytes(host)))
-            pa, pb, pc = arrays
+            addrs = bound_addresses(cm, g.batch, ptr, (sz, sz, osz))
+            form = strided_form(addrs, (sz, sz, osz))
+            if form is not None:  # one stride per operand at these addresses: strided
+                self.bound_forms.append("strided")
+                (pa, pb, pc), (sa, sb, sc) = form
+            else:
+                self.bound_forms.append("pointers")
+                pa, pb, pc = (upload(bytes((ctypes.c_uint64 * g.batch)(*ps))) for ps in addrs)
 
-            def batched(stream: int) -> None:
-                cb.set_stream(h, stream)
-                cb.gemm_batched_ex(h, ta, tb, cm.m, cm.n, cm.k, alpha, pa, at, cm.lda, pb, at,
-                                   cm.ldb, beta_p, pc, ot, cm.ldc, g.batch, ct, GEMM_DEFAULT)  # fmt: skip
+                def batched(stream: int) -> None:
+                    on(stream)
+                    cb.gemm_batched_ex(h, ta, tb, cm.m, cm.n, cm.k, alpha, pa, at, cm.lda, pb, at,
+                                       cm.ldb, beta_p, pc, ot, cm.ldc, g.batch, ct, GEMM_DEFAULT)  # fmt: skip
 
-            return batched
-        pa, pb, pc = a0 + cm.a_offs[0] * sz, b0 + cm.b_offs[0] * sz, c0 + cm.c_offs[0] * osz
+                return batched
+        else:
+            pa, pb, pc = a0 + cm.a_offs[0] * sz, b0 + cm.b_offs[0] * sz, c0 + cm.c_offs[0] * osz
+            sa, sb, sc = stride(cm.a_offs), stride(cm.b_offs), stride(cm.c_offs)
         if g.mode == "single":
 
             def single(stream: int) -> None:
-                cb.set_stream(h, stream)
+                on(stream)
                 cb.gemm_ex(h, ta, tb, cm.m, cm.n, cm.k, alpha, pa, at, cm.lda, pb, at, cm.ldb,
                            beta_p, pc, ot, cm.ldc, ct, GEMM_DEFAULT)  # fmt: skip
 
             return single
-        sa, sb, sc = stride(cm.a_offs), stride(cm.b_offs), stride(cm.c_offs)
 
         def strided(stream: int) -> None:
-            cb.set_stream(h, stream)
+            on(stream)
             cb.gemm_strided_batched_ex(h, ta, tb, cm.m, cm.n, cm.k, alpha, pa, at, cm.lda, sa,
                                        pb, at, cm.ldb, sb, beta_p, pc, ot, cm.ldc, sc, g.batch,
                                        ct, GEMM_DEFAULT)  # fmt: skip
 
         return strided
+
+    def _on(self, stream: int) -> None:
+        """The handle on ``stream``, with the entry's workspace (``cublasSetStream`` resets the
+        workspace to cuBLAS's default pool, whose graph-captured allocations are memory nodes)."""
+        self.cublas.set_stream(self.handle, stream)
+        self.cublas.set_workspace(self.handle, self.ws, WORKSPACE)
 
     def _bind_fallback(self, g: GpuGemm, ptr: Callable[[str], int], upload: Callable[[bytes], int]) -> Call:  # fmt: skip
         from kinac.rt.cuda import driver
@@ -275,9 +326,16 @@ class Blas:
         each operand's batches lie in one buffer at one stride) and its pointers."""
         lt, cm = self.lt_mod, colmajor(g)
         batched = g.batch > 1
-        if batched and (g.epilogue or not all(_uniform(cm, w, g.batch) for w in "abc")):
-            raise ValueError("cuBLASLt batches here only strided products without an epilogue")
         sz, osz = ITEMSIZE[g.dtype], ITEMSIZE[g.out_dtype]
+        strides = tuple(stride(o) for o in (cm.a_offs, cm.b_offs, cm.c_offs))
+        firsts: tuple[int, ...] | None = None
+        uniform = not batched or all(_uniform(cm, w, g.batch) for w in "abc")
+        if not uniform and not g.epilogue:  # a pointer-array batch: one stride once bound?
+            form = strided_form(bound_addresses(cm, g.batch, ptr, (sz, sz, osz)), (sz, sz, osz))
+            if form is not None:
+                firsts, strides = form
+        if batched and (g.epilogue or (not uniform and firsts is None)):
+            raise ValueError("cuBLASLt batches here only strided products without an epilogue")
         ct = compute_type(g.dtype, self.allow_tf32)
         scale = CUDA_R["f64"] if g.dtype == "f64" else CUDA_R["f32"]
         desc = lt.matmul_desc_create(ct, scale)
@@ -301,19 +359,24 @@ class Blas:
         lb = lt.matrix_layout_create(at, *((cm.n, cm.k) if cm.transb else (cm.k, cm.n)), cm.ldb)
         lc = lt.matrix_layout_create(ot, cm.m, cm.n, cm.ldc)
         if batched:
-            for lay, offs in ((la, cm.a_offs), (lb, cm.b_offs), (lc, cm.c_offs)):
+            for lay, st in zip((la, lb, lc), strides, strict=True):
                 attr(lt.matrix_layout_set_attribute, lay, mla.BATCH_COUNT, ctypes.c_int32(g.batch))  # fmt: skip
-                attr(lt.matrix_layout_set_attribute, lay, mla.STRIDED_BATCH_OFFSET, ctypes.c_int64(stride(offs)))  # fmt: skip
+                attr(lt.matrix_layout_set_attribute, lay, mla.STRIDED_BATCH_OFFSET, ctypes.c_int64(st))  # fmt: skip
         pref = lt.matmul_preference_create()
         mpa = lt.MatmulPreferenceAttribute
         attr(lt.matmul_preference_set_attribute, pref, mpa.MAX_WORKSPACE_BYTES, ctypes.c_uint64(WORKSPACE))  # fmt: skip
-        pa = ptr(cm.batch_bufs("a", 1)[0]) + cm.a_offs[0] * sz
-        pb = ptr(cm.batch_bufs("b", 1)[0]) + cm.b_offs[0] * sz
-        pd = ptr(cm.batch_bufs("c", 1)[0]) + cm.c_offs[0] * osz
+        if firsts is not None:
+            pa, pb, pd = firsts
+        else:
+            pa = ptr(cm.batch_bufs("a", 1)[0]) + cm.a_offs[0] * sz
+            pb = ptr(cm.batch_bufs("b", 1)[0]) + cm.b_offs[0] * sz
+            pd = ptr(cm.batch_bufs("c", 1)[0]) + cm.c_offs[0] * osz
         pc = ptr(g.epi) if g.epilogue == "residual" else pd
-        for which, p in (("A", pa), ("B", pb), ("C", pc), ("D", pd)):
+        # every batch's address is as aligned as the first one and the stride (bytes) allow
+        steps = (strides[0] * sz, strides[1] * sz, 0 if g.epilogue == "residual" else strides[2] * osz, strides[2] * osz) if batched else (0,) * 4  # fmt: skip
+        for which, p, step in zip("ABCD", (pa, pb, pc, pd), steps, strict=True):
             attr(lt.matmul_preference_set_attribute, pref,
-                 getattr(mpa, f"MIN_ALIGNMENT_{which}_BYTES"), ctypes.c_uint32(_align(p)))  # fmt: skip
+                 getattr(mpa, f"MIN_ALIGNMENT_{which}_BYTES"), ctypes.c_uint32(min(_align(p), _align(step))))  # fmt: skip
         offs = (cm.a_offs[0] * sz, cm.b_offs[0] * sz, 0 if g.epilogue == "residual" else cm.c_offs[0] * osz, cm.c_offs[0] * osz)  # fmt: skip
         return LtSetup(desc, la, lb, lc, pref, (pa, pb, pc, pd), offs, beta, keep)
 
@@ -349,6 +412,18 @@ class LtSetup:
     offsets_bytes: tuple[int, int, int, int]
     beta: float
     keep: list[Any]
+
+
+def bound_addresses(
+    cm: ColMajor, batch: int, ptr: Callable[[str], int], sizes: tuple[int, int, int]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Each batch's byte address of cuBLAS's A, B and C (column-major) once bound."""
+    out = []
+    for which, size in zip("abc", sizes, strict=True):
+        offs: tuple[int, ...] = getattr(cm, f"{which}_offs")
+        bases = [ptr(b) for b in cm.batch_bufs(which, batch)]
+        out.append(tuple(p + o * size for p, o in zip(bases, offs, strict=True)))
+    return out[0], out[1], out[2]
 
 
 def _align(p: int) -> int:
