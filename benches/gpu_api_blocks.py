@@ -153,6 +153,8 @@ def inside(entry: Any, call: Callable[[], Any], ins: list[Any]) -> dict[str, Any
 
     graphs = [g for _, _, g in entry._bound.values() if g is not None]
     nodes = graphs[-1].nodes() if graphs else []
+    # how the grouped GEMMs were issued once bound to the caller's addresses (kinac.rt.cuda.blas)
+    forms = list(getattr(entry.blas, "bound_forms", ()))
     steps = []
     for s, t in entry.profile(*ins):
         how = (f"{s.gemm.mode} b={s.gemm.batch} {s.gemm.m}x{s.gemm.n}x{s.gemm.k}"
@@ -181,7 +183,7 @@ def inside(entry: Any, call: Callable[[], Any], ins: list[Any]) -> dict[str, Any
         torch.cuda.synchronize()
     probe.join()
     return {"graph_nodes": nodes, "steps": steps, "kinac_events_ms": statistics.median(ts),
-            "gpu_state": state[0] if state else ""}  # fmt: skip
+            "gpu_state": state[0] if state else "", "bound_forms": forms}  # fmt: skip
 
 
 def gpu_state() -> str:
@@ -220,6 +222,9 @@ def render_inside(rows: list[dict[str, Any]]) -> list[str]:
                   for s in r["steps"]]  # fmt: skip
         lines.append(f"\nCUDA graph nodes ({len(r['graph_nodes'])} lines): "
                      + "; ".join(r["graph_nodes"]))  # fmt: skip
+        lines.append("\nGrouped GEMMs as bound (each binding, in step order; strided: one "
+                     "stride per operand at the caller's addresses): "
+                     + (", ".join(r.get("bound_forms", [])) or "-"))  # fmt: skip
         lines.append(f"\nGPU during the timed calls (SM MHz, W, C, clock-event reasons): "
                      f"{r.get('gpu_state', '')}")  # fmt: skip
     return lines
