@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from kinac.codegen.llvm import binding
+from kinac.codegen.llvm import _LLVM, binding
 from kinac.codegen.target import NVPTX_TRIPLE
 
 PTX_ISA = {"sm_80": "+ptx70", "sm_86": "+ptx71", "sm_89": "+ptx78", "sm_90": "+ptx80",
@@ -36,13 +36,19 @@ def check_arch(arch: str) -> str:
     return arch
 
 
+_MACHINES: dict[tuple[str, int], Any] = {}
+
+
 def optimize_nvptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> tuple[Any, Any]:
     """Parse, verify and optimise NVPTX IR; returns (module, target machine)."""
     llvm = binding("all")
     check_arch(arch)
-    target = llvm.Target.from_triple(NVPTX_TRIPLE)
-    features = PTX_ISA.get(arch, "+ptx80")
-    tm = target.create_target_machine(cpu=arch, features=features, opt=opt_level)
+    tm = _MACHINES.get((arch, opt_level))
+    if tm is None:  # once per process, as the host's (kinac.codegen.llvm.shared_machine)
+        target = llvm.Target.from_triple(NVPTX_TRIPLE)
+        features = PTX_ISA.get(arch, "+ptx80")
+        tm = target.create_target_machine(cpu=arch, features=features, opt=opt_level)
+        _MACHINES[(arch, opt_level)] = tm
     with _naming_the_kernel(llvm_ir):
         mod = llvm.parse_assembly(llvm_ir)
         mod.triple = NVPTX_TRIPLE
@@ -90,8 +96,9 @@ def _naming_the_kernel(llvm_ir: str) -> Iterator[None]:
 
 def compile_ptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
     """PTX text for ``llvm_ir`` (``nvptx64-nvidia-cuda``) on ``arch``."""
-    mod, tm = optimize_nvptx(llvm_ir, arch, opt_level)
-    return str(tm.emit_assembly(mod))
+    with _LLVM:  # one thread at a time in LLVM (and in the shared target machine)
+        mod, tm = optimize_nvptx(llvm_ir, arch, opt_level)
+        return str(tm.emit_assembly(mod))
 
 
 _HEADER = re.compile(r"^\.(version|target|address_size)\b")
