@@ -166,6 +166,10 @@ class FakeDriver:
         self.log.append(("copy", dst, int(s)))
         return (0,)
 
+    def cuMemcpyHtoD(self, dst: int, src: int, n: int) -> tuple[int]:  # noqa: N802
+        ctypes.memmove(dst, src, n)
+        return (0,)
+
     def cuMemcpyDtoDAsync(self, dst: int, src: int, n: int, s: int) -> tuple[int]:  # noqa: N802
         ctypes.memmove(dst, src, n)
         self.log.append(("dtod", dst, int(s)))

@@ -156,8 +156,12 @@ def check_reuse_order(log: list[Any], cs: int) -> None:
         if ev[0] == "record":
             recorded[ev[1]] = (ev[2], k)
         elif ev[0] == "fill" and ev[1] in dma_from:
-            waits = [recorded[e[1]][1] for e in log[dma_from[ev[1]] : k] if e[0] == "host-wait"]
-            assert any(r > dma_from[ev[1]] for r in waits), f"block rewritten in flight at {k}"
+            since = log[dma_from[ev[1]] : k]
+            waits = [recorded[e[1]][1] for e in since if e[0] == "host-wait"]
+            # or the copy graph's flag, set after that DMA, read as set by the stager
+            flags = {e[1] for e in since if e[0] == "flag-set"}
+            read = any(e[0] == "flag-read" and e[2] and e[1] in flags for e in since)
+            assert read or any(r > dma_from[ev[1]] for r in waits), f"block rewritten at {k}"
         elif ev[0] == "copy":
             dst, src = ev[1], ev[3]
             dma_from[src] = k
@@ -208,7 +212,7 @@ def test_calls_go_hot_and_each_computes_on_its_own_data(
     e(xs[0], w)
     kinds = [ev[0] if ev[0] != "wait" else ("wait", ev[1]) for ev in fake.log]
     cs = st.copy_stream.handle
-    assert kinds == ["host-wait", ("wait", cs), "fill", "copy", "record", ("wait", 0), "compute", "record"]  # fmt: skip
+    assert kinds == ["host-wait", "fill", ("wait", cs), "copy", "record", ("wait", 0), "compute", "record"]  # fmt: skip
 
 
 def test_other_arguments_take_the_general_path(
@@ -321,3 +325,163 @@ def test_cpu_torch_tensors_go_hot_and_strided_ones_take_the_general_path(
     y = e(xt, w)
     assert st.hot_calls == 3 and st.memo[0] is None
     np.testing.assert_array_equal(view(y.ptr, X), xt.numpy() * wv)
+
+
+# ---- the steady state as two graph launches (staging_graphs) ----------------------------------
+class FakeGraphs:
+    """``staging_graphs.Graphs`` over the fake driver: a graph is its nodes in the order added
+    (with their dependencies, checked below); launching it runs them on the launch stream
+    through the fake (so the log reads as the driver-call path's). ``set_flags=False``: the
+    flag copies do not land (a DMA still running), so the stager must wait on *done*."""
+
+    def __init__(self, fake: FakeDriver, set_flags: bool = True) -> None:
+        self.fake, self.set_flags = fake, set_flags
+        self.graphs: dict[int, list[tuple[Any, ...]]] = {}
+        self.destroyed: list[int] = []
+        self.launch = self._launch
+
+    def create(self) -> int:
+        g = len(self.graphs) + 1
+        self.graphs[g] = []
+        return g
+
+    def _add(self, g: int, deps: Any, *op: Any) -> int:
+        self.graphs[g].append((*op, tuple(deps)))
+        return len(self.graphs[g])  # node ids: 1, 2, ... within the graph
+
+    def wait(self, g: int, deps: Any, ev: int) -> int:
+        return self._add(g, deps, "wait", ev)
+
+    def record(self, g: int, deps: Any, ev: int) -> int:
+        return self._add(g, deps, "record", ev)
+
+    def memcpy(self, g: int, deps: Any, prm: Any) -> int:
+        src = prm.srcHost if prm.srcMemoryType == 1 else prm.srcDevice
+        dst = prm.dstHost if prm.dstMemoryType == 1 else prm.dstDevice
+        kind = "flag" if prm.dstMemoryType == 1 else "copy"
+        return self._add(g, deps, kind, dst, src, prm.WidthInBytes)
+
+    def child(self, g: int, deps: Any, captured: Any) -> int:
+        return self._add(g, deps, "child", captured)
+
+    def instantiate(self, g: int) -> int:
+        return g
+
+    def destroy(self, g: int, ex: Any) -> None:
+        self.destroyed.append(g)
+
+    def _launch(self, ex: int, stream: Any) -> int:
+        s, f = int(stream), self.fake
+        f.log.append(("graph", ex))
+        for op in self.graphs[ex]:
+            if op[0] == "wait":
+                f.cuStreamWaitEvent(s, op[1], 0)
+            elif op[0] == "record":
+                f.cuEventRecord(op[1], s)
+            elif op[0] == "copy":
+                f.cuMemcpyHtoDAsync(op[1], op[2], op[3], s)
+            elif op[0] == "flag" and self.set_flags:
+                ctypes.memmove(op[1], op[2], op[3])
+                f.log.append(("flag-set", op[1]))
+            elif op[0] == "child":
+                op[1].replay(s)
+        return 0
+
+
+class LoggedFlags:
+    """The stager's flags, each read logged as ``("flag-read", address, value)``."""
+
+    def __init__(self, flags: Any, log: list[Any]) -> None:
+        self.flags, self.log = flags, log
+        self.base = ctypes.addressof(flags)
+
+    def __getitem__(self, k: int) -> int:
+        v = self.flags[k]
+        self.log.append(("flag-read", self.base + 4 * k, v))
+        return int(v)
+
+    def __setitem__(self, k: int, v: int) -> None:
+        self.flags[k] = v
+
+
+def _graphed(e: Any, fake: FakeDriver, set_flags: bool = True) -> tuple[Any, FakeGraphs]:
+    from kinac.rt.cuda import staging_graphs
+
+    st = _staged(e, fake.log)
+    st.graphs = g = FakeGraphs(fake, set_flags)
+    st.use_graphs = True
+    assert staging_graphs._flags_ready(st)
+    st.flags = LoggedFlags(st.flags, fake.log)
+    return st, g
+
+
+def test_steady_state_calls_are_two_graph_launches_and_no_host_wait(
+    entry: Any, fake: FakeDriver, copies_logged: None
+) -> None:
+    e, w, _ = entry
+    rng = np.random.default_rng(1)
+    e(rng.standard_normal(X).astype(np.float32), w)
+    st, g = _graphed(e, fake)
+    wv = np.arange(1, 5, dtype=np.float32)
+    x = np.empty(X, np.float32)
+    for k in range(8):
+        x[...] = rng.standard_normal(X)  # rewritten in place after each call returns
+        y = e(x, w)
+        np.testing.assert_array_equal(view(y.ptr, X), x * wv, err_msg=f"call {k}")
+        del y
+    assert st.graph_calls == 7 and st.hot_calls == 7 and st.graph_error is None
+    check_reuse_order(fake.log, st.copy_stream.handle)
+    # one call: the flag read (set: no driver call), the staging copy, two launches
+    fake.log.clear()
+    e(x, w)
+    t = st.turns[(st.turn + 1) % 2]
+    cs = st.copy_stream.handle
+    copied, consumed, done = t.copied.handle, t.consumed.handle, t.done.handle
+    kinds = [ev[0] for ev in fake.log]
+    assert kinds == ["flag-read", "fill", "graph", "wait", "copy", "record", "flag-set", "record",
+                     "graph", "wait", "compute", "record"]  # fmt: skip
+    assert fake.log[3] == ("wait", cs, consumed) and fake.log[5] == ("record", copied, cs)
+    assert fake.log[7] == ("record", done, cs) and fake.log[9] == ("wait", 0, copied)
+    assert fake.log[11] == ("record", consumed, 0)
+    # the copy graph: the flag after the DMAs, *done* after the flag; the compute wrapper a chain
+    copy_g, compute_g = fake.log[2][1], fake.log[8][1]
+    assert [(op[0], op[-1]) for op in g.graphs[copy_g]] == [
+        ("wait", ()), ("copy", (1,)), ("record", (2,)), ("flag", (2,)), ("record", (4,))]  # fmt: skip
+    assert [(op[0], op[-1]) for op in g.graphs[compute_g]] == [
+        ("wait", ()), ("child", (1,)), ("record", (2,))]  # fmt: skip
+    assert len(g.graphs) == 4  # a copy graph and a compute wrapper per turn, built once
+    st.close()
+    assert sorted(g.destroyed) == [1, 2, 3, 4]
+
+
+def test_a_flag_not_set_yet_is_waited_for_on_done_and_mixed_paths_stay_ordered(
+    entry: Any, fake: FakeDriver, copies_logged: None
+) -> None:
+    """A copy graph whose flag has not landed: the host waits on *done* (recorded after the
+    flag's copy), never clears the flag under a write still coming; a ``pinned_empty`` array
+    in between takes the driver calls, and the orders hold across the two paths."""
+    e, w, _ = entry
+    rng = np.random.default_rng(2)
+    wv = np.arange(1, 5, dtype=np.float32)
+    e(rng.standard_normal(X).astype(np.float32), w)
+    st, _ = _graphed(e, fake, set_flags=False)
+    buf = pinned.pinned_empty(X, "float32")
+    by_graph = [False, False]  # whether the turn's last DMAs were a copy graph's
+    for k in range(9):
+        x = buf if k in (4, 5) else rng.standard_normal(X).astype(np.float32)
+        if k in (4, 5):
+            buf[...] = k
+        fake.log.clear()
+        j = st.turn
+        t = st.turns[j]
+        y = e(x, w)
+        np.testing.assert_array_equal(view(y.ptr, X), np.asarray(x) * wv, err_msg=f"call {k}")
+        del y
+        hw = [ev[1] for ev in fake.log if ev[0] == "host-wait"]
+        if by_graph[j]:  # the flag is not set: the host waits on *done* first
+            assert hw[:1] == [t.done.handle], (k, fake.log)
+        else:  # a direct DMA was waited for when its call returned (on *copied*)
+            assert t.done.handle not in hw, (k, fake.log)
+        by_graph[j] = k not in (0, 4, 5)
+    assert st.graph_calls == 6 and st.direct == 2 and st.hot_calls == 8
+    check_reuse_order(fake.log, st.copy_stream.handle)

@@ -27,12 +27,15 @@ Per call that is 6 driver calls for one input (one more per further input); they
 ``ctypes.PyDLL`` with pre-built arguments (:class:`Calls`), ~0.2 us of Python each instead of
 ~1 us through the bindings, and the events are made once per turn, not per call or per input.
 The steady state of such a call (the same device arrays, host arrays of the right form) is
-:mod:`~kinac.rt.cuda.staging_hot`.
+:mod:`~kinac.rt.cuda.staging_hot`; there the copies and the compute are two graph launches and
+the host's wait a read of a pinned flag (:mod:`~kinac.rt.cuda.staging_graphs`), unless
+``KINAC_STAGING_GRAPHS=0`` (or :attr:`HostStager.use_graphs` false) keeps the driver calls.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import types
 import weakref
 from collections.abc import Callable
@@ -44,6 +47,7 @@ from kinac.rt.cuda.pinned import PinnedBuffer, PinnedPool, default_pool, handed_
 from kinac.rt.cuda.staging_copy import HostCopier, default_copier
 
 SLOTS = 2
+FLAG_STRIDE = 16  # uint32 words between two turns' flags (a cache line each)
 _hot: list[Callable[..., Any]] = []  # staging_hot.hot_call, once imported (it imports this)
 
 
@@ -157,23 +161,34 @@ class Param:
 
 
 class Turn:
-    """The events of one turn: *copied* (its DMAs are done, on the copy stream) and *consumed*
-    (its compute is done with the device buffers, on the compute stream), with whether each has
-    been recorded since it was last waited for."""
+    """The events of one turn: *copied* (its DMAs are done, on the copy stream), *consumed*
+    (its compute is done with the device buffers, on the compute stream) and *done* (the copy
+    graph's flag write landed, after its DMAs), with whether each has been recorded since it
+    was last waited for."""
 
-    __slots__ = ("copied", "consumed", "copied_arg", "consumed_arg", "copy_pending", "read_pending")
+    __slots__ = (
+        "index", "copied", "consumed", "done", "copied_arg", "consumed_arg", "done_arg",
+        "copy_pending", "read_pending", "flagged",
+    )  # fmt: skip
 
-    def __init__(self, c: Calls) -> None:
+    def __init__(self, c: Calls, index: int) -> None:
+        self.index = index
         self.copied = Event(timing=False)
         self.consumed = Event(timing=False)
+        self.done = Event(timing=False)
         self.copied_arg = c.handle(self.copied.handle)
         self.consumed_arg = c.handle(self.consumed.handle)
+        self.done_arg = c.handle(self.done.handle)
         self.copy_pending = False  # DMAs out of this turn's pinned blocks were queued
         self.read_pending = False  # a compute reading this turn's device buffers was queued
+        self.flagged = False  # those DMAs were the copy graph's: its flag says when they end
 
 
-def _close(copy_stream: Stream, params: dict[int, Param], turns: list[Turn]) -> None:
-    """Wait for queued copies, then give the pinned blocks back (the pool may hand them out)."""
+def _close(
+    copy_stream: Stream, params: dict[int, Param], turns: list[Turn], extra: list[Any]
+) -> None:
+    """Wait for queued copies, then give the pinned blocks back (the pool may hand them out)
+    and destroy the graphs (an executable graph still running is freed when it ends)."""
     try:
         copy_stream.synchronize()
     except Exception:  # noqa: BLE001 - at shutdown the driver may be gone: nothing to wait for
@@ -182,8 +197,16 @@ def _close(copy_stream: Stream, params: dict[int, Param], turns: list[Turn]) -> 
         for b in p.host:
             if b is not None:
                 b.free()
+    for x in extra:  # the flag block, and (api, built graph) pairs
+        try:
+            if isinstance(x, PinnedBuffer):
+                x.free()
+            else:
+                x[0].destroy(x[1].graph, x[1].exec)
+        except Exception:  # noqa: BLE001 - at shutdown the driver may be gone
+            pass
     for t in turns:
-        for ev in (t.copied, t.consumed):
+        for ev in (t.copied, t.consumed, t.done):
             try:
                 ev.close()
             except Exception:  # noqa: BLE001
@@ -208,6 +231,7 @@ class HostStager:
         *,
         calls: Calls | None = None,
         copier: HostCopier | None = None,
+        graphs: Any = None,
     ) -> None:
         self.pool = pool if pool is not None else default_pool()
         self.calls = calls if calls is not None else driver_calls()
@@ -218,7 +242,7 @@ class HostStager:
         self.copy_stream = Stream(priority=greatest)
         self.cs_arg = self.calls.handle(self.copy_stream.handle)
         self.params: dict[int, Param] = {}
-        self.turns = [Turn(self.calls) for _ in range(SLOTS)]
+        self.turns = [Turn(self.calls, j) for j in range(SLOTS)]
         self.turn = 0
         self._pending: list[int] = []  # params staged by the current call
         self._direct = False  # the current call DMAs from a caller's pinned array
@@ -228,11 +252,27 @@ class HostStager:
         self.direct = 0  # of those, copied straight from a pinned_empty array
         self.hot_calls = 0  # calls that took hot_call
         self.memo: list[Any] = [None]  # staging_hot's memo, in a box weak references empty
+        # the steady state's graphs (staging_graphs): the builder (None: driver calls only)
+        if graphs is None and os.environ.get("KINAC_STAGING_GRAPHS", "1") != "0":
+            from kinac.rt.cuda.staging_graphs import native_graphs
+
+            graphs = native_graphs()
+        self.graphs = graphs
+        self.use_graphs = graphs is not None  # the bench's switch (same-run A/B)
+        self.graph_calls = 0  # steady-state calls made of two graph launches
+        self.graph_error: str | None = None  # why a graph could not be built (the last)
+        self.flags: Any = None  # per turn a uint32 the copy graph sets (pinned, host-read)
+        self._one = self._flag_ptr = 0  # a device word holding 1 (the flags' source); flags
+        self._copy_built: dict[tuple[int, tuple[int, ...]], Any] = {}
+        self._compute_built: dict[tuple[int, int], tuple[Any, Any]] = {}
+        self._extra: list[Any] = []  # what _close frees: the flag block, built graphs
         if not _hot:
             from kinac.rt.cuda.staging_hot import hot_call
 
             _hot.append(hot_call)
-        self._finalizer = weakref.finalize(self, _close, self.copy_stream, self.params, self.turns)
+        self._finalizer = weakref.finalize(
+            self, _close, self.copy_stream, self.params, self.turns, self._extra
+        )
 
     # ---- the general path --------------------------------------------------------------------
     def param(self, i: int, shape: tuple[int, ...], np_dtype: str) -> Param:
@@ -253,11 +293,24 @@ class HostStager:
         """Before a call's first DMA into turn ``t``'s slots: the host waits for the turn's
         DMAs of two calls ago (its pinned blocks are rewritten next), the copy stream for the
         compute of two calls ago (its device buffers are)."""
-        c = self.calls
+        self.begin_host(t)
+        self.begin_device(t)
+
+    def begin_host(self, t: Turn) -> None:
+        """The host's half of :meth:`begin`: no driver call when the copy graph's flag says
+        the turn's DMAs are done; else a wait on *done* (the flag's write then has landed, so
+        clearing it cannot race it) or, after driver-call DMAs, on *copied*."""
         if t.copy_pending:
-            _ok("cuEventSynchronize", c.sync(t.copied_arg))
-            t.copy_pending = False
+            if not (t.flagged and self.flags[t.index * FLAG_STRIDE]):
+                _ok(
+                    "cuEventSynchronize", self.calls.sync(t.done_arg if t.flagged else t.copied_arg)
+                )
+            t.copy_pending = t.flagged = False
+
+    def begin_device(self, t: Turn) -> None:
+        """The device's half of :meth:`begin` (the copy graph has it as its first node)."""
         if t.read_pending:
+            c = self.calls
             _ok("cuStreamWaitEvent", c.wait(self.cs_arg, t.consumed_arg, c.zero))
             t.read_pending = False
 

@@ -17,9 +17,14 @@ device arguments:
 - the output blocks are the dropped outputs' (:func:`~kinac.rt.cuda.entry_hot.outputs`), and a
   graph is bound to this turn's slot addresses and these outputs.
 
-Then the call is: the turn's two waits, the copy into the pinned block (none for a
-``pinned_empty`` array), one DMA per host argument, one *copied* event, the compute's wait
-for it, one ``cuGraphLaunch``, one *consumed* event; every driver call through ``ctypes``.
+Then the call is: the copy into the pinned block, and two ``cuGraphLaunch`` (the copy graph:
+the wait for the turn's last compute, one DMA per host argument, *copied*, the turn's flag;
+the compute wrapper: the wait for *copied*, the captured compute, *consumed*), the host's wait
+for the turn's last DMAs a read of its flag (:mod:`~kinac.rt.cuda.staging_graphs`). Where a
+graph could not be built, or a host argument is a ``pinned_empty`` array or a pinned tensor
+(DMA'd where it is: no staging copy): the turn's two waits, one DMA per host argument, one
+*copied* event, the compute's wait for it, one ``cuGraphLaunch``, one *consumed* event; every
+driver call through ``ctypes``.
 
 The memo is dropped when an argument is not the memo's (rebuilt at the next call), and emptied
 by the weak reference of any device argument that dies, before its id can name another object.
@@ -33,10 +38,10 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kinac.rt.cuda import driver
+from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import outputs
 from kinac.rt.cuda.entry_support import DL_NAMES, _dense
-from kinac.rt.cuda.staging import SLOTS, Param
+from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS, Param
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
 if TYPE_CHECKING:
@@ -191,31 +196,55 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
     entry._bound.move_to_end(ptrs)
     t = st.turns[j]
     c, cs, pending = st.calls, st.cs_arg, st._pending
-    st.begin(t)
+    st.begin_host(t)  # (no driver call when the copy graph's flag is set)
+    srcs = []
     try:
         for i, p in m.host:
             a = arrays[i]
-            src = st.fill(p, a, j) if type(a) is nd else st.fill_torch(p, a, j)
-            pending.append(i)
-            rc = c.copy(p.dev_arg[j], src, p.n_arg, cs)
-            if rc:
-                driver.fail("cuMemcpyHtoDAsync", rc)
+            srcs.append(st.fill(p, a, j) if type(a) is nd else st.fill_torch(p, a, j))
     except BaseException:
-        st.discard()
+        st._direct = False  # nothing queued: the turn is used again
         raise
+    pair = None
+    if st.use_graphs and not st._direct:  # (a caller's pinned array: DMA'd where it is)
+        pair = staging_graphs.pair(st, j, m.host, graph)
     st.copies += len(m.host)
     st.bytes += m.nbytes
-    rc = c.record(t.copied_arg, cs)
-    if rc:
-        st.discard()
-        driver.fail("cuEventRecord", rc)
-    t.copy_pending = True
-    rc = c.wait(m.stream, t.copied_arg, c.zero) or fast[0](fast[1], entry.stream.cvp)
-    rc2 = c.record(t.consumed_arg, m.stream)
-    t.read_pending = True
-    st.end(t)  # (a pinned_empty array's DMA waited for)
-    if rc or rc2:
-        driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc or rc2)
+    if pair is not None:  # two launches: wait+DMAs+copied+flag+done, wait+compute+consumed
+        cp, cw = pair
+        st.flags[j * FLAG_STRIDE] = 0
+        rc = cp.launch(cp.exec, cs)
+        if rc:
+            driver.fail("cuGraphLaunch (host-input copies)", rc)
+        t.copy_pending = t.flagged = True
+        rc = cw.launch(cw.exec, m.stream)
+        t.read_pending = True
+        st.turn = (j + 1) % SLOTS
+        if rc:
+            driver.fail("cuGraphLaunch", rc)
+        st.graph_calls += 1
+    else:
+        st.begin_device(t)
+        try:
+            for (i, p), src in zip(m.host, srcs, strict=True):
+                pending.append(i)
+                rc = c.copy(p.dev_arg[j], src, p.n_arg, cs)
+                if rc:
+                    driver.fail("cuMemcpyHtoDAsync", rc)
+        except BaseException:
+            st.discard()
+            raise
+        rc = c.record(t.copied_arg, cs)
+        if rc:
+            st.discard()
+            driver.fail("cuEventRecord", rc)
+        t.copy_pending = True
+        rc = c.wait(m.stream, t.copied_arg, c.zero) or fast[0](fast[1], entry.stream.cvp)
+        rc2 = c.record(t.consumed_arg, m.stream)
+        t.read_pending = True
+        st.end(t)  # (a pinned_empty array's DMA waited for)
+        if rc or rc2:
+            driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc or rc2)
     st.hot_calls += 1
     entry.replays += 1
     entry.hot_calls += 1
