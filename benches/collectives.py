@@ -1,45 +1,43 @@
 # kinac-bench: gpu
-"""kinac's NCCL collectives against the same NCCL call made bare and through nccl4py's own API.
+"""Each NCCL collective through kinac against NCCL's own call, 1 MiB-1 GiB, same run, any N.
 
     PYTHONPATH=. python3 benches/collectives.py --gpu --out DIR                (one GPU: a world of one)
-    PYTHONPATH=. python3 benches/collectives.py --host-overhead                (CPU: kinac's Python)
     kinac launch -n 2 -- python3 benches/collectives.py --gpu --out DIR        (2 GPUs; -n 4: 4)
+    PYTHONPATH=. python3 benches/collectives.py --host-overhead                (CPU: kinac's Python)
 
-Every rank joins the rendezvous (alone, one in-process when not launched), builds the world
-communicator (:func:`kinac.rt.comm.nccl.world`) on its GPU, and for f32 buffers of 1 MiB to
-1 GiB times, on one stream with CUDA events (median of rounds, the variants interleaved):
+The same script, unchanged, for any world size: every rank joins the rendezvous (alone and
+in-process when not launched), builds the world communicator (:func:`kinac.rt.comm.nccl.world`)
+on its GPU (``kinac launch`` gives each rank one), and for f32 buffers of 1 MiB to 1 GiB times,
+on one stream with CUDA events (median of rounds, the variants interleaved), each of
+all-reduce, all-gather, reduce-scatter and all-to-all (and the barrier, once):
 
-- ``kinac``: ``NcclComm.all_reduce(x, r, stream=s)`` into a preallocated receive buffer, as
-  the bare call does (kinac's checks, cached per call layout, then one NCCL call on the
-  buffers' addresses), and its all-gather, reduce-scatter and all-to-all (grouped send/recv)
-  moving the same bytes;
-- ``kinac (allocating)``: ``NcclComm.all_reduce(x, stream=s)``, the form a program's steps use
-  (:mod:`kinac.rt.comm.device_run`): the same call plus a receive buffer from the pool per call,
-  which the bare row does not do (so not its like: shown apart, not in the ratio);
-- ``bare``: nccl4py's low-level ``all_reduce(ptr, ptr, count, float32, sum, comm, stream)``,
-  the NCCL call alone;
-- ``nccl4py``: nccl4py's ``nccl.core.Communicator.allreduce`` on the same buffers (resolved
-  through cuda-core's DLPack view), when its ``nccl.core`` imports;
-- ``kinac (graph)`` / ``bare (graph)``: the same calls captured into one CUDA graph and
-  replayed: device time alone, without Python's enqueue cost.
+- ``kinac``: the prepared collective (``comm.prepare(kind, send, recv, stream=s)``, every check
+  done at bind time: :mod:`kinac.rt.comm.nccl_prepared`), called in the loop: kinac's eager
+  path for a caller with its buffers, and what a program step's collective does after its
+  first run;
+- ``NCCL``: nccl4py's low-level binding called bare with the same integers (addresses, count,
+  type and op codes, communicator, stream handle): NCCL's own call, the reference;
+- ``(graph)``: the same calls captured into one CUDA graph and replayed: device time alone;
+- the all-reduce also through kinac's checked eager API (``comm.all_reduce(x, r, stream=s)``:
+  checks cached per call layout, one log entry per call), shown apart.
 
-Eager times are CUDA-event time per call over a burst of calls; below ~16 MiB on one GPU the
-device finishes each call before the host has queued the next, so they are the host's enqueue
-cost, which the table also gives directly (``host us/call``: wall time of the burst's
-enqueue loop, kinac and bare): that is where kinac's Python shows (issue 13: 23 vs 7 us per
-call before the per-layout cache). Sizes up to 16 MiB get ``--small-iters`` calls per burst.
-
-Bus bandwidth as nccl-tests counts it: algorithm bandwidth (bytes / time) times 2(n-1)/n for
-all-reduce, (n-1)/n for the others; with one rank the factor is 0 (nothing crosses a link), so
-the table gives the algorithm bandwidth too: on one GPU an out-of-place collective is NCCL's
-device copy, and the comparison says whether kinac adds anything to it.
+Sizes are the bytes nccl-tests calls the size: each buffer of all-reduce and all-to-all, the
+gathered (receive) buffer of all-gather, the scattered (send) buffer of reduce-scatter. Bus
+bandwidth as nccl-tests counts it: algorithm bandwidth (size / time) times 2(n-1)/n for
+all-reduce, (n-1)/n for the others; with one rank that factor is 0 (nothing crosses a link),
+so the table gives the algorithm bandwidth too (on one GPU an out-of-place collective is
+NCCL's device copy). Eager times are CUDA-event time per call over a burst of calls; below
+~16 MiB on one GPU the device finishes each call before the host has queued the next, so they
+are the host's enqueue cost, which the table also gives directly (``host us``: wall time of
+the burst's enqueue loop per call). Sizes up to 16 MiB get ``--small-iters`` calls per burst.
 
 Then the scaling row at this world size (``--no-scaling`` skips it): the Megatron block
 (``block_small``, f32, ``(mesh tp [N])``) through ``kinac.compile(target='cuda', mesh=N)``
 (NCCL, device-resident) against the unsharded GPU block on the same inputs (wall ms per call,
 host arrays in and out, and their largest difference), and a training step of ``decoder_1m``
 (``kinac train``'s data parallel under a launch, NCCL on the gradients). Rank 0 writes
-``nccl_bench.md`` / ``.json`` under ``--out`` and prints the tables.
+``nccl_bench.md`` / ``.json`` under ``--out`` and prints the tables; ``scripts/multi_gpu.sh``
+runs it at 1, 2 and 4 ranks and joins the rows. Under ~40 s of device time on one H200.
 """
 
 from __future__ import annotations
@@ -51,6 +49,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +60,33 @@ sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != 
 
 MIB = 1 << 20
 SIZES = (1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, 1024 * MIB)
-FACTORS = {"all-reduce": 2.0, "all-gather": 1.0, "reduce-scatter": 1.0, "all-to-all": 1.0}
+KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
+F32 = 7  # ncclFloat32
+SUM = 0  # ncclSum
+I32 = 2  # ncclInt32
+
+
+def bus_factor(kind: str, n: int) -> float:
+    """nccl-tests' bus bandwidth factor: what each rank's link carries per byte of size."""
+    if kind == "all-reduce":
+        return 2.0 * (n - 1) / n
+    return (n - 1) / n
+
+
+@dataclass
+class Rig:
+    """What a rank measures with: the launch, the rendezvous client, the NCCL bindings, the
+    device (``CudaOps``), kinac's CUDA module (events, capture) and the timed stream. A test
+    gives fakes (threads as ranks, host memory, a fake binding over the simulator)."""
+
+    env: Any
+    client: Any
+    lib: Any
+    ops: Any
+    cuda: Any
+    stream: Any
+    memset: Callable[[Any, int], None]
+    comm: Any = None  # the world communicator (None: nccl.world makes it)
 
 
 def _env() -> Any:
@@ -75,8 +100,25 @@ def _env() -> Any:
     return env
 
 
+def gpu_rig() -> Rig:
+    """This rank's real rig: its GPU (device 0: ``kinac launch`` gives each rank one)."""
+    from kinac.rt import cuda
+    from kinac.rt.comm import tcp
+    from kinac.rt.comm.device_run import CudaOps
+    from kinac.rt.cuda import driver
+
+    env = _env()
+    cuda.get_device(0)
+    d = driver.api()
+
+    def memset(t: Any, nbytes: int) -> None:
+        driver.check("cuMemsetD8", d.cuMemsetD8(t.ptr, 0, nbytes))
+
+    return Rig(env, tcp.process_client(env), None, CudaOps(), cuda, cuda.Stream(), memset)
+
+
 def _timed(
-    cuda: Any, stream: Any, fn: Callable[[], None], iters: int, rounds: int
+    cuda: Any, stream: Any, fn: Callable[[], Any], iters: int, rounds: int
 ) -> list[tuple[float, float]]:
     """``(stream ms, host enqueue ms)`` per call of ``fn`` (which enqueues on ``stream``), one
     pair per round: CUDA-event time over ``iters`` calls, and the wall time of the loop that
@@ -97,7 +139,7 @@ def _timed(
     return out
 
 
-def _graphed(cuda: Any, stream: Any, fn: Callable[[], None], iters: int, rounds: int) -> Any:
+def _graphed(cuda: Any, stream: Any, fn: Callable[[], Any], iters: int, rounds: int) -> Any:
     """Per-call milliseconds of ``iters`` calls of ``fn`` captured into one CUDA graph."""
     fn()
     stream.synchronize()
@@ -121,96 +163,81 @@ def _graphed(cuda: Any, stream: Any, fn: Callable[[], None], iters: int, rounds:
     return out[1:]
 
 
-def _core_comm(comm: Any) -> Any:
-    """nccl4py's own ``Communicator`` over kinac's communicator handle, or why not."""
-    try:
-        from kinac.rt.comm.nccl import nccl_core
+def run(args: argparse.Namespace, rig: Rig | None = None) -> int:
+    from kinac.rt.comm import nccl
 
-        core = nccl_core()
-        h = comm.handle
-        ptr = getattr(h, "handle", None)  # the binding's Comm: its ncclComm_t as an int
-        ptr = int(ptr if ptr is not None else h)
-        return core, core.Communicator(ptr)
-    except Exception as e:  # noqa: BLE001 - reported in the table
-        return None, f"{type(e).__name__}: {e}"
-
-
-def run(args: argparse.Namespace) -> int:
-    from kinac.rt import cuda
-    from kinac.rt.comm import nccl, tcp
-    from kinac.rt.comm.device_run import CudaOps
-
-    env = _env()
-    cuda.get_device(0)  # kinac launch gives each rank one GPU
-    ops = CudaOps()
-    client = tcp.process_client(env)
-    n = env.world_size
+    own = rig is None
+    rig = rig or gpu_rig()
+    env, n = rig.env, rig.env.world_size
     t0 = time.perf_counter()
-    comm = nccl.world((n,), ("x",), client, alloc=ops.empty)
-    lib = comm._lib  # nccl4py's bindings, as kinac loaded them
+    comm = rig.comm or nccl.world((n,), ("x",), rig.client, alloc=rig.ops.empty, lib=rig.lib)
     init_s = time.perf_counter() - t0
-    stream = cuda.Stream()
-    core, core_comm = _core_comm(comm)
     rows: list[dict[str, Any]] = []
-    sizes = [s for s in SIZES if s <= args.max_mib * MIB]
-    for nbytes in sizes:
-        row = _one_size(nbytes, comm, ops, stream, (core, core_comm), args)
-        rows.append(row)
-        print(_line(row), flush=True)
+    for nbytes in [s for s in SIZES if s <= args.max_mib * MIB]:
+        for row in one_size(nbytes, comm, rig, args):
+            rows.append(row)
+            print(_line(row), flush=True)
+    rows.append(barrier_row(comm, rig, args))
+    print(_line(rows[-1]), flush=True)
     scale: dict[str, Any] = {}
     if args.scaling:
         scale = scaling(env, n, args)
         print(json.dumps(scale), flush=True)
-    client.barrier()
+    rig.client.barrier()
     info = {
         "ranks": n,
         "init_s": init_s,
-        "nccl4py_core": None if core is not None else str(core_comm),
-        "nccl_version": _version(lib),
+        "nccl_version": _version(comm._lib),
         "iters": args.iters,
         "small_iters": args.small_iters,
         "rounds": args.rounds,
         "rows": rows,
         "scaling": scale,
-        "host_overhead_us": host_overhead(5000, 5),
+        "host_overhead_us": host_overhead(args.host_calls, 5),
     }
     if env.rank == 0 and args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "nccl_bench.json").write_text(json.dumps(info, indent=1))
-        (out / "nccl_bench.md").write_text(_table(info))
-        print(_table(info))
-    nccl.forget_worlds()
-    tcp.close_process_client()
+        (out / "nccl_bench.md").write_text(table(info))
+        print(table(info))
+    if own:
+        from kinac.rt.comm import tcp
+
+        nccl.forget_worlds()
+        tcp.close_process_client()
     return 0
 
 
-def _one_size(
-    nbytes: int, comm: Any, ops: Any, stream: Any, core: tuple[Any, Any], args: Any
-) -> dict[str, Any]:
-    """One row of the table: every variant at ``nbytes`` (f32), interleaved over rounds."""
-    from kinac.rt import cuda
-    from kinac.rt.cuda import driver
+def _bare(lib: Any, kind: str, comm: Any, s: int, r: int, count: int, sh: int) -> Any:
+    """NCCL's own call for ``kind``: nccl4py's binding with the integers written out."""
+    n, h = comm.size, comm.handle
+    if kind == "all-reduce":
+        ar = lib.all_reduce
+        return lambda: ar(s, r, count, F32, SUM, h, sh)
+    if kind == "all-gather":
+        ag, c = lib.all_gather, count // n
+        return lambda: ag(s, r, c, F32, h, sh)
+    if kind == "reduce-scatter":
+        rs, c = lib.reduce_scatter, count // n
+        return lambda: rs(s, r, c, F32, SUM, h, sh)
+    c, step = count // n, count // n * 4
+    gs, ge, send, recv = lib.group_start, lib.group_end, lib.send, lib.recv
 
-    n, lib, d = comm.size, comm._lib, driver.api()
-    count = nbytes // 4
-    x, r = ops.empty((count,), "float32"), ops.empty((count,), "float32")
-    for t in (x, r):
-        driver.check("cuMemsetD8", d.cuMemsetD8(t.ptr, 0, nbytes))
-    part, r_part = ops.view(x, (count // n,)), ops.view(r, (count // n,))
-    h, sh = comm.handle, stream.handle
-    variants: dict[str, Callable[[], None]] = {
-        "kinac": lambda: comm.all_reduce(x, r, stream=stream),
-        "bare": lambda: lib.all_reduce(x.ptr, r.ptr, count, 7, 0, h, sh),
-        "kinac_alloc": lambda: comm.all_reduce(x, stream=stream),
-        "all-gather": lambda: comm.all_gather(part, r, stream=stream),
-        "reduce-scatter": lambda: comm.reduce_scatter(x, r_part, stream=stream),
-        "all-to-all": lambda: comm.all_to_all(x, r, stream=stream),
-    }
-    mod, core_comm = core
-    if mod is not None:
-        variants["nccl4py"] = lambda: core_comm.allreduce(x, r, mod.SUM, stream=sh)
-    iters = args.small_iters if nbytes <= 16 * MIB else args.iters
+    def a2a() -> None:
+        gs()
+        for j in range(n):
+            send(s + j * step, c, F32, j, h, sh)
+            recv(r + j * step, c, F32, j, h, sh)
+        ge()
+
+    return a2a
+
+
+def _measure(
+    variants: dict[str, Callable[[], Any]], comm: Any, rig: Rig, iters: int, args: Any
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Eager (interleaved over rounds) and graph-captured medians of each variant."""
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
     errors: dict[str, str] = {}
     for _ in range(args.rounds):  # interleaved: drift hits every variant alike
@@ -218,26 +245,69 @@ def _one_size(
             if k in errors:
                 continue
             try:
-                times[k] += _timed(cuda, stream, fn, iters, 1)
+                times[k] += _timed(rig.cuda, rig.stream, fn, iters, 1)
             except Exception as e:  # noqa: BLE001 - reported in the table
                 errors[k] = f"{type(e).__name__}: {e}"
             del comm.log[:]
-    row: dict[str, Any] = {"bytes": nbytes, "ranks": n, "iters": iters, "errors": errors}
+    got: dict[str, Any] = {}
     for k, v in times.items():
         if v:
-            row[f"{k}_ms"] = statistics.median(t for t, _ in v)
-            row[f"{k}_host_ms"] = statistics.median(h for _, h in v)
-    for k, fn in (("kinac_graph", variants["kinac"]), ("bare_graph", variants["bare"])):
+            got[f"{k}_ms"] = statistics.median(t for t, _ in v)
+            got[f"{k}_host_ms"] = statistics.median(h for _, h in v)
+    for k in ("kinac", "nccl"):
         try:
-            got = _graphed(cuda, stream, fn, iters, args.rounds)
-            if isinstance(got, str):
-                errors[k] = got
+            g = _graphed(rig.cuda, rig.stream, variants[k], iters, args.rounds)
+            if isinstance(g, str):
+                errors[f"{k}_graph"] = g
             else:
-                row[f"{k}_ms"] = statistics.median(got)
+                got[f"{k}_graph_ms"] = statistics.median(g)
         except Exception as e:  # noqa: BLE001
-            errors[k] = f"{type(e).__name__}: {e}"
+            errors[f"{k}_graph"] = f"{type(e).__name__}: {e}"
     del comm.log[:]
-    return row
+    return got, errors
+
+
+def one_size(nbytes: int, comm: Any, rig: Rig, args: Any) -> list[dict[str, Any]]:
+    """Every collective at ``nbytes`` (f32): one row each, kinac prepared against NCCL."""
+    n, lib, ops, st = comm.size, comm._lib, rig.ops, rig.stream
+    count = nbytes // 4
+    x, r = ops.empty((count,), "float32"), ops.empty((count,), "float32")
+    for t in (x, r):
+        rig.memset(t, nbytes)
+    part, r_part = ops.view(x, (count // n,)), ops.view(r, (count // n,))
+    buffers = {
+        "all-reduce": (x, r),
+        "all-gather": (part, r),
+        "reduce-scatter": (x, r_part),
+        "all-to-all": (x, r),
+    }
+    iters = args.small_iters if nbytes <= 16 * MIB else args.iters
+    rows = []
+    for kind in KINDS:
+        send, recv = buffers[kind]
+        variants: dict[str, Callable[[], Any]] = {
+            "kinac": comm.prepare(kind, send, recv, stream=st),
+            "nccl": _bare(lib, kind, comm, send.ptr, recv.ptr, count, st.handle),
+        }
+        if kind == "all-reduce":  # the checked eager API, for the record
+            variants["api"] = lambda: comm.all_reduce(x, r, stream=st)
+        got, errors = _measure(variants, comm, rig, iters, args)
+        rows.append({"kind": kind, "bytes": nbytes, "ranks": n, "iters": iters, **got})
+        rows[-1]["errors"] = errors
+    return rows
+
+
+def barrier_row(comm: Any, rig: Rig, args: Any) -> dict[str, Any]:
+    """The device barrier (a one-element all-reduce): kinac's prepared one against NCCL's
+    call on a token of its own."""
+    token = rig.ops.empty((1,), "int32")
+    tp, h, sh, ar = token.ptr, comm.handle, rig.stream.handle, comm._lib.all_reduce
+    variants: dict[str, Callable[[], Any]] = {
+        "kinac": comm.prepare("barrier", stream=rig.stream),
+        "nccl": lambda: ar(tp, tp, 1, I32, SUM, h, sh),
+    }
+    got, errors = _measure(variants, comm, rig, args.small_iters, args)
+    return {"kind": "barrier", "bytes": 4, "ranks": comm.size, **got, "errors": errors}
 
 
 COL, ROW = "@sharded(axis=1, mesh=tp)", "@sharded(axis=0, mesh=tp)"
@@ -356,49 +426,53 @@ def scaling(env: Any, n: int, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-class _NoOpLib:
-    """NCCL bindings that do nothing: the host cost of kinac's Python around the call alone."""
+def _noop(*a: Any) -> None:
+    """A binding function that does nothing (module-level, as nccl4py's are: no bound method)."""
 
-    def all_reduce(self, *a: Any) -> None: ...
-    def all_gather(self, *a: Any) -> None: ...
-    def reduce_scatter(self, *a: Any) -> None: ...
-    def send(self, *a: Any) -> None: ...
-    def recv(self, *a: Any) -> None: ...
-    def group_start(self) -> None: ...
-    def group_end(self) -> None: ...
+
+def _noop_lib() -> Any:
+    """NCCL bindings that do nothing: the host cost of kinac's Python around the call alone."""
+    import types
+
+    names = ("all_reduce", "all_gather", "reduce_scatter", "send", "recv")
+    return types.SimpleNamespace(**dict.fromkeys((*names, "group_start", "group_end"), _noop))
 
 
 def host_overhead(calls: int = 20000, repeat: int = 9) -> dict[str, float]:
     """Microseconds per call on the CPU, no GPU needed: kinac's collectives on kinac tensors
-    (addresses only: the no-op bindings read nothing) against the same bindings call made bare
-    (min of ``repeat`` runs of ``calls`` calls; a world of one, a kinac ``Stream`` handle)."""
+    (addresses only: the no-op bindings read nothing), prepared and through the checked API,
+    against the same bindings call made bare (min of ``repeat`` runs of ``calls`` calls; a
+    world of one, a kinac ``Stream`` handle)."""
     import timeit
 
     from kinac.rt.comm import nccl
     from kinac.rt.cuda.device import Stream
     from kinac.rt.cuda.tensor import Tensor
 
-    lib, n = _NoOpLib(), 1 << 18
+    lib, n = _noop_lib(), 1 << 18
     comm = nccl.NcclComm(lib, object(), (1,), ("x",), ("x",), 0)
     x, r = Tensor(1 << 32, (n,), "float32"), Tensor(2 << 32, (n,), "float32")
     s = Stream.__new__(Stream)  # a handle, no CUDA stream behind it
     s.handle = 7
-    h = comm.handle
+    h, xp, rp, sh = comm.handle, x.ptr, r.ptr, s.handle
+    ar, ag = lib.all_reduce, lib.all_gather
 
     def a2a() -> None:
         lib.group_start()
-        lib.send(x.ptr, n, 7, 0, h, s.handle)
-        lib.recv(r.ptr, n, 7, 0, h, s.handle)
+        lib.send(xp, n, F32, 0, h, sh)
+        lib.recv(rp, n, F32, 0, h, sh)
         lib.group_end()
 
     fns: dict[str, Callable[[], Any]] = {
-        "bare all-reduce": lambda: lib.all_reduce(x.ptr, r.ptr, n, 7, 0, h, s.handle),
-        "kinac all-reduce": lambda: comm.all_reduce(x, r, stream=s),
-        "kinac all-reduce in place": lambda: comm.all_reduce(x, x, stream=s),
-        "kinac all-gather": lambda: comm.all_gather(x, r, stream=s),
-        "kinac reduce-scatter": lambda: comm.reduce_scatter(x, r, stream=s),
-        "bare all-to-all (group of 1 peer)": a2a,
-        "kinac all-to-all": lambda: comm.all_to_all(x, r, stream=s),
+        "NCCL all-reduce (bare binding call)": lambda: ar(xp, rp, n, F32, SUM, h, sh),
+        "kinac prepared all-reduce": comm.prepare("all-reduce", x, r, stream=s),
+        "kinac all-reduce (checked API)": lambda: comm.all_reduce(x, r, stream=s),
+        "NCCL all-gather (bare binding call)": lambda: ag(xp, rp, n, F32, h, sh),
+        "kinac prepared all-gather": comm.prepare("all-gather", x, r, stream=s),
+        "kinac prepared reduce-scatter": comm.prepare("reduce-scatter", x, r, stream=s),
+        "NCCL all-to-all (group of 1 peer)": a2a,
+        "kinac prepared all-to-all": comm.prepare("all-to-all", x, r, stream=s),
+        "kinac all-to-all (checked API)": lambda: comm.all_to_all(x, r, stream=s),
     }
     out = {}
     for k, fn in fns.items():
@@ -415,53 +489,85 @@ def _version(lib: Any) -> Any:
         return str(e)
 
 
-def _bw(nbytes: int, ms: float | None) -> str:
-    return "-" if not ms else f"{nbytes / ms / 1e6:.1f}"
+def _us(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms * 1e3:.1f}"
+
+
+def _gbs(nbytes: int, ms: float | None, factor: float = 1.0) -> str:
+    return "-" if not ms else f"{nbytes / ms / 1e6 * factor:.1f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes // MIB} MiB" if nbytes >= MIB else f"{nbytes} B"
 
 
 def _line(row: dict[str, Any]) -> str:
     keys = [k for k in row if k.endswith("_ms") and not k.endswith("_host_ms")]
-    return f"{row['bytes'] // MIB} MiB: " + ", ".join(
+    return f"{row['kind']} {_size(row['bytes'])}: " + ", ".join(
         f"{k[:-3]} {row[k] * 1e3:.1f} us" for k in keys
     )
 
 
-def _table(info: dict[str, Any]) -> str:
+def table(info: dict[str, Any]) -> str:
+    """The markdown tables of one run (rank 0's)."""
     n = info["ranks"]
     lines = [
         f"NCCL f32, {n} rank(s), NCCL {info['nccl_version']}, init {info['init_s']:.2f} s; "
         f"us per call (median of {info['rounds']} rounds x {info['iters']} calls, "
-        f"{info.get('small_iters', info['iters'])} up to 16 MiB); "
-        f"algbw GB/s in brackets; busbw = algbw x {2 * (n - 1) / n:g} (all-reduce). "
-        "kinac and bare: into a preallocated receive buffer (like for like); kinac (allocating): "
-        "kinac's call that allocates its receive buffer from the pool (not in the ratio); "
-        "host us/call: the enqueue loop's wall time per call, kinac / bare",
+        f"{info.get('small_iters', info['iters'])} up to 16 MiB). kinac: the prepared call "
+        "(checks at bind time); NCCL: nccl4py's binding called bare, same buffers and stream, "
+        "same run. busbw = algbw x 2(n-1)/n (all-reduce), (n-1)/n (others): 0 on one rank, so "
+        "algbw is given too. host us: the enqueue loop's wall time per call.",
         "",
-        "| size | kinac all-reduce | bare NCCL | kinac (allocating) | nccl4py core | kinac (graph) "
-        "| bare (graph) | all-gather | reduce-scatter | all-to-all | host us/call kinac / bare "
-        "| kinac / bare (eager, graph) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| collective | size | kinac eager us | NCCL eager us | eager kinac/NCCL "
+        "| kinac graph us | NCCL graph us | graph kinac/NCCL | busbw GB/s kinac / NCCL "
+        "| algbw GB/s kinac / NCCL | host us kinac / NCCL |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    api = []
     for row in info["rows"]:
-        b = row["bytes"]
-        cells = []
-        for k in ("kinac", "bare", "kinac_alloc", "nccl4py", "kinac_graph", "bare_graph"):
-            ms = row.get(f"{k}_ms")
-            cells.append("-" if ms is None else f"{ms * 1e3:.1f} ({_bw(b, ms)})")
-        for k in ("all-gather", "reduce-scatter", "all-to-all"):
-            ms = row.get(f"{k}_ms")
-            cells.append("-" if ms is None else f"{ms * 1e3:.1f} ({_bw(b, ms)})")
-        hk, hb = row.get("kinac_host_ms"), row.get("bare_host_ms")
-        cells.append("-" if hk is None or hb is None else f"{hk * 1e3:.1f} / {hb * 1e3:.1f}")
-        ratios = []
-        for k, ref in (("kinac", "bare"), ("kinac_graph", "bare_graph")):
-            a, c = row.get(f"{k}_ms"), row.get(f"{ref}_ms")
-            ratios.append(f"{a / c:.2f}" if a and c else "-")
-        cells.append(", ".join(ratios))
-        lines.append(f"| {b // MIB} MiB | " + " | ".join(cells) + " |")
-    errs = {k: v for row in info["rows"] for k, v in row["errors"].items()}
-    if info.get("nccl4py_core"):
-        errs["nccl4py"] = info["nccl4py_core"]
+        b, kind = row["bytes"], row["kind"]
+        k, c = row.get("kinac_ms"), row.get("nccl_ms")
+        kg, cg = row.get("kinac_graph_ms"), row.get("nccl_graph_ms")
+        f = bus_factor(kind, n) if kind != "barrier" else 0.0
+        cells = [
+            kind,
+            _size(b),
+            _us(k),
+            _us(c),
+            _ratio(k, c),
+            _us(kg),
+            _us(cg),
+            _ratio(kg, cg),
+            f"{_gbs(b, k, f)} / {_gbs(b, c, f)}",
+            f"{_gbs(b, k)} / {_gbs(b, c)}",
+            f"{_us(row.get('kinac_host_ms'))} / {_us(row.get('nccl_host_ms'))}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+        if "api_ms" in row:
+            api.append(
+                f"| {_size(b)} | {_us(row['api_ms'])} | {_us(c)} | {_ratio(row['api_ms'], c)} "
+                f"| {_us(row.get('api_host_ms'))} |"
+            )
+    if api:
+        lines += [
+            "",
+            "All-reduce through kinac's checked eager API (`comm.all_reduce(x, r, stream=s)`: "
+            "checks cached per call layout, a log entry per call) against the same NCCL call:",
+            "",
+            "| size | kinac API us | NCCL us | ratio | host us |",
+            "|---|---|---|---|---|",
+            *api,
+        ]
+    errs = {
+        f"{r['kind']} {_size(r['bytes'])} {k}": v
+        for r in info["rows"]
+        for k, v in r["errors"].items()
+    }
     lines += [""] + [f"- {k}: {v}" for k, v in errs.items()]
     host = info.get("host_overhead_us") or {}
     if host:
@@ -477,25 +583,37 @@ def _table(info: dict[str, Any]) -> str:
             "",
             f"Scaling row, {n} rank(s) (wall ms per call, host arrays in and out; medians):",
             "",
-            f"| ranks | block fwd sharded ({sc.get('block_backend', '-')}) | block fwd unsharded "
-            "| max abs diff | collectives "
-            "| decoder_1m train step | losses |",
+            SCALING_HEAD,
             "|---|---|---|---|---|---|---|",
-            f"| {n} | {_ms(sc.get('block_sharded_ms'))} | {_ms(sc.get('block_single_ms'))} "
-            f"| {sc.get('block_max_abs_diff', '-')} | {sc.get('block_collectives', '-')} "
-            f"| {_ms(sc.get('train_step_ms'))} ({sc.get('train_parallel', '-')}) "
-            f"| {sc.get('train_losses', '-')} |",
+            scaling_line(n, sc),
         ]
         lines += [f"- {k}: {sc[k]}" for k in ("block_error", "train_error") if k in sc]
     return "\n".join(lines) + "\n"
+
+
+SCALING_HEAD = (
+    "| ranks | block fwd sharded | block fwd unsharded | max abs diff | collectives "
+    "| decoder_1m train step | losses |"
+)
+
+
+def scaling_line(n: int, sc: dict[str, Any]) -> str:
+    """One row of the scaling table (``scripts/multi_gpu.sh`` joins the rows of 1, 2, 4)."""
+    return (
+        f"| {n} | {_ms(sc.get('block_sharded_ms'))} ({sc.get('block_backend', '-')}) "
+        f"| {_ms(sc.get('block_single_ms'))} | {sc.get('block_max_abs_diff', '-')} "
+        f"| {sc.get('block_collectives', '-')} "
+        f"| {_ms(sc.get('train_step_ms'))} ({sc.get('train_parallel', '-')}) "
+        f"| {sc.get('train_losses', '-')} |"
+    )
 
 
 def _ms(v: Any) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--gpu", action="store_true", help="run on the GPU (required)")
     p.add_argument("--out", default=os.environ.get("OUT", ""), help="directory for the results")
     p.add_argument("--iters", type=int, default=20)
@@ -506,6 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-scaling", dest="scaling", action="store_false", help="skip the block/train row"
     )
     p.add_argument("--block-calls", type=int, default=10)
+    p.add_argument("--host-calls", type=int, default=5000, help="calls per --host-overhead run")
     p.add_argument("--train-steps", type=int, default=5)
     p.add_argument("--target", default="cuda", help="the scaling row's target (cpu: a dry run)")
     p.add_argument(
@@ -513,15 +632,25 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="no GPU: kinac's Python per collective call against the bare bindings call",
     )
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.host_overhead:
         for k, us in host_overhead().items():
-            print(f"{k:36s} {us:6.2f} us per call")
+            print(f"{k:40s} {us:6.2f} us per call")
         return 0
     if not args.gpu:
         print("benches/collectives.py measures NCCL on GPUs: pass --gpu", file=sys.stderr)
         return 2
-    return run(args)
+    from kinac.errors import KinaError
+
+    try:
+        return run(args)
+    except KinaError as e:  # a launch or NCCL problem: one line, as kinac's commands say it
+        print(f"kinac: error: {e}", file=sys.stderr)
+        return e.exit_code
 
 
 if __name__ == "__main__":

@@ -210,13 +210,22 @@ def test_device_barrier_is_a_one_element_all_reduce_on_the_stream() -> None:
     lib = FakeLib()
     lib.all_reduce = lambda *a: lib.calls.append(("all_reduce", *a))  # type: ignore[method-assign]
     host: list[int] = []
+    made: list[tuple[tuple[int, ...], int]] = []
+
+    def alloc(shape: tuple[int, ...], dtype: str, stream: int = 0) -> np.ndarray:
+        made.append((shape, stream))
+        return np.zeros(shape, dtype)
+
     c = nccl.NcclComm(
-        lib, "h", (2,), ("tp",), ("tp",), 0, alloc=np.zeros, barrier=lambda: host.append(1)
+        lib, "h", (2,), ("tp",), ("tp",), 0, alloc=alloc, barrier=lambda: host.append(1)
     )
     c.barrier(stream=3)
     c.barrier(stream=3)
     (_, p, r, n, dt, op, h, st), second = lib.calls
     assert (p == r, n, dt, op, h, st) == (True, 1, 2, 0, "h", 3) and second == lib.calls[0]
+    # its buffer is made once, on the barrier's stream (it was on stream 0: the pool could
+    # hand it memory still in use by work queued there, unordered with stream 3)
+    assert made == [((1,), 3)]
     assert host == []  # the device barrier does not wait on the host
     c.host_barrier()
     assert host == [1]

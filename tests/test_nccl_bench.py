@@ -1,15 +1,16 @@
 """benches/collectives.py's measuring and table code, run on the CPU over fakes.
 
-Why: the bench runs once per session on the H200, in a device call that costs minutes; a
-typo in a variant or the table would cost that run. Here one size goes through ``_one_size``
-(every variant, the host-time pairs, the graph fallback) over the fake bindings and host
-memory, then ``_table`` renders it: the rows, the like-for-like ratio (kinac into a
-preallocated buffer against the bare call) and the allocating row apart."""
+Why: the bench runs on the H200 in a device call that costs minutes, and on 2 and 4 GPUs
+(``kinac launch -n N``) on a machine never lent yet; a typo in a variant, the world-size
+arithmetic or the table would cost that run. Here two simulated ranks (threads) run the bench's
+``run`` as two launched ranks would, over the fake bindings (which read the raw addresses and
+move the data with the simulator) and host memory: every collective and the barrier, kinac's
+prepared calls against the bare ones, rank 0 alone writing the table."""
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
+import json
 import sys
 import types
 from pathlib import Path
@@ -19,9 +20,7 @@ import numpy as np
 import pytest
 from nccl_fakes import FakeLib, Handle
 
-from kinac.rt import cuda
-from kinac.rt.comm import nccl
-from kinac.rt.cuda import driver
+from kinac.rt.comm import nccl, simulate
 from kinac.rt.cuda.tensor import Tensor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +32,7 @@ def _bench() -> Any:
     )
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclass looks its module up
     spec.loader.exec_module(mod)
     return mod
 
@@ -62,52 +62,89 @@ class Ops:
         return Tensor(buf.ptr, shape, buf.dtype, owner=buf)
 
 
-def test_one_size_and_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+def _rig(bench: Any, sim: Any, m: Any, lib: FakeLib) -> Any:
+    """One fake rank's rig: the simulator rank as NCCL (through the fake binding, which reads
+    the raw addresses), host memory as the device, counting events, no graph capture."""
+    ops = Ops()
+    comm = nccl.NcclComm(
+        lib, Handle(sim), tuple(m.shape), ("x",), ("x",), sim.global_rank, alloc=ops.empty
+    )
+    fake_cuda = types.SimpleNamespace(
+        Event=Event,
+        capture=lambda seq, stream, name: types.SimpleNamespace(
+            captured=False, fallback_reason="fake"
+        ),
+    )
+    return bench.Rig(
+        env=types.SimpleNamespace(rank=sim.global_rank, world_size=sim.size),
+        client=types.SimpleNamespace(barrier=sim.barrier),
+        lib=lib,
+        ops=ops,
+        cuda=fake_cuda,
+        stream=types.SimpleNamespace(handle=5, synchronize=lambda: None),
+        memset=lambda t, n: None,
+        comm=comm,
+    )
+
+
+def test_two_fake_ranks_run_the_bench_and_rank_zero_writes_the_table(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``kinac launch -n 2 -- python3 benches/collectives.py --gpu``'s path on two simulated
+    ranks: the launch's world size sizes every collective's buffers, kinac's prepared calls
+    pass NCCL exactly the bare call's arguments (like for like), only rank 0 writes."""
     monkeypatch.setattr(sys, "path", sys.path[:])  # the bench rewrites sys.path on import
     bench = _bench()
-    monkeypatch.setattr(cuda, "Event", Event)
-    monkeypatch.setattr(
-        cuda,
-        "capture",
-        lambda seq, stream, name: types.SimpleNamespace(captured=False, fallback_reason="fake"),
-    )
-    monkeypatch.setattr(driver, "api", lambda: types.SimpleNamespace(cuMemsetD8=lambda *a: (0,)))
-    monkeypatch.setattr(driver, "OK", 0)
-    lib = FakeLib()
-    for name in ("all_reduce", "all_gather", "reduce_scatter", "send", "recv", "group_end"):
-        setattr(lib, name, lambda *a, _n=name: lib.calls.append((_n, *a)))
-    ops = Ops()
-    comm = nccl.NcclComm(lib, Handle(None), (1,), ("x",), ("x",), 0, alloc=ops.empty)
-    stream = types.SimpleNamespace(handle=5, synchronize=lambda: None)
-    args = argparse.Namespace(rounds=2, iters=3, small_iters=4)
-    row = bench._one_size(1 << 20, comm, ops, stream, (None, None), args)
-    assert row["errors"] == {
-        "kinac_graph": "capture failed: fake",
-        "bare_graph": "capture failed: fake",
-    }
-    for k in ("kinac", "bare", "kinac_alloc", "all-gather", "reduce-scatter", "all-to-all"):
-        assert row[f"{k}_ms"] > 0 and row[f"{k}_host_ms"] > 0, k
-    assert row["iters"] == 4 and comm.log == []
-    kinds = {c[0] for c in lib.calls}
-    assert kinds == {
-        "all_reduce",
-        "all_gather",
-        "reduce_scatter",
-        "group_start",
-        "send",
-        "recv",
-        "group_end",
-    }
-    # kinac's calls and the bare ones pass the same arguments (like for like)
-    ar = [c for c in lib.calls if c[0] == "all_reduce"]
-    assert ar[0][3:] == ar[-1][3:] == (1 << 18, 7, 0, comm.handle, 5)
-    info = {"ranks": 1, "init_s": 0.5, "nccl_version": 22809, "rounds": 2, "iters": 3}
+    m = types.SimpleNamespace(shape=(2,), axes=("x",))
+    argv = ["--gpu", "--max-mib", "1", "--rounds", "1", "--iters", "1", "--small-iters", "2"]
+    argv += ["--no-scaling", "--host-calls", "20"]
+    libs: list[FakeLib] = []
+
+    def rank(sim: Any) -> int:
+        lib = FakeLib(sim, m)
+        libs.append(lib)
+        out = tmp_path / f"rank{sim.global_rank}"
+        parsed = bench.parse_args([*argv, "--out", str(out)])
+        return int(bench.run(parsed, _rig(bench, sim, m, lib)))
+
+    assert simulate(m, rank) == [0, 0]
+    assert (tmp_path / "rank0" / "nccl_bench.md").exists()
+    assert not (tmp_path / "rank1").exists()  # rank 0 alone writes
+    info = json.loads((tmp_path / "rank0" / "nccl_bench.json").read_text())
+    assert info["ranks"] == 2
+    kinds = [r["kind"] for r in info["rows"]]
+    assert kinds == ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "barrier"]
+    for row in info["rows"]:
+        assert row["kinac_ms"] > 0 and row["nccl_ms"] > 0, row
+        assert set(row["errors"]) == {"kinac_graph", "nccl_graph"}  # no capture on the CPU
+    count = (1 << 20) // 4
+    for lib in libs:  # per kind: kinac's calls and the bare ones, argument for argument
+        by = {
+            k: {c[1:] for c in lib.calls if c[0] == k}
+            for k in ("all_reduce", "all_gather", "reduce_scatter", "send")
+        }
+        assert {c[2] for c in by["all_reduce"]} == {count, 1}  # the tensors, the barrier
+        assert len(by["all_reduce"]) == 3  # kinac = NCCL = the API call; and the barrier's
+        assert len(by["all_gather"]) == 1 and next(iter(by["all_gather"]))[2] == count // 2
+        assert len(by["reduce_scatter"]) == 1
+        assert next(iter(by["reduce_scatter"]))[2] == count // 2
+        assert len(by["send"]) == 2  # one per peer, the same for kinac's and the bare group
+    table = (tmp_path / "rank0" / "nccl_bench.md").read_text()
+    print(table)
+    line = next(t for t in table.splitlines() if t.startswith("| all-gather | 1 MiB"))
+    assert line.count("|") == 12
+    # busbw at 2 ranks: algbw x 1/2 for all-gather
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    bus, alg = (float(v) for v in cells[8].split(" / ")[0:1] + cells[9].split(" / ")[0:1])
+    assert bus == pytest.approx(alg / 2, abs=0.1)
+    assert "kinac API us" in table and "- kinac prepared all-reduce: " in table
+
+
+def test_the_scaling_row_and_host_overhead_render(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", sys.path[:])
+    bench = _bench()
     host = bench.host_overhead(50, 2)
-    assert set(host) >= {"bare all-reduce", "kinac all-reduce", "kinac all-to-all"}
+    assert {"kinac prepared all-reduce", "NCCL all-reduce (bare binding call)"} <= set(host)
     assert all(us > 0 for us in host.values())
-    info |= {"small_iters": 4, "rows": [row], "scaling": {}, "host_overhead_us": host}
-    table = bench._table(info)
-    line = next(t for t in table.splitlines() if t.startswith("| 1 MiB"))
-    assert line.count("|") == 13 and " / " in line
-    assert "kinac (allocating)" in table and "- kinac_graph: capture failed: fake" in table
-    assert "- kinac all-reduce: " in table
+    line = bench.scaling_line(2, {"block_sharded_ms": 1.5, "train_step_ms": 2.0})
+    assert line.startswith("| 2 | 1.500 (-) | - |") and line.count("|") == 8

@@ -247,6 +247,18 @@ def concat_chunks(got: Any, n: int, dim: int, cat: int, ops: Any, stream: Any = 
     return out
 
 
+def _collective(group: Any, kind: str, x: Any, op: str, stream: Any, tag: Any, step: Any) -> Any:
+    """The flat collective of ``step`` on ``x``: a NCCL communicator's prepared step call
+    (:meth:`~kinac.rt.comm.nccl_calls.NcclCalls.step`: checked at the program's first run,
+    then the layout compared and NCCL called), else the communicator's eager method."""
+    run = getattr(group, "step", None)
+    if run is not None and type(stream) is int:
+        return run(kind, x, op, stream, tag, step)
+    method = getattr(group, kind.replace("-", "_"))
+    kw = {"op": op} if kind in ("all-reduce", "reduce-scatter") else {}
+    return method(x, stream=stream, tag=tag, **kw)
+
+
 def device_collective(step: Collective, x: Any, comm: Any, ops: Any, stream: Any = 0) -> Any:
     """The device buffer a collective step writes, from this rank's device buffer ``x``."""
     group = comm.sub(step.axis)
@@ -254,7 +266,7 @@ def device_collective(step: Collective, x: Any, comm: Any, ops: Any, stream: Any
     ndim = len(x.shape)
     kind, dim = step.kind, step.dim % ndim if ndim else step.dim
     if kind == "all-reduce":
-        return group.all_reduce(x, op=step.reduce_op or "sum", stream=stream, tag=tag)
+        return _collective(group, kind, x, step.reduce_op or "sum", stream, tag, step)
     if kind == "slice":
         size = int(x.shape[dim])
         if size % group.size:
@@ -265,15 +277,15 @@ def device_collective(step: Collective, x: Any, comm: Any, ops: Any, stream: Any
         c = size // group.size
         return take(x, dim, group.rank * c, c, ops, stream)
     if kind == "all-gather":
-        got = group.all_gather(move_front(x, dim, ops, stream), stream=stream, tag=tag)
+        got = _collective(group, kind, move_front(x, dim, ops, stream), "sum", stream, tag, step)
         return move_back(got, dim, ops, stream)
     if kind == "reduce-scatter":
         front = move_front(x, dim, ops, stream)
-        got = group.reduce_scatter(front, op=step.reduce_op or "sum", stream=stream, tag=tag)
+        got = _collective(group, kind, front, step.reduce_op or "sum", stream, tag, step)
         return move_back(got, dim, ops, stream)
     if kind == "all-to-all":
         cat = dim if step.concat_dim < 0 else step.concat_dim
-        got = group.all_to_all(move_front(x, dim, ops, stream), stream=stream, tag=tag)
+        got = _collective(group, kind, move_front(x, dim, ops, stream), "sum", stream, tag, step)
         if cat == dim:  # the chunks concatenated back along dim: the inverse move
             return move_back(got, dim, ops, stream)
         return concat_chunks(got, group.size, dim, cat, ops, stream)

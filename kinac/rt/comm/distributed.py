@@ -115,6 +115,7 @@ def run_nccl(
     arguments; the global outputs (gathered over NCCL on the device, then brought back)."""
     from kinac.rt.comm import device_run, tcp
     from kinac.rt.comm.gpu_rank import device_segment
+    from kinac.rt.comm.nccl_calls import trim_log
 
     ops = ops or device_run.CudaOps()
     mesh = program.mesh
@@ -124,6 +125,7 @@ def run_nccl(
         shard_global(a, lay, mesh, comm.global_rank)
         for a, (_, _, lay) in zip(glob, program.params, strict=True)
     ]
+    trim_log(comm.log)  # room for this call's window (the log is bounded: LOG_CAP)
     start = len(comm.log)
     try:
         segs = [device_segment(s) for s in segments]

@@ -31,6 +31,7 @@ memory (``tests/test_nccl_backend.py``).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,7 @@ from kinac.rt.comm.nccl_plan import (
     layout_key,
     stream_handle,
 )
+from kinac.rt.comm.nccl_prepared import LayoutCall, Prepared
 from kinac.rt.comm.simulator import LogEntry
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "NCCL_OP_CODES",
     "NCCL_TYPE_CODES",
     "NcclComm",
+    "Prepared",
     "buffer_of",
     "forget_worlds",
     "kina_dtype",
@@ -126,6 +129,8 @@ class NcclComm(NcclCalls):
         self.plans_made = 0  # checked (uncached) calls: a test counts the cache's misses
         self._token: Any = None  # the device barrier's one-element buffer
         self._token_ptr = 0
+        self._prepared: weakref.WeakSet[Prepared] = weakref.WeakSet()  # disabled on destroy
+        self._steps: dict[int, LayoutCall] = {}  # program steps' layout calls, by id(step)
 
     @property
     def handle(self) -> Any:
@@ -190,6 +195,10 @@ class NcclComm(NcclCalls):
             sub.destroy()
         self._subs.clear()
         self._plans.clear()
+        self._steps.clear()
+        for p in list(self._prepared):
+            p.disable(f"{self!r} was destroyed (nccl.forget_worlds): its prepared calls with it")
+        self._prepared.clear()
         comm, self._comm = self._comm, None
         if comm is not None:
             self._lib.comm_destroy(comm)

@@ -175,7 +175,34 @@ def layout_key(kind: str, op: str, tag: Any, send: Any, recv: Any) -> tuple[Any,
     return (*s, recv.shape, recv.strides, recv.dtype.name, recv.device)
 
 
-def _direct(buf: Any) -> bool:
+def aliasing(kind: str, send: int, recv: int, sbytes: int, rbytes: int, size: int) -> str:
+    """Why the send and receive buffers' overlap is not a call NCCL defines ("" when it is).
+
+    NCCL's in-place forms: all-reduce with ``recv is send``; all-gather with ``send`` this
+    rank's chunk of ``recv``; reduce-scatter with ``recv`` this rank's chunk of ``send`` (the
+    rank is unknown here, so any chunk boundary passes: the one at the wrong chunk gives
+    another rank's data, as NCCL would). Every other overlap reads bytes NCCL is writing.
+    All-to-all's grouped sends and receives have no in-place form at all."""
+    if not sbytes or not rbytes or send + sbytes <= recv or recv + rbytes <= send:
+        return ""
+    if kind == "all-reduce" and send == recv:
+        return ""
+    if kind == "all-gather" and size and (send - recv) % sbytes == 0:
+        return ""  # send is a whole chunk of recv (NCCL's in-place all-gather)
+    if kind == "reduce-scatter" and size and (recv - send) % rbytes == 0:
+        return ""  # recv is a whole chunk of send (NCCL's in-place reduce-scatter)
+    why = (
+        "all-to-all has no in-place form (its grouped sends read what its receives write)"
+        if kind == "all-to-all"
+        else "only NCCL's in-place form may share memory"
+    )
+    return (
+        f"the receive buffer (0x{recv:x}, {rbytes} bytes) overlaps the send buffer "
+        f"(0x{send:x}, {sbytes} bytes): {why}"
+    )
+
+
+def direct(buf: Any) -> bool:
     """Whether the cached path can address ``buf`` itself (``buf.ptr``): a kinac tensor."""
     return not isinstance(buf, np.ndarray) and hasattr(buf, "ptr") and hasattr(buf, "device")
 
@@ -202,7 +229,7 @@ def make_plan(
     default), so that its memory is reused only after the collective that writes it."""
     if op not in NCCL_OPS:
         raise KinaRuntimeError(f"{where}: unknown reduction {op!r} (one of {', '.join(NCCL_OPS)})")
-    cacheable = _direct(send) and (recv is None or _direct(recv))  # as given, not imported
+    cacheable = direct(send) and (recv is None or direct(recv))  # as given, not imported
     send = resolve(send)
     check_device(send, where, "send", device)
     sptr, sshape, dt = buffer_of(send)
@@ -231,6 +258,9 @@ def make_plan(
         )
     n = math.prod(sshape)
     item = _ITEMSIZE.get(dt, 1)
+    overlap = aliasing(kind, sptr, rptr, n * item, math.prod(shape) * item, size)
+    if overlap:
+        raise KinaRuntimeError(f"{where}: {overlap}")
     code = NCCL_TYPE_CODES["uint8" if dt == "bool" else dt]
     peers: tuple[tuple[int, int], ...] = ()
     if kind == "all-gather":  # NCCL's count: the send's; the log: the bytes gathered
