@@ -232,3 +232,43 @@ def test_cached_calls_on_device_reuse_the_plan_and_refuse_host_memory(
     with pytest.raises(KinaRuntimeError, match="receive buffer is host memory"):
         comm.all_reduce(x, cuda.Tensor.host(np.zeros((256, 4), np.float32)), "max")
     del comm.log[:]
+
+
+def test_prepared_collectives_eager_and_captured(world: tuple[Any, Any, Any]) -> None:
+    """Prepared calls (checks at bind time, each call the binding's alone) on a non-default
+    stream: eager on new data each time, then captured into one CUDA graph and replayed; the
+    barrier's buffer made on that stream; nothing logged."""
+    comm, ops, cuda = world
+    n = 1 << 16
+    x = ops.upload(np.zeros(n, np.float32))
+    r, g, a = ops.empty((n,), "float32"), ops.empty((n,), "float32"), ops.empty((n,), "float32")
+    stream = cuda.Stream()
+    calls = [
+        comm.prepare("all-reduce", x, r, "sum", stream=stream),
+        comm.prepare("all-gather", r, g, stream=stream),
+        comm.prepare("reduce-scatter", g, a, "max", stream=stream),
+        comm.prepare("all-to-all", a, r, stream=stream),
+        comm.prepare("barrier", stream=stream),
+    ]
+    logged = len(comm.log)
+
+    def seq(_: Any = None) -> None:
+        for p in calls:
+            p()
+
+    for k in range(2):  # eager
+        want = np.random.default_rng(k).standard_normal(n).astype(np.float32)
+        x.copy_from_host(want)
+        seq()
+        stream.synchronize()
+        assert ops.download(r).tobytes() == want.tobytes()
+    graph = cuda.capture(seq, stream, name="nccl-prepared")
+    assert graph.captured, graph.fallback_reason
+    for k in range(2, 4):
+        want = np.random.default_rng(k).standard_normal(n).astype(np.float32)
+        x.copy_from_host(want)
+        graph.replay()
+        stream.synchronize()
+        assert ops.download(r).tobytes() == want.tobytes()
+    graph.close()
+    assert len(comm.log) == logged
