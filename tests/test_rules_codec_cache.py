@@ -53,3 +53,69 @@ def test_the_cache_is_bounded_and_forgets_the_oldest(monkeypatch: pytest.MonkeyP
     assert codec._text_hit(first) is None  # two generations ago
     assert codec._text_hit(kept[-1]) is not None
     assert encode(first) == codec._reference_encode(first).encode()  # re-encoded, same bytes
+
+
+# ---------------------------------------------------------------- runs of long tuples
+
+
+@record
+class Item:
+    n: Any
+    tag: str
+    extra: Any = None
+
+
+def _count_items(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every Item the codec writes field by field from now on (not taken from a run's text)."""
+    seen: list[Any] = []
+    real = codec._encode_into
+
+    def counting(v: Any, out: list[str]) -> None:
+        if type(v) is Item:
+            seen.append(v)
+        real(v, out)
+
+    monkeypatch.setattr(codec, "_encode_into", counting)
+    return seen
+
+
+def test_a_rebuilt_tuple_reuses_the_runs_of_unchanged_elements(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    items = tuple(Item(i, f"t{i}") for i in range(100))
+    assert encode(items) == codec._reference_encode(items).encode()
+    edited = (*items[:70], Item(-1, "new"), *items[71:])  # a new tuple, one new element
+    seen = _count_items(monkeypatch)
+    assert encode(edited) == codec._reference_encode(edited).encode()
+    assert seen == list(edited[64:96])  # only the run holding the new element, written again
+    seen.clear()
+    inserted = (*items[:40], Item(-2, "ins"), *items[40:])  # every later run shifted
+    assert encode(inserted) == codec._reference_encode(inserted).encode()
+    assert seen == list(inserted[32:])
+
+
+def test_a_run_is_reused_only_for_the_same_objects_and_never_when_mutable() -> None:
+    items = tuple(Item(i + 1, "x") for i in range(64))
+    encode(items)
+    equal = (Item(1.0, "x"), *items[1:])  # == items[0], but its text differs
+    assert equal[0] == items[0] and equal == items
+    assert encode(equal) == codec._reference_encode(equal).encode()
+    box: list[int] = [1]
+    holding = tuple(Item(i, "y", box if i == 5 else None) for i in range(64))
+    first = encode(holding)
+    box.append(2)  # the same objects, a different text: the run met a list, so not remembered
+    again = encode(tuple(holding))
+    assert again != first and again == codec._reference_encode(holding).encode()
+
+
+def test_runs_are_bounded_by_two_generations(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codec, "_TEXT_LIMIT", 20_000)
+    monkeypatch.setattr(codec, "_RUN_OF", {})
+    monkeypatch.setattr(codec, "_RUN_OLD", {})
+    monkeypatch.setattr(codec, "_run_size", [0])
+    tuples = [tuple(Item(i, f"g{g}") for i in range(64)) for g in range(40)]
+    for t in tuples:
+        encode(t)
+    held = sum(len(x) for _, x in (*codec._RUN_OF.values(), *codec._RUN_OLD.values()))
+    assert held <= 2 * (20_000 + 3_000)  # each generation: its limit and one more run
+    assert encode(tuples[0]) == codec._reference_encode(tuples[0]).encode()

@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import operator
 from json.encoder import encode_basestring as _encode_str  # json's own (C)
 from typing import Any, TypeVar, dataclass_transform
 
@@ -230,6 +231,9 @@ def _encode_into(v: Any, out: list[str]) -> None:
         if not v:
             out.append("[]")
             return
+        if t is tuple and len(v) >= _RUN and type(v[0]) in _FIELDS:
+            _encode_runs(v, out)
+            return
         sep = "["
         for x in v:  # str and int elements inline: a call per element is most of the cost
             out.append(sep)
@@ -277,6 +281,58 @@ def _encode_into(v: Any, out: list[str]) -> None:
         if t is not float and t is not bytes:
             _mutable_seen[0] += 1
         out.append(_reference_encode(v))
+
+
+# The text of runs of records in long tuples by the identity of their elements: an entry's
+# graph is a tuple of ~1,800 nodes at L=32, rebuilt as a new tuple by every edit, whose
+# unchanged calls' nodes are the previous build's objects (the specialiser reuses them), so
+# each run of ``_RUN`` elements that are all the same objects as a run encoded before has the
+# same text (records are frozen; a run that met a list, dict or set is not remembered). Keyed
+# by the id of the run's first element, checked element by element with ``is`` (never ``==``:
+# ``1 == 1.0`` but their texts differ); two generations bounded like the records' texts.
+_RUN = 32  # elements per run; a tuple of fewer, or not starting with a record, is encoded plainly
+_RUN_OF: dict[int, tuple[tuple[Any, ...], str]] = {}  # the newer generation
+_RUN_OLD: dict[int, tuple[tuple[Any, ...], str]] = {}
+_run_size = [0]  # characters held by the newer generation
+
+
+def _encode_runs(v: tuple[Any, ...], out: list[str]) -> None:
+    """A long tuple of records, run by run, each run's text reused when its elements are the
+    objects of a run encoded before (see ``_RUN_OF``)."""
+    global _RUN_OF, _RUN_OLD
+    is_ = operator.is_
+    sep = "["
+    for i in range(0, len(v), _RUN):
+        run = v[i : i + _RUN]
+        out.append(sep)
+        sep = ","
+        key = id(run[0])
+        hit = _RUN_OF.get(key)
+        if hit is None:
+            hit = _RUN_OLD.get(key)
+        if hit is not None and len(hit[0]) == len(run) and all(map(is_, hit[0], run)):
+            out.append(hit[1])
+            if key not in _RUN_OF:
+                _RUN_OF[key] = hit
+                _run_size[0] += len(hit[1])
+            continue
+        start, mutable = len(out), _mutable_seen[0]
+        first = True
+        for x in run:
+            if not first:
+                out.append(",")
+            first = False
+            _encode_into(x, out)
+        if _mutable_seen[0] != mutable:
+            continue
+        text = "".join(out[start:])
+        out[start:] = [text]
+        if _run_size[0] >= _TEXT_LIMIT:
+            _RUN_OLD, _RUN_OF = _RUN_OF, {}
+            _run_size[0] = 0
+        _RUN_OF[key] = (run, text)
+        _run_size[0] += len(text)
+    out.append("]")
 
 
 def _remember(v: Any, t: type, out: list[str], start: int) -> None:
