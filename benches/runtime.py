@@ -13,14 +13,17 @@ In one run, each against a reference measured in the same process:
   * a 16-byte-vector grid-stride copy kernel (PTX from llvmlite) vs a device-to-device copy;
     goal >= 90% of the copy's bandwidth (bytes read + written).
 
-  * host inputs (issue 17 item 3): the MLP fed a numpy ``x`` each call through the pinned pool
-    with copy/compute overlap, and without (``pinned=False``), vs the same MLP fed a device
-    ``x``, pipelined; goal <= 1.2x where the copy is shorter than the compute
-    (``benches/runtime_modes.py``); and where that call's host time goes: the staging copy
+  * host inputs (issue 17 item 3), a sweep over the size of ``x`` (0.5 to 16 MiB): the MLP fed
+    a numpy ``x`` each call through the pinned pool with copy/compute overlap (the steady state
+    as two graph launches, and as driver calls), and without (``pinned=False``), vs the same
+    MLP fed a device ``x``, pipelined and synced, with the copy alone (memcpy + DMA); goal
+    <= 1.2x where the copy is shorter than the compute (``benches/runtime_sweep.py``, printed
+    as one compact table); and where the 0.5 MiB call's host time goes: the staging copy
     alone, the stager alone per call, the share of calls on the staged steady state, and the
     same MLP fed a ``kinac.rt.cuda.pinned_empty`` array (``benches/runtime_staging.py``).
 
-Writes ``$OUT/runtime_bench.md`` (a markdown table, also printed) and ``$OUT/runtime_bench.json``.
+Writes ``$OUT/runtime_bench.md`` (a markdown table, also printed), ``$OUT/runtime_bench.json``
+and ``$OUT/runtime_sweep.json`` (the sweep's numbers). ``--sweep-only``: the sweep alone.
 Usage: PYTHONPATH=. python3 benches/runtime.py --gpu [--out DIR] [--quick]
 
 Soak (issue 17 item 5), instead of the sections above:
@@ -45,7 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benches import runtime_modes, runtime_staging  # noqa: E402
+from benches import runtime_modes, runtime_staging, runtime_sweep  # noqa: E402
 from benches.launch_probe import native_loops, native_us  # noqa: E402
 from kinac.codegen.ptx_testkernels import NOOP8_ARGS, copy_v4_ptx  # noqa: E402
 from kinac.rt import cuda  # noqa: E402
@@ -325,6 +328,7 @@ def main() -> int:
         "--sample-seconds", type=float, help="soak sampling period (default: min(60, N*60/6))"
     )
     ap.add_argument("--plot", metavar="CSV", help="plot a soak CSV to a PNG beside it, and exit")
+    ap.add_argument("--sweep-only", action="store_true", help="only the host-input sweep")
     a = ap.parse_args()
     if a.plot:
         png = runtime_modes.plot(Path(a.plot), Path(a.plot).with_suffix(".png"))
@@ -360,23 +364,33 @@ def main() -> int:
             traceback.print_exc()
             errors.append(f"{name}: {type(e).__name__}: {e}")
 
-    section("alloc", lambda: bench_alloc(torch, s, a.quick))
-    launch_ref: list[cuda.Launch] = []
+    sweep: list[dict[str, Any]] = []
 
-    def launch_section() -> list[Row]:
-        got, launch = bench_launch(k, s, a.quick)
-        launch_ref.append(launch)
-        return got
+    def sweep_section() -> list[Row]:
+        sweep.extend(runtime_sweep.sweep(a.quick))
+        return runtime_sweep.sweep_rows(sweep)
 
-    section("launch", launch_section)
-    section("graph", lambda: bench_graph(k, s, launch_ref[0], a.quick) if launch_ref else [])
-    section("bandwidth", lambda: bench_bandwidth(k, s, torch, a.quick))
-    if torch is not None:
-        section("host inputs", lambda: runtime_modes.bench_host_inputs(a.quick))
-        section("host staging", lambda: runtime_staging.bench_staging(a.quick))
+    if torch is not None:  # first: the goal's numbers come back even if a later section hangs
+        section("host-input sweep", sweep_section)
+    if not a.sweep_only:
+        section("alloc", lambda: bench_alloc(torch, s, a.quick))
+        launch_ref: list[cuda.Launch] = []
+
+        def launch_section() -> list[Row]:
+            got, launch = bench_launch(k, s, a.quick)
+            launch_ref.append(launch)
+            return got
+
+        section("launch", launch_section)
+        section("graph", lambda: bench_graph(k, s, launch_ref[0], a.quick) if launch_ref else [])
+        section("bandwidth", lambda: bench_bandwidth(k, s, torch, a.quick))
+        if torch is not None:
+            section("host staging", lambda: runtime_staging.bench_staging(a.quick))
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = f"## CUDA runtime bench ({stamp}, {dev.name}, {dev.sm_count} SMs, torch {getattr(torch, '__version__', '-')})"
     md = table(rows, header)
+    if sweep:
+        md += "\n### Host-input sweep (issue 17)\n\n" + runtime_sweep.sweep_table(sweep)
     if errors:
         md += "\nErrors: " + "; ".join(errors) + "\n"
     print(md)
@@ -385,6 +399,8 @@ def main() -> int:
     (out / "runtime_bench.md").write_text(md, encoding="utf-8")
     payload = {"date": stamp, "device": dev.name, "rows": rows, "errors": errors}
     (out / "runtime_bench.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    if sweep:
+        (out / "runtime_sweep.json").write_text(json.dumps(sweep, indent=1), encoding="utf-8")
     return 1 if errors else 0
 
 

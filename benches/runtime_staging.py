@@ -82,7 +82,7 @@ def bench_staging(quick: bool) -> list[Row]:
     sync = torch.cuda.synchronize
     with tempfile.TemporaryDirectory() as tmp:
         staged, _ = _mlp_fns(Path(tmp))
-        for b, s, d, f in MLP_SIZES[:1] if quick else MLP_SIZES:
+        for b, s, d, f in MLP_SIZES[:1]:  # (every size's ratios: benches/runtime_sweep.py)
             ws = _weights(torch, d, f)
             x = np.random.default_rng(0).standard_normal((b, s, d)).astype(np.float32)
             mib = f"{x.nbytes / 2**20:g} MiB"
@@ -91,7 +91,8 @@ def bench_staging(quick: bool) -> list[Row]:
             x_dev = torch.from_numpy(x).cuda()
             dev_ms = _pipelined_ms(lambda x=x_dev, w=ws: staged(x, *w), n, sync)
             host_ms = _pipelined_ms(lambda x=x, w=ws: staged(x, *w), n, sync)
-            entry = next(e for k, e in staged._entries.items() if k[0][0].device == "cpu")
+            entry = next(e for k, e in staged._entries.items()
+                         if k[0][0].device == "cpu" and tuple(k[0][0].shape) == x.shape)  # fmt: skip
             st = entry._stager
             ref = "host-input call, pipelined (same run)"
             blk = PinnedBuffer(default_pool(), x.shape, x.dtype)

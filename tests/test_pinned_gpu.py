@@ -254,3 +254,47 @@ def test_pinned_torch_tensors_are_read_in_place_on_the_steady_state(src: Path) -
         assert torch.equal(o.cpu(), want), f"call {k}"
     st = next(e for k, e in f._entries.items() if k[0][0].device == "cpu")._stager
     assert st.hot_calls >= 6 and st.direct == st.hot_calls
+
+
+@pytest.mark.parametrize("size", range(6))
+def test_sweep_sizes_host_inputs_equal_device_inputs_through_the_graphs(size: int) -> None:
+    """Each size of ``benches/runtime_sweep.py``'s sweep (the MLP, x 0.5-16 MiB from numpy,
+    rewritten in place each call, no synchronisation): the steady state runs as two graph
+    launches (copy graph + compute wrapper), and as driver calls (``use_graphs = False``),
+    and both give what the same MLP gives for the same ``x`` on the device, bit for bit."""
+    _need_gpu()
+    import sys
+    import tempfile
+
+    import torch
+
+    import kinac
+
+    if not torch.cuda.is_available():
+        pytest.skip("no PyTorch CUDA")
+    sys.path.insert(0, str(ROOT))
+    from benches.runtime_sweep import SWEEP
+
+    b, s, d, f = SWEEP[size]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "mlp.kina"
+        src.write_text((ROOT / "workspaces/mlp/mlp.kina").read_text(encoding="utf-8"))
+        fn = kinac.compile(src, "mlp", target="cuda", no_cache=True)
+        g = torch.Generator().manual_seed(size)
+        ws = [(torch.randn(sh, generator=g) * sh[0] ** -0.5).cuda() for sh in ((d, f), (f,), (f, d), (d,))]  # fmt: skip
+        rng = np.random.default_rng(size)
+        x = np.empty((b, s, d), np.float32)
+        xs, outs = [], []
+        for k in range(10):
+            if k == 6:  # the same stager on driver calls
+                st = next(e for key, e in fn._entries.items() if key[0][0].device == "cpu")._stager
+                assert st.graph_error is None and st.graph_calls >= 3, st.graph_error
+                st.use_graphs = False
+            x[...] = rng.standard_normal(x.shape, dtype=np.float32)
+            xs.append(x.copy())
+            outs.append(torch.from_dlpack(fn(x, *ws)).clone())  # (the output block is reused)
+        torch.cuda.synchronize()
+        assert st.hot_calls >= 7 and st.graph_calls == 4
+        for k, (xk, o) in enumerate(zip(xs, outs, strict=True)):
+            want = torch.from_dlpack(fn(torch.from_numpy(xk).cuda(), *ws)).cpu()
+            assert torch.equal(o.cpu(), want), f"size {size}, call {k}"

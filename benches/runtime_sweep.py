@@ -1,0 +1,182 @@
+"""Host-input calls across sizes (issue 17's overlap goal), a section of ``benches/runtime.py``.
+
+The goal: host-input calls within 1.2x of device-input calls *at sizes where the copy is
+smaller than the compute*. One MLP shape per size of ``x`` (0.5, 1, 2, 4, 8, 16 MiB; the
+hidden width grows with the model width, so the compute grows faster than the copy), each
+measured in the same run:
+
+* **compute**: the MLP fed a device ``x``, pipelined (calls queued back to back, one sync at
+  the end), and synced (a sync after each call);
+* **copy**: the host ``memcpy`` of ``x`` into a pinned block (the process's
+  :class:`~kinac.rt.cuda.staging_copy.HostCopier`, as the stager does it) plus the DMA from
+  pinned memory (CUDA events): what a call must add when nothing overlaps;
+* **host x**: the same numpy ``x`` passed each call (the stager copies it every call: nothing
+  is cached by identity), pipelined and synced, through the steady state as graphs
+  (:mod:`~kinac.rt.cuda.staging_graphs`) and as driver calls (``use_graphs = False``, the same
+  stager), and without the pinned pool and overlap (``pinned=False``);
+
+each as a ratio to the device ``x`` of its kind (pipelined or synced); "copy < compute" is
+``memcpy + DMA < device x pipelined``, and the goal's verdict is given only there. Printed as
+one compact table (``sweep_table``) besides the bench's rows.
+
+Not a bench itself (no ``kinac-bench`` line): ``runtime.py`` imports it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benches.runtime_modes import _copy_ms, _mlp_fns, _pipelined_ms, _weights
+from kinac.rt.cuda.testing import Row, row
+
+# (B, S, D, F): x is B*S*D f32
+SWEEP = (
+    (4, 128, 256, 1024),  # 0.5 MiB
+    (4, 128, 512, 2048),  # 1 MiB
+    (4, 256, 512, 2048),  # 2 MiB
+    (4, 256, 1024, 4096),  # 4 MiB
+    (4, 512, 1024, 4096),  # 8 MiB
+    (8, 512, 1024, 4096),  # 16 MiB
+)
+GOAL = 1.2
+
+
+def _synced_ms(call: Callable[[], Any], n: int, sync: Callable[[], None]) -> float:
+    """Median over 5 rounds of the wall time per call with a sync after each call."""
+    for _ in range(3):
+        call()
+        sync()
+    ts = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            call()
+            sync()
+        ts.append((time.perf_counter() - t0) * 1e3 / n)
+    return sorted(ts)[2]
+
+
+def _host_us(fn: Callable[[], Any], n: int) -> float:
+    for _ in range(3):
+        fn()
+    ts = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        ts.append((time.perf_counter() - t0) * 1e6 / n)
+    return sorted(ts)[2]
+
+
+def _stager(fn: Any, shape: tuple[int, ...]) -> Any:
+    """The stager of ``fn``'s entry specialised for a host ``x`` of ``shape``."""
+    for k, e in fn._entries.items():
+        t = k[0][0]
+        if t.device == "cpu" and tuple(t.shape) == shape:
+            return e._stager
+    return None
+
+
+def measure(
+    pinned: Any, plain: Any, size: tuple[int, int, int, int], quick: bool
+) -> dict[str, Any]:
+    """Every number of one size (see the module docstring)."""
+    import numpy as np
+    import torch
+
+    from kinac.rt.cuda.pinned import PinnedBuffer, default_pool
+    from kinac.rt.cuda.staging_copy import default_copier
+
+    b, s, d, f = size
+    sync = torch.cuda.synchronize
+    ws = _weights(torch, d, f)
+    x = np.random.default_rng(0).standard_normal((b, s, d)).astype(np.float32)
+    x_dev = torch.from_numpy(x).cuda()
+    want = torch.from_dlpack(pinned(x_dev, *ws)).cpu().numpy()
+    same = bool(np.array_equal(torch.from_dlpack(pinned(x, *ws)).cpu().numpy(), want))
+    big = x.nbytes >= 4 << 20
+    n = (10 if big else 40) if quick else (30 if big else 100)
+    r: dict[str, Any] = {"shape": [b, s, d, f], "mib": x.nbytes / 2**20, "same": same}
+    r["dev_ms"] = _pipelined_ms(lambda: pinned(x_dev, *ws), n, sync)
+    r["dev_sync_ms"] = _synced_ms(lambda: pinned(x_dev, *ws), n, sync)
+    st = _stager(pinned, x.shape)
+    graphs = bool(st is not None and st.graphs is not None)
+    g0 = st.graph_calls if st is not None else 0
+    r["host_ms"] = _pipelined_ms(lambda: pinned(x, *ws), n, sync)
+    r["host_sync_ms"] = _synced_ms(lambda: pinned(x, *ws), n, sync)
+    r["graph_calls"] = (st.graph_calls - g0) if st is not None else 0
+    r["host_calls"] = 2 * (n * 5 + 3)
+    if graphs:
+        st.use_graphs = False
+        try:
+            r["calls_ms"] = _pipelined_ms(lambda: pinned(x, *ws), n, sync)
+        finally:
+            st.use_graphs = True
+    r["graph_error"] = st.graph_error if st is not None else "no stager"
+    r["plain_ms"] = _pipelined_ms(lambda: plain(x, *ws), n, sync)
+    blk = PinnedBuffer(default_pool(), x.shape, x.dtype)
+    copier = default_copier()
+    r["memcpy_us"] = _host_us(lambda: copier(blk.array, x), n)
+    blk.free()
+    r["dma_ms"] = _copy_ms(torch, x.nbytes)
+    r["copy_ms"] = r["memcpy_us"] / 1e3 + r["dma_ms"]
+    r["shorter"] = r["copy_ms"] < r["dev_ms"]
+    r["ratio"] = r["host_ms"] / r["dev_ms"]
+    r["met"] = r["ratio"] <= GOAL if r["shorter"] else None
+    return r
+
+
+def sweep(quick: bool) -> list[dict[str, Any]]:
+    """Every size's numbers (one compiled MLP for all: a specialisation per shape)."""
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        pinned, plain = _mlp_fns(Path(tmp))
+        for size in SWEEP:
+            t0 = time.perf_counter()
+            r = measure(pinned, plain, size, quick)
+            r["wall_s"] = time.perf_counter() - t0
+            print(f"sweep {r['mib']:g} MiB: " + ", ".join(f"{k}={v}" for k, v in r.items()))
+            out.append(r)
+    return out
+
+
+def sweep_table(res: list[dict[str, Any]]) -> str:
+    """The compact table: one line per size."""
+    head = (
+        "| x MiB | MLP [B,S,D] F | compute (device x) ms | memcpy us + DMA us | copy < compute "
+        "| host x pipelined: graphs / driver calls / pinned=False | host x synced "
+        f"| goal <= {GOAL}x | graph calls |\n|---|---|---|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for r in res:
+        b, s, d, f = r["shape"]
+        calls = f"{r['calls_ms'] / r['dev_ms']:.2f}x" if "calls_ms" in r else "-"
+        met = "n/a" if r["met"] is None else ("**yes**" if r["met"] else "NO")
+        gc = f"{r['graph_calls']} of {r['host_calls']}"
+        if r["graph_error"]:
+            gc += f" ({r['graph_error']})"
+        lines.append(
+            f"| {r['mib']:g} | [{b},{s},{d}] {f} | {r['dev_ms']:.3f} (synced "
+            f"{r['dev_sync_ms']:.3f}) | {r['memcpy_us']:.1f} + {r['dma_ms'] * 1e3:.1f} "
+            f"| {r['shorter']} | {r['ratio']:.2f}x ({r['host_ms']:.3f} ms) / {calls} / "
+            f"{r['plain_ms'] / r['dev_ms']:.2f}x | {r['host_sync_ms'] / r['dev_sync_ms']:.2f}x "
+            f"| {met} | {gc} |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def sweep_rows(res: list[dict[str, Any]]) -> list[Row]:
+    """The bench's rows (one per size: the goal's, where it applies)."""
+    rows = []
+    for r in res:
+        b, s, d, f = r["shape"]
+        what = (f"sweep: MLP [{b},{s},{d}] f32 hidden {f}, x {r['mib']:g} MiB from numpy each "
+                f"call, graphs, pipelined (same result: {r['same']}; copy {r['copy_ms']:.3f} ms "
+                f"< compute: {r['shorter']})")  # fmt: skip
+        goal = f"<= {GOAL}x" if r["shorter"] else "info"
+        rows.append(row(what, r["host_ms"], "ms", r["dev_ms"], "device x, pipelined", goal, None))
+    return rows
