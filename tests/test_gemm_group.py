@@ -183,4 +183,5 @@ def test_strided_form_of_bound_addresses() -> None:
     assert strided_form(((0, 32, 96), x, o), (2, 2, 2)) is None  # no one stride
     assert strided_form(((0, 8, 16), x, o), (2, 2, 2)) is None  # 8 bytes: not 16-aligned
     assert strided_form((w, x, x), (2, 2, 2)) is None  # every batch writing one place
+    assert strided_form(((0, 1 << 40), x[:2], o[:2]), (2, 2, 2)) is None  # past TMA's strides
     assert strided_form(((64,), (0,), (128,)), (4, 4, 4)) == ((64, 0, 128), (0, 0, 0))

@@ -52,6 +52,7 @@ GEMM_DEFAULT = -1
 WORKSPACE = 32 << 20
 HEURISTIC_BYTES = 96  # sizeof(cublasLtMatmulHeuristicResult_t): algo, workspace, state, waves
 STRIDE_ALIGN = 16  # bytes: a batch stride taken from bound addresses keeps 16-byte alignment
+STRIDE_LIMIT = 1 << 40  # bytes: a TMA stride is below 2^40 (addresses further apart: pointers)
 Call = Callable[[int], None]  # stream handle -> None
 
 
@@ -106,8 +107,8 @@ def strided_form(
     ``addrs``: each operand's byte address per batch (in batch order), ``itemsizes`` each
     operand's element size. Returns each operand's first address and its stride in elements,
     or ``None`` where an operand's addresses are no arithmetic progression, or a stride is not
-    a multiple of 16 bytes (cuBLAS's strided kernels load tiles by TMA, whose strides are
-    multiples of 16 bytes), or the non-zero strides differ in sign even with the batches taken
+    a multiple of 16 bytes below 2^40 (cuBLAS's strided kernels load tiles by TMA, whose
+    strides are such), or the non-zero strides differ in sign even with the batches taken
     in the reverse order (a call computes the same products in any batch order; negative
     strides are never passed: TMA strides are unsigned), or the last operand (the output) has
     stride 0 over several batches."""
@@ -115,6 +116,8 @@ def strided_form(
     for ps in addrs:
         d = ps[1] - ps[0] if len(ps) > 1 else 0
         if any(ps[i + 1] - ps[i] != d for i in range(len(ps) - 1)) or d % STRIDE_ALIGN:
+            return None
+        if abs(d) >= STRIDE_LIMIT:
             return None
         diffs.append(d)
     if len(addrs[-1]) > 1 and diffs[-1] == 0:
