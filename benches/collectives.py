@@ -608,6 +608,45 @@ def scaling_line(n: int, sc: dict[str, Any]) -> str:
     )
 
 
+def join(dirs: list[str]) -> str:
+    """The scaling table and each collective's bus bandwidth across world sizes, from the
+    ``nccl_bench.json`` of runs at 1, 2, 4 ranks (``scripts/multi_gpu.sh``)."""
+    infos = sorted(
+        (json.loads((Path(d) / "nccl_bench.json").read_text()) for d in dirs),
+        key=lambda i: i["ranks"],
+    )
+    ns = [i["ranks"] for i in infos]
+    lines = [
+        f"Scaling, {', '.join(map(str, ns))} rank(s) (one GPU each; wall ms per call, host "
+        "arrays in and out; medians):",
+        "",
+        SCALING_HEAD,
+        "|---|---|---|---|---|---|---|",
+        *(scaling_line(i["ranks"], i.get("scaling") or {}) for i in infos),
+        "",
+        "Bus bandwidth GB/s, kinac prepared / NCCL's own call, eager (ratio of times):",
+        "",
+        "| collective | size | " + " | ".join(f"{n} rank(s)" for n in ns) + " |",
+        "|---|---|" + "---|" * len(ns),
+    ]
+    rows: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+    for info in infos:
+        for row in info["rows"]:
+            rows.setdefault((row["kind"], row["bytes"]), {})[info["ranks"]] = row
+    for (kind, nbytes), by_n in rows.items():
+        cells = []
+        for n in ns:
+            row = by_n.get(n)
+            if row is None:
+                cells.append("-")
+                continue
+            k, c = row.get("kinac_ms"), row.get("nccl_ms")
+            f = bus_factor(kind, n) if kind != "barrier" else 0.0
+            cells.append(f"{_gbs(nbytes, k, f)} / {_gbs(nbytes, c, f)} ({_ratio(k, c)})")
+        lines.append(f"| {kind} | {_size(nbytes)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _ms(v: Any) -> str:
     return "-" if v is None else f"{v:.3f}"
 
@@ -628,6 +667,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--train-steps", type=int, default=5)
     p.add_argument("--target", default="cuda", help="the scaling row's target (cpu: a dry run)")
     p.add_argument(
+        "--join",
+        nargs="+",
+        metavar="DIR",
+        help="no GPU: join the nccl_bench.json of runs at several world sizes into one table",
+    )
+    p.add_argument(
         "--host-overhead",
         action="store_true",
         help="no GPU: kinac's Python per collective call against the bare bindings call",
@@ -637,6 +682,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.join:
+        text = join(args.join)
+        print(text)
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / "nccl_scaling.md").write_text(text)
+        return 0
     if args.host_overhead:
         for k, us in host_overhead().items():
             print(f"{k:40s} {us:6.2f} us per call")

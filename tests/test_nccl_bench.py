@@ -130,7 +130,6 @@ def test_two_fake_ranks_run_the_bench_and_rank_zero_writes_the_table(
         assert next(iter(by["reduce_scatter"]))[2] == count // 2
         assert len(by["send"]) == 2  # one per peer, the same for kinac's and the bare group
     table = (tmp_path / "rank0" / "nccl_bench.md").read_text()
-    print(table)
     line = next(t for t in table.splitlines() if t.startswith("| all-gather | 1 MiB"))
     assert line.count("|") == 12
     # busbw at 2 ranks: algbw x 1/2 for all-gather
@@ -148,3 +147,47 @@ def test_the_scaling_row_and_host_overhead_render(monkeypatch: pytest.MonkeyPatc
     assert all(us > 0 for us in host.values())
     line = bench.scaling_line(2, {"block_sharded_ms": 1.5, "train_step_ms": 2.0})
     assert line.startswith("| 2 | 1.500 (-) | - |") and line.count("|") == 8
+
+
+def test_runs_at_several_world_sizes_join_into_one_table(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``scripts/multi_gpu.sh``'s last step: the 1-, 2- and 4-rank runs' JSON into the scaling
+    table and the bus bandwidth by world size."""
+    monkeypatch.setattr(sys, "path", sys.path[:])
+    bench = _bench()
+    for n in (4, 1, 2):
+        row = {"kind": "all-reduce", "bytes": 1 << 20, "kinac_ms": 0.01, "nccl_ms": 0.01}
+        sc = {"block_sharded_ms": 1.0 / n, "train_step_ms": 2.0}
+        info = {"ranks": n, "rows": [row | {"errors": {}}], "scaling": sc}
+        (tmp_path / f"n{n}").mkdir()
+        (tmp_path / f"n{n}" / "nccl_bench.json").write_text(json.dumps(info))
+    out = tmp_path / "joined"
+    dirs = [str(tmp_path / f"n{n}") for n in (4, 1, 2)]
+    assert bench.main(["--join", *dirs, "--out", str(out)]) == 0
+    text = (out / "nccl_scaling.md").read_text()
+    lines = text.splitlines()
+    assert [t.split("|")[1].strip() for t in lines if t.startswith("| ") and "(-)" in t] == [
+        "1",
+        "2",
+        "4",
+    ]
+    # busbw of 1 MiB in 10 us: algbw 104.9 GB/s, x 0 / 1 / 1.5 for all-reduce at 1 / 2 / 4
+    (bw,) = [t for t in lines if t.startswith("| all-reduce | 1 MiB")]
+    assert bw.endswith("| 0.0 / 0.0 (1.00) | 104.9 / 104.9 (1.00) | 157.3 / 157.3 (1.00) |")
+
+
+def test_without_a_gpu_the_bench_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "path", sys.path[:])
+    bench = _bench()
+    from kinac.rt import cuda
+
+    if cuda.available():  # pragma: no cover - a GPU machine measures instead
+        pytest.skip("a GPU is here")
+    for k in ("WORLD_SIZE", "RANK"):
+        monkeypatch.delenv(k, raising=False)
+    code = bench.main(["--gpu", "--no-scaling"])
+    err = capsys.readouterr().err
+    assert code != 0 and err.startswith("kinac: error: ") and "Traceback" not in err
