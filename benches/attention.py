@@ -308,13 +308,22 @@ SMOKE = (("bf16", 128, 300), ("f16", 64, 129), ("bf16", 128, 64))
 SMOKE_BATCH = 24  # variants per child process (module loads and runs: well under its 240 s)
 
 
+def only(cands: list[AttnParams]) -> list[AttnParams]:
+    """``cands`` restricted to the labels of ``--variants`` (passed to the smoke children in
+    ``KINAC_BENCH_VARIANTS``); all when it is unset."""
+    from kinac.ir.gpu.attention_tune import label
+
+    keep = [x.strip() for x in os.environ.get("KINAC_BENCH_VARIANTS", "").split(",") if x.strip()]
+    return [c for c in cands if label(c) in keep] if keep else cands
+
+
 def smoke_variants() -> list[AttnParams]:
     """Small shapes of every Hopper candidate, in a fixed order (the child and the parent agree)."""
     from kinac.ir.gpu.attention_tune import candidates
 
     out: list[AttnParams] = []
     for dtype, d, s in SMOKE:
-        out += candidates(shape_params(dtype, 1, s, d, 4, 2), ARCH)
+        out += only(list(candidates(shape_params(dtype, 1, s, d, 4, 2), ARCH)))
     return out
 
 
@@ -500,8 +509,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="one size only")
     ap.add_argument("--no-api", action="store_true", help="kernels only, no kinac.compile rows")
     ap.add_argument("--shapes", default="", help="only these: dtype:B:S,... (bf16:4:4096)")
+    ap.add_argument("--variants", default="", help="only these candidates: label,label,...")
     ap.add_argument("--smoke", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.variants:
+        os.environ["KINAC_BENCH_VARIANTS"] = a.variants
     if a.smoke:
         return smoke(a.smoke)
     from kinac.ir.gpu.attention_tune import candidates, label
@@ -513,7 +525,7 @@ def main() -> int:
     if a.shapes:
         shapes = [(x.split(":")[0], int(x.split(":")[1]), int(x.split(":")[2]))
                   for x in a.shapes.split(",")]  # fmt: skip
-    cands = {sh: list(candidates(shape_params(*sh), ARCH)) for sh in shapes}
+    cands = {sh: only(list(candidates(shape_params(*sh), ARCH))) for sh in shapes}
     extra: dict[str, Any] = {}
     t0 = time.perf_counter()
     extra["precompile_s"] = precompile([c for cs in cands.values() for c in cs] + smoke_variants())

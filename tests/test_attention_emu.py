@@ -202,6 +202,15 @@ def _shfl(v: float, off: int) -> float:
         return v
 
 
+def _vote(x: int) -> int:
+    """``vote.any.sync`` over the warp: 1 when any lane passed non-zero."""
+    try:
+        return int(_local.warp.collective(_local.lane, x, lambda p: [int(any(p))] * WARP))
+    except Exception as e:  # noqa: BLE001
+        _errors.append(f"vote: {e!r}")
+        return 1
+
+
 def _barrier() -> None:
     try:
         _local.block_bar.wait()
@@ -214,6 +223,7 @@ _CB = {
     "kemu_sreg": ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(_sreg),
     "kemu_shfl": ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_int32)(_shfl),
     "kemu_barrier": ctypes.CFUNCTYPE(None)(_barrier),
+    "kemu_vote": ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(_vote),
     "kemu_ldsm": ctypes.CFUNCTYPE(None, _P, ctypes.c_int32, _P)(_ldsm),
     "kemu_mma": ctypes.CFUNCTYPE(None, _P, _P, _P, _P)(_mma),
     "kemu_wgmma": ctypes.CFUNCTYPE(
@@ -227,6 +237,7 @@ _EMU_DEFS = """
 declare i32 @kemu_sreg(i32)
 declare float @kemu_shfl(float, i32)
 declare void @kemu_barrier()
+declare i32 @kemu_vote(i32)
 declare void @kemu_ldsm(ptr, i32, ptr)
 declare void @kemu_mma(ptr, ptr, ptr, ptr)
 declare void @kemu_wgmma(ptr, i64, ptr, ptr, i32, i32, ptr)
@@ -324,6 +335,10 @@ def host_ir(p: AttnParams) -> str:
     ir = re.sub(
         r"define internal \{[^}]*\} @\w+_(wg|fence|pin)_[sopz]\(.*?\n\}\n", "", ir, flags=re.S
     )
+    if p.lazy:  # the warp vote: the emulation's collective
+        ir = re.sub(r"define internal i32 @\w+_vote_any\(.*?\n\}\n", "", ir, flags=re.S)
+        ir += (f"define internal i32 @{kernel_name(p)}_vote_any(i32 %x) {{\n"
+               "  %r = call i32 @kemu_vote(i32 %x)\n  ret i32 %r\n}\n")  # fmt: skip
     decls = "declare float @llvm.maxnum.f32(float, float)\ndeclare float @llvm.fma.f32(float, float, float)\n"
     decls += "declare i32 @llvm.umin.i32(i32, i32)\n"
     return decls + _EMU_DEFS + _wgmma_defs(p) + ir
@@ -534,3 +549,40 @@ def test_user_mask_f32_with_wgmma_on_cpu() -> None:
     ref = (e / e.sum(-1, keepdims=True)) @ vv
     assert np.isfinite(out).all()
     assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-2
+
+
+def test_lazy_rescale_moves_the_max_only_past_the_threshold_on_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``lazy`` (tree reductions, the running max moved only when it grows by more than 8 in
+    log2 units, O rescaled on a warp vote): one 64-row block over two 32-key tiles whose second
+    holds keys 8x larger, so rows 32-63 move their max in the second tile (a vote of 1 past
+    each warp's first tile) while rows 0-31 keep it; against float64."""
+    rng = np.random.default_rng(11)
+    s, d = 64, 64
+    p = replace(bhsd_params("bf16", 1, 1, 1, s, d, True, AttnTiles(64, 32)), mma="wgmma",
+                lazy=True)  # fmt: skip
+    kf = rng.standard_normal((1, 1, s, d)).astype(np.float32)
+    kf[..., 32:, :] *= 8.0
+    q = f32_to_bf16(rng.standard_normal((1, 1, s, d)).astype(np.float32))
+    k, v = f32_to_bf16(kf), f32_to_bf16(rng.standard_normal((1, 1, s, d)).astype(np.float32))
+    votes: list[int] = []
+    real = _vote
+
+    def counting(x: int) -> int:
+        r = real(x)
+        if _local.lane == 0:
+            votes.append(r)
+        return r
+
+    monkeypatch.setitem(
+        _CB, "kemu_vote", ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(counting)
+    )
+    monkeypatch.setitem(
+        _SYMS, "kemu_vote", ctypes.cast(_CB["kemu_vote"], ctypes.c_void_p).value or 0
+    )
+    f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
+    out = f64(run_kernel(p, q, k, v))
+    ref = reference(f64(q), f64(k), f64(v), True)
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-2
+    assert len(votes) == 8 and sum(votes) == 6, votes  # 4 warps x 2 tiles: warps 0-1 keep

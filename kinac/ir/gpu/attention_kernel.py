@@ -27,6 +27,7 @@ import hashlib
 import math
 from collections.abc import Callable
 
+from kinac.ir.gpu.attention_lean import late_body, lazy_online, rescale_if_moved, vote_helper
 from kinac.ir.gpu.attention_overlap import overlap_main
 from kinac.ir.gpu.attention_params import MASK_DTYPES, WGMMA_BOTH, AttnParams
 from kinac.ir.gpu.attention_wgmma import (
@@ -52,6 +53,8 @@ def kernel_name(p: AttnParams) -> str:
     mma += "_mb" if p.mbar else ""
     mma += "_pp" if p.pingpong else ""
     mma += "_ws" if p.ws else ""
+    mma += "_lt" if p.late else ""
+    mma += "_lz" if p.lazy else ""
     return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{stg}{mma}_{h}"
 
 
@@ -93,6 +96,7 @@ def _decls(p: AttnParams) -> list[str]:
         "declare void @llvm.nvvm.cp.async.wait.group(i32)",
         "declare void @llvm.nvvm.barrier0()",
         "declare float @llvm.nvvm.ex2.approx.ftz.f32(float)",
+        "declare i1 @llvm.nvvm.vote.any.sync(i32, i1)",
         "declare float @llvm.maxnum.f32(float, float)",
         "declare float @llvm.fma.f32(float, float, float)",
         "declare i32 @llvm.umin.i32(i32, i32)",
@@ -390,6 +394,8 @@ class _Emitter:
                                    p.pack_p, p.mma == "wgmma_ovl")  # fmt: skip
         if p.mbar:
             smem += "\n" + mbar_helpers(name, p.pingpong or p.ws)
+        if p.lazy:
+            smem += "\n" + vote_helper(name)
         return f"{smem}\ndefine ptx_kernel void @{name}({sig}) {attrs} {{\nentry:\n{body}\n}}\n"
 
     def main_loop(self, ntot: str, nfull: str) -> None:
@@ -645,12 +651,16 @@ class _Emitter:
         f.do(f"%jn_{lab} = add i32 {j}, 1")
         t = f"%jn_{lab}"
         more = "false" if p.ws else f.v(f"icmp slt i32 {t}, {ntot}")  # ws: the producer loads
-        self.stage_load(t, more, lab, f"{lab}_cmp")
+        if not p.late:  # late: under this step's Q K^T (attention_lean.late_body)
+            self.stage_load(t, more, lab, f"{lab}_cmp")
         sj = f.v(f"urem i32 {j}, {p.stages}")
         par = f.v(f"and i32 {f.v(f'udiv i32 {j}, {p.stages}')}, 1")
         self.mb("wait_full", f"ptr addrspace(3) {self.bar('full', sj)}", f"i32 {par}")
         f.do(asm_void("proxy"))  # other threads' cp.async writes, read by the async proxy
-        self.body(j, masked)
+        if p.late:
+            late_body(self, lab, j, t, more, masked)
+        else:
+            self.body(j, masked)
         self.mb("arrive", f"ptr addrspace(3) {self.bar('empty', sj)}")
         f.do(f"br label %{lab}_tail")
         f.label(f"{lab}_tail")
@@ -712,6 +722,9 @@ class _Emitter:
         the rescaled output accumulators: returns (P, O)."""
         pv, alphas = self.softmax_rows(s, j, masked)
         o = self.load_state("oacc", self.d // 8 * 4)
+        if self.p.lazy:  # O *= alpha only where a row of the warp moved its max
+            rescale_if_moved(self, o, alphas)
+            return pv, self.load_state("oacc", self.d // 8 * 4)
         return pv, self.rescale(o, alphas)
 
     def rescale(self, o: list[str], alphas: list[str]) -> list[str]:
@@ -742,6 +755,8 @@ class _Emitter:
         # online softmax, rows g (e = 0, 1) and g + 8 (e = 2, 3); a mask was added to the
         # scaled scores already
         c = float_literal((1.0 if p.mask_arg >= 0 else p.scale) * LOG2E, "float")
+        if p.lazy:  # trees, and the max moved only past a threshold (attention_lean.py)
+            return lazy_online(self, s, c)
         m_old = self.load_state("mrow", 2)
         l_old = self.load_state("lrow", 2)
         alphas, m_new, l_new = [], [], []

@@ -45,12 +45,11 @@ def attention_launch(p: AttnParams, name: str | None = None) -> GpuLaunch:
     shm = smem_bytes(p)
     stg = f" {p.stages} stages" if p.stages != 2 else ""
     note = f"flash {p.block_m}x{p.block_n}{stg} grid {gx}x{gy}x{gz} smem {shm}"
-    if (p.mma, p.pack_p, p.lpt, p.mbar, p.pingpong, p.ws) != ("sync", *(False,) * 5):
+    sw = (("pack", p.pack_p), ("mbar", p.mbar), ("pingpong", p.pingpong), ("ws", p.ws),
+          ("late", p.late), ("lazy", p.lazy), ("lpt", p.lpt))  # fmt: skip
+    if p.mma != "sync" or any(on for _, on in sw):
         # the built variant (kernel tables name what runs): the tuned mma and switches
-        note += " " + " ".join(
-            [p.mma] + [n for n, on in (("pack", p.pack_p), ("mbar", p.mbar),
-                                       ("pingpong", p.pingpong), ("ws", p.ws), ("lpt", p.lpt)) if on]
-        )  # fmt: skip
+        note += " " + " ".join([p.mma] + [n for n, on in sw if on])
     return GpuLaunch(name or kernel_name(p), gx, p.threads, (), 1, note, (gy, gz), shm)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kinac.ir.gpu.attention_lean import rescale_if_moved
 from kinac.ir.gpu.attention_wgmma import asm_void
 
 if TYPE_CHECKING:
@@ -147,6 +148,9 @@ def _step(e: _Emitter, lab: str, j: str, ntot: str, masked: bool) -> None:
 def _rescale_if_needed(e: _Emitter, lab: str, o: list[str], alphas: list[str]) -> None:
     """``O *= alpha`` only where a row's max moved (FA3/FA4): the factor is exactly 1 when
     ``m_new == m_old``, so skipping it changes no bit; the branch is taken per thread."""
+    if e.p.lazy:  # warp-uniform, factors exactly 1 unless the max moved (attention_lean)
+        rescale_if_moved(e, o, alphas)
+        return
     f = e.f
     c0 = f.v(f"fcmp une float {alphas[0]}, 1.0")
     c1 = f.v(f"fcmp une float {alphas[1]}, 1.0")

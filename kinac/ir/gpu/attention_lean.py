@@ -1,0 +1,139 @@
+"""Two leaner step shapes for the Hopper attention kernel (``AttnParams.late``, ``.lazy``).
+
+Read off the SASS of the H200's fastest kernel (``wgmma 128x128 s3 mbar``, ``nvdisasm`` of
+``ptxas -arch=sm_90a``): a step is ~16 ``LDGSTS`` (the next K/V tile, 16 chunks a thread) and
+~60 address instructions, the "full" wait, ``fence.proxy.async`` (``MEMBAR.ALL.CTA`` +
+``FENCE.VIEW.ASYNC.S``), 8 Q K^T ``HGMMA`` and their wait, the softmax (a serial chain of 33
+``FMNMX`` per row before the first ``MUFU.EX2``, 66 ``MUFU.EX2``, 64 ``FFMA``, a serial chain
+of 32 ``FADD`` per row, 64 ``FMUL`` rescaling O), 8 P V ``HGMMA`` and their wait. With one
+block of two warpgroups per SM (224 KiB of shared memory, 237 registers), each scheduler holds
+one warp of each warpgroup, so whatever a warpgroup does between its P V wait and its next
+Q K^T issue, and the latency of its softmax, leaves the tensor cores to the other warpgroup
+alone.
+
+``late``: the step waits for its tile, fences, issues its Q K^T, and only then issues the next
+tile's copies (and waits for that stage's "empty" phase): the address arithmetic runs under
+the score wgmmas instead of between the previous P V and this Q K^T, and the proxy fence no
+longer comes right after this thread's newest copies.
+
+``lazy``: the row max and the row sum are pairwise trees (depth 5 instead of chains of 32),
+and the running max moves only when a row's tile max exceeds it by more than
+:data:`LAZY_LOG2` (in log2 units of the scaled scores; FlashAttention-4's conditional rescale):
+P then stays at most ``2^8`` (exact in bf16/f16 operands, f32 sums), and ``O`` is rescaled only
+when some row of the warp moved its max (``vote.any``: warp-uniform, so no divergence), which
+after the first tiles of a row is rare. The final ``O / l`` is exact whatever max was used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kinac.ir.gpu.attention_wgmma import asm_void
+
+if TYPE_CHECKING:
+    from kinac.ir.gpu.attention_kernel import _Emitter
+
+# the running max moves only past this growth (log2 units): P <= 2^LAZY_LOG2
+LAZY_LOG2 = "8.0"
+NEG_INF = "0xFFF0000000000000"
+
+
+def late_body(e: _Emitter, lab: str, j: str, t: str, more: str, masked: bool) -> None:
+    """Step ``j`` of the mbarrier ring with ``late`` loads (tile ``j``'s "full" phase waited
+    for and fenced): Q K^T issued, then tile ``t = j + 1``'s copies if ``more``
+    (:meth:`_Emitter.stage_load`, its "empty" wait included), then the scores' wait, the
+    softmax and P V."""
+    f, p = e.f, e.p
+    kb, vb = e.stage_bases(j)
+    if p.pingpong:  # the other warpgroup issued: issue, let it go (see _Emitter.scores)
+        wg = f.v(f"lshr i32 {e.warp}, 2")
+        e.nb("sync", f.v(f"add i32 {wg}, 1"))
+        acc = e.issue_scores(kb)
+        e.nb("arrive", f.v(f"sub i32 2, {wg}"))
+    else:
+        acc = e.issue_scores(kb)
+    e.stage_load(t, more, lab, f"{lab}_cmp")
+    f.do(asm_void("wait"))
+    acc = e.wg_fence(f"{e.name}_fence_s", acc)
+    s = [acc[4 * i : 4 * i + 4] for i in range(p.block_n // 8)]
+    pv, o = e.softmax_step(s, j, masked)
+    e.output_step(vb, pv, o)
+
+
+def tree(xs: list[str], op: Callable[[str, str], str]) -> str:
+    """``op`` over ``xs`` as a balanced pairwise tree (independent operations per level)."""
+    while len(xs) > 1:
+        nxt = [op(xs[i], xs[i + 1]) for i in range(0, len(xs) - 1, 2)]
+        xs = nxt + ([xs[-1]] if len(xs) % 2 else [])
+    return xs[0]
+
+
+def lazy_online(e: _Emitter, s: list[list[str]], c: str) -> tuple[list[list[str]], list[str]]:
+    """The online softmax of one key tile's (masked) scores ``s`` with ``c`` the scale times
+    log2 e: running max and sum stored; returns (P, each row's factor for O, exactly 1.0 where
+    the row's max did not move)."""
+    f = e.f
+    nn = len(s)
+    m_old = e.load_state("mrow", 2)
+    l_old = e.load_state("lrow", 2)
+    alphas, m_new, l_new = [], [], []
+    pv = [[""] * 4 for _ in range(nn)]
+
+    def mx2(a: str, b: str) -> str:
+        return f.v(f"call float @llvm.maxnum.f32(float {a}, float {b})")
+
+    def add2(a: str, b: str) -> str:
+        return f.v(f"fadd float {a}, {b}")
+
+    for hr in range(2):
+        idx = [(nt, x) for nt in range(nn) for x in (2 * hr, 2 * hr + 1)]
+        mx = e.shfl_max(tree([s[nt][x] for nt, x in idx], mx2))
+        grow = f.v(f"fmul float {f.v(f'fsub float {mx}, {m_old[hr]}')}, {c}")
+        need = f.v(f"fcmp ogt float {grow}, {LAZY_LOG2}")  # both -inf: NaN, false
+        mn = f.v(f"select i1 {need}, float {mx}, float {m_old[hr]}")
+        m_new.append(mn)
+        isinf = f.v(f"fcmp oeq float {mn}, {NEG_INF}")
+        ms = f.v(f"select i1 {isinf}, float 0.0, float {f.v(f'fmul float {mn}, {c}')}")
+        nms = f.v(f"fneg float {ms}")
+        ao = f.v(f"call float @llvm.fma.f32(float {m_old[hr]}, float {c}, float {nms})")
+        a = f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {ao})")
+        alpha = f.v(f"select i1 {need}, float {a}, float 1.0")
+        alphas.append(alpha)
+        for nt, x in idx:
+            y = f.v(f"call float @llvm.fma.f32(float {s[nt][x]}, float {c}, float {nms})")
+            pv[nt][x] = f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {y})")
+        acc = tree([pv[nt][x] for nt, x in idx], add2)
+        l_new.append(f.v(f"fadd float {f.v(f'fmul float {l_old[hr]}, {alpha}')}, {acc}"))
+    e.store_state("mrow", m_new)
+    e.store_state("lrow", l_new)
+    return pv, alphas
+
+
+def rescale_if_moved(e: _Emitter, o: list[str], alphas: list[str]) -> None:
+    """Store ``O`` (``o``, as loaded from the state) times its row factors only when some
+    thread of the warp has a factor other than 1 (a warp-uniform branch)."""
+    f = e.f
+    c0 = f.v(f"fcmp une float {alphas[0]}, 1.0")
+    c1 = f.v(f"fcmp une float {alphas[1]}, 1.0")
+    moved = f.v(f"zext i1 {f.v(f'or i1 {c0}, {c1}')} to i32")
+    anyv = f.v(f"call i32 @{e.name}_vote_any(i32 {moved})")
+    go = f.v(f"icmp ne i32 {anyv}, 0")
+    lab = f"rs{f.n}"
+    f.do(f"br i1 {go}, label %{lab}, label %{lab}_c")
+    f.label(lab)
+    e.store_state("oacc", e.rescale(o, alphas))
+    f.do(f"br label %{lab}_c")
+    f.label(f"{lab}_c")
+
+
+def vote_helper(kname: str) -> str:
+    """``@<kname>_vote_any(i32) -> i32``: whether any lane of the warp passed non-zero (one
+    function, so the CPU emulation replaces it by its own warp collective)."""
+    return (
+        f"define internal i32 @{kname}_vote_any(i32 %x) alwaysinline {{\n"
+        "  %b = icmp ne i32 %x, 0\n"
+        "  %r = call i1 @llvm.nvvm.vote.any.sync(i32 -1, i1 %b)\n"
+        "  %z = zext i1 %r to i32\n"
+        "  ret i32 %z\n}\n"
+    )
