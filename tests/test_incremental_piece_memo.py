@@ -64,3 +64,39 @@ def test_a_piece_whose_inputs_changed_type_is_rebuilt() -> None:
     assert again == _fresh(g2)
     readers = [i for i, p in enumerate(again) if 0 in p.inputs]
     assert readers and all(again[i] != n0[i] for i in readers)
+
+
+def test_a_restitched_entry_reuses_the_unchanged_steps_and_equals_a_fresh_stitch() -> None:
+    """``kinac.ir.host.stitch._MADE``: a stitch after an edit at the end of the entry gives
+    back the steps (and param specs) the previous stitch made, the very objects (so the codec
+    reuses their text), and the same entry a stitch with nothing remembered makes."""
+    from kinac.ir.host import stitch as S
+    from kinac.ir.host.kernels import lower_piece
+    from kinac.rules.codec import encode
+
+    def stitched(g: Graph, fresh: bool = False):  # type: ignore[no-untyped-def]
+        saved = dict(S._MADE)
+        if fresh:
+            S._MADE.clear()
+        try:
+            ps = P.cut(g, _everywhere(g))
+            return S.stitch(g, [(p.inputs, p.outputs) for p in ps],
+                            [lower_piece(p.graph) for p in ps], separate=True)  # fmt: skip
+        finally:
+            if fresh:
+                S._MADE.clear()
+                S._MADE.update(saved)
+
+    g = block_graph(2, 8, 16)
+    first = stitched(g)
+    last = g.nodes[-1]
+    edited = replace(last, op="sub" if last.op != "sub" else "add")
+    g2 = Graph(g.name, g.params, (*g.nodes[:-1], edited), g.outputs)
+    second, fresh = stitched(g2), stitched(g2, fresh=True)
+    assert second == fresh and encode(second) == encode(fresh) and second != first
+    # a step names its kernel by index, not text: here every step equals the previous one,
+    # and each equal step is the previous object
+    assert all(a is b for a, b in zip(first.steps, second.steps, strict=True))
+    assert first.kernel_set != second.kernel_set
+    assert all(a is b for a, b in zip(first.params, second.params, strict=True))
+    assert all(a is not b for a, b in zip(second.steps, fresh.steps, strict=True))

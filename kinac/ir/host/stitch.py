@@ -154,6 +154,29 @@ def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
     return max(1, n) * ITEMSIZE[dtype]
 
 
+# Steps and param specs made before, by value (in this process, bounded): an edit's stitch
+# rebuilds every step, and those of the layers it did not reach equal the previous build's.
+# Taken from here they are the same objects, so the codec reuses their runs' text
+# (kinac.rules.codec._RUN_OF) and encoding the L=32 entry's 576 steps costs only its new ones.
+# A record is immutable, and its key is every field it is made from: exact.
+_MADE: dict[tuple[Any, ...], Any] = {}
+_MADE_MAX = 100_000
+
+
+def _made() -> dict[tuple[Any, ...], Any]:
+    if len(_MADE) > _MADE_MAX:
+        _MADE.clear()
+    return _MADE
+
+
+def _buffer(made: dict[tuple[Any, ...], Any], name: str, dtype: str, shape: Any) -> BufferSpec:
+    key = ("param", name, dtype, shape)
+    spec = made.get(key)
+    if spec is None:
+        spec = made[key] = BufferSpec(name, dtype, shape)
+    return spec  # type: ignore[no-any-return]
+
+
 def stitch(
     graph: Graph,
     pieces: Sequence[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -200,14 +223,18 @@ def stitch(
 
     steps: list[Step] = []
     kernels: list[HostKernel] = []
+    made = _made()
     for i, (k, v, rs) in enumerate(zip(ks, results, reads, strict=True)):
-        steps.append(Step(f"k{i}_{k.kind}", k.kind, k.impl, k.dtype, k.shape,
-                          tuple([names[u] for u in rs]), names[v], k.aux))  # fmt: skip
+        key = (i, k.kind, k.impl, k.dtype, k.shape, tuple([names[u] for u in rs]), names[v], k.aux)
+        step = made.get(key)
+        if step is None:
+            step = made[key] = Step(f"k{i}_{k.kind}", *key[1:])
+        steps.append(step)
         hk = k.kernel
         if k.kind == "gather":  # it reports errors as its step in this entry
             hk = HostKernel(kernel_symbol(hk.text, i), hk.text, i)
         kernels.append(hk)
-    params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
+    params = tuple([_buffer(made, n, t.dtype, t.shape) for n, t in graph.params])
     outputs = tuple(
         BufferSpec(f"out{j}", graph.nodes[o].type.dtype, graph.nodes[o].type.shape)
         for j, o in enumerate(graph.outputs)
