@@ -212,7 +212,7 @@ def test_calls_go_hot_and_each_computes_on_its_own_data(
     e(xs[0], w)
     kinds = [ev[0] if ev[0] != "wait" else ("wait", ev[1]) for ev in fake.log]
     cs = st.copy_stream.handle
-    assert kinds == ["host-wait", "fill", ("wait", cs), "copy", "record", ("wait", 0), "compute", "record"]  # fmt: skip
+    assert kinds == ["host-wait", ("wait", cs), "fill", "copy", "record", ("wait", 0), "compute", "record"]  # fmt: skip
 
 
 def test_other_arguments_take_the_general_path(
@@ -450,6 +450,12 @@ def test_steady_state_calls_are_two_graph_launches_and_no_host_wait(
     assert [(op[0], op[-1]) for op in g.graphs[compute_g]] == [
         ("wait", ()), ("child", (1,)), ("record", (2,))]  # fmt: skip
     assert len(g.graphs) == 4  # a copy graph and a compute wrapper per turn, built once
+    torch = pytest.importorskip("torch")
+    for _ in range(3):  # CPU torch tensors: copied into the blocks, the same graphs
+        xt = torch.from_numpy(rng.standard_normal(X).astype(np.float32))
+        np.testing.assert_array_equal(view(e(xt, w).ptr, X), xt.numpy() * wv)
+    assert st.graph_calls == 11 and len(g.graphs) == 4
+    check_reuse_order(fake.log, st.copy_stream.handle)
     st.close()
     assert sorted(g.destroyed) == [1, 2, 3, 4]
 

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.pinned import PinnedBuffer
+from kinac.rt.cuda.pinned import PinnedBuffer, _handed, handed_out
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS
 
 if TYPE_CHECKING:
@@ -252,6 +252,42 @@ def pair(st: HostStager, j: int, host: tuple[tuple[int, Param], ...], captured: 
         cw = _built(st, lambda: build_compute(api, captured, t.copied.handle, t.consumed.handle))
         st._compute_built[ck] = hit = (captured, cw)
     return (cp, hit[1]) if hit[1] is not None else None
+
+
+def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: Any) -> tuple:
+    """What the steady state needs for turn ``j`` and compute graph ``captured``:
+    ``(captured, copy graph, compute wrapper, fills)`` (the graphs None where they could not
+    be built), each fill ``(position, param, copy function, pinned block's array, j)``: a plain
+    ``numpy.copyto`` below the copier's threshold (the dtype and shape were checked: no cast).
+    """
+    import numpy as np
+
+    pr = pair(st, j, host, captured)
+    if pr is None:
+        return (captured, None, None, ())
+    fills = []
+    for i, p in host:
+        fn = st.copier if p.nbytes >= st.copier.min_bytes else np.copyto
+        fills.append((i, p, fn, st.block(p, j).array, j))
+    return (captured, pr[0], pr[1], tuple(fills))
+
+
+def fill(st: HostStager, fills: tuple[Any, ...], arrays: tuple[Any, ...], nd: Any) -> bool:
+    """Copy each host argument into the turn's pinned block; False (the caller takes the
+    driver-call path, which DMAs it from where it is) at a caller's pinned array: a
+    ``pinned_empty`` array, a ``pin_memory()`` tensor."""
+    handed = _handed
+    for i, p, fn, dst, j in fills:
+        a = arrays[i]
+        if type(a) is nd:
+            if handed and handed_out(a)[0]:
+                return False
+            fn(dst, a)
+        elif a.is_pinned():
+            return False
+        else:
+            st.fill_torch(p, a, j)
+    return True
 
 
 def _built(st: HostStager, build: Callable[[], Built]) -> Built | None:

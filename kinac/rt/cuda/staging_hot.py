@@ -55,7 +55,7 @@ class Memo:
 
     __slots__ = (
         "n", "get", "ids", "dp", "dps", "host", "tdtypes", "torch", "nbytes", "in_ptrs",
-        "stream", "refs",
+        "stream", "refs", "nd", "plans",
     )  # fmt: skip
 
     n: int
@@ -70,6 +70,8 @@ class Memo:
     in_ptrs: list[tuple[int, ...]]
     stream: Any
     refs: list[Any]
+    nd: Any  # numpy.ndarray
+    plans: list[Any]  # per turn: staging_graphs.plan's (its compute graph, copy, compute, fills)
 
 
 def _getter(pos: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
@@ -147,14 +149,16 @@ def build(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Memo | None:
         tuple(ptrs[i] if i in ptrs else st.params[i].dev[j] for i in range(n)) for j in range(SLOTS)
     ]
     m.stream = st.arg(entry.stream)
+    import numpy as np
+
+    m.nd = np.ndarray
+    m.plans = [None] * SLOTS
     box[0] = m
     return m
 
 
 def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
     """The call, or None (nothing queued) for the general path."""
-    import numpy as np
-
     m: Memo | None = st.memo[0]
     if m is None:
         m = build(st, entry, arrays)
@@ -168,7 +172,7 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
     if tuple(map(id, devs)) != m.ids or (m.dp is not None and tuple(map(m.dp, devs)) != m.dps):
         st.memo[0] = None  # other arguments: the next call builds the memo again
         return None
-    nd, tt = np.ndarray, m.torch
+    nd, tt = m.nd, m.torch
     for (i, p), tdt in zip(m.host, m.tdtypes, strict=True):
         a = arrays[i]
         if type(a) is nd:
@@ -195,56 +199,69 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
         return None  # not captured at these addresses yet: the general path captures it
     entry._bound.move_to_end(ptrs)
     t = st.turns[j]
+    if t.copy_pending:  # the host's wait for the turn's last DMAs: none if the flag is set
+        if t.flagged and st.flags[j * FLAG_STRIDE]:
+            t.copy_pending = t.flagged = False
+        else:
+            st.begin_host(t)
+    if st.use_graphs:
+        plan = m.plans[j]
+        if plan is None or plan[0] is not graph:
+            plan = m.plans[j] = staging_graphs.plan(st, m.host, j, graph)
+        if plan[1] is not None and staging_graphs.fill(st, plan[3], arrays, nd):
+            cp, cw = plan[1], plan[2]  # two launches: the copies, then the compute
+            st.flags[j * FLAG_STRIDE] = 0
+            rc = cp.launch(cp.exec, st.cs_arg)
+            if rc:
+                driver.fail("cuGraphLaunch (host-input copies)", rc)
+            t.copy_pending = t.flagged = True
+            rc = cw.launch(cw.exec, m.stream)
+            t.read_pending = True
+            st.turn = (j + 1) % SLOTS
+            if rc:
+                driver.fail("cuGraphLaunch", rc)
+            st.graph_calls += 1
+            return _done(st, entry, m, outs)
+    _driver_calls(st, entry, m, arrays, j, t, fast)
+    return _done(st, entry, m, outs)
+
+
+def _driver_calls(
+    st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...], j: int, t: Any, fast: Any
+) -> None:
+    """The steady state without graphs (or a caller's pinned array among the arguments: DMA'd
+    from where it is): the device's wait, one DMA per host argument, *copied*, the compute's
+    wait, the launch, *consumed*; a ``pinned_empty`` array's DMA waited for."""
     c, cs, pending = st.calls, st.cs_arg, st._pending
-    st.begin_host(t)  # (no driver call when the copy graph's flag is set)
-    srcs = []
+    st.begin_device(t)
+    nd = m.nd
     try:
         for i, p in m.host:
             a = arrays[i]
-            srcs.append(st.fill(p, a, j) if type(a) is nd else st.fill_torch(p, a, j))
+            src = st.fill(p, a, j) if type(a) is nd else st.fill_torch(p, a, j)
+            pending.append(i)
+            rc = c.copy(p.dev_arg[j], src, p.n_arg, cs)
+            if rc:
+                driver.fail("cuMemcpyHtoDAsync", rc)
     except BaseException:
-        st._direct = False  # nothing queued: the turn is used again
+        st.discard()
         raise
-    pair = None
-    if st.use_graphs and not st._direct:  # (a caller's pinned array: DMA'd where it is)
-        pair = staging_graphs.pair(st, j, m.host, graph)
+    rc = c.record(t.copied_arg, cs)
+    if rc:
+        st.discard()
+        driver.fail("cuEventRecord", rc)
+    t.copy_pending = True
+    rc = c.wait(m.stream, t.copied_arg, c.zero) or fast[0](fast[1], entry.stream.cvp)
+    rc2 = c.record(t.consumed_arg, m.stream)
+    t.read_pending = True
+    st.end(t)  # (a pinned_empty array's DMA waited for)
+    if rc or rc2:
+        driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc or rc2)
+
+
+def _done(st: HostStager, entry: Any, m: Memo, outs: list[Tensor]) -> Any:
     st.copies += len(m.host)
     st.bytes += m.nbytes
-    if pair is not None:  # two launches: wait+DMAs+copied+flag+done, wait+compute+consumed
-        cp, cw = pair
-        st.flags[j * FLAG_STRIDE] = 0
-        rc = cp.launch(cp.exec, cs)
-        if rc:
-            driver.fail("cuGraphLaunch (host-input copies)", rc)
-        t.copy_pending = t.flagged = True
-        rc = cw.launch(cw.exec, m.stream)
-        t.read_pending = True
-        st.turn = (j + 1) % SLOTS
-        if rc:
-            driver.fail("cuGraphLaunch", rc)
-        st.graph_calls += 1
-    else:
-        st.begin_device(t)
-        try:
-            for (i, p), src in zip(m.host, srcs, strict=True):
-                pending.append(i)
-                rc = c.copy(p.dev_arg[j], src, p.n_arg, cs)
-                if rc:
-                    driver.fail("cuMemcpyHtoDAsync", rc)
-        except BaseException:
-            st.discard()
-            raise
-        rc = c.record(t.copied_arg, cs)
-        if rc:
-            st.discard()
-            driver.fail("cuEventRecord", rc)
-        t.copy_pending = True
-        rc = c.wait(m.stream, t.copied_arg, c.zero) or fast[0](fast[1], entry.stream.cvp)
-        rc2 = c.record(t.consumed_arg, m.stream)
-        t.read_pending = True
-        st.end(t)  # (a pinned_empty array's DMA waited for)
-        if rc or rc2:
-            driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc or rc2)
     st.hot_calls += 1
     entry.replays += 1
     entry.hot_calls += 1
