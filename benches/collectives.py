@@ -164,6 +164,8 @@ def _graphed(cuda: Any, stream: Any, fn: Callable[[], Any], iters: int, rounds: 
 
 
 def run(args: argparse.Namespace, rig: Rig | None = None) -> int:
+    """This rank's measurements; rank 0 writes the tables after every size (a run cut short by
+    its time cap still leaves what it measured)."""
     from kinac.rt.comm import nccl
 
     own = rig is None
@@ -171,38 +173,34 @@ def run(args: argparse.Namespace, rig: Rig | None = None) -> int:
     env, n = rig.env, rig.env.world_size
     t0 = time.perf_counter()
     comm = rig.comm or nccl.world((n,), ("x",), rig.client, alloc=rig.ops.empty, lib=rig.lib)
-    init_s = time.perf_counter() - t0
     rows: list[dict[str, Any]] = []
-    for nbytes in [s for s in SIZES if s <= args.max_mib * MIB]:
-        for row in one_size(nbytes, comm, rig, args):
-            rows.append(row)
-            print(_line(row), flush=True)
-    rows.append(barrier_row(comm, rig, args))
-    print(_line(rows[-1]), flush=True)
-    seconds = {"collectives": time.perf_counter() - t0}
-    scale: dict[str, Any] = {}
-    if args.scaling:
-        scale = scaling(env, n, args)
-        print(json.dumps(scale), flush=True)
-    seconds["total"] = time.perf_counter() - t0
-    rig.client.barrier()
     info = {
         "ranks": n,
-        "init_s": init_s,
+        "init_s": time.perf_counter() - t0,
         "nccl_version": _version(comm._lib),
         "iters": args.iters,
         "small_iters": args.small_iters,
         "rounds": args.rounds,
         "rows": rows,
-        "scaling": scale,
-        "seconds": seconds,
+        "scaling": {},
+        "seconds": {},
         "host_overhead_us": host_overhead(args.host_calls, 5),
     }
-    if env.rank == 0 and args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "nccl_bench.json").write_text(json.dumps(info, indent=1))
-        (out / "nccl_bench.md").write_text(table(info))
+    for nbytes in [s for s in SIZES if s <= args.max_mib * MIB]:
+        for row in one_size(nbytes, comm, rig, args):
+            rows.append(row)
+            print(_line(row), flush=True)
+        _write(info, env.rank, args.out)
+    rows.append(barrier_row(comm, rig, args))
+    print(_line(rows[-1]), flush=True)
+    info["seconds"] = {"collectives": time.perf_counter() - t0}
+    _write(info, env.rank, args.out)
+    if args.scaling:
+        info["scaling"] = scaling(env, n, args)
+        print(json.dumps(info["scaling"]), flush=True)
+    info["seconds"]["total"] = time.perf_counter() - t0
+    rig.client.barrier()
+    if _write(info, env.rank, args.out):
         print(table(info))
     if own:
         from kinac.rt.comm import tcp
@@ -210,6 +208,17 @@ def run(args: argparse.Namespace, rig: Rig | None = None) -> int:
         nccl.forget_worlds()
         tcp.close_process_client()
     return 0
+
+
+def _write(info: dict[str, Any], rank: int, out: str) -> bool:
+    """Rank 0's ``nccl_bench.json`` / ``.md`` under ``out`` (whether it wrote them)."""
+    if rank != 0 or not out:
+        return False
+    where = Path(out)
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "nccl_bench.json").write_text(json.dumps(info, indent=1))
+    (where / "nccl_bench.md").write_text(table(info))
+    return True
 
 
 def _bare(lib: Any, kind: str, comm: Any, s: int, r: int, count: int, sh: int) -> Any:
