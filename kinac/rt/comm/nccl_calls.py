@@ -10,6 +10,12 @@ as much as the lookup); a hit is the NCCL call on the buffers' addresses and one
 the plan's log entry; a miss (a new layout, a numpy or DLPack buffer, a wrong buffer) goes
 through :func:`~kinac.rt.comm.nccl_plan.make_plan`'s checks. Nothing here synchronizes,
 copies or allocates, except the receive buffer when the caller gives none.
+
+Two forms skip even the lookup (:mod:`kinac.rt.comm.nccl_prepared`): :meth:`NcclCalls.prepare`
+binds a collective to its buffers and stream, checked once (each call is then the binding's
+call alone, as the bare nccl4py line), and :meth:`NcclCalls.run_step` binds a program step's
+collective to its send buffer's layout. The log, appended to by the eager calls and the steps,
+is bounded (:data:`LOG_CAP`, :func:`trim_log`).
 """
 
 from __future__ import annotations
@@ -352,7 +358,9 @@ class NcclCalls:
         self._prepared.add(p)
         return p
 
-    def step(self, kind: str, send: Any, op: str, stream: int, tag: Tag | None, key: Any) -> Any:
+    def run_step(
+        self, kind: str, send: Any, op: str, stream: int, tag: Tag | None, key: Any
+    ) -> Any:
         """A per-device program step's collective on ``send`` (receive allocated), through
         the step's :class:`~kinac.rt.comm.nccl_prepared.LayoutCall` (``key``: the step
         record): checked at its first run, later runs of the same layout pay a layout
