@@ -455,9 +455,16 @@ def test_steady_state_calls_are_two_graph_launches_and_no_host_wait(
         xt = torch.from_numpy(rng.standard_normal(X).astype(np.float32))
         np.testing.assert_array_equal(view(e(xt, w).ptr, X), xt.numpy() * wv)
     assert st.graph_calls == 11 and len(g.graphs) == 4
+    from kinac.rt.cuda import staging_graphs
+
+    staging_graphs._drop_compute(st)  # (at 16 wrappers): the memo's plans go with them
+    assert st.memo[0].plans == [None, None] and sorted(g.destroyed) == [2, 4]
+    for _ in range(2):  # new wrappers, the same copy graphs
+        np.testing.assert_array_equal(view(e(x, w).ptr, X), x * wv)
+    assert st.graph_calls == 13 and len(g.graphs) == 6
     check_reuse_order(fake.log, st.copy_stream.handle)
     st.close()
-    assert sorted(g.destroyed) == [1, 2, 3, 4]
+    assert sorted(g.destroyed) == [1, 2, 3, 4, 5, 6]
 
 
 def test_a_flag_not_set_yet_is_waited_for_on_done_and_mixed_paths_stay_ordered(

@@ -301,6 +301,11 @@ def _built(st: HostStager, build: Callable[[], Built]) -> Built | None:
 
 
 def _drop_compute(st: HostStager) -> None:
+    """Destroy every compute wrapper (the entry dropped most of their graphs since), and the
+    memo's plans that name them."""
+    m = st.memo[0]
+    if m is not None:
+        m.plans[:] = [None] * len(m.plans)
     gone = {id(b) for _, b in st._compute_built.values() if b is not None}
     for x in [x for x in st._extra if not isinstance(x, PinnedBuffer) and id(x[1]) in gone]:
         st._extra.remove(x)
