@@ -368,6 +368,10 @@ def main() -> int:
 
     def sweep_section() -> list[Row]:
         sweep.extend(runtime_sweep.sweep(a.quick))
+        tab = runtime_sweep.sweep_table(sweep)
+        print(tab, flush=True)  # now: a later section cut short by a cap loses nothing of it
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / "runtime_sweep.md").write_text(tab, encoding="utf-8")
         return runtime_sweep.sweep_rows(sweep)
 
     if torch is not None:  # first: the goal's numbers come back even if a later section hangs
