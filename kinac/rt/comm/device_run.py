@@ -249,7 +249,7 @@ def concat_chunks(got: Any, n: int, dim: int, cat: int, ops: Any, stream: Any = 
 
 def _collective(group: Any, kind: str, x: Any, op: str, stream: Any, tag: Any, step: Any) -> Any:
     """The flat collective of ``step`` on ``x``: a NCCL communicator's prepared step call
-    (:meth:`~kinac.rt.comm.nccl_calls.NcclCalls.run_step`: checked at the program's first run,
+    (:meth:`~kinac.rt.comm.nccl_prepared.PreparedCalls.run_step`: checked at the program's first run,
     then the layout compared and NCCL called), else the communicator's eager method."""
     run = getattr(group, "run_step", None)
     if run is not None and type(stream) is int:

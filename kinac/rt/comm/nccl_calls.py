@@ -11,44 +11,34 @@ the plan's log entry; a miss (a new layout, a numpy or DLPack buffer, a wrong bu
 through :func:`~kinac.rt.comm.nccl_plan.make_plan`'s checks. Nothing here synchronizes,
 copies or allocates, except the receive buffer when the caller gives none.
 
-Two forms skip even the lookup (:mod:`kinac.rt.comm.nccl_prepared`): :meth:`NcclCalls.prepare`
+Two forms skip even the lookup (:class:`~kinac.rt.comm.nccl_prepared.PreparedCalls`): ``prepare``
 binds a collective to its buffers and stream, checked once (each call is then the binding's
-call alone, as the bare nccl4py line), and :meth:`NcclCalls.run_step` binds a program step's
+call alone, as the bare nccl4py line), and ``run_step`` binds a program step's
 collective to its send buffer's layout. The log, appended to by the eager calls and the steps,
 is bounded (:data:`LOG_CAP`, :func:`trim_log`).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
-from kinac.errors import KinaRuntimeError
 from kinac.rt.comm.communicator import Tag
 from kinac.rt.comm.nccl_plan import (
     NCCL_TYPE_CODES,
     Plan,
     buffer_of,
-    direct,
     layout_key,
     make_plan,
     stream_handle,
 )
-from kinac.rt.comm.nccl_prepared import (
-    LayoutCall,
-    Prepared,
-    bound,
-    bound_barrier,
-    checked_stream,
-    kind_name,
-)
+from kinac.rt.comm.nccl_prepared import PreparedCalls
 from kinac.rt.comm.simulator import LogEntry
 
 LOG_CAP = 1 << 16  # log entries a communicator keeps (trim_log): a bound, not a window
 
 
-class NcclCalls:
+class NcclCalls(PreparedCalls):
     """All-reduce, all-gather, reduce-scatter, all-to-all and the device barrier of a NCCL
     communicator (mixed into :class:`~kinac.rt.comm.nccl.NcclComm`, which sets these)."""
 
@@ -57,8 +47,6 @@ class NcclCalls:
     _plans: dict[tuple[Any, ...], Plan]
     _token: Any
     _token_ptr: int
-    _prepared: weakref.WeakSet[Prepared]
-    _steps: dict[int, LayoutCall]
     axis: str
     size: int
     global_rank: int
@@ -284,6 +272,13 @@ class NcclCalls:
             trim_log(log)
         return recv
 
+    def _append(self, entry: LogEntry) -> None:
+        """One entry on the log, which stays bounded (:func:`trim_log`)."""
+        log = self.log
+        log.append(entry)
+        if len(log) > LOG_CAP:
+            trim_log(log)
+
     def _barrier_token(self, stream: int) -> int:
         """The device barrier's one-element buffer, allocated once, on the first barrier's
         stream (before: always on stream 0, so the pool could hand the barrier memory that
@@ -304,98 +299,6 @@ class NcclCalls:
         h = stream_handle(stream)
         p = self._barrier_token(h)
         self._lib.all_reduce(p, p, 1, NCCL_TYPE_CODES["int32"], 0, self._live(), h)
-
-    def prepare(
-        self,
-        kind: str,
-        send: Any = None,
-        recv: Any = None,
-        op: str = "sum",
-        *,
-        stream: Any = None,
-        tag: Tag | None = None,
-    ) -> Prepared:
-        """``kind`` (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
-        ``barrier``) bound to these buffers and ``stream``, checked now (shapes, dtypes, the
-        buffers' GPU, contiguity, their overlap, the stream, the communicator being alive):
-        calling the result is the NCCL call alone (:mod:`kinac.rt.comm.nccl_prepared`). A
-        ``recv`` of None is allocated now, once (``p.recv``)."""
-        name = kind_name(kind, self._where(f"prepared {kind}", tag))
-        where = self._where(f"prepared {name}", tag)
-        comm = self._live()
-        h = checked_stream(stream, where)
-        if name == "barrier":
-            if send is not None or recv is not None:
-                raise KinaRuntimeError(f"{where}: a barrier takes no buffers")
-            if self._alloc is None:  # no device: the rendezvous's barrier
-                p = Prepared(self.host_barrier)
-            else:
-                p = bound_barrier(self._lib, self._barrier_token(h), comm, h)
-            entry = None
-        else:
-            if send is None:
-                raise KinaRuntimeError(f"{where}: no send buffer")
-            if name in ("all-gather", "all-to-all") and op != "sum":
-                raise KinaRuntimeError(f"{where}: {name} takes no reduction (got {op!r})")
-            plan, recv, s, r, _ = make_plan(
-                name,
-                send,
-                recv,
-                op,
-                where=where,
-                size=self.size,
-                comm=comm,
-                axis=self.axis,
-                span=tag[1] if tag else "",
-                alloc=self._alloc,
-                device=self.device,
-                stream=h,
-            )
-            self.plans_made += 1
-            p = bound(self._lib, name, plan, s, r, h)
-            entry = plan.entry
-        p.kind, p.send, p.recv, p.stream, p.entry = name, send, recv, h, entry
-        self._prepared.add(p)
-        return p
-
-    def run_step(
-        self, kind: str, send: Any, op: str, stream: int, tag: Tag | None, key: Any
-    ) -> Any:
-        """A per-device program step's collective on ``send`` (receive allocated), through
-        the step's :class:`~kinac.rt.comm.nccl_prepared.LayoutCall` (``key``: the step
-        record): checked at its first run, later runs of the same layout pay a layout
-        comparison, the allocation and the NCCL call. Numpy buffers (the CPU tests' fake
-        device) take the eager path."""
-        call = self._steps.get(id(key))
-        if call is not None and call.step is key and call.stream == stream and call.matches(send):
-            return call(send)
-        if not direct(send):
-            method = getattr(self, kind.replace("-", "_"))
-            kw = {"op": op} if kind in ("all-reduce", "reduce-scatter") else {}
-            return method(send, stream=stream, tag=tag, **kw)
-        plan, recv, s, r, _ = make_plan(
-            kind,
-            send,
-            None,
-            op,
-            where=self._where(kind, tag),
-            size=self.size,
-            comm=self._live(),
-            axis=self.axis,
-            span=tag[1] if tag else "",
-            alloc=self._alloc,
-            device=self.device,
-            stream=stream,
-        )
-        self.plans_made += 1
-        alloc: Any = self._alloc  # not None: make_plan allocated the receive buffer with it
-        self._steps[id(key)] = LayoutCall(self._lib, kind, plan, send, stream, alloc, self.log, key)
-        bound(self._lib, kind, plan, s, r, stream)()
-        log = self.log
-        log.append(plan.entry)
-        if len(log) > LOG_CAP:
-            trim_log(log)
-        return recv
 
 
 def trim_log(log: list[LogEntry]) -> None:

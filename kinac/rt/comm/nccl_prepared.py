@@ -29,11 +29,13 @@ pool and the NCCL call; a buffer of another layout goes through the checked path
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from kinac.errors import KinaRuntimeError
-from kinac.rt.comm.nccl_plan import NCCL_TYPE_CODES, Plan, stream_handle
+from kinac.rt.comm.communicator import Tag
+from kinac.rt.comm.nccl_plan import NCCL_TYPE_CODES, Plan, direct, make_plan, stream_handle
 from kinac.rt.comm.simulator import LogEntry
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "barrier")
@@ -188,4 +190,123 @@ class LayoutCall:
         else:
             _group(*group_call(self._fn, a2a_pairs(p, send.ptr, recv.ptr, st)))
         self._log.append(p.entry)
+        return recv
+
+
+class PreparedCalls:
+    """:meth:`prepare` and :meth:`run_step` of :class:`~kinac.rt.comm.nccl.NcclComm` (mixed
+    into :class:`~kinac.rt.comm.nccl_calls.NcclCalls`, which sets these)."""
+
+    _lib: Any
+    _alloc: Callable[..., Any] | None
+    _prepared: weakref.WeakSet[Prepared]
+    _steps: dict[int, LayoutCall]
+    axis: str
+    size: int
+    device: int | None
+    log: list[LogEntry]
+    plans_made: int
+
+    def _live(self) -> Any:  # pragma: no cover - NcclComm's
+        raise NotImplementedError
+
+    def _where(self, kind: str, tag: Tag | None) -> str:  # pragma: no cover - NcclCalls'
+        raise NotImplementedError
+
+    def _append(self, entry: LogEntry) -> None:  # pragma: no cover - NcclCalls'
+        raise NotImplementedError
+
+    def _barrier_token(self, stream: int) -> int:  # pragma: no cover - NcclCalls'
+        raise NotImplementedError
+
+    def host_barrier(self) -> None:  # pragma: no cover - NcclComm's
+        raise NotImplementedError
+
+    def prepare(
+        self,
+        kind: str,
+        send: Any = None,
+        recv: Any = None,
+        op: str = "sum",
+        *,
+        stream: Any = None,
+        tag: Tag | None = None,
+    ) -> Prepared:
+        """``kind`` (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
+        ``barrier``) bound to these buffers and ``stream``, checked now (shapes, dtypes, the
+        buffers' GPU, contiguity, their overlap, the stream, the communicator being alive):
+        calling the result is the NCCL call alone (:mod:`kinac.rt.comm.nccl_prepared`). A
+        ``recv`` of None is allocated now, once (``p.recv``)."""
+        name = kind_name(kind, self._where(f"prepared {kind}", tag))
+        where = self._where(f"prepared {name}", tag)
+        comm = self._live()
+        h = checked_stream(stream, where)
+        if name == "barrier":
+            if send is not None or recv is not None:
+                raise KinaRuntimeError(f"{where}: a barrier takes no buffers")
+            if self._alloc is None:  # no device: the rendezvous's barrier
+                p = Prepared(self.host_barrier)
+            else:
+                p = bound_barrier(self._lib, self._barrier_token(h), comm, h)
+            entry = None
+        else:
+            if send is None:
+                raise KinaRuntimeError(f"{where}: no send buffer")
+            if name in ("all-gather", "all-to-all") and op != "sum":
+                raise KinaRuntimeError(f"{where}: {name} takes no reduction (got {op!r})")
+            plan, recv, s, r, _ = make_plan(
+                name,
+                send,
+                recv,
+                op,
+                where=where,
+                size=self.size,
+                comm=comm,
+                axis=self.axis,
+                span=tag[1] if tag else "",
+                alloc=self._alloc,
+                device=self.device,
+                stream=h,
+            )
+            self.plans_made += 1
+            p = bound(self._lib, name, plan, s, r, h)
+            entry = plan.entry
+        p.kind, p.send, p.recv, p.stream, p.entry = name, send, recv, h, entry
+        self._prepared.add(p)
+        return p
+
+    def run_step(
+        self, kind: str, send: Any, op: str, stream: int, tag: Tag | None, key: Any
+    ) -> Any:
+        """A per-device program step's collective on ``send`` (receive allocated), through
+        the step's :class:`~kinac.rt.comm.nccl_prepared.LayoutCall` (``key``: the step
+        record): checked at its first run, later runs of the same layout pay a layout
+        comparison, the allocation and the NCCL call. Numpy buffers (the CPU tests' fake
+        device) take the eager path."""
+        call = self._steps.get(id(key))
+        if call is not None and call.step is key and call.stream == stream and call.matches(send):
+            return call(send)
+        if not direct(send):
+            method = getattr(self, kind.replace("-", "_"))
+            kw = {"op": op} if kind in ("all-reduce", "reduce-scatter") else {}
+            return method(send, stream=stream, tag=tag, **kw)
+        plan, recv, s, r, _ = make_plan(
+            kind,
+            send,
+            None,
+            op,
+            where=self._where(kind, tag),
+            size=self.size,
+            comm=self._live(),
+            axis=self.axis,
+            span=tag[1] if tag else "",
+            alloc=self._alloc,
+            device=self.device,
+            stream=stream,
+        )
+        self.plans_made += 1
+        alloc: Any = self._alloc  # not None: make_plan allocated the receive buffer with it
+        self._steps[id(key)] = LayoutCall(self._lib, kind, plan, send, stream, alloc, self.log, key)
+        bound(self._lib, kind, plan, s, r, stream)()
+        self._append(plan.entry)
         return recv
