@@ -1,13 +1,16 @@
-"""Same-process A/B of the host back end's speed settings (issue 14), for a loaded machine.
+"""Same-process A/B of the host back end's speed settings (issue 14), for a shared machine.
 
-    python benches/cpu_ab.py [--workload block|mlp] [--reps N]
+    python benches/cpu_ab.py [--workload block|mlp] [--reps N] [VARIANT ...]
 
 Two runs of ``benches/cpu.py`` on two trees see different load; this one loads the same
-entry twice in one process and alternates calls batch by batch: ``before`` is compiled with
-256-bit vector loops and calls a second task pool whose split products use blocks of 8 rows
-and up (the settings before issue 14), ``now`` with this tree's settings (512-bit loops on
-AVX-512, blocks of at least ``MIN_BLOCK_ROWS``). Prints the best, 25th-percentile and median
-wall time per call, and the CPU time per call (both threads), which load disturbs less.
+entry several times in one process, each bound to a task pool of its own built with other
+settings, and alternates calls batch by batch. A ``VARIANT`` is ``name:key=value,...`` with
+keys ``spin_ticks`` (how long pool waiters spin before they sleep, in TSC ticks; 0: sleep at
+once), ``min_rows`` (the thinnest block of a split BLAS product), ``min_flops`` (below this
+``m*n*k`` a product is not split) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
+a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
+once, as until 2026-12-02) against ``now:`` (this tree). Prints the best, 25th-percentile and
+median wall time per call, and the CPU time per call (both threads), which load disturbs less.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
 from cpu import BLOCK, inputs  # noqa: E402
 
 from kinac.codegen.llvm import compile_object, host_target, jit_load  # noqa: E402
@@ -33,17 +38,26 @@ from kinac.rt.host.blas import raw_gemms  # noqa: E402
 from kinac.rt.host.entry import HostEntry  # noqa: E402
 
 _EXPORTS = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
+_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops")
 
 
-def old_pool() -> dict[str, int]:
-    """A second pool (one worker) whose products split as before issue 14."""
+def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
+    """``name:key=value,...`` -> (name, settings)."""
+    name, _, rest = spec.partition(":")
+    out: dict[str, int] = {}
+    for part in filter(None, rest.split(",")):
+        key, _, value = part.partition("=")
+        if key not in (*_POOL_KEYS, "narrow"):
+            raise SystemExit(f"cpu_ab: unknown setting {key!r} in {spec!r}")
+        out[key] = int(value)
+    return name, out
+
+
+def make_pool(settings: dict[str, int]) -> dict[str, int]:
+    """A pool of its own (``thread_count() - 1`` workers) built with ``settings``."""
     raw = raw_gemms()
     blas = {"kinac_blas_sgemm": raw["kinac_sgemm"], "kinac_blas_dgemm": raw["kinac_dgemm"]}
-    keep, pool.MIN_BLOCK_ROWS = pool.MIN_BLOCK_ROWS, 8
-    try:
-        ir = pool.pool_ir(202)
-    finally:
-        pool.MIN_BLOCK_ROWS = keep
+    ir = pool.pool_ir(202, **{k: v for k, v in settings.items() if k in _POOL_KEYS})
     image = jit_load(compile_object(ir, host_target()), blas, _EXPORTS)
     pool._IMAGES.append(image)
     worker = ctypes.CFUNCTYPE(None)(image.addresses["kinac_pool_worker"])
@@ -56,22 +70,30 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", choices=("block", "mlp"), default="block")
     ap.add_argument("--reps", type=int, default=60)
+    ap.add_argument("variants", nargs="*", default=["before:spin_ticks=0", "now:"])
     args = ap.parse_args()
+    pool.runtime_symbols()  # OpenBLAS single-threaded, as in a kinac call
     now = host_target()
     narrow = TargetSpec(now.triple, now.cpu, now.features.replace(",-prefer-256-bit", ""))
     g = block_graph(**BLOCK) if args.workload == "block" else mlp_graph(4, 128, 256, 1024)
     lw = lower_graph(g)
-    configs = {"before": (old_pool(), narrow), "now": (pool.runtime_symbols(), now)}
-    entries = {}
-    for name, (syms, target) in configs.items():
+    entries: dict[str, Any] = {}
+    for spec in args.variants:
+        name, settings = parse_variant(spec)
+        syms = make_pool(settings)
         bound = {n: a for n, a in syms.items() if n in lw.library_calls}
+        target = narrow if settings.get("narrow") else now
         image = jit_load(compile_object(lw.llvm_ir, target), bound, (lw.symbol,))
         entries[name] = HostEntry(lw, image)
     ins = inputs(g)
+    first = None
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in entries}
     for _ in range(args.reps):
         for name, e in entries.items():
-            e(*ins)
+            got = e(*ins)
+            if first is None:
+                first = got
+            assert np.allclose(got, first, rtol=1e-4, atol=1e-4), name
             t, c = time.perf_counter(), time.process_time()
             for _ in range(3):
                 e(*ins)
@@ -82,7 +104,7 @@ def main() -> None:
         c = sorted(x[1] * 1e3 for x in ts)
         q = len(w) // 4
         print(
-            f"{name:7} wall best {w[0]:.3f} p25 {w[q]:.3f} median {w[len(w) // 2]:.3f}   "
+            f"{name:10} wall best {w[0]:.3f} p25 {w[q]:.3f} median {w[len(w) // 2]:.3f}   "
             f"cpu best {c[0]:.3f} p25 {c[q]:.3f}"
         )
 

@@ -197,3 +197,98 @@ def test_block_at_odd_shapes_matches_torch(dims: dict[str, int]) -> None:
     want = (hid + (F.silu(n2 @ wg) * (n2 @ wu)) @ wd).numpy()
     got = e(*ins)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.max(np.abs(want))))
+
+
+_COUNT_TASK = """
+declare void @kinac_parallel(ptr, ptr, i64)
+declare i64 @syscall(i64, ...)
+
+; task i: count it in c[i]; count it in c[8] too when another thread than the caller (whose
+; thread id is c[9]) ran it; then busy ~20 us so that a woken worker has blocks left to take
+define void @count(ptr %c, i64 %i) {
+entry:
+  %p = getelementptr i64, ptr %c, i64 %i
+  %o = atomicrmw add ptr %p, i64 1 monotonic
+  %tid = call i64 (i64, ...) @syscall(i64 186)
+  %cp = getelementptr i64, ptr %c, i64 9
+  %caller = load atomic i64, ptr %cp monotonic, align 8
+  %other = icmp ne i64 %tid, %caller
+  %add = zext i1 %other to i64
+  %wp = getelementptr i64, ptr %c, i64 8
+  %o2 = atomicrmw add ptr %wp, i64 %add monotonic
+  %t0 = call i64 @llvm.readcyclecounter()
+  br label %busy
+busy:
+  %t = call i64 @llvm.readcyclecounter()
+  %dt = sub i64 %t, %t0
+  %more = icmp ult i64 %dt, 40000
+  br i1 %more, label %busy, label %out
+out:
+  ret void
+}
+
+define void @jobs(ptr %c, i64 %tasks, i64 %n) {
+entry:
+  %tid = call i64 (i64, ...) @syscall(i64 186)
+  %cp = getelementptr i64, ptr %c, i64 9
+  store atomic i64 %tid, ptr %cp monotonic, align 8
+  br label %loop
+loop:
+  %k = phi i64 [ 0, %entry ], [ %k1, %loop ]
+  call void @kinac_parallel(ptr @count, ptr %c, i64 %tasks)
+  %k1 = add i64 %k, 1
+  %more = icmp ult i64 %k1, %n
+  br i1 %more, label %loop, label %out
+out:
+  ret void
+}
+
+declare i64 @llvm.readcyclecounter()
+"""
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or not _X86, reason="the pool: Linux x86-64")
+@pytest.mark.parametrize("spin_ticks", [0, 2000, pool.SPIN_TICKS])
+def test_pool_wakes_every_sleeper(spin_ticks: int) -> None:
+    """Jobs published while the worker spins, falls asleep or is waking, with pauses of random
+    length between them, every task of every job run exactly once and none lost: a waker skips
+    the wake syscall when it counts no sleeper, and a lost wake-up would hang here (a sleeping
+    worker never joins, which the count of blocks run off the caller's thread shows; a caller
+    asleep on the last block never returns)."""
+    from kinac.rt.host.blas import raw_gemms
+
+    raw = raw_gemms()  # bound but not called (the symbol table is process-wide: real ones)
+    blas = {"kinac_blas_sgemm": raw["kinac_sgemm"], "kinac_blas_dgemm": raw["kinac_dgemm"]}
+    ir = pool.pool_ir(202, spin_ticks=spin_ticks)
+    image = jit_load(
+        compile_object(ir, host_target()), blas, ("kinac_pool_worker", "kinac_parallel")
+    )
+    worker = ctypes.CFUNCTYPE(None)(image.addresses["kinac_pool_worker"])
+    threading.Thread(target=worker, daemon=True).start()
+    tasks = jit_load(
+        compile_object(_COUNT_TASK, host_target()),
+        {"kinac_parallel": image.addresses["kinac_parallel"]},
+        ("jobs",),
+    )
+    jobs = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+        tasks.addresses["jobs"]
+    )
+    counts = np.zeros(10, np.int64)
+    rng = np.random.default_rng(3)
+    done = threading.Event()
+
+    def drive() -> None:
+        for _ in range(60):
+            jobs(counts.ctypes.data, 8, int(rng.integers(1, 8)))
+            time.sleep(float(rng.choice([0.0, 2e-5, 2e-4, 2e-3])))
+        done.set()
+
+    t = threading.Thread(target=drive, daemon=True)
+    t.start()
+    assert done.wait(30), "a pool job never finished (a lost wake-up)"
+    assert len(set(counts[:8].tolist())) == 1 and counts[0] >= 60
+    assert counts[8] > 0, "the worker never ran a block: it was never woken"
+    _IMAGES_KEPT.extend((image, tasks))  # the worker thread runs this code until exit
+
+
+_IMAGES_KEPT: list[object] = []

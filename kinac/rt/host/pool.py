@@ -40,17 +40,36 @@ _POOL = """
 @kp_ctl = internal global i64 0
 @kp_workers = internal global i32 0
 @kp_ring = internal global [2 x {{ ptr, ptr, i64 }}] zeroinitializer
+@kp_gen_sleepers = internal global i32 0
+@kp_left_sleepers = internal global i32 0
 
 declare i64 @syscall(i64, ...)
 
-define internal void @kp_wait(ptr %word, i32 %val) {{
+; wait while *word == val; *sleepers counts the threads asleep on word, so that a waker
+; makes the wake syscall only when one is (seq_cst on both sides: either the waker sees the
+; count, or the sleeper's futex sees the new value and does not sleep)
+define internal void @kp_wait(ptr %word, i32 %val, ptr %sleepers) {{
+entry:
+{spin}
+sleep:
+  %in = atomicrmw add ptr %sleepers, i32 1 seq_cst
   %v = zext i32 %val to i64
   %r = call i64 (i64, ...) @syscall(i64 {futex}, ptr %word, i64 {wait}, i64 %v, ptr null)
+  %out = atomicrmw sub ptr %sleepers, i32 1 seq_cst
+  ret void
+done:
   ret void
 }}
 
-define internal void @kp_wake(ptr %word, i64 %n) {{
+define internal void @kp_wake(ptr %word, i64 %n, ptr %sleepers) {{
+entry:
+  %s = load atomic i32, ptr %sleepers seq_cst, align 4
+  %any = icmp ne i32 %s, 0
+  br i1 %any, label %wake, label %done
+wake:
   %r = call i64 (i64, ...) @syscall(i64 {futex}, ptr %word, i64 {wake}, i64 %n)
+  ret void
+done:
   ret void
 }}
 
@@ -81,11 +100,11 @@ cas:
   br i1 %ok, label %work, label %claim
 work:
   call void %fn(ptr %ctx, i64 %i)
-  %l = atomicrmw sub ptr @kp_left, i32 1 acq_rel
+  %l = atomicrmw sub ptr @kp_left, i32 1 seq_cst
   %last = icmp eq i32 %l, 1
   br i1 %last, label %wake, label %claim
 wake:
-  call void @kp_wake(ptr @kp_left, i64 1)
+  call void @kp_wake(ptr @kp_left, i64 1, ptr @kp_left_sleepers)
   br label %claim
 out:
   ret void
@@ -101,7 +120,7 @@ loop:
   %new = icmp ne i32 %gen, %seen
   br i1 %new, label %run, label %sleep
 sleep:
-  call void @kp_wait(ptr @kp_gen, i32 %seen)
+  call void @kp_wait(ptr @kp_gen, i32 %seen, ptr @kp_gen_sleepers)
   br label %loop
 run:
   %c = load atomic i64, ptr @kp_ctl acquire, align 8
@@ -137,8 +156,8 @@ publish:
   store atomic i32 %n32, ptr @kp_left monotonic, align 4
   %c = shl i64 %g, 32
   store atomic i64 %c, ptr @kp_ctl release, align 8
-  %old = atomicrmw add ptr @kp_gen, i32 1 release
-  call void @kp_wake(ptr @kp_gen, i64 2147483647)
+  %old = atomicrmw add ptr @kp_gen, i32 1 seq_cst
+  call void @kp_wake(ptr @kp_gen, i64 2147483647, ptr @kp_gen_sleepers)
   call void @kp_run(i64 %g)
   br label %wait
 wait:
@@ -146,7 +165,7 @@ wait:
   %done = icmp eq i32 %l, 0
   br i1 %done, label %unlock, label %sleep
 sleep:
-  call void @kp_wait(ptr @kp_left, i32 %l)
+  call void @kp_wait(ptr @kp_left, i32 %l, ptr @kp_left_sleepers)
   br label %wait
 unlock:
   store atomic i32 0, ptr @kp_busy release, align 4
@@ -264,16 +283,44 @@ split:
 """
 
 
-def pool_ir(futex: int) -> str:
-    """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number).
+SPIN_TICKS = 0
+_SPIN_X86 = """
+  %t0 = call i64 @llvm.readcyclecounter()
+  br label %spin
+spin:
+  %now = load atomic i32, ptr %word monotonic, align 4
+  %moved = icmp ne i32 %now, %val
+  br i1 %moved, label %done, label %pause
+pause:
+  call void @llvm.x86.sse2.pause()
+  %t = call i64 @llvm.readcyclecounter()
+  %dt = sub i64 %t, %t0
+  %more = icmp ult i64 %dt, {ticks}
+  br i1 %more, label %spin, label %sleep
+"""
+_SPIN_DECLS = "declare i64 @llvm.readcyclecounter()\ndeclare void @llvm.x86.sse2.pause()\n"
 
-    Waiters sleep on the futex at once. Spinning first (~30 us, bounded by the TSC) was tried
-    for issue 14: in a same-process A/B on the loaded 2-core machine it used more CPU time and
-    was no faster, for the small block and the MLP alike."""
-    text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE)
+
+def pool_ir(
+    futex: int,
+    spin_ticks: int | None = None,
+    min_rows: int | None = None,
+    min_flops: int | None = None,
+) -> str:
+    """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
+    ``spin_ticks``: waiters spin that many TSC ticks before they sleep, x86-64 only; the
+    others default to the module's constants)."""
+    ticks = SPIN_TICKS if spin_ticks is None else spin_ticks
+    head = _SPIN_X86.format(ticks=ticks) if ticks else "  br label %sleep"
+    text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE, spin=head)
+    text += _SPIN_DECLS if ticks else ""
     for t, ty in (("s", "float"), ("d", "double")):
         text += _GEMM.format(
-            t=t, ty=ty, min_flops=MIN_SPLIT_FLOPS, blocks=BLOCKS_PER_THREAD, min_rows=MIN_BLOCK_ROWS
+            t=t,
+            ty=ty,
+            min_flops=MIN_SPLIT_FLOPS if min_flops is None else min_flops,
+            blocks=BLOCKS_PER_THREAD,
+            min_rows=MIN_BLOCK_ROWS if min_rows is None else min_rows,
         )
     return text
 
