@@ -92,7 +92,7 @@ def _entry(so: Path) -> tuple[Any, Any, Any]:
 
     from kinac.artifacts.gpu import GpuLoweredEntry
     from kinac.artifacts.host import BufferSpec
-    from kinac.rt.cuda import device, driver, pinned, staging
+    from kinac.rt.cuda import device, driver, pinned, staging_calls
     from kinac.rt.cuda import graph as graph_mod
     from kinac.rt.cuda.entry import GpuEntry
     from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
@@ -107,7 +107,7 @@ def _entry(so: Path) -> tuple[Any, Any, Any]:
     os.environ["KINAC_LIBCUDA"] = str(so)
     driver._api, driver.OK, driver._initialised, driver._libs = mod, 0, True, {}
     device._devices = {0: object()}
-    staging._native = None
+    staging_calls._native = None
     lib = ctypes.PyDLL(str(so))
     launch = lib["cuGraphLaunch"]
     launch.restype, launch.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]

@@ -1,4 +1,4 @@
-"""The stager's native driver calls (``staging.Calls`` through ctypes), without a GPU.
+"""The stager's native driver calls (``staging_calls.Calls`` through ctypes), without a GPU.
 
 The hot path calls libcuda's ``cuEventRecord``, ``cuStreamWaitEvent``, ``cuEventSynchronize``
 and ``cuMemcpyHtoDAsync_v2`` through ctypes with pre-built arguments; a wrong signature (the
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from test_pinned import FakeDriver, HostMemory
 
-from kinac.rt.cuda import device, driver, staging
+from kinac.rt.cuda import device, driver, staging, staging_calls
 from kinac.rt.cuda.pinned import PinnedPool
 
 SRC = r"""
@@ -61,9 +61,9 @@ def test_native_calls_pass_what_the_driver_expects(
     monkeypatch.setattr(driver, "_initialised", True)
     monkeypatch.setattr(driver, "_libs", {})
     monkeypatch.setattr(device, "_devices", {0: object()})
-    monkeypatch.setattr(staging, "_native", None)
+    monkeypatch.setattr(staging_calls, "_native", None)
     monkeypatch.setenv("KINAC_LIBCUDA", str(lib_path))
-    calls = staging._native_calls()
+    calls = staging_calls._native_calls()
     assert calls.native
     log_fn = ctypes.CDLL(str(lib_path)).fake_log
     out = (ctypes.c_longlong * (3 * 4096))()

@@ -24,7 +24,7 @@ binds as two CUDA graphs. The copy stream gets the greatest priority the driver 
 (``cuCtxGetStreamPriorityRange``).
 
 Per call that is 6 driver calls for one input (one more per further input); they go through
-``ctypes.PyDLL`` with pre-built arguments (:class:`Calls`), ~0.2 us of Python each instead of
+``ctypes.PyDLL`` with pre-built arguments (:mod:`~kinac.rt.cuda.staging_calls`), ~0.2 us of Python each instead of
 ~1 us through the bindings, and the events are made once per turn, not per call or per input.
 The steady state of such a call (the same device arrays, host arrays of the right form) is
 :mod:`~kinac.rt.cuda.staging_hot`; there the copies and the compute are two graph launches and
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -44,93 +43,14 @@ from typing import Any
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.device import Event, Stream
 from kinac.rt.cuda.pinned import PinnedBuffer, PinnedPool, default_pool, handed_out
+from kinac.rt.cuda.staging_calls import Calls, driver_calls, priority_range
 from kinac.rt.cuda.staging_copy import HostCopier, default_copier
+
+__all__ = ["SLOTS", "FLAG_STRIDE", "Calls", "HostStager", "Param", "Turn", "priority_range"]
 
 SLOTS = 2
 FLAG_STRIDE = 16  # uint32 words between two turns' flags (a cache line each)
 _hot: list[Callable[..., Any]] = []  # staging_hot.hot_call, once imported (it imports this)
-
-
-def priority_range() -> tuple[int, int]:
-    """``(least, greatest)`` stream priorities of the current context (``(0, 0)`` when the
-    driver offers none); greatest is the numerically lowest."""
-    d = driver.api()
-    least, greatest = driver.check("cuCtxGetStreamPriorityRange", d.cuCtxGetStreamPriorityRange())
-    return int(least), int(greatest)
-
-
-class Calls:
-    """The driver calls of staging, each returning the CUresult as an int, and how their
-    arguments are made: ``record(ev, stream)``, ``wait(stream, ev, flags)``, ``sync(ev)``,
-    ``copy(dst, src, nbytes, stream)``. Native: libcuda through ctypes with ``c_void_p``
-    (handles, host addresses), ``c_uint64`` (device addresses) and ``c_size_t`` arguments made
-    once; ``sync`` through ``ctypes.CDLL``, which lets other threads run while it waits.
-    Bindings: cuda-python's functions with int arguments (a driver without the ctypes library,
-    and the tests' fake drivers)."""
-
-    __slots__ = ("record", "wait", "sync", "copy", "handle", "dev", "size", "zero", "native")
-
-    def __init__(self, native: bool, fns: tuple[Callable[..., int], ...]) -> None:
-        self.native = native
-        self.record, self.wait, self.sync, self.copy = fns
-        conv: Callable[[int], Any] = int
-        self.handle = ctypes.c_void_p if native else conv
-        self.dev = ctypes.c_uint64 if native else conv
-        self.size = ctypes.c_size_t if native else conv
-        self.zero = ctypes.c_uint(0) if native else 0
-
-
-_native: Calls | None = None
-
-
-def _native_calls() -> Calls:
-    global _native
-    if _native is None:
-        vp, u = ctypes.c_void_p, ctypes.c_uint
-        py = driver.libcuda(ctypes.PyDLL)
-        # lib[name]: function objects of our own (lib.name is shared, and we set argtypes)
-        rec, wait = py["cuEventRecord"], py["cuStreamWaitEvent"]
-        copy = py["cuMemcpyHtoDAsync_v2"]  # the plain name is the 32-bit-address v1
-        sync = driver.libcuda(ctypes.CDLL)["cuEventSynchronize"]
-        sigs: tuple[tuple[Any, list[Any]], ...] = (
-            (rec, [vp, vp]),
-            (wait, [vp, vp, u]),
-            (sync, [vp]),
-            (copy, [ctypes.c_uint64, vp, ctypes.c_size_t, vp]),
-        )
-        for f, args in sigs:
-            f.restype = ctypes.c_int
-            f.argtypes = args
-        _native = Calls(True, (rec, wait, sync, copy))
-    return _native
-
-
-def _bindings_calls(d: Any) -> Calls:
-    def record(ev: int, s: int) -> int:
-        return int(d.cuEventRecord(ev, s)[0])
-
-    def wait(s: int, ev: int, flags: int) -> int:
-        return int(d.cuStreamWaitEvent(s, ev, flags)[0])
-
-    def sync(ev: int) -> int:
-        return int(d.cuEventSynchronize(ev)[0])
-
-    def copy(dst: int, src: int, n: int, s: int) -> int:
-        return int(d.cuMemcpyHtoDAsync(dst, src, n, s)[0])
-
-    return Calls(False, (record, wait, sync, copy))
-
-
-def driver_calls() -> Calls:
-    """Native calls when the driver is cuda-python's module and libcuda opens through ctypes;
-    the bindings otherwise (a fake driver object in the tests)."""
-    d = driver.api()
-    if isinstance(d, types.ModuleType):
-        try:
-            return _native_calls()
-        except (OSError, AttributeError):  # no ctypes-loadable libcuda: the bindings serve
-            pass
-    return _bindings_calls(d)
 
 
 def _ok(name: str, rc: int) -> None:
