@@ -100,3 +100,54 @@ def test_a_restitched_entry_reuses_the_unchanged_steps_and_equals_a_fresh_stitch
     assert first.kernel_set != second.kernel_set
     assert all(a is b for a, b in zip(first.params, second.params, strict=True))
     assert all(a is not b for a, b in zip(second.steps, fresh.steps, strict=True))
+
+
+def test_a_restitched_gpu_entry_reuses_the_unchanged_steps_and_equals_a_fresh_stitch() -> None:
+    """``kinac.ir.gpu.stitch._STEPS`` / ``_LINKED``: the GPU steps (launches bound) of pieces
+    lowered before (the same piece kernels and kernel code, as the engine's memos give them)
+    are the previous stitch's objects; the entry equals one stitched with nothing remembered."""
+    from kinac.ir.gpu import stitch as G
+    from kinac.ir.gpu.kernel_split import lower_gpu_kernel
+    from kinac.ir.gpu.pipeline import lower_gpu_piece
+
+    pieces_of: dict[Graph, object] = {}  # as the gpu_piece and gpu_kernel_llvm memos
+    codes_of: dict[object, object] = {}
+
+    def stitched(g: Graph, fresh: bool = False):  # type: ignore[no-untyped-def]
+        saved = dict(G._STEPS), dict(G._LINKED)
+        if fresh:
+            G._STEPS.clear()
+            G._LINKED.clear()
+        try:
+            ps = G.gpu_cut(g, _everywhere(g))
+            low = []
+            for p in ps:
+                if p.graph not in pieces_of:
+                    pieces_of[p.graph] = lower_gpu_piece(p.graph)
+                low.append(pieces_of[p.graph])
+            split = G.stitch_gpu(len(g.params), [(p.inputs, p.outputs) for p in ps], low)
+            for k in split.kernels:
+                if k not in codes_of:
+                    codes_of[k] = lower_gpu_kernel(k)
+            return G.assemble_entry(g, split, {k.symbol: codes_of[k] for k in split.kernels})
+        finally:
+            if fresh:
+                G._STEPS.clear()
+                G._LINKED.clear()
+                G._STEPS.update(saved[0])
+                G._LINKED.update(saved[1])
+
+    g = block_graph(2, 8, 16)
+    first = stitched(g)
+    last = g.nodes[-1]
+    edited = replace(last, op="sub" if last.op != "sub" else "add")
+    g2 = Graph(g.name, g.params, (*g.nodes[:-1], edited), g.outputs)
+    second, fresh = stitched(g2), stitched(g2, fresh=True)
+    assert second == fresh and second != first
+    # every step before the edited kernel's equals the previous stitch's, and is its object
+    equal = 0
+    while first.steps[equal] == second.steps[equal]:
+        equal += 1
+    assert equal >= len(second.steps) // 2
+    assert all(a is b for a, b in zip(first.steps[:equal], second.steps, strict=False))
+    assert all(a is not b for a, b in zip(second.steps, fresh.steps, strict=True))

@@ -21,6 +21,7 @@ whole entry's (``tests/test_gpu_kernels_incremental.py`` offers every position a
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,7 +39,7 @@ from kinac.errors import KinaCompileError
 from kinac.ir.gpu.emit import NVPTX_LAYOUT, NVPTX_TRIPLE, add_declaration
 from kinac.ir.gpu.gemm_group import Span, first_use_order, grouped_gemm, plan_groups
 from kinac.ir.gpu.plan import inplace_inputs
-from kinac.ir.host.stitch import first_fit
+from kinac.ir.host.stitch import buffer_spec, first_fit
 from kinac.ir.pieces import ARITH, NOT_FUSED, Piece, cut
 from kinac.rules.codec import fields_of, record
 from kinac.tir.graph import Graph
@@ -215,7 +216,20 @@ def stitch_gpu(
 
     groups = plan_groups(ks, results, reads, a_value, span, lambda v: where[v][0] == "temp")
     steps: list[PendingStep] = []
+    made = _STEPS
+    if len(made) > _MADE_MAX:
+        made.clear()
+    is_ = operator.is_
     for i, run in enumerate(groups):
+        # a step is a function of its position, its piece kernels and its buffers' names:
+        # the one made before for the same (kept alive, so compared by identity)
+        pks = tuple([ks[j] for j in run])
+        key = (i, tuple([id(pk) for pk in pks]), tuple([name(results[j]) for j in run]),
+               tuple([name(u) for j in run for u in reads[j]]))  # fmt: skip
+        hit = made.get(key)
+        if hit is not None and all(map(is_, hit[0], pks)):
+            steps.append(PendingStep(hit[1], hit[2], members=tuple(run)))
+            continue
         k, v, rs = ks[run[0]], results[run[0]], reads[run[0]]
         gemm = None
         if k.gemm:
@@ -234,7 +248,17 @@ def stitch_gpu(
         if kernel is not None and k.kind == "gather":  # its errors name its step in the entry
             kernel = replace(kernel, symbol=gpu_kernel_symbol(kernel.text, i), status_step=i)
         steps.append(PendingStep(step, kernel, members=tuple(run)))
+        made[key] = (pks, step, kernel)
     return SplitEntry(steps, arena)
+
+
+# Steps made before, in this process (bounded): an edit's stitch rebuilds every step, and
+# those of the layers it did not reach are the previous build's objects again, so the codec
+# reuses their runs' text (kinac.rules.codec._RUN_OF); the same for their launches bound in
+# ``link_steps`` (by the step and its kernel's code, both kept alive: compared by identity).
+_STEPS: dict[tuple[Any, ...], tuple[tuple[Any, ...], GpuStep, GpuKernel | None]] = {}
+_LINKED: dict[int, tuple[GpuStep, GpuKernelCode, GpuStep]] = {}
+_MADE_MAX = 100_000
 
 
 def _inplace(ks: Sequence[GpuPieceKernel], reads: Sequence[tuple[int, ...]]) -> dict[int, Any]:
@@ -292,11 +316,18 @@ def _with(obj: Any, **changes: Any) -> Any:
 def link_steps(split: SplitEntry, codes: Mapping[str, GpuKernelCode]) -> tuple[GpuStep, ...]:
     """Each step with its kernel's launches bound to the step's buffers."""
     out: list[GpuStep] = []
+    linked = _LINKED
+    if len(linked) > _MADE_MAX:
+        linked.clear()
     for p in split.steps:
         if p.kernel is None:
             out.append(p.step)
             continue
         code, s = codes[p.kernel.symbol], p.step
+        hit = linked.get(id(s))
+        if hit is not None and hit[0] is s and hit[1] is code:
+            out.append(hit[2])
+            continue
         for f in code.launches:
             if f.grid > MAX_GRID:
                 raise KinaCompileError(
@@ -306,6 +337,7 @@ def link_steps(split: SplitEntry, codes: Mapping[str, GpuKernelCode]) -> tuple[G
                 )
         args = (s.writes, *s.reads, *(("status",) if code.has_status else ()))
         out.append(_with(s, launches=tuple([_with(f, args=args) for f in code.launches])))
+        linked[id(s)] = (s, code, out[-1])
     return tuple(out)
 
 
@@ -333,7 +365,7 @@ def assemble_entry(
     steps = link_steps(split, codes)
     kernels = split.kernels
     used = [codes[k.symbol] for k in kernels]
-    params = tuple(BufferSpec(n, t.dtype, t.shape) for n, t in graph.params)
+    params = tuple([buffer_spec(n, t.dtype, t.shape) for n, t in graph.params])
     outs = [graph.nodes[o].type for o in graph.outputs]
     # an output stays on the GPU unless the program moves it (to-host): on its own GPU, or the
     # entry's (that of its GPU params, else 0); params from the host are copied in by the

@@ -169,11 +169,12 @@ def _made() -> dict[tuple[Any, ...], Any]:
     return _MADE
 
 
-def _buffer(made: dict[tuple[Any, ...], Any], name: str, dtype: str, shape: Any) -> BufferSpec:
+def buffer_spec(name: str, dtype: str, shape: tuple[int, ...]) -> BufferSpec:
+    """``BufferSpec(name, dtype, shape)``, the one made before if any (see ``_MADE``)."""
     key = ("param", name, dtype, shape)
-    spec = made.get(key)
+    spec = _MADE.get(key)
     if spec is None:
-        spec = made[key] = BufferSpec(name, dtype, shape)
+        spec = _MADE[key] = BufferSpec(name, dtype, shape)
     return spec  # type: ignore[no-any-return]
 
 
@@ -234,7 +235,7 @@ def stitch(
         if k.kind == "gather":  # it reports errors as its step in this entry
             hk = HostKernel(kernel_symbol(hk.text, i), hk.text, i)
         kernels.append(hk)
-    params = tuple([_buffer(made, n, t.dtype, t.shape) for n, t in graph.params])
+    params = tuple([buffer_spec(n, t.dtype, t.shape) for n, t in graph.params])
     outputs = tuple(
         BufferSpec(f"out{j}", graph.nodes[o].type.dtype, graph.nodes[o].type.shape)
         for j, o in enumerate(graph.outputs)
