@@ -39,6 +39,7 @@ from kinac.rt.comm.nccl_plan import NCCL_TYPE_CODES, Plan, direct, make_plan, st
 from kinac.rt.comm.simulator import LogEntry
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "barrier")
+MAX_STEPS = 4096  # program steps' layout calls a communicator keeps (then it starts afresh)
 
 
 def kind_name(kind: str, where: str) -> str:
@@ -306,6 +307,8 @@ class PreparedCalls:
         )
         self.plans_made += 1
         alloc: Any = self._alloc  # not None: make_plan allocated the receive buffer with it
+        if len(self._steps) >= MAX_STEPS:  # each holds its step record (so its id stays
+            self._steps.clear()  # unique): programs built and dropped must not pile up
         self._steps[id(key)] = LayoutCall(self._lib, kind, plan, send, stream, alloc, self.log, key)
         bound(self._lib, kind, plan, s, r, stream)()
         self._append(plan.entry)
