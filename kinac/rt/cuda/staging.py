@@ -336,10 +336,13 @@ class HostStager:
     # ---- accounting ------------------------------------------------------------------------------
     def pinned_bytes(self) -> int:
         """Bytes of pinned memory this stager holds: its blocks' sizes as the pool accounts them
-        (each request rounded up to its size class), so it can be compared with the pool's stats."""
+        (each request rounded up to its size class), so it can be compared with the pool's stats;
+        the copy graphs' flags (one 4 KiB block) included."""
         from kinac.rt.cuda.pinned import size_class
 
-        return sum(size_class(b.nbytes) for p in self.params.values() for b in p.host if b)
+        blocks = [b for p in self.params.values() for b in p.host if b]
+        blocks += [x for x in self._extra if isinstance(x, PinnedBuffer)]
+        return sum(size_class(b.nbytes) for b in blocks)
 
     def device_buffers(self) -> list[int]:
         """Every slot's device address (two per host parameter)."""
