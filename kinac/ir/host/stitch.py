@@ -224,12 +224,12 @@ def stitch(
 
     steps: list[Step] = []
     kernels: list[HostKernel] = []
-    made = _made()
+    remembered = _made()
     for i, (k, v, rs) in enumerate(zip(ks, results, reads, strict=True)):
-        key = (i, k.kind, k.impl, k.dtype, k.shape, tuple([names[u] for u in rs]), names[v], k.aux)
-        step = made.get(key)
+        fields = (k.kind, k.impl, k.dtype, k.shape, tuple([names[u] for u in rs]), names[v], k.aux)
+        step = remembered.get((i, *fields))
         if step is None:
-            step = made[key] = Step(f"k{i}_{k.kind}", *key[1:])
+            step = remembered[(i, *fields)] = Step(f"k{i}_{k.kind}", *fields)
         steps.append(step)
         hk = k.kernel
         if k.kind == "gather":  # it reports errors as its step in this entry
