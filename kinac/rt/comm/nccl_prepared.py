@@ -147,6 +147,7 @@ class LayoutCall:
     docstring): ``call(send) -> recv``, allocated on the bound stream."""
 
     __slots__ = ("kind", "plan", "layout", "stream", "step", "_fn", "_tail", "_alloc", "_log")
+    # _log: the communicator's bounded append (NcclCalls._append)
 
     def __init__(
         self,
@@ -156,7 +157,7 @@ class LayoutCall:
         send: Any,
         stream: int,
         alloc: Callable[..., Any],
-        log: list[LogEntry],
+        log: Callable[[LogEntry], None],
         step: Any = None,
     ) -> None:
         self.kind, self.plan, self.stream, self.step = kind, plan, stream, step
@@ -190,7 +191,7 @@ class LayoutCall:
             self._fn(send.ptr, recv.ptr, *self._tail, st)
         else:
             _group(*group_call(self._fn, a2a_pairs(p, send.ptr, recv.ptr, st)))
-        self._log.append(p.entry)
+        self._log(p.entry)
         return recv
 
 
@@ -309,7 +310,9 @@ class PreparedCalls:
         alloc: Any = self._alloc  # not None: make_plan allocated the receive buffer with it
         if len(self._steps) >= MAX_STEPS:  # each holds its step record (so its id stays
             self._steps.clear()  # unique): programs built and dropped must not pile up
-        self._steps[id(key)] = LayoutCall(self._lib, kind, plan, send, stream, alloc, self.log, key)
+        self._steps[id(key)] = LayoutCall(
+            self._lib, kind, plan, send, stream, alloc, self._append, key
+        )
         bound(self._lib, kind, plan, s, r, stream)()
         self._append(plan.entry)
         return recv
