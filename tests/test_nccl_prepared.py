@@ -233,12 +233,17 @@ def test_a_program_step_is_checked_at_its_first_run_only(
             got = device_run.device_collective(st, dev(a), c, ops)
             want = collective_step(st, a, sim)
             same.append(read(got).tobytes() == want.tobytes())
-        return [same, c.plans_made, checks.n - checked, len(c.log)]
+        after = checks.n - checked
+        # another layout for the same step (a buffer of another shape): checked again
+        a = np.random.default_rng(7).standard_normal((2, 6, 8)).astype(np.float32)
+        got = device_run.device_collective(st, dev(a), c, ops)
+        same.append(read(got).tobytes() == collective_step(st, a, sim).tobytes())
+        return [same, c.plans_made, after, len(c.log)]
 
     got = simulate(MESH, rank)
-    assert all(same == [True] * 3 for same, *_ in got)
-    assert all(plans == 1 for _, plans, _, _ in got)  # one plan for three runs
-    assert all(n_log == 3 for *_, n_log in got)  # the program's log: an entry per run
+    assert all(same == [True] * 4 for same, *_ in got)
+    assert all(plans == 2 for _, plans, _, _ in got)  # one plan for three runs, one for (2 6 8)
+    assert all(n_log == 4 for *_, n_log in got)  # the program's log: an entry per run
     if st.kind == "all-reduce" or st.dim == 0:  # no dim move: nothing resolved after run 1
         assert all(after == 0 for _, _, after, _ in got)
 
