@@ -498,3 +498,25 @@ def test_a_flag_not_set_yet_is_waited_for_on_done_and_mixed_paths_stay_ordered(
         by_graph[j] = k not in (0, 4, 5)
     assert st.graph_calls == 6 and st.direct == 2 and st.hot_calls == 8
     check_reuse_order(fake.log, st.copy_stream.handle)
+
+
+@pytest.mark.parametrize("which", ["copy", "compute"])
+def test_a_refused_graph_launch_falls_back_to_driver_calls(
+    entry: Any, fake: FakeDriver, copies_logged: None, which: str
+) -> None:
+    """A launch the driver refuses (the copy graph: nothing queued; the compute wrapper: the
+    copies are): that call is completed with driver calls, right, and later ones use them."""
+    e, w, _ = entry
+    wv = np.arange(1, 5, dtype=np.float32)
+    e(np.ones(X, np.float32), w)
+    st, g = _graphed(e, fake)
+    launch = g._launch
+    refuse = 0 if which == "copy" else 1  # graphs 1, 3: turn 0's, 2, 4: its compute wrapper
+    g.launch = lambda ex, s: 999 if len(g.graphs) >= 2 and (ex - 1) % 2 == refuse else launch(ex, s)
+    with pytest.warns(UserWarning, match=f"the {which}"):
+        for k in range(5):
+            x = np.full(X, k, np.float32)
+            np.testing.assert_array_equal(view(e(x, w).ptr, X), x * wv, err_msg=f"call {k}")
+    assert not st.use_graphs and "999" in (st.graph_error or "")
+    assert st.graph_calls == 0 and st.hot_calls == 4
+    check_reuse_order(fake.log, st.copy_stream.handle)

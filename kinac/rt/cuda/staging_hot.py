@@ -212,18 +212,36 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
             cp, cw = plan[1], plan[2]  # two launches: the copies, then the compute
             st.flags[j * FLAG_STRIDE] = 0
             rc = cp.launch(cp.exec, st.cs_arg)
-            if rc:
-                driver.fail("cuGraphLaunch (host-input copies)", rc)
-            t.copy_pending = t.flagged = True
-            rc = cw.launch(cw.exec, m.stream)
-            t.read_pending = True
-            st.turn = (j + 1) % SLOTS
-            if rc:
-                driver.fail("cuGraphLaunch", rc)
-            st.graph_calls += 1
-            return _done(st, entry, m, outs)
+            if not rc:
+                t.copy_pending = t.flagged = True
+                rc = cw.launch(cw.exec, m.stream)
+                if rc:  # the copies are queued: the compute through driver calls
+                    _refused(st, "the compute wrapper", rc)
+                    c = st.calls
+                    rc = c.wait(m.stream, t.copied_arg, c.zero) or fast[0](
+                        fast[1], entry.stream.cvp
+                    )
+                    rc = c.record(t.consumed_arg, m.stream) or rc
+                    if rc:
+                        driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc)
+                else:
+                    st.graph_calls += 1
+                t.read_pending = True
+                st.turn = (j + 1) % SLOTS
+                return _done(st, entry, m, outs)
+            _refused(st, "the copy graph", rc)  # nothing queued: this call by driver calls
     _driver_calls(st, entry, m, arrays, j, t, fast)
     return _done(st, entry, m, outs)
+
+
+def _refused(st: HostStager, what: str, rc: int) -> None:
+    """A launch the driver refused: the stager keeps to driver calls from now on (the reason in
+    ``graph_error``, and a warning once), rather than failing every call."""
+    import warnings
+
+    st.use_graphs = False
+    st.graph_error = f"cuGraphLaunch of {what} failed with CUresult {rc}"
+    warnings.warn(f"host-input staging: {st.graph_error}; using driver calls", stacklevel=4)
 
 
 def _driver_calls(
