@@ -67,7 +67,7 @@ def gpu_module(graph: Graph, verify: bool = True) -> ModuleOp:
     """The entry's module after the GPU passes up to (not including) code generation
     (``verify``: run xDSL's verifier after each pass; the pipeline skips it, as the host's
     lowering does: it was two thirds of the passes' time on a 32-layer model)."""
-    m = graph_to_module(one_device(graph))
+    m = graph_to_module(one_device(graph), verify)
     ctx = Context()
     for p in GPU_PASSES:
         p().apply(ctx, m)

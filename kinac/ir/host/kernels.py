@@ -89,8 +89,9 @@ def _declared(llvm_ir: str) -> tuple[str, ...]:
 
 def lower_piece(piece: Graph) -> LoweredPiece:
     """One piece of an entry (:mod:`kinac.ir.pieces`) lowered and fused into its kernels, each
-    left as a canonical source: what the entry's :func:`~kinac.ir.host.stitch.stitch` needs."""
-    m = graph_to_module(piece)
+    left as a canonical source: what the entry's :func:`~kinac.ir.host.stitch.stitch` needs
+    (not verified: a checked graph's module, as the GPU's pieces, kinac.ir.gpu.pipeline)."""
+    m = graph_to_module(piece, verify=False)
     ctx = Context()
     for p in KINA_PASSES:
         p().apply(ctx, m)
