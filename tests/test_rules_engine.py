@@ -310,3 +310,33 @@ def test_adopted_values_are_used_by_fingerprint_instead_of_the_store(tmp_path: P
     db3 = Database(Store(tmp_path))
     db3.adopt_values(other)
     assert summary(db3, ("a", "b")) == ("even", "even")  # recomputed, not the adopted value
+
+
+def test_a_value_equal_to_the_one_it_replaces_is_not_written_again(tmp_path: Path) -> None:
+    """Early cutoff: a re-run giving the stored value's fingerprint stages nothing (its value
+    is in the store: rewriting it rewrote a file per firewall per edit); a value found missing
+    from the store is recomputed and stored again."""
+    db = Database(Store(tmp_path))
+    assert summary(db, ("a", "b")) == ("even", "odd")
+    db.commit()
+    staged: list[str] = []
+    real = db.store.stage_blob
+    db.store.stage_blob = lambda fp, blob: staged.append(fp) or real(fp, blob)  # type: ignore[method-assign]
+    WORLD["a"] = "four five"  # still two words: words("a") re-runs and cuts off
+    db.invalidate()
+    db.events.clear()
+    assert summary(db, ("a", "b")) == ("even", "odd")
+    ran = [e for e in db.events.executed_events if e.query == "test.words"]
+    assert [e.cutoff for e in ran] == [True] and staged == []
+    db.commit()
+    fp = fingerprint(2)
+    blobs = db.store._values()
+    assert blobs is not None and fp in blobs
+    blobs.delete(fp)
+    db.store.close()
+    db2 = Database(Store(tmp_path))
+    assert words(db2, "a") == 2  # green, but its value is gone: recomputed
+    assert ("test.words", "a") in names(db2)
+    db2.commit()
+    blobs = db2.store._values()
+    assert blobs is not None and fp in blobs  # and stored again

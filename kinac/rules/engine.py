@@ -301,7 +301,11 @@ class Database:
             return self._input_fp(dep_qid, q, key)
         return self._execute(dep_qid, q, key, memo).fp
 
-    def _execute(self, qid: str, q: Query[Any, Any], key: Any, old: Memo | None) -> Memo:
+    def _execute(
+        self, qid: str, q: Query[Any, Any], key: Any, old: Memo | None, missing: bool = False
+    ) -> Memo:
+        """Run ``q`` at ``key``; ``missing``: ``old``'s value is not in the store (recomputed
+        to be stored again)."""
         if qid in self._active:
             raise CycleError(f"query cycle through {q.name}")
         self._active.add(qid)
@@ -319,7 +323,9 @@ class Database:
         else:
             blob = pack(value)
             fp = digest(blob)
-            if self.store is not None and persist:
+            # a value equal to the one it replaces (early cutoff) is stored already: writing
+            # it again rewrote its file (a firewall's signature, 76 KB, on every L=32 edit)
+            if self.store is not None and persist and (missing or not _stored(old, fp)):
                 self.store.stage_blob(fp, blob)
         memo = Memo(q.name, encode(key), fp, frame.deps, value, self.rev, persist, frame.volatile)
         self._memos[qid] = memo
@@ -363,7 +369,7 @@ class Database:
             # query gives the same fp.
             self._memos.pop(qid, None)
             self.events.why[qid] = "value not stored" if q.by_trace else "value missing from cache"
-            memo = self._execute(qid, q, key, memo)
+            memo = self._execute(qid, q, key, memo, missing=True)
             return memo.value
         memo.value = value
         return value
@@ -384,6 +390,12 @@ class Database:
             return f"{memo.name}({_short(decode(memo.key_json))})"
         except CodecError:
             return memo.name
+
+
+def _stored(old: Memo | None, fp: str) -> bool:
+    """Whether the previous memo's value, stored with its record (or staged for this commit),
+    is the value of fingerprint ``fp``. Not a volatile memo's: it was never stored."""
+    return old is not None and old.fp == fp and not old.volatile
 
 
 def _short(key: Any) -> str:
