@@ -446,6 +446,7 @@ def main() -> int:
         (out / "gpu_bench.json").write_text(json.dumps(RESULTS, indent=1, default=str))
 
     from gpu_api_blocks import api_blocks
+    from gpu_gemm_ab import gemm_forms
     from gpu_map_ab import map_variants
 
     t_start = time.perf_counter()
@@ -460,6 +461,7 @@ def main() -> int:
         ("gemm tuning", lambda: gemm_tuning(ws)),
         ("kernel quality", lambda: kernel_quality(bw)),
         ("map variants", lambda: map_variants(emit, RESULTS, bw)),
+        ("grouped GEMM forms", lambda: gemm_forms(emit, RESULTS)),
         ("call overhead", call_overhead),
     ):
         t0 = time.perf_counter()
