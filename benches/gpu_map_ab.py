@@ -44,7 +44,7 @@ def _fast_exp(self: Any, x: Any) -> Any:
     return self.ex2(self.fbin("fmul", x, self.f(LOG2E), ""))
 
 
-def _build(unroll: int | None, fast_exp: bool, in_place: bool) -> tuple[Any, str]:
+def _build(unroll: int | None, fast_exp: bool, in_place: bool, shape: tuple[int, int] = SHAPE) -> tuple[Any, str]:  # fmt: skip
     from kinac.codegen.ptx import compile_ptx
     from kinac.ir.gpu import kernels
     from kinac.ir.gpu.pipeline import lower_graph_gpu
@@ -52,8 +52,8 @@ def _build(unroll: int | None, fast_exp: bool, in_place: bool) -> tuple[Any, str
     from kinac.ir.testing import GraphBuilder
 
     tag = f"u{unroll or 0}_{'fast' if fast_exp else 'exp'}_{'inplace' if in_place else 'out'}"
-    g = GraphBuilder(f"swiglu_map_{tag}")
-    a, b = g.param("a", "bf16", SHAPE), g.param("b", "bf16", SHAPE)
+    g = GraphBuilder(f"swiglu_map_{tag}_{shape[0]}x{shape[1]}")
+    a, b = g.param("a", "bf16", shape), g.param("b", "bf16", shape)
     graph = g.build(g.binary("mul", g.unary("silu", a), b))
     with contextlib.ExitStack() as st:
         if unroll is not None:
@@ -76,7 +76,10 @@ def map_variants(emit: Callable[[str], None], results: dict[str, Any], bw: float
 
     from kinac.rt.cuda.entry import load_gpu_entry
 
-    variants = [
+    big = (8192, 8192)
+    variants: list[tuple[Any, ...]] = [
+        ("8192x8192: today (unroll 4), separate output", None, False, False, big),
+        ("8192x8192: today (unroll 4), in place", None, False, True, big),
         ("today (unroll 4), separate output", None, False, False),
         ("today (unroll 4), in place (as in the block)", None, False, True),
         ("unroll 2, in place", 2, False, True),
@@ -84,15 +87,16 @@ def map_variants(emit: Callable[[str], None], results: dict[str, Any], bw: float
         ("plain ex2 exp, unroll 4, in place", None, True, True),
         ("plain ex2 exp, unroll 2, in place", 2, True, True),
     ]
-    emit(f"\n## silu(a) * b at the 45M block's shape {SHAPE[0]}x{SHAPE[1]} bf16: variants\n")
+    emit(f"\n## silu(a) * b bf16 at the 45M block's shape {SHAPE[0]}x{SHAPE[1]} (unless named): variants\n")  # fmt: skip
     emit("| variant | launch | time (us) | GB/s | % of copy |")
     emit("|---|---|---|---|---|")
     rows = []
-    for name, unroll, fast, in_place in variants:
+    for name, unroll, fast, in_place, *at in variants:
+        shape = at[0] if at else SHAPE
         try:
-            lo, ptx = _build(unroll, fast, in_place)
+            lo, ptx = _build(unroll, fast, in_place, shape)
             ent = load_gpu_entry(lo, ptx)
-            ins = [torch.randn(*SHAPE, device="cuda").to(torch.bfloat16) for _ in range(2)]
+            ins = [torch.randn(*shape, device="cuda").to(torch.bfloat16) for _ in range(2)]
             ((s, t),) = ent.profile(*ins)
         except Exception as e:  # noqa: BLE001 - one variant failing leaves the others' rows
             emit(f"| {name} | failed: {type(e).__name__}: {str(e)[:120]} | | | |")
