@@ -97,6 +97,29 @@ def parallel_extent(k: st.KernelOp) -> int | None:
     return next((n for n in dims if n > 1), None)
 
 
+_CAUSAL_STEP = 16  # a causal row's keys are rounded up to this (a 16-lane vector)
+
+
+def _causal_rows(op: st.SoftmaxOp, xs: tuple[int, ...], ax: int) -> bool:
+    """The softmax over the last axis of ``scores + causal`` (``-inf`` where key ``j`` >
+    query ``i``, the second-last axis), with no more queries than keys: row ``i`` is 0 past
+    key ``i`` whatever the scores, so its loops stop there (as a fused attention kernel skips
+    the masked blocks; a masked score of +inf or NaN, which would make the whole row NaN, is
+    not read). The mask test is the GPU attention pass's (imported only for a candidate)."""
+    add = op.x.owner
+    if ax != len(xs) - 1 or ax < 1 or xs[ax - 1] > xs[ax] or not isinstance(add, el.BinaryOp):
+        return False
+    if add.name != "kina.add":
+        return False
+    for mask in (add.lhs, add.rhs):
+        if isinstance(mask.owner, el.WhereOp | el.CastOp):
+            from kinac.ir.gpu.attention import is_causal_mask
+
+            if is_causal_mask(mask) and shape_of(mask.type)[-2:] == xs[-2:]:
+                return True
+    return False
+
+
 class KernelLowering:
     """Emits the loops of one kernel into an :class:`Emitter`."""
 
@@ -277,18 +300,34 @@ class KernelLowering:
         def at(iv: Ix) -> list[Ix]:
             return [iv if d == ax else i for d, i in enumerate(outer)]
 
-        iv, (m,) = em.open_loop(xs[ax], [sc.identity("max", dt)])
+        hi = self._causal_end(outer[ax - 1], xs[ax]) if _causal_rows(op, xs, ax) else None
+        iv, (m,) = em.open_loop(xs[ax], [sc.identity("max", dt)], hi=hi)
         (m,) = em.close_loop([sc.combine("max", m, self.read(op.x, at(iv)), dt)])
-        iv, (s,) = em.open_loop(xs[ax], [sc.c(0, dt)])
+        iv, (s,) = em.open_loop(xs[ax], [sc.c(0, dt)], hi=hi)
         e = sc.unary("exp", sc.binary("sub", self.read(op.x, at(iv)), m, dt), dt)
         sc.store(e, self.out, em.linear(at(iv), strides), dt)
         (s,) = em.close_loop([sc.combine("sum", s, e, dt)])
         inv = sc.unary("recip", s, dt)
-        iv, _ = em.open_loop(xs[ax])
+        iv, _ = em.open_loop(xs[ax], hi=hi)
         off = em.linear(at(iv), strides)
         sc.store(sc.binary("mul", em.load_fresh(self.out, off), inv, dt), self.out, off, dt)
         em.close_loop()
+        if hi is not None:
+            iv, _ = em.open_loop(xs[ax], lo=hi)
+            sc.store(sc.c(0, dt), self.out, em.linear(at(iv), strides), dt)
+            em.close_loop()
         em.close_nest(outer)
+
+    def _causal_end(self, row: Ix, n: int) -> Ix:
+        """Where a causal row's work ends: row ``i`` reads keys ``[0, i + 1)``, rounded up to
+        a multiple of 16 (at most ``n``) so the vector loops leave no scalar tail (the extra
+        keys are masked: exp gives their exact 0); the rest of the row is stored as 0."""
+        em = self.em
+        end = em.imul(em.idiv(em.iadd(row, _CAUSAL_STEP), _CAUSAL_STEP), _CAUSAL_STEP)
+        if n % _CAUSAL_STEP == 0 or isinstance(end, int):
+            return min(end, n) if isinstance(end, int) else end
+        a, b = em.ix(end), em.ix(n)
+        return em.pure("minsi", lambda: arith.MinSIOp(a, b), [a, b])
 
     def _gather(self, op: st.GatherOp) -> None:
         em, sc = self.em, self.sc

@@ -156,9 +156,13 @@ class Emitter:
         self.effect(memref.StoreOp.get(value, buf, [self.ix(off)]))
 
     # loops --------------------------------------------------------------------------------
-    def open_loop(self, n: int, inits: Sequence[SSAValue] = ()) -> tuple[SSAValue, list[SSAValue]]:
-        """Open ``for iv in range(n)`` carrying ``inits``; returns the iv and the carried values."""
-        lb, ub, st = self.const(0, INDEX), self.const(n, INDEX), self.const(1, INDEX)
+    def open_loop(
+        self, n: int, inits: Sequence[SSAValue] = (), lo: Ix = 0, hi: Ix | None = None
+    ) -> tuple[SSAValue, list[SSAValue]]:
+        """Open ``for iv in range(n)`` carrying ``inits``; returns the iv and the carried values.
+        ``lo``/``hi`` narrow the range to ``[lo, hi)`` (index values computed outside the loop:
+        a causal softmax row's keys); ``n`` stays the extent the parallel split sees."""
+        lb, ub, st = self.ix(lo), self.ix(n if hi is None else hi), self.const(1, INDEX)
         if self.split is not None and n > 1:  # a parallel kernel: this chunk of the loop
             (lb, ub), self.split = self.split, None
         body = Block(arg_types=[INDEX, *(v.type for v in inits)])

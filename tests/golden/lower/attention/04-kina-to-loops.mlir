@@ -67,43 +67,50 @@ builtin.module {
     scf.for %13 = %2 to %3 step %4 {
       %14 = arith.muli %13, %7 : index
       scf.for %15 = %2 to %5 step %4 {
-        %16 = arith.muli %15, %5 : index
-        %17 = arith.addi %14, %16 : index
-        %18 = arith.index_cast %15 : index to i64
-        %19 = arith.trunci %18 : i64 to i32
-        %20 = scf.for %21 = %2 to %5 step %4 iter_args(%22 = %6) -> (f32) {
-          %23 = arith.addi %17, %21 : index
-          %24 = memref.load %1[%23] : memref<512xf32>
-          %25 = arith.mulf %24, %11 fastmath<contract> : f32
-          %26 = arith.index_cast %21 : index to i64
-          %27 = arith.trunci %26 : i64 to i32
-          %28 = arith.cmpi sge, %19, %27 : i32
-          %29 = arith.select %28, %12, %6 : f32
-          %30 = arith.addf %25, %29 fastmath<contract> : f32
-          %31 = arith.maximumf %22, %30 : f32
-          scf.yield %31 : f32
+        %16 = arith.addi %15, %5 : index
+        %17 = arith.divui %16, %5 : index
+        %18 = arith.muli %17, %5 : index
+        %19 = arith.muli %15, %5 : index
+        %20 = arith.addi %14, %19 : index
+        %21 = arith.index_cast %15 : index to i64
+        %22 = arith.trunci %21 : i64 to i32
+        %23 = scf.for %24 = %2 to %18 step %4 iter_args(%25 = %6) -> (f32) {
+          %26 = arith.addi %20, %24 : index
+          %27 = memref.load %1[%26] : memref<512xf32>
+          %28 = arith.mulf %27, %11 fastmath<contract> : f32
+          %29 = arith.index_cast %24 : index to i64
+          %30 = arith.trunci %29 : i64 to i32
+          %31 = arith.cmpi sge, %22, %30 : i32
+          %32 = arith.select %31, %12, %6 : f32
+          %33 = arith.addf %28, %32 fastmath<contract> : f32
+          %34 = arith.maximumf %25, %33 : f32
+          scf.yield %34 : f32
         }
-        %32 = scf.for %33 = %2 to %5 step %4 iter_args(%34 = %12) -> (f32) {
-          %35 = arith.addi %17, %33 : index
-          %36 = memref.load %1[%35] : memref<512xf32>
-          %37 = arith.mulf %36, %11 fastmath<contract> : f32
-          %38 = arith.index_cast %33 : index to i64
-          %39 = arith.trunci %38 : i64 to i32
-          %40 = arith.cmpi sge, %19, %39 : i32
-          %41 = arith.select %40, %12, %6 : f32
-          %42 = arith.addf %37, %41 fastmath<contract> : f32
-          %43 = arith.subf %42, %20 fastmath<contract> : f32
-          %44 = math.exp %43 : f32
-          memref.store %44, %0[%35] : memref<512xf32>
-          %45 = arith.addf %34, %44 fastmath<reassoc,contract> : f32
-          scf.yield %45 : f32
+        %35 = scf.for %36 = %2 to %18 step %4 iter_args(%37 = %12) -> (f32) {
+          %38 = arith.addi %20, %36 : index
+          %39 = memref.load %1[%38] : memref<512xf32>
+          %40 = arith.mulf %39, %11 fastmath<contract> : f32
+          %41 = arith.index_cast %36 : index to i64
+          %42 = arith.trunci %41 : i64 to i32
+          %43 = arith.cmpi sge, %22, %42 : i32
+          %44 = arith.select %43, %12, %6 : f32
+          %45 = arith.addf %40, %44 fastmath<contract> : f32
+          %46 = arith.subf %45, %23 fastmath<contract> : f32
+          %47 = math.exp %46 : f32
+          memref.store %47, %0[%38] : memref<512xf32>
+          %48 = arith.addf %37, %47 fastmath<reassoc,contract> : f32
+          scf.yield %48 : f32
         }
-        %46 = arith.divf %10, %32 fastmath<contract> : f32
-        scf.for %47 = %2 to %5 step %4 {
-          %48 = arith.addi %17, %47 : index
-          %49 = memref.load %0[%48] : memref<512xf32>
-          %50 = arith.mulf %49, %46 fastmath<contract> : f32
-          memref.store %50, %0[%48] : memref<512xf32>
+        %49 = arith.divf %10, %35 fastmath<contract> : f32
+        scf.for %50 = %2 to %18 step %4 {
+          %51 = arith.addi %20, %50 : index
+          %52 = memref.load %0[%51] : memref<512xf32>
+          %53 = arith.mulf %52, %49 fastmath<contract> : f32
+          memref.store %53, %0[%51] : memref<512xf32>
+        }
+        scf.for %54 = %18 to %5 step %4 {
+          %55 = arith.addi %20, %54 : index
+          memref.store %12, %0[%55] : memref<512xf32>
         }
       }
     }

@@ -157,208 +157,222 @@ builtin.module {
     llvm.br ^bb1(%125 : i64)
   ^bb1(%136: i64):
     %137 = llvm.icmp "slt" %136, %126 : i64
-    llvm.cond_br %137, ^bb2, ^bb15
+    llvm.cond_br %137, ^bb2, ^bb18
   ^bb2:
     %138 = llvm.mul %136, %130 overflow<nsw,nuw> : i64
     llvm.br ^bb3(%125 : i64)
   ^bb3(%139: i64):
     %140 = llvm.icmp "slt" %139, %128 : i64
-    llvm.cond_br %140, ^bb4, ^bb14
+    llvm.cond_br %140, ^bb4, ^bb17
   ^bb4:
-    %141 = llvm.mul %139, %128 overflow<nsw,nuw> : i64
-    %142 = llvm.add %138, %141 overflow<nsw,nuw> : i64
-    %143 = llvm.trunc %139 : i64 to i32
+    %141 = llvm.add %139, %128 overflow<nsw,nuw> : i64
+    %142 = llvm.udiv %141, %128 : i64
+    %143 = llvm.mul %142, %128 overflow<nsw,nuw> : i64
+    %144 = llvm.mul %139, %128 overflow<nsw,nuw> : i64
+    %145 = llvm.add %138, %144 overflow<nsw,nuw> : i64
+    %146 = llvm.trunc %139 : i64 to i32
     llvm.br ^bb5(%125, %129 : i64, f32)
-  ^bb5(%144: i64, %145: f32):
-    %146 = llvm.icmp "slt" %144, %128 : i64
-    llvm.cond_br %146, ^bb6, ^bb7
+  ^bb5(%147: i64, %148: f32):
+    %149 = llvm.icmp "slt" %147, %143 : i64
+    llvm.cond_br %149, ^bb6, ^bb7
   ^bb6:
-    %147 = llvm.add %142, %144 overflow<nsw,nuw> : i64
-    %148 = llvm.getelementptr inbounds %124[%147] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %149 = llvm.load %148 : !llvm.ptr -> f32
-    %150 = llvm.fmul %149, %134 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %151 = llvm.trunc %144 : i64 to i32
-    %152 = llvm.icmp "sge" %143, %151 : i32
-    %153 = llvm.select %152, %135, %129 : i1, f32
-    %154 = llvm.fadd %150, %153 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %155 = llvm.call_intrinsic "llvm.maximum.f32"(%145, %154) : (f32, f32) -> f32
-    %156 = llvm.add %144, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb5(%156, %155 : i64, f32)
+    %150 = llvm.add %145, %147 overflow<nsw,nuw> : i64
+    %151 = llvm.getelementptr inbounds %124[%150] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %152 = llvm.load %151 : !llvm.ptr -> f32
+    %153 = llvm.fmul %152, %134 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %154 = llvm.trunc %147 : i64 to i32
+    %155 = llvm.icmp "sge" %146, %154 : i32
+    %156 = llvm.select %155, %135, %129 : i1, f32
+    %157 = llvm.fadd %153, %156 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %158 = llvm.call_intrinsic "llvm.maximum.f32"(%148, %157) : (f32, f32) -> f32
+    %159 = llvm.add %147, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb5(%159, %158 : i64, f32)
   ^bb7:
     llvm.br ^bb8(%125, %135 : i64, f32)
-  ^bb8(%157: i64, %158: f32):
-    %159 = llvm.icmp "slt" %157, %128 : i64
-    llvm.cond_br %159, ^bb9, ^bb10
+  ^bb8(%160: i64, %161: f32):
+    %162 = llvm.icmp "slt" %160, %143 : i64
+    llvm.cond_br %162, ^bb9, ^bb10
   ^bb9:
-    %160 = llvm.add %142, %157 overflow<nsw,nuw> : i64
-    %161 = llvm.getelementptr inbounds %124[%160] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %162 = llvm.load %161 : !llvm.ptr -> f32
-    %163 = llvm.fmul %162, %134 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %164 = llvm.trunc %157 : i64 to i32
-    %165 = llvm.icmp "sge" %143, %164 : i32
-    %166 = llvm.select %165, %135, %129 : i1, f32
-    %167 = llvm.fadd %163, %166 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %168 = llvm.fsub %167, %145 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %169 = llvm.call @kinac_expf(%168) : (f32) -> f32
-    %170 = llvm.getelementptr inbounds %123[%160] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %169, %170 : f32, !llvm.ptr
-    %171 = llvm.fadd %158, %169 {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
-    %172 = llvm.add %157, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb8(%172, %171 : i64, f32)
+    %163 = llvm.add %145, %160 overflow<nsw,nuw> : i64
+    %164 = llvm.getelementptr inbounds %124[%163] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %165 = llvm.load %164 : !llvm.ptr -> f32
+    %166 = llvm.fmul %165, %134 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %167 = llvm.trunc %160 : i64 to i32
+    %168 = llvm.icmp "sge" %146, %167 : i32
+    %169 = llvm.select %168, %135, %129 : i1, f32
+    %170 = llvm.fadd %166, %169 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %171 = llvm.fsub %170, %148 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %172 = llvm.call @kinac_expf(%171) : (f32) -> f32
+    %173 = llvm.getelementptr inbounds %123[%163] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %172, %173 : f32, !llvm.ptr
+    %174 = llvm.fadd %161, %172 {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
+    %175 = llvm.add %160, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb8(%175, %174 : i64, f32)
   ^bb10:
-    %173 = llvm.fdiv %133, %158 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %176 = llvm.fdiv %133, %161 {fastmathFlags = #llvm.fastmath<contract>} : f32
     llvm.br ^bb11(%125 : i64)
-  ^bb11(%174: i64):
-    %175 = llvm.icmp "slt" %174, %128 : i64
-    llvm.cond_br %175, ^bb12, ^bb13
+  ^bb11(%177: i64):
+    %178 = llvm.icmp "slt" %177, %143 : i64
+    llvm.cond_br %178, ^bb12, ^bb13
   ^bb12:
-    %176 = llvm.add %142, %174 overflow<nsw,nuw> : i64
-    %177 = llvm.getelementptr inbounds %123[%176] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %178 = llvm.load %177 : !llvm.ptr -> f32
-    %179 = llvm.fmul %178, %173 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %180 = llvm.getelementptr inbounds %123[%176] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %179, %180 : f32, !llvm.ptr
-    %181 = llvm.add %174, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb11(%181 : i64)
+    %179 = llvm.add %145, %177 overflow<nsw,nuw> : i64
+    %180 = llvm.getelementptr inbounds %123[%179] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %181 = llvm.load %180 : !llvm.ptr -> f32
+    %182 = llvm.fmul %181, %176 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %183 = llvm.getelementptr inbounds %123[%179] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %182, %183 : f32, !llvm.ptr
+    %184 = llvm.add %177, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb11(%184 : i64)
   ^bb13:
-    %182 = llvm.add %139, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%182 : i64)
-  ^bb14:
-    %183 = llvm.add %136, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%183 : i64)
+    llvm.br ^bb14(%143 : i64)
+  ^bb14(%185: i64):
+    %186 = llvm.icmp "slt" %185, %128 : i64
+    llvm.cond_br %186, ^bb15, ^bb16
   ^bb15:
+    %187 = llvm.add %145, %185 overflow<nsw,nuw> : i64
+    %188 = llvm.getelementptr inbounds %123[%187] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %135, %188 : f32, !llvm.ptr
+    %189 = llvm.add %185, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb14(%189 : i64)
+  ^bb16:
+    %190 = llvm.add %139, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%190 : i64)
+  ^bb17:
+    %191 = llvm.add %136, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%191 : i64)
+  ^bb18:
     llvm.return
   }
-  llvm.func internal @k5_matmul(%184: !llvm.ptr {llvm.noalias}, %185: !llvm.ptr {llvm.noalias}, %186: !llvm.ptr {llvm.noalias}) {
-    %187 = llvm.mlir.constant(0) : i64
-    %188 = llvm.mlir.constant(2) : i64
-    %189 = llvm.mlir.constant(1) : i64
-    %190 = llvm.mlir.constant(256) : i64
-    llvm.br ^bb1(%187 : i64)
-  ^bb1(%191: i64):
-    %192 = llvm.icmp "slt" %191, %188 : i64
-    llvm.cond_br %192, ^bb2, ^bb3
+  llvm.func internal @k5_matmul(%192: !llvm.ptr {llvm.noalias}, %193: !llvm.ptr {llvm.noalias}, %194: !llvm.ptr {llvm.noalias}) {
+    %195 = llvm.mlir.constant(0) : i64
+    %196 = llvm.mlir.constant(2) : i64
+    %197 = llvm.mlir.constant(1) : i64
+    %198 = llvm.mlir.constant(256) : i64
+    llvm.br ^bb1(%195 : i64)
+  ^bb1(%199: i64):
+    %200 = llvm.icmp "slt" %199, %196 : i64
+    llvm.cond_br %200, ^bb2, ^bb3
   ^bb2:
-    %193 = llvm.mul %191, %190 overflow<nsw,nuw> : i64
-    %194 = llvm.getelementptr inbounds %185[%193] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %195 = llvm.getelementptr inbounds %186[%187] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %196 = llvm.getelementptr inbounds %184[%193] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %197 = llvm.mlir.constant(101 : i32) : i32
-    %198 = llvm.mlir.constant(111 : i32) : i32
-    %199 = llvm.mlir.constant(111 : i32) : i32
-    %200 = llvm.mlir.constant(16) : i64
-    %201 = llvm.mlir.constant(16) : i64
-    %202 = llvm.mlir.constant(16) : i64
-    %203 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %204 = llvm.mlir.constant(16) : i64
-    %205 = llvm.mlir.constant(16) : i64
-    %206 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %207 = llvm.mlir.constant(16) : i64
-    llvm.call @kinac_sgemm(%197, %198, %199, %200, %201, %202, %203, %194, %204, %195, %205, %206, %196, %207) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
-    %208 = llvm.add %191, %189 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%208 : i64)
+    %201 = llvm.mul %199, %198 overflow<nsw,nuw> : i64
+    %202 = llvm.getelementptr inbounds %193[%201] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %203 = llvm.getelementptr inbounds %194[%195] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %204 = llvm.getelementptr inbounds %192[%201] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %205 = llvm.mlir.constant(101 : i32) : i32
+    %206 = llvm.mlir.constant(111 : i32) : i32
+    %207 = llvm.mlir.constant(111 : i32) : i32
+    %208 = llvm.mlir.constant(16) : i64
+    %209 = llvm.mlir.constant(16) : i64
+    %210 = llvm.mlir.constant(16) : i64
+    %211 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+    %212 = llvm.mlir.constant(16) : i64
+    %213 = llvm.mlir.constant(16) : i64
+    %214 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %215 = llvm.mlir.constant(16) : i64
+    llvm.call @kinac_sgemm(%205, %206, %207, %208, %209, %210, %211, %202, %212, %203, %213, %214, %204, %215) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+    %216 = llvm.add %199, %197 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%216 : i64)
   ^bb3:
     llvm.return
   }
-  llvm.func internal @k6_map(%209: !llvm.ptr {llvm.noalias}, %210: !llvm.ptr {llvm.noalias}) {
-    %211 = llvm.mlir.constant(0) : i64
-    %212 = llvm.mlir.constant(16) : i64
-    %213 = llvm.mlir.constant(1) : i64
-    %214 = llvm.mlir.constant(32) : i64
-    %215 = llvm.mlir.constant(256) : i64
-    llvm.br ^bb1(%211 : i64)
-  ^bb1(%216: i64):
-    %217 = llvm.icmp "slt" %216, %212 : i64
-    llvm.cond_br %217, ^bb2, ^bb6
+  llvm.func internal @k6_map(%217: !llvm.ptr {llvm.noalias}, %218: !llvm.ptr {llvm.noalias}) {
+    %219 = llvm.mlir.constant(0) : i64
+    %220 = llvm.mlir.constant(16) : i64
+    %221 = llvm.mlir.constant(1) : i64
+    %222 = llvm.mlir.constant(32) : i64
+    %223 = llvm.mlir.constant(256) : i64
+    llvm.br ^bb1(%219 : i64)
+  ^bb1(%224: i64):
+    %225 = llvm.icmp "slt" %224, %220 : i64
+    llvm.cond_br %225, ^bb2, ^bb6
   ^bb2:
-    %218 = llvm.mul %216, %212 overflow<nsw,nuw> : i64
-    %219 = llvm.mul %216, %214 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%211 : i64)
-  ^bb3(%220: i64):
-    %221 = llvm.icmp "slt" %220, %214 : i64
-    llvm.cond_br %221, ^bb4, ^bb5
+    %226 = llvm.mul %224, %220 overflow<nsw,nuw> : i64
+    %227 = llvm.mul %224, %222 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%219 : i64)
+  ^bb3(%228: i64):
+    %229 = llvm.icmp "slt" %228, %222 : i64
+    llvm.cond_br %229, ^bb4, ^bb5
   ^bb4:
-    %222 = llvm.udiv %220, %212 : i64
-    %223 = llvm.mul %222, %215 overflow<nsw,nuw> : i64
-    %224 = llvm.add %218, %223 overflow<nsw,nuw> : i64
-    %225 = llvm.urem %220, %212 : i64
-    %226 = llvm.add %224, %225 overflow<nsw,nuw> : i64
-    %227 = llvm.getelementptr inbounds %210[%226] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %228 = llvm.load %227 : !llvm.ptr -> f32
-    %229 = llvm.add %219, %220 overflow<nsw,nuw> : i64
-    %230 = llvm.getelementptr inbounds %209[%229] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %228, %230 : f32, !llvm.ptr
-    %231 = llvm.add %220, %213 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%231 : i64)
+    %230 = llvm.udiv %228, %220 : i64
+    %231 = llvm.mul %230, %223 overflow<nsw,nuw> : i64
+    %232 = llvm.add %226, %231 overflow<nsw,nuw> : i64
+    %233 = llvm.urem %228, %220 : i64
+    %234 = llvm.add %232, %233 overflow<nsw,nuw> : i64
+    %235 = llvm.getelementptr inbounds %218[%234] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %236 = llvm.load %235 : !llvm.ptr -> f32
+    %237 = llvm.add %227, %228 overflow<nsw,nuw> : i64
+    %238 = llvm.getelementptr inbounds %217[%237] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %236, %238 : f32, !llvm.ptr
+    %239 = llvm.add %228, %221 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%239 : i64)
   ^bb5:
-    %232 = llvm.add %216, %213 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%232 : i64)
+    %240 = llvm.add %224, %221 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%240 : i64)
   ^bb6:
     llvm.return
   }
-  llvm.func internal @k7_matmul(%233: !llvm.ptr {llvm.noalias}, %234: !llvm.ptr {llvm.noalias}, %235: !llvm.ptr {llvm.noalias}) {
-    %236 = llvm.mlir.constant(0) : i64
-    %237 = llvm.getelementptr inbounds %234[%236] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %238 = llvm.getelementptr inbounds %235[%236] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %239 = llvm.getelementptr inbounds %233[%236] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %240 = llvm.mlir.constant(101 : i32) : i32
-    %241 = llvm.mlir.constant(111 : i32) : i32
-    %242 = llvm.mlir.constant(111 : i32) : i32
-    %243 = llvm.mlir.constant(16) : i64
-    %244 = llvm.mlir.constant(32) : i64
-    %245 = llvm.mlir.constant(32) : i64
-    %246 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %247 = llvm.mlir.constant(32) : i64
-    %248 = llvm.mlir.constant(32) : i64
-    %249 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %250 = llvm.mlir.constant(32) : i64
-    llvm.call @kinac_sgemm(%240, %241, %242, %243, %244, %245, %246, %237, %247, %238, %248, %249, %239, %250) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+  llvm.func internal @k7_matmul(%241: !llvm.ptr {llvm.noalias}, %242: !llvm.ptr {llvm.noalias}, %243: !llvm.ptr {llvm.noalias}) {
+    %244 = llvm.mlir.constant(0) : i64
+    %245 = llvm.getelementptr inbounds %242[%244] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %246 = llvm.getelementptr inbounds %243[%244] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %247 = llvm.getelementptr inbounds %241[%244] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %248 = llvm.mlir.constant(101 : i32) : i32
+    %249 = llvm.mlir.constant(111 : i32) : i32
+    %250 = llvm.mlir.constant(111 : i32) : i32
+    %251 = llvm.mlir.constant(16) : i64
+    %252 = llvm.mlir.constant(32) : i64
+    %253 = llvm.mlir.constant(32) : i64
+    %254 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+    %255 = llvm.mlir.constant(32) : i64
+    %256 = llvm.mlir.constant(32) : i64
+    %257 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %258 = llvm.mlir.constant(32) : i64
+    llvm.call @kinac_sgemm(%248, %249, %250, %251, %252, %253, %254, %245, %255, %246, %256, %257, %247, %258) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
     llvm.return
   }
-  llvm.func internal @kinac_expf(%251: f32) -> f32 {
-    %252 = llvm.mlir.constant(-8.700000e+01 : f32) : f32
-    %253 = llvm.mlir.constant(8.870000e+01 : f32) : f32
-    %254 = llvm.call_intrinsic "llvm.maximum.f32"(%251, %252) : (f32, f32) -> f32
-    %255 = llvm.call_intrinsic "llvm.minimum.f32"(%254, %253) : (f32, f32) -> f32
-    %256 = llvm.mlir.constant(1.44269502 : f32) : f32
-    %257 = llvm.mlir.constant(5.000000e-01 : f32) : f32
-    %258 = llvm.call_intrinsic "llvm.fma.f32"(%255, %256, %257) : (f32, f32, f32) -> f32
-    %259 = llvm.call_intrinsic "llvm.floor.f32"(%258) : (f32) -> f32
-    %260 = llvm.mlir.constant(-0.693359375 : f32) : f32
-    %261 = llvm.call_intrinsic "llvm.fma.f32"(%259, %260, %255) : (f32, f32, f32) -> f32
-    %262 = llvm.mlir.constant(0.000212194442 : f32) : f32
-    %263 = llvm.call_intrinsic "llvm.fma.f32"(%259, %262, %261) : (f32, f32, f32) -> f32
-    %264 = llvm.mlir.constant(0.000198756912 : f32) : f32
-    %265 = llvm.mlir.constant(0.00139819994 : f32) : f32
-    %266 = llvm.call_intrinsic "llvm.fma.f32"(%264, %263, %265) : (f32, f32, f32) -> f32
-    %267 = llvm.mlir.constant(0.00833345205 : f32) : f32
-    %268 = llvm.call_intrinsic "llvm.fma.f32"(%266, %263, %267) : (f32, f32, f32) -> f32
-    %269 = llvm.mlir.constant(0.0416657962 : f32) : f32
-    %270 = llvm.call_intrinsic "llvm.fma.f32"(%268, %263, %269) : (f32, f32, f32) -> f32
-    %271 = llvm.mlir.constant(0.166666657 : f32) : f32
-    %272 = llvm.call_intrinsic "llvm.fma.f32"(%270, %263, %271) : (f32, f32, f32) -> f32
-    %273 = llvm.mlir.constant(5.000000e-01 : f32) : f32
-    %274 = llvm.call_intrinsic "llvm.fma.f32"(%272, %263, %273) : (f32, f32, f32) -> f32
-    %275 = llvm.fmul %263, %263 : f32
-    %276 = llvm.call_intrinsic "llvm.fma.f32"(%274, %275, %263) : (f32, f32, f32) -> f32
-    %277 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %278 = llvm.fadd %276, %277 : f32
-    %279 = llvm.mlir.constant(0x4B00007E : f32) : f32
-    %280 = llvm.fadd %259, %279 : f32
-    %281 = llvm.bitcast %280 : f32 to i32
-    %282 = llvm.mlir.constant(23 : i32) : i32
-    %283 = llvm.shl %281, %282 : i32
-    %284 = llvm.bitcast %283 : i32 to f32
-    %285 = llvm.fmul %278, %284 : f32
-    %286 = llvm.mlir.constant(2.000000e+00 : f32) : f32
-    %287 = llvm.fmul %285, %286 : f32
-    %288 = llvm.fcmp "olt" %251, %252 : f32
-    %289 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %290 = llvm.select %288, %289, %287 : i1, f32
-    %291 = llvm.fcmp "ogt" %251, %253 : f32
-    %292 = llvm.mlir.constant(0x7f800000 : f32) : f32
-    %293 = llvm.select %291, %292, %290 : i1, f32
-    llvm.return %293 : f32
+  llvm.func internal @kinac_expf(%259: f32) -> f32 {
+    %260 = llvm.mlir.constant(-8.700000e+01 : f32) : f32
+    %261 = llvm.mlir.constant(8.870000e+01 : f32) : f32
+    %262 = llvm.call_intrinsic "llvm.maximum.f32"(%259, %260) : (f32, f32) -> f32
+    %263 = llvm.call_intrinsic "llvm.minimum.f32"(%262, %261) : (f32, f32) -> f32
+    %264 = llvm.mlir.constant(1.44269502 : f32) : f32
+    %265 = llvm.mlir.constant(5.000000e-01 : f32) : f32
+    %266 = llvm.call_intrinsic "llvm.fma.f32"(%263, %264, %265) : (f32, f32, f32) -> f32
+    %267 = llvm.call_intrinsic "llvm.floor.f32"(%266) : (f32) -> f32
+    %268 = llvm.mlir.constant(-0.693359375 : f32) : f32
+    %269 = llvm.call_intrinsic "llvm.fma.f32"(%267, %268, %263) : (f32, f32, f32) -> f32
+    %270 = llvm.mlir.constant(0.000212194442 : f32) : f32
+    %271 = llvm.call_intrinsic "llvm.fma.f32"(%267, %270, %269) : (f32, f32, f32) -> f32
+    %272 = llvm.mlir.constant(0.000198756912 : f32) : f32
+    %273 = llvm.mlir.constant(0.00139819994 : f32) : f32
+    %274 = llvm.call_intrinsic "llvm.fma.f32"(%272, %271, %273) : (f32, f32, f32) -> f32
+    %275 = llvm.mlir.constant(0.00833345205 : f32) : f32
+    %276 = llvm.call_intrinsic "llvm.fma.f32"(%274, %271, %275) : (f32, f32, f32) -> f32
+    %277 = llvm.mlir.constant(0.0416657962 : f32) : f32
+    %278 = llvm.call_intrinsic "llvm.fma.f32"(%276, %271, %277) : (f32, f32, f32) -> f32
+    %279 = llvm.mlir.constant(0.166666657 : f32) : f32
+    %280 = llvm.call_intrinsic "llvm.fma.f32"(%278, %271, %279) : (f32, f32, f32) -> f32
+    %281 = llvm.mlir.constant(5.000000e-01 : f32) : f32
+    %282 = llvm.call_intrinsic "llvm.fma.f32"(%280, %271, %281) : (f32, f32, f32) -> f32
+    %283 = llvm.fmul %271, %271 : f32
+    %284 = llvm.call_intrinsic "llvm.fma.f32"(%282, %283, %271) : (f32, f32, f32) -> f32
+    %285 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+    %286 = llvm.fadd %284, %285 : f32
+    %287 = llvm.mlir.constant(0x4B00007E : f32) : f32
+    %288 = llvm.fadd %267, %287 : f32
+    %289 = llvm.bitcast %288 : f32 to i32
+    %290 = llvm.mlir.constant(23 : i32) : i32
+    %291 = llvm.shl %289, %290 : i32
+    %292 = llvm.bitcast %291 : i32 to f32
+    %293 = llvm.fmul %286, %292 : f32
+    %294 = llvm.mlir.constant(2.000000e+00 : f32) : f32
+    %295 = llvm.fmul %293, %294 : f32
+    %296 = llvm.fcmp "olt" %259, %260 : f32
+    %297 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %298 = llvm.select %296, %297, %295 : i1, f32
+    %299 = llvm.fcmp "ogt" %259, %261 : f32
+    %300 = llvm.mlir.constant(0x7f800000 : f32) : f32
+    %301 = llvm.select %299, %300, %298 : i1, f32
+    llvm.return %301 : f32
   }
   llvm.func @kinac_sgemm(i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
 }

@@ -100,88 +100,103 @@ define internal void @"k3_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noal
 define internal void @"k4_softmax"(ptr noalias %".1", ptr noalias %".2") nounwind
 {
 .4:
-  %".27" = call float @"llvm.sqrt.f32"(float 0x4030000000000000)
-  %".28" = fdiv contract float 0x3ff0000000000000, %".27"
+  %".31" = call float @"llvm.sqrt.f32"(float 0x4030000000000000)
+  %".32" = fdiv contract float 0x3ff0000000000000, %".31"
   br label %".5"
 .5:
-  %".20" = phi  i64 [0, %".4"], [%".85", %".18"]
-  %".30" = icmp slt i64 %".20", 2
-  br i1 %".30", label %".6", label %".19"
+  %".23" = phi  i64 [0, %".4"], [%".100", %".21"]
+  %".34" = icmp slt i64 %".23", 2
+  br i1 %".34", label %".6", label %".22"
 .6:
-  %".32" = mul nsw nuw i64 %".20", 256
+  %".36" = mul nsw nuw i64 %".23", 256
   br label %".7"
 .7:
-  %".21" = phi  i64 [0, %".6"], [%".83", %".17"]
-  %".34" = icmp slt i64 %".21", 16
-  br i1 %".34", label %".8", label %".18"
+  %".24" = phi  i64 [0, %".6"], [%".98", %".20"]
+  %".38" = icmp slt i64 %".24", 16
+  br i1 %".38", label %".8", label %".21"
 .8:
-  %".36" = mul nsw nuw i64 %".21", 16
-  %".37" = add nsw nuw i64 %".32", %".36"
-  %".38" = trunc i64 %".21" to i32
+  %".40" = add nsw nuw i64 %".24", 16
+  %".41" = udiv i64 %".40", 16
+  %".42" = mul nsw nuw i64 %".41", 16
+  %".43" = mul nsw nuw i64 %".24", 16
+  %".44" = add nsw nuw i64 %".36", %".43"
+  %".45" = trunc i64 %".24" to i32
   br label %".9"
 .9:
-  %".22" = phi  i64 [0, %".8"], [%".51", %".10"]
-  %".23" = phi  float [0xfff0000000000000, %".8"], [%".50", %".10"]
-  %".40" = icmp slt i64 %".22", 16
-  br i1 %".40", label %".10", label %".11"
+  %".25" = phi  i64 [0, %".8"], [%".58", %".10"]
+  %".26" = phi  float [0xfff0000000000000, %".8"], [%".57", %".10"]
+  %".47" = icmp slt i64 %".25", %".42"
+  br i1 %".47", label %".10", label %".11"
 .10:
-  %".42" = add nsw nuw i64 %".37", %".22"
-  %".43" = getelementptr inbounds float, ptr %".2", i64 %".42"
-  %".44" = load float, ptr %".43"
-  %".45" = fmul contract float %".44", %".28"
-  %".46" = trunc i64 %".22" to i32
-  %".47" = icmp sge i32 %".38", %".46"
-  %".48" = select  i1 %".47", float              0x0, float 0xfff0000000000000
-  %".49" = fadd contract float %".45", %".48"
-  %".50" = call float @"llvm.maximum.f32"(float %".23", float %".49")
-  %".51" = add nsw nuw i64 %".22", 1
+  %".49" = add nsw nuw i64 %".44", %".25"
+  %".50" = getelementptr inbounds float, ptr %".2", i64 %".49"
+  %".51" = load float, ptr %".50"
+  %".52" = fmul contract float %".51", %".32"
+  %".53" = trunc i64 %".25" to i32
+  %".54" = icmp sge i32 %".45", %".53"
+  %".55" = select  i1 %".54", float              0x0, float 0xfff0000000000000
+  %".56" = fadd contract float %".52", %".55"
+  %".57" = call float @"llvm.maximum.f32"(float %".26", float %".56")
+  %".58" = add nsw nuw i64 %".25", 1
   br label %".9"
 .11:
   br label %".12"
 .12:
-  %".24" = phi  i64 [0, %".11"], [%".69", %".13"]
-  %".25" = phi  float [             0x0, %".11"], [%".68", %".13"]
-  %".54" = icmp slt i64 %".24", 16
-  br i1 %".54", label %".13", label %".14"
+  %".27" = phi  i64 [0, %".11"], [%".76", %".13"]
+  %".28" = phi  float [             0x0, %".11"], [%".75", %".13"]
+  %".61" = icmp slt i64 %".27", %".42"
+  br i1 %".61", label %".13", label %".14"
 .13:
-  %".56" = add nsw nuw i64 %".37", %".24"
-  %".57" = getelementptr inbounds float, ptr %".2", i64 %".56"
-  %".58" = load float, ptr %".57"
-  %".59" = fmul contract float %".58", %".28"
-  %".60" = trunc i64 %".24" to i32
-  %".61" = icmp sge i32 %".38", %".60"
-  %".62" = select  i1 %".61", float              0x0, float 0xfff0000000000000
-  %".63" = fadd contract float %".59", %".62"
-  %".64" = fsub contract float %".63", %".23"
-  %".65" = call ccc float @"kinac_expf"(float %".64")
-  %".66" = getelementptr inbounds float, ptr %".1", i64 %".56"
-  store float %".65", ptr %".66"
-  %".68" = fadd contract reassoc float %".25", %".65"
-  %".69" = add nsw nuw i64 %".24", 1
+  %".63" = add nsw nuw i64 %".44", %".27"
+  %".64" = getelementptr inbounds float, ptr %".2", i64 %".63"
+  %".65" = load float, ptr %".64"
+  %".66" = fmul contract float %".65", %".32"
+  %".67" = trunc i64 %".27" to i32
+  %".68" = icmp sge i32 %".45", %".67"
+  %".69" = select  i1 %".68", float              0x0, float 0xfff0000000000000
+  %".70" = fadd contract float %".66", %".69"
+  %".71" = fsub contract float %".70", %".26"
+  %".72" = call ccc float @"kinac_expf"(float %".71")
+  %".73" = getelementptr inbounds float, ptr %".1", i64 %".63"
+  store float %".72", ptr %".73"
+  %".75" = fadd contract reassoc float %".28", %".72"
+  %".76" = add nsw nuw i64 %".27", 1
   br label %".12"
 .14:
-  %".71" = fdiv contract float 0x3ff0000000000000, %".25"
+  %".78" = fdiv contract float 0x3ff0000000000000, %".28"
   br label %".15"
 .15:
-  %".26" = phi  i64 [0, %".14"], [%".81", %".16"]
-  %".73" = icmp slt i64 %".26", 16
-  br i1 %".73", label %".16", label %".17"
+  %".29" = phi  i64 [0, %".14"], [%".88", %".16"]
+  %".80" = icmp slt i64 %".29", %".42"
+  br i1 %".80", label %".16", label %".17"
 .16:
-  %".75" = add nsw nuw i64 %".37", %".26"
-  %".76" = getelementptr inbounds float, ptr %".1", i64 %".75"
-  %".77" = load float, ptr %".76"
-  %".78" = fmul contract float %".77", %".71"
-  %".79" = getelementptr inbounds float, ptr %".1", i64 %".75"
-  store float %".78", ptr %".79"
-  %".81" = add nsw nuw i64 %".26", 1
+  %".82" = add nsw nuw i64 %".44", %".29"
+  %".83" = getelementptr inbounds float, ptr %".1", i64 %".82"
+  %".84" = load float, ptr %".83"
+  %".85" = fmul contract float %".84", %".78"
+  %".86" = getelementptr inbounds float, ptr %".1", i64 %".82"
+  store float %".85", ptr %".86"
+  %".88" = add nsw nuw i64 %".29", 1
   br label %".15"
 .17:
-  %".83" = add nsw nuw i64 %".21", 1
-  br label %".7"
+  br label %".18"
 .18:
-  %".85" = add nsw nuw i64 %".20", 1
-  br label %".5"
+  %".30" = phi  i64 [%".42", %".17"], [%".96", %".19"]
+  %".91" = icmp slt i64 %".30", 16
+  br i1 %".91", label %".19", label %".20"
 .19:
+  %".93" = add nsw nuw i64 %".44", %".30"
+  %".94" = getelementptr inbounds float, ptr %".1", i64 %".93"
+  store float              0x0, ptr %".94"
+  %".96" = add nsw nuw i64 %".30", 1
+  br label %".18"
+.20:
+  %".98" = add nsw nuw i64 %".24", 1
+  br label %".7"
+.21:
+  %".100" = add nsw nuw i64 %".23", 1
+  br label %".5"
+.22:
   ret void
 }
 
