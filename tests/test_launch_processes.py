@@ -88,13 +88,13 @@ def test_distributed_run_equals_the_simulator(
 
 WORKER = """
 import os, sys, signal
-import numpy as np
-from kinac.errors import KinaError
-from kinac.rt.comm import tcp
 rank = int(os.environ["RANK"])
 mode = sys.argv[1]
 if mode == "never" and rank == 2:
     sys.exit(3)  # exits before joining the rendezvous
+import numpy as np
+from kinac.errors import KinaError
+from kinac.rt.comm import tcp
 try:
     comm = tcp.world((int(os.environ["WORLD_SIZE"]),), ("tp",))
     comm.all_reduce(np.ones(4, np.float32), tag=("all-reduce", "w.kina:1:1"))
@@ -112,7 +112,13 @@ except KinaError as e:
 """
 
 
-def _launch(tmp_path: Path, n: int, *args: str) -> tuple[int, int, str, float]:
+def _launch(
+    tmp_path: Path, n: int, *args: str, timeout_s: float = 30
+) -> tuple[int, int, str, float]:
+    """Launch ``n`` workers. A failure that closes a connection (a kill, an exit) is reported
+    at once, so the rendezvous timeout there is long (30 s): it only bounds a hang, and the
+    ``took`` checks below it prove the report did not wait for it. A short timeout there
+    made a loaded machine's late rank a "never joined" failure instead of the one tested."""
     script = tmp_path / "worker.py"
     script.write_text(textwrap.dedent(WORKER))
     log = tmp_path / "err.txt"
@@ -123,7 +129,7 @@ def _launch(tmp_path: Path, n: int, *args: str) -> tuple[int, int, str, float]:
                 sys.executable,
                 "-c",
                 "import sys; from kinac.rt.comm.launch import launch; "
-                f"o = launch({n}, [sys.executable, {str(script)!r}, *sys.argv[1:]], timeout_s=2, grace_s=8); "
+                f"o = launch({n}, [sys.executable, {str(script)!r}, *sys.argv[1:]], timeout_s={timeout_s}, grace_s=8); "
                 "print(o.message, file=sys.stderr); sys.exit(o.code)",
                 *args,
             ],
@@ -161,7 +167,8 @@ def test_rank_zero_dying_stops_the_others(tmp_path: Path) -> None:
 
 
 def test_a_rank_that_never_starts(tmp_path: Path) -> None:
-    code, _, err, took = _launch(tmp_path, 3, "never", "-1")
+    # only a timeout can tell that a rank never came: a short one (the test waits for it)
+    code, _, err, took = _launch(tmp_path, 3, "never", "-1", timeout_s=3)
     assert code == 3 and "rank 2 exited with code 3" in err
     # (a loaded machine may make rank 1 late too: it is then named with rank 2)
     assert len(re.findall(r"ranks? (1 )?2 never joined the rendezvous", err)) == 2, err
@@ -203,3 +210,40 @@ def test_run_distributed_with_a_missing_rank_exits_naming_it(ws: Path) -> None:
     for p, err in zip(procs, errs, strict=True):
         assert p.returncode == 4, errs
         assert re.search(r"kinac: error: ranks 1 (2 )?3 never joined the rendezvous on port", err)
+
+
+def test_rank_zero_tells_every_peer_why_before_it_exits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The relay lives in rank 0's process: when it fails a run it must deliver the cause to
+    every peer before rank 0 exits (its daemon threads die with it). The failure went to rank
+    0 first and rank 0 closed at once, so a peer saw only "lost the rendezvous master" (the
+    flake of ``test_a_rank_that_never_starts``); here the send to rank 1 is slowed down to
+    make that race certain."""
+    import threading
+
+    from kinac.errors import KinaError
+    from kinac.rt.comm import rendezvous as rz
+
+    port = free_port()
+    c0 = rz.join(rz.DistEnv(0, 3, 0, "127.0.0.1", port, 0.5))
+    c1 = rz.join(rz.DistEnv(1, 3, 1, "127.0.0.1", port, 0.5))
+    server = c0.server
+    assert server is not None
+    told_rank_1 = threading.Event()
+    real = rz.send_msg
+
+    def slow_to_rank_1(sock: object, head: dict[str, object], payload: bytes = b"") -> None:
+        if "error" in head and sock is server.conns.get(1):
+            time.sleep(0.3)
+            real(sock, head, payload)  # type: ignore[arg-type]
+            told_rank_1.set()
+            return
+        real(sock, head, payload)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rz, "send_msg", slow_to_rank_1)
+    with pytest.raises(KinaError, match="rank 2 never joined"):
+        c0.barrier()  # rank 2 never comes: the relay fails the run after 0.5 s
+    c0.close()  # what rank 0's exit runs
+    assert told_rank_1.is_set()
+    got = rz.recv_msg(c1.sock)
+    assert got is not None and "rank 2 never joined" in str(got[0]["error"])
+    c1.sock.close()

@@ -213,6 +213,9 @@ class RendezvousServer:
         self.gone: set[int] = set()  # said goodbye
         self.rounds: dict[tuple[str, int], _Round] = {}
         self.failed: str | None = None
+        # set once the failure went out to every connected rank: rank 0's process must not
+        # exit (killing this daemon thread) before its peers have been told why
+        self.delivered = threading.Event()
         self.stopped = False
         self.started = time.monotonic()
         threading.Thread(target=self._accept, daemon=True, name="kinac-rdzv-accept").start()
@@ -230,6 +233,7 @@ class RendezvousServer:
                 send_msg(c, {"error": message})
             except OSError:
                 pass
+        self.delivered.set()
 
     def _accept(self) -> None:
         self.sock.settimeout(0.2)
@@ -530,6 +534,10 @@ class RendezvousClient:
                     if len(self.server.gone) >= len(self.server.conns) == self.size:
                         break
                 time.sleep(0.02)
+            if self.server.failed is not None:
+                # the relay lives in this process: tell every peer the cause before exiting,
+                # or a peer sees only "lost the rendezvous master" (bounded: a stuck socket)
+                self.server.delivered.wait(2.0)
             self.server.stopped = True
         try:
             self.sock.close()
