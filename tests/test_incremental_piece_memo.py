@@ -151,3 +151,49 @@ def test_a_restitched_gpu_entry_reuses_the_unchanged_steps_and_equals_a_fresh_st
     assert equal >= len(second.steps) // 2
     assert all(a is b for a, b in zip(first.steps[:equal], second.steps, strict=False))
     assert all(a is not b for a, b in zip(second.steps, fresh.steps, strict=True))
+
+
+@pytest.mark.parametrize("target", ["host", "gpu"])
+def test_a_refused_piece_prints_only_its_changed_kernels(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Canonical kernels are remembered by structure in-process (``_PRINTED`` of
+    kinac.ir.host.kernels / kinac.ir.gpu.kernels_to_nvvm): lowering a piece again prints
+    nothing, an edited piece prints only the kernels it changed, and each lowering equals one
+    with nothing remembered."""
+    if target == "host":
+        from kinac.ir.host import kernels as M
+
+        lower, name = M.lower_piece, "canonical_kernel"
+    else:
+        from kinac.ir.gpu import kernels_to_nvvm as M  # type: ignore[no-redef]
+        from kinac.ir.gpu.pipeline import lower_gpu_piece as lower  # type: ignore[assignment]
+
+        name = "canonical_gpu_kernel"
+    printed: list[int] = []
+    real = getattr(M, name)
+    monkeypatch.setattr(M, name, lambda k, i: printed.append(i) or real(k, i))
+    monkeypatch.setattr(M, "_PRINTED", {})
+
+    def fresh(g: Graph):  # type: ignore[no-untyped-def]
+        saved = dict(M._PRINTED)
+        M._PRINTED.clear()
+        try:
+            return lower(g)
+        finally:
+            M._PRINTED.clear()
+            M._PRINTED.update(saved)
+
+    g = block_graph(2, 8, 16)
+    first = lower(g)
+    total = len(printed)
+    assert total >= 3
+    printed.clear()
+    assert lower(g) == first and printed == []
+    last = g.nodes[-1]
+    g2 = Graph(g.name, g.params, (*g.nodes[:-1], replace(last, op="max")), g.outputs)
+    printed.clear()
+    second = lower(g2)
+    assert 1 <= len(printed) < total
+    printed.clear()
+    assert second == fresh(g2) and second != first

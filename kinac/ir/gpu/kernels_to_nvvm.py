@@ -59,6 +59,13 @@ def nbytes(v: SSAValue) -> int:
     return math.prod(shape_of(v.type)) * ITEMSIZE[dtype_name(v.type)]
 
 
+# Canonical kernels by structure, in this process (as the host's, kinac.ir.host.kernels): a
+# session re-fusing an edited layer's piece prints only its changed kernels (printing was
+# ~40% of an L=32 edit's new piece). A pure function's memo, bounded.
+_PRINTED: dict[Hashable, GpuKernel] = {}
+_PRINTED_MAX = 4096
+
+
 def piece_kernels(fn: func.FuncOp) -> GpuLoweredPiece:
     """The kernels of the fused function ``fn`` in order, each reading values by position
     (``fn``'s arguments, then earlier kernels' results): a cuBLAS call planned over buffers
@@ -68,7 +75,9 @@ def piece_kernels(fn: func.FuncOp) -> GpuLoweredPiece:
     ret = blk.last_op
     assert isinstance(ret, func.ReturnOp)
     ref: dict[SSAValue, int] = {a: i for i, a in enumerate(blk.args)}
-    printed: dict[Hashable, GpuKernel] = {}  # repeats (layers) are printed once
+    printed = _PRINTED  # repeats (layers, and the pieces an edit re-fuses) are printed once
+    if len(printed) >= _PRINTED_MAX:
+        printed.clear()
     kernels: list[GpuPieceKernel] = []
     for i, k in enumerate(o for o in blk.ops if isinstance(o, st.KernelOp)):
         reads = tuple(ref[u] for u in k.inputs)
