@@ -8,7 +8,8 @@ settings, and alternates calls batch by batch. A ``VARIANT`` is ``name:key=value
 keys ``spin_ticks`` (how long pool waiters spin before they sleep, in TSC ticks; 0: sleep at
 once), ``min_rows`` (the thinnest block of a split BLAS product), ``min_flops`` (below this
 ``m*n*k`` a product is not split) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
-a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
+``blas_threads=N`` (N > 1: the products call OpenBLAS directly with its own N threads instead
+of splitting them on the pool); a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
 once, as until 2026-12-02) against ``now:`` (this tree). Prints the best, 25th-percentile and
 median wall time per call, and the CPU time per call (both threads), which load disturbs less.
 """
@@ -34,7 +35,7 @@ from kinac.codegen.target import TargetSpec  # noqa: E402
 from kinac.ir import lower_graph  # noqa: E402
 from kinac.ir.testing import block_graph, mlp_graph  # noqa: E402
 from kinac.rt.host import pool  # noqa: E402
-from kinac.rt.host.blas import raw_gemms  # noqa: E402
+from kinac.rt.host.blas import _loaded_openblas, _thread_control, raw_gemms  # noqa: E402
 from kinac.rt.host.entry import HostEntry  # noqa: E402
 
 _EXPORTS = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
@@ -47,7 +48,7 @@ def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
     out: dict[str, int] = {}
     for part in filter(None, rest.split(",")):
         key, _, value = part.partition("=")
-        if key not in (*_POOL_KEYS, "narrow"):
+        if key not in (*_POOL_KEYS, "narrow", "blas_threads"):
             raise SystemExit(f"cpu_ab: unknown setting {key!r} in {spec!r}")
         out[key] = int(value)
     return name, out
@@ -78,18 +79,27 @@ def main() -> None:
     g = block_graph(**BLOCK) if args.workload == "block" else mlp_graph(4, 128, 256, 1024)
     lw = lower_graph(g)
     entries: dict[str, Any] = {}
+    blas_threads: dict[str, int] = {}
     for spec in args.variants:
         name, settings = parse_variant(spec)
         syms = make_pool(settings)
+        if settings.get("blas_threads", 1) > 1:
+            syms = dict(syms, kinac_sgemm=raw_gemms()["kinac_sgemm"])
+            blas_threads[name] = settings["blas_threads"]
         bound = {n: a for n, a in syms.items() if n in lw.library_calls}
         target = narrow if settings.get("narrow") else now
         image = jit_load(compile_object(lw.llvm_ir, target), bound, (lw.symbol,))
         entries[name] = HostEntry(lw, image)
+        if name in blas_threads:
+            entries[name]._blas = False  # not inside single_threaded_blas: its own threads
+    control = _thread_control(_loaded_openblas())  # type: ignore[arg-type]
     ins = inputs(g)
     first = None
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in entries}
     for _ in range(args.reps):
         for name, e in entries.items():
+            if control is not None:
+                control[1](blas_threads.get(name, 1))
             got = e(*ins)
             if first is None:
                 first = got

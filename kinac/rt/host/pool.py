@@ -310,7 +310,8 @@ def pool_ir(
     """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
     ``spin_ticks``: waiters spin that many TSC ticks before they sleep, x86-64 only; the
     others default to the module's constants)."""
-    ticks = SPIN_TICKS if spin_ticks is None else spin_ticks
+    x86 = platform.machine() == "x86_64"  # the spin reads the TSC and pauses: x86-64 only
+    ticks = (SPIN_TICKS if x86 else 0) if spin_ticks is None else spin_ticks
     head = _SPIN_X86.format(ticks=ticks) if ticks else "  br label %sleep"
     text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE, spin=head)
     text += _SPIN_DECLS if ticks else ""
