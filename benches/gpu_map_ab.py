@@ -10,7 +10,10 @@ thing, so the next change to the map kernel rests on a measurement:
 - ``unroll 2`` and ``unroll 1`` (more, shorter blocks: a smaller last wave);
 - a plain ``ex2.approx`` of ``x log2 e`` for ``exp`` (no clamp, no rounding-error correction,
   no NaN select: what Triton emits; well within bf16's precision), to see whether the kernel
-  is bound by its ALU work rather than by memory at this size.
+  is bound by its ALU work rather than by memory at this size;
+- every load of a thread issued before its arithmetic (:mod:`kinac.ir.gpu.map_loads`, off by
+  default): today ptxas puts the first group's loads in its store branch, one round trip
+  after the other.
 
 Each variant is built by ``lower_graph_gpu`` and ``compile_ptx`` with one function of the
 lowering patched for the duration of its build (this process only); each step's time is
@@ -44,14 +47,14 @@ def _fast_exp(self: Any, x: Any) -> Any:
     return self.ex2(self.fbin("fmul", x, self.f(LOG2E), ""))
 
 
-def _build(unroll: int | None, fast_exp: bool, in_place: bool, shape: tuple[int, int] = SHAPE) -> tuple[Any, str]:  # fmt: skip
+def _build(unroll: int | None, fast_exp: bool, in_place: bool, shape: tuple[int, int] = SHAPE, first: bool = False) -> tuple[Any, str]:  # fmt: skip
     from kinac.codegen.ptx import compile_ptx
-    from kinac.ir.gpu import kernels
+    from kinac.ir.gpu import kernels, map_loads
     from kinac.ir.gpu.pipeline import lower_graph_gpu
     from kinac.ir.gpu.scalar import Scalars
     from kinac.ir.testing import GraphBuilder
 
-    tag = f"u{unroll or 0}_{'fast' if fast_exp else 'exp'}_{'inplace' if in_place else 'out'}"
+    tag = f"u{unroll or 0}_{'fast' if fast_exp else 'exp'}_{'inplace' if in_place else 'out'}_{int(first)}"
     g = GraphBuilder(f"swiglu_map_{tag}_{shape[0]}x{shape[1]}")
     a, b = g.param("a", "bf16", shape), g.param("b", "bf16", shape)
     graph = g.build(g.binary("mul", g.unary("silu", a), b))
@@ -60,6 +63,8 @@ def _build(unroll: int | None, fast_exp: bool, in_place: bool, shape: tuple[int,
             st.enter_context(_patched(kernels, "map_unroll", lambda groups: unroll))
         if fast_exp:
             st.enter_context(_patched(Scalars, "exp_f32", _fast_exp))
+        if first:
+            st.enter_context(_patched(map_loads, "ENABLED", True))
         lo = lower_graph_gpu(graph)
         ptx = compile_ptx(lo.llvm_ir)
     if in_place:  # the launch writes over its first input, as the block's arena plan has it
@@ -86,6 +91,10 @@ def map_variants(emit: Callable[[str], None], results: dict[str, Any], bw: float
         ("unroll 1, in place", 1, False, True),
         ("plain ex2 exp, unroll 4, in place", None, True, True),
         ("plain ex2 exp, unroll 2, in place", 2, True, True),
+        ("loads first (map_loads), unroll 4, in place", None, False, True, SHAPE, True),
+        ("loads first (map_loads), unroll 2, in place", 2, False, True, SHAPE, True),
+        ("loads first + plain ex2 exp, unroll 2, in place", 2, True, True, SHAPE, True),
+        ("8192x8192: loads first, unroll 2, in place", 2, False, True, big, True),
     ]
     emit(f"\n## silu(a) * b bf16 at the 45M block's shape {SHAPE[0]}x{SHAPE[1]} (unless named): variants\n")  # fmt: skip
     emit("| variant | launch | time (us) | GB/s | % of copy |")
@@ -94,7 +103,7 @@ def map_variants(emit: Callable[[str], None], results: dict[str, Any], bw: float
     for name, unroll, fast, in_place, *at in variants:
         shape = at[0] if at else SHAPE
         try:
-            lo, ptx = _build(unroll, fast, in_place, shape)
+            lo, ptx = _build(unroll, fast, in_place, shape, bool(at[1:] and at[1]))
             ent = load_gpu_entry(lo, ptx)
             ins = [torch.randn(*shape, device="cuda").to(torch.bfloat16) for _ in range(2)]
             ((s, t),) = ent.profile(*ins)
