@@ -31,14 +31,16 @@ from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 
 @pytest.mark.parametrize(
-    "d,pingpong,ws", [(64, False, False), (64, True, False), (128, True, True)]
+    "d,s,pingpong,ws,lazy",
+    [(64, 200, False, False, False), (64, 200, True, False, False), (128, 256, True, True, True)],
 )
-def test_overlap_ring_on_cpu(d: int, pingpong: bool, ws: bool) -> None:
-    """128x64, causal, 200 rows: the last row block walks four key tiles (tile 3 refills
-    tile 0's stage), the first a single (diagonal) one; with a producer warpgroup too (head
-    dim 128: its rolled loads cover both 64-wide halves of the swizzled tile)."""
-    check_on_cpu(d, 200, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
-                 pingpong=pingpong, ws=ws)  # fmt: skip
+def test_overlap_ring_on_cpu(d: int, s: int, pingpong: bool, ws: bool, lazy: bool) -> None:
+    """128x64, causal, 200 or 256 rows: the last row block walks four key tiles (tile 3
+    refills tile 0's stage), the first one or two; with a producer warpgroup too (head dim
+    128: its loads cover both 64-wide halves of the swizzled tile; 256 keys: every tile
+    whole, the straight-line loads) and the lazy softmax (attention_lean.py)."""
+    check_on_cpu(d, s, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
+                 pingpong=pingpong, ws=ws, lazy=lazy)  # fmt: skip
 
 
 def test_overlap_one_tile_on_cpu() -> None:

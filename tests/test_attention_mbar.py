@@ -23,16 +23,14 @@ from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
 from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 
-@pytest.mark.parametrize("pingpong,ws,lean", [(False, False, False), (True, False, True),
-                                              (True, True, False)])  # fmt: skip
-def test_mbar_ring_on_cpu(pingpong: bool, ws: bool, lean: bool) -> None:
+@pytest.mark.parametrize("pingpong,ws", [(False, False), (True, False), (True, True)])
+def test_mbar_ring_on_cpu(pingpong: bool, ws: bool) -> None:
     """128x64, two warpgroups, causal: the last row block walks four key tiles through the
     three stages (tile 3 waits for tile 0's "empty" phase); with and without the named
-    barriers that alternate the warpgroups' Q K^T issues (with them: the next tile's copies
-    issued under the Q K^T, ``late``, and the lazy softmax), and with a producer warpgroup
+    barriers that alternate the warpgroups' Q K^T issues, and with a producer warpgroup
     loading every K/V tile (384 threads)."""
     check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True,
-                 pingpong=pingpong, ws=ws, late=lean, lazy=lean)  # fmt: skip
+                 pingpong=pingpong, ws=ws)  # fmt: skip
 
 
 def test_mbar_with_packed_p_128_keys_on_cpu() -> None:
@@ -104,6 +102,3 @@ def test_mbar_needs_wgmma_and_three_stages() -> None:
     assert "pingpong" in (check_params(replace(p, mbar=True, pingpong=True, stages=3,
                                                block_m=64)) or "")  # fmt: skip
     assert check_params(replace(p, mbar=True, pingpong=True, stages=3)) is None
-    assert "late" in (check_params(replace(p, late=True, stages=3)) or "")
-    assert "late" in (check_params(replace(p, late=True, mbar=True, ws=True, stages=3)) or "")
-    assert check_params(replace(p, late=True, mbar=True, stages=3, lazy=True)) is None

@@ -42,15 +42,14 @@ CASES = [
     ("bf16", 128, 1, 8, 2, 1000, 1000, True, 128, "wgmma", "mbar pack ws pingpong"),
     ("f16", 128, 1, 4, 4, 300, 555, False, 128, "wgmma", "mbar pack ws"),
     ("bf16", 128, 1, 8, 2, 333, 333, True, 64, "wgmma", "mbar ws"),
-    # attention_lean.py: the next tile's copies under the Q K^T, the lazy softmax
-    ("bf16", 128, 2, 16, 4, 1000, 1000, True, 128, "wgmma", "mbar late"),
-    ("f16", 128, 1, 8, 2, 777, 777, True, 128, "wgmma", "mbar lazy"),
-    ("bf16", 128, 1, 4, 4, 300, 555, False, 128, "wgmma", "mbar late lazy"),
-    ("f16", 128, 2, 16, 4, 1000, 1000, True, 128, "wgmma", "mbar pack late lazy lpt"),
-    ("bf16", 128, 1, 8, 2, 60, 60, True, 128, "wgmma", "mbar late lazy pingpong"),
-    ("bf16", 128, 2, 16, 4, 1000, 1000, True, 128, "wgmma_ovl", "mbar ws pingpong lazy lpt"),
-    ("bf16", 64, 1, 4, 1, 129, 129, True, 128, "wgmma", "mbar late lazy"),
-    ("f16", 128, 1, 8, 2, 333, 333, True, 64, "wgmma", "m64 lazy lpt"),
+    # the lazy softmax (attention_lean.py); 1024 keys: every tile whole (straight-line loads)
+    ("bf16", 128, 2, 16, 4, 1024, 1024, True, 128, "wgmma_ovl", "mbar ws pingpong lazy lpt"),
+    ("f16", 128, 1, 8, 2, 777, 777, True, 128, "wgmma_ovl", "mbar ws pingpong lazy"),
+    ("bf16", 128, 1, 4, 4, 300, 555, False, 128, "wgmma_ovl", "mbar ws lazy"),
+    ("f16", 128, 2, 16, 4, 1024, 1024, True, 128, "wgmma_ovl", "mbar pingpong lazy lpt"),
+    ("bf16", 64, 1, 4, 1, 256, 256, True, 128, "wgmma_ovl", "mbar lazy"),
+    ("bf16", 128, 1, 8, 2, 60, 60, True, 128, "wgmma_ovl", "mbar ws pingpong lazy"),
+    ("f16", 128, 1, 8, 2, 512, 512, True, 128, "wgmma", "mbar pack ws pingpong"),
 ]
 
 CHILD = r"""
@@ -62,10 +61,9 @@ spec = importlib.util.spec_from_file_location("attention_bench", sys.argv[1])
 m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
 for i, (dt, d, b, h, kv, sq, sk, causal, bn, mma, sw) in enumerate(json.loads(sys.argv[2])):
     fl = set(sw.split())
-    bm, stg = (64, 2) if "m64" in fl else (128, 3)  # "m64": a 64-row block, two stages
-    p = replace(bhsd_params(dt, b, h, kv, sq, d, causal, AttnTiles(bm, bn), sk=sk), mma=mma,
-                stages=stg, mbar="mbar" in fl, ws="ws" in fl, pingpong="pingpong" in fl,
-                pack_p="pack" in fl, lpt="lpt" in fl, late="late" in fl, lazy="lazy" in fl)
+    p = replace(bhsd_params(dt, b, h, kv, sq, d, causal, AttnTiles(128, bn), sk=sk), mma=mma,
+                stages=3, mbar="mbar" in fl, ws="ws" in fl, pingpong="pingpong" in fl,
+                pack_p="pack" in fl, lpt="lpt" in fl, lazy="lazy" in fl)
     assert check_params(p) is None, check_params(p)
     tdt = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
     q = torch.randn(b, h, sq, d, device="cuda", dtype=tdt)

@@ -27,7 +27,7 @@ import hashlib
 import math
 from collections.abc import Callable
 
-from kinac.ir.gpu.attention_lean import late_body, lazy_online, rescale_if_moved, vote_helper
+from kinac.ir.gpu.attention_lean import lazy_online, rescale_if_moved, vote_helper
 from kinac.ir.gpu.attention_overlap import overlap_main
 from kinac.ir.gpu.attention_params import MASK_DTYPES, WGMMA_BOTH, AttnParams
 from kinac.ir.gpu.attention_wgmma import (
@@ -53,7 +53,6 @@ def kernel_name(p: AttnParams) -> str:
     mma += "_mb" if p.mbar else ""
     mma += "_pp" if p.pingpong else ""
     mma += "_ws" if p.ws else ""
-    mma += "_lt" if p.late else ""
     mma += "_lz" if p.lazy else ""
     return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{stg}{mma}_{h}"
 
@@ -567,6 +566,11 @@ class _Emitter:
         per, step = p.block_n * cpr // 128, 128 // cpr
         kb, vb = self.stage_bases(t)
         n0 = f.v(f"mul i32 {t}, {p.block_n}")
+        if p.sk % p.block_n == 0:  # every tile whole: no clamp, constant offsets
+            self.producer_whole(n0, which, kb, vb, per, step)
+            f.do(f"br label %pl_{which}_done")  # the block the tile loop's phi names
+            f.label(f"pl_{which}_done")
+            return f"pl_{which}_done"
         n = f.v(f'call i32 asm sideeffect "mov.u32 $0, {per};", "=r"()')
         half = f.v(f"mul i32 {f.v(f'lshr i32 {self.ld_cc}, 3')}, {p.block_n * 128}")
         srow = f.v(f"add i32 {f.v(f'add i32 {half}, {self.ld_scol}')}, "
@@ -595,6 +599,29 @@ class _Emitter:
         f.do(f"br i1 {more}, label %{lab}, label %{lab}_done")
         f.label(f"{lab}_done")
         return f"{lab}_done"
+
+    def producer_whole(self, n0: str, which: str, kb: str, vb: str, per: int, step: int) -> None:
+        """ws, ``sk`` a multiple of ``block_n`` (every key tile whole): this thread's ``per``
+        chunks of the tile from key row ``n0`` as straight-line cp.async, each at a constant
+        offset from one global and one shared address per tile (the rolled loop's clamp,
+        select and wide multiply per chunk were ~6 producer instructions a chunk, on the
+        schedulers the computing warps share)."""
+        f, p = self.f, self.p
+        grow = f.v(f"add i32 {n0}, {self.ld_row}")
+        g64 = f.v(f"zext i32 {grow} to i64")
+        half = f.v(f"mul i32 {f.v(f'lshr i32 {self.ld_cc}, 3')}, {p.block_n * 128}")
+        srow = f.v(f"add i32 {f.v(f'add i32 {half}, {self.ld_scol}')}, "
+                   f"{f.v(f'shl i32 {self.ld_row}, 7')}")  # fmt: skip
+        kv = {"k": (kb, self.kbase, p.k_strides[2]), "v": (vb, self.vbase, p.v_strides[2])}
+        for sb, gb, stride in (kv[x] for x in which):
+            goff = f.v(f"add i64 {f.v(f'mul i64 {g64}, {2 * stride}')}, {self.ld_gcol}")
+            g0 = f.v(f"getelementptr i8, ptr addrspace(1) {gb}, i64 {goff}")
+            s0 = self.sptr(f.v(f"add i32 {srow}, {sb}"))
+            for i in range(per):
+                gp = f.v(f"getelementptr i8, ptr addrspace(1) {g0}, i64 {i * step * 2 * stride}")
+                sp = f.v(f"getelementptr i8, ptr addrspace(3) {s0}, i32 {i * step * 128}")
+                f.do("call void @llvm.nvvm.cp.async.cg.shared.global.16.s("
+                     f"ptr addrspace(3) {sp}, ptr addrspace(1) {gp}, i32 16)")  # fmt: skip
 
     def mbar_init(self, tid: str) -> None:
         """Thread 0 initialises every stage's barriers ("full": an arrival per loading
@@ -651,16 +678,12 @@ class _Emitter:
         f.do(f"%jn_{lab} = add i32 {j}, 1")
         t = f"%jn_{lab}"
         more = "false" if p.ws else f.v(f"icmp slt i32 {t}, {ntot}")  # ws: the producer loads
-        if not p.late:  # late: under this step's Q K^T (attention_lean.late_body)
-            self.stage_load(t, more, lab, f"{lab}_cmp")
+        self.stage_load(t, more, lab, f"{lab}_cmp")
         sj = f.v(f"urem i32 {j}, {p.stages}")
         par = f.v(f"and i32 {f.v(f'udiv i32 {j}, {p.stages}')}, 1")
         self.mb("wait_full", f"ptr addrspace(3) {self.bar('full', sj)}", f"i32 {par}")
         f.do(asm_void("proxy"))  # other threads' cp.async writes, read by the async proxy
-        if p.late:
-            late_body(self, lab, j, t, more, masked)
-        else:
-            self.body(j, masked)
+        self.body(j, masked)
         self.mb("arrive", f"ptr addrspace(3) {self.bar('empty', sj)}")
         f.do(f"br label %{lab}_tail")
         f.label(f"{lab}_tail")

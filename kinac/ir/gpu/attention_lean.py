@@ -1,27 +1,25 @@
-"""Two leaner step shapes for the Hopper attention kernel (``AttnParams.late``, ``.lazy``).
+"""The lazy online softmax of the Hopper attention kernel (``AttnParams.lazy``, issue 14).
 
-Read off the SASS of the H200's fastest kernel (``wgmma 128x128 s3 mbar``, ``nvdisasm`` of
-``ptxas -arch=sm_90a``): a step is ~16 ``LDGSTS`` (the next K/V tile, 16 chunks a thread) and
-~60 address instructions, the "full" wait, ``fence.proxy.async`` (``MEMBAR.ALL.CTA`` +
-``FENCE.VIEW.ASYNC.S``), 8 Q K^T ``HGMMA`` and their wait, the softmax (a serial chain of 33
-``FMNMX`` per row before the first ``MUFU.EX2``, 66 ``MUFU.EX2``, 64 ``FFMA``, a serial chain
-of 32 ``FADD`` per row, 64 ``FMUL`` rescaling O), 8 P V ``HGMMA`` and their wait. With one
-block of two warpgroups per SM (224 KiB of shared memory, 237 registers), each scheduler holds
-one warp of each warpgroup, so whatever a warpgroup does between its P V wait and its next
-Q K^T issue, and the latency of its softmax, leaves the tensor cores to the other warpgroup
-alone.
-
-``late``: the step waits for its tile, fences, issues its Q K^T, and only then issues the next
-tile's copies (and waits for that stage's "empty" phase): the address arithmetic runs under
-the score wgmmas instead of between the previous P V and this Q K^T, and the proxy fence no
-longer comes right after this thread's newest copies.
+Read off the SASS of the H200's kernels (``nvdisasm`` of ``ptxas -arch=sm_90a``): a key tile's
+softmax is, per thread at 128x128, a serial chain of 33 ``FMNMX`` per row before the first
+``MUFU.EX2``, 66 ``MUFU.EX2``, 64 ``FFMA``, a serial chain of 32 ``FADD`` per row and 64
+``FMUL`` rescaling ``O``. In the overlapped kernel (``wgmma_ovl``) the rescale sits between
+the P V wait and the next step's issue, on the path the tensor cores wait for.
 
 ``lazy``: the row max and the row sum are pairwise trees (depth 5 instead of chains of 32),
 and the running max moves only when a row's tile max exceeds it by more than
-:data:`LAZY_LOG2` (in log2 units of the scaled scores; FlashAttention-4's conditional rescale):
-P then stays at most ``2^8`` (exact in bf16/f16 operands, f32 sums), and ``O`` is rescaled only
-when some row of the warp moved its max (``vote.any``: warp-uniform, so no divergence), which
-after the first tiles of a row is rare. The final ``O / l`` is exact whatever max was used.
+:data:`LAZY_LOG2` (in log2 units of the scaled scores; FlashAttention-4's conditional
+rescale): P then stays at most ``2^8`` (exact in bf16/f16 operands, f32 sums), and ``O`` is
+rescaled only when some row of the warp moved its max (``vote.any``: warp-uniform, so no
+divergence), which after the first tiles of a row is rare. The final ``O / l`` is exact
+whatever max was used.
+
+Measured on the H200 (2026-12-02 00:5x UTC, causal GQA d128, same run as SDPA): with
+``wgmma_ovl 128x128 s3 mbar pingpong ws lpt`` 0.505 ms against 0.568 at bf16 B4 S4096 (11%),
+1.954 against 2.104 at S8192; on the plain mbar kernel (rescale before P V) it was 8% slower
+(0.608 against 0.561), so it is offered with ``wgmma_ovl`` only. Also measured and dropped:
+issuing the next tile's ``cp.async`` after the step's Q K^T (under the wgmmas) instead of
+before the "full" wait: 3-4% slower at every shape (0.579 against 0.561 ms at S4096).
 """
 
 from __future__ import annotations
@@ -29,36 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kinac.ir.gpu.attention_wgmma import asm_void
-
 if TYPE_CHECKING:
     from kinac.ir.gpu.attention_kernel import _Emitter
 
 # the running max moves only past this growth (log2 units): P <= 2^LAZY_LOG2
 LAZY_LOG2 = "8.0"
 NEG_INF = "0xFFF0000000000000"
-
-
-def late_body(e: _Emitter, lab: str, j: str, t: str, more: str, masked: bool) -> None:
-    """Step ``j`` of the mbarrier ring with ``late`` loads (tile ``j``'s "full" phase waited
-    for and fenced): Q K^T issued, then tile ``t = j + 1``'s copies if ``more``
-    (:meth:`_Emitter.stage_load`, its "empty" wait included), then the scores' wait, the
-    softmax and P V."""
-    f, p = e.f, e.p
-    kb, vb = e.stage_bases(j)
-    if p.pingpong:  # the other warpgroup issued: issue, let it go (see _Emitter.scores)
-        wg = f.v(f"lshr i32 {e.warp}, 2")
-        e.nb("sync", f.v(f"add i32 {wg}, 1"))
-        acc = e.issue_scores(kb)
-        e.nb("arrive", f.v(f"sub i32 2, {wg}"))
-    else:
-        acc = e.issue_scores(kb)
-    e.stage_load(t, more, lab, f"{lab}_cmp")
-    f.do(asm_void("wait"))
-    acc = e.wg_fence(f"{e.name}_fence_s", acc)
-    s = [acc[4 * i : 4 * i + 4] for i in range(p.block_n // 8)]
-    pv, o = e.softmax_step(s, j, masked)
-    e.output_step(vb, pv, o)
 
 
 def tree(xs: list[str], op: Callable[[str, str], str]) -> str:

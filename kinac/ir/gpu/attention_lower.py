@@ -46,7 +46,7 @@ def attention_launch(p: AttnParams, name: str | None = None) -> GpuLaunch:
     stg = f" {p.stages} stages" if p.stages != 2 else ""
     note = f"flash {p.block_m}x{p.block_n}{stg} grid {gx}x{gy}x{gz} smem {shm}"
     sw = (("pack", p.pack_p), ("mbar", p.mbar), ("pingpong", p.pingpong), ("ws", p.ws),
-          ("late", p.late), ("lazy", p.lazy), ("lpt", p.lpt))  # fmt: skip
+          ("lazy", p.lazy), ("lpt", p.lpt))  # fmt: skip
     if p.mma != "sync" or any(on for _, on in sw):
         # the built variant (kernel tables name what runs): the tuned mma and switches
         note += " " + " ".join([p.mma] + [n for n, on in sw if on])

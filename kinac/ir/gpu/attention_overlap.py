@@ -86,14 +86,16 @@ def _issue_pv(e: _Emitter, vb: str, pa: list[list[str]], o: list[str]) -> list[s
     return o
 
 
-def _wait_full(e: _Emitter, t: str, kind: str = "full") -> None:
+def _wait_full(e: _Emitter, t: str, kind: str = "full", fence: bool = True) -> None:
     """Wait for key tile ``t``'s "full" phase (its K and V landed; split: ``kind`` "full" for
-    K, "fullv" for V)."""
+    K, "fullv" for V); ``fence``: then the proxy fence (one after the last of back-to-back
+    waits covers every tile they waited for)."""
     f, p = e.f, e.p
     st = f.v(f"urem i32 {t}, {p.stages}")
     par = f.v(f"and i32 {f.v(f'udiv i32 {t}, {p.stages}')}, 1")
     e.mb("wait_full", f"ptr addrspace(3) {e.bar(kind, st)}", f"i32 {par}")
-    f.do(asm_void("proxy"))  # other threads' cp.async writes, read by the async proxy
+    if fence:  # other threads' cp.async writes, read by the async proxy
+        f.do(asm_void("proxy"))
 
 
 def _arrive_empty(e: _Emitter, t: str, kind: str = "empty") -> None:
@@ -117,8 +119,8 @@ def _step(e: _Emitter, lab: str, j: str, ntot: str, masked: bool) -> None:
     jn = f.v(f"add i32 {j}, 1")
     if not e.p.ws:  # else the producer warpgroup loads every tile
         _prefetch(e, lab, f.v(f"add i32 {j}, 2"), ntot)
-    _wait_full(e, jn)
-    if e.split_kv:  # tile j's V (its own barrier)
+    _wait_full(e, jn, fence=not e.split_kv)
+    if e.split_kv:  # tile j's V (its own barrier); one fence for both waits
         _wait_full(e, j, "fullv")
     kb1, _ = e.stage_bases(jn)
     _, vb = e.stage_bases(j)

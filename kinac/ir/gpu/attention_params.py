@@ -89,12 +89,9 @@ class AttnParams:
     # only compute. 384 threads: 168 registers each at launch, then ``setmaxnreg`` moves them
     # (producer 24, computing warpgroups 240; ptxas allocates each side under its own count)
     ws: bool = False
-    # ``late`` (with mbar, no ws): the next tile's cp.async issued after this step's Q K^T
-    # wgmmas, under them, instead of before the "full" wait and the proxy fence
-    # (kinac/ir/gpu/attention_lean.py); ``lazy``: the online softmax's row max and sum as
-    # trees, and the max moved only when it grew by more than 8 (log2 units; FA4): O is then
-    # rescaled only when a warp's vote says some row's max moved
-    late: bool = False
+    # ``lazy``: the online softmax's row max and sum as trees, and the max moved only when it
+    # grew by more than 8 (log2 units; FA4): O is then rescaled only when a warp's vote says
+    # some row's max moved (kinac/ir/gpu/attention_lean.py)
     lazy: bool = False
 
     @property
@@ -178,8 +175,6 @@ def check_params(p: AttnParams) -> str | None:
         return "pingpong needs mbar and two warpgroups (block_m 128)"
     if p.ws and (not p.mbar or p.warps != 8):
         return "ws needs mbar (the producer hands tiles over on the stage barriers), 128 rows"
-    if p.late and (not p.mbar or p.ws or p.mma != "wgmma"):
-        return "late needs mbar and wgmma without ws (the computing threads load the tiles)"
     if p.pack_p and p.mma not in WGMMA_BOTH:
         return "pack_p needs wgmma for P V"
     if p.mma not in MMA_KINDS or (p.mma.startswith("wgmma") and p.warps % 4):

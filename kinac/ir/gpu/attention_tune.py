@@ -26,9 +26,10 @@ Cand6 = tuple[str, int, int, int, int, str]
 # passes the CPU emulation and ptxas with no spill (tests/test_attention_kernel.py,
 # test_attention_emu.py). Switches (AttnParams' fields): "pack" (pack_p), "lpt" (lpt; offered
 # to causal attention only), "mbar" (mbar: per-stage mbarriers, no block barrier in the loop);
-# mma "wgmma_ovl": FA3's intra-warpgroup overlap (kinac/ir/gpu/attention_overlap.py); "late"
-# (the next tile's copies under the Q K^T) and "lazy" (tree reductions, the max moved past a
-# threshold, O rescaled on a warp vote): kinac/ir/gpu/attention_lean.py
+# mma "wgmma_ovl": FA3's intra-warpgroup overlap (kinac/ir/gpu/attention_overlap.py); "lazy"
+# (tree reductions, the max moved past a threshold, O rescaled on a warp vote; offered with
+# wgmma_ovl only: it made the plain mbar kernel 8% slower on the H200):
+# kinac/ir/gpu/attention_lean.py
 HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] = {
     64: (
         ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 64, 128, 0, 2),
@@ -37,7 +38,7 @@ HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]]
         ("wgmma", 128, 128, 0, 2, "pack"), ("wgmma", 128, 128, 0, 2, "pack lpt"),
         ("wgmma", 128, 64, 0, 3, "mbar"), ("wgmma", 128, 128, 0, 3, "mbar pack"),
         ("wgmma", 128, 128, 0, 3, "mbar pack pingpong"), ("wgmma_ovl", 128, 128, 0, 3, "mbar"),
-        ("wgmma", 128, 128, 0, 3, "mbar late lazy"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar lazy"),
     ),
     128: (
         ("wgmma", 64, 64, 0, 2), ("wgmma", 128, 64, 0, 2), ("wgmma", 128, 128, 0, 2),
@@ -57,11 +58,10 @@ HOPPER_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]]
         ("wgmma", 128, 128, 0, 3, "mbar pack ws"), ("wgmma", 128, 128, 0, 3, "mbar pack ws pingpong"),
         ("wgmma_ovl", 128, 128, 0, 3, "mbar ws"), ("wgmma_ovl", 128, 128, 0, 3, "mbar ws pingpong"),
         ("wgmma_ovl", 128, 128, 0, 3, "mbar ws pingpong lpt"),
-        ("wgmma", 128, 128, 0, 3, "mbar late"), ("wgmma", 128, 128, 0, 3, "mbar lazy"),
-        ("wgmma", 128, 128, 0, 3, "mbar late lazy"),
-        ("wgmma", 128, 128, 0, 3, "mbar pack late lazy lpt"),
         ("wgmma_ovl", 128, 128, 0, 3, "mbar ws pingpong lazy lpt"),
-        ("wgmma", 64, 64, 0, 2, "lazy lpt"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar ws pingpong lazy"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar ws lazy"),
+        ("wgmma_ovl", 128, 128, 0, 3, "mbar pingpong lazy lpt"),
     ),
 }  # fmt: skip
 SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] = {
@@ -104,7 +104,6 @@ class AttnChoice:
     mbar: bool = False
     pingpong: bool = False
     ws: bool = False
-    late: bool = False
     lazy: bool = False
 
 
@@ -126,7 +125,6 @@ def tuning_key(p: AttnParams) -> AttnParams:
         mbar=False,
         pingpong=False,
         ws=False,
-        late=False,
         lazy=False,
     )
 
@@ -136,7 +134,7 @@ def apply(p: AttnParams, c: AttnChoice) -> AttnParams:
     return replace(
         p, block_m=c.block_m, block_n=c.block_n, min_blocks=c.min_blocks, stages=c.stages,
         mma=c.mma, pack_p=c.pack_p, lpt=c.lpt, mbar=c.mbar, pingpong=c.pingpong, ws=c.ws,
-        late=c.late, lazy=c.lazy,
+        lazy=c.lazy,
     )  # fmt: skip
 
 
@@ -148,7 +146,6 @@ def label(p: AttnParams) -> str:
     out += " mbar" if p.mbar else ""
     out += " pingpong" if p.pingpong else ""
     out += " ws" if p.ws else ""
-    out += " late" if p.late else ""
     out += " lazy" if p.lazy else ""
     return out + (" lpt" if p.lpt else "")
 
@@ -166,7 +163,7 @@ def candidates(p: AttnParams, arch: str) -> tuple[AttnParams, ...]:
             continue
         q = replace(key, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mma=mma,
                     pack_p="pack" in flags, lpt="lpt" in flags, mbar="mbar" in flags,
-                    pingpong="pingpong" in flags, ws="ws" in flags, late="late" in flags,
+                    pingpong="pingpong" in flags, ws="ws" in flags,
                     lazy="lazy" in flags)  # fmt: skip
         if check_params(q) is None:
             out.append(q)
@@ -219,6 +216,5 @@ def pick(
         c.mbar,
         c.pingpong,
         c.ws,
-        c.late,
         c.lazy,
     )

@@ -25,4 +25,4 @@
 %48 = kina.transpose %47 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x40x64xbf16> -> tensor<1x40x2x64xbf16>
 %49 = kina.reshape %48 : tensor<1x40x2x64xbf16> -> tensor<1x40x128xbf16>
 kina.yield %49 : tensor<1x40x128xbf16>
-}) {gpu = "kernel attn_bf16_d64_m64n64_28120d9075 grid=1 block=128 vec=1 flash 64x64 grid 1x2x1 smem 40960"} : (tensor<1x40x64xbf16>, tensor<1x40x128xbf16>, tensor<1x40x64xbf16>) -> tensor<1x40x128xbf16>
+}) {gpu = "kernel attn_bf16_d64_m64n64_eb4509a356 grid=1 block=128 vec=1 flash 64x64 grid 1x2x1 smem 40960"} : (tensor<1x40x64xbf16>, tensor<1x40x128xbf16>, tensor<1x40x64xbf16>) -> tensor<1x40x128xbf16>
