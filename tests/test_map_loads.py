@@ -65,3 +65,32 @@ def test_ptx_issues_every_load_before_the_first_branch(monkeypatch: pytest.Monke
         r = subprocess.run(["ptxas", "-arch=sm_90", "-v", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True)  # fmt: skip
         assert r.returncode == 0 and "spill" in r.stderr, r.stderr
         assert "0 bytes spill stores" in r.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("unroll", [None, 2])
+def test_loads_first_on_the_gpu_equals_the_default(monkeypatch: pytest.MonkeyPatch, unroll: int | None) -> None:  # fmt: skip
+    """The block's map shape (4096 x 5632 bf16, whole blocks only) and an odd one (partial
+    last block): the enabled kernel's output is the default kernel's, bit for bit."""
+    from kinac.rt import cuda
+
+    if not cuda.available():
+        pytest.skip("no CUDA GPU")
+    import torch
+
+    from kinac.codegen.ptx import compile_ptx
+    from kinac.rt.cuda.entry import load_gpu_entry
+
+    if unroll is not None:
+        monkeypatch.setattr(kernels, "map_unroll", lambda groups: unroll)
+    for shape in ((4096, 5632), (1031, 1048)):
+        g = GraphBuilder(f"silu_mul_{shape[0]}")
+        a, b = g.param("a", "bf16", shape), g.param("b", "bf16", shape)
+        graph = g.build(g.binary("mul", g.unary("silu", a), b))
+        ins = [torch.randn(shape, device="cuda").to(torch.bfloat16) * 3 for _ in range(2)]
+        outs = []
+        for on in (False, True):
+            monkeypatch.setattr(map_loads, "ENABLED", on)
+            lw = lower_graph_gpu(graph)
+            outs.append(torch.from_dlpack(load_gpu_entry(lw, compile_ptx(lw.llvm_ir))(*ins)).clone())  # fmt: skip
+        assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16)), shape

@@ -158,7 +158,7 @@ class KernelGen:
 
         pending = []
         at = []
-        first = map_loads.ENABLED and root is not None and u_n > 1
+        first = map_loads.ENABLED and root is not None
         for u in range(u_n):
             g = b.iadd(base, u * BLOCK, ix)
             ok = b.icmp("ult", g, groups, ix)
