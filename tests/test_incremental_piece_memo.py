@@ -197,3 +197,25 @@ def test_a_refused_piece_prints_only_its_changed_kernels(
     assert 1 <= len(printed) < total
     printed.clear()
     assert second == fresh(g2) and second != first
+
+
+def test_a_gpu_kernel_lowered_from_its_printed_op_equals_one_parsed_from_its_text() -> None:
+    """``kinac.ir.gpu.kernel_split._OPS``: a kernel printed in this process is lowered from a
+    clone of the op it was printed from, not its text parsed back: the same code, for every
+    kernel of a block, an MLP and gathers, both flavours, lowered twice (the op is not
+    changed by a lowering)."""
+    from kinac.ir.gpu import kernel_split as KS
+    from kinac.ir.gpu.pipeline import split_graph_gpu
+    from kinac.ir.testing import GraphBuilder
+
+    b = GraphBuilder("gathers")
+    table, idx = b.param("table", "f32", (16, 8)), b.param("idx", "i32", (4, 3))
+    e = b.gather(table, idx)
+    gathers = b.build(b.binary("add", b.unary("tanh", b.binary("mul", e, e)), e))
+    kernels = [k for g in (block_graph(2, 8, 16), mlp_graph(2, 8, 16, 32), gathers)
+               for k in split_graph_gpu(g).kernels if k.source == "kina"]  # fmt: skip
+    assert len(kernels) >= 6 and all(k.text in KS._OPS for k in kernels)
+    for k in kernels:
+        for flavour in ("nvptx", "emu"):
+            parsed = KS._lower_kina(k, flavour, reuse=False)
+            assert KS._lower_kina(k, flavour) == parsed == KS._lower_kina(k, flavour)

@@ -60,7 +60,18 @@ def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
     ftype = ([u.type for u in k.inputs], [copy.results[0].type])
     text = _print_generic(ModuleOp([func.FuncOp(CANONICAL_NAME, ftype, Region(block))]))
     status_step = step if k.kind.data == "gather" else 0
+    if len(_OPS) >= _OPS_MAX:
+        _OPS.clear()
+    _OPS[text] = copy
     return GpuKernel(gpu_kernel_symbol(text, status_step), text, status_step)
+
+
+# The op each canonical text was printed from in this process (as the host's,
+# kinac.ir.host.kernels._OPS): _lower_kina clones it instead of parsing the text back, which
+# was ~85% of lowering a kernel (an edit's new kernels are printed by the process that lowers
+# them). The text is the op's generic form: parsing it gives the same op (test).
+_OPS: dict[str, st.KernelOp] = {}
+_OPS_MAX = 4096
 
 
 def structure(k: st.KernelOp, step: int) -> Hashable:
@@ -76,11 +87,17 @@ def _context() -> Context:
     return ctx
 
 
-def _lower_kina(kernel: GpuKernel, flavour: str) -> GpuKernelCode:
-    """A ``kina.kernel`` text: parsed back, its functions generated as for the whole entry."""
-    parsed = Parser(_context(), kernel.text).parse_module()
-    outer = next(o for o in parsed.ops if isinstance(o, func.FuncOp))
-    k = next(o for o in outer.body.block.ops if isinstance(o, st.KernelOp))
+def _lower_kina(kernel: GpuKernel, flavour: str, reuse: bool = True) -> GpuKernelCode:
+    """A ``kina.kernel`` text: parsed back (or the op it was printed from cloned, ``reuse``),
+    its functions generated as for the whole entry."""
+    printed = _OPS.get(kernel.text) if reuse else None
+    if printed is not None:  # its inputs mapped to fresh values: no use added to the original
+        args = Block(arg_types=[u.type for u in printed.inputs]).args
+        k = printed.clone(value_mapper=dict(zip(printed.inputs, args, strict=True)))
+    else:
+        parsed = Parser(_context(), kernel.text).parse_module()
+        outer = next(o for o in parsed.ops if isinstance(o, func.FuncOp))
+        k = next(o for o in outer.body.block.ops if isinstance(o, st.KernelOp))
     k.properties["sym"] = StringAttr(kernel.symbol)
     gen = KernelGen(k, kernel.status_step, flavour)
     fns = gen.generate()
