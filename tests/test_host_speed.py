@@ -292,3 +292,17 @@ def test_pool_wakes_every_sleeper(spin_ticks: int) -> None:
 
 
 _IMAGES_KEPT: list[object] = []
+
+
+def test_entry_reads_array_addresses_through_the_buffer_protocol() -> None:
+    """The call path's fast address read gives ``a.ctypes.data`` for writable, read-only,
+    empty, sliced and bf16 arrays (read-only and empty ones take the slow path)."""
+    from kinac.rt.host.arrays import bf16_array
+    from kinac.rt.host.entry import _address
+
+    a = np.arange(10, dtype=np.float32)
+    ro = a.copy()
+    ro.flags.writeable = False
+    rows = np.arange(12.0).reshape(3, 4)[1:]
+    for x in (a, ro, np.empty(0, np.float32), rows, bf16_array(np.zeros(4, np.uint16))):
+        assert _address(x) == x.ctypes.data

@@ -25,6 +25,16 @@ from kinac.rt.host.pool import runtime_symbols
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
+def _address(a: np.ndarray) -> int:
+    """The data address of a C-contiguous array: through the buffer protocol (~0.7 us), not
+    ``a.ctypes.data`` (~2 us: it builds a ``_ctypes`` object), eleven times per call of the
+    transformer block; read-only and empty arrays, which ctypes refuses, take the slow way."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError):
+        return int(a.ctypes.data)
+
+
 class _ThreadEnd:
     """Held in one thread's local storage only: collected when the thread ends."""
 
@@ -101,7 +111,7 @@ class HostEntry:
             ]
         status, arena_at, status_at = self._scratch()
         status[0] = 0
-        ptrs = [b.ctypes.data for b in ins] + [b.ctypes.data for b in outs] + [arena_at, status_at]
+        ptrs = [_address(b) for b in ins] + [_address(b) for b in outs] + [arena_at, status_at]
         argv = (ctypes.c_void_p * self._nargs)(*ptrs)
         if self._blas:
             with single_threaded_blas:
