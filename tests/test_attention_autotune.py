@@ -100,16 +100,19 @@ def test_off_and_no_gpu_give_the_default(tmp_path: Path, monkeypatch: pytest.Mon
     d = attention_tiles(Database(), _key(p, "default"))
     assert d == default_choice(p, "sm_90a") == AttnChoice(64, 64, 0, 2, "wgmma", "default")
     assert default_choice(p, "sm_80").mma == "sync"
-    long = bhsd_params("bf16", 1, 16, 4, 4096, 128)  # measured: 128x128 s3 mbar from S = 4096
+    long = bhsd_params("bf16", 1, 16, 4, 4096, 128)  # measured from S = 4096: FA3-style
     assert default_choice(long, "sm_90a") == AttnChoice(
-        128, 128, 0, 3, "wgmma", "default", mbar=True
-    )
+        128, 128, 0, 3, "wgmma_ovl", "default", lpt=True, mbar=True, pingpong=True, ws=True,
+        lazy=True,
+    )  # fmt: skip
+    assert not default_choice(replace(long, causal=False), "sm_90a").lpt
     assert default_choice(long, "sm_80") == AttnChoice(64, 64, 0, 2, "sync", "default")
     # head dim 128, causal, shorter (the 45M block's S = 1024): 64x64 longest-first, as measured
     mid = bhsd_params("bf16", 4, 16, 4, 1024, 128)
     assert default_choice(mid, "sm_90a") == AttnChoice(64, 64, 0, 2, "wgmma", "default", lpt=True)
     assert not default_choice(replace(mid, causal=False), "sm_90a").lpt  # nothing to order
-    for q in (long, mid, replace(mid, causal=False)):  # each default is one of the candidates
+    for q in (long, mid, replace(mid, causal=False), replace(long, causal=False)):  # each
+        # default is one of the candidates
         assert apply(q, default_choice(q, "sm_90a")) in candidates(q, "sm_90a")
     # a timing on another architecture's device is not used for this one
     assert attention_tiles(db, ("sm_80", tuning_key(p), GENERATOR_VERSION, "timed X sm_90")) == (
@@ -211,10 +214,13 @@ def test_a_near_tie_keeps_the_default() -> None:
     names = [label(c) for c in cands]
     ms = [2.0] * len(cands)
     ms[names.index("wgmma 64x64 s2")] = 0.614
-    ms[names.index("wgmma 128x128 s3 mbar")] = 0.618  # the default at 4096 keys
+    dflt = "wgmma_ovl 128x128 s3 mbar pingpong ws lazy lpt"  # the default at 4096 keys
+    ms[names.index(dflt)] = 0.618
     c = pick(p, "sm_90a", cands, tuple(ms))
-    assert (c.block_m, c.block_n, c.stages, c.mbar, c.how) == (128, 128, 3, True, "timed")
-    ms[names.index("wgmma 128x128 s3 mbar")] = 0.650
+    assert (c.block_m, c.block_n, c.stages, c.mma, c.lazy, c.how) == (
+        128, 128, 3, "wgmma_ovl", True, "timed"
+    )  # fmt: skip
+    ms[names.index(dflt)] = 0.650
     c = pick(p, "sm_90a", cands, tuple(ms))
     assert (c.block_m, c.block_n) == (64, 64)
     assert pick(p, "sm_90a", cands, (math.inf,) * len(cands)).how == "default"

@@ -75,7 +75,12 @@ SYNC_CANDIDATES: dict[int, tuple[tuple[str, int, int, int, int] | Cand6, ...]] =
 # with 3 stages on per-stage mbarriers was the fastest or within 2% of it at every length
 # measured (0.565 / 2.145 / 2.055 ms at S = 4096 / 8192 / 16384, against 0.618 / 2.489 /
 # 2.164 for the 2-stage block-barrier kernel this table named before); mma.sync 64x64
-# elsewhere. Head dim 64 was not measured: 64x64 in grid order.
+# elsewhere. Head dim 64 was not measured: 64x64 in grid order. From 2026-12-02 (01:0x UTC,
+# docs/measurements/attention_bench_2026-12-02.md): from S = 4096 on, FA3's overlapped kernel
+# with a producer warpgroup, ping-pong and the lazy softmax (wgmma_ovl 128x128 s3 mbar
+# pingpong ws lazy, longest-first when causal) was the fastest or within 1% of it at every
+# length and both dtypes (bf16 0.481 / 1.905 / ~1.61 ms at S = 4096 / 8192 / B1 16384,
+# against 0.557 / 2.110 / 1.845 for the mbar kernel), so it is the long default.
 DEFAULT_TILES: dict[int, tuple[int, int, int, int]] = {64: (64, 64, 0, 2), 128: (64, 64, 0, 2)}
 DEFAULT_LPT = (128,)  # head dims whose causal default orders blocks longest first (measured)
 TIE = 0.01  # relative: a default within 1% of the fastest candidate is kept
@@ -83,7 +88,7 @@ TIE = 0.01  # relative: a default within 1% of the fastest candidate is kept
 # candidate (seconds) to save microseconds; 1 GFLOP is ~2 us on an H200 at the default tiles.
 MIN_TUNE_FLOPS = 1e9
 LONG_KEYS = 2048  # from this many keys, head dim 128 on Hopper: DEFAULT_LONG
-DEFAULT_LONG = (128, 128, 0, 3)  # with mbar (per-stage mbarriers)
+DEFAULT_LONG = (128, 128, 0, 3)  # wgmma_ovl with mbar, ws, pingpong, lazy (and lpt if causal)
 
 
 @record
@@ -181,11 +186,12 @@ def default_choice(p: AttnParams, arch: str, how: str = "default") -> AttnChoice
         if p.causal and p.head_dim in DEFAULT_LPT and check_params(lpt) is None:
             q = lpt
         bm, bn, mb, stg = DEFAULT_LONG
-        long = replace(q, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mbar=True, lpt=False)
+        long = replace(q, block_m=bm, block_n=bn, min_blocks=mb, stages=stg, mma="wgmma_ovl",
+                       mbar=True, ws=True, pingpong=True, lazy=True, lpt=p.causal)  # fmt: skip
         if p.head_dim == 128 and p.sk >= LONG_KEYS and check_params(long) is None:
             q = long
-    return AttnChoice(q.block_m, q.block_n, q.min_blocks, q.stages, q.mma, how,
-                      lpt=q.lpt, mbar=q.mbar)  # fmt: skip
+    return AttnChoice(q.block_m, q.block_n, q.min_blocks, q.stages, q.mma, how, lpt=q.lpt,
+                      mbar=q.mbar, pingpong=q.pingpong, ws=q.ws, lazy=q.lazy)  # fmt: skip
 
 
 def pick(
