@@ -49,6 +49,9 @@ def test_edit_reuses_unchanged_calls_nodes_and_matches_a_clean_build(tmp_path: P
     for start, stop in new.calls[:2]:  # the calls before the edit: the same node records
         for i in range(start, stop):
             assert new.graph.nodes[i] is old.graph.nodes[i]
+    nparams = len(new.graph.params)  # the params: the same pairs and nodes (_param)
+    assert all(a is b for a, b in zip(new.graph.params, old.graph.params, strict=True))
+    assert all(new.graph.nodes[i] is old.graph.nodes[i] for i in range(nparams))
     start, stop = new.calls[2]  # the edited call's nodes are rebuilt (one node later)
     assert all(new.graph.nodes[i] is not old.graph.nodes[i - 1] for i in range(start, stop))
     sess.close()

@@ -138,9 +138,10 @@ def specialise(
             em.small_enough(t, ref, p.nid, f"the parameter `{p.name}`")
         except _Abort as a:
             return Specialised(None, key_dims, key_dt, (a.diag,))
-        params.append((p.name, t))
+        pair, node = _param(p.name, t, len(params))
+        params.append(pair)
         args.append(len(em.nodes))
-        em.nodes.append(make_node("param", (), t, index=len(params) - 1))
+        em.nodes.append(node)
     try:
         out = em.defn(ref, args, denv, groups, dict(dtypes), ())
         ret_dt = em.dtype(cd.sig.ret.dtype, dict(dtypes))
@@ -163,6 +164,22 @@ def specialise(
 # nodes each). The memo holds each fragment, so its id is not reused while remembered.
 _SPLICED: dict[tuple[int, tuple[int, ...], int], tuple[Any, tuple[Node, ...]]] = {}
 _SPLICED_LIMIT = 1024  # calls; then the memo starts over (a few entries' worth)
+
+
+# A param's (name, type) pair and node by value, in this process (bounded): an edit's entry
+# takes the previous build's objects for its unchanged params (289 at L=32), so the codec
+# reuses their runs' text (kinac.rules.codec._RUN_OF). Records are immutable: exact.
+_PARAMS: dict[tuple[str, TType, int], tuple[tuple[str, TType], Node]] = {}
+
+
+def _param(name: str, t: TType, index: int) -> tuple[tuple[str, TType], Node]:
+    key = (name, t, index)
+    hit = _PARAMS.get(key)
+    if hit is None:
+        if len(_PARAMS) >= 4 * _SPLICED_LIMIT:
+            _PARAMS.clear()
+        hit = _PARAMS[key] = ((name, t), make_node("param", (), t, index=index))
+    return hit
 
 
 def _spliced(frag: Any, args: list[int], off: int) -> tuple[Node, ...]:
