@@ -119,3 +119,18 @@ def test_runs_are_bounded_by_two_generations(monkeypatch: pytest.MonkeyPatch) ->
     held = sum(len(x) for _, x in (*codec._RUN_OF.values(), *codec._RUN_OLD.values()))
     assert held <= 2 * (20_000 + 3_000)  # each generation: its limit and one more run
     assert encode(tuples[0]) == codec._reference_encode(tuples[0]).encode()
+
+
+def test_runs_of_tuples_are_reused_by_identity_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph's params are (name, type) pairs: a long tuple of tuples has runs as well."""
+    pairs = tuple((f"w{i}", Item(i, "t")) for i in range(64))
+    encode(pairs)
+    edited = (*pairs[:40], ("new", Item(-1, "t")), *pairs[41:])
+    seen = _count_items(monkeypatch)
+    assert encode(edited) == codec._reference_encode(edited).encode()
+    assert seen == [edited[i][1] for i in range(32, 64)]
+    box = [1]
+    holding = tuple((i, box) for i in range(40))  # a tuple run that met a list
+    first = encode(holding)
+    box.append(2)
+    assert encode(tuple(holding)) != first

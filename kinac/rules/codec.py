@@ -231,7 +231,7 @@ def _encode_into(v: Any, out: list[str]) -> None:
         if not v:
             out.append("[]")
             return
-        if t is tuple and len(v) >= _RUN and type(v[0]) in _FIELDS:
+        if t is tuple and len(v) >= _RUN and (type(v[0]) in _FIELDS or type(v[0]) is tuple):
             _encode_runs(v, out)
             return
         sep = "["
@@ -283,14 +283,15 @@ def _encode_into(v: Any, out: list[str]) -> None:
         out.append(_reference_encode(v))
 
 
-# The text of runs of records in long tuples by the identity of their elements: an entry's
-# graph is a tuple of ~1,800 nodes at L=32, rebuilt as a new tuple by every edit, whose
-# unchanged calls' nodes are the previous build's objects (the specialiser reuses them), so
-# each run of ``_RUN`` elements that are all the same objects as a run encoded before has the
-# same text (records are frozen; a run that met a list, dict or set is not remembered). Keyed
+# The text of runs of records (or tuples) in long tuples by the identity of their elements:
+# an entry's graph is a tuple of ~1,800 nodes at L=32, rebuilt as a new tuple by every edit,
+# whose unchanged calls' nodes and params are the previous build's objects (the specialiser
+# reuses them), so each run of ``_RUN`` elements that are all the same objects as a run
+# encoded before has the same text (records and tuples are immutable; a run that met a
+# list, dict or set is not remembered). Keyed
 # by the id of the run's first element, checked element by element with ``is`` (never ``==``:
 # ``1 == 1.0`` but their texts differ); two generations bounded like the records' texts.
-_RUN = 32  # elements per run; a tuple of fewer, or not starting with a record, is encoded plainly
+_RUN = 32  # elements per run; a tuple of fewer, or not starting with a record or tuple: plainly
 _RUN_OF: dict[int, tuple[tuple[Any, ...], str]] = {}  # the newer generation
 _RUN_OLD: dict[int, tuple[tuple[Any, ...], str]] = {}
 _run_size = [0]  # characters held by the newer generation
