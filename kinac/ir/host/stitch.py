@@ -196,10 +196,10 @@ def stitch(
     results: list[int] = []
     reads: list[tuple[int, ...]] = []
     # per piece: its buffers (inputs, then its kernels' results), first kernel, kernel count
-    spans: list[tuple[list[int], int, int]] = []
+    spans: list[tuple[list[int], int, int, LoweredPiece]] = []
     for (ins, outs), lp in zip(pieces, lowered, strict=True):
         local = [value_of[v] for v in ins]
-        spans.append((local, len(ks), len(lp.kernels)))
+        spans.append((local, len(ks), len(lp.kernels), lp))
         for pk in lp.kernels:
             reads.append(tuple(local[r] for r in pk.reads))
             results.append(nparams + len(ks))
@@ -242,11 +242,14 @@ def stitch(
     )
     symbol = wrapper_name(symbol_name(graph.name))
     distinct: dict[HostKernel, int] = {}  # each kernel once, steps by index
-    index = tuple(distinct.setdefault(k, len(distinct)) for k in kernels)
-    calls = [
-        KernelCall(hk.symbol, k.kind, k.launch, v, rs)
-        for hk, k, v, rs in zip(kernels, ks, results, reads, strict=True)
-    ]
+    by_id: dict[int, int] = {}  # the same kernel object (a piece's, in every layer): no hash
+    index_of: list[int] = []
+    for hk in kernels:
+        at = by_id.get(id(hk))
+        if at is None:
+            at = by_id[id(hk)] = distinct.setdefault(hk, len(distinct))
+        index_of.append(at)
+    index = tuple(index_of)
     nargs = len(params) + len(outputs) + 2
     piece_code: tuple[str, ...] = ()
     if separate:
@@ -254,14 +257,19 @@ def stitch(
         code: dict[str, str] = {}
         # a piece function by its shape: its buffer count and each call's symbol, kind, launch
         # and reads (its result is the piece's next buffer), as plain tuples (cheaper to hash
-        # and compare than the calls); the calls are built only for a shape not yet written
+        # and compare than calls), computed once per piece object without a gather (its
+        # kernels' symbols are its own; a gather's is its step's); calls built for a new shape
         made: dict[tuple[int, tuple[Any, ...]], str] = {}
-        for local, first, count in spans:
+        shape_of: dict[int, tuple[int, tuple[Any, ...]]] = {}
+        for local, first, count, lp in spans:
             if not count:
                 continue
-            key = (len(local), tuple([(c.symbol, c.kind, c.launch, k.reads) for c, k in
-                                      zip(calls[first : first + count], ks[first : first + count],
-                                          strict=True)]))  # fmt: skip
+            key = shape_of.get(id(lp))
+            if key is None:
+                key = (len(local), tuple([(kernels[j].symbol, ks[j].kind, ks[j].launch, ks[j].reads)
+                                          for j in range(first, first + count)]))  # fmt: skip
+                if not any(pk.kind == "gather" for pk in lp.kernels):
+                    shape_of[id(lp)] = key
             psym = made.get(key)
             if psym is None:  # 32 identical layers: one function written
                 n = len(local) - count
@@ -274,6 +282,10 @@ def stitch(
         text = pieces_wrapper(symbol, nargs, len(params), where.__getitem__, fns).text()
         piece_code = tuple(code.values())
     else:
+        calls = [
+            KernelCall(hk.symbol, k.kind, k.launch, v, rs)
+            for hk, k, v, rs in zip(kernels, ks, results, reads, strict=True)
+        ]
         text = entry_wrapper(symbol, nargs, len(params), where.__getitem__, calls).text()
     launch: dict[int, tuple[int, int] | None] = {}
     for i, k in zip(index, ks, strict=True):
