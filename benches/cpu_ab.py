@@ -6,7 +6,7 @@ Two runs of ``benches/cpu.py`` on two trees see different load; this one loads t
 entry several times in one process, each bound to a task pool of its own built with other
 settings, and alternates calls batch by batch. A ``VARIANT`` is ``name:key=value,...`` with
 keys ``spin_ticks`` (how long pool waiters spin before they sleep, in TSC ticks; 0: sleep at
-once), ``min_rows`` (the thinnest block of a split BLAS product), ``min_flops`` (below this
+once), ``spin_yield`` (1: the spin yields the core every 64 pauses), ``min_rows`` (the thinnest block of a split BLAS product), ``min_flops`` (below this
 ``m*n*k`` a product is not split) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
 ``blas_threads=N`` (N > 1: the products call OpenBLAS directly with its own N threads instead
 of splitting them on the pool); a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
@@ -39,7 +39,7 @@ from kinac.rt.host.blas import _loaded_openblas, _thread_control, raw_gemms  # n
 from kinac.rt.host.entry import HostEntry  # noqa: E402
 
 _EXPORTS = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
-_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops")
+_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield")
 
 
 def parse_variant(spec: str) -> tuple[str, dict[str, int]]:

@@ -248,8 +248,8 @@ declare i64 @llvm.readcyclecounter()
 
 
 @pytest.mark.skipif(platform.system() != "Linux" or not _X86, reason="the pool: Linux x86-64")
-@pytest.mark.parametrize("spin_ticks", [0, 2000, pool.SPIN_TICKS])
-def test_pool_wakes_every_sleeper(spin_ticks: int) -> None:
+@pytest.mark.parametrize("spin_ticks,spin_yield", [(0, False), (2000, False), (20000, True)])
+def test_pool_wakes_every_sleeper(spin_ticks: int, spin_yield: bool) -> None:
     """Jobs published while the worker spins, falls asleep or is waking, with pauses of random
     length between them, every task of every job run exactly once and none lost: a waker skips
     the wake syscall when it counts no sleeper, and a lost wake-up would hang here (a sleeping
@@ -259,7 +259,7 @@ def test_pool_wakes_every_sleeper(spin_ticks: int) -> None:
 
     raw = raw_gemms()  # bound but not called (the symbol table is process-wide: real ones)
     blas = {"kinac_blas_sgemm": raw["kinac_sgemm"], "kinac_blas_dgemm": raw["kinac_dgemm"]}
-    ir = pool.pool_ir(202, spin_ticks=spin_ticks)
+    ir = pool.pool_ir(202, spin_ticks=spin_ticks, spin_yield=spin_yield)
     image = jit_load(
         compile_object(ir, host_target()), blas, ("kinac_pool_worker", "kinac_parallel")
     )

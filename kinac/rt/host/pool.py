@@ -298,7 +298,33 @@ pause:
   %more = icmp ult i64 %dt, {ticks}
   br i1 %more, label %spin, label %sleep
 """
+# the same, giving the core away (sched_yield) every 64 pauses: on a loaded machine the
+# spinning thread lets a runnable one (the caller, another process) have its core
+_SPIN_YIELD_X86 = """
+  %t0 = call i64 @llvm.readcyclecounter()
+  br label %spin
+spin:
+  %n = phi i32 [ 0, %entry ], [ %n1, %maybe ], [ %n1, %give ]
+  %now = load atomic i32, ptr %word monotonic, align 4
+  %moved = icmp ne i32 %now, %val
+  br i1 %moved, label %done, label %pause
+pause:
+  call void @llvm.x86.sse2.pause()
+  %n1 = add i32 %n, 1
+  %t = call i64 @llvm.readcyclecounter()
+  %dt = sub i64 %t, %t0
+  %more = icmp ult i64 %dt, {ticks}
+  %low = and i32 %n1, 63
+  %turn = icmp eq i32 %low, 0
+  br i1 %more, label %maybe, label %sleep
+maybe:
+  br i1 %turn, label %give, label %spin
+give:
+  %y = call i64 (i64, ...) @syscall(i64 24)
+  br label %spin
+"""
 _SPIN_DECLS = "declare i64 @llvm.readcyclecounter()\ndeclare void @llvm.x86.sse2.pause()\n"
+SPIN_YIELD = False
 
 
 def pool_ir(
@@ -306,13 +332,17 @@ def pool_ir(
     spin_ticks: int | None = None,
     min_rows: int | None = None,
     min_flops: int | None = None,
+    spin_yield: bool | None = None,
 ) -> str:
     """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
-    ``spin_ticks``: waiters spin that many TSC ticks before they sleep, x86-64 only; the
-    others default to the module's constants)."""
+    ``spin_ticks``: waiters spin that many TSC ticks before they sleep, x86-64 only;
+    ``spin_yield``: the spin calls ``sched_yield`` every 64 pauses; the others default to the
+    module's constants)."""
     x86 = platform.machine() == "x86_64"  # the spin reads the TSC and pauses: x86-64 only
     ticks = (SPIN_TICKS if x86 else 0) if spin_ticks is None else spin_ticks
-    head = _SPIN_X86.format(ticks=ticks) if ticks else "  br label %sleep"
+    yielding = SPIN_YIELD if spin_yield is None else spin_yield
+    head = (_SPIN_YIELD_X86 if yielding else _SPIN_X86).format(ticks=ticks)
+    head = head if ticks else "  br label %sleep"
     text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE, spin=head)
     text += _SPIN_DECLS if ticks else ""
     for t, ty in (("s", "float"), ("d", "double")):
