@@ -155,3 +155,23 @@ def test_a_build_that_ran_nothing_still_saves_recomputed_code_identities(tmp_pat
     assert sess.db.events.executed_events == []
     assert Store(cache).load_setting("code_ids") == CODE.export_ids()
     sess.close()
+
+
+def test_values_up_to_the_inline_size_are_rows_not_files(tmp_path: Path) -> None:
+    """A 300 KB value (an L=32 entry's graph) is stored in the value store's SQLite rows:
+    no file and no directories of its own (cache_files.INLINE_VALUES); it reads back."""
+    from kinac.rules.codec import digest, pack
+    from kinac.rules.query import MISSING
+
+    store = Store(tmp_path / "c")
+    value = tuple(f"node {i}" for i in range(30_000))
+    blob = pack(value)
+    assert len(blob) > 250_000
+    store.stage_blob(digest(blob), blob)
+    store.save({})
+    assert [p for p in (tmp_path / "c" / "blobs").rglob("*") if p.suffix == ".val"] == []
+    store.close()
+    again = Store(tmp_path / "c")
+    assert again.load_value(digest(blob)) == value
+    assert again.load_value("0" * 32) is MISSING
+    again.close()
