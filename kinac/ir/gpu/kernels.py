@@ -49,6 +49,15 @@ from kinac.ir.gpu.rows import RowReducer
 from kinac.ir.gpu.scalar import COMPUTE
 from kinac.ir.layout import cstrides
 
+
+def _unroll(groups: int) -> int:
+    """Vector groups a map thread handles: :func:`map_unroll`'s, at most
+    ``map_loads.MAX_UNROLL`` where loads go first (more would cost occupancy: 56 registers at
+    4 groups of 16-byte loads in flight, 32 at 2)."""
+    u = map_unroll(groups)
+    return min(u, map_loads.MAX_UNROLL) if map_loads.ENABLED else u
+
+
 SCATTER_THREADS = 1 << 16
 """Threads a scatter-add aims for (columns x row chunks): each walks every index once."""
 
@@ -133,7 +142,7 @@ class KernelGen:
         b, r, out = self._start(vec)
         self._map_body(b, r, out, shape, vec, lambda idx, lax: r.read(self.root, idx, lax), None, self.root)  # fmt: skip
         groups = math.prod(shape) // vec
-        u = map_unroll(groups)
+        u = _unroll(groups)
         return self._finish(b, name, map_grid(groups, u), BLOCK, vec, note=f"unroll {u}")
 
     def _map_body(self, b: Builder, r: BodyReader, out: Val, shape: tuple[int, ...], vec: int, value: object, out_shape: tuple[int, tuple[int, ...], int] | None, root: SSAValue | None = None) -> None:  # fmt: skip
@@ -142,7 +151,7 @@ class KernelGen:
         whose 16-byte loads :mod:`map_loads` issues first where enabled."""
         ix = self.ix
         groups = math.prod(shape) // vec
-        u_n = map_unroll(groups)
+        u_n = _unroll(groups)
         tid, bid = self._tid(b)
         base = b.iadd(b.imul(bid, BLOCK * u_n, ix), tid, ix)
         lax = len(shape) - 1 if vec > 1 else None
@@ -341,7 +350,7 @@ class KernelGen:
 
         self._map_body(b, r, out, shape, vec, value, None)
         groups = math.prod(shape) // vec
-        return self._finish(b, name, map_grid(groups, map_unroll(groups)), BLOCK, vec)
+        return self._finish(b, name, map_grid(groups, _unroll(groups)), BLOCK, vec)
 
     def _scatter_add(self, name: str) -> KernelFn:
         op = self.root.owner
@@ -431,7 +440,7 @@ class KernelGen:
         b, r, out = self._start(vec)
         self._map_body(b, r, out, xs, vec, lambda idx, lax: r.read(x, idx, lax), (ax, full, start))
         groups = math.prod(xs) // vec
-        return self._finish(b, name, map_grid(groups, map_unroll(groups)), BLOCK, vec)
+        return self._finish(b, name, map_grid(groups, _unroll(groups)), BLOCK, vec)
 
     def _naive_matmul(self, name: str) -> KernelFn:
         op = self.root.owner
@@ -457,5 +466,5 @@ class KernelGen:
         self._map_body(b, r, out, o_s, 1, value, None)
         groups = math.prod(o_s)
         return self._finish(
-            b, name, map_grid(groups, map_unroll(groups)), BLOCK, 1, note=f"naive, {a_s[-1]} steps"
+            b, name, map_grid(groups, _unroll(groups)), BLOCK, 1, note=f"naive, {a_s[-1]} steps"
         )

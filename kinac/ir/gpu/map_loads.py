@@ -31,6 +31,7 @@ from kinac.ir.gpu.scalar import STORAGE
 from kinac.ir.layout import Layout
 
 ENABLED = False
+MAX_UNROLL = 4  # vector groups a thread handles while ENABLED (kernels._unroll)
 ASM = '"ld.global.nc.v4.u32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l"'
 STRUCT = "{ i32, i32, i32, i32 }"
 Req = tuple[SSAValue, tuple[Ix, ...], int | None]
