@@ -143,7 +143,8 @@ class KernelGen:
         self._map_body(b, r, out, shape, vec, lambda idx, lax: r.read(self.root, idx, lax), None, self.root)  # fmt: skip
         groups = math.prod(shape) // vec
         u = _unroll(groups)
-        return self._finish(b, name, map_grid(groups, u), BLOCK, vec, note=f"unroll {u}")
+        note = f"unroll {u}" + (", loads first" if map_loads.ENABLED else "")
+        return self._finish(b, name, map_grid(groups, u), BLOCK, vec, note=note)
 
     def _map_body(self, b: Builder, r: BodyReader, out: Val, shape: tuple[int, ...], vec: int, value: object, out_shape: tuple[int, tuple[int, ...], int] | None, root: SSAValue | None = None) -> None:  # fmt: skip
         """Compute ``value(idx, lax)`` over ``shape`` and store it (into ``out_shape`` =
