@@ -51,7 +51,7 @@ class Piece:
     outputs: tuple[int, ...]
 
 
-def surely_materialised(g: Graph, users: list[set[int]]) -> list[bool]:
+def surely_materialised(g: Graph, readers: list[int], by_matmul: list[bool]) -> list[bool]:
     """For each node, whether ``fuse-kernels`` gives it a buffer in the whole graph whatever
     the rest of the graph is (a sufficient condition: a False only costs a cut).
 
@@ -75,9 +75,9 @@ def surely_materialised(g: Graph, users: list[set[int]]) -> list[bool]:
         if op in NOT_FUSED and not low_cast:
             out[i] = True
         elif op in ARITH or low_cast:  # elementwise arithmetic (or a cast of a result)
-            if len(users[i]) >= 2:
+            if readers[i] >= 2:
                 out[i] = True
-            elif node.type.dtype not in LOW and any(g.nodes[u].op == "matmul" for u in users[i]):
+            elif node.type.dtype not in LOW and by_matmul[i]:
                 out[i] = True
     return out
 
@@ -85,15 +85,20 @@ def surely_materialised(g: Graph, users: list[set[int]]) -> list[bool]:
 def cut_points(g: Graph, calls: tuple[tuple[int, int], ...]) -> list[int]:
     """The candidate positions (call boundaries) at which cutting ``g`` keeps its kernels."""
     n, nparams = len(g.nodes), len(g.params)
-    users: list[set[int]] = [set() for _ in range(n)]
+    readers = [0] * n  # how many nodes read each value (counted, not collected: 1,800 sets)
+    by_matmul = [False] * n  # whether a matmul reads it
     last = list(range(n))  # last node reading each value (itself if none)
     for i, node in enumerate(g.nodes):
+        mm = node.op == "matmul"
         for a in node.args:
-            users[a].add(i)
-            last[a] = i
+            if last[a] != i:  # readers come in order: a repeated argument counts once
+                readers[a] += 1
+                last[a] = i
+            if mm:
+                by_matmul[a] = True
     for o in g.outputs:
         last[o] = n  # read after the last node
-    mat = surely_materialised(g, users)
+    mat = surely_materialised(g, readers, by_matmul)
     # a cut at p is safe when no value made before p (past the params) and read at or after p
     # is one the whole graph would recompute in its reader: count those per position
     bad = [0] * (n + 2)
