@@ -4,7 +4,11 @@
 with the NVVM intrinsics turned into calls of ``kemu_*``), compiles it for the host and runs
 each launch with one OS thread per GPU thread: ``kemu_sreg`` reads the thread's indices,
 ``kemu_shfl_*`` exchanges values within its warp of 32 threads, ``kemu_barrier`` waits for its
-block; blocks run one after another (so shared memory is per block). cuBLAS calls are executed
+block; blocks run one after another (so shared memory is per block). A block's threads are
+started once per launch and run its blocks in turn (a barrier between blocks), and a kernel
+that neither shuffles nor waits at a barrier (its threads never meet: a map) runs its threads
+one after another on the calling thread: starting an OS thread per GPU thread cost ~1 ms each
+on a loaded 2-core machine, most of the emulated tests' time. cuBLAS calls are executed
 in numpy from the column-major arguments :func:`kinac.rt.cuda.blas.colmajor` computes, which
 checks the row-major to column-major translation too. So kernel indexing, vector loads,
 shuffle reductions, fusion and buffer planning are tested on machines without a GPU.
@@ -12,8 +16,10 @@ shuffle reductions, fusion and buffer planning are tested on machines without a 
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import functools
+import re
 import threading
 from typing import Any
 
@@ -31,10 +37,48 @@ _local = threading.local()
 _errors: list[str] = []
 
 
+class _Barrier:
+    """A reusable barrier of ``n`` threads on raw locks: each waiter blocks on a lock of its own
+    that the last to arrive releases (``threading.Barrier``'s Condition costs about twice as
+    much, and the emulated kernels wait at one per shuffle). A wait longer than ``timeout``
+    breaks it: every waiter, and every later wait, raises (a kernel that lost a thread)."""
+
+    def __init__(self, n: int, timeout: float = 60) -> None:
+        self.n, self.timeout = n, timeout
+        self.mutex = _thread.allocate_lock()
+        self.gate: list[Any] = []
+        self.broken = False
+
+    def wait(self) -> None:
+        me = getattr(_local, "gate", None)
+        if me is None:
+            me = _local.gate = _thread.allocate_lock()
+            me.acquire()  # held: the next acquire waits for the last arrival's release
+        with self.mutex:
+            if self.broken:
+                raise RuntimeError("barrier broken by an earlier timeout")
+            if len(self.gate) == self.n - 1:
+                waiters, self.gate = self.gate, []
+                for w in waiters:
+                    w.release()
+                return
+            self.gate.append(me)
+        if me.acquire(timeout=self.timeout) and not self.broken:
+            return
+        with self.mutex:
+            self.broken = True
+            waiters, self.gate = self.gate, []
+        for w in waiters:
+            if w is not me:
+                w.release()
+        me.acquire(blocking=False)  # held again, whoever released it meanwhile
+        raise RuntimeError(f"barrier of {self.n} threads timed out after {self.timeout:g} s")
+
+
 class _Warp:
     def __init__(self, n: int) -> None:
         self.slots: list[Any] = [0] * n
-        self.bar = threading.Barrier(n, timeout=60)
+        self.bar = _Barrier(n)
 
     def exchange(self, lane: int, v: Any, off: int) -> Any:
         self.slots[lane] = v
@@ -72,28 +116,61 @@ _CB = {
 _SYMS = {n: ctypes.cast(f, ctypes.c_void_p).value or 0 for n, f in _CB.items()}
 
 
-def launch(addr: int, nargs: int, grid: int, block: int, args: list[int]) -> None:
-    """Run one kernel on the CPU: ``grid`` blocks of ``block`` threads (see the module doc)."""
+def launch(
+    addr: int, nargs: int, grid: int, block: int, args: list[int], threads: bool = True
+) -> None:
+    """Run one kernel on the CPU: ``grid`` blocks of ``block`` threads (see the module doc);
+    ``threads=False`` for a kernel whose threads never meet (no shuffle, no barrier)."""
     fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs))(addr)
     assert block % WARP == 0, block
-    for bid in range(grid):
+    if not threads:
+        for bid in range(grid):
+            for tid in range(block):
+                _local.ids = (tid, bid, block, grid)
+                fn(*args)
+    else:
         warps = [_Warp(WARP) for _ in range(block // WARP)]
-        bar = threading.Barrier(block, timeout=60)
+        bar = _Barrier(block)  # the kernel's barrier (reused per block)
+        done = _Barrier(block)  # a block ends before the next begins
 
-        def run(tid: int, bid: int = bid, warps: list[_Warp] = warps, bar: Any = bar) -> None:
-            _local.ids = (tid, bid, block, grid)
+        def run(tid: int) -> None:
             _local.warp, _local.lane, _local.block_bar = warps[tid // WARP], tid % WARP, bar
-            fn(*args)
+            for bid in range(grid):
+                _local.ids = (tid, bid, block, grid)
+                fn(*args)
+                try:
+                    done.wait()
+                except Exception as e:  # noqa: BLE001 - report after the launch
+                    _errors.append(f"end of block {bid}: {e!r}")
+                    return
 
-        threads = [threading.Thread(target=run, args=(t,)) for t in range(block)]
-        for t in threads:
+        pool = [threading.Thread(target=run, args=(t,)) for t in range(block)]
+        for t in pool:
             t.start()
-        for t in threads:
+        for t in pool:
             t.join()
     if _errors:
         msg = "; ".join(_errors[:3])
         _errors.clear()
         raise RuntimeError(f"emulated launch failed: {msg}")
+
+
+_MEET = ("@kemu_shfl", "@kemu_barrier")
+
+
+@functools.cache
+def _meeting(llvm_ir: str) -> frozenset[str]:
+    """The functions of a module whose threads meet (a shuffle or a barrier), or that call
+    a function of the module (which might): they need one OS thread per GPU thread."""
+    bodies = re.split(r"^define [^@]*@", llvm_ir, flags=re.M)[1:]
+    names = {b[: b.index("(")] for b in bodies}
+    out = set()
+    for b in bodies:
+        name, body = b[: b.index("(")], b[: b.find("\n}")]
+        calls = set(re.findall(r"call [^@]*@([\w.$]+)\(", body))
+        if any(m in body for m in _MEET) or calls & (names - {name}):
+            out.add(name)
+    return frozenset(out)
 
 
 def _typed(raw: np.ndarray, dt: str) -> np.ndarray:
@@ -176,7 +253,8 @@ def run_emulated(graph: Graph, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
             continue
         for ln in step.launches:
             ptrs = [buf(a).ctypes.data for a in ln.args]
-            launch(image.addresses[ln.function], len(ptrs), ln.grid, ln.block, ptrs)
+            meet = ln.function in _meeting(lw.llvm_ir)
+            launch(image.addresses[ln.function], len(ptrs), ln.grid, ln.block, ptrs, meet)
         if status[0]:
             raise IndexError(f"gather index {status[3]} out of range in step {k} ({step.sym})")
     return tuple(raw.view(NP_DTYPES[o.dtype]).reshape(o.shape).copy() for raw, o in outs)
