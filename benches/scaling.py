@@ -19,7 +19,9 @@ as ``kinac watch`` does while it waits), CPU seconds of the cold build and of th
 build, in one fresh process per L and target.
 
 ``--server``: the same edit built by a fresh ``kinac build`` process that forwards to a warm
-``kinac serve`` (kinac.server): the client's CPU seconds plus the server's for the request;
+``kinac serve`` (kinac.server): the client's CPU seconds plus the server's for the request
+(from the server's own log, ``KINAC_SERVER_CPU_LOG``: the end of the previous request to the
+end of this one, its collection after answering included);
 and, in the same run, the same edit in a resident session (as ``--resident``), the floor the
 server's part is compared with.
 
@@ -160,9 +162,32 @@ def _proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _logged_cpu(log: Path, lines: int) -> float | None:
+    """The server's CPU seconds after its ``lines``-th logged point (``KINAC_SERVER_CPU_LOG``:
+    its start, then the end of each request, collection included), waiting for it."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        got = log.read_text().split() if log.exists() else []
+        if len(got) >= lines:
+            return float(got[lines - 1])
+        time.sleep(0.01)
+    return None
+
+
 def _via_server(proc: Any, ws: Path, cache: Path, target: str) -> tuple[float, float, float]:
     """A forwarded build: its wall time, the client's CPU plus the server's for the request,
-    and the client's alone."""
+    and the client's alone. The server's: from its CPU log when it keeps one (exact: from the
+    end of the previous request to the end of this one, its collection after answering
+    included), else from /proc (ticks of 10 ms), sampled until it stops working."""
+    log = getattr(proc, "cpu_log", None)
+    if log is not None:
+        n = proc.cpu_lines  # its start and each request so far
+        wall, cpu = timed_build(ws, cache, target, server=True)
+        before, after = _logged_cpu(log, n), _logged_cpu(log, n + 1)
+        if before is None or after is None:
+            raise SystemExit("the server logged no CPU for the request")
+        proc.cpu_lines = n + 1
+        return wall, cpu + after - before, cpu
     s0 = _proc_cpu(proc.pid)
     wall, cpu = timed_build(ws, cache, target, server=True)
     s1 = _proc_cpu(proc.pid)
@@ -184,11 +209,14 @@ def _served_once(where: Path, n: int, target: str) -> tuple[Any, ...] | None:
     ws = make_workspace(where, n)
     cache = where / f"cache{n}"
     cold = timed_build(ws, cache, target)
+    cpu_log = where / f"server-cpu-{n}-{target}.txt"
     proc = subprocess.Popen(
         [sys.executable, "-m", "kinac", "serve", str(ws), "--cache-dir",
          str(cache), "--target", target, "--idle-timeout", "600"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "KINAC_SERVER_CPU_LOG": str(cpu_log)},
     )  # fmt: skip
+    proc.cpu_log, proc.cpu_lines = cpu_log, 1  # type: ignore[attr-defined]
     try:
         sock = socket_path(ws.resolve(), cache.resolve(), os.environ)
         deadline = time.monotonic() + 300
@@ -198,7 +226,12 @@ def _served_once(where: Path, n: int, target: str) -> tuple[Any, ...] | None:
             if version_fingerprint(fresh=True) != version:
                 return None
             time.sleep(0.05)
+        if not cpu_log.exists():  # a server that keeps no CPU log (an older kinac): /proc
+            time.sleep(1.0)
+            if not cpu_log.exists():
+                proc.cpu_log = None  # type: ignore[attr-defined]
         timed_build(ws, cache, target, server=True)  # the server's session warm
+        proc.cpu_lines = 2  # its start, this request
         (ws / "model.kina").write_text(model_source(n, edited=True))
         edit = _via_server(proc, ws, cache, target)
         noop = _via_server(proc, ws, cache, target)
@@ -242,9 +275,9 @@ def served(layers: list[int], targets: list[str], repeat: int = 1) -> None:
           "| no-op, fresh process |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for target, n, cold, edit, noop, local_noop, res in rows:
-        print(f"| {target} | {n} | {cold[1]:.2f} | {edit[2]:.2f} + {edit[1] - edit[2]:.2f} = "
-              f"{edit[1]:.2f} ({edit[0]:.2f}) | {edit[1] / cold[1]:.0%} | {res[1]:.2f} | "
-              f"{noop[1]:.2f} ({noop[0]:.2f}) | {local_noop[1]:.2f} |")  # fmt: skip
+        print(f"| {target} | {n} | {cold[1]:.2f} | {edit[2]:.3f} + {edit[1] - edit[2]:.3f} = "
+              f"{edit[1]:.3f} ({edit[0]:.2f}) | {edit[1] / cold[1]:.1%} | {res[1]:.3f} | "
+              f"{noop[1]:.3f} ({noop[0]:.2f}) | {local_noop[1]:.2f} |")  # fmt: skip
 
 
 def _built_three_ways(ws: Path, cache: Path) -> list[tuple[str, Any, Any, Any, Any]]:

@@ -89,7 +89,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
     assert done.returncode == 0, done.stderr
     twin = tmp / "twin"
     shutil.copytree(ws, twin)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KINAC_SERVER_CPU_LOG": str(tmp / "cpu.log")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "kinac", "serve", str(ws), "--idle-timeout", "300"],
         cwd=ROOT,
@@ -172,6 +172,8 @@ def test_a_forwarded_edit_recompiles_exactly_the_changed_kernel(served: Any) -> 
     import json
 
     ws, twin = served
+    log = ws.parent / "cpu.log"  # KINAC_SERVER_CPU_LOG: the start, then a line per request
+    logged = len(log.read_text().split())
     for w in (ws, twin):
         (w / "model.kina").write_text(scaling.model_source(LAYERS, edited=True))
     fwd, loc = both(served, "build", ".", "--json")
@@ -195,6 +197,11 @@ def test_a_forwarded_edit_recompiles_exactly_the_changed_kernel(served: Any) -> 
     fwd, loc = both(served, "build", ".", "--json")
     assert_same(fwd, loc)
     assert json.loads(fwd.stdout)["queries_executed"] == 0
+    deadline = time.monotonic() + TIMEOUT
+    while len(cpu := [float(x) for x in log.read_text().split()]) < logged + 2:
+        assert time.monotonic() < deadline, "the server logged no CPU for a request"
+        time.sleep(0.05)
+    assert logged >= 1 and cpu == sorted(cpu) and cpu[logged] > cpu[logged - 1]
 
 
 def _imported(stderr: str) -> set[str]:

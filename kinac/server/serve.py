@@ -81,6 +81,9 @@ class Server:
         self.active = 0
         self._sock: socket.socket | None = None
         self._ino = -1
+        # the process's CPU seconds after each request (and at start), one line each, for
+        # benches/scaling.py: /proc's counters tick every 10 ms, a served edit is ~80 ms
+        self.cpu_log = os.environ.get("KINAC_SERVER_CPU_LOG") or None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -182,12 +185,19 @@ class Server:
                 code = self._run(req, send, dead)
                 send({"exit": code})
                 settle()  # as `kinac watch` does between builds, after the client has its answer
+                self.log_cpu()
             finally:
                 self.lock.release()
         finally:
             self.last = time.monotonic()
             self.active -= 1
             conn.close()
+
+    def log_cpu(self) -> None:
+        """Append this process's CPU seconds to ``KINAC_SERVER_CPU_LOG`` (if set)."""
+        if self.cpu_log is not None:
+            with open(self.cpu_log, "a", encoding="utf-8") as f:
+                f.write(f"{time.process_time():.6f}\n")
 
     def _refusal(self, req: dict[str, Any] | None) -> str | None:
         if req is None or req.get("kinac_server") != PROTOCOL:
@@ -384,6 +394,7 @@ def serve(sess: Any, idle_s: float) -> int:
     if not server.bind():
         print(f"kinac serve: a server already listens at {server.path}", file=sys.stderr)
         return 0
+    server.log_cpu()
     signal.signal(signal.SIGTERM, lambda *_: server.stop.set())
     print(
         f"kinac serve: listening at {server.path} (workspace {server.root}, cache "
