@@ -28,6 +28,22 @@ def no_traceback(p: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in p.stderr and "Traceback" not in p.stdout, p.stderr
 
 
+def kinac_here(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``kinac ARGS`` in this process (``kinac.cli.main``, what ``python -m kinac`` runs when
+    no build server serves the workspace): exit code, stdout, stderr. For cases whose point is
+    the message and the exit code, not the process; each command keeps a real process below."""
+    from kinac.cli import main
+
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as e:  # argparse: --help, usage errors
+        code = e.code if isinstance(e.code, int) else 2
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err, out.err
+    return code, out.out, out.err
+
+
 @pytest.fixture()
 def ws(tmp_path: Path) -> Path:
     dst = tmp_path / "transformer"
@@ -35,22 +51,42 @@ def ws(tmp_path: Path) -> Path:
     return dst
 
 
-def test_help_is_fast_and_complete() -> None:
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, object]]:
+    """The transformer workspace built cold once, in a fresh process with ``--json``: the
+    workspace, its cache and the build's document (read by the tests, never written)."""
+    root = tmp_path_factory.mktemp("built")
+    src = root / "transformer"
+    shutil.copytree(WS / "transformer", src, ignore=shutil.ignore_patterns(".kinac-cache"))
+    p = kinac("build", str(src), "--json", "--cache-dir", str(root / "cache"))
+    assert p.returncode == 0, p.stderr
+    return src, root / "cache", json.loads(p.stdout)
+
+
+@pytest.fixture()
+def warm(tmp_path: Path, built: tuple[Path, Path, dict[str, object]]) -> tuple[Path, str]:
+    """A copy of the built workspace and of its cache (keys hold no absolute paths: the copy's
+    build is a no-op), for a test that edits or clears them."""
+    src, cache, _ = built
+    shutil.copytree(src, tmp_path / "transformer")
+    shutil.copytree(cache, tmp_path / "cache")
+    return tmp_path / "transformer", str(tmp_path / "cache")
+
+
+def test_help_is_fast_and_complete(capsys: pytest.CaptureFixture[str]) -> None:
     p = kinac("--help")
     assert p.returncode == 0
     for cmd in ("check", "build", "run", "watch", "cache", "explain"):
         assert cmd in p.stdout
     for cmd in ("check", "build", "run", "watch", "cache", "explain"):
-        sub = kinac(cmd, "--help")
-        assert sub.returncode == 0 and "usage: kinac " + cmd in sub.stdout
+        code, out, _ = kinac_here(capsys, cmd, "--help")  # the same parser, in this process
+        assert code == 0 and "usage: kinac " + cmd in out
     assert kinac().returncode == 2  # no command: usage
 
 
-def test_build_json_and_noop(ws: Path, tmp_path: Path) -> None:
-    cache = str(tmp_path / "cache")
-    p = kinac("build", str(ws), "--json", "--cache-dir", cache)
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+def test_build_json_and_noop(built: tuple[Path, Path, dict], warm: tuple[Path, str]) -> None:
+    doc = built[2]  # the cold build, in a fresh process (the fixture)
+    ws, cache = warm
     assert {"queries_executed", "queries_reused", "executed", "diagnostics", "artifacts"} <= set(doc)
     assert doc["queries_executed"] > 20 and doc["diagnostics"] == []
     kinds = {(a["entry"], a["kind"]) for a in doc["artifacts"]}
@@ -60,9 +96,8 @@ def test_build_json_and_noop(ws: Path, tmp_path: Path) -> None:
     assert again["queries_executed"] == 0 and again["artifacts"] == doc["artifacts"]
 
 
-def test_why_names_the_changed_input(ws: Path, tmp_path: Path) -> None:
-    cache = str(tmp_path / "cache")
-    assert kinac("build", str(ws), "--cache-dir", cache).returncode == 0
+def test_why_names_the_changed_input(warm: tuple[Path, str]) -> None:
+    ws, cache = warm  # built (a copy of the built fixture's cache)
     f = ws / "ffn.kina"
     f.write_text(f.read_text().replace("(rms-norm x wn)", "(rms-norm (neg x) wn)"))
     p = kinac("build", str(ws), "--json", "--why", "--cache-dir", cache)
@@ -72,7 +107,7 @@ def test_why_names_the_changed_input(ws: Path, tmp_path: Path) -> None:
     assert chains["check_defn"][0].startswith("check_defn(")
 
 
-def test_check_errors_as_json_exit_1(tmp_path: Path) -> None:
+def test_check_errors_as_json_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.kina"
     bad.write_text("(defn f [(x : (tensor f32 [N]))\n         (y : (tensor f32 [M]))] -> (tensor f32 [N])\n  (add x y))\n")
     p = kinac("check", str(bad), "--format", "json", "--no-cache")
@@ -82,16 +117,23 @@ def test_check_errors_as_json_exit_1(tmp_path: Path) -> None:
     assert d["code"].startswith("K") and d["severity"] == "error"
     assert d["primary"]["file"] == "bad.kina" and d["primary"]["line"] == 3
     assert d["counterexample"] and set(d["counterexample"]) == {"N", "M"}
-    text = kinac("check", str(bad), "--no-cache", "--color", "never")
-    assert f"error[{d['code']}]" in text.stdout and "bad.kina:3:" in text.stdout
-    assert "counterexample" in text.stdout
+    code, text, _ = kinac_here(capsys, "check", str(bad), "--no-cache", "--color", "never")
+    assert code == 1
+    assert f"error[{d['code']}]" in text and "bad.kina:3:" in text
+    assert "counterexample" in text
 
 
 @pytest.mark.parametrize("src", ["(defn f [(x", ")))", "(defn f [] -> f32 (", "\x00\xff(", "(mesh)"])
-def test_malformed_programs_never_traceback(tmp_path: Path, src: str) -> None:
+def test_malformed_programs_never_traceback(
+    tmp_path: Path, src: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "m.kina"
     f.write_text(src, encoding="utf-8", errors="surrogateescape")
-    p = kinac("check", str(f), "--no-cache")
+    if src.isprintable():  # in this process (the same main)
+        code, out, _ = kinac_here(capsys, "check", str(f), "--no-cache")
+        assert code == 1 and "error[K01" in out
+        return
+    p = kinac("check", str(f), "--no-cache")  # bytes that are not text: through a real pipe
     no_traceback(p)
     assert p.returncode == 1 and "error[K01" in p.stdout
 
@@ -106,23 +148,28 @@ def test_malformed_programs_never_traceback(tmp_path: Path, src: str) -> None:
     ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { "..b" = 3 }\n', "takes a list of dims"),
     ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { "..b" = [2, 0] }\n', "positive integers"),
 ])
-def test_bad_kina_toml_names_the_key_exit_2(ws: Path, toml: str, needle: str) -> None:
+def test_bad_kina_toml_names_the_key_exit_2(
+    ws: Path, toml: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     (ws / "kina.toml").write_text(toml)
-    p = kinac("build", str(ws), "--no-cache")
+    if needle != "not valid TOML":  # in this process (the same main)
+        code, _, err = kinac_here(capsys, "build", str(ws), "--no-cache")
+        assert code == 2 and needle in err
+        return
+    p = kinac("build", str(ws), "--no-cache")  # one in a real process: the exit status
     no_traceback(p)
     assert p.returncode == 2 and needle in p.stderr
 
 
-def test_usage_errors_exit_2(tmp_path: Path) -> None:
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = kinac("check", str(tmp_path / "missing.kina"))
     assert p.returncode == 2 and "no such file" in p.stderr
-    assert kinac("explain", "K9999").returncode == 2
-    assert kinac("explain", "k0201").returncode == 0
+    assert kinac_here(capsys, "explain", "K9999")[0] == 2
+    assert kinac_here(capsys, "explain", "k0201")[0] == 0
 
 
-def test_cache_commands(ws: Path, tmp_path: Path) -> None:
-    cache = str(tmp_path / "cache")
-    kinac("build", str(ws), "--cache-dir", cache)
+def test_cache_commands(warm: tuple[Path, str]) -> None:
+    ws, cache = warm  # built
     st = json.loads(kinac("cache", "stats", str(ws), "--cache-dir", cache).stdout)
     assert st["memos"] > 10 and st["values"] > 10
     assert json.loads(kinac("cache", "verify", str(ws), "--cache-dir", cache).stdout)["dropped"] == 0
@@ -131,10 +178,10 @@ def test_cache_commands(ws: Path, tmp_path: Path) -> None:
     assert json.loads(kinac("cache", "stats", str(ws), "--cache-dir", cache).stdout)["memos"] == 0
 
 
-def test_cache_dir_precedence(ws: Path, tmp_path: Path) -> None:
+def test_cache_dir_precedence(ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (ws / "kina.toml").write_text((ws / "kina.toml").read_text().replace(
         'name = "transformer"', 'name = "transformer"\ncache_dir = "from-toml"'))
-    assert kinac("check", str(ws)).returncode == 0
+    assert kinac_here(capsys, "check", str(ws))[0] == 0
     assert (ws / "from-toml").is_dir()
     env_dir = tmp_path / "from-env"
     p = kinac_process("check", str(ws), env={"KINAC_CACHE_DIR": str(env_dir)})
@@ -208,17 +255,19 @@ def test_every_code_kinac_emits_has_an_explanation() -> None:
     assert used and all(explanation(c) for c in used), sorted(c for c in used if not explanation(c))
 
 
-def test_a_broken_defn_does_not_cascade_into_its_callers(tmp_path: Path) -> None:
+def test_a_broken_defn_does_not_cascade_into_its_callers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "b.kina"
     f.write_text("(defn g [(x : f32)] f32 x)\n"            # no `->`: dropped by the reader
                  "(defn f [(x : f32)] -> f32 (g x))\n"      # calls it: no second error
                  "(defn h [(x : f32)] -> f32 (gg x))\n")    # a real unknown name still is one
-    p = kinac("check", str(f), "--format", "json", "--no-cache")
-    got = [(d["code"], d["primary"]["line"]) for d in json.loads(p.stdout)]
+    _, out, _ = kinac_here(capsys, "check", str(f), "--format", "json", "--no-cache")
+    got = [(d["code"], d["primary"]["line"]) for d in json.loads(out)]
     assert got == [("K0116", 1), ("K0202", 3)]
 
 
-def test_run_with_seed_and_with_npz_inputs(tmp_path: Path) -> None:
+def test_run_with_seed_and_with_npz_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import numpy as np
 
     ws = tmp_path / "mlp"
@@ -244,9 +293,8 @@ def test_run_with_seed_and_with_npz_inputs(tmp_path: Path) -> None:
     assert np.max(np.abs(got - want)) / np.max(np.abs(want)) < 1e-5
     del arrays["b2"]
     np.savez(tmp_path / "bad.npz", **arrays)
-    p = kinac("run", str(ws), "mlp", "--inputs", str(tmp_path / "bad.npz"))
-    no_traceback(p)
-    assert p.returncode == 2 and "lacks arrays named b2" in p.stderr
+    code, _, err = kinac_here(capsys, "run", str(ws), "mlp", "--inputs", str(tmp_path / "bad.npz"))
+    assert code == 2 and "lacks arrays named b2" in err
 
 
 class _FakeCudaArray:
