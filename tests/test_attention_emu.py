@@ -126,8 +126,8 @@ def _mma(a: int, b: int, c: int, d: int) -> None:
         _errors.append(f"mma: {e!r}")
 
 
-def _swizzled(off: int) -> int:
-    """The 128-byte swizzle: byte address bits 4-6 XOR bits 7-9 (1024-byte aligned base)."""
+def _swizzled(off: Any) -> Any:
+    """The 128-byte swizzle (of an int or an int array): byte address bits 4-6 XOR bits 7-9 (1024-byte aligned base)."""
     return off ^ (((off >> 7) & 7) << 4)
 
 
@@ -155,16 +155,16 @@ def _wgmma(a: int, desc: int, c: int, d: int, n: int, trans: int, smem: int) -> 
             for j in range(n // 8):
                 C[r0, 8 * j + 2 * q : 8 * j + 2 * q + 2] = cr[4 * j : 4 * j + 2]
                 C[r0 + 8, 8 * j + 2 * q : 8 * j + 2 * q + 2] = cr[4 * j + 2 : 4 * j + 4]
-        B = np.zeros((16, n))
-        for k in range(16):
-            for nn in range(n):
-                if trans:
-                    lin = start + (nn % 64) * 2 + (nn // 64) * lbo + (k % 8) * 128 + (k // 8) * sbo
-                else:
-                    lin = start + (nn % 8) * 128 + (nn // 8) * sbo + k * 2
-                B[k, nn] = _halves(np.array([_u16(smem + _swizzled(lin))], dtype=np.uint32), dt)[
-                    0, 0
-                ]
+        k, nn = np.arange(16)[:, None], np.arange(n)[None, :]
+        if trans:
+            lin = start + (nn % 64) * 2 + (nn // 64) * lbo + (k % 8) * 128 + (k // 8) * sbo
+        else:
+            lin = start + (nn % 8) * 128 + (nn // 8) * sbo + k * 2
+        off = _swizzled(lin)  # [16, n] byte offsets into shared memory, all even
+        words = np.ctypeslib.as_array(
+            (ctypes.c_uint16 * (int(off.max()) // 2 + 1)).from_address(smem)
+        )
+        B = _halves(words[off // 2].astype(np.uint32), dt)[..., 0]
         D = (A @ B + C).astype(np.float32)
         out = []
         for t in range(128):
@@ -450,28 +450,39 @@ def run_kernel(p: AttnParams, *inputs: np.ndarray, edit: Any = None) -> np.ndarr
     return o
 
 
-def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+def reference(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, mask: np.ndarray | None = None
+) -> np.ndarray:
+    """softmax(Q K^T / sqrt(D) [+ mask] [+ causal]) V in float64, numpy's softmax: a row
+    whose every key is -inf is NaN (0/0), as the unfused paths give it."""
     g = q.shape[1] // k.shape[1]
     kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     s = q @ kk.swapaxes(-1, -2) * q.shape[-1] ** -0.5
+    if mask is not None:
+        s = s + mask
     if causal:
         n, m = s.shape[-2:]
         s = np.where(np.arange(m)[None, :] > np.arange(n)[:, None], -np.inf, s)
-    s = np.exp(s - s.max(-1, keepdims=True))
-    return (s / s.sum(-1, keepdims=True)) @ vv
+    with np.errstate(invalid="ignore"):
+        s = np.exp(s - s.max(-1, keepdims=True))
+        return (s / s.sum(-1, keepdims=True)) @ vv
 
 
 @pytest.mark.parametrize(
-    "d,s,causal,tiles,mma",
+    "d,s,causal,tiles,mma,masked",
     [
-        (64, 80, True, AttnTiles(64, 32), "sync"),
-        (128, 45, False, AttnTiles(32, 32), "sync"),
-        (128, 100, True, AttnTiles(64, 64), "wgmma"),
-        (64, 45, False, AttnTiles(64, 32), "wgmma_qk"),
+        (64, 80, True, AttnTiles(64, 32), "sync", True),
+        (128, 45, False, AttnTiles(32, 32), "sync", False),
+        (128, 100, True, AttnTiles(64, 64), "wgmma", True),
+        (64, 45, False, AttnTiles(64, 32), "wgmma_qk", True),
     ],
 )
-def test_generated_kernel_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles, mma: str) -> None:
-    check_on_cpu(d, s, causal, tiles, mma, 2)
+def test_generated_kernel_on_cpu(
+    d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, masked: bool
+) -> None:
+    """Each mma path; ``masked``: with a user's mask that masks whole rows (NaN out, as
+    softmax-then-matmul), a row's whole first key tile, and a single key of a row."""
+    check_on_cpu(d, s, causal, tiles, mma, 2, masked_rows=masked)
 
 
 @pytest.mark.parametrize(
@@ -508,10 +519,12 @@ def test_longest_first_order_maps_every_block_once_on_cpu() -> None:
 
 def check_on_cpu(
     d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, stages: int, heads: int = 2,
-    batch: int = 1, kv: int = 1, edit: Any = None, **switches: bool,
+    batch: int = 1, kv: int = 1, edit: Any = None, masked_rows: bool = False, **switches: bool,
 ) -> None:  # fmt: skip
     """The kernel of these parameters on random bf16 data against float64 (``edit``: of the
-    host IR, see :func:`run_kernel`)."""
+    host IR, see :func:`run_kernel`). ``masked_rows``: plus a user's f32 mask [S, S] (see
+    :func:`user_mask`) with fully masked rows, which must come out NaN as softmax-then-matmul
+    gives them (docs/language.md, "Fully masked softmax rows")."""
     rng = np.random.default_rng(d + s)
     b, h = batch, heads
     p = replace(bhsd_params("bf16", b, h, kv, s, d, causal, tiles), mma=mma, stages=stages,
@@ -520,10 +533,37 @@ def check_on_cpu(
     k = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
     v = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
     f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
-    out = f64(run_kernel(p, q, k, v, edit=edit))
-    ref = reference(f64(q), f64(k), f64(v), causal)
-    assert np.isfinite(out).all()
-    err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    if not masked_rows:
+        out = f64(run_kernel(p, q, k, v, edit=edit))
+        ref = reference(f64(q), f64(k), f64(v), causal)
+        assert np.isfinite(out).all()
+        err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+        assert err < 1e-2, err
+        return
+    m = user_mask(s, rng)
+    p = replace(p, mask_arg=3, n_inputs=4, mask_dtype="f32", mask_strides=(0, 0, s, 1))
+    out = f64(run_kernel(p, q, k, v, m, edit=edit))
+    assert_same_nans_and_close(out, reference(f64(q), f64(k), f64(v), causal, m))
+
+
+def user_mask(s: int, rng: np.random.Generator) -> np.ndarray:
+    """An [S, S] f32 additive mask: random finite values, -inf over all of rows 1 and S - 2
+    (fully masked), over row S - 1's keys but its last (past one key tile: a whole tile at
+    -inf, the running max moves after it), over row 3's keys but key 2, and over
+    column 0 (with causal, row 0 fully masked too)."""
+    m = rng.standard_normal((s, s)).astype(np.float32)
+    m[[1, s - 2], :] = -np.inf
+    m[s - 1, :-1] = -np.inf
+    m[3, [i for i in range(s) if i != 2]] = -np.inf
+    m[:, 0] = -np.inf
+    return m
+
+
+def assert_same_nans_and_close(out: np.ndarray, ref: np.ndarray) -> None:
+    """NaN exactly where the reference is NaN (its fully masked rows), the rest close."""
+    nan = np.isnan(ref)
+    assert nan.any() and (np.isnan(out) == nan).all(), np.argwhere(np.isnan(out) != nan)[:8]
+    err = np.linalg.norm(out[~nan] - ref[~nan]) / np.linalg.norm(ref[~nan])
     assert err < 1e-2, err
 
 

@@ -969,11 +969,9 @@ class _Emitter:
         o = self.load_state("oacc", self.d // 8 * 4)
         lr = self.load_state("lrow", 2)
         inv = []
-        for hr in range(2):
-            tot = self.shfl_sum(lr[hr])
-            z = f.v(f"fcmp oeq float {tot}, 0.0")
-            r = f.v(f"fdiv arcp float 1.0, {tot}")
-            inv.append(f.v(f"select i1 {z}, float 0.0, float {r}"))
+        for hr in range(2):  # a fully masked row: l = 0 and O = 0, so 0 * (1/0) = NaN
+            tot = self.shfl_sum(lr[hr])  # (softmax's 0/0, as unfused; docs/language.md)
+            inv.append(f.v(f"fdiv arcp float 1.0, {tot}"))
         col2 = f.v(f"shl i32 {self.col_t}, 1")
         col64 = f.v(f"zext i32 {col2} to i64")
         for hr in range(2):
