@@ -69,11 +69,14 @@ class KernelRun:
         shm = smem_bytes(p)
         attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         driver.check("cuFuncSetAttribute", d.cuFuncSetAttribute(k.handle, attr, shm))
-        self.launch = k.prepare(("ptr",) * 4, grid(p), p.threads, shm, None, "bindings")
+        nargs = 1 + p.n_inputs  # the output, then Q, K, V (and a user's mask) as bhsd_params
+        self.launch = k.prepare(("ptr",) * nargs, grid(p), p.threads, shm, None, "bindings")
         self.stream = Stream.null()
 
-    def __call__(self, q: Any, k: Any, v: Any, o: Any) -> Any:
-        self.launch(self.stream, o.data_ptr(), q.data_ptr(), k.data_ptr(), v.data_ptr())
+    def __call__(self, q: Any, k: Any, v: Any, o: Any, *more: Any) -> Any:
+        """Launch on ``q, k, v`` into ``o``; ``more``: the further inputs (a mask)."""
+        ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), *(x.data_ptr() for x in more))
+        self.launch(self.stream, o.data_ptr(), *ptrs)
         return o
 
 

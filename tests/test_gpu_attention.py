@@ -118,27 +118,85 @@ MASKED_SOURCE = """\
 """
 
 
+def _rows_masked(s: int, dtype: Any) -> Any:
+    """A random [S, S] additive mask, -inf in places, over all of rows 1 and S - 2 (fully
+    masked: NaN out), over row S - 1's keys but its last (a whole first key tile) and over
+    column 0."""
+    mask = torch.randn(s, s, device="cuda").masked_fill(
+        torch.rand(s, s, device="cuda") < 0.3, float("-inf")
+    )
+    mask[:, 0] = float("-inf")
+    mask[:, 2] = 0.0
+    mask[[1, s - 2], :] = float("-inf")
+    mask[s - 1, :-1] = float("-inf")
+    mask[s - 1, -1] = 0.0
+    return mask.to(dtype)
+
+
+def _same_nans_and_close(out: Any, ref: Any) -> None:
+    """NaN exactly on the reference's fully masked rows (softmax's 0/0), the rest close."""
+    nan = torch.isnan(ref)
+    assert bool(nan.any()) and bool((torch.isnan(out) == nan).all()), torch.nonzero(
+        torch.isnan(out) != nan
+    )[:8].tolist()
+    err = float((out.double()[~nan] - ref[~nan]).norm() / ref[~nan].norm())
+    assert err < 1e-2, err
+
+
 def test_user_mask_from_kina_source(tmp_path: Path) -> None:
-    """The user's own additive [S, S] mask (with -inf entries) in the fused kernel."""
+    """The user's own additive [S, S] mask (with -inf entries, rows of it entirely) in the
+    fused kernel (bf16), and in the unfused path (f32: a softmax kernel, then cuBLAS): both
+    NaN on the fully masked rows, as torch's softmax-then-matmul."""
     import kinac
 
     src = tmp_path / "masked.kina"
     src.write_text(MASKED_SOURCE)
     f = kinac.compile(src, "masked", target="cuda")
     b, h, kv, s, d = 1, 8, 2, 301, 128
+    for dt, fused in ((torch.bfloat16, True), (torch.float32, False)):
+        q = torch.randn(b, h, s, d, device="cuda", dtype=dt)
+        k = torch.randn(b, kv, s, d, device="cuda", dtype=dt)
+        v = torch.randn(b, kv, s, d, device="cuda", dtype=dt)
+        mask = _rows_masked(s, dt)
+        out = torch.from_dlpack(f(q, k, v, mask))
+        kinds = [st.kind for st in list(f._entries.values())[-1].lowered.steps]  # this dtype's
+        assert ("attention" in kinds) == fused and ("softmax" in kinds) != fused, kinds
+        kr, vr = (x.double().repeat_interleave(h // kv, 1) for x in (k, v))
+        sc = q.double() @ kr.transpose(-1, -2) * d**-0.5 + mask.double()
+        _same_nans_and_close(out, torch.softmax(sc, -1) @ vr)
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_fully_masked_rows_in_every_autotune_candidate(d: int) -> None:
+    """Every kernel the autotuner may pick on Hopper (sync, wgmma, pipelined, mbarrier ring,
+    ping-pong, producer warpgroup, overlapped, lazy, longest-first), causal, with a user's
+    f32 mask that masks whole rows: NaN there, the rest against float64 (one small shape:
+    300 rows, partial tiles)."""
+    from dataclasses import replace
+
+    from kinac.ir.gpu.attention_tune import candidates, label
+
+    m = bench()
+    b, h, kv, s = 1, 2, 1, 300
+    p = replace(bhsd_params("bf16", b, h, kv, s, d, True), mask_arg=3, n_inputs=4,
+                mask_dtype="f32", mask_strides=(0, 0, s, 1))  # fmt: skip
+    cands = candidates(p, m.ARCH)
+    assert len(cands) >= 10 and all(c.mask_arg == 3 for c in cands)
     q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(b, kv, s, d, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(b, kv, s, d, device="cuda", dtype=torch.bfloat16)
-    mask = torch.randn(s, s, device="cuda").masked_fill(
-        torch.rand(s, s, device="cuda") < 0.3, float("-inf")
-    )
-    mask[:, 0] = 0.0  # no row entirely masked
-    mask = mask.to(torch.bfloat16)
-    out = torch.from_dlpack(f(q, k, v, mask))
-    ent = next(iter(f._entries.values()))
-    assert [st.kind for st in ent.lowered.steps] == ["attention"]
+    mask = _rows_masked(s, torch.float32)
     kr, vr = (x.double().repeat_interleave(h // kv, 1) for x in (k, v))
     sc = q.double() @ kr.transpose(-1, -2) * d**-0.5 + mask.double()
+    sc = sc.masked_fill(torch.ones(s, s, dtype=torch.bool, device="cuda").triu(1), float("-inf"))
     ref = torch.softmax(sc, -1) @ vr
-    err = float((out.double() - ref).norm() / ref.norm())
-    assert err < 1e-2, err
+    bad = []
+    for c in cands:
+        o = torch.full_like(q, float("nan"))
+        m.KernelRun(c)(q, k, v, o, mask)
+        torch.cuda.synchronize()
+        try:
+            _same_nans_and_close(o, ref)
+        except AssertionError as e:
+            bad.append(f"{label(c)}: {e}")
+    assert not bad, bad
