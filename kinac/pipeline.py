@@ -373,7 +373,7 @@ def lowered(db: Database, key: EntryKey) -> Any:
 
     from kinac.ice import in_kernel
     from kinac.ir.host.stitch import stitch
-    from kinac.ir.pieces import cut
+    from kinac.ir.pieces import cut, distinct_graphs
     from kinac.pipeline_pieces import host_piece
 
     spec = entry_graph(db, key)
@@ -381,8 +381,7 @@ def lowered(db: Database, key: EntryKey) -> Any:
         return None
     with _internal_errors(key, "host lowering"):
         pieces = cut(spec.graph, spec.calls)
-        distinct: dict[Any, int] = {}  # each piece graph hashed once (32 layers: 2 distinct)
-        which = [distinct.setdefault(p.graph, len(distinct)) for p in pieces]
+        distinct, which = distinct_graphs(pieces)  # 32 layers: 2 distinct
         fused = [host_piece(db, g) for g in distinct]
         lo = stitch(spec.graph, [(p.inputs, p.outputs) for p in pieces], [fused[i] for i in which],
                     separate=True)  # one function per distinct piece, compiled on its own

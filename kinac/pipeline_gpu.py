@@ -46,13 +46,15 @@ def lower_graph(
     entry at ``stage``."""
     from kinac.ice import in_kernel
     from kinac.ir.gpu.stitch import assemble_entry, gpu_cut, stitch_gpu
+    from kinac.ir.pieces import distinct_graphs
     from kinac.pipeline import _internal_errors
 
     with _internal_errors(key, stage):
         pieces = gpu_cut(graph, calls)
-        fused = {g: gpu_piece(db, g) for g in dict.fromkeys(p.graph for p in pieces)}
+        distinct, which = distinct_graphs(pieces)
+        fused = [gpu_piece(db, g) for g in distinct]
         bounds = [(p.inputs, p.outputs) for p in pieces]
-        split = stitch_gpu(len(graph.params), bounds, [fused[p.graph] for p in pieces])
+        split = stitch_gpu(len(graph.params), bounds, [fused[i] for i in which])
         codes: dict[str, Any] = {}
         for p in split.steps:  # a kernel's failure is reported as its entry's, at its step
             if p.kernel is not None and p.kernel.symbol not in codes:

@@ -219,3 +219,27 @@ def test_a_gpu_kernel_lowered_from_its_printed_op_equals_one_parsed_from_its_tex
         for flavour in ("nvptx", "emu"):
             parsed = KS._lower_kina(k, flavour, reuse=False)
             assert KS._lower_kina(k, flavour) == parsed == KS._lower_kina(k, flavour)
+
+
+def test_equal_pieces_share_one_graph_and_are_found_by_identity() -> None:
+    """``kinac.ir.pieces._GRAPHS``: a chain of identical layers cuts into pieces whose equal
+    graphs are one object; ``distinct_graphs`` then gives what deduplicating by value gives."""
+    from kinac.ir.testing import GraphBuilder
+
+    b = GraphBuilder("chain")
+    h = b.param("x", "f32", (4, 8))
+    calls = []
+    for _ in range(4):
+        start = len(b.nodes)
+        h = b.binary("mul", b.unary("tanh", h), h)
+        calls.append((start, len(b.nodes)))
+    g = b.build(h)
+    pieces = P.cut(g, tuple(calls))
+    assert len(pieces) == 4
+    graphs, which = P.distinct_graphs(pieces)
+    by_value = list(dict.fromkeys(p.graph for p in pieces))
+    assert graphs == by_value and [by_value.index(p.graph) for p in pieces] == which
+    assert len(graphs) == 1 and all(p.graph is graphs[0] for p in pieces[:-1])
+    # equal graphs that are not one object are still one entry
+    twin = replace(pieces[0], graph=replace(pieces[0].graph))
+    assert P.distinct_graphs((pieces[0], twin)) == ([pieces[0].graph], [0, 0])

@@ -181,4 +181,34 @@ def _build(g: Graph, a: int, b: int, outs: list[int], order: dict[int, None]) ->
     ]  # fmt: skip
     outputs = tuple([o - shift if o >= a else inputs[o] for o in outs])
     graph = Graph("piece", params, tuple(nodes), outputs)
+    if len(_GRAPHS) >= _MADE_MAX:
+        _GRAPHS.clear()
+    graph = _GRAPHS.setdefault(graph, graph)  # equal pieces (layers) share one graph object
     return Piece(graph, a, b, tuple(inputs), tuple(outs))
+
+
+# Piece graphs made in this process, by value: the 32 layers' equal pieces get one object,
+# so an entry's distinct pieces are found by identity (``distinct_graphs``) instead of
+# hashing every piece's ~60 nodes twice per build. Bounded like ``_MADE``.
+_GRAPHS: dict[Graph, Graph] = {}
+
+
+def distinct_graphs(pieces: tuple[Piece, ...]) -> tuple[list[Graph], list[int]]:
+    """Each distinct piece graph once, in first-use order, and each piece's index into them.
+    By identity first (equal pieces share their graph object, see ``_GRAPHS``), then by
+    value, so two equal graphs that are not one object are still one entry."""
+    graphs: list[Graph] = []
+    by_id: dict[int, int] = {}
+    by_value: dict[Graph, int] = {}
+    which: list[int] = []
+    for p in pieces:
+        g = p.graph
+        at = by_id.get(id(g))
+        if at is None:
+            at = by_value.get(g)
+            if at is None:
+                at = by_value[g] = len(graphs)
+                graphs.append(g)
+            by_id[id(g)] = at
+        which.append(at)
+    return graphs, which
