@@ -11,6 +11,7 @@ import pytest
 
 from kinac.ir import pieces as P
 from kinac.ir.testing import block_graph, mlp_graph
+from kinac.rules.codec import encode
 from kinac.tir.graph import Graph, Node
 
 
@@ -243,3 +244,23 @@ def test_equal_pieces_share_one_graph_and_are_found_by_identity() -> None:
     # equal graphs that are not one object are still one entry
     twin = replace(pieces[0], graph=replace(pieces[0].graph))
     assert P.distinct_graphs((pieces[0], twin)) == ([pieces[0].graph], [0, 0])
+
+
+def test_pieces_equal_by_value_but_not_by_text_stay_apart() -> None:
+    """A constant 1 equals 1.0 (``==``) but is another program: interning and
+    ``distinct_graphs`` go by canonical text, so such pieces keep their own graphs."""
+    from kinac.ir.testing import GraphBuilder
+
+    def chain(values: list[float | int]) -> Graph:
+        b = GraphBuilder("consts")
+        h = b.param("x", "f32", (4, 8))
+        for v in values:
+            h = b.binary("mul", b.unary("tanh", b.binary("add", h, b.const(v))), h)
+        return b.build(h)
+
+    g1, g2 = chain([1, 2]), chain([1.0, 2])
+    assert g1 == g2 and encode(g1) != encode(g2)
+    p1, p2 = P.cut(g1, ()), P.cut(g2, ())
+    assert p1[0].graph is not p2[0].graph and encode(p1[0].graph) != encode(p2[0].graph)
+    graphs, which = P.distinct_graphs((p1[0], p2[0]))
+    assert len(graphs) == 2 and which == [0, 1]

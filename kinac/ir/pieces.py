@@ -19,7 +19,7 @@ Graph: no xDSL, so a build whose pieces are all cached never imports it.
 from __future__ import annotations
 
 from kinac.prims import ELEMENTWISE
-from kinac.rules.codec import record
+from kinac.rules.codec import encode, record
 from kinac.tir.graph import Graph, Node
 
 # Graph ops that ``fuse-kernels`` always materialises (not elementwise, not views) ...
@@ -183,31 +183,33 @@ def _build(g: Graph, a: int, b: int, outs: list[int], order: dict[int, None]) ->
     graph = Graph("piece", params, tuple(nodes), outputs)
     if len(_GRAPHS) >= _MADE_MAX:
         _GRAPHS.clear()
-    graph = _GRAPHS.setdefault(graph, graph)  # equal pieces (layers) share one graph object
+    graph = _GRAPHS.setdefault(encode(graph), graph)  # equal pieces (layers): one object
     return Piece(graph, a, b, tuple(inputs), tuple(outs))
 
 
-# Piece graphs made in this process, by value: the 32 layers' equal pieces get one object,
-# so an entry's distinct pieces are found by identity (``distinct_graphs``) instead of
-# hashing every piece's ~60 nodes twice per build. Bounded like ``_MADE``.
-_GRAPHS: dict[Graph, Graph] = {}
+# Piece graphs made in this process, by their canonical text (not ``==``: a node attribute
+# 1 equals 1.0 but is another program's): the 32 layers' equal pieces get one object, so an
+# entry's distinct pieces are found by identity (``distinct_graphs``) instead of hashing
+# every piece's ~60 nodes twice per build. Bounded like ``_MADE``.
+_GRAPHS: dict[bytes, Graph] = {}
 
 
 def distinct_graphs(pieces: tuple[Piece, ...]) -> tuple[list[Graph], list[int]]:
     """Each distinct piece graph once, in first-use order, and each piece's index into them.
     By identity first (equal pieces share their graph object, see ``_GRAPHS``), then by
-    value, so two equal graphs that are not one object are still one entry."""
+    canonical text, so two equal graphs that are not one object are still one entry."""
     graphs: list[Graph] = []
     by_id: dict[int, int] = {}
-    by_value: dict[Graph, int] = {}
+    by_text: dict[bytes, int] = {}
     which: list[int] = []
     for p in pieces:
         g = p.graph
         at = by_id.get(id(g))
         if at is None:
-            at = by_value.get(g)
+            text = encode(g)
+            at = by_text.get(text)
             if at is None:
-                at = by_value[g] = len(graphs)
+                at = by_text[text] = len(graphs)
                 graphs.append(g)
             by_id[id(g)] = at
         which.append(at)
