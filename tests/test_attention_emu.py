@@ -469,33 +469,35 @@ def reference(
 
 
 @pytest.mark.parametrize(
-    "d,s,causal,tiles,mma,masked",
+    "d,s,causal,tiles,mma,heads,masked",
     [
-        (64, 80, True, AttnTiles(64, 32), "sync", True),
-        (128, 45, False, AttnTiles(32, 32), "sync", False),
-        (128, 100, True, AttnTiles(64, 64), "wgmma", True),
-        (64, 45, False, AttnTiles(64, 32), "wgmma_qk", True),
+        (64, 80, True, AttnTiles(64, 32), "sync", 1, True),
+        (128, 45, False, AttnTiles(32, 32), "sync", 1, False),
+        (128, 100, True, AttnTiles(64, 64), "wgmma", 1, True),
+        (64, 45, False, AttnTiles(64, 32), "wgmma_qk", 2, True),  # grouped K/V heads
     ],
 )
 def test_generated_kernel_on_cpu(
-    d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, masked: bool
+    d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, heads: int, masked: bool
 ) -> None:
     """Each mma path; ``masked``: with a user's mask that masks whole rows (NaN out, as
     softmax-then-matmul), a row's whole first key tile, and a single key of a row."""
-    check_on_cpu(d, s, causal, tiles, mma, 2, masked_rows=masked)
+    check_on_cpu(d, s, causal, tiles, mma, 2, heads=heads, masked_rows=masked)
 
 
 @pytest.mark.parametrize(
-    "d,s,causal,tiles,mma",
+    "d,s,causal,tiles,mma,masked",
     [
-        (64, 150, True, AttnTiles(64, 32), "sync"),  # five key tiles through a ring of three
-        (128, 200, True, AttnTiles(64, 64), "wgmma_pipe"),  # next scores during the softmax
-        (64, 150, False, AttnTiles(128, 64), "wgmma_pipe"),  # non-causal, a partial last tile
-        (64, 40, True, AttnTiles(64, 64), "wgmma_pipe"),  # one tile: the last step alone
+        (64, 100, True, AttnTiles(64, 32), "sync", False),  # four key tiles, a ring of three
+        (128, 200, True, AttnTiles(64, 64), "wgmma_pipe", False),  # next scores in the softmax
+        (64, 150, False, AttnTiles(128, 64), "wgmma_pipe", True),  # non-causal, partial tile
+        (64, 40, True, AttnTiles(64, 64), "wgmma_pipe", False),  # one tile: the last step alone
     ],
 )
-def test_three_stage_ring_on_cpu(d: int, s: int, causal: bool, tiles: AttnTiles, mma: str) -> None:
-    check_on_cpu(d, s, causal, tiles, mma, 3, heads=1)
+def test_three_stage_ring_on_cpu(
+    d: int, s: int, causal: bool, tiles: AttnTiles, mma: str, masked: bool
+) -> None:
+    check_on_cpu(d, s, causal, tiles, mma, 3, heads=1, masked_rows=masked)
 
 
 def test_wgmma_128_keys_per_step_on_cpu() -> None:
@@ -512,9 +514,9 @@ def test_packed_p_and_longest_first_order_on_cpu() -> None:
 
 
 def test_longest_first_order_maps_every_block_once_on_cpu() -> None:
-    """lpt alone on 64-row tiles: three row blocks of unequal length per batch, three
-    batches (block index -> (tile, head, batch) is a permutation of the grid)."""
-    check_on_cpu(64, 150, True, AttnTiles(64, 64), "wgmma", 2, heads=1, batch=3, kv=1, lpt=True)
+    """lpt alone on 64-row tiles: three row blocks of unequal length per batch (1, 2, 3 key
+    tiles), two batches (block index -> (tile, head, batch) is a permutation of the grid)."""
+    check_on_cpu(64, 130, True, AttnTiles(64, 64), "wgmma", 2, heads=1, batch=2, kv=1, lpt=True)
 
 
 def check_on_cpu(

@@ -38,9 +38,10 @@ def test_overlap_ring_on_cpu(d: int, s: int, pingpong: bool, ws: bool, lazy: boo
     """128x64, causal, 200 or 256 rows: the last row block walks four key tiles (tile 3
     refills tile 0's stage), the first one or two; with a producer warpgroup too (head dim
     128: its loads cover both 64-wide halves of the swizzled tile; 256 keys: every tile
-    whole, the straight-line loads) and the lazy softmax (attention_lean.py)."""
+    whole, the straight-line loads) and the lazy softmax (attention_lean.py). Without
+    ping-pong and with the lazy softmax: a user's mask masking whole rows too (NaN out)."""
     check_on_cpu(d, s, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
-                 pingpong=pingpong, ws=ws, lazy=lazy)  # fmt: skip
+                 pingpong=pingpong, ws=ws, lazy=lazy, masked_rows=pingpong == lazy)  # fmt: skip
 
 
 def test_overlap_one_tile_on_cpu() -> None:
@@ -52,13 +53,13 @@ def test_overlap_one_tile_on_cpu() -> None:
 
 def test_overlap_128_keys_partial_tiles_on_cpu() -> None:
     """128x128, non-causal, 100 queries over 390 keys (four tiles, a partial last one, all
-    masked steps), grouped K/V heads."""
+    masked steps)."""
     rng = np.random.default_rng(11)
     d, sq, sk = 64, 100, 390
-    p = replace(bhsd_params("bf16", 1, 2, 1, sq, d, False, AttnTiles(128, 128), sk=sk),
+    p = replace(bhsd_params("bf16", 1, 1, 1, sq, d, False, AttnTiles(128, 128), sk=sk),
                 mma="wgmma_ovl", stages=3, mbar=True, pingpong=True)  # fmt: skip
     assert check_params(p) is None
-    q = f32_to_bf16(rng.standard_normal((1, 2, sq, d)).astype(np.float32))
+    q = f32_to_bf16(rng.standard_normal((1, 1, sq, d)).astype(np.float32))
     k = f32_to_bf16(rng.standard_normal((1, 1, sk, d)).astype(np.float32))
     v = f32_to_bf16(rng.standard_normal((1, 1, sk, d)).astype(np.float32))
     f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
@@ -69,19 +70,19 @@ def test_overlap_128_keys_partial_tiles_on_cpu() -> None:
 
 
 @pytest.mark.parametrize(
-    "what,error",
-    [
-        ("mb_wait_full", "never waited for"),
-        ("mb_arrive", "mbarrier wait .empty, parity 0. timed out"),
-        ("nb_arrive", "named barrier . timed out"),
+    "what,s,error",
+    [  # the fewest rows that reach the fault: any tile past the first, a refilled stage
+        ("mb_wait_full", 100, "never waited for"),
+        ("mb_arrive", 200, "mbarrier wait .empty, parity 0. timed out"),
+        ("nb_arrive", 40, "named barrier . timed out"),
     ],
 )
 def test_overlap_missing_wait_or_arrive_is_caught(
-    what: str, error: str, monkeypatch: pytest.MonkeyPatch
+    what: str, s: int, error: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(mbemu, "TIMEOUT", 2.0)
     with pytest.raises(RuntimeError, match=error):
-        check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
+        check_on_cpu(64, s, True, AttnTiles(128, 64), "wgmma_ovl", 3, heads=1, mbar=True,
                      pingpong=what.startswith("nb"), edit=_drop(what))  # fmt: skip
 
 

@@ -23,25 +23,28 @@ from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
 from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 
-@pytest.mark.parametrize("pingpong,ws", [(False, False), (True, False), (True, True)])
-def test_mbar_ring_on_cpu(pingpong: bool, ws: bool) -> None:
+@pytest.mark.parametrize(
+    "pingpong,ws,masked", [(False, False, False), (True, False, False), (True, True, True)]
+)
+def test_mbar_ring_on_cpu(pingpong: bool, ws: bool, masked: bool) -> None:
     """128x64, two warpgroups, causal: the last row block walks four key tiles through the
     three stages (tile 3 waits for tile 0's "empty" phase); with and without the named
     barriers that alternate the warpgroups' Q K^T issues, and with a producer warpgroup
-    loading every K/V tile (384 threads)."""
+    loading every K/V tile (384 threads), there with a user's mask masking whole rows
+    (NaN out, as softmax-then-matmul)."""
     check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True,
-                 pingpong=pingpong, ws=ws)  # fmt: skip
+                 pingpong=pingpong, ws=ws, masked_rows=masked)  # fmt: skip
 
 
 def test_mbar_with_packed_p_128_keys_on_cpu() -> None:
     """128x128 with packed P and ping-pong, 100 queries over 390 keys (non-causal, four
-    tiles, a partial last one): the ring wraps; grouped K/V heads."""
+    tiles, a partial last one): the ring wraps."""
     rng = np.random.default_rng(5)
     d, sq, sk = 64, 100, 390
-    p = replace(bhsd_params("bf16", 1, 2, 1, sq, d, False, AttnTiles(128, 128), sk=sk),
+    p = replace(bhsd_params("bf16", 1, 1, 1, sq, d, False, AttnTiles(128, 128), sk=sk),
                 mma="wgmma", stages=3, mbar=True, pack_p=True, pingpong=True)  # fmt: skip
     assert check_params(p) is None
-    q = f32_to_bf16(rng.standard_normal((1, 2, sq, d)).astype(np.float32))
+    q = f32_to_bf16(rng.standard_normal((1, 1, sq, d)).astype(np.float32))
     k = f32_to_bf16(rng.standard_normal((1, 1, sk, d)).astype(np.float32))
     v = f32_to_bf16(rng.standard_normal((1, 1, sk, d)).astype(np.float32))
     f64 = lambda x: bf16_to_f32(x).astype(np.float64)  # noqa: E731
@@ -61,22 +64,22 @@ def _drop(what: str) -> Callable[[str], str]:
 
 
 @pytest.mark.parametrize(
-    "what,error",
-    [
-        ("mb_wait_full", "never waited for"),
-        ("mb_arrive", "mbarrier wait .empty, parity 0. timed out"),
-        ("nb_arrive", "named barrier . timed out"),
+    "what,s,error",
+    [  # the fewest rows that reach the fault: any tile past the first, a refilled stage
+        ("mb_wait_full", 100, "never waited for"),
+        ("mb_arrive", 200, "mbarrier wait .empty, parity 0. timed out"),
+        ("nb_arrive", 40, "named barrier . timed out"),
     ],
 )
 def test_a_missing_wait_or_arrive_is_caught(
-    what: str, error: str, monkeypatch: pytest.MonkeyPatch
+    what: str, s: int, error: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the consumers' wait on "full", the tiles' copies are never seen (the emulation
     lands them at a wait only); without the arrival on "empty", refilling a stage waits
     forever; without the ping-pong's arrivals, a warpgroup waits for its turn forever."""
     monkeypatch.setattr(mbemu, "TIMEOUT", 2.0)
     with pytest.raises(RuntimeError, match=error):
-        check_on_cpu(64, 200, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True,
+        check_on_cpu(64, s, True, AttnTiles(128, 64), "wgmma", 3, heads=1, mbar=True,
                      pingpong=what.startswith("nb"), edit=_drop(what))  # fmt: skip
 
 
