@@ -1,6 +1,6 @@
 """kinac on the host CPU against PyTorch eager and ``torch.compile``, in one run.
 
-    python benches/cpu.py [--reps N] [--no-compiled] [--torch-compile] [--root TREE]
+    python benches/cpu.py [--reps N] [--settle S] [--no-compiled] [--torch-compile] [--root TREE]
 
 Workloads (f32): the MLP ``[4, 128, 256]`` with hidden 1024 and GELU, and the small
 transformer block (RMSNorm, GQA causal attention, SwiGLU, residuals; B=4 S=128 D=256 H=4 KV=2
@@ -8,8 +8,12 @@ F=704). PyTorch runs with 2 threads (``torch.set_num_threads(2)``), as kinac's p
 eager PyTorch and ``torch.compile``'s compiled function (steady state, compiled before timing;
 ``--no-compiled`` skips it) are timed in alternation, batch by batch, and the best batch of
 each counts (this machine is shared, and load spikes only ever slow a batch down); the median
-is printed too, and the load average before and after. Only a ratio from one run means
-anything. ``--root`` imports kinac from another tree (a before/after comparison runs the same
+is printed too, and the load average before and after. Before each batch the bench pauses
+``--settle`` seconds (default 0.05) and makes one untimed call: PyTorch's OpenMP threads spin
+for milliseconds after each op, and back to back (``--settle 0``, as until 2026-12-02) the batch
+after PyTorch's ran beside a spinning thread on one of the two cores (at real-time priority:
+kinac's block 6.74 ms back to back, 4.63 ms with the pause; eager 6.43 / 5.87, compiled 5.52 /
+4.11). Only a ratio from one run means anything. ``--root`` imports kinac from another tree (a before/after comparison runs the same
 bench code on both). Cold compile: lower + LLVM + load for the first entry in a fresh process
 (xDSL and llvmlite imports included), against ``torch.compile``'s first call (with
 ``--torch-compile``; it takes seconds).
@@ -115,8 +119,15 @@ def bench_pair(
     return a, b
 
 
-def bench_many(fs: tuple[Callable[[], Any], ...], reps: int) -> list[list[float]]:
-    """Per-call seconds of batches of each of ``fs``, in turn batch by batch."""
+def bench_many(
+    fs: tuple[Callable[[], Any], ...], reps: int, settle: float = 0.0
+) -> list[list[float]]:
+    """Per-call seconds of batches of each of ``fs``, in turn batch by batch.
+
+    ``settle`` > 0: before each batch, sleep that long and make one untimed call. PyTorch's
+    OpenMP threads spin for milliseconds after each op (libgomp's default), so a batch timed
+    right after PyTorch's shares a core with a spinning thread; after the pause every
+    contender's threads are idle, and the untimed call wakes its own."""
     for h in fs:
         for _ in range(3):
             h()
@@ -124,6 +135,9 @@ def bench_many(fs: tuple[Callable[[], Any], ...], reps: int) -> list[list[float]
     out: list[list[float]] = [[] for _ in fs]
     for _ in range(reps):
         for h, acc in zip(fs, out, strict=True):
+            if settle > 0:
+                time.sleep(settle)
+                h()
             t = time.perf_counter()
             for _ in range(n):
                 h()
@@ -144,6 +158,12 @@ def main() -> None:
     ap.add_argument("--torch-compile", action="store_true", help="also time torch.compile cold")
     ap.add_argument("--no-compiled", action="store_true", help="skip torch.compile steady state")
     ap.add_argument("--root", help="import kinac from this tree (default: this checkout)")
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=0.05,
+        help="seconds of pause (then one untimed call) before each batch; 0: back to back",
+    )
     args = ap.parse_args()
     torch.set_num_threads(2)
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, kinac from {ROOT}, "
@@ -176,7 +196,7 @@ def main() -> None:
                 comp = torch.compile(ref)
                 comp(*tins)  # compiled here, outside the timing
                 fs.append(lambda c=comp, i=tins: c(*i))
-            times = bench_many(tuple(fs), args.reps)
+            times = bench_many(tuple(fs), args.reps, args.settle)
         best = [min(t) for t in times]
         rows.append((name, best, [statistics.median(t) for t in times], err))
     print(
