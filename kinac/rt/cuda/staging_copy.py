@@ -6,7 +6,12 @@ thread before the call returns (the caller may rewrite its array right after). O
 follows (~0.3 ms on the H200). ``numpy.copyto`` releases the GIL while it copies, so parts of
 one array copy in parallel on a few worker threads. Handing work to a thread costs ~10-40 us
 (a queue, a wake-up, the GIL), so only copies of at least :data:`PARALLEL_MIN_BYTES` are split,
-into parts of at least half that; smaller ones are one ``copyto`` on the calling thread.
+into parts of at least a quarter of that; smaller ones are one ``copyto`` on the calling thread.
+
+The threshold is 2 MiB: the H200 host (2026-12-02 sweep, ``benches/runtime_sweep.py``) copied
+0.5 and 1 MiB at ~30 GB/s on one core (source and block within the core's cache) but 2 MiB in
+185 us (~11 GB/s), while 2 MiB parts on 2 and 4 threads reached 15 and 31 GB/s together; it
+was 4 MiB, in two parts of 2 MiB, before.
 
 The result is the same bytes whatever the split (each part is an element range of the same
 cast); the call waits for every part before it queues the DMA.
@@ -20,7 +25,7 @@ import threading
 from typing import Any
 
 MiB = 1 << 20
-PARALLEL_MIN_BYTES = 4 * MiB
+PARALLEL_MIN_BYTES = 2 * MiB
 
 
 def default_workers() -> int:
@@ -49,7 +54,7 @@ class HostCopier:
         if n < self.min_bytes or not self.workers:
             np.copyto(dst, src, casting="unsafe")
             return
-        parts = min(self.workers + 1, max(1, 2 * n // self.min_bytes))
+        parts = min(self.workers + 1, max(1, 4 * n // self.min_bytes))
         if (
             parts < 2
             or src.shape != dst.shape
