@@ -33,14 +33,13 @@ from kinac.artifacts.host import GATHER_OOB
 from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, dtype_name, shape_of
-from kinac.ir.gpu import map_loads
 from kinac.ir.gpu.emit import Builder, Ix, Val
 from kinac.ir.gpu.plan import (
     BLOCK,
+    SMS,
     RowConfig,
     index_type,
     map_grid,
-    map_unroll,
     row_config,
     vector_width,
 )
@@ -49,13 +48,21 @@ from kinac.ir.gpu.rows import RowReducer
 from kinac.ir.gpu.scalar import COMPUTE
 from kinac.ir.layout import cstrides
 
+MAP_BLOCKS_PER_SM = 64  # a map thread takes more vector groups only past this many blocks a SM
+
 
 def _unroll(groups: int) -> int:
-    """Vector groups a map thread handles: :func:`map_unroll`'s, at most
-    ``map_loads.MAX_UNROLL`` where loads go first (more would cost occupancy: 56 registers at
-    4 groups of 16-byte loads in flight, 32 at 2)."""
-    u = map_unroll(groups)
-    return min(u, map_loads.MAX_UNROLL) if map_loads.ENABLED else u
+    """Vector groups a map thread handles: 4 or 2 while the grid still has
+    :data:`MAP_BLOCKS_PER_SM` blocks per SM, else 1. Measured on the H200 (2026-12-02, the
+    45M block's ``silu(gate) * up``, 4096 x 5632 bf16, in place): unroll 4 (the plan's
+    :func:`~kinac.ir.gpu.plan.map_unroll` there) 38.5 us, 85% of copy bandwidth; unroll 2
+    35.3 us; unroll 1 33.5 us, 98%: a grid of 21 blocks a SM ends on a tail that 85 blocks a
+    SM do not have; at 8192 x 8192 unroll 4 and 2 both reach 98-99%. The issue order of the
+    loads made no difference at unroll 2 (``benches/gpu_map_ab.py``)."""
+    for u in (4, 2):
+        if -(-groups // (BLOCK * u)) >= MAP_BLOCKS_PER_SM * SMS:
+            return u
+    return 1
 
 
 SCATTER_THREADS = 1 << 16
@@ -140,72 +147,38 @@ class KernelGen:
         shape, dt = shape_of(self.root.type), dtype_name(self.root.type)
         vec = vector_width(shape[-1], ITEMSIZE[dt]) if shape else 1
         b, r, out = self._start(vec)
-        self._map_body(b, r, out, shape, vec, lambda idx, lax: r.read(self.root, idx, lax), None, self.root)  # fmt: skip
+        self._map_body(b, r, out, shape, vec, lambda idx, lax: r.read(self.root, idx, lax), None)
         groups = math.prod(shape) // vec
         u = _unroll(groups)
-        note = f"unroll {u}" + (", loads first" if map_loads.ENABLED else "")
-        return self._finish(b, name, map_grid(groups, u), BLOCK, vec, note=note)
+        return self._finish(b, name, map_grid(groups, u), BLOCK, vec, note=f"unroll {u}")
 
-    def _map_body(self, b: Builder, r: BodyReader, out: Val, shape: tuple[int, ...], vec: int, value: object, out_shape: tuple[int, tuple[int, ...], int] | None, root: SSAValue | None = None) -> None:  # fmt: skip
+    def _map_body(self, b: Builder, r: BodyReader, out: Val, shape: tuple[int, ...], vec: int, value: object, out_shape: tuple[int, tuple[int, ...], int] | None) -> None:  # fmt: skip
         """Compute ``value(idx, lax)`` over ``shape`` and store it (into ``out_shape`` =
-        (axis, full output shape, start) for a concat part). ``root``: what ``value`` reads,
-        whose 16-byte loads :mod:`map_loads` issues first where enabled."""
+        (axis, full output shape, start) for a concat part)."""
         ix = self.ix
         groups = math.prod(shape) // vec
         u_n = _unroll(groups)
         tid, bid = self._tid(b)
         base = b.iadd(b.imul(bid, BLOCK * u_n, ix), tid, ix)
         lax = len(shape) - 1 if vec > 1 else None
-        dt = dtype_name(self.root.type)
-
-        def offset(idx: list[Ix]) -> Ix:
-            if out_shape is None:
-                return r.linear(idx, cstrides(shape))
-            ax, full, start = out_shape
-            oidx = list(idx)
-            oidx[ax] = b.iadd(oidx[ax], start, ix)
-            return r.linear(oidx, cstrides(full))
-
         pending = []
-        at = []
-        first = map_loads.ENABLED and root is not None
         for u in range(u_n):
             g = b.iadd(base, u * BLOCK, ix)
             ok = b.icmp("ult", g, groups, ix)
             gs = b.select(ok, b.ival(g, ix), b.ci(0, ix))
             idx = r.unflatten(b.imul(gs, vec, ix), shape)
-            if first:  # every group's loads now, the arithmetic on the paths below
-                at.append((ok, idx, map_loads.issue(r, root, idx, lax)))  # type: ignore[arg-type]
-            else:
-                pending.append((ok, idx, value(idx, lax)))  # type: ignore[operator]
+            vals = value(idx, lax)  # type: ignore[operator]
+            pending.append((ok, idx, vals))
+        dt = dtype_name(self.root.type)
         for ok, idx, vals in pending:
-            b.if_then(ok, functools.partial(r.store, out, offset(idx), vals, dt))
-        if not at:
-            return
-        # every group of this block in range: the block is one of the grid's full ones (not
-        # the last group's own check: LLVM would then drop that group's checked store, and
-        # ptxas sink its loads into the one path left reading them)
-        whole = b.icmp("ult", bid, groups // (BLOCK * u_n), ix)
-        full_, part, done = b.new_label("full"), b.new_label("part"), b.new_label("done")
-        b.void(f"br i1 {whole.ref}, label %{full_}, label %{part}")
-        b.label(full_)
-        with r.scope():
-            for _, _, raws in at:
-                map_loads.widen(r, raws)
-            for _, idx, _ in at:
-                r.store(out, offset(idx), value(idx, lax), dt)  # type: ignore[operator]
-        b.void(f"br label %{done}")
-        b.label(part)
-
-        def one(idx: list[Ix], raws: list[map_loads.Raw]) -> None:
-            with r.scope():  # a group's values live in its own branch
-                map_loads.widen(r, raws)
-                r.store(out, offset(idx), value(idx, lax), dt)  # type: ignore[operator]
-
-        for ok, idx, raws in at:
-            b.if_then(ok, functools.partial(one, idx, raws))
-        b.void(f"br label %{done}")
-        b.label(done)
+            if out_shape is None:
+                off = r.linear(idx, cstrides(shape))
+            else:
+                ax, full, start = out_shape
+                oidx = list(idx)
+                oidx[ax] = b.iadd(oidx[ax], start, ix)
+                off = r.linear(oidx, cstrides(full))
+            b.if_then(ok, functools.partial(r.store, out, off, vals, dt))
 
     # ---- rows ----------------------------------------------------------------------------------
     def row_source(self) -> SSAValue:
