@@ -41,8 +41,9 @@ def _us(fn: Any, n: int, rounds: int = 7) -> float:
     return sorted(ts)[rounds // 2]
 
 
-def _stager_us(x: Any, n: int) -> float:
-    """Per call: the stager alone on ``x`` (its own stager and an idle compute stream)."""
+def _stager_us(x: Any, n: int, pool: Any = None) -> float:
+    """Per call: the stager alone on ``x`` (its own stager and an idle compute stream; its
+    pinned blocks from ``pool``, default the process's)."""
     from kinac.rt import cuda
     from kinac.rt.cuda.staging import HostStager
 
@@ -53,7 +54,7 @@ def _stager_us(x: Any, n: int) -> float:
         blocks.append(res.allocate(nbytes, 0))
         return blocks[-1]
 
-    st = HostStager(alloc)
+    st = HostStager(alloc, pool)
     s = cuda.Stream()
     shape, dt = x.shape, x.dtype.name
 
@@ -109,6 +110,11 @@ def bench_staging(quick: bool) -> list[Row]:
                             split, "us", one, "one copyto", "info"))  # fmt: skip
             rows.append(row(f"{what}: the stager alone per call (copy + waits + DMA + events, "
                             "no compute)", _stager_us(x, n), "us", host_ms * 1e3, ref, "info"))  # fmt: skip
+            from kinac.rt.cuda.pinned import write_combined_pool
+
+            rows.append(row(f"{what}: the stager alone per call, write-combined pinned blocks",
+                            _stager_us(x, n, write_combined_pool()), "us", host_ms * 1e3, ref,
+                            "info"))  # fmt: skip
             small = np.ones(1024, np.float32)
             rows.append(row("the stager alone per call, 4 KiB array (its driver calls)",
                             _stager_us(small, n), "us", host_ms * 1e3, ref, "info"))  # fmt: skip

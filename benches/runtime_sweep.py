@@ -14,7 +14,9 @@ measured in the same run:
   is cached by identity; also 4 arrays in rotation, so the source is not always in the CPU's
   cache, as a data loader's fresh batches), pipelined and synced, through the steady state as graphs
   (:mod:`~kinac.rt.cuda.staging_graphs`) and as driver calls (``use_graphs = False``, the same
-  stager), and without the pinned pool and overlap (``pinned=False``);
+  stager), and without the pinned pool and overlap (``pinned=False``), and with the staging
+  blocks write-combined (``KINAC_STAGING_WC=1``: the DMA does not snoop the CPU's caches; a
+  memcpy into such a block alone beside it);
 
 each as a ratio to the device ``x`` of its kind (pipelined or synced); "copy < compute" is
 ``memcpy + DMA < device x pipelined``, and the goal's verdict is given only there. Printed as
@@ -26,6 +28,7 @@ Not a bench itself (no ``kinac-bench`` line): ``runtime.py`` imports it.
 from __future__ import annotations
 
 import itertools
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -84,7 +87,7 @@ def _stager(fn: Any, shape: tuple[int, ...]) -> Any:
 
 
 def measure(
-    pinned: Any, plain: Any, size: tuple[int, int, int, int], quick: bool
+    pinned: Any, plain: Any, size: tuple[int, int, int, int], quick: bool, wc: Any = None
 ) -> dict[str, Any]:
     """Every number of one size (see the module docstring)."""
     import numpy as np
@@ -127,6 +130,18 @@ def measure(
     r["memcpy_us"] = _host_us(lambda: copier(blk.array, x), n)
     r["memcpy_one_us"] = _host_us(lambda: np.copyto(blk.array, x), n)  # one thread
     blk.free()
+    if wc is not None:  # the same, its staging blocks write-combined (KINAC_STAGING_WC=1)
+        os.environ["KINAC_STAGING_WC"] = "1"
+        try:
+            wc(x, *ws)  # (its stager is made now: its blocks from the write-combined pool)
+        finally:
+            del os.environ["KINAC_STAGING_WC"]
+        r["wc_ms"] = _pipelined_ms(lambda: wc(x, *ws), n, sync)
+        from kinac.rt.cuda.pinned import write_combined_pool
+
+        wblk = PinnedBuffer(write_combined_pool(), x.shape, x.dtype)
+        r["memcpy_wc_us"] = _host_us(lambda: copier(wblk.array, x), n)
+        wblk.free()
     r["dma_ms"] = _copy_ms(torch, x.nbytes)
     r["copy_ms"] = r["memcpy_us"] / 1e3 + r["dma_ms"]
     r["shorter"] = r["copy_ms"] < r["dev_ms"]
@@ -140,9 +155,10 @@ def sweep(quick: bool) -> list[dict[str, Any]]:
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         pinned, plain = _mlp_fns(Path(tmp))
+        wc, _ = _mlp_fns(Path(tmp))  # a third compiled MLP: its stagers write-combined
         for size in SWEEP:
             t0 = time.perf_counter()
-            r = measure(pinned, plain, size, quick)
+            r = measure(pinned, plain, size, quick, wc)
             r["wall_s"] = time.perf_counter() - t0
             print(f"sweep {r['mib']:g} MiB: " + ", ".join(f"{k}={v}" for k, v in r.items()))
             out.append(r)
@@ -155,13 +171,16 @@ def sweep_table(res: list[dict[str, Any]]) -> str:
         "| x MiB | MLP [B,S,D] F | compute (device x) ms | memcpy us (one thread) + DMA us "
         "| copy < compute "
         "| host x pipelined: graphs / driver calls / pinned=False | 4 x in rotation "
+        "| write-combined blocks: host x, memcpy us "
         f"| host x synced | goal <= {GOAL}x | graph calls |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     lines = []
     for r in res:
         b, s, d, f = r["shape"]
         calls = f"{r['calls_ms'] / r['dev_ms']:.2f}x" if "calls_ms" in r else "-"
+        wc = (f"{r['wc_ms'] / r['dev_ms']:.2f}x, {r['memcpy_wc_us']:.1f}" if "wc_ms" in r
+              else "-")  # fmt: skip
         met = "n/a" if r["met"] is None else ("**yes**" if r["met"] else "NO")
         gc = f"{r['graph_calls']} of {r['host_calls']}"
         if r["graph_error"]:
@@ -172,6 +191,7 @@ def sweep_table(res: list[dict[str, Any]]) -> str:
             f"{r['dma_ms'] * 1e3:.1f} "
             f"| {r['shorter']} | {r['ratio']:.2f}x ({r['host_ms']:.3f} ms) / {calls} / "
             f"{r['plain_ms'] / r['dev_ms']:.2f}x | {r['fresh_ms'] / r['dev_ms']:.2f}x "
+            f"| {wc} "
             f"| {r['host_sync_ms'] / r['dev_sync_ms']:.2f}x "
             f"| {met} | {gc} |"
         )

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kinac.rt.cuda import device, driver, staging
+from kinac.rt.cuda import device, driver, pinned, staging
 from kinac.rt.cuda.pinned import MiB, PinnedBuffer, PinnedPool, size_class
 
 
@@ -334,3 +334,30 @@ def test_stager_reports_pinned_bytes_as_the_pool_accounts_them(fake: FakeDriver)
         st.after_run(compute)
     assert st.pinned_bytes() == pool.memory_stats()["allocated_bytes.all.current"] == 2 * 4096
     st.close()
+
+
+def test_staging_blocks_write_combined_when_asked(
+    fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``KINAC_STAGING_WC=1``: a new stager's blocks come from the write-combined pool
+    (``cuMemHostAlloc`` with PORTABLE | WRITECOMBINED); without it, from the process's pool."""
+    mem, flags = HostMemory(), []
+
+    def alloc(n: int, f: int = pinned.PORTABLE) -> int:
+        flags.append(f)
+        return mem.alloc(n)
+
+    monkeypatch.setattr(pinned, "_driver_alloc", alloc)
+    monkeypatch.setattr(pinned, "_wc_pool", None)
+    monkeypatch.setenv("KINAC_STAGING_WC", "1")
+    st = staging.HostStager(HostMemory().alloc)
+    assert st.pool is pinned.write_combined_pool()
+    st.stage(0, np.ones((2, 3), np.float32), (2, 3), "float32")
+    st.before_run(device.Stream.wrap(7))
+    st.after_run(device.Stream.wrap(7))
+    assert flags == [pinned.PORTABLE | pinned.WRITECOMBINED] and pinned.WRITECOMBINED == 4
+    st.close()
+    monkeypatch.delenv("KINAC_STAGING_WC")
+    other = staging.HostStager(HostMemory().alloc, PinnedPool(alloc=mem.alloc, free=mem.free))
+    assert other.pool is not pinned.write_combined_pool()
+    other.close()

@@ -25,6 +25,7 @@ from kinac.rt.cuda.stats import Stats, percentages, stat
 
 KiB, MiB = 1 << 10, 1 << 20
 PORTABLE = 1  # CU_MEMHOSTALLOC_PORTABLE: pinned for every context, so any device may copy it
+WRITECOMBINED = 4  # CU_MEMHOSTALLOC_WRITECOMBINED: not cached by the CPU, not snooped by DMAs
 
 
 def size_class(nbytes: int) -> int:
@@ -35,13 +36,13 @@ def size_class(nbytes: int) -> int:
     return -(-n // (2 * MiB)) * (2 * MiB)
 
 
-def _driver_alloc(nbytes: int) -> int:
+def _driver_alloc(nbytes: int, flags: int = PORTABLE) -> int:
     from kinac.rt.cuda import driver
     from kinac.rt.cuda.device import current_device
 
     current_device()  # cuMemHostAlloc needs a current context
     d = driver.api()
-    return int(driver.check("cuMemHostAlloc", d.cuMemHostAlloc(nbytes, PORTABLE)))
+    return int(driver.check("cuMemHostAlloc", d.cuMemHostAlloc(nbytes, flags)))
 
 
 def _driver_free(ptr: int) -> None:
@@ -262,6 +263,20 @@ def handed_out(array: Any) -> tuple[int, int]:
 
 
 _pool: PinnedPool | None = None
+_wc_pool: PinnedPool | None = None
+
+
+def write_combined_pool() -> PinnedPool:
+    """A process-wide pool of *write-combined* pinned blocks, for buffers the host only writes
+    (staging blocks: ``KINAC_STAGING_WC=1``). Why: a DMA out of ordinary pinned memory snoops
+    the CPU's caches, and a block the host has just written sits dirty in them (the H200 runs
+    measured the stager's memcpy and DMA per 0.5 MiB call adding up instead of overlapping);
+    write-combined memory is not cached, so the DMA reads memory without snooping, at the cost
+    of uncached (combined) host writes and very slow host reads."""
+    global _wc_pool
+    if _wc_pool is None:
+        _wc_pool = PinnedPool(alloc=lambda n: _driver_alloc(n, PORTABLE | WRITECOMBINED))
+    return _wc_pool
 
 
 def default_pool() -> PinnedPool:

@@ -153,6 +153,10 @@ class HostStager:
         copier: HostCopier | None = None,
         graphs: Any = None,
     ) -> None:
+        if pool is None and os.environ.get("KINAC_STAGING_WC") == "1":
+            from kinac.rt.cuda.pinned import write_combined_pool
+
+            pool = write_combined_pool()  # the staging blocks (the host only writes them)
         self.pool = pool if pool is not None else default_pool()
         self.calls = calls if calls is not None else driver_calls()
         self.copier = copier if copier is not None else default_copier()

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.pinned import PinnedBuffer, _handed, handed_out
+from kinac.rt.cuda.pinned import PinnedBuffer, _handed, default_pool, handed_out
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS
 
 if TYPE_CHECKING:
@@ -321,7 +321,7 @@ def _flags_ready(st: HostStager) -> bool:
         from kinac.rt.cuda.errors import CudaError
 
         try:
-            blk = PinnedBuffer(st.pool, (SLOTS * FLAG_STRIDE,), np.uint32)
+            blk = PinnedBuffer(default_pool(), (SLOTS * FLAG_STRIDE,), np.uint32)  # (cached)
             st._extra.append(blk)
             blk.array[...] = 0
             one = st._alloc_device(16)
