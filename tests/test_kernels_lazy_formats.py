@@ -33,15 +33,22 @@ print(json.dumps({"lazy": getattr(FormatProgram, "_kinac_lazy", False), "stages"
 """
 
 
-def _run(eager: bool) -> dict:  # type: ignore[type-arg]
+def _start(eager: bool) -> subprocess.Popen[str]:
     env = {**os.environ, "KINAC_EAGER_XDSL_FORMATS": "1" if eager else "0"}
-    out = subprocess.run([sys.executable, "-c", PRINT], capture_output=True, text=True,
-                         cwd=ROOT, env=env, check=True)  # fmt: skip
-    return json.loads(out.stdout)  # type: ignore[no-any-return]
+    return subprocess.Popen([sys.executable, "-c", PRINT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)  # fmt: skip
+
+
+def _result(p: subprocess.Popen[str]) -> dict:  # type: ignore[type-arg]
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    return json.loads(out)  # type: ignore[no-any-return]
 
 
 def test_lazy_formats_print_and_read_the_same_ir() -> None:
-    lazy, eager = _run(False), _run(True)
+    # the two processes are independent: they run at once (the second core)
+    lazy_p, eager_p = _start(False), _start(True)
+    lazy, eager = _result(lazy_p), _result(eager_p)
     assert lazy["lazy"] and not eager["lazy"]
     assert len(lazy["stages"]) > 5 and "arith.addf" in lazy["stages"]["read back"]
     assert lazy["stages"] == eager["stages"]
