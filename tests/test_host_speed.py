@@ -306,3 +306,31 @@ def test_entry_reads_array_addresses_through_the_buffer_protocol() -> None:
     rows = np.arange(12.0).reshape(3, 4)[1:]
     for x in (a, ro, np.empty(0, np.float32), rows, bf16_array(np.zeros(4, np.uint16))):
         assert _address(x) == x.ctypes.data
+
+
+@pytest.mark.parametrize("s", [40, 64])
+def test_causal_softmax_reads_visible_keys_and_keeps_fully_masked_rows_nan(s: int) -> None:
+    """softmax(scores + user mask + causal) over keys, rows cut at the diagonal (rounded up to
+    16): equal to PyTorch's on ordinary rows, and a row the user's mask hides entirely is NaN
+    across the whole row, the part past the diagonal included (language.md, "Fully masked
+    softmax rows"; it was 0 there when the skipped part was stored as a constant 0)."""
+    import torch
+    from host_support import compiled
+
+    from kinac.ir.testing import causal_mask
+
+    g = GraphBuilder("causal_sm")
+    sc, um = g.param("scores", "f32", (2, s, s)), g.param("mask", "f32", (2, s, s))
+    x = g.binary("add", g.binary("add", sc, um), causal_mask(g, s))
+    e = compiled(g.build(g.softmax(x, -1)))
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, s, s)).astype(np.float32) * 3
+    m = np.zeros((2, s, s), np.float32)
+    m[1, 5, :] = -np.inf  # row 5 of batch 1: every key masked
+    got = e(a, m)
+    tri = np.triu(np.full((s, s), -np.inf, np.float32), 1)
+    want = torch.softmax(torch.from_numpy(a + m + tri), -1).numpy()
+    assert np.isnan(got[1, 5]).all() and np.isnan(want[1, 5]).all()
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=2e-6, atol=1e-7)
+    assert (got[0][np.triu_indices(s, 1)] == 0).all()

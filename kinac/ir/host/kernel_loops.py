@@ -312,9 +312,10 @@ class KernelLowering:
         off = em.linear(at(iv), strides)
         sc.store(sc.binary("mul", em.load_fresh(self.out, off), inv, dt), self.out, off, dt)
         em.close_loop()
-        if hi is not None:
+        if hi is not None:  # masked keys: exp(-inf - max) / sum, 0 * (1 / sum) (NaN if all are)
+            zero = sc.binary("mul", sc.c(0, dt), inv, dt)
             iv, _ = em.open_loop(xs[ax], lo=hi)
-            sc.store(sc.c(0, dt), self.out, em.linear(at(iv), strides), dt)
+            sc.store(zero, self.out, em.linear(at(iv), strides), dt)
             em.close_loop()
         em.close_nest(outer)
 

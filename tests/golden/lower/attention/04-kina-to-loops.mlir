@@ -108,9 +108,10 @@ builtin.module {
           %53 = arith.mulf %52, %49 fastmath<contract> : f32
           memref.store %53, %0[%51] : memref<512xf32>
         }
-        scf.for %54 = %18 to %5 step %4 {
-          %55 = arith.addi %20, %54 : index
-          memref.store %12, %0[%55] : memref<512xf32>
+        %54 = arith.mulf %12, %49 fastmath<contract> : f32
+        scf.for %55 = %18 to %5 step %4 {
+          %56 = arith.addi %20, %55 : index
+          memref.store %54, %0[%56] : memref<512xf32>
         }
       }
     }

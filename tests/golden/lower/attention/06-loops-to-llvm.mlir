@@ -224,155 +224,156 @@ builtin.module {
     %184 = llvm.add %177, %127 overflow<nsw,nuw> : i64
     llvm.br ^bb11(%184 : i64)
   ^bb13:
+    %185 = llvm.fmul %135, %176 {fastmathFlags = #llvm.fastmath<contract>} : f32
     llvm.br ^bb14(%143 : i64)
-  ^bb14(%185: i64):
-    %186 = llvm.icmp "slt" %185, %128 : i64
-    llvm.cond_br %186, ^bb15, ^bb16
+  ^bb14(%186: i64):
+    %187 = llvm.icmp "slt" %186, %128 : i64
+    llvm.cond_br %187, ^bb15, ^bb16
   ^bb15:
-    %187 = llvm.add %145, %185 overflow<nsw,nuw> : i64
-    %188 = llvm.getelementptr inbounds %123[%187] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %135, %188 : f32, !llvm.ptr
-    %189 = llvm.add %185, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb14(%189 : i64)
+    %188 = llvm.add %145, %186 overflow<nsw,nuw> : i64
+    %189 = llvm.getelementptr inbounds %123[%188] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %185, %189 : f32, !llvm.ptr
+    %190 = llvm.add %186, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb14(%190 : i64)
   ^bb16:
-    %190 = llvm.add %139, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%190 : i64)
+    %191 = llvm.add %139, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%191 : i64)
   ^bb17:
-    %191 = llvm.add %136, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%191 : i64)
+    %192 = llvm.add %136, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%192 : i64)
   ^bb18:
     llvm.return
   }
-  llvm.func internal @k5_matmul(%192: !llvm.ptr {llvm.noalias}, %193: !llvm.ptr {llvm.noalias}, %194: !llvm.ptr {llvm.noalias}) {
-    %195 = llvm.mlir.constant(0) : i64
-    %196 = llvm.mlir.constant(2) : i64
-    %197 = llvm.mlir.constant(1) : i64
-    %198 = llvm.mlir.constant(256) : i64
-    llvm.br ^bb1(%195 : i64)
-  ^bb1(%199: i64):
-    %200 = llvm.icmp "slt" %199, %196 : i64
-    llvm.cond_br %200, ^bb2, ^bb3
+  llvm.func internal @k5_matmul(%193: !llvm.ptr {llvm.noalias}, %194: !llvm.ptr {llvm.noalias}, %195: !llvm.ptr {llvm.noalias}) {
+    %196 = llvm.mlir.constant(0) : i64
+    %197 = llvm.mlir.constant(2) : i64
+    %198 = llvm.mlir.constant(1) : i64
+    %199 = llvm.mlir.constant(256) : i64
+    llvm.br ^bb1(%196 : i64)
+  ^bb1(%200: i64):
+    %201 = llvm.icmp "slt" %200, %197 : i64
+    llvm.cond_br %201, ^bb2, ^bb3
   ^bb2:
-    %201 = llvm.mul %199, %198 overflow<nsw,nuw> : i64
-    %202 = llvm.getelementptr inbounds %193[%201] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %203 = llvm.getelementptr inbounds %194[%195] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %204 = llvm.getelementptr inbounds %192[%201] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %205 = llvm.mlir.constant(101 : i32) : i32
-    %206 = llvm.mlir.constant(111 : i32) : i32
+    %202 = llvm.mul %200, %199 overflow<nsw,nuw> : i64
+    %203 = llvm.getelementptr inbounds %194[%202] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %204 = llvm.getelementptr inbounds %195[%196] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %205 = llvm.getelementptr inbounds %193[%202] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %206 = llvm.mlir.constant(101 : i32) : i32
     %207 = llvm.mlir.constant(111 : i32) : i32
-    %208 = llvm.mlir.constant(16) : i64
+    %208 = llvm.mlir.constant(111 : i32) : i32
     %209 = llvm.mlir.constant(16) : i64
     %210 = llvm.mlir.constant(16) : i64
-    %211 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %212 = llvm.mlir.constant(16) : i64
+    %211 = llvm.mlir.constant(16) : i64
+    %212 = llvm.mlir.constant(1.000000e+00 : f32) : f32
     %213 = llvm.mlir.constant(16) : i64
-    %214 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %215 = llvm.mlir.constant(16) : i64
-    llvm.call @kinac_sgemm(%205, %206, %207, %208, %209, %210, %211, %202, %212, %203, %213, %214, %204, %215) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
-    %216 = llvm.add %199, %197 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%216 : i64)
+    %214 = llvm.mlir.constant(16) : i64
+    %215 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %216 = llvm.mlir.constant(16) : i64
+    llvm.call @kinac_sgemm(%206, %207, %208, %209, %210, %211, %212, %203, %213, %204, %214, %215, %205, %216) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+    %217 = llvm.add %200, %198 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%217 : i64)
   ^bb3:
     llvm.return
   }
-  llvm.func internal @k6_map(%217: !llvm.ptr {llvm.noalias}, %218: !llvm.ptr {llvm.noalias}) {
-    %219 = llvm.mlir.constant(0) : i64
-    %220 = llvm.mlir.constant(16) : i64
-    %221 = llvm.mlir.constant(1) : i64
-    %222 = llvm.mlir.constant(32) : i64
-    %223 = llvm.mlir.constant(256) : i64
-    llvm.br ^bb1(%219 : i64)
-  ^bb1(%224: i64):
-    %225 = llvm.icmp "slt" %224, %220 : i64
-    llvm.cond_br %225, ^bb2, ^bb6
+  llvm.func internal @k6_map(%218: !llvm.ptr {llvm.noalias}, %219: !llvm.ptr {llvm.noalias}) {
+    %220 = llvm.mlir.constant(0) : i64
+    %221 = llvm.mlir.constant(16) : i64
+    %222 = llvm.mlir.constant(1) : i64
+    %223 = llvm.mlir.constant(32) : i64
+    %224 = llvm.mlir.constant(256) : i64
+    llvm.br ^bb1(%220 : i64)
+  ^bb1(%225: i64):
+    %226 = llvm.icmp "slt" %225, %221 : i64
+    llvm.cond_br %226, ^bb2, ^bb6
   ^bb2:
-    %226 = llvm.mul %224, %220 overflow<nsw,nuw> : i64
-    %227 = llvm.mul %224, %222 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%219 : i64)
-  ^bb3(%228: i64):
-    %229 = llvm.icmp "slt" %228, %222 : i64
-    llvm.cond_br %229, ^bb4, ^bb5
+    %227 = llvm.mul %225, %221 overflow<nsw,nuw> : i64
+    %228 = llvm.mul %225, %223 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%220 : i64)
+  ^bb3(%229: i64):
+    %230 = llvm.icmp "slt" %229, %223 : i64
+    llvm.cond_br %230, ^bb4, ^bb5
   ^bb4:
-    %230 = llvm.udiv %228, %220 : i64
-    %231 = llvm.mul %230, %223 overflow<nsw,nuw> : i64
-    %232 = llvm.add %226, %231 overflow<nsw,nuw> : i64
-    %233 = llvm.urem %228, %220 : i64
-    %234 = llvm.add %232, %233 overflow<nsw,nuw> : i64
-    %235 = llvm.getelementptr inbounds %218[%234] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %236 = llvm.load %235 : !llvm.ptr -> f32
-    %237 = llvm.add %227, %228 overflow<nsw,nuw> : i64
-    %238 = llvm.getelementptr inbounds %217[%237] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %236, %238 : f32, !llvm.ptr
-    %239 = llvm.add %228, %221 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%239 : i64)
+    %231 = llvm.udiv %229, %221 : i64
+    %232 = llvm.mul %231, %224 overflow<nsw,nuw> : i64
+    %233 = llvm.add %227, %232 overflow<nsw,nuw> : i64
+    %234 = llvm.urem %229, %221 : i64
+    %235 = llvm.add %233, %234 overflow<nsw,nuw> : i64
+    %236 = llvm.getelementptr inbounds %219[%235] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %237 = llvm.load %236 : !llvm.ptr -> f32
+    %238 = llvm.add %228, %229 overflow<nsw,nuw> : i64
+    %239 = llvm.getelementptr inbounds %218[%238] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %237, %239 : f32, !llvm.ptr
+    %240 = llvm.add %229, %222 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%240 : i64)
   ^bb5:
-    %240 = llvm.add %224, %221 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%240 : i64)
+    %241 = llvm.add %225, %222 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%241 : i64)
   ^bb6:
     llvm.return
   }
-  llvm.func internal @k7_matmul(%241: !llvm.ptr {llvm.noalias}, %242: !llvm.ptr {llvm.noalias}, %243: !llvm.ptr {llvm.noalias}) {
-    %244 = llvm.mlir.constant(0) : i64
-    %245 = llvm.getelementptr inbounds %242[%244] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %246 = llvm.getelementptr inbounds %243[%244] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %247 = llvm.getelementptr inbounds %241[%244] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %248 = llvm.mlir.constant(101 : i32) : i32
-    %249 = llvm.mlir.constant(111 : i32) : i32
+  llvm.func internal @k7_matmul(%242: !llvm.ptr {llvm.noalias}, %243: !llvm.ptr {llvm.noalias}, %244: !llvm.ptr {llvm.noalias}) {
+    %245 = llvm.mlir.constant(0) : i64
+    %246 = llvm.getelementptr inbounds %243[%245] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %247 = llvm.getelementptr inbounds %244[%245] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %248 = llvm.getelementptr inbounds %242[%245] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %249 = llvm.mlir.constant(101 : i32) : i32
     %250 = llvm.mlir.constant(111 : i32) : i32
-    %251 = llvm.mlir.constant(16) : i64
-    %252 = llvm.mlir.constant(32) : i64
+    %251 = llvm.mlir.constant(111 : i32) : i32
+    %252 = llvm.mlir.constant(16) : i64
     %253 = llvm.mlir.constant(32) : i64
-    %254 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %255 = llvm.mlir.constant(32) : i64
+    %254 = llvm.mlir.constant(32) : i64
+    %255 = llvm.mlir.constant(1.000000e+00 : f32) : f32
     %256 = llvm.mlir.constant(32) : i64
-    %257 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %258 = llvm.mlir.constant(32) : i64
-    llvm.call @kinac_sgemm(%248, %249, %250, %251, %252, %253, %254, %245, %255, %246, %256, %257, %247, %258) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+    %257 = llvm.mlir.constant(32) : i64
+    %258 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %259 = llvm.mlir.constant(32) : i64
+    llvm.call @kinac_sgemm(%249, %250, %251, %252, %253, %254, %255, %246, %256, %247, %257, %258, %248, %259) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
     llvm.return
   }
-  llvm.func internal @kinac_expf(%259: f32) -> f32 {
-    %260 = llvm.mlir.constant(-8.700000e+01 : f32) : f32
-    %261 = llvm.mlir.constant(8.870000e+01 : f32) : f32
-    %262 = llvm.call_intrinsic "llvm.maximum.f32"(%259, %260) : (f32, f32) -> f32
-    %263 = llvm.call_intrinsic "llvm.minimum.f32"(%262, %261) : (f32, f32) -> f32
-    %264 = llvm.mlir.constant(1.44269502 : f32) : f32
-    %265 = llvm.mlir.constant(5.000000e-01 : f32) : f32
-    %266 = llvm.call_intrinsic "llvm.fma.f32"(%263, %264, %265) : (f32, f32, f32) -> f32
-    %267 = llvm.call_intrinsic "llvm.floor.f32"(%266) : (f32) -> f32
-    %268 = llvm.mlir.constant(-0.693359375 : f32) : f32
-    %269 = llvm.call_intrinsic "llvm.fma.f32"(%267, %268, %263) : (f32, f32, f32) -> f32
-    %270 = llvm.mlir.constant(0.000212194442 : f32) : f32
-    %271 = llvm.call_intrinsic "llvm.fma.f32"(%267, %270, %269) : (f32, f32, f32) -> f32
-    %272 = llvm.mlir.constant(0.000198756912 : f32) : f32
-    %273 = llvm.mlir.constant(0.00139819994 : f32) : f32
-    %274 = llvm.call_intrinsic "llvm.fma.f32"(%272, %271, %273) : (f32, f32, f32) -> f32
-    %275 = llvm.mlir.constant(0.00833345205 : f32) : f32
-    %276 = llvm.call_intrinsic "llvm.fma.f32"(%274, %271, %275) : (f32, f32, f32) -> f32
-    %277 = llvm.mlir.constant(0.0416657962 : f32) : f32
-    %278 = llvm.call_intrinsic "llvm.fma.f32"(%276, %271, %277) : (f32, f32, f32) -> f32
-    %279 = llvm.mlir.constant(0.166666657 : f32) : f32
-    %280 = llvm.call_intrinsic "llvm.fma.f32"(%278, %271, %279) : (f32, f32, f32) -> f32
-    %281 = llvm.mlir.constant(5.000000e-01 : f32) : f32
-    %282 = llvm.call_intrinsic "llvm.fma.f32"(%280, %271, %281) : (f32, f32, f32) -> f32
-    %283 = llvm.fmul %271, %271 : f32
-    %284 = llvm.call_intrinsic "llvm.fma.f32"(%282, %283, %271) : (f32, f32, f32) -> f32
-    %285 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %286 = llvm.fadd %284, %285 : f32
-    %287 = llvm.mlir.constant(0x4B00007E : f32) : f32
-    %288 = llvm.fadd %267, %287 : f32
-    %289 = llvm.bitcast %288 : f32 to i32
-    %290 = llvm.mlir.constant(23 : i32) : i32
-    %291 = llvm.shl %289, %290 : i32
-    %292 = llvm.bitcast %291 : i32 to f32
-    %293 = llvm.fmul %286, %292 : f32
-    %294 = llvm.mlir.constant(2.000000e+00 : f32) : f32
-    %295 = llvm.fmul %293, %294 : f32
-    %296 = llvm.fcmp "olt" %259, %260 : f32
-    %297 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %298 = llvm.select %296, %297, %295 : i1, f32
-    %299 = llvm.fcmp "ogt" %259, %261 : f32
-    %300 = llvm.mlir.constant(0x7f800000 : f32) : f32
-    %301 = llvm.select %299, %300, %298 : i1, f32
-    llvm.return %301 : f32
+  llvm.func internal @kinac_expf(%260: f32) -> f32 {
+    %261 = llvm.mlir.constant(-8.700000e+01 : f32) : f32
+    %262 = llvm.mlir.constant(8.870000e+01 : f32) : f32
+    %263 = llvm.call_intrinsic "llvm.maximum.f32"(%260, %261) : (f32, f32) -> f32
+    %264 = llvm.call_intrinsic "llvm.minimum.f32"(%263, %262) : (f32, f32) -> f32
+    %265 = llvm.mlir.constant(1.44269502 : f32) : f32
+    %266 = llvm.mlir.constant(5.000000e-01 : f32) : f32
+    %267 = llvm.call_intrinsic "llvm.fma.f32"(%264, %265, %266) : (f32, f32, f32) -> f32
+    %268 = llvm.call_intrinsic "llvm.floor.f32"(%267) : (f32) -> f32
+    %269 = llvm.mlir.constant(-0.693359375 : f32) : f32
+    %270 = llvm.call_intrinsic "llvm.fma.f32"(%268, %269, %264) : (f32, f32, f32) -> f32
+    %271 = llvm.mlir.constant(0.000212194442 : f32) : f32
+    %272 = llvm.call_intrinsic "llvm.fma.f32"(%268, %271, %270) : (f32, f32, f32) -> f32
+    %273 = llvm.mlir.constant(0.000198756912 : f32) : f32
+    %274 = llvm.mlir.constant(0.00139819994 : f32) : f32
+    %275 = llvm.call_intrinsic "llvm.fma.f32"(%273, %272, %274) : (f32, f32, f32) -> f32
+    %276 = llvm.mlir.constant(0.00833345205 : f32) : f32
+    %277 = llvm.call_intrinsic "llvm.fma.f32"(%275, %272, %276) : (f32, f32, f32) -> f32
+    %278 = llvm.mlir.constant(0.0416657962 : f32) : f32
+    %279 = llvm.call_intrinsic "llvm.fma.f32"(%277, %272, %278) : (f32, f32, f32) -> f32
+    %280 = llvm.mlir.constant(0.166666657 : f32) : f32
+    %281 = llvm.call_intrinsic "llvm.fma.f32"(%279, %272, %280) : (f32, f32, f32) -> f32
+    %282 = llvm.mlir.constant(5.000000e-01 : f32) : f32
+    %283 = llvm.call_intrinsic "llvm.fma.f32"(%281, %272, %282) : (f32, f32, f32) -> f32
+    %284 = llvm.fmul %272, %272 : f32
+    %285 = llvm.call_intrinsic "llvm.fma.f32"(%283, %284, %272) : (f32, f32, f32) -> f32
+    %286 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+    %287 = llvm.fadd %285, %286 : f32
+    %288 = llvm.mlir.constant(0x4B00007E : f32) : f32
+    %289 = llvm.fadd %268, %288 : f32
+    %290 = llvm.bitcast %289 : f32 to i32
+    %291 = llvm.mlir.constant(23 : i32) : i32
+    %292 = llvm.shl %290, %291 : i32
+    %293 = llvm.bitcast %292 : i32 to f32
+    %294 = llvm.fmul %287, %293 : f32
+    %295 = llvm.mlir.constant(2.000000e+00 : f32) : f32
+    %296 = llvm.fmul %294, %295 : f32
+    %297 = llvm.fcmp "olt" %260, %261 : f32
+    %298 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %299 = llvm.select %297, %298, %296 : i1, f32
+    %300 = llvm.fcmp "ogt" %260, %262 : f32
+    %301 = llvm.mlir.constant(0x7f800000 : f32) : f32
+    %302 = llvm.select %300, %301, %299 : i1, f32
+    llvm.return %302 : f32
   }
   llvm.func @kinac_sgemm(i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
 }

@@ -104,14 +104,14 @@ define internal void @"k4_softmax"(ptr noalias %".1", ptr noalias %".2") nounwin
   %".32" = fdiv contract float 0x3ff0000000000000, %".31"
   br label %".5"
 .5:
-  %".23" = phi  i64 [0, %".4"], [%".100", %".21"]
+  %".23" = phi  i64 [0, %".4"], [%".101", %".21"]
   %".34" = icmp slt i64 %".23", 2
   br i1 %".34", label %".6", label %".22"
 .6:
   %".36" = mul nsw nuw i64 %".23", 256
   br label %".7"
 .7:
-  %".24" = phi  i64 [0, %".6"], [%".98", %".20"]
+  %".24" = phi  i64 [0, %".6"], [%".99", %".20"]
   %".38" = icmp slt i64 %".24", 16
   br i1 %".38", label %".8", label %".21"
 .8:
@@ -179,22 +179,23 @@ define internal void @"k4_softmax"(ptr noalias %".1", ptr noalias %".2") nounwin
   %".88" = add nsw nuw i64 %".29", 1
   br label %".15"
 .17:
+  %".90" = fmul contract float              0x0, %".78"
   br label %".18"
 .18:
-  %".30" = phi  i64 [%".42", %".17"], [%".96", %".19"]
-  %".91" = icmp slt i64 %".30", 16
-  br i1 %".91", label %".19", label %".20"
+  %".30" = phi  i64 [%".42", %".17"], [%".97", %".19"]
+  %".92" = icmp slt i64 %".30", 16
+  br i1 %".92", label %".19", label %".20"
 .19:
-  %".93" = add nsw nuw i64 %".44", %".30"
-  %".94" = getelementptr inbounds float, ptr %".1", i64 %".93"
-  store float              0x0, ptr %".94"
-  %".96" = add nsw nuw i64 %".30", 1
+  %".94" = add nsw nuw i64 %".44", %".30"
+  %".95" = getelementptr inbounds float, ptr %".1", i64 %".94"
+  store float %".90", ptr %".95"
+  %".97" = add nsw nuw i64 %".30", 1
   br label %".18"
 .20:
-  %".98" = add nsw nuw i64 %".24", 1
+  %".99" = add nsw nuw i64 %".24", 1
   br label %".7"
 .21:
-  %".100" = add nsw nuw i64 %".23", 1
+  %".101" = add nsw nuw i64 %".23", 1
   br label %".5"
 .22:
   ret void
