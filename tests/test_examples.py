@@ -65,11 +65,15 @@ def test_guide_command_runs_as_written(cmd: str, fresh_cache: Path) -> None:
 
 
 @pytest.mark.parametrize("k", range(len(blocks("python"))))
-def test_guide_python_block_runs(k: int) -> None:
+def test_guide_python_block_runs(k: int, fresh_cache: Path) -> None:
+    env = _env()
+    # the guide's cache: what its commands (pytest included) compiled is reused, and nothing
+    # is written into the checkout's examples/normlib/.kinac-cache
+    env["KINAC_CACHE_DIR"] = str(fresh_cache)
     r = subprocess.run(
         [sys.executable, "-c", blocks("python")[k]],
         cwd=ROOT,
-        env=_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
