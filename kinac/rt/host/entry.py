@@ -30,7 +30,7 @@ def _address(a: np.ndarray) -> int:
     ``a.ctypes.data`` (~2 us: it builds a ``_ctypes`` object), eleven times per call of the
     transformer block; read-only and empty arrays, which ctypes refuses, take the slow way."""
     try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return int(a.ctypes.data)
 
