@@ -5,7 +5,7 @@ it is 4096 x 5632 (138 MB: 2.7 grid waves instead of 8, and written in place ove
 A/B times, in one process, the map at the block's shape in variants that each change one
 thing, so the next change to the map kernel rests on a measurement:
 
-- today's kernel (``kinac.ir.gpu.kernels._unroll``: one vector group of 8 bf16 a thread at
+- today's kernel (``kinac.ir.gpu.plan.map_unroll``: one vector group of 8 bf16 a thread at
   this size since 2026-12-02, from this A/B), into a separate output and in place over its
   first input (as the block's arena plan runs it);
 - 4 groups a thread (the kernel before: 38.5 us, 85% of copy bandwidth, against 33.5 us at
@@ -59,7 +59,7 @@ def _build(unroll: int | None, fast_exp: bool, in_place: bool, shape: tuple[int,
     graph = g.build(g.binary("mul", g.unary("silu", a), b))
     with contextlib.ExitStack() as st:
         if unroll is not None:
-            st.enter_context(_patched(kernels, "_unroll", lambda groups: unroll))
+            st.enter_context(_patched(kernels, "map_unroll", lambda groups: unroll))
         if fast_exp:
             st.enter_context(_patched(Scalars, "exp_f32", _fast_exp))
         lo = lower_graph_gpu(graph)

@@ -86,7 +86,7 @@ def test_row_config_keeps_rows_in_registers() -> None:
     assert big is not None and big.threads in (32, 64, 128) and big.chunks <= 16
     assert big.block >= 32 and big.block % 32 == 0
     assert row_config(10**7, 4, 1) is None
-    assert map_unroll(10**6) == 4 and map_unroll(100) == 1
+    assert map_unroll(10**7) == 4 and map_unroll(10**6) == 1 and map_unroll(100) == 1
 
 
 def test_block_plan_library_and_fusion_visible_in_ir() -> None:

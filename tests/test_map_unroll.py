@@ -1,4 +1,4 @@
-"""How many vector groups a map thread handles (``kinac.ir.gpu.kernels._unroll``, issue 14).
+"""How many vector groups a map thread handles (``kinac.ir.gpu.plan.map_unroll``, issue 14).
 
 Measured on the H200: the 45M block's ``silu(gate) * up`` (4096 x 5632 bf16) ran at 85% of copy
 bandwidth with 4 groups a thread (21 blocks a SM) and at 98% with 1 (85 blocks a SM); at
@@ -7,9 +7,8 @@ grid keeps 64 blocks a SM."""
 
 from __future__ import annotations
 
-from kinac.ir.gpu import kernels
 from kinac.ir.gpu.pipeline import lower_graph_gpu
-from kinac.ir.gpu.plan import BLOCK, SMS
+from kinac.ir.gpu.plan import BLOCK, MAP_BLOCKS_PER_SM, SMS, map_unroll
 from kinac.ir.testing import GraphBuilder
 
 
@@ -28,7 +27,7 @@ def test_block_map_takes_one_group_a_thread() -> None:
 
 
 def test_unroll_keeps_64_blocks_a_sm() -> None:
-    blocks = kernels.MAP_BLOCKS_PER_SM * SMS
+    blocks = MAP_BLOCKS_PER_SM * SMS
     t2, t4 = (u * BLOCK * (blocks - 1) + 1 for u in (2, 4))  # the fewest groups for 2 and 4
-    assert [kernels._unroll(g) for g in (1, t2 - 1, t2, t4 - 1, t4)] == [1, 1, 2, 2, 4]
+    assert [map_unroll(g) for g in (1, t2 - 1, t2, t4 - 1, t4)] == [1, 1, 2, 2, 4]
     assert -(-t2 // (2 * BLOCK)) == blocks and -(-t4 // (4 * BLOCK)) == blocks

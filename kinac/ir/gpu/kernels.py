@@ -36,10 +36,10 @@ from kinac.ir.dialects.kina import _int, dtype_name, shape_of
 from kinac.ir.gpu.emit import Builder, Ix, Val
 from kinac.ir.gpu.plan import (
     BLOCK,
-    SMS,
     RowConfig,
     index_type,
     map_grid,
+    map_unroll,
     row_config,
     vector_width,
 )
@@ -47,23 +47,6 @@ from kinac.ir.gpu.read import BodyReader, Lanes, bcast
 from kinac.ir.gpu.rows import RowReducer
 from kinac.ir.gpu.scalar import COMPUTE
 from kinac.ir.layout import cstrides
-
-MAP_BLOCKS_PER_SM = 64  # a map thread takes more vector groups only past this many blocks a SM
-
-
-def _unroll(groups: int) -> int:
-    """Vector groups a map thread handles: 4 or 2 while the grid still has
-    :data:`MAP_BLOCKS_PER_SM` blocks per SM, else 1. Measured on the H200 (2026-12-02, the
-    45M block's ``silu(gate) * up``, 4096 x 5632 bf16, in place): unroll 4 (the plan's
-    :func:`~kinac.ir.gpu.plan.map_unroll` there) 38.5 us, 85% of copy bandwidth; unroll 2
-    35.3 us; unroll 1 33.5 us, 98%: a grid of 21 blocks a SM ends on a tail that 85 blocks a
-    SM do not have; at 8192 x 8192 unroll 4 and 2 both reach 98-99%. The issue order of the
-    loads made no difference at unroll 2 (``benches/gpu_map_ab.py``)."""
-    for u in (4, 2):
-        if -(-groups // (BLOCK * u)) >= MAP_BLOCKS_PER_SM * SMS:
-            return u
-    return 1
-
 
 SCATTER_THREADS = 1 << 16
 """Threads a scatter-add aims for (columns x row chunks): each walks every index once."""
@@ -149,7 +132,7 @@ class KernelGen:
         b, r, out = self._start(vec)
         self._map_body(b, r, out, shape, vec, lambda idx, lax: r.read(self.root, idx, lax), None)
         groups = math.prod(shape) // vec
-        u = _unroll(groups)
+        u = map_unroll(groups)
         return self._finish(b, name, map_grid(groups, u), BLOCK, vec, note=f"unroll {u}")
 
     def _map_body(self, b: Builder, r: BodyReader, out: Val, shape: tuple[int, ...], vec: int, value: object, out_shape: tuple[int, tuple[int, ...], int] | None) -> None:  # fmt: skip
@@ -157,7 +140,7 @@ class KernelGen:
         (axis, full output shape, start) for a concat part)."""
         ix = self.ix
         groups = math.prod(shape) // vec
-        u_n = _unroll(groups)
+        u_n = map_unroll(groups)
         tid, bid = self._tid(b)
         base = b.iadd(b.imul(bid, BLOCK * u_n, ix), tid, ix)
         lax = len(shape) - 1 if vec > 1 else None
@@ -324,7 +307,7 @@ class KernelGen:
 
         self._map_body(b, r, out, shape, vec, value, None)
         groups = math.prod(shape) // vec
-        return self._finish(b, name, map_grid(groups, _unroll(groups)), BLOCK, vec)
+        return self._finish(b, name, map_grid(groups, map_unroll(groups)), BLOCK, vec)
 
     def _scatter_add(self, name: str) -> KernelFn:
         op = self.root.owner
@@ -414,7 +397,7 @@ class KernelGen:
         b, r, out = self._start(vec)
         self._map_body(b, r, out, xs, vec, lambda idx, lax: r.read(x, idx, lax), (ax, full, start))
         groups = math.prod(xs) // vec
-        return self._finish(b, name, map_grid(groups, _unroll(groups)), BLOCK, vec)
+        return self._finish(b, name, map_grid(groups, map_unroll(groups)), BLOCK, vec)
 
     def _naive_matmul(self, name: str) -> KernelFn:
         op = self.root.owner
@@ -440,5 +423,5 @@ class KernelGen:
         self._map_body(b, r, out, o_s, 1, value, None)
         groups = math.prod(o_s)
         return self._finish(
-            b, name, map_grid(groups, _unroll(groups)), BLOCK, 1, note=f"naive, {a_s[-1]} steps"
+            b, name, map_grid(groups, map_unroll(groups)), BLOCK, 1, note=f"naive, {a_s[-1]} steps"
         )

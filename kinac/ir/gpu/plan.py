@@ -6,7 +6,7 @@ part of the lowered entry and of its cache key, never decided at run time.
 - **Vector width** ``V``: a thread handles ``V`` consecutive elements of the innermost dim, so
   that its loads and stores are 16 bytes where alignment allows (4 x f32, 8 x bf16).
 - **Map kernels**: 256 threads per block; each thread handles ``U`` vector groups (``U`` loads
-  in flight) when there is enough work to still fill the GPU with blocks.
+  in flight) only when the grid still has 64 blocks per SM (a coarser grid ends on a tail).
 - **Row kernels** (reductions, softmax, norms over the last axis): ``T`` threads per row (a
   power of two; a warp, or part of one for short rows, or several warps sharing partials
   through shared memory for long ones) and ``C <= MAX_CHUNKS`` chunks of ``T * V`` elements per
@@ -57,10 +57,19 @@ def next_pow2(n: int) -> int:
     return p
 
 
+MAP_BLOCKS_PER_SM = 64  # a map thread takes more vector groups only past this many blocks a SM
+
+
 def map_unroll(groups: int) -> int:
-    """Vector groups per thread: 4 or 2 when the grid still has >= 2 blocks per SM."""
+    """Vector groups per thread: 4 or 2 while the grid still has :data:`MAP_BLOCKS_PER_SM`
+    blocks per SM, else 1. Measured on the H200 (2026-12-02, ``benches/gpu_map_ab.py``: the 45M
+    block's ``silu(gate) * up``, 4096 x 5632 bf16, in place): 4 groups (the rule before, >= 2
+    blocks a SM) 38.5 us, 85% of copy bandwidth; 2 groups 35.3 us; 1 group 33.5 us, 98%: a
+    grid of 21 blocks a SM ends on a tail that 85 blocks a SM do not have. At 8192 x 8192 4
+    and 2 groups both reach 98-99%. Issuing every load before the arithmetic (the 4-group
+    kernel waits on its first group's two loads one after the other) did not close the gap."""
     for u in (4, 2):
-        if -(-groups // (BLOCK * u)) >= 2 * SMS:
+        if -(-groups // (BLOCK * u)) >= MAP_BLOCKS_PER_SM * SMS:
             return u
     return 1
 
