@@ -189,6 +189,7 @@ class HostStager:
         self._one = self._flag_ptr = 0  # a device word holding 1 (the flags' source); flags
         self._copy_built: dict[tuple[int, tuple[int, ...]], Any] = {}
         self._compute_built: dict[tuple[int, int], tuple[Any, Any]] = {}
+        self._direct_built: dict[Any, Any] = {}  # copy graphs reading a caller's pinned arrays
         self._extra: list[Any] = []  # what _close frees: the flag block, built graphs
         if not _hot:
             from kinac.rt.cuda.staging_hot import hot_call

@@ -272,22 +272,54 @@ def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: 
     return (captured, pr[0], pr[1], tuple(fills))
 
 
-def fill(st: HostStager, fills: tuple[Any, ...], arrays: tuple[Any, ...], nd: Any) -> bool:
-    """Copy each host argument into the turn's pinned block; False (the caller takes the
-    driver-call path, which DMAs it from where it is) at a caller's pinned array: a
-    ``pinned_empty`` array, a ``pin_memory()`` tensor."""
+def fill(
+    st: HostStager, fills: tuple[Any, ...], arrays: tuple[Any, ...], nd: Any
+) -> tuple[int, ...] | None:
+    """Copy each host argument into the turn's pinned block, except a caller's pinned array (a
+    ``pinned_empty`` array, a ``pin_memory()`` tensor), DMA'd from where it is. None when every
+    argument went to its block (the plan's copy graph reads them); else each argument's
+    source address (the caller's, or the block's), for :func:`direct_copy`."""
     handed = _handed
-    for i, p, fn, dst, j in fills:
+    direct: list[int] | None = None
+    for k, (i, p, fn, dst, j) in enumerate(fills):
         a = arrays[i]
+        src = 0
         if type(a) is nd:
-            if handed and handed_out(a)[0]:
-                return False
-            fn(dst, a)
+            if handed:
+                src = handed_out(a)[0]
+            if not src:
+                fn(dst, a)
         elif a.is_pinned():
-            return False
+            src = a.data_ptr()
         else:
             st.fill_torch(p, a, j)
-    return True
+        if src:
+            if direct is None:
+                direct = [f[1].host[f[4]].ptr for f in fills]
+            direct[k] = src
+    return None if direct is None else tuple(direct)
+
+
+def direct_copy(
+    st: HostStager, j: int, host: tuple[tuple[int, Param], ...], srcs: tuple[int, ...]
+) -> Built | None:
+    """The copy graph of turn ``j`` reading ``srcs`` (a caller's pinned arrays among them: the
+    same arrays are passed again and again, as a data loader refills its buffer), built at
+    their first use; at most 8 kept."""
+    key = (j, tuple([i for i, _ in host]), srcs)
+    cp = st._direct_built.get(key, False)
+    if cp is False:
+        if len(st._direct_built) >= 8:
+            gone = {id(b) for b in st._direct_built.values() if b is not None}
+            _destroy(st, gone)
+            st._direct_built.clear()
+        t = st.turns[j]
+        pairs = [(p.dev[j], src, p.nbytes) for (_, p), src in zip(host, srcs, strict=True)]
+        flag = st._flag_ptr + 4 * j * FLAG_STRIDE
+        events = (t.consumed.handle, t.copied.handle, t.done.handle)
+        cp = _built(st, lambda: build_copy(st.graphs, pairs, flag, st._one, events))
+        st._direct_built[key] = cp
+    return cp
 
 
 def _built(st: HostStager, build: Callable[[], Built]) -> Built | None:
@@ -306,11 +338,15 @@ def _drop_compute(st: HostStager) -> None:
     m = st.memo[0]
     if m is not None:
         m.plans[:] = [None] * len(m.plans)
-    gone = {id(b) for _, b in st._compute_built.values() if b is not None}
+    _destroy(st, {id(b) for _, b in st._compute_built.values() if b is not None})
+    st._compute_built.clear()
+
+
+def _destroy(st: HostStager, gone: set[int]) -> None:
+    """Destroy the built graphs whose ids are ``gone`` (a running one is freed when it ends)."""
     for x in [x for x in st._extra if not isinstance(x, PinnedBuffer) and id(x[1]) in gone]:
         st._extra.remove(x)
-        x[0].destroy(x[1].graph, x[1].exec)  # an executable still running: freed when it ends
-    st._compute_built.clear()
+        x[0].destroy(x[1].graph, x[1].exec)
 
 
 def _flags_ready(st: HostStager) -> bool:

@@ -208,8 +208,12 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
         plan = m.plans[j]
         if plan is None or plan[0] is not graph:
             plan = m.plans[j] = staging_graphs.plan(st, m.host, j, graph)
-        if plan[1] is not None and staging_graphs.fill(st, plan[3], arrays, nd):
-            cp, cw = plan[1], plan[2]  # two launches: the copies, then the compute
+        srcs = staging_graphs.fill(st, plan[3], arrays, nd) if plan[1] is not None else ()
+        cp = plan[1] if srcs is None else None
+        if srcs:  # a caller's pinned array among them: a copy graph reading it where it is
+            cp = staging_graphs.direct_copy(st, j, m.host, srcs)
+        if cp is not None:
+            cw = plan[2]  # two launches: the copies, then the compute
             st.flags[j * FLAG_STRIDE] = 0
             rc = cp.launch(cp.exec, st.cs_arg)
             if not rc:
@@ -228,6 +232,13 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
                     st.graph_calls += 1
                 t.read_pending = True
                 st.turn = (j + 1) % SLOTS
+                if srcs:  # the caller may refill its pinned array once the call returns
+                    rc = st.calls.sync(t.done_arg)
+                    if rc:
+                        driver.fail("cuEventSynchronize", rc)
+                    t.copy_pending = t.flagged = False
+                    blocks = [f[1].host[f[4]].ptr for f in plan[3]]
+                    st.direct += sum(a != b for a, b in zip(srcs, blocks, strict=True))
                 return _done(st, entry, m, outs)
             _refused(st, "the copy graph", rc)  # nothing queued: this call by driver calls
     _driver_calls(st, entry, m, arrays, j, t, fast)
