@@ -300,6 +300,7 @@ def test_strided_batches_are_one_cublaslt_call() -> None:
     _bind(blas, replace(_grouped(), algo=GemmAlgo("lt", _algo(5), 5)))
     assert [m[0] for m in lt.matmuls] == [_algo(5)] and cb.calls == [] and blas.fallbacks == []
     assert [v for _, w, v in lt.layout_attrs if w == 1] == [1 << 23, 0, 1 << 23]  # elements
+    assert blas.bound_forms == ["strided (cuBLASLt)"]
 
 
 def test_candidates_and_output_check() -> None:

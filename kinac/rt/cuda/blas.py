@@ -153,8 +153,8 @@ class Blas:
         cublas.set_math_mode(self.handle, int(mode))
         self._keep: list[Any] = []
         self.fallbacks: list[str] = []
-        # how each ``pointers`` call was issued once bound ("strided" or "pointers"): what the
-        # benchmark and the tests read
+        # how each ``pointers`` call was issued once bound ("strided", "pointers", or
+        # "strided (cuBLASLt)" for a tuned algorithm): what the benchmark and the tests read
         self.bound_forms: list[str] = []
 
     def close(self) -> None:
@@ -322,6 +322,8 @@ class Blas:
         def call(stream: int) -> None:
             lt.matmul(h, desc, alpha, pa, la, pb, lb, beta_p, pc, lc, pd, lc, ap, ws, WORKSPACE, stream)  # fmt: skip
 
+        if g.mode == "pointers":  # a grouped call lt_setup found one stride for, once bound
+            self.bound_forms.append("strided (cuBLASLt)")
         return call
 
     def lt_setup(self, g: GpuGemm, ptr: Callable[[str], int]) -> LtSetup:
