@@ -173,7 +173,7 @@ def test_strided_form_of_bound_addresses() -> None:
     """Which bound pointer-array batches become one strided batch (pure): one stride per
     operand, 16-byte multiples, every non-zero stride of one sign (batches reversed if all
     are negative), the output never at stride 0."""
-    from kinac.rt.cuda.blas import strided_form
+    from kinac.rt.cuda.blas_strides import strided_form
 
     x, w, o = (4096,) * 3, (1 << 20, 3 << 20, 5 << 20), (9 << 20, 10 << 20, 11 << 20)
     assert strided_form((w, x, o), (2, 2, 2)) == ((1 << 20, 4096, 9 << 20), (1 << 20, 0, 1 << 19))

@@ -11,11 +11,12 @@ kernels and library calls can be captured into one CUDA graph.
 - ``pointers``: ``cublasGemmBatchedEx`` with device arrays of per-batch pointers (each batch
   in its own buffer where the operand names several: projections sharing an input grouped
   into one call, :mod:`kinac.ir.gpu.gemm_group`), unless the addresses bound to it form one
-  stride per operand (:func:`strided_form`: the gate and up weights wherever the caller
+  stride per operand (:mod:`~kinac.rt.cuda.blas_strides`: the gate and up weights wherever the caller
   allocated them, the outputs adjacent in the arena): then one strided-batched call. Why
-  (issue 14): cuBLAS's pointer-array kernel on sm_90 (``..._ptrBatch_...``) is slower than
-  its strided kernel, and under graph capture it put a ``MEM_ALLOC``, a ``MEMSET`` and a
-  ``MEM_FREE`` node around itself in the entry's graph;
+  (issue 14): the strided form is what cuBLASLt's algorithms take, so the GEMM tuner can
+  choose one (the 45M block's gate/up: 243 us against the pointer arrays' 247 on the H200;
+  alone, classic cuBLAS's strided and pointer-array kernels are level), and cuBLAS's
+  pointer-array kernel (``..._ptrBatch_...``) was the one that asked for workspace;
 - epilogues (``bias``: a vector over the last dim; ``residual``: ``D = A B + R``): cuBLASLt
   (``CUBLASLT_EPILOGUE_BIAS``; ``beta = 1`` with ``C = R``); if cuBLASLt finds no algorithm,
   classic cuBLAS does the same arithmetic (``R`` copied into ``D`` then ``beta = 1``; the bias
@@ -44,6 +45,7 @@ from typing import Any
 from kinac.artifacts.gemm_algo import ALGO_BYTES, GemmAlgo
 from kinac.artifacts.gpu import GemmOperand, GpuGemm
 from kinac.dtypes import ITEMSIZE
+from kinac.rt.cuda.blas_strides import bound_addresses, strided_form
 
 CUDA_R = {"f32": 0, "f64": 1, "f16": 2, "bf16": 14}  # cudaDataType_t
 COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70  # cublasComputeType_t
@@ -51,8 +53,6 @@ OP_N, OP_T = 0, 1
 GEMM_DEFAULT = -1
 WORKSPACE = 32 << 20
 HEURISTIC_BYTES = 96  # sizeof(cublasLtMatmulHeuristicResult_t): algo, workspace, state, waves
-STRIDE_ALIGN = 16  # bytes: a batch stride taken from bound addresses keeps 16-byte alignment
-STRIDE_LIMIT = 1 << 40  # bytes: a TMA stride is below 2^40 (addresses further apart: pointers)
 Call = Callable[[int], None]  # stream handle -> None
 
 
@@ -97,37 +97,6 @@ def colmajor(g: GpuGemm) -> ColMajor:
 
 def stride(offs: tuple[int, ...]) -> int:
     return offs[1] - offs[0] if len(offs) > 1 else 0
-
-
-def strided_form(
-    addrs: tuple[tuple[int, ...], ...], itemsizes: tuple[int, ...]
-) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """A pointer-array batch as one strided batch, where its bound addresses allow it.
-
-    ``addrs``: each operand's byte address per batch (in batch order), ``itemsizes`` each
-    operand's element size. Returns each operand's first address and its stride in elements,
-    or ``None`` where an operand's addresses are no arithmetic progression, or a stride is not
-    a multiple of 16 bytes below 2^40 (cuBLAS's strided kernels load tiles by TMA, whose
-    strides are such), or the non-zero strides differ in sign even with the batches taken
-    in the reverse order (a call computes the same products in any batch order; negative
-    strides are never passed: TMA strides are unsigned), or the last operand (the output) has
-    stride 0 over several batches."""
-    diffs = []
-    for ps in addrs:
-        d = ps[1] - ps[0] if len(ps) > 1 else 0
-        if any(ps[i + 1] - ps[i] != d for i in range(len(ps) - 1)) or d % STRIDE_ALIGN:
-            return None
-        if abs(d) >= STRIDE_LIMIT:
-            return None
-        diffs.append(d)
-    if len(addrs[-1]) > 1 and diffs[-1] == 0:
-        return None
-    rev = any(d < 0 for d in diffs)
-    if rev and any(d > 0 for d in diffs):
-        return None
-    firsts = tuple(ps[-1] if rev else ps[0] for ps in addrs)
-    strides = tuple(abs(d) // sz for d, sz in zip(diffs, itemsizes, strict=True))
-    return firsts, strides
 
 
 def compute_type(dtype: str, allow_tf32: bool) -> int:
@@ -417,18 +386,6 @@ class LtSetup:
     offsets_bytes: tuple[int, int, int, int]
     beta: float
     keep: list[Any]
-
-
-def bound_addresses(
-    cm: ColMajor, batch: int, ptr: Callable[[str], int], sizes: tuple[int, int, int]
-) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Each batch's byte address of cuBLAS's A, B and C (column-major) once bound."""
-    out = []
-    for which, size in zip("abc", sizes, strict=True):
-        offs: tuple[int, ...] = getattr(cm, f"{which}_offs")
-        bases = [ptr(b) for b in cm.batch_bufs(which, batch)]
-        out.append(tuple(p + o * size for p, o in zip(bases, offs, strict=True)))
-    return out[0], out[1], out[2]
 
 
 def _align(p: int) -> int:
