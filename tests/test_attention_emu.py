@@ -52,26 +52,27 @@ class _Warp:
         return self.results[lane]
 
 
-def _u16(addr: int) -> int:
-    return ctypes.c_uint16.from_address(addr).value
+_G, _T = np.arange(WARP) // 4, np.arange(WARP) % 4  # a lane's group and thread in group
+_M = np.arange(4)[None, :]  # [1, 4]: the four 8x8 matrices of ldmatrix.x4
 
 
 def _ldsm(addr: int, trans: int, out: int) -> None:
     def compute(addrs: list[int]) -> list[list[int]]:
-        res = []
-        for lane in range(WARP):
-            regs = []
-            for m in range(4):
-                if trans:  # element (row 2t + e, col g) of the stored matrix
-                    t, g = lane % 4, lane // 4
-                    lo = _u16(addrs[8 * m + 2 * t] + 2 * g)
-                    hi = _u16(addrs[8 * m + 2 * t + 1] + 2 * g)
-                else:  # row g, elements 2t, 2t + 1
-                    a = addrs[8 * m + lane // 4] + 4 * (lane % 4)
-                    lo, hi = _u16(a), _u16(a + 2)
-                regs.append(lo | (hi << 16))
-            res.append(regs)
-        return res
+        ad = np.array(addrs, dtype=np.int64)
+        base = int(ad.min())
+        mem = np.ctypeslib.as_array(
+            (ctypes.c_uint16 * ((int(ad.max()) - base) // 2 + 8)).from_address(base)
+        )
+        if trans:  # element (row 2t + e, col g) of the stored matrix
+            lo = ad[8 * _M + 2 * _T[:, None]] + 2 * _G[:, None]
+            hi = ad[8 * _M + 2 * _T[:, None] + 1] + 2 * _G[:, None]
+        else:  # row g, elements 2t, 2t + 1
+            lo = ad[8 * _M + _G[:, None]] + 4 * _T[:, None]
+            hi = lo + 2
+        words = mem[(lo - base) // 2].astype(np.uint32) | (
+            mem[(hi - base) // 2].astype(np.uint32) << 16
+        )
+        return words.tolist()  # [lane][matrix]
 
     try:
         regs = _local.warp.collective(_local.lane, addr, compute)
@@ -88,31 +89,32 @@ def _halves(words: np.ndarray, dt: str) -> np.ndarray:
     return (bf16_to_f32(h) if dt == "bf16" else h.view(np.float16)).astype(np.float64)
 
 
+# the m16n8k16 fragment layouts, per lane (g = lane / 4, t = lane % 4): A's four registers
+# hold rows g, g + 8, g, g + 8 at columns 2t, 2t, 2t + 8, 2t + 8 (two halves each); B's two
+# hold rows 2t, 2t + 8 (two each) of column g; C and D rows g, g, g + 8, g + 8, columns 2t, 2t + 1
+_A_ROW = _G[:, None] + np.array([0, 8, 0, 8])
+_A_COL = 2 * _T[:, None] + np.array([0, 0, 8, 8])
+_C_ROW = _G[:, None] + np.array([0, 0, 8, 8])
+_C_COL = 2 * _T[:, None] + np.array([0, 1, 0, 1])
+
+
 def _mma(a: int, b: int, c: int, d: int) -> None:
     dt = _local.dtype
 
     def compute(posts: list[tuple[list[int], list[int], list[float]]]) -> list[list[float]]:
+        av = _halves(np.array([p[0] for p in posts], dtype=np.uint32), dt)  # [32, 4, 2]
+        bv = _halves(np.array([p[1] for p in posts], dtype=np.uint32), dt)  # [32, 2, 2]
         A = np.zeros((16, 16))
+        A[_A_ROW, _A_COL] = av[..., 0]
+        A[_A_ROW, _A_COL + 1] = av[..., 1]
         B = np.zeros((16, 8))
+        for r in range(2):
+            for h in range(2):
+                B[2 * _T + 8 * r + h, _G] = bv[:, r, h]
         C = np.zeros((16, 8))
-        for lane, (ar, br, cr) in enumerate(posts):
-            g, t = lane // 4, lane % 4
-            av = _halves(np.array(ar, dtype=np.uint32), dt)
-            for i, (r, k) in enumerate(
-                ((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))
-            ):
-                A[r, k : k + 2] = av[i]
-            bv = _halves(np.array(br, dtype=np.uint32), dt)
-            B[2 * t : 2 * t + 2, g] = bv[0]
-            B[2 * t + 8 : 2 * t + 10, g] = bv[1]
-            C[g, 2 * t : 2 * t + 2] = cr[0:2]
-            C[g + 8, 2 * t : 2 * t + 2] = cr[2:4]
+        C[_C_ROW, _C_COL] = np.array([p[2] for p in posts])
         D = (A @ B + C).astype(np.float32)
-        return [
-            [D[lane // 4, 2 * (lane % 4)], D[lane // 4, 2 * (lane % 4) + 1],
-             D[lane // 4 + 8, 2 * (lane % 4)], D[lane // 4 + 8, 2 * (lane % 4) + 1]]
-            for lane in range(WARP)
-        ]  # fmt: skip
+        return D[_C_ROW, _C_COL].tolist()
 
     try:
         ar = list((ctypes.c_uint32 * 4).from_address(a))
@@ -131,6 +133,17 @@ def _swizzled(off: Any) -> Any:
     return off ^ (((off >> 7) & 7) << 4)
 
 
+def _wg_layout(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """m64nNk16 fragments per thread t of the warpgroup (w = t / 32, g = t % 32 / 4,
+    q = t % 4, r0 = 16 w + g): A's rows and columns (as mma's A, rows offset by 16 w), and
+    accumulator i's row r0 + 8 (i % 4 / 2), column 8 (i / 4) + 2 q + i % 2."""
+    t = np.arange(128)[:, None]
+    r0, q = 16 * (t // 32) + (t % 32) // 4, t % 4
+    i = np.arange(n // 2)[None, :]
+    return (r0 + np.array([0, 8, 0, 8]), 2 * q + np.array([0, 0, 8, 8]),
+            r0 + 8 * ((i % 4) // 2), 8 * (i // 4) + 2 * q + i % 2)  # fmt: skip
+
+
 def _wgmma(a: int, desc: int, c: int, d: int, n: int, trans: int, smem: int) -> None:
     """``wgmma.mma_async`` m64n{n}k16, A in registers, B through a 128B-swizzle descriptor
     (K-major; MN-major when ``trans``: LBO between 64-wide MN blocks, SBO between 8-deep K
@@ -142,19 +155,13 @@ def _wgmma(a: int, desc: int, c: int, d: int, n: int, trans: int, smem: int) -> 
     lbo, sbo = ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
 
     def compute(posts: list[tuple[list[int], list[float]]]) -> list[list[float]]:
+        arow, acol, crow, ccol = _wg_layout(n)
+        av = _halves(np.array([p[0] for p in posts], dtype=np.uint32), dt)  # [128, 4, 2]
         A = np.zeros((64, 16))
+        A[arow, acol] = av[..., 0]
+        A[arow, acol + 1] = av[..., 1]
         C = np.zeros((64, n))
-        for t, (ar, cr) in enumerate(posts):
-            w, g, q = t // 32, (t % 32) // 4, t % 4
-            av = _halves(np.array(ar, dtype=np.uint32), dt)
-            r0 = 16 * w + g
-            for i, (r, k) in enumerate(
-                ((r0, 2 * q), (r0 + 8, 2 * q), (r0, 2 * q + 8), (r0 + 8, 2 * q + 8))
-            ):
-                A[r, k : k + 2] = av[i]
-            for j in range(n // 8):
-                C[r0, 8 * j + 2 * q : 8 * j + 2 * q + 2] = cr[4 * j : 4 * j + 2]
-                C[r0 + 8, 8 * j + 2 * q : 8 * j + 2 * q + 2] = cr[4 * j + 2 : 4 * j + 4]
+        C[crow, ccol] = np.array([p[1] for p in posts])
         k, nn = np.arange(16)[:, None], np.arange(n)[None, :]
         if trans:
             lin = start + (nn % 64) * 2 + (nn // 64) * lbo + (k % 8) * 128 + (k // 8) * sbo
@@ -166,16 +173,7 @@ def _wgmma(a: int, desc: int, c: int, d: int, n: int, trans: int, smem: int) -> 
         )
         B = _halves(words[off // 2].astype(np.uint32), dt)[..., 0]
         D = (A @ B + C).astype(np.float32)
-        out = []
-        for t in range(128):
-            w, g, q = t // 32, (t % 32) // 4, t % 4
-            r0 = 16 * w + g
-            regs = []
-            for j in range(n // 8):
-                regs += [D[r0, 8 * j + 2 * q], D[r0, 8 * j + 2 * q + 1],
-                         D[r0 + 8, 8 * j + 2 * q], D[r0 + 8, 8 * j + 2 * q + 1]]  # fmt: skip
-            out.append(regs)
-        return out
+        return D[crow, ccol].tolist()
 
     try:
         ar = list((ctypes.c_uint32 * 4).from_address(a))
