@@ -11,25 +11,68 @@ several files that check the same candidates share one compilation.
 from __future__ import annotations
 
 import functools
+import os
+import re
+import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from kinac.codegen.ptx import compile_ptx, ptx_resources
+from kinac.codegen.ptx import compile_ptx, ptxas_path
 from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name
-from kinac.ir.gpu.attention_params import AttnParams
+from kinac.ir.gpu.attention_params import AttnParams, bhsd_params
+from kinac.ir.gpu.attention_tune import candidates, label
 
 CHUNK = 5  # candidates per LLVM module / ptxas run
+_INFO = re.compile(r"\((C\d{4})\)[^\n]*function '([^']+)'")
 
 
 def _chunk(cands: tuple[AttnParams, ...], arch: str) -> tuple[str, dict[str, dict[str, int]]]:
+    """One chunk's PTX and, from one ``ptxas -v`` run, each kernel's resources (as
+    ``ptx_resources`` reads them) and the count of each numbered note (C7519, C7513) it got."""
     ptx = compile_ptx(attention_llvm_ir(cands), arch)
-    return ptx, ptx_resources(ptx, arch)
+    exe = ptxas_path()
+    if exe is None:
+        return ptx, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w") as fh:
+            fh.write(ptx)
+        r = subprocess.run([exe, f"-arch={arch}", "-v", src, "-o", os.path.join(tmp, "k")],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    res = parse_resources(r.stdout + r.stderr)
+    for code, fn in _INFO.findall(r.stderr):
+        res[fn][code] = res[fn].get(code, 0) + 1
+    return ptx, res
+
+
+def parse_resources(text: str) -> dict[str, dict[str, int]]:
+    """``ptxas -v``'s report per entry function, as ``kinac.codegen.ptx.ptx_resources`` reads
+    it (which runs ptxas itself and keeps only these numbers)."""
+    out: dict[str, dict[str, int]] = {}
+    current = ""
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            current = m.group(1)
+            out[current] = {}
+            continue
+        m = re.search(
+            r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line
+        )
+        if m and current:
+            out[current].update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current:
+            out[current]["registers"] = int(m[1])
+    return out
 
 
 @functools.cache
 def assembled(
     cands: tuple[AttnParams, ...], arch: str = "sm_90a"
 ) -> tuple[tuple[str, ...], dict[str, dict[str, int]]]:
-    """(each chunk's PTX, ptxas's resources per kernel name: empty without ptxas)."""
+    """(each chunk's PTX, ptxas's resources per kernel name, with the count of each numbered
+    note it gave the function, e.g. ``"C7519"``: empty without ptxas)."""
     chunks = [cands[i : i + CHUNK] for i in range(0, len(cands), CHUNK)]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda c: _chunk(c, arch), chunks))
@@ -39,8 +82,29 @@ def assembled(
     return tuple(ptx for ptx, _ in done), res
 
 
+def kernel_ptx(ptxs: tuple[str, ...], p: AttnParams) -> str:
+    """The PTX text of ``p``'s kernel (its ``.entry`` to the next one)."""
+    head = f".entry {kernel_name(p)}("
+    (ptx,) = [x for x in ptxs if head in x]
+    body = ptx[ptx.index(head) :]
+    nxt = body.find(".entry ", len(head))
+    return body if nxt < 0 else body[:nxt]
+
+
 def entries(ptxs: tuple[str, ...], cands: tuple[AttnParams, ...]) -> bool:
     """Each candidate's kernel is an entry of exactly one chunk, and nothing else is."""
     return sum(p.count(".entry ") for p in ptxs) == len(cands) and all(
         sum(f".entry {kernel_name(c)}(" in p for p in ptxs) == 1 for c in cands
     )
+
+
+def hopper_candidates(d: int) -> tuple[AttnParams, ...]:
+    """The Hopper autotune candidates of the tests' shape (bf16, B 2, H 8, KV 2, S 1000,
+    causal, head dim ``d``): compiled once through :func:`assembled`."""
+    return candidates(bhsd_params("bf16", 2, 8, 2, 1000, d), "sm_90a")
+
+
+def by_label(cands: tuple[AttnParams, ...], text: str) -> AttnParams:
+    """The candidate labelled ``text`` (``attention_tune.label``)."""
+    (c,) = [c for c in cands if label(c) == text]
+    return c

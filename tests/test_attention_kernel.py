@@ -7,13 +7,10 @@ registers. The numbers are the table of ``docs/gpu.md`` ("Fused attention").
 
 from __future__ import annotations
 
-import os
-import subprocess
-import tempfile
 from dataclasses import replace
 
 import pytest
-from attention_ptx_support import assembled, entries
+from attention_ptx_support import assembled, by_label, entries, hopper_candidates
 
 from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
 from kinac.ir.gpu.attention import TILE_CANDIDATES, fixed_tiles
@@ -85,11 +82,12 @@ def test_every_autotune_candidate_assembles_without_spills(d: int) -> None:
     """What the autotuner may time on a GPU: each Hopper candidate through ptxas (sm_90a), no
     stack, no spill (in chunks, LLVM and ptxas overlapping: ``attention_ptx_support``). Head
     dim 64 writes tokens-major (as the block plans it; ``test_attention_tokens_major`` checks
-    the same compilation), 128 heads-major."""
-    p = bhsd_params("bf16", 2, 8, 2, 1000, d)
+    the same compilation), 128 heads-major (its compilation is shared with the packed-P and
+    overlap tests)."""
     if d == 64:
-        p = tokens_major(p)
-    cands = candidates(p, "sm_90a")
+        cands = candidates(tokens_major(bhsd_params("bf16", 2, 8, 2, 1000, d)), "sm_90a")
+    else:
+        cands = hopper_candidates(d)
     assert len(cands) >= 5
     ptxs, res = assembled(cands)
     assert entries(ptxs, cands)
@@ -108,21 +106,16 @@ def tokens_major(p: AttnParams) -> AttnParams:
 
 def test_packed_p_lets_the_p_v_wgmmas_issue_back_to_back() -> None:
     """128x128 wgmma: with P packed per 16 keys between the P V wgmmas, ptxas injects a
-    ``warpgroup.arrive`` before each (C7519); packed and pinned first (``pack_p``), none."""
-    exe = ptxas_path()
-    if exe is None:
+    ``warpgroup.arrive`` before each (C7519); packed and pinned first (``pack_p``), none
+    (the candidates' shared compilation)."""
+    if ptxas_path() is None:
         pytest.skip("ptxas not installed")
-    base = replace(bhsd_params("bf16", 4, 16, 4, 4096, 128, True, AttnTiles(128, 128)), mma="wgmma")
-    for pack, injected in ((False, True), (True, False)):
-        ptx = compile_ptx(attention_llvm_ir((replace(base, pack_p=pack),)), "sm_90a")
-        with tempfile.TemporaryDirectory() as tmp:
-            src = os.path.join(tmp, "k.ptx")
-            with open(src, "w") as fh:
-                fh.write(ptx)
-            r = subprocess.run([exe, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k")],
-                               capture_output=True, text=True, check=True)  # fmt: skip
-        assert ("C7519" in r.stderr) == injected, r.stderr[-2000:]
-        assert "0 bytes spill stores" in r.stderr
+    cands = hopper_candidates(128)
+    _, res = assembled(cands)
+    for text, injected in (("wgmma 128x128 s2", True), ("wgmma 128x128 s2 pack", False)):
+        r = res[kernel_name(by_label(cands, text))]
+        assert ("C7519" in r) == injected, (text, r)
+        assert r["spill_stores"] == 0, (text, r)
 
 
 def test_f16_packed_p_candidates_assemble() -> None:

@@ -11,20 +11,17 @@ ptxas: no spill, and no C7513 (wgmmas serialised: the overlap gone).
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import tempfile
 from dataclasses import replace
 
 import attention_emu_mbar as mbemu
 import numpy as np
 import pytest
+from attention_ptx_support import assembled, by_label, hopper_candidates, kernel_ptx
 from test_attention_emu import check_on_cpu, reference, run_kernel
 from test_attention_mbar import _drop
 
-from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
-from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name, smem_bytes, split_kv
+from kinac.codegen.ptx import ptxas_path
+from kinac.ir.gpu.attention_kernel import kernel_name, smem_bytes, split_kv
 from kinac.ir.gpu.attention_params import AttnTiles, bhsd_params, check_params
 from kinac.ir.gpu.attention_wgmma import WS_LAUNCH_REGS, WS_REGS
 from kinac.tir.interp import bf16_to_f32, f32_to_bf16
@@ -100,47 +97,47 @@ def test_producer_registers_move_to_the_computing_warpgroups() -> None:
     240 (40 and 232 for the overlapped kernel's producer, which loads K and V tiles on
     barriers of their own), which the 168 each of a 384-thread launch pay for exactly; ptxas
     then fits 128x128 tiles with no spill, and the kernel's count is the launch's 168 (a lower
-    count would leave the ``setmaxnreg.inc`` waiting for registers nobody frees)."""
+    count would leave the ``setmaxnreg.inc`` waiting for registers nobody frees). Checked on
+    the autotune candidates' shared compilation (``attention_ptx_support``)."""
     for prod, cons in WS_REGS.values():
         assert 128 * prod + 256 * cons == 384 * WS_LAUNCH_REGS
-    base = replace(bhsd_params("bf16", 4, 16, 4, 4096, 128, True, AttnTiles(128, 128)),
-                   stages=3, mbar=True, ws=True)  # fmt: skip
-    ps = (replace(base, mma="wgmma", pack_p=True), replace(base, mma="wgmma_ovl", pingpong=True))
-    ptx = compile_ptx(attention_llvm_ir(ps), "sm_90a")
-    for split in (False, True):
+    cands = hopper_candidates(128)
+    ps = (by_label(cands, "wgmma 128x128 s3 pack mbar ws"),
+          by_label(cands, "wgmma_ovl 128x128 s3 mbar pingpong ws"))  # fmt: skip
+    ptxs, res = assembled(cands)
+    for p, split in zip(ps, (False, True), strict=True):
         prod, cons = WS_REGS[split]
+        ptx = kernel_ptx(ptxs, p)
         assert ptx.count(f"setmaxnreg.dec.sync.aligned.u32 {prod};") == 1
         assert ptx.count(f"setmaxnreg.inc.sync.aligned.u32 {cons};") == 1
     assert split_kv(ps[1]) and not split_kv(ps[0])
     assert smem_bytes(ps[1]) == smem_bytes(ps[0]) + 16 * 3  # K and V barriers apart
     if ptxas_path() is None:
         return
-    res = ptx_resources(ptx, "sm_90a")
     for p in ps:
         r = res[kernel_name(p)]
         assert r["spill_stores"] == 0 and r["stack"] == 0, r
         assert r["registers"] == WS_LAUNCH_REGS, r
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "f16"])
-def test_overlap_ptx_keeps_wgmmas_async_without_spills(dtype: str) -> None:
+def test_overlap_ptx_keeps_wgmmas_async_without_spills() -> None:
     """Both products of a step in flight at once (a ``wait_group 1``), no spill, and ptxas
-    does not serialise the wgmmas (C7513) nor inject arrives (C7519)."""
-    base = replace(bhsd_params(dtype, 4, 16, 4, 4096, 128, True, AttnTiles(128, 128)),
-                   mma="wgmma_ovl", stages=3, mbar=True)  # fmt: skip
-    ps = (base, replace(base, pingpong=True))
-    ptx = compile_ptx(attention_llvm_ir(ps), "sm_90a")
-    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 2 * len(ps)  # two step copies
-    exe = ptxas_path()
-    if exe is None:
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "k.ptx")
-        with open(src, "w") as fh:
-            fh.write(ptx)
-        r = subprocess.run([exe, "-arch=sm_90a", "-v", src, "-o", os.path.join(tmp, "k")],
-                           capture_output=True, text=True, check=True)  # fmt: skip
-    assert "C7513" not in r.stderr and "C7519" not in r.stderr, r.stderr[-2000:]
+    does not serialise the wgmmas (C7513) nor inject arrives (C7519): bf16 on the autotune
+    candidates' shared compilation, f16 (no such candidate) compiled here."""
+    cands = hopper_candidates(128)
+    ptxs, res = assembled(cands)
+    ps = [by_label(cands, f"wgmma_ovl 128x128 s3 mbar{x}") for x in ("", " pingpong")]
     for p in ps:
-        m = re.search(rf"properties for {kernel_name(p)}\n.*?(\d+) bytes spill stores", r.stderr)
-        assert m is not None and m.group(1) == "0", r.stderr[-2000:]
+        assert kernel_ptx(ptxs, p).count("wgmma.wait_group.sync.aligned 1;") == 2  # two copies
+        if ptxas_path() is not None:
+            r = res[kernel_name(p)]
+            assert "C7513" not in r and "C7519" not in r and r["spill_stores"] == 0, r
+    base = replace(bhsd_params("f16", 4, 16, 4, 4096, 128, True, AttnTiles(128, 128)),
+                   mma="wgmma_ovl", stages=3, mbar=True)  # fmt: skip
+    f16 = (base, replace(base, pingpong=True))
+    ptxs, res = assembled(f16)
+    for p in f16:
+        assert kernel_ptx(ptxs, p).count("wgmma.wait_group.sync.aligned 1;") == 2
+        if ptxas_path() is not None:
+            r = res[kernel_name(p)]
+            assert "C7513" not in r and "C7519" not in r and r["spill_stores"] == 0, r
