@@ -187,6 +187,28 @@ def test_sharded_block_on_a_mesh_of_one_through_nccl_equals_the_unsharded(
     got = fn(*_inputs(), **DIMS)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert fn.last_log.counts() == {("all-reduce", "tp"): 2}  # Megatron's two, through NCCL
+    # the steady state: the program bound once, captured as one CUDA graph (kernels, both
+    # all-reduces, the copies in and out), replayed on new inputs; equal to step by step
+    from kinac.rt.comm import program_graph
+
+    single = kinac.compile(plain, "block_small", target="cuda", cache_dir=cache)
+    for scale in (0.5, 2.0):
+        args = [a * np.float32(scale) if i == 0 else a for i, a in enumerate(_inputs())]
+        want = single(*args, **DIMS)
+        want = np.asarray(want.numpy() if hasattr(want, "numpy") else want)
+        np.testing.assert_allclose(fn(*args, **DIMS), want, rtol=1e-5, atol=1e-5)
+        assert fn.last_log.counts() == {("all-reduce", "tp"): 2}
+    (pg,) = [
+        g
+        for _, g in program_graph._GRAPHS.values()
+        if g is not None and g.program is fn.last_program
+    ]
+    assert pg.graph.captured and pg.replays == 2, pg.graph.fallback_reason
+    os.environ[program_graph.ENV] = "0"
+    try:
+        np.testing.assert_allclose(fn(*args, **DIMS), want, rtol=1e-5, atol=1e-5)
+    finally:
+        del os.environ[program_graph.ENV]
 
 
 @pytest.mark.parametrize(

@@ -151,6 +151,7 @@ def test_run_nccl_in_a_world_of_one(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     (program, segments), _ = fn._prepared(*args)
     env = DistEnv(0, 1, 0, "127.0.0.1", free_port(), 10.0)
     monkeypatch.setattr(tcp, "_CLIENT", None)
+    monkeypatch.setenv("KINAC_PROGRAM_GRAPH", "0")  # step by step (one graph: _graph's tests)
     nccl.forget_worlds()
     libs: list[Any] = []
 

@@ -40,6 +40,34 @@ if TYPE_CHECKING:
 
 
 MEMORYTYPE_DEVICE = 2  # CU_MEMORYTYPE_DEVICE
+DEVICE_NAMES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+                "i64": "int64", "i32": "int32", "i8": "int8", "u8": "uint8", "bool": "bool"}  # fmt: skip
+
+
+class NotGraphable(Exception):
+    """Why a program cannot run as one graph (:mod:`kinac.rt.comm.program_graph`): it then
+    runs step by step. Internal: never reaches a user."""
+
+
+class HostStream:
+    """The fake device's stream (work runs when it is issued)."""
+
+    handle = 0
+
+    def synchronize(self) -> None:
+        pass
+
+
+class EagerGraph:
+    """The fake device's "graph": a replay runs the captured calls again, in order."""
+
+    captured = False
+
+    def __init__(self, sequence: Callable[[Any], None]) -> None:
+        self.sequence = sequence
+
+    def replay(self, stream: Any = None) -> None:
+        self.sequence(stream)
 
 
 class Memcpy2D(ctypes.Structure):
@@ -97,6 +125,33 @@ class HostOps:
     def synchronize(self) -> None:
         pass
 
+    # -- what a program bound as one graph needs (kinac.rt.comm.program_graph) -------------
+    def stream(self) -> HostStream:
+        return HostStream()
+
+    def pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    def copy_async(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        ctypes.memmove(dst, src, nbytes)
+
+    def bind_segment(
+        self, seg: Any, ins: Sequence[Any], outs: Sequence[Any]
+    ) -> Callable[..., None]:
+        """A host segment's call writing into ``outs`` (the buffers a graph would keep)."""
+        fn = getattr(seg, "device", seg)
+
+        def run(stream: Any) -> None:
+            got = fn(*ins)
+            got = got if isinstance(got, tuple) else (got,)
+            for o, g in zip(outs, got, strict=True):
+                np.copyto(o, np.asarray(g).reshape(o.shape), casting="no")
+
+        return run
+
+    def capture(self, sequence: Callable[[Any], None], stream: Any, name: str = "") -> EagerGraph:
+        return EagerGraph(sequence)
+
 
 class CudaOps:
     """The device through kinac's CUDA runtime: the current device's pool, the legacy default
@@ -109,6 +164,7 @@ class CudaOps:
         self.resource = cuda.default_resource()
         self.copies = 0
         self._memcpy2d: Any = None
+        self._memcpy: Any = None
 
     def empty(self, shape: tuple[int, ...], dtype: Any, stream: int = 0) -> Any:
         """A tensor from the pool, ready in order on ``stream`` (its memory reused only after
@@ -156,6 +212,65 @@ class CudaOps:
 
     def synchronize(self) -> None:
         self._cuda.current_device().synchronize()
+
+    # -- what a program bound as one graph needs (kinac.rt.comm.program_graph) -------------
+    def stream(self) -> Any:
+        """The program's stream: blocking, so ordered after the legacy stream's earlier work
+        (the weights' and the entries' own set-up), which GPU entries run on."""
+        return self._cuda.Stream(non_blocking=False)
+
+    def pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """Page-locked host memory (the pool's): a copy from or to it can be captured."""
+        return self._cuda.pinned_empty(tuple(shape), np.dtype(dtype))
+
+    def copy_async(self, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        """``cuMemcpyAsync`` (unified addresses: host page-locked or device, either way)."""
+        from kinac.rt.cuda import driver
+
+        if self._memcpy is None:
+            f = driver.libcuda().cuMemcpyAsync
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p]
+            self._memcpy = f
+        err = self._memcpy(dst, src, nbytes, ctypes.c_void_p(int(stream or 0)))
+        if err:
+            driver.fail("cuMemcpyAsync", err)
+
+    def bind_segment(
+        self, seg: Any, ins: Sequence[Any], outs: Sequence[Any]
+    ) -> Callable[..., None]:
+        """A GPU entry's launch sequence (its kernels and cuBLAS calls, what its own CUDA
+        graph holds) bound to ``ins`` and ``outs``, run on the stream it is given; a segment
+        with runtime checks to read back, host outputs or in-place updates is not bound."""
+        entry = getattr(seg, "device", seg)
+        lw = getattr(entry, "lowered", None)
+        bind = getattr(entry, "_bind", None)
+        if lw is None or bind is None:
+            raise NotGraphable(f"{type(entry).__name__} is not a GPU entry")
+        if entry.status or entry._host_outputs or entry.updates_inputs:
+            raise NotGraphable(f"{lw.name}: runtime checks, host outputs or in-place updates")
+        specs = (*lw.params, *lw.outputs)
+        bufs = (*ins, *outs)
+        if len(bufs) != len(specs):
+            raise NotGraphable(f"{lw.name}: {len(bufs)} buffers for {len(specs)} params/outputs")
+        for t, spec in zip(bufs, specs, strict=True):
+            if (
+                getattr(t, "ptr", 1) % 16
+                or tuple(t.shape) != tuple(spec.shape)
+                or t.dtype.name != DEVICE_NAMES.get(spec.dtype)
+            ):
+                raise NotGraphable(f"{lw.name}: buffer for {spec.name} does not fit it in place")
+        pushed = entry.device.enter()
+        try:
+            seq, _ = bind(tuple(int(t.ptr) for t in bufs))
+        finally:
+            entry.device.leave(pushed)
+        return seq  # type: ignore[no-any-return]
+
+    def capture(self, sequence: Callable[[Any], None], stream: Any, name: str = "") -> Any:
+        from kinac.rt.cuda.graph import capture
+
+        return capture(sequence, stream, name=name)
 
 
 def _pq(shape: tuple[int, ...], dim: int) -> tuple[int, int, int]:

@@ -261,6 +261,9 @@ def forget_worlds() -> None:
     """Destroy and drop the cached communicators (at exit; tests; a process that
     re-initialises). Before this, no communicator was ever destroyed: NCCL's proxy threads and
     device buffers lived until the process died."""
+    from kinac.rt.comm import program_graph
+
+    program_graph.forget()  # bound programs hold these communicators' prepared calls
     worlds = list(_WORLDS.values())
     _WORLDS.clear()
     for w in worlds:

@@ -1,0 +1,270 @@
+"""One GPU rank's per-device program as one CUDA graph: inputs in, segments, collectives, out.
+
+Why: issue 13's scaling row measured the Megatron block on a mesh of one through NCCL at
+2.427 ms per call against 0.710 ms unsharded (H200, 2026-12-02 01:25), although the
+program is the same kernels plus two all-reduces that cost ~6 us each eager and ~1.4 us
+captured. The step-by-step runner (:func:`kinac.rt.comm.device_run.run_device_program`) paid,
+every call: a pageable, synchronous upload of every shard into a fresh pool tensor (a driver
+copy and a wait each), a general call of every segment's GPU entry on new tensor objects (the
+per-argument import and checks, outputs from the pool, a graph per address tuple: addresses
+that move make arguments *volatile*, a device copy each), a checked collective per step (the
+layout compared, a receive buffer allocated, a log entry), the outputs' checked all-gather,
+a device-wide synchronisation and a pageable download.
+
+Here the program is bound once per (program, communicator, shard shapes and dtypes):
+
+- every slot gets a buffer of its own, allocated once: each param a device buffer and a
+  page-locked host buffer, each segment output a device buffer of the segment graph's type,
+  each collective's receive buffer (``comm.prepare``: checked once), each output's gathered
+  buffer and a page-locked host buffer for it;
+- the steps become calls on those fixed addresses, all on one stream: the host-to-device
+  copies from the page-locked inputs, each segment's own launch sequence bound to its
+  buffers (the entry's kernels and cuBLAS calls: what its own CUDA graph holds), each
+  collective as its prepared NCCL call (dim moves as 2-D copies between fixed buffers), the
+  outputs' all-gather over the world and the device-to-host copies into page-locked memory;
+- the first call runs them once eagerly (library set-up, NCCL's first call) and captures them
+  into one CUDA graph; every later call copies each shard into its page-locked buffer (a host
+  ``memcpy``, what the unsharded entry's staging does), launches the graph once, waits for
+  the stream once and assembles the outputs from the page-locked buffers. No check, no
+  allocation, no log append per call: the step entries were logged once, at bind time
+  (:attr:`ProgramGraph.entries`), and every call reports them.
+
+A program this cannot bind (a segment that is not a GPU entry of fixed outputs, one with
+runtime checks to read back or outputs placed on the host, a misaligned view) raises
+:class:`~kinac.rt.comm.device_run.NotGraphable` while binding, and the caller runs it step
+by step as before. The device is :class:`~kinac.rt.comm.device_run.CudaOps` (the GPU) or
+:class:`~kinac.rt.comm.device_run.HostOps` (numpy buffers: the CPU tests, whose "graph"
+replays the same calls eagerly). ``KINAC_PROGRAM_GRAPH=0`` turns the graph off (A/B).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kinac.artifacts.sharded import RunSegment
+from kinac.rt.comm.device_run import DEVICE_NAMES, NotGraphable, device_collective
+from kinac.rt.comm.gpu_rank import device_dtype
+from kinac.rt.comm.nccl import buffer_of
+from kinac.rt.comm.nccl_plan import stream_handle
+
+if TYPE_CHECKING:
+    from kinac.artifacts.sharded import DeviceProgram
+    from kinac.rt.comm.simulator import LogEntry
+
+ENV = "KINAC_PROGRAM_GRAPH"
+MAX_GRAPHS = 8  # bound programs kept (LRU): each holds its buffers and its graph
+Step = Callable[[Any], None]
+
+
+def enabled() -> bool:
+    """Whether a rank's program runs as one graph (``KINAC_PROGRAM_GRAPH=0``: step by step)."""
+    return os.environ.get(ENV, "1") != "0"
+
+
+def on_stream(call: Callable[[], Any]) -> Step:
+    """A prepared call (bound to the program's stream already) as a step."""
+
+    def step(stream: Any) -> None:
+        call()
+
+    return step
+
+
+class _Group:
+    """A sub-communicator while the program is bound: a collective step becomes a prepared
+    call on the step's fixed send buffer, its receive buffer allocated once."""
+
+    def __init__(self, real: Any, pg: ProgramGraph) -> None:
+        self._real, self._pg = real, pg
+        self.size, self.rank = real.size, real.rank
+
+    def run_step(self, kind: str, send: Any, op: str, stream: int, tag: Any, step: Any) -> Any:
+        p = self._real.prepare(kind, send, None, op, stream=stream, tag=tag)
+        self._pg.add(on_stream(p))
+        self._pg.entries.append(p.entry)
+        return p.recv
+
+
+class _Comm:
+    """The world communicator while binding (:func:`device_collective` reads ``sub``)."""
+
+    def __init__(self, real: Any, pg: ProgramGraph) -> None:
+        self._real, self._pg = real, pg
+        self._subs: dict[str, _Group] = {}
+
+    def sub(self, axis: str) -> _Group:
+        if axis not in self._subs:
+            self._subs[axis] = _Group(self._real.sub(axis), self._pg)
+        return self._subs[axis]
+
+
+class _Ops:
+    """The device while binding: buffers kept for the graph's life, 2-D copies recorded."""
+
+    def __init__(self, real: Any, pg: ProgramGraph) -> None:
+        self._real, self._pg = real, pg
+        self.copies = 0
+
+    def empty(self, shape: tuple[int, ...], dtype: Any, stream: int = 0) -> Any:
+        t = self._real.empty(tuple(shape), dtype)
+        self._pg.keep.append(t)
+        return t
+
+    def view(self, buf: Any, shape: tuple[int, ...], offset: int = 0) -> Any:
+        return self._real.view(buf, shape, offset)
+
+    def copy2d(
+        self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, stream: Any
+    ) -> None:
+        real = self._real
+        self.copies += 1
+        self._pg.add(
+            lambda s: real.copy2d(dst, dpitch, src, spitch, width, height, stream_handle(s))
+        )
+
+
+class ProgramGraph:
+    """A rank's program bound to fixed buffers (see the module docstring): ``run(local)``
+    takes this rank's shards (host arrays of the bound shapes and dtypes) and returns each
+    output's gathered host array ``(world size, *local shape)``, valid until the next run."""
+
+    def __init__(
+        self,
+        program: DeviceProgram,
+        segments: Sequence[Any],
+        comm: Any,
+        ops: Any,
+        local: Sequence[np.ndarray],
+    ) -> None:
+        self.program, self.segments, self.comm, self.ops = program, tuple(segments), comm, ops
+        self.keep: list[Any] = []  # every buffer the graph reads or writes
+        self.entries: list[LogEntry] = []  # one per collective step, in order
+        self._steps: list[Step] = []
+        self.stream = ops.stream()
+        self.graph: Any = None
+        self.replays = 0
+        h = stream_handle(self.stream)
+        rops, rcomm = _Ops(ops, self), _Comm(comm, self)
+        slots: dict[int, Any] = {}
+        self.host_in: list[np.ndarray] = []
+        for i, a in enumerate(local):
+            a = np.asarray(a)
+            pinned = ops.pinned(tuple(a.shape), a.dtype)
+            dev = rops.empty(tuple(a.shape), device_dtype(a.dtype))
+            self._copy(dev, pinned, a.nbytes)
+            self.host_in.append(pinned)
+            slots[i] = dev
+        for step in program.steps:
+            if isinstance(step, RunSegment):
+                g = program.segments[step.segment]
+                types = [g.nodes[o].type for o in g.outputs]
+                if len(types) != len(step.outputs):
+                    raise NotGraphable(f"segment {step.segment}: {len(types)} outputs")
+                outs = [rops.empty(tuple(t.shape), DEVICE_NAMES[t.dtype]) for t in types]
+                ins = [slots[i] for i in step.inputs]
+                self.add(ops.bind_segment(segments[step.segment], ins, outs))
+                slots.update(zip(step.outputs, outs, strict=True))
+            else:
+                slots[step.dst] = device_collective(step, slots[step.src], rcomm, rops, h)
+        self.host_out: list[np.ndarray] = []
+        for slot, _, _ in program.outputs:
+            o = slots[slot]
+            shape = tuple(int(d) for d in o.shape)
+            every = comm.prepare(
+                "all-gather",
+                ops.view(o, (1, *shape)),
+                None,
+                stream=h,
+                tag=("all-gather", "outputs"),
+            )
+            self.add(on_stream(every))
+            self.keep.append(every)
+            pinned = ops.pinned((comm.size, *shape), np.dtype(_host_name(o.dtype)))
+            self._copy(pinned, every.recv, pinned.nbytes)
+            self.host_out.append(pinned)
+
+    def add(self, step: Step) -> None:
+        self._steps.append(step)
+
+    def _copy(self, dst: Any, src: Any, nbytes: int) -> None:
+        if nbytes:
+            d, s, ops = buffer_of(dst)[0], buffer_of(src)[0], self.ops
+            self.add(lambda stream: ops.copy_async(d, s, nbytes, stream_handle(stream)))
+
+    def sequence(self, stream: Any) -> None:
+        """Every step once, on ``stream`` (what the graph captures)."""
+        for f in self._steps:
+            f(stream)
+
+    def run(self, local: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """One call: the shards copied into the page-locked inputs, the graph replayed (the
+        first call: the steps run eagerly, then captured), one wait."""
+        for dst, a in zip(self.host_in, local, strict=True):
+            np.copyto(dst, a, casting="no")
+        stream = self.stream
+        if self.graph is None:
+            self.sequence(stream)
+            stream.synchronize()
+            name = f"program on {self.program.mesh.name}"
+            self.graph = self.ops.capture(self.sequence, stream, name=name)
+        else:
+            self.graph.replay(stream)
+            self.replays += 1
+            stream.synchronize()
+        return self.host_out
+
+    @property
+    def alive(self) -> bool:
+        """False once the communicator is destroyed (its captured calls hold a freed handle)."""
+        return getattr(self.comm, "_comm", True) is not None
+
+
+def _host_name(dtype: Any) -> str:
+    name = device_dtype(dtype)
+    return "uint16" if name == "bfloat16" else name
+
+
+_GRAPHS: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], ProgramGraph | None]] = OrderedDict()
+
+
+def bound(
+    program: DeviceProgram,
+    segments: Sequence[Any],
+    comm: Any,
+    ops: Any,
+    local: Sequence[np.ndarray],
+) -> ProgramGraph | None:
+    """The program's graph for these shards (bound at the first call of this key; None: the
+    program cannot be graphed, run it step by step). Cached per program, segments,
+    communicator, device and shard layout (each entry holds them, so their ids stay theirs)."""
+    if not enabled() or not hasattr(comm, "prepare") or not hasattr(ops, "bind_segment"):
+        return None
+    key = (
+        id(program),
+        id(comm),
+        id(ops),
+        tuple(map(id, segments)),
+        tuple((np.shape(a), np.asarray(a).dtype.str) for a in local),
+    )
+    hit = _GRAPHS.get(key)
+    if hit is not None and (hit[1] is None or hit[1].alive):
+        _GRAPHS.move_to_end(key)
+        return hit[1]
+    try:
+        pg: ProgramGraph | None = ProgramGraph(program, segments, comm, ops, local)
+    except NotGraphable:
+        pg = None
+    _GRAPHS[key] = ((program, comm, ops, tuple(segments)), pg)
+    while len(_GRAPHS) > MAX_GRAPHS:
+        _GRAPHS.popitem(last=False)
+    return pg
+
+
+def forget() -> None:
+    """Drop every bound program (their buffers and graphs)."""
+    _GRAPHS.clear()
