@@ -421,6 +421,16 @@ def scaling(env: Any, n: int, args: argparse.Namespace) -> dict[str, Any]:
         }
         out["block_single_ms"] = _median_ms(one, args.block_calls)
         out["block_sharded_ms"] = _median_ms(lambda: sharded(*inputs, **dims), args.block_calls)
+        out["block_graph"] = _graphed_program(sharded)
+        if args.target == "cuda":  # the same program step by step (before the one graph)
+            from kinac.rt.comm import program_graph
+
+            os.environ[program_graph.ENV] = "0"
+            try:
+                steps = _median_ms(lambda: sharded(*inputs, **dims), args.block_calls)
+                out["block_sharded_steps_ms"] = steps
+            finally:
+                del os.environ[program_graph.ENV]
     except Exception as e:  # noqa: BLE001 - reported in the table
         out["block_error"] = f"{type(e).__name__}: {e}"
     try:
@@ -436,6 +446,17 @@ def scaling(env: Any, n: int, args: argparse.Namespace) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001
         out["train_error"] = f"{type(e).__name__}: {e}"
     return out
+
+
+def _graphed_program(sharded: Any) -> str:
+    """How the sharded block's last program ran: ``graph`` (one CUDA graph replayed),
+    ``eager`` (bound, capture failed: the bound calls each call) or ``steps``."""
+    from kinac.rt.comm import program_graph
+
+    for _, pg in program_graph._GRAPHS.values():
+        if pg is not None and pg.program is sharded.last_program and pg.graph is not None:
+            return "graph" if getattr(pg.graph, "captured", False) else "eager"
+    return "steps"
 
 
 def _noop(*a: Any) -> None:
@@ -613,7 +634,14 @@ SCALING_HEAD = (
 def scaling_line(n: int, sc: dict[str, Any]) -> str:
     """One row of the scaling table (``scripts/multi_gpu.sh`` joins the rows of 1, 2, 4)."""
     return (
-        f"| {n} | {_ms(sc.get('block_sharded_ms'))} ({sc.get('block_backend', '-')}) "
+        f"| {n} | {_ms(sc.get('block_sharded_ms'))} ({sc.get('block_backend', '-')}"
+        + (f", {sc['block_graph']}" if "block_graph" in sc else "")
+        + (
+            f"; step by step {_ms(sc['block_sharded_steps_ms'])}"
+            if "block_sharded_steps_ms" in sc
+            else ""
+        )
+        + ") "
         f"| {_ms(sc.get('block_single_ms'))} | {sc.get('block_max_abs_diff', '-')} "
         f"| {sc.get('block_collectives', '-')} "
         f"| {_ms(sc.get('train_step_ms'))} ({sc.get('train_parallel', '-')}) "
