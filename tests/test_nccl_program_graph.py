@@ -159,3 +159,35 @@ def test_graph_dim_moves_equal_the_host_runner(st: Any) -> None:
     assert all(ok == [True, True] for ok, _, _ in got)
     assert {n for _, n, _ in got} == {(0, 0)}
     assert all(copies > 0 for *_, copies in got) or st.kind == "slice"
+
+
+def test_launched_gradients_reduce_through_calls_prepared_once() -> None:
+    """``kinac train`` under a launch on GPUs: the loss and gradient buffers are the same every
+    step, so their all-reduces are prepared once; on two fake ranks each step's buffers become
+    the ranks' mean, with exactly one NCCL call per buffer, no plan and no log append."""
+    from kinac.train.launched import PreparedReduce
+
+    m = types.SimpleNamespace(shape=(2,), axes=("dp",))
+
+    def rank(sim: Any) -> Any:
+        ops, lib = HostOps(), FakeLib(sim, m)
+        c = nccl.NcclComm(lib, Handle(sim), (2,), ("dp",), ("dp",), sim.global_rank, ops.empty)
+        bufs = (ops.empty((), np.float32), ops.empty((3, 4), np.float32))
+        red = PreparedReduce(c, bufs)
+        plans, out = c.plans_made, []
+        for k in range(3):
+            mine = [np.float32(sim.global_rank + k), np.full((3, 4), 2.0 * sim.global_rank)]
+            for b, v in zip(bufs, mine, strict=True):
+                b[...] = v
+            n = len(lib.calls)
+            log = red()
+            out.append((float(bufs[0]), float(bufs[1][0, 0]), [call[0] for call in lib.calls[n:]]))
+            out.append(log.counts())
+        return out, c.plans_made - plans, len(c.log)
+
+    for out, plans, logged in simulate(m, rank):
+        assert (plans, logged) == (0, 0)
+        for k in range(3):
+            loss, grad, calls = out[2 * k]
+            assert (loss, grad, calls) == (0.5 + k, 1.0, ["all_reduce", "all_reduce"])
+            assert out[2 * k + 1] == {("all-reduce", "dp"): 2}
