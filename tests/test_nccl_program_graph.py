@@ -8,7 +8,6 @@ of benches/collectives.py and tests/test_nccl_gpu.py."""
 from __future__ import annotations
 
 import types
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,9 +56,18 @@ class CountingOps(HostOps):
         return super().download(buf)
 
 
+@pytest.fixture(scope="module")
+def mlp1(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[np.ndarray], Any]:
+    """The sharded MLP on a mesh of one, its arguments and the unsharded entry (compiled once
+    for the module's tests)."""
+    tmp = tmp_path_factory.mktemp("mlp1")
+    fn, args = compiled_mlp(tmp, 1)
+    return fn, args, kinac.compile(str(tmp / "m.kina"), "mlp", cache_dir=str(tmp / "c"))
+
+
 @pytest.mark.parametrize("graphed", [True, False], ids=["graph", "steps"])
 def test_run_nccl_steady_state_is_the_bound_calls_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, graphed: bool
+    mlp1: Any, monkeypatch: pytest.MonkeyPatch, graphed: bool
 ) -> None:
     """``run_nccl`` in a world of one, three calls on new inputs: each equals the unsharded
     entry within 1e-5; with the graph, calls 2 and 3 make exactly the program's NCCL calls
@@ -72,8 +80,7 @@ def test_run_nccl_steady_state_is_the_bound_calls_alone(
     from kinac.rt.comm.rendezvous import DistEnv
 
     monkeypatch.setenv(program_graph.ENV, "1" if graphed else "0")
-    fn, args = compiled_mlp(tmp_path, 1)
-    plain = kinac.compile(str(tmp_path / "m.kina"), "mlp", cache_dir=str(tmp_path / "c"))
+    fn, args, plain = mlp1
     (program, segments), _ = fn._prepared(*args)
     env = DistEnv(0, 1, 0, "127.0.0.1", free_port(), 10.0)
     monkeypatch.setattr(tcp, "_CLIENT", None)
@@ -191,3 +198,43 @@ def test_launched_gradients_reduce_through_calls_prepared_once() -> None:
             loss, grad, calls = out[2 * k]
             assert (loss, grad, calls) == (0.5 + k, 1.0, ["all_reduce", "all_reduce"])
             assert out[2 * k + 1] == {("all-reduce", "dp"): 2}
+
+
+def test_a_failed_first_run_falls_back_to_the_steps_with_a_warning(
+    mlp1: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A graph whose first run fails (here its capture) warns once and the call, and every
+    later one, runs step by step with the right result."""
+    from kinac.rt.comm import tcp
+    from kinac.rt.comm.distributed import run_nccl
+    from kinac.rt.comm.launch import free_port
+    from kinac.rt.comm.rendezvous import DistEnv
+
+    class NoCapture(HostOps):
+        def capture(self, sequence: Any, stream: Any, name: str = "") -> Any:
+            raise RuntimeError("capture refused")
+
+    monkeypatch.setenv(program_graph.ENV, "1")
+    fn, args, plain = mlp1
+    want = plain(*args)
+    (program, segments), _ = fn._prepared(*args)
+    env = DistEnv(0, 1, 0, "127.0.0.1", free_port(), 10.0)
+    monkeypatch.setattr(tcp, "_CLIENT", None)
+    nccl.forget_worlds()
+    ops, lib = NoCapture(), FakeLib()
+    segs = [host_segment(s) for s in segments]
+
+    def rank(sim: Any) -> Any:
+        lib.sim, lib.mesh = sim, program.mesh
+        with pytest.warns(program_graph.ProgramGraphWarning, match="capture refused"):
+            first = run_nccl(program, segs, args, env, ops, lib)[0][0]
+        second = run_nccl(program, segs, args, env, ops, lib)[0][0]
+        return first, second
+
+    try:
+        ((first, second),) = simulate(program.mesh, rank)
+    finally:
+        nccl.forget_worlds()
+        tcp.close_process_client()
+    np.testing.assert_allclose(first, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(second, want, rtol=1e-5, atol=1e-5)

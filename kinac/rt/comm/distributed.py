@@ -128,10 +128,13 @@ def run_nccl(
     try:
         segs = [device_segment(s) for s in segments]
         pg = program_graph.bound(program, segs, comm, ops, local)
-        if pg is not None:  # the steady state: one graph replay, one wait
-            hosts = pg.run(local)
+        got = pg.run(local) if pg is not None else None  # one graph replay, one wait
+        if got is not None:
+            assert pg is not None
+            hosts: list[Any] = got
             log = RankLog(list(pg.entries))
         else:
+            pg = None
             trim_log(comm.log)  # room for this call's window (the log is bounded: LOG_CAP)
             start = len(comm.log)
             outs = device_run.run_device_program(program, segs, comm, local, ops)
@@ -151,9 +154,9 @@ def run_nccl(
         raise
     result = []
     for every, (_, _, lay) in zip(hosts, program.outputs, strict=True):
-        got = assemble([every[i] for i in range(comm.size)], lay, mesh)
+        out = assemble([every[i] for i in range(comm.size)], lay, mesh)
         # a graph's outputs are its page-locked buffers, rewritten by the next call
-        result.append(got.copy() if pg is not None and np.may_share_memory(got, every) else got)
+        result.append(out.copy() if pg is not None and np.may_share_memory(out, every) else out)
     return result, log
 
 

@@ -51,6 +51,7 @@ from kinac.rt.comm.device_run import DEVICE_NAMES, NotGraphable, device_collecti
 from kinac.rt.comm.gpu_rank import device_dtype
 from kinac.rt.comm.nccl import buffer_of
 from kinac.rt.comm.nccl_plan import stream_handle
+from kinac.rt.comm.rendezvous import RankFailure
 
 if TYPE_CHECKING:
     from kinac.artifacts.sharded import DeviceProgram
@@ -148,6 +149,7 @@ class ProgramGraph:
         self.stream = ops.stream()
         self.graph: Any = None
         self.replays = 0
+        self.broken = ""  # why the first run failed (then never used again)
         h = stream_handle(self.stream)
         rops, rcomm = _Ops(ops, self), _Comm(comm, self)
         slots: dict[int, Any] = {}
@@ -201,17 +203,27 @@ class ProgramGraph:
         for f in self._steps:
             f(stream)
 
-    def run(self, local: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def run(self, local: Sequence[np.ndarray]) -> list[np.ndarray] | None:
         """One call: the shards copied into the page-locked inputs, the graph replayed (the
-        first call: the steps run eagerly, then captured), one wait."""
+        first call: the steps run eagerly, then captured), one wait. None: the first run
+        failed (warned once; :attr:`broken` says why), the caller runs the program step by
+        step, which reports a genuine error of the program itself."""
         for dst, a in zip(self.host_in, local, strict=True):
             np.copyto(dst, a, casting="no")
         stream = self.stream
-        if self.graph is None:
-            self.sequence(stream)
-            stream.synchronize()
-            name = f"program on {self.program.mesh.name}"
-            self.graph = self.ops.capture(self.sequence, stream, name=name)
+        if self.graph is None:  # after the legacy stream's work (the entries' set-up)
+            try:
+                self.ops.synchronize()
+                self.sequence(stream)
+                stream.synchronize()
+                name = f"program on {self.program.mesh.name}"
+                self.graph = self.ops.capture(self.sequence, stream, name=name)
+            except RankFailure:
+                raise
+            except Exception as e:  # noqa: BLE001 - the step-by-step path runs it instead
+                self.broken = f"{type(e).__name__}: {e}"
+                _warn(f"its first run failed ({self.broken})")
+                return None
         else:
             self.graph.replay(stream)
             self.replays += 1
@@ -254,15 +266,30 @@ def bound(
     hit = _GRAPHS.get(key)
     if hit is not None and (hit[1] is None or hit[1].alive):
         _GRAPHS.move_to_end(key)
-        return hit[1]
+        return None if hit[1] is None or hit[1].broken else hit[1]
     try:
         pg: ProgramGraph | None = ProgramGraph(program, segments, comm, ops, local)
     except NotGraphable:
+        pg = None
+    except RankFailure:
+        raise
+    except Exception as e:  # noqa: BLE001 - binding is an optimisation: run step by step
+        _warn(f"it could not be bound ({type(e).__name__}: {e})")
         pg = None
     _GRAPHS[key] = ((program, comm, ops, tuple(segments)), pg)
     while len(_GRAPHS) > MAX_GRAPHS:
         _GRAPHS.popitem(last=False)
     return pg
+
+
+class ProgramGraphWarning(UserWarning):
+    """A rank's program runs step by step because its one graph failed (see the message)."""
+
+
+def _warn(why: str) -> None:
+    import warnings
+
+    warnings.warn(f"a sharded program runs step by step: {why}", ProgramGraphWarning, stacklevel=3)
 
 
 def forget() -> None:
