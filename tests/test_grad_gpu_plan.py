@@ -191,8 +191,8 @@ def test_split_column_reductions_match_numpy(dt: str) -> None:
 
 def test_split_long_row_mean_matches_numpy() -> None:
     """The loss's shape of reduction: a mean over one row too long for the row kernel (two
-    row-kernel stages). f32 only: the smallest such row (65,537 values) is ~9K emulated
-    threads, ~10-25 s here; bf16's cast is covered by the column test."""
+    row-kernel stages). f32 only: the smallest such row (65,537 values) is ~10K emulated
+    threads a reduction (~5-10 s here); bf16's cast is covered by the column test."""
     dt = "f32"
     n = 70000
     g = GraphBuilder(f"row_{dt}")
