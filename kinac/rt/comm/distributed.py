@@ -121,42 +121,38 @@ def run_nccl(
     mesh = program.mesh
     shape = tuple(int(s) for s in mesh.shape)
     comm = nccl_world(shape, tuple(str(a) for a in mesh.axes), env, ops, lib)
-    local = [
-        shard_global(a, lay, mesh, comm.global_rank)
-        for a, (_, _, lay) in zip(glob, program.params, strict=True)
-    ]
     try:
         segs = [device_segment(s) for s in segments]
-        pg = program_graph.bound(program, segs, comm, ops, local)
-        got = pg.run(local) if pg is not None else None  # one graph replay, one wait
+        pg = program_graph.bound(program, segs, comm, ops, glob)
+        got = pg.run(glob) if pg is not None else None  # one graph replay, one wait
         if got is not None:
             assert pg is not None
-            hosts: list[Any] = got
-            log = RankLog(list(pg.entries))
-        else:
-            pg = None
-            trim_log(comm.log)  # room for this call's window (the log is bounded: LOG_CAP)
-            start = len(comm.log)
-            outs = device_run.run_device_program(program, segs, comm, local, ops)
-            log = RankLog(list(comm.log[start:]))
-            gathered = []
-            for o in outs:
-                oshape = tuple(int(d) for d in o.shape)
-                every = comm.all_gather(ops.view(o, (1, *oshape)), tag=("all-gather", "outputs"))
-                gathered.append(every)
-            ops.synchronize()
-            hosts = [ops.download(g) for g in gathered]
-            del comm.log[start:]
+            return got, RankLog(list(pg.entries))
+        local = [
+            shard_global(a, lay, mesh, comm.global_rank)
+            for a, (_, _, lay) in zip(glob, program.params, strict=True)
+        ]
+        trim_log(comm.log)  # room for this call's window (the log is bounded: LOG_CAP)
+        start = len(comm.log)
+        outs = device_run.run_device_program(program, segs, comm, local, ops)
+        log = RankLog(list(comm.log[start:]))
+        gathered = []
+        for o in outs:
+            oshape = tuple(int(d) for d in o.shape)
+            every = comm.all_gather(ops.view(o, (1, *oshape)), tag=("all-gather", "outputs"))
+            gathered.append(every)
+        ops.synchronize()
+        hosts = [ops.download(g) for g in gathered]
+        del comm.log[start:]
     except RankFailure:
         raise
     except Exception as e:  # this rank's own error (a runtime check): the others learn it
         tcp.process_client(env).abort(f"{type(e).__name__}: {e}")
         raise
-    result = []
-    for every, (_, _, lay) in zip(hosts, program.outputs, strict=True):
-        out = assemble([every[i] for i in range(comm.size)], lay, mesh)
-        # a graph's outputs are its page-locked buffers, rewritten by the next call
-        result.append(out.copy() if pg is not None and np.may_share_memory(out, every) else out)
+    result = [
+        assemble([every[i] for i in range(comm.size)], lay, mesh)
+        for every, (_, _, lay) in zip(hosts, program.outputs, strict=True)
+    ]
     return result, log
 
 

@@ -39,6 +39,7 @@ replays the same calls eagerly). ``KINAC_PROGRAM_GRAPH=0`` turns the graph off (
 
 from __future__ import annotations
 
+import math
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -130,9 +131,11 @@ class _Ops:
 
 
 class ProgramGraph:
-    """A rank's program bound to fixed buffers (see the module docstring): ``run(local)``
-    takes this rank's shards (host arrays of the bound shapes and dtypes) and returns each
-    output's gathered host array ``(world size, *local shape)``, valid until the next run."""
+    """A rank's program bound to fixed buffers (see the module docstring): ``run(glob)`` takes
+    the call's global arguments (host arrays of the bound shapes and dtypes) and returns the
+    global outputs, assembled as the simulator assembles them. Which slice of each argument
+    this rank holds, and where each rank's output goes, is worked out once, at bind time
+    (:mod:`kinac.rt.comm.layout`'s general functions cost ~0.3 ms of Python a call)."""
 
     def __init__(
         self,
@@ -140,9 +143,26 @@ class ProgramGraph:
         segments: Sequence[Any],
         comm: Any,
         ops: Any,
-        local: Sequence[np.ndarray],
+        glob: Sequence[np.ndarray],
     ) -> None:
+        from kinac.rt.comm.layout import _coords, _index, shard_global
+
         self.program, self.segments, self.comm, self.ops = program, tuple(segments), comm, ops
+        mesh, me = program.mesh, comm.global_rank
+        local = [
+            shard_global(a, lay, mesh, me)
+            for a, (_, _, lay) in zip(glob, program.params, strict=True)
+        ]
+        # per argument: its slice, the local shape when slicing gives another (a rank-0
+        # value), or None when this rank holds zeros (a partial share not at coordinate 0)
+        self.slices: list[tuple[tuple[slice, ...], tuple[int, ...] | None] | None] = []
+        for a, part, (_, _, lay) in zip(glob, local, program.params, strict=True):
+            idx = _index(lay, mesh, me, tuple(np.shape(a)))
+            zero = any(_coords(mesh, me)[ax] for ax in lay.partial)
+            sliced = np.asarray(a)[idx].shape
+            self.slices.append(
+                None if zero else (idx, None if sliced == part.shape else part.shape)
+            )
         self.keep: list[Any] = []  # every buffer the graph reads or writes
         self.entries: list[LogEntry] = []  # one per collective step, in order
         self._steps: list[Step] = []
@@ -155,8 +175,8 @@ class ProgramGraph:
         slots: dict[int, Any] = {}
         self.host_in: list[np.ndarray] = []
         for i, a in enumerate(local):
-            a = np.asarray(a)
             pinned = ops.pinned(tuple(a.shape), a.dtype)
+            pinned[...] = a  # a partial share's zeros stay
             dev = rops.empty(tuple(a.shape), device_dtype(a.dtype))
             self._copy(dev, pinned, a.nbytes)
             self.host_in.append(pinned)
@@ -189,6 +209,10 @@ class ProgramGraph:
             pinned = ops.pinned((comm.size, *shape), np.dtype(_host_name(o.dtype)))
             self._copy(pinned, every.recv, pinned.nbytes)
             self.host_out.append(pinned)
+        self._places = [
+            _places(lay, mesh, tuple(h.shape[1:]))
+            for (_, _, lay), h in zip(program.outputs, self.host_out, strict=True)
+        ]
 
     def add(self, step: Step) -> None:
         self._steps.append(step)
@@ -203,13 +227,15 @@ class ProgramGraph:
         for f in self._steps:
             f(stream)
 
-    def run(self, local: Sequence[np.ndarray]) -> list[np.ndarray] | None:
-        """One call: the shards copied into the page-locked inputs, the graph replayed (the
-        first call: the steps run eagerly, then captured), one wait. None: the first run
-        failed (warned once; :attr:`broken` says why), the caller runs the program step by
-        step, which reports a genuine error of the program itself."""
-        for dst, a in zip(self.host_in, local, strict=True):
-            np.copyto(dst, a, casting="no")
+    def run(self, glob: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+        """One call: this rank's slices copied into the page-locked inputs, the graph
+        replayed (the first call: the steps run eagerly, then captured), one wait, the outputs
+        assembled. None: the first run failed (warned once; :attr:`broken` says why), the
+        caller runs the program step by step, which reports a genuine error of the program."""
+        for dst, a, cut in zip(self.host_in, glob, self.slices, strict=True):
+            if cut is not None:
+                part = a[cut[0]]
+                np.copyto(dst, part if cut[1] is None else part.reshape(cut[1]), casting="no")
         stream = self.stream
         if self.graph is None:  # after the legacy stream's work (the entries' set-up)
             try:
@@ -228,7 +254,25 @@ class ProgramGraph:
             self.graph.replay(stream)
             self.replays += 1
             stream.synchronize()
-        return self.host_out
+        return [self._assemble(k, every) for k, every in enumerate(self.host_out)]
+
+    def _assemble(self, k: int, every: np.ndarray) -> np.ndarray:
+        """Output ``k`` from every rank's share (``every``, the page-locked gather: copied
+        out, as the next call rewrites it): placed by the slices worked out at bind time; a
+        partial output summed by :func:`~kinac.rt.comm.layout.assemble`."""
+        from kinac.rt.comm.layout import assemble
+
+        places = self._places[k]
+        if places is None:
+            out = assemble(
+                [every[i] for i in range(len(every))], self.program.outputs[k][2], self.program.mesh
+            )
+            return out.copy() if np.may_share_memory(out, every) else out
+        gshape, where = places
+        out = np.empty(gshape, every.dtype)
+        for r, idx in where:
+            out[idx] = every[r]
+        return out
 
     @property
     def alive(self) -> bool:
@@ -249,7 +293,7 @@ def bound(
     segments: Sequence[Any],
     comm: Any,
     ops: Any,
-    local: Sequence[np.ndarray],
+    glob: Sequence[np.ndarray],
 ) -> ProgramGraph | None:
     """The program's graph for these shards (bound at the first call of this key; None: the
     program cannot be graphed, run it step by step). Cached per program, segments,
@@ -261,14 +305,14 @@ def bound(
         id(comm),
         id(ops),
         tuple(map(id, segments)),
-        tuple((np.shape(a), np.asarray(a).dtype.str) for a in local),
+        tuple((np.shape(a), np.asarray(a).dtype.str) for a in glob),
     )
     hit = _GRAPHS.get(key)
     if hit is not None and (hit[1] is None or hit[1].alive):
         _GRAPHS.move_to_end(key)
         return None if hit[1] is None or hit[1].broken else hit[1]
     try:
-        pg: ProgramGraph | None = ProgramGraph(program, segments, comm, ops, local)
+        pg: ProgramGraph | None = ProgramGraph(program, segments, comm, ops, glob)
     except NotGraphable:
         pg = None
     except RankFailure:
@@ -280,6 +324,26 @@ def bound(
     while len(_GRAPHS) > MAX_GRAPHS:
         _GRAPHS.popitem(last=False)
     return pg
+
+
+def _places(
+    layout: Any, mesh: Any, shape: tuple[int, ...]
+) -> tuple[tuple[int, ...], list[tuple[int, tuple[slice, ...]]]] | None:
+    """Where each rank's share of an output of local ``shape`` goes in the global output
+    (replicas: the rank at coordinate 0 of the axes that do not split it), as
+    :func:`~kinac.rt.comm.layout.assemble` places them; None for a partial output (summed)."""
+    from kinac.rt.comm.layout import _coords, _index, splits
+
+    if layout.partial:
+        return None
+    gshape = tuple(d * n for d, n in zip(shape, splits(layout, mesh), strict=True))
+    split = {a for axs in layout.dims for a in axs}
+    replicated = [a for a in mesh.axes if a not in split]
+    where = []
+    for r in range(math.prod(mesh.shape)):
+        if not any(_coords(mesh, r)[a] for a in replicated):
+            where.append((r, _index(layout, mesh, r, gshape)))
+    return gshape, where
 
 
 class ProgramGraphWarning(UserWarning):
