@@ -215,9 +215,10 @@ class CudaOps:
 
     # -- what a program bound as one graph needs (kinac.rt.comm.program_graph) -------------
     def stream(self) -> Any:
-        """The program's stream: blocking, so ordered after the legacy stream's earlier work
-        (the weights' and the entries' own set-up), which GPU entries run on."""
-        return self._cuda.Stream(non_blocking=False)
+        """The program's stream: non-blocking, as a captured stream must be (work on a
+        blocking one would depend on the legacy stream, which capture refuses); the program
+        waits for the device once, before its first run (:class:`ProgramGraph`)."""
+        return self._cuda.Stream()
 
     def pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         """Page-locked host memory (the pool's): a copy from or to it can be captured."""
