@@ -26,8 +26,10 @@ def main() -> None:
         best = min(best, time.process_time() - start)
         assert all(len(r.defns) == 10 and not r.diagnostics for r in results)
     kb = sum(map(len, texts)) / 1e3
-    print(f"reader: 100 files x 10 defns ({kb:.0f} kB): {best * 1e3:.0f} ms CPU (best of 5), "
-          f"{kb / best / 1e3:.2f} MB/s")
+    print(
+        f"reader: 100 files x 10 defns ({kb:.0f} kB): {best * 1e3:.0f} ms CPU (best of 5), "
+        f"{kb / best / 1e3:.2f} MB/s"
+    )
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def source_text(db: Database, path: str) -> str | UnreadableFile:
     from kinac.pipeline_support import read_text_file
 
     if path.startswith(PRELUDE_PREFIX):
-        full = PRELUDE_DIR / path[len(PRELUDE_PREFIX):]
+        full = PRELUDE_DIR / path[len(PRELUDE_PREFIX) :]
     else:
         full = Path(db.context["root"]) / path
     return read_text_file(full)
@@ -142,7 +142,11 @@ def target(db: Database, _: tuple[()]) -> TargetConfig:
     cfg = config(db, ()).config
     tc = cfg.target if cfg is not None else TargetConfig()
     kind = target_override(db, ())
-    return tc if kind is None or kind == tc.kind else TargetConfig(kind, tc.arch, tc.device, tc.allow_tf32, tc.graphs)
+    return (
+        tc
+        if kind is None or kind == tc.kind
+        else TargetConfig(kind, tc.arch, tc.device, tc.allow_tf32, tc.graphs)
+    )
 
 
 @query("source_files", stage="read")
@@ -154,8 +158,12 @@ def source_files(db: Database, _: tuple[()]) -> tuple[str, ...]:
     cfg = config(db, ()).config
     if cfg is None or db.context.get("single_file") is not None:
         return listing
-    return tuple(p for p in listing if any(glob_match(p, g) for g in cfg.sources)
-                 and not any(glob_match(p, g) for g in cfg.exclude))
+    return tuple(
+        p
+        for p in listing
+        if any(glob_match(p, g) for g in cfg.sources)
+        and not any(glob_match(p, g) for g in cfg.exclude)
+    )
 
 
 # ---------------------------------------------------------------------------- reading
@@ -196,13 +204,21 @@ def file_index(db: Database, path: str) -> FileIndex:
         if resolved is None and single:  # checking one file: its imports are read from disk
             from kinac.pipeline_support import import_candidates
 
-            resolved = next((c for c in import_candidates(path, imp.path) if source_exists(db, c)), None)
+            resolved = next(
+                (c for c in import_candidates(path, imp.path) if source_exists(db, c)), None
+            )
         if resolved is None:
             errors.append(import_error(path, imp))
         else:
             imports[resolved] = None
-    return FileIndex(pf.module, tuple(imports), pf.meshes, tuple(d.name for d in pf.defns), tuple(errors),
-                     pf.broken_defns)
+    return FileIndex(
+        pf.module,
+        tuple(imports),
+        pf.meshes,
+        tuple(d.name for d in pf.defns),
+        tuple(errors),
+        pf.broken_defns,
+    )
 
 
 @query("defn_ast", stage="read")
@@ -293,9 +309,16 @@ def check_defn(db: Database, key: DefnKey) -> Any:
     assert d is not None, f"no defn {key}"
     env = CheckEnv(db)
     checked = check(key.file, d, env)
-    extra = [x for x in (primitive_shadow(key.file, d), dict(recursion(db, key.file)).get(key.name))
-             if x is not None]
-    return replace(checked, body=None, diagnostics=(*checked.diagnostics, *extra)) if extra else checked
+    extra = [
+        x
+        for x in (primitive_shadow(key.file, d), dict(recursion(db, key.file)).get(key.name))
+        if x is not None
+    ]
+    return (
+        replace(checked, body=None, diagnostics=(*checked.diagnostics, *extra))
+        if extra
+        else checked
+    )
 
 
 @query("file_report", stage="build")
@@ -333,8 +356,13 @@ def entry_graph(db: Database, key: EntryKey) -> Any:
     from kinac.check import DefnRef, specialise
 
     device = "cpu" if key.target == "cpu" else f"cuda:{target(db, ()).device}"
-    return specialise(DefnRef(key.file, key.defn), dict(key.dims), dict(key.dtypes), CheckEnv(db),
-                      default_device=device)
+    return specialise(
+        DefnRef(key.file, key.defn),
+        dict(key.dims),
+        dict(key.dtypes),
+        CheckEnv(db),
+        default_device=device,
+    )
 
 
 @query("shard_propagate", stage="shard")
@@ -383,8 +411,12 @@ def lowered(db: Database, key: EntryKey) -> Any:
         pieces = cut(spec.graph, spec.calls)
         distinct, which = distinct_graphs(pieces)  # 32 layers: 2 distinct
         fused = [host_piece(db, g) for g in distinct]
-        lo = stitch(spec.graph, [(p.inputs, p.outputs) for p in pieces], [fused[i] for i in which],
-                    separate=True)  # one function per distinct piece, compiled on its own
+        lo = stitch(
+            spec.graph,
+            [(p.inputs, p.outputs) for p in pieces],
+            [fused[i] for i in which],
+            separate=True,
+        )  # one function per distinct piece, compiled on its own
         calls = set(lo.library_calls)  # a kernel's failure is reported as its entry's
         for sym, k in _first_steps(lo):
             with in_kernel(sym):
@@ -432,7 +464,10 @@ def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
         # the wrapper only computes buffer addresses and calls kernels: -O0 runs it as fast
         # and compiles in a fraction of -O3's time (hundreds of calls at L=32)
         wrapper = compile_object(lo.llvm_ir, host_target(db, ()), WRAPPER_OPT)
-        objects = [wrapper, *(_pipeline_pieces.host_piece_object(db, text) for text in lo.piece_code)]
+        objects = [
+            wrapper,
+            *(_pipeline_pieces.host_piece_object(db, text) for text in lo.piece_code),
+        ]
         for sym, k in _first_steps(lo):
             with in_kernel(sym):
                 objects.append(host_kernel_object(db, k))
@@ -440,7 +475,9 @@ def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
 
 
 @query("entry_report", stage="build")
-def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str, str], ...]]:
+def entry_report(
+    db: Database, name: str
+) -> tuple[tuple[Diagnostic, ...], tuple[tuple[str, str, str], ...]]:
     """Build one kina.toml entry: its diagnostics and its artifacts (kind, fingerprint)."""
     from kinac.pipeline_support import entry_binding_error, entry_error, unknown_bindings
     from kinac.rules.codec import fingerprint
@@ -453,7 +490,9 @@ def entry_report(db: Database, name: str) -> tuple[tuple[Diagnostic, ...], tuple
     if len(found) != 1:
         return (entry_error(entry, found),), ()
     checked = check_defn(db, found[0])
-    unknown = unknown_bindings(checked.sig, (k for k, _ in entry.dims), (k for k, _ in entry.dtypes))
+    unknown = unknown_bindings(
+        checked.sig, (k for k, _ in entry.dims), (k for k, _ in entry.dtypes)
+    )
     if unknown:
         return (entry_binding_error(entry, unknown),), ()
     key = EntryKey(found[0].file, entry.defn, entry.dims, entry.dtypes, kind)
@@ -489,12 +528,16 @@ def build(db: Database, _: tuple[()]) -> BuildReport:
     entries = cfg.entries
     single = db.context.get("single_file")
     if single is not None:  # one file of a workspace: build the entries whose defn is in it
-        entries = tuple(e for e in entries if e.file in (None, single) and find_defn(db, (e.defn, single)))
+        entries = tuple(
+            e for e in entries if e.file in (None, single) and find_defn(db, (e.defn, single))
+        )
     for e in entries:
         d, a = entry_report(db, e.name)
         diags += d
         arts += a
-    return BuildReport(reports + ((FileReport("kina.toml", tuple(diags)),) if diags else ()), tuple(arts))
+    return BuildReport(
+        reports + ((FileReport("kina.toml", tuple(diags)),) if diags else ()), tuple(arts)
+    )
 
 
 # ---------------------------------------------------------------------------- rendering

@@ -87,7 +87,9 @@ def test_help_is_fast_and_complete(capsys: pytest.CaptureFixture[str]) -> None:
 def test_build_json_and_noop(built: tuple[Path, Path, dict], warm: tuple[Path, str]) -> None:
     doc = built[2]  # the cold build, in a fresh process (the fixture)
     ws, cache = warm
-    assert {"queries_executed", "queries_reused", "executed", "diagnostics", "artifacts"} <= set(doc)
+    assert {"queries_executed", "queries_reused", "executed", "diagnostics", "artifacts"} <= set(
+        doc
+    )
     assert doc["queries_executed"] > 20 and doc["diagnostics"] == []
     kinds = {(a["entry"], a["kind"]) for a in doc["artifacts"]}
     assert ("block_small", "object") in kinds and ("attention_small", "llvm-ir") in kinds
@@ -109,7 +111,9 @@ def test_why_names_the_changed_input(warm: tuple[Path, str]) -> None:
 
 def test_check_errors_as_json_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.kina"
-    bad.write_text("(defn f [(x : (tensor f32 [N]))\n         (y : (tensor f32 [M]))] -> (tensor f32 [N])\n  (add x y))\n")
+    bad.write_text(
+        "(defn f [(x : (tensor f32 [N]))\n         (y : (tensor f32 [M]))] -> (tensor f32 [N])\n  (add x y))\n"
+    )
     p = kinac("check", str(bad), "--format", "json", "--no-cache")
     no_traceback(p)
     assert p.returncode == 1
@@ -123,7 +127,9 @@ def test_check_errors_as_json_exit_1(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "counterexample" in text
 
 
-@pytest.mark.parametrize("src", ["(defn f [(x", ")))", "(defn f [] -> f32 (", "\x00\xff(", "(mesh)"])
+@pytest.mark.parametrize(
+    "src", ["(defn f [(x", ")))", "(defn f [] -> f32 (", "\x00\xff(", "(mesh)"]
+)
 def test_malformed_programs_never_traceback(
     tmp_path: Path, src: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -138,16 +144,31 @@ def test_malformed_programs_never_traceback(
     assert p.returncode == 1 and "error[K01" in p.stdout
 
 
-@pytest.mark.parametrize(("toml", "needle"), [
-    ('[workspace]\nname = "x"\n[target]\nkind = "tpu"\n', "target.kind"),
-    ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { B = "four" }\n', "entry[0].dims.B"),
-    ('[workspace]\nnmae = "x"\n', "workspace.nmae"),
-    ('[workspace\n', "not valid TOML"),
-    ('[workspace]\n[solver]\nbudget_ms = -1\n', "solver.budget_ms"),
-    ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { B = [2, 3] }\n', "lists are for variadic groups"),
-    ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { "..b" = 3 }\n', "takes a list of dims"),
-    ('[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { "..b" = [2, 0] }\n', "positive integers"),
-])
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        ('[workspace]\nname = "x"\n[target]\nkind = "tpu"\n', "target.kind"),
+        (
+            '[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { B = "four" }\n',
+            "entry[0].dims.B",
+        ),
+        ('[workspace]\nnmae = "x"\n', "workspace.nmae"),
+        ("[workspace\n", "not valid TOML"),
+        ("[workspace]\n[solver]\nbudget_ms = -1\n", "solver.budget_ms"),
+        (
+            '[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { B = [2, 3] }\n',
+            "lists are for variadic groups",
+        ),
+        (
+            '[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { "..b" = 3 }\n',
+            "takes a list of dims",
+        ),
+        (
+            '[workspace]\nname = "x"\n[[entry]]\nname = "e"\ndims = { "..b" = [2, 0] }\n',
+            "positive integers",
+        ),
+    ],
+)
 def test_bad_kina_toml_names_the_key_exit_2(
     ws: Path, toml: str, needle: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -172,15 +193,20 @@ def test_cache_commands(warm: tuple[Path, str]) -> None:
     ws, cache = warm  # built
     st = json.loads(kinac("cache", "stats", str(ws), "--cache-dir", cache).stdout)
     assert st["memos"] > 10 and st["values"] > 10
-    assert json.loads(kinac("cache", "verify", str(ws), "--cache-dir", cache).stdout)["dropped"] == 0
+    assert (
+        json.loads(kinac("cache", "verify", str(ws), "--cache-dir", cache).stdout)["dropped"] == 0
+    )
     assert kinac("cache", "gc", str(ws), "--cache-dir", cache).returncode == 0
     assert kinac("cache", "clear", str(ws), "--cache-dir", cache).returncode == 0
     assert json.loads(kinac("cache", "stats", str(ws), "--cache-dir", cache).stdout)["memos"] == 0
 
 
 def test_cache_dir_precedence(ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (ws / "kina.toml").write_text((ws / "kina.toml").read_text().replace(
-        'name = "transformer"', 'name = "transformer"\ncache_dir = "from-toml"'))
+    (ws / "kina.toml").write_text(
+        (ws / "kina.toml")
+        .read_text()
+        .replace('name = "transformer"', 'name = "transformer"\ncache_dir = "from-toml"')
+    )
     assert kinac_here(capsys, "check", str(ws))[0] == 0
     assert (ws / "from-toml").is_dir()
     env_dir = tmp_path / "from-env"
@@ -192,10 +218,15 @@ def test_two_processes_building_at_once(tmp_path: Path) -> None:
     ws = tmp_path / "gen"
     wsgen.generate(ws, 12, 6)
     cache = str(tmp_path / "cache")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     cmd = [sys.executable, "-m", "kinac", "build", str(ws), "--json", "--cache-dir", cache]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     docs = [json.loads(o) for o, _ in outs]
     assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
@@ -206,7 +237,9 @@ def test_two_processes_building_at_once(tmp_path: Path) -> None:
     assert clean["diagnostics"] == third["diagnostics"] and clean["artifacts"] == third["artifacts"]
 
 
-def test_watch_rebuilds_on_save_and_survives_a_broken_file(ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_watch_rebuilds_on_save_and_survives_a_broken_file(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kinac.session import Session
     from kinac.watch import watch
 
@@ -239,7 +272,9 @@ def test_watch_rebuilds_on_save_and_survives_a_broken_file(ws: Path, tmp_path: P
 
 
 def test_cache_size_limit_from_kina_toml(ws: Path, tmp_path: Path) -> None:
-    (ws / "kina.toml").write_text((ws / "kina.toml").read_text() + "\n[cache]\nsize_limit_mb = 64\n")
+    (ws / "kina.toml").write_text(
+        (ws / "kina.toml").read_text() + "\n[cache]\nsize_limit_mb = 64\n"
+    )
     st = json.loads(kinac("cache", "stats", str(ws), "--cache-dir", str(tmp_path / "c")).stdout)
     assert st["size_limit"] == 64 * 1024**2
 
@@ -259,31 +294,48 @@ def test_a_broken_defn_does_not_cascade_into_its_callers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     f = tmp_path / "b.kina"
-    f.write_text("(defn g [(x : f32)] f32 x)\n"            # no `->`: dropped by the reader
-                 "(defn f [(x : f32)] -> f32 (g x))\n"      # calls it: no second error
-                 "(defn h [(x : f32)] -> f32 (gg x))\n")    # a real unknown name still is one
+    f.write_text(
+        "(defn g [(x : f32)] f32 x)\n"  # no `->`: dropped by the reader
+        "(defn f [(x : f32)] -> f32 (g x))\n"  # calls it: no second error
+        "(defn h [(x : f32)] -> f32 (gg x))\n"
+    )  # a real unknown name still is one
     _, out, _ = kinac_here(capsys, "check", str(f), "--format", "json", "--no-cache")
     got = [(d["code"], d["primary"]["line"]) for d in json.loads(out)]
     assert got == [("K0116", 1), ("K0202", 3)]
 
 
-def test_run_with_seed_and_with_npz_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_with_seed_and_with_npz_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import numpy as np
 
     ws = tmp_path / "mlp"
     shutil.copytree(WS / "mlp", ws, ignore=shutil.ignore_patterns(".kinac-cache"))
-    p = kinac("run", str(ws), "mlp", "--seed", "3", "--repeat", "2", "--save", str(tmp_path / "out.npz"))
+    p = kinac(
+        "run", str(ws), "mlp", "--seed", "3", "--repeat", "2", "--save", str(tmp_path / "out.npz")
+    )
     assert p.returncode == 0, p.stderr
     assert "out 0" in p.stdout and "float32[4, 128, 256]" in p.stdout and "median" in p.stdout
     r = np.random.default_rng(0)
-    arrays = {"x": r.standard_normal((4, 128, 256), dtype=np.float32),
-              "w1": r.standard_normal((256, 1024), dtype=np.float32) * 0.05,
-              "b1": r.standard_normal(1024, dtype=np.float32),
-              "w2": r.standard_normal((1024, 256), dtype=np.float32) * 0.05,
-              "b2": r.standard_normal(256, dtype=np.float32)}
+    arrays = {
+        "x": r.standard_normal((4, 128, 256), dtype=np.float32),
+        "w1": r.standard_normal((256, 1024), dtype=np.float32) * 0.05,
+        "b1": r.standard_normal(1024, dtype=np.float32),
+        "w2": r.standard_normal((1024, 256), dtype=np.float32) * 0.05,
+        "b2": r.standard_normal(256, dtype=np.float32),
+    }
     np.savez(tmp_path / "in.npz", **arrays)
-    p = kinac("run", str(ws), "mlp", "--inputs", str(tmp_path / "in.npz"), "--repeat", "1",
-              "--save", str(tmp_path / "out2.npz"))
+    p = kinac(
+        "run",
+        str(ws),
+        "mlp",
+        "--inputs",
+        str(tmp_path / "in.npz"),
+        "--repeat",
+        "1",
+        "--save",
+        str(tmp_path / "out2.npz"),
+    )
     assert p.returncode == 0, p.stderr
     import torch
 
@@ -315,11 +367,15 @@ def test_api_rejects_arrays_on_the_wrong_device() -> None:
 
     f = kinac.compile(WS / "transformer", "ffn", no_cache=True)
     r = np.random.default_rng(0)
-    wn, wg, wu, wd = (r.standard_normal(s, dtype=np.float32) for s in ((8,), (8, 16), (8, 16), (16, 8)))
+    wn, wg, wu, wd = (
+        r.standard_normal(s, dtype=np.float32) for s in ((8,), (8, 16), (8, 16), (16, 8))
+    )
     with pytest.raises(KinaCallError, match="lives on cuda:0 but `ffn` is compiled for the CPU"):
         f(_FakeCudaArray((2, 8), 0), wn, wg, wu, wd)
     g = kinac.compile(WS / "transformer", "ffn", target="cuda", no_cache=True)
-    with pytest.raises(KinaCallError, match="lives on cuda:1, but unannotated parameters run on cuda:0"):
+    with pytest.raises(
+        KinaCallError, match="lives on cuda:1, but unannotated parameters run on cuda:0"
+    ):
         g(_FakeCudaArray((2, 8), 1), wn, wg, wu, wd)
 
 
@@ -333,7 +389,10 @@ def test_run_on_cuda_without_a_gpu_explains_itself(tmp_path: Path) -> None:
     p = kinac("run", str(ws), "mlp", "--target", "cuda", "--repeat", "1")
     no_traceback(p)
     assert p.returncode == 1
-    assert p.stderr.startswith("kinac: error: ") and "help: --target cuda runs on an NVIDIA GPU" in p.stderr
+    assert (
+        p.stderr.startswith("kinac: error: ")
+        and "help: --target cuda runs on an NVIDIA GPU" in p.stderr
+    )
 
 
 def test_api_fast_path_reuses_specialisations_and_still_checks_every_call() -> None:
@@ -401,5 +460,7 @@ def test_sharded_dims_are_checked_at_entries_and_calls(tmp_path: Path) -> None:
         f(np.ones((2, 6), np.float32))
     fb = api.compile(ws, "fb", no_cache=True)
     assert np.asarray(fb(np.ones((4, 3, 2), np.float32))).shape == (4, 3, 2)
-    with pytest.raises(KinaCallError, match="`fb` has dim 0 of `x` split over mesh `grid` axes `dp`"):
+    with pytest.raises(
+        KinaCallError, match="`fb` has dim 0 of `x` split over mesh `grid` axes `dp`"
+    ):
         fb(np.ones((3, 2), np.float32))

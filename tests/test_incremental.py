@@ -15,7 +15,15 @@ import pytest
 from kinac.session import Session
 
 WS = Path(__file__).resolve().parent.parent / "workspaces" / "transformer"
-READ_STAGE = {"parse", "parse_diagnostics", "file_index", "defn_ast", "signature", "scope", "source_files"}
+READ_STAGE = {
+    "parse",
+    "parse_diagnostics",
+    "file_index",
+    "defn_ast",
+    "signature",
+    "scope",
+    "source_files",
+}
 
 
 @pytest.fixture()
@@ -70,7 +78,11 @@ def test_body_edit_rechecks_that_defn_only(ws: Path) -> None:
     from kinac.pipeline import DefnKey
 
     build(ws)
-    edit(ws / "ffn.kina", "(swiglu (rms-norm x wn) wg wu wd)", "(swiglu (rms-norm (neg x) wn) wg wu wd)")
+    edit(
+        ws / "ffn.kina",
+        "(swiglu (rms-norm x wn) wg wu wd)",
+        "(swiglu (rms-norm (neg x) wn) wg wu wd)",
+    )
     sess, report = build(ws)
     assert report.error_count == 0
     ffn = DefnKey("ffn.kina", "ffn")
@@ -84,13 +96,25 @@ def test_body_edit_rechecks_that_defn_only(ws: Path) -> None:
         elif isinstance(key, EntryKey):
             assert key.defn == "block", (name, key)  # the entry that inlines ffn, not attention's
         else:
-            assert (name, key) in {("file_report", "ffn.kina"), ("build", ()), ("entry_report", "block_small")} \
-                or name in ("solve", "host_kernel_llvm", "host_kernel_object", "host_piece",
-                             "host_piece_object") \
-                or (name == "specialise_call" and key.callee.name == "ffn"), (name, key)  # pieces, kernels: test_kernels_incremental
+            assert (
+                (name, key)
+                in {("file_report", "ffn.kina"), ("build", ()), ("entry_report", "block_small")}
+                or name
+                in (
+                    "solve",
+                    "host_kernel_llvm",
+                    "host_kernel_object",
+                    "host_piece",
+                    "host_piece_object",
+                )
+                or (name == "specialise_call" and key.callee.name == "ffn")
+            ), (name, key)  # pieces, kernels: test_kernels_incremental
     rebuilt = {(n, k.defn) for n, k in executed(sess) if isinstance(k, EntryKey)}
     assert rebuilt == {
-        ("entry_graph", "block"), ("shard_propagate", "block"), ("lowered", "block"), ("object_code", "block")
+        ("entry_graph", "block"),
+        ("shard_propagate", "block"),
+        ("lowered", "block"),
+        ("object_code", "block"),
     }
 
 
@@ -110,7 +134,9 @@ def test_adding_removing_and_renaming_a_file(ws: Path) -> None:
     from kinac.pipeline import DefnKey
 
     build(ws)
-    (ws / "extra.kina").write_text("(defn twice [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (add x x))\n")
+    (ws / "extra.kina").write_text(
+        "(defn twice [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (add x x))\n"
+    )
     sess, report = build(ws)
     assert {k for n, k in executed(sess) if n == "check_defn"} == {DefnKey("extra.kina", "twice")}
     assert len(report.files) == 4 and report.error_count == 0
@@ -118,7 +144,12 @@ def test_adding_removing_and_renaming_a_file(ws: Path) -> None:
     (ws / "extra.kina").rename(ws / "more.kina")
     sess, report = build(ws)
     assert {k for n, k in executed(sess) if n == "check_defn"} == {DefnKey("more.kina", "twice")}
-    assert [f.file for f in report.files] == ["attention.kina", "block.kina", "ffn.kina", "more.kina"]
+    assert [f.file for f in report.files] == [
+        "attention.kina",
+        "block.kina",
+        "ffn.kina",
+        "more.kina",
+    ]
 
     (ws / "more.kina").unlink()
     sess, report = build(ws)
@@ -195,4 +226,3 @@ def test_a_mesh_size_edit_rechecks_the_callers_of_a_sharded_defn(tmp_path: Path)
     assert ("check_defn", DefnKey("app.kina", "g")) in executed(sess)
     codes = [d.code for f in report.files for d in f.diagnostics]
     assert codes == ["K0413"], codes  # 4 does not divide 2*E (E = 1)
-
