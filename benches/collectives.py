@@ -450,13 +450,15 @@ def scaling(env: Any, n: int, args: argparse.Namespace) -> dict[str, Any]:
 
 def _graphed_program(sharded: Any) -> str:
     """How the sharded block's last program ran: ``graph`` (one CUDA graph replayed),
-    ``eager`` (bound, capture failed: the bound calls each call) or ``steps``."""
+    ``eager`` (bound, capture failed: the bound calls each call) or ``steps`` (with
+    :data:`~kinac.rt.comm.program_graph.last_fallback_reason`: why)."""
     from kinac.rt.comm import program_graph
 
     for _, pg in program_graph._GRAPHS.values():
         if pg is not None and pg.program is sharded.last_program and pg.graph is not None:
             return "graph" if getattr(pg.graph, "captured", False) else "eager"
-    return "steps"
+    why = getattr(program_graph, "last_fallback_reason", "")
+    return f"steps: {why.replace('|', '/')}" if why else "steps"
 
 
 def _noop(*a: Any) -> None:

@@ -198,6 +198,7 @@ def test_sharded_block_on_a_mesh_of_one_through_nccl_equals_the_unsharded(
         want = np.asarray(want.numpy() if hasattr(want, "numpy") else want)
         np.testing.assert_allclose(fn(*args, **DIMS), want, rtol=1e-5, atol=1e-5)
         assert fn.last_log.counts() == {("all-reduce", "tp"): 2}
+    assert program_graph.last_fallback_reason == ""  # why it ran step by step, if it did
     (pg,) = [
         g
         for _, g in program_graph._GRAPHS.values()

@@ -49,6 +49,50 @@ class NotGraphable(Exception):
     runs step by step. Internal: never reaches a user."""
 
 
+def gpu_entry_of(seg: Any) -> Any:
+    """The GPU entry behind a segment: :func:`~kinac.rt.comm.gpu_rank.host_segment`'s wrapper
+    holds it as ``.device``, but a :class:`~kinac.rt.cuda.entry.GpuEntry` (what
+    ``device_segment`` hands ``run_nccl``) has a ``.device`` of its own, its GPU. Unwrapping
+    that too made every real entry "not a GPU entry" and the program ran step by step
+    silently (H200, 2026-12-02 02:22; the fakes' segments have no ``.device``)."""
+    if hasattr(seg, "lowered"):
+        return seg
+    inner = getattr(seg, "device", None)
+    return inner if hasattr(inner, "lowered") else seg
+
+
+def unbindable(entry: Any, bufs: Sequence[Any]) -> str | None:
+    """Why ``entry``'s launch sequence cannot be bound to ``bufs`` (its params then its
+    outputs, in place), or None: read from the entry's lowering alone (no driver), so a CPU
+    test evaluates it on a real program's segments. Runtime checks need their status word
+    read back after the call, host outputs a download the entry makes itself, in-place
+    updates the entry's warm-up at new addresses: none of these fit one captured graph."""
+    lw = getattr(entry, "lowered", None)
+    if lw is None or not hasattr(entry, "_bind"):
+        return f"{type(entry).__name__} is not a GPU entry"
+    if lw.has_status:
+        return f"{lw.name}: runtime checks ({lw.status_slots} status slots to read back)"
+    host = [o.name for o, d in zip(lw.outputs, lw.output_devices, strict=True) if d == "cpu"]
+    if host:
+        return f"{lw.name}: outputs on the host ({', '.join(host)})"
+    if getattr(entry, "updates_inputs", ()):
+        return f"{lw.name}: updates its inputs in place"
+    specs = (*lw.params, *lw.outputs)
+    if len(bufs) != len(specs):
+        return f"{lw.name}: {len(bufs)} buffers for {len(specs)} params/outputs"
+    for t, spec in zip(bufs, specs, strict=True):
+        if buffer_of(t)[0] % 16:
+            return f"{lw.name}: the buffer for {spec.name} is not 16-byte aligned"
+        if tuple(t.shape) != tuple(spec.shape) or device_dtype(t.dtype) != DEVICE_NAMES.get(
+            spec.dtype
+        ):
+            return (
+                f"{lw.name}: the buffer for {spec.name} is {device_dtype(t.dtype)}"
+                f"{list(t.shape)}, not {spec.dtype}{list(spec.shape)}"
+            )
+    return None
+
+
 class HostStream:
     """The fake device's stream (work runs when it is issued)."""
 
@@ -243,27 +287,14 @@ class CudaOps:
         """A GPU entry's launch sequence (its kernels and cuBLAS calls, what its own CUDA
         graph holds) bound to ``ins`` and ``outs``, run on the stream it is given; a segment
         with runtime checks to read back, host outputs or in-place updates is not bound."""
-        entry = getattr(seg, "device", seg)
-        lw = getattr(entry, "lowered", None)
-        bind = getattr(entry, "_bind", None)
-        if lw is None or bind is None:
-            raise NotGraphable(f"{type(entry).__name__} is not a GPU entry")
-        if entry.status or entry._host_outputs or entry.updates_inputs:
-            raise NotGraphable(f"{lw.name}: runtime checks, host outputs or in-place updates")
-        specs = (*lw.params, *lw.outputs)
+        entry = gpu_entry_of(seg)
+        why = unbindable(entry, (*ins, *outs))
+        if why is not None:
+            raise NotGraphable(why)
         bufs = (*ins, *outs)
-        if len(bufs) != len(specs):
-            raise NotGraphable(f"{lw.name}: {len(bufs)} buffers for {len(specs)} params/outputs")
-        for t, spec in zip(bufs, specs, strict=True):
-            if (
-                getattr(t, "ptr", 1) % 16
-                or tuple(t.shape) != tuple(spec.shape)
-                or t.dtype.name != DEVICE_NAMES.get(spec.dtype)
-            ):
-                raise NotGraphable(f"{lw.name}: buffer for {spec.name} does not fit it in place")
         pushed = entry.device.enter()
         try:
-            seq, _ = bind(tuple(int(t.ptr) for t in bufs))
+            seq, _ = entry._bind(tuple(buffer_of(t)[0] for t in bufs))
         finally:
             entry.device.leave(pushed)
         return seq  # type: ignore[no-any-return]

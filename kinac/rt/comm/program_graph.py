@@ -247,8 +247,10 @@ class ProgramGraph:
             except RankFailure:
                 raise
             except Exception as e:  # noqa: BLE001 - the step-by-step path runs it instead
+                global last_fallback_reason
                 self.broken = f"{type(e).__name__}: {e}"
-                _warn(f"its first run failed ({self.broken})")
+                last_fallback_reason = f"its first run failed ({self.broken})"
+                _warn(last_fallback_reason)
                 return None
         else:
             self.graph.replay(stream)
@@ -298,8 +300,13 @@ def bound(
     """The program's graph for these shards (bound at the first call of this key; None: the
     program cannot be graphed, run it step by step). Cached per program, segments,
     communicator, device and shard layout (each entry holds them, so their ids stay theirs)."""
-    if not enabled() or not hasattr(comm, "prepare") or not hasattr(ops, "bind_segment"):
-        return None
+    global last_fallback_reason
+    if not enabled():
+        return _fell_back(f"{ENV}=0")
+    if not hasattr(comm, "prepare"):
+        return _fell_back(f"{type(comm).__name__} has no prepared calls")
+    if not hasattr(ops, "bind_segment"):
+        return _fell_back(f"{type(ops).__name__} cannot bind a segment")
     key = (
         id(program),
         id(comm),
@@ -310,20 +317,46 @@ def bound(
     hit = _GRAPHS.get(key)
     if hit is not None and (hit[1] is None or hit[1].alive):
         _GRAPHS.move_to_end(key)
-        return None if hit[1] is None or hit[1].broken else hit[1]
+        if hit[1] is None or hit[1].broken:
+            broken = f"its first run failed ({hit[1].broken})" if hit[1] else ""
+            return _fell_back(_WHY.get(key, "") or broken)
+        last_fallback_reason = ""
+        return hit[1]
+    why = ""
     try:
         pg: ProgramGraph | None = ProgramGraph(program, segments, comm, ops, glob)
-    except NotGraphable:
-        pg = None
+    except NotGraphable as e:  # documented: runs step by step, the reason recorded
+        pg, why = None, f"not graphable: {e}"
     except RankFailure:
         raise
     except Exception as e:  # noqa: BLE001 - binding is an optimisation: run step by step
-        _warn(f"it could not be bound ({type(e).__name__}: {e})")
+        why = f"it could not be bound ({type(e).__name__}: {e})"
+        _warn(why)
         pg = None
     _GRAPHS[key] = ((program, comm, ops, tuple(segments)), pg)
+    _WHY[key] = why
     while len(_GRAPHS) > MAX_GRAPHS:
-        _GRAPHS.popitem(last=False)
+        old, _ = _GRAPHS.popitem(last=False)
+        _WHY.pop(old, None)
+    if pg is None:
+        return _fell_back(why)
+    last_fallback_reason = ""
     return pg
+
+
+last_fallback_reason = ""
+"""Why the last :func:`bound` (or the first :meth:`ProgramGraph.run`) left the program to
+run step by step; "" when it ran as one graph. Every fallback records it, the silent ones
+(``KINAC_PROGRAM_GRAPH=0``, a segment :func:`~kinac.rt.comm.device_run.unbindable` names)
+too, so a bench or a GPU test can print why (benches/collectives.py's scaling row)."""
+_WHY: dict[tuple[Any, ...], str] = {}  # per bound key: why it is not graphed ("" if it is)
+
+
+def _fell_back(why: str) -> ProgramGraph | None:
+    """None (run step by step), ``why`` recorded in :data:`last_fallback_reason`."""
+    global last_fallback_reason
+    last_fallback_reason = why or "unknown"
+    return None
 
 
 def _places(
@@ -359,3 +392,4 @@ def _warn(why: str) -> None:
 def forget() -> None:
     """Drop every bound program (their buffers and graphs)."""
     _GRAPHS.clear()
+    _WHY.clear()
