@@ -127,6 +127,7 @@ def test_block_small_cuda_segments_bind_as_one_graph(block: Any) -> None:
     graph's input buffers, each output into a buffer of the graph's, no fallback recorded."""
     program, segs, args, bound = block
     assert [s.lowered.name for s in segs] == ["block.seg0", "block.seg1", "block.seg2"]
+    assert all(device_segment(s) is s for s in segs)  # a GpuEntry is its own device form
     for s in segs:
         lw = s.lowered
         assert not lw.has_status and set(lw.output_devices) == {"cuda:0"}

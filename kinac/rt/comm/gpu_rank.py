@@ -120,7 +120,10 @@ def host_segment(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def device_segment(seg: Callable[..., Any]) -> Callable[..., Any]:
-    """The device-tensors-out form of a segment (the GPU entry under :func:`host_segment`)."""
+    """The device-tensors-out form of a segment (the GPU entry under :func:`host_segment`).
+    A GpuEntry is its own device form: its ``.device`` is its GPU, not a segment."""
+    if hasattr(seg, "lowered"):
+        return seg
     return getattr(seg, "device", seg)
 
 
