@@ -13,6 +13,7 @@ import gpu_support
 import numpy as np
 import pytest
 from gpu_support import _SYMS, launch, run_emulated
+from ptx_dataflow import stores
 
 from kinac import pipeline
 from kinac.api import compile as compile_defn
@@ -89,8 +90,11 @@ def test_fused_adamw_equals_three_kernels_bitwise(
 
 def test_fused_adamw_ptx_assembles(tmp_path: Any) -> None:
     """The NVPTX variant compiles to the three kernels' arithmetic, opcode for opcode (the
-    same f32 fmas, divisions, square roots, and pow's f64 fmas), and ptxas takes it
-    without spilling."""
+    same f32 fmas, divisions, square roots, and pow's f64 fmas) and value for value: each
+    stored lane of ``p``, ``m`` and ``v`` is the same PTX expression as the three kernels'
+    (``ptx_dataflow``; before the emitter chose which product an add fuses, the NVPTX
+    backend fused ``b2*v`` in ``adamw-v`` and ``(1-b2)*g*g`` in the fused kernel: 1 ulp on
+    the H200, 2026-12-02 02:22), and ptxas takes it without spilling."""
     import re
 
     from kinac.codegen.ptx import compile_ptx, ptx_resources, ptxas_path
@@ -105,8 +109,19 @@ def test_fused_adamw_ptx_assembles(tmp_path: Any) -> None:
     fn = _fused(graphs, "nvptx")
     ptx = compile_ptx(module_text([fn.text], [fn.builder], "nvptx"))
     assert ".entry adamw_fused" in ptx
-    three = [counts(compile_ptx(lower_graph_gpu(g).llvm_ir)) for g in graphs]
+    table: dict[Any, int] = {}
+    lanes, three = {}, []
+    for g, (_, w) in zip(graphs, PARTS, strict=True):
+        lo = lower_graph_gpu(g)
+        ((launch,),) = [s.launches for s in lo.steps]
+        names = [w if a.startswith("out") else lo.params[int(a[5:])].name for a in launch.args]
+        one = compile_ptx(lo.llvm_ir)
+        three.append(counts(one))
+        lanes.update(stores(one, names, table, dict(lanes)))  # m, v read as just computed
     assert counts(ptx) == {k: sum(c[k] for c in three) for k in ops}
+    fused_lanes = stores(ptx, list(BUF), table)
+    assert sorted(fused_lanes) == sorted(lanes) and len(lanes) == 12  # p, m, v x 4 lanes
+    assert [k for k in lanes if fused_lanes[k] != lanes[k]] == []
     if ptxas_path() is None:
         pytest.skip("no ptxas")
     res = ptx_resources(ptx)["adamw_fused"]

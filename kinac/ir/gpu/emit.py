@@ -65,6 +65,9 @@ class Builder:
         self.block = "entry"
         self.declares: dict[str, str] = {}  # function name -> its one declaration
         self.globals: list[str] = []
+        # fmul results by register: (the product, its two factors), for Scalars.fbin's
+        # explicit contraction (kinac.ir.gpu.scalar: which multiply an add fuses is ours)
+        self.products: dict[str, tuple[Val, Val, Val]] = {}
 
     # ---- basics -------------------------------------------------------------------------
     @property

@@ -94,7 +94,36 @@ class Scalars:
             a, b = self.retype(a, b.ty), self.retype(b, a.ty)
         if a.ty != b.ty:
             raise ValueError(f"{op} of a {a.ty} and a {b.ty} register")
-        return self.op(f"{op} {flags} {a.ty} {a.ref}, {b.ref}", a.ty)
+        if flags == "contract" and op in ("fadd", "fsub") and self.b.flavour == "nvptx":
+            fused = self._contract(op, a, b)
+            if fused is not None:
+                return fused
+        r = self.op(f"{op} {flags} {a.ty} {a.ref}, {b.ref}", a.ty)
+        if flags == "contract" and op == "fmul":
+            self.b.products[r.ref] = (r, a, b)
+        return r
+
+    def _product(self, v: Val) -> tuple[Val, Val] | None:
+        hit = self.b.products.get(v.ref)
+        return (hit[1], hit[2]) if hit is not None and hit[0] is v else None
+
+    def _contract(self, op: str, a: Val, b: Val) -> Val | None:
+        """``a + b`` / ``a - b`` with a product operand as one explicit ``llvm.fma``, the
+        first operand's product preferred (``a*b + c*d`` is ``fma(a, b, c*d)``). Why: left to
+        the NVPTX backend, which product an add fuses depends on the code around it (its DAG
+        combiner's use counts and visit order), so the same formula rounded differently in
+        the fused AdamW kernel and in ``adamw-v``'s own kernel (``b2*v + (1-b2)*g*g``: 1 ulp,
+        the H200 run of 2026-12-02 02:22). Decided here, an element's arithmetic is the same
+        in every kernel that contains it; it is the fusion the backend chose on its own in
+        a standalone kernel, so the instruction count is unchanged."""
+        pa, pb = self._product(a), self._product(b)
+        if pa is not None:
+            c = b if op == "fadd" else self.op(f"fneg {b.ty} {b.ref}", b.ty)
+            return self.fma(pa[0], pa[1], c)
+        if pb is not None:
+            x = pb[0] if op == "fadd" else self.op(f"fneg {pb[0].ty} {pb[0].ref}", pb[0].ty)
+            return self.fma(x, pb[1], a)
+        return None
 
     def retype(self, v: Val, ty: str) -> Val:
         """A float literal as a literal of float type ``ty``; anything else unchanged."""
