@@ -93,13 +93,21 @@ def test_bf16_cpu_torch_tensors_into_a_gpu_entry(tmp_path: object) -> None:
         "(defn f [(x : (tensor bf16 [N D])) (w : (tensor bf16 [D]))] -> (tensor bf16 [N D])\n"
         "  (rms-norm x w))\n"
     )
-    x = torch.randn(5, 129).to(torch.bfloat16)
-    w = torch.randn(129).to(torch.bfloat16)
-    gpu = kinac.compile(path, "f", target="cuda")(x, w)
-    host = kinac.compile(path, "f")(x, w)
+    gen = torch.Generator().manual_seed(18)
+    x = torch.randn(5, 129, generator=gen).to(torch.bfloat16)
+    w = torch.randn(129, generator=gen).to(torch.bfloat16)
+    f = kinac.compile(path, "f", target="cuda")
+    gpu = f(x, w)
     got = torch.from_dlpack(gpu).cpu().view(torch.bfloat16).float()
+    # the copy itself: the same entry given the same values already on the GPU, bit for bit
+    on_device = torch.from_dlpack(f(x.cuda(), w.cuda())).cpu().view(torch.bfloat16).float()
+    assert torch.equal(got, on_device)
+    # and the host back end, within the parity suite's bf16 bound for fused composites (the GPU
+    # row kernel keeps rms-norm's intermediates in f32; docs/gpu.md, "GPU parity suite"): an
+    # unseeded 1-ulp bound here failed once on the H200 (2 ulps at one element of 645)
+    host = kinac.compile(path, "f")(x, w)
     want = torch.from_dlpack(host).view(torch.bfloat16).float()
-    torch.testing.assert_close(got, want, rtol=2**-7, atol=2**-7)
+    torch.testing.assert_close(got, want, rtol=0, atol=2**-5 * float(want.abs().max()))
 
 
 def test_pinned_host_memory_is_read_like_cpu_memory() -> None:
