@@ -18,32 +18,19 @@ text is not a ``kina.kernel`` (a hand-written one) adds its generator to :data:`
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Hashable
 
-from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Region
-from xdsl.parser import Parser
-from xdsl.printer import Printer
+from xdsl.dialects.builtin import StringAttr
 
 from kinac.artifacts.gpu import GpuKernel, GpuKernelCode, GpuLaunch
-from kinac.ir.dialects import kbuf, kina_struct
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.gpu.emit import add_declaration
 from kinac.ir.gpu.kernels import KernelGen
 from kinac.ir.gpu.stitch import gpu_kernel_symbol
 from kinac.ir.gpu.stitch import kernel_module as kernel_module
 from kinac.ir.kernel_structure import kernel_structure
-
-CANONICAL_NAME = "kernel"
-
-
-def _print_generic(module: ModuleOp) -> str:
-    s = io.StringIO()
-    Printer(stream=s, print_generic_format=True).print_op(module)
-    return s.getvalue() + "\n"
+from kinac.ir.kernel_text import CANONICAL_NAME as CANONICAL_NAME
+from kinac.ir.kernel_text import canonical_text, kernel_op
 
 
 def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
@@ -52,17 +39,9 @@ def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
         from kinac.ir.gpu.attention_lower import canonical_attention_kernel
 
         return canonical_attention_kernel(k)
-    block = Block(arg_types=[u.type for u in k.inputs])
-    copy = k.clone(value_mapper=dict(zip(k.inputs, block.args, strict=True)))
-    copy.properties["sym"] = StringAttr(CANONICAL_NAME)
-    copy.attributes.pop("gpu", None)  # a decision printed by gpu-kernels-to-nvvm, not input
-    block.add_ops([copy, func.ReturnOp(copy.results[0])])
-    ftype = ([u.type for u in k.inputs], [copy.results[0].type])
-    text = _print_generic(ModuleOp([func.FuncOp(CANONICAL_NAME, ftype, Region(block))]))
+    # its "gpu" attribute is a decision printed by gpu-kernels-to-nvvm, not input
+    text = canonical_text(k, _OPS, drop_attr="gpu")
     status_step = step if k.kind.data == "gather" else 0
-    if len(_OPS) >= _OPS_MAX:
-        _OPS.clear()
-    _OPS[text] = copy
     return GpuKernel(gpu_kernel_symbol(text, status_step), text, status_step)
 
 
@@ -71,7 +50,6 @@ def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
 # was ~85% of lowering a kernel (an edit's new kernels are printed by the process that lowers
 # them). The text is the op's generic form: parsing it gives the same op (test).
 _OPS: dict[str, st.KernelOp] = {}
-_OPS_MAX = 4096
 
 
 def structure(k: st.KernelOp, step: int) -> Hashable:
@@ -80,24 +58,10 @@ def structure(k: st.KernelOp, step: int) -> Hashable:
     return kernel_structure(k, step, ignored_attr="gpu")
 
 
-def _context() -> Context:
-    ctx = Context()
-    for d in (builtin.Builtin, func.Func, arith.Arith, kina_struct.Kina, kbuf.KBuf):
-        ctx.load_dialect(d)
-    return ctx
-
-
 def _lower_kina(kernel: GpuKernel, flavour: str, reuse: bool = True) -> GpuKernelCode:
     """A ``kina.kernel`` text: parsed back (or the op it was printed from cloned, ``reuse``),
     its functions generated as for the whole entry."""
-    printed = _OPS.get(kernel.text) if reuse else None
-    if printed is not None:  # its inputs mapped to fresh values: no use added to the original
-        args = Block(arg_types=[u.type for u in printed.inputs]).args
-        k = printed.clone(value_mapper=dict(zip(printed.inputs, args, strict=True)))
-    else:
-        parsed = Parser(_context(), kernel.text).parse_module()
-        outer = next(o for o in parsed.ops if isinstance(o, func.FuncOp))
-        k = next(o for o in outer.body.block.ops if isinstance(o, st.KernelOp))
+    k = kernel_op(kernel.text, _OPS.get(kernel.text) if reuse else None)
     k.properties["sym"] = StringAttr(kernel.symbol)
     gen = KernelGen(k, kernel.status_step, flavour)
     fns = gen.generate()

@@ -18,19 +18,15 @@ from them without xDSL; :func:`split_graph` does both for an entry taken whole.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Hashable
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func, llvm
+from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Region, SSAValue
-from xdsl.parser import Parser
-from xdsl.printer import Printer
+from xdsl.ir import SSAValue
 
 from kinac.artifacts.host import HostKernel, KernelCode, LoweredEntry
-from kinac.ir.dialects import kbuf, kina_struct
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.from_graph import graph_to_module
@@ -41,31 +37,18 @@ from kinac.ir.host.loops_to_llvm import LoopsToLLVM
 from kinac.ir.host.pipeline import KINA_PASSES
 from kinac.ir.host.stitch import LoweredPiece, PieceKernel, kernel_symbol, stitch
 from kinac.ir.kernel_structure import kernel_structure
+from kinac.ir.kernel_text import CANONICAL_NAME as CANONICAL_NAME
+from kinac.ir.kernel_text import PRINTED_MAX, canonical_text, kernel_op
 from kinac.ir.pieces import cut
 from kinac.tir.graph import Graph
 
-CANONICAL_NAME = "kernel"
 _DECLARE = re.compile(r"^declare [^@]*@\"?([A-Za-z0-9_.$]+)\"?\(", re.M)
-
-
-def _print_generic(module: ModuleOp) -> str:
-    s = io.StringIO()
-    Printer(stream=s, print_generic_format=True).print_op(module)
-    return s.getvalue() + "\n"
 
 
 def canonical_kernel(k: st.KernelOp, step: int) -> HostKernel:
     """``k`` cut out of its entry: its canonical text and the symbol derived from it."""
-    block = Block(arg_types=[u.type for u in k.inputs])
-    copy = k.clone(value_mapper=dict(zip(k.inputs, block.args, strict=True)))
-    copy.properties["sym"] = StringAttr(CANONICAL_NAME)
-    block.add_ops([copy, func.ReturnOp(copy.results[0])])
-    ftype = ([u.type for u in k.inputs], [copy.results[0].type])
-    text = _print_generic(ModuleOp([func.FuncOp(CANONICAL_NAME, ftype, Region(block))]))
+    text = canonical_text(k, _OPS)
     status_step = step if k.kind.data == "gather" else 0
-    if len(_OPS) >= _PRINTED_MAX:
-        _OPS.clear()
-    _OPS[text] = copy
     return HostKernel(kernel_symbol(text, status_step), text, status_step)
 
 
@@ -80,7 +63,6 @@ _OPS: dict[str, st.KernelOp] = {}
 # session (``kinac watch``) re-fusing an edited layer finds all but the edited kernel here
 # (an L=32 edit's piece: 18 -> 10 ms). A pure function's memo, bounded.
 _PRINTED: dict[Hashable, HostKernel] = {}
-_PRINTED_MAX = 4096
 
 
 def _declared(llvm_ir: str) -> tuple[str, ...]:
@@ -104,7 +86,7 @@ def lower_piece(piece: Graph) -> LoweredPiece:
     for i, k in enumerate(o for o in fn.body.block.ops if isinstance(o, st.KernelOp)):
         shape = kernel_structure(k, i)
         if shape not in printed:
-            if len(printed) >= _PRINTED_MAX:
+            if len(printed) >= PRINTED_MAX:
                 printed.clear()
             printed[shape] = canonical_kernel(k, i)
         aux: tuple[int, ...] = ()
@@ -130,24 +112,10 @@ def split_graph(graph: Graph) -> LoweredEntry:
     return stitch(graph, [(whole.inputs, whole.outputs)], [lower_piece(whole.graph)])
 
 
-def _context() -> Context:
-    ctx = Context()
-    for d in (builtin.Builtin, func.Func, arith.Arith, kina_struct.Kina, kbuf.KBuf):
-        ctx.load_dialect(d)
-    return ctx
-
-
 def lower_kernel(kernel: HostKernel, reuse: bool = True) -> KernelCode:
     """One canonical kernel to LLVM IR defining ``kernel.symbol`` (and its math helpers).
     ``reuse``: clone the op its text was printed from in this process, if any (``_OPS``)."""
-    printed = _OPS.get(kernel.text) if reuse else None
-    if printed is not None:  # its inputs mapped to fresh values: no use added to the original
-        args = Block(arg_types=[u.type for u in printed.inputs]).args
-        k = printed.clone(value_mapper=dict(zip(printed.inputs, args, strict=True)))
-    else:
-        parsed = Parser(_context(), kernel.text).parse_module()
-        outer = next(o for o in parsed.ops if isinstance(o, func.FuncOp))
-        k = next(o for o in outer.body.block.ops if isinstance(o, st.KernelOp))
+    k = kernel_op(kernel.text, _OPS.get(kernel.text) if reuse else None)
     k.properties["sym"] = StringAttr(kernel.symbol)
     kf = kernel_func(k, kernel.status_step, launch_shape(k) is not None, visibility=None)
     m = ModuleOp([kf])
