@@ -29,7 +29,6 @@ from kinac.rt.comm.nccl_plan import (
     Plan,
     buffer_of,
     layout_key,
-    make_plan,
     stream_handle,
 )
 from kinac.rt.comm.nccl_prepared import PreparedCalls
@@ -69,21 +68,8 @@ class NcclCalls(PreparedCalls):
     ) -> tuple[Plan, Any, int, int]:
         """The checked call (a cache miss): ``(plan, receive buffer, send address, receive
         address)``, the plan cached when the fast path can read both buffers itself."""
-        plan, got, s, r, cacheable = make_plan(
-            kind,
-            send,
-            recv,
-            op,
-            where=self._where(kind, tag),
-            size=self.size,
-            comm=self._live(),
-            axis=self.axis,
-            span=tag[1] if tag else "",
-            alloc=self._alloc,
-            device=self.device,
-            stream=stream,
-        )
-        self.plans_made += 1
+        where = self._where(kind, tag)
+        plan, got, s, r, cacheable = self._checked_plan(kind, send, recv, op, where, tag, stream)
         if cacheable:
             try:
                 self._plans[layout_key(kind, op, tag, send, recv)] = plan

@@ -224,6 +224,30 @@ class PreparedCalls:
     def host_barrier(self) -> None:  # pragma: no cover - NcclComm's
         raise NotImplementedError
 
+    def _checked_plan(
+        self, kind: str, send: Any, recv: Any, op: str, where: str, tag: Tag | None, stream: int
+    ) -> tuple[Plan, Any, int, int, bool]:
+        """:func:`~kinac.rt.comm.nccl_plan.make_plan` over this communicator (counted in
+        ``plans_made``): ``(plan, receive buffer, send address, receive address, cacheable)``.
+        One place for the checked path of :meth:`prepare`, :meth:`run_step`'s first run and
+        the eager calls' cache miss; never on a per-call fast path."""
+        got = make_plan(
+            kind,
+            send,
+            recv,
+            op,
+            where=where,
+            size=self.size,
+            comm=self._live(),
+            axis=self.axis,
+            span=tag[1] if tag else "",
+            alloc=self._alloc,
+            device=self.device,
+            stream=stream,
+        )
+        self.plans_made += 1
+        return got
+
     def prepare(
         self,
         kind: str,
@@ -256,21 +280,7 @@ class PreparedCalls:
                 raise KinaRuntimeError(f"{where}: no send buffer")
             if name in ("all-gather", "all-to-all") and op != "sum":
                 raise KinaRuntimeError(f"{where}: {name} takes no reduction (got {op!r})")
-            plan, recv, s, r, _ = make_plan(
-                name,
-                send,
-                recv,
-                op,
-                where=where,
-                size=self.size,
-                comm=comm,
-                axis=self.axis,
-                span=tag[1] if tag else "",
-                alloc=self._alloc,
-                device=self.device,
-                stream=h,
-            )
-            self.plans_made += 1
+            plan, recv, s, r, _ = self._checked_plan(name, send, recv, op, where, tag, h)
             p = bound(self._lib, name, plan, s, r, h)
             entry = plan.entry
         p.kind, p.send, p.recv, p.stream, p.entry = name, send, recv, h, entry
@@ -292,21 +302,8 @@ class PreparedCalls:
             method = getattr(self, kind.replace("-", "_"))
             kw = {"op": op} if kind in ("all-reduce", "reduce-scatter") else {}
             return method(send, stream=stream, tag=tag, **kw)
-        plan, recv, s, r, _ = make_plan(
-            kind,
-            send,
-            None,
-            op,
-            where=self._where(kind, tag),
-            size=self.size,
-            comm=self._live(),
-            axis=self.axis,
-            span=tag[1] if tag else "",
-            alloc=self._alloc,
-            device=self.device,
-            stream=stream,
-        )
-        self.plans_made += 1
+        where = self._where(kind, tag)
+        plan, recv, s, r, _ = self._checked_plan(kind, send, None, op, where, tag, stream)
         alloc: Any = self._alloc  # not None: make_plan allocated the receive buffer with it
         if len(self._steps) >= MAX_STEPS:  # each holds its step record (so its id stays
             self._steps.clear()  # unique): programs built and dropped must not pile up
