@@ -49,19 +49,29 @@ def _weights(torch: Any, d: int, f: int, seed: int = 0) -> list[Any]:
     return [(torch.randn(s, generator=g) * s[0] ** -0.5).cuda() for s in shapes]
 
 
-def _pipelined_ms(call: Callable[[], Any], n: int, sync: Callable[[], None]) -> float:
-    """Median over 5 rounds of the wall time per call of ``n`` queued calls, one sync."""
-    for _ in range(3):
-        call()
-    sync()
+def median_per_call(run: Callable[[int], None], n: int, unit: float = 1e3) -> float:
+    """Median over 5 rounds of the wall time per call of ``run(n)`` (``n`` calls, in seconds
+    times ``unit``: ms by default), after a warm-up ``run(3)``. The one timing loop of the
+    runtime benches: each mode differs only in what ``run`` does between calls (a sync after
+    each, one at the end, none)."""
+    run(3)
     ts = []
     for _ in range(5):
         t0 = time.perf_counter()
-        for _ in range(n):
+        run(n)
+        ts.append((time.perf_counter() - t0) * unit / n)
+    return sorted(ts)[2]
+
+
+def _pipelined_ms(call: Callable[[], Any], n: int, sync: Callable[[], None]) -> float:
+    """Median over 5 rounds of the wall time per call of ``n`` queued calls, one sync."""
+
+    def run(k: int) -> None:
+        for _ in range(k):
             call()
         sync()
-        ts.append((time.perf_counter() - t0) * 1e3 / n)
-    return sorted(ts)[2]
+
+    return median_per_call(run, n)
 
 
 def _copy_ms(torch: Any, nbytes: int) -> float:

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benches.runtime_modes import _copy_ms, _mlp_fns, _pipelined_ms, _weights
+from benches.runtime_modes import _copy_ms, _mlp_fns, _pipelined_ms, _weights, median_per_call
 from kinac.rt.cuda.testing import Row, row
 
 # (B, S, D, F): x is B*S*D f32
@@ -52,29 +52,23 @@ GOAL = 1.2
 
 def _synced_ms(call: Callable[[], Any], n: int, sync: Callable[[], None]) -> float:
     """Median over 5 rounds of the wall time per call with a sync after each call."""
-    for _ in range(3):
-        call()
-        sync()
-    ts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
+
+    def run(k: int) -> None:
+        for _ in range(k):
             call()
             sync()
-        ts.append((time.perf_counter() - t0) * 1e3 / n)
-    return sorted(ts)[2]
+
+    return median_per_call(run, n)
 
 
 def _host_us(fn: Callable[[], Any], n: int) -> float:
-    for _ in range(3):
-        fn()
-    ts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
+    """Median over 5 rounds of the host time per call of ``fn`` (us), no sync."""
+
+    def run(k: int) -> None:
+        for _ in range(k):
             fn()
-        ts.append((time.perf_counter() - t0) * 1e6 / n)
-    return sorted(ts)[2]
+
+    return median_per_call(run, n, 1e6)
 
 
 def _stager(fn: Any, shape: tuple[int, ...]) -> Any:
