@@ -20,13 +20,10 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import types
-from collections import OrderedDict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -76,12 +73,11 @@ int cuGraphExecDestroy(void *e) { return 0; }
 
 
 def _lib(tmp: Path) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
+    from staging_fakes import compile_stand_in
+
+    so = compile_stand_in(C, tmp, "libfake.so")
+    if so is None:
         raise SystemExit("no C compiler for the stand-in libcuda")
-    (tmp / "fake.c").write_text(C, encoding="ascii")
-    so = tmp / "libfake.so"
-    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(so), str(tmp / "fake.c")], check=True)
     return so
 
 
@@ -89,16 +85,13 @@ def _entry(so: Path) -> tuple[Any, Any, Any]:
     """The tests' ``y = x * w`` entry (x on the host) over the fake driver, its driver calls
     through the stand-in libcuda (a fake driver that is a module: the native paths are used)."""
     import numpy as np
+    from staging_fakes import W, X, mul_entry
     from test_pinned import FakeDriver, HostMemory
 
-    from kinac.artifacts.gpu import GpuLoweredEntry
-    from kinac.artifacts.host import BufferSpec
     from kinac.rt.cuda import device, driver, pinned, staging_calls
     from kinac.rt.cuda import graph as graph_mod
-    from kinac.rt.cuda.entry import GpuEntry
-    from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
     from kinac.rt.cuda.pinned import PinnedPool
-    from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
+    from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
     fake = FakeDriver()
     mod = types.ModuleType("fake_cuda")
@@ -129,25 +122,10 @@ def _entry(so: Path) -> tuple[Any, Any, Any]:
 
     graph_mod.capture = Graph  # type: ignore[assignment]
     pinned._pool = PinnedPool(alloc=HostMemory().alloc, free=lambda p: None)
-    X, W = (3, 4), (4,)
     mem = HostMemory()
     res = SimpleNamespace(ordinal=0, allocate=lambda n, s=0: mem.alloc(n),
                           deallocate=lambda p, n=0, s=0: None)  # fmt: skip
-    params = (BufferSpec("x", "f32", X), BufferSpec("w", "f32", W))
-    outs = (BufferSpec("y", "f32", X),)
-    lw = GpuLoweredEntry("mul", "", params, outs, ("cpu", "cuda:0"), ("cuda:0",), 0, 0, (), ())
-    e = GpuEntry.__new__(GpuEntry)
-    e.lowered, e.ordinal, e.pinned, e.resource = lw, 0, True, res
-    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
-                     contiguous_strides(o.shape)) for o in outs]  # fmt: skip
-    e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
-    e.stream = device.Stream.wrap(0)
-    e.capture_stream = e.stream
-    e._imports, e._last_box, e._stager, e._allocs = {}, [None], None, []
-    e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(3)], set(), {}, OrderedDict()
-    e.captures = e.replays = 0
-    e.device = SimpleNamespace(enter=lambda: False, leave=lambda p: None)
-    e._ctx_get = None
+    e = mul_entry(res)
     e._bind = lambda key: ((lambda stream: None), [])
 
     class Weight:

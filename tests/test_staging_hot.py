@@ -14,25 +14,19 @@ from __future__ import annotations
 
 import ctypes
 import gc
-from collections import OrderedDict
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from staging_fakes import W, X, mul_entry
 from test_pinned import FakeDriver, HostMemory
 
-from kinac.artifacts.gpu import GpuLoweredEntry
-from kinac.artifacts.host import BufferSpec
 from kinac.rt.cuda import device, pinned, staging_hot
 from kinac.rt.cuda import graph as graph_mod
-from kinac.rt.cuda.entry import GpuEntry
-from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
 from kinac.rt.cuda.pinned import PinnedPool
-from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
-
-X, W = (3, 4), (4,)
+from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
 
 class Weight:
@@ -103,21 +97,7 @@ def entry(fake: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     dev = HostMemory()
     res = SimpleNamespace(ordinal=0, allocate=lambda n, s=0: dev.alloc(n),
                           deallocate=lambda p, n=0, s=0: None)  # fmt: skip
-    params = (BufferSpec("x", "f32", X), BufferSpec("w", "f32", W))
-    outs = (BufferSpec("y", "f32", X),)
-    lw = GpuLoweredEntry("mul", "", params, outs, ("cpu", "cuda:0"), ("cuda:0",), 0, 0, (), ())
-    e = GpuEntry.__new__(GpuEntry)
-    e.lowered, e.ordinal, e.pinned, e.resource = lw, 0, True, res
-    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
-                     contiguous_strides(o.shape)) for o in outs]  # fmt: skip
-    e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
-    e.stream = device.Stream.wrap(0)
-    e.capture_stream = e.stream
-    e._imports, e._last_box, e._stager, e._allocs = {}, [None], None, []
-    e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(3)], set(), {}, OrderedDict()
-    e.captures = e.replays = 0
-    e.device = SimpleNamespace(enter=lambda: False, leave=lambda p: None)
-    e._ctx_get = None
+    e = mul_entry(res)
 
     def bind(key: tuple[int, ...]) -> Any:
         x, w, y = (p if p else e._staging(pos) for pos, p in enumerate(key))  # as _bind
