@@ -11,13 +11,12 @@ set after the DMA, and every node gets the handles it should.
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from staging_fakes import compile_stand_in
 from test_pinned import FakeDriver, HostMemory
 
 from kinac.rt.cuda import device, driver, staging_graphs
@@ -83,13 +82,9 @@ int cuGraphExecDestroy(void *e) { put(7, (long long)e, 0); return 0; }
 
 @pytest.fixture(scope="module")
 def lib_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
+    so = compile_stand_in(SRC, tmp_path_factory.mktemp("fakecudagraphs"), "libfakecudagraphs.so")
+    if so is None:
         pytest.skip("no C compiler for the stand-in libcuda")
-    d = tmp_path_factory.mktemp("fakecudagraphs")
-    (d / "fake.c").write_text(SRC, encoding="ascii")
-    so = d / "libfakecudagraphs.so"
-    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(so), str(d / "fake.c")], check=True)
     return so
 
 

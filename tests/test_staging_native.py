@@ -11,12 +11,11 @@ device buffers get the data, and every call gets the handles and addresses it sh
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from staging_fakes import compile_stand_in
 from test_pinned import FakeDriver, HostMemory
 
 from kinac.rt.cuda import device, driver, staging, staging_calls
@@ -42,13 +41,9 @@ int fake_log(long long *out) { int m = n; memcpy(out, buf, sizeof(long long) * m
 
 @pytest.fixture(scope="module")
 def lib_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
+    so = compile_stand_in(SRC, tmp_path_factory.mktemp("fakecuda"), "libfakecuda.so")
+    if so is None:
         pytest.skip("no C compiler for the stand-in libcuda")
-    d = tmp_path_factory.mktemp("fakecuda")
-    (d / "fake.c").write_text(SRC, encoding="ascii")
-    so = d / "libfakecuda.so"
-    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(so), str(d / "fake.c")], check=True)
     return so
 
 
