@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from kinac.codegen.ptx import compile_ptx, ptxas_path
+from kinac.codegen.ptx import compile_ptx, parse_ptxas_report, ptxas_path
 from kinac.ir.gpu.attention_kernel import attention_llvm_ir, kernel_name
 from kinac.ir.gpu.attention_params import AttnParams, bhsd_params
 from kinac.ir.gpu.attention_tune import candidates, label
@@ -39,32 +39,10 @@ def _chunk(cands: tuple[AttnParams, ...], arch: str) -> tuple[str, dict[str, dic
             fh.write(ptx)
         r = subprocess.run([exe, f"-arch={arch}", "-v", src, "-o", os.path.join(tmp, "k")],
                            capture_output=True, text=True, check=True)  # fmt: skip
-    res = parse_resources(r.stdout + r.stderr)
+    res = parse_ptxas_report(r.stdout + r.stderr)
     for code, fn in _INFO.findall(r.stderr):
         res[fn][code] = res[fn].get(code, 0) + 1
     return ptx, res
-
-
-def parse_resources(text: str) -> dict[str, dict[str, int]]:
-    """``ptxas -v``'s report per entry function, as ``kinac.codegen.ptx.ptx_resources`` reads
-    it (which runs ptxas itself and keeps only these numbers)."""
-    out: dict[str, dict[str, int]] = {}
-    current = ""
-    for line in text.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
-        if m:
-            current = m.group(1)
-            out[current] = {}
-            continue
-        m = re.search(
-            r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line
-        )
-        if m and current:
-            out[current].update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
-        m = re.search(r"Used (\d+) registers", line)
-        if m and current:
-            out[current]["registers"] = int(m[1])
-    return out
 
 
 @functools.cache

@@ -208,9 +208,16 @@ def ptx_resources(ptx: str, arch: str = "sm_90") -> dict[str, dict[str, int]]:
         )  # fmt: skip
     if p.returncode != 0:
         raise RuntimeError(f"ptxas rejected the PTX:\n{p.stderr.strip()}")
+    return parse_ptxas_report(p.stdout + p.stderr)
+
+
+def parse_ptxas_report(text: str) -> dict[str, dict[str, int]]:
+    """``ptxas -v``'s report, per entry function: ``registers``, ``spill_stores``,
+    ``spill_loads``, ``stack``. Apart from :func:`ptx_resources` so a caller that runs ptxas
+    itself (the attention tests, which also read its numbered notes) reads the same numbers."""
     out: dict[str, dict[str, int]] = {}
     current = ""
-    for line in (p.stdout + p.stderr).splitlines():
+    for line in text.splitlines():
         m = re.search(r"Compiling entry function '([^']+)'", line)
         if m:
             current = m.group(1)
