@@ -5,7 +5,9 @@ layers' pieces)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -27,6 +29,17 @@ def _fresh(g: Graph) -> tuple[P.Piece, ...]:
     finally:
         P._MADE.clear()
         P._MADE.update(saved)
+
+
+def _stitched_before_and_after_an_edit(stitched: Callable[..., Any]) -> tuple[Any, Any, Any]:
+    """The block graph through ``stitched``; then, its last node's op changed, stitched again
+    (with what the first stitch remembered) and fresh (``fresh=True``: nothing remembered)."""
+    g = block_graph(2, 8, 16)
+    first = stitched(g)
+    last = g.nodes[-1]
+    edited = replace(last, op="sub" if last.op != "sub" else "add")
+    g2 = Graph(g.name, g.params, (*g.nodes[:-1], edited), g.outputs)
+    return first, stitched(g2), stitched(g2, fresh=True)
 
 
 @pytest.mark.parametrize("make", [lambda: block_graph(2, 8, 16), lambda: mlp_graph(2, 8, 16, 32)])
@@ -88,12 +101,7 @@ def test_a_restitched_entry_reuses_the_unchanged_steps_and_equals_a_fresh_stitch
                 S._MADE.clear()
                 S._MADE.update(saved)
 
-    g = block_graph(2, 8, 16)
-    first = stitched(g)
-    last = g.nodes[-1]
-    edited = replace(last, op="sub" if last.op != "sub" else "add")
-    g2 = Graph(g.name, g.params, (*g.nodes[:-1], edited), g.outputs)
-    second, fresh = stitched(g2), stitched(g2, fresh=True)
+    first, second, fresh = _stitched_before_and_after_an_edit(stitched)
     assert second == fresh and encode(second) == encode(fresh) and second != first
     # a step names its kernel by index, not text: here every step equals the previous one,
     # and each equal step is the previous object
@@ -138,12 +146,7 @@ def test_a_restitched_gpu_entry_reuses_the_unchanged_steps_and_equals_a_fresh_st
                 G._STEPS.update(saved[0])
                 G._LINKED.update(saved[1])
 
-    g = block_graph(2, 8, 16)
-    first = stitched(g)
-    last = g.nodes[-1]
-    edited = replace(last, op="sub" if last.op != "sub" else "add")
-    g2 = Graph(g.name, g.params, (*g.nodes[:-1], edited), g.outputs)
-    second, fresh = stitched(g2), stitched(g2, fresh=True)
+    first, second, fresh = _stitched_before_and_after_an_edit(stitched)
     assert second == fresh and second != first
     # every step before the edited kernel's equals the previous stitch's, and is its object
     equal = 0
