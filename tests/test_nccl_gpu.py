@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,20 @@ def test_device_dim_moves_equal_numpy(
     assert ops.download(part).tobytes() == np.ascontiguousarray(np.take(x, [1, 2], dim)).tobytes()
 
 
+def _each_run_passes_new_data(
+    run: Callable[[], Any], seeds: range, n: int, x: Any, out: Any, stream: Any, ops: Any
+) -> None:
+    """Per seed: new random data in ``x``, ``run()`` (the calls eager, or their graph's
+    replay), ``stream`` synced; ``out`` holds ``x``'s data bit for bit (on a mesh of one each
+    collective here passes its input through)."""
+    for k in seeds:
+        want = np.random.default_rng(k).standard_normal(n).astype(np.float32)
+        x.copy_from_host(want)
+        run()
+        stream.synchronize()
+        assert ops.download(out).tobytes() == want.tobytes()
+
+
 def test_collectives_captured_in_a_cuda_graph_replay(world: tuple[Any, Any, Any]) -> None:
     """All-reduce, all-gather, all-to-all and the device barrier captured on one stream into
     one CUDA graph; each replay computes from the inputs' current contents."""
@@ -157,12 +171,7 @@ def test_collectives_captured_in_a_cuda_graph_replay(world: tuple[Any, Any, Any]
     graph = cuda.capture(seq, stream, name="nccl")
     assert graph.captured, graph.fallback_reason
     assert graph.num_nodes != 0
-    for k in range(3):
-        want = np.random.default_rng(k).standard_normal(n).astype(np.float32)
-        x.copy_from_host(want)
-        graph.replay()
-        stream.synchronize()
-        assert ops.download(a).tobytes() == want.tobytes()
+    _each_run_passes_new_data(graph.replay, range(3), n, x, a, stream, ops)
     graph.close()
 
 
@@ -279,20 +288,10 @@ def test_prepared_collectives_eager_and_captured(world: tuple[Any, Any, Any]) ->
         for p in calls:
             p()
 
-    for k in range(2):  # eager
-        want = np.random.default_rng(k).standard_normal(n).astype(np.float32)
-        x.copy_from_host(want)
-        seq()
-        stream.synchronize()
-        assert ops.download(r).tobytes() == want.tobytes()
+    _each_run_passes_new_data(seq, range(2), n, x, r, stream, ops)  # eager
     graph = cuda.capture(seq, stream, name="nccl-prepared")
     assert graph.captured, graph.fallback_reason
-    for k in range(2, 4):
-        want = np.random.default_rng(k).standard_normal(n).astype(np.float32)
-        x.copy_from_host(want)
-        graph.replay()
-        stream.synchronize()
-        assert ops.download(r).tobytes() == want.tobytes()
+    _each_run_passes_new_data(graph.replay, range(2, 4), n, x, r, stream, ops)
     graph.close()
     assert len(comm.log) == logged
 
