@@ -15,8 +15,10 @@ import ctypes
 from typing import Any
 
 import numpy as np
+import pytest
 
 from kinac.rt.comm.nccl import NCCL_OP_CODES, NCCL_TYPE_CODES
+from kinac.rt.cuda import driver
 
 CODE_DTYPES = {c: np.dtype("uint16" if n == "bfloat16" else n) for n, c in NCCL_TYPE_CODES.items()}
 OP_NAMES = {c: n for n, c in NCCL_OP_CODES.items()}
@@ -129,3 +131,13 @@ class FakeLib:
         comm = self._last_comm
         send = array_at(s0, n * len(sends), dt).copy()
         comm.sim.all_to_all(send, array_at(r0, n * len(recvs), dt))
+
+
+def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any CUDA driver call (a synchronisation, a copy, an allocation) fails the test."""
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the CUDA driver was called")
+
+    for name in ("api", "init", "libcuda"):
+        monkeypatch.setattr(driver, name, refuse)

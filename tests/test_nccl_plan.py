@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from nccl_fakes import FakeLib, Handle
+from nccl_fakes import FakeLib, Handle, no_driver
 
 from kinac.errors import KinaRuntimeError
 from kinac.rt.comm import nccl, simulate
-from kinac.rt.cuda import driver
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
 
@@ -33,16 +32,6 @@ def host(t: Tensor) -> np.ndarray:
     a = t.owner
     assert isinstance(a, np.ndarray)
     return a
-
-
-def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any CUDA driver call (a synchronisation, a copy, an allocation) fails the test."""
-
-    def refuse(*_: Any, **__: Any) -> Any:
-        raise AssertionError("the CUDA driver was called")
-
-    for name in ("api", "init", "libcuda"):
-        monkeypatch.setattr(driver, name, refuse)
 
 
 def test_a_cached_collective_is_its_nccl_calls_alone(monkeypatch: pytest.MonkeyPatch) -> None:

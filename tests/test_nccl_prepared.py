@@ -18,14 +18,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from nccl_fakes import FakeLib, Handle
+from nccl_fakes import FakeLib, Handle, no_driver
 
 from kinac.artifacts.sharded import Collective
 from kinac.errors import KinaError, KinaRuntimeError
 from kinac.rt.comm import device_run, nccl, nccl_calls, nccl_plan, simulate
 from kinac.rt.comm.device_run import HostOps
 from kinac.rt.comm.execute import collective_step
-from kinac.rt.cuda import driver
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
 MESH = types.SimpleNamespace(shape=(2,), axes=("tp",))
@@ -63,14 +62,6 @@ class Counted:
             return f(*a, **k)
 
         return counted
-
-
-def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*_: Any, **__: Any) -> Any:
-        raise AssertionError("the CUDA driver was called")
-
-    for name in ("api", "init", "libcuda"):
-        monkeypatch.setattr(driver, name, refuse)
 
 
 def test_prepared_calls_are_checked_once_then_the_bindings_call_alone(
