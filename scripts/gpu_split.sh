@@ -25,12 +25,7 @@ T0=$(date +%s)
 MODE="${1:-}"; shift || true
 case "$MODE" in soak|timed|tests) ;; *) echo "usage: gpu_split.sh soak [SECONDS] | tests [SECONDS] | timed SECONDS BENCH..." >&2; exit 2 ;; esac
 OUT="${OUT:-$PWD/gpu-out}"; mkdir -p "$OUT"
-if compgen -G ".whl/*.whl" >/dev/null && [ ! -d /tmp/site/pydantic ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. scripts/gpu_env.sh  # wheels into /tmp/site, PYTHONPATH, NVLink multicast off
 R="/tmp/res_$MODE"; mkdir -p "$R" /tmp/soak
 save() { tar czf "$OUT/res_$MODE.tgz" -C /tmp "res_$MODE" soak 2>/dev/null; }
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv

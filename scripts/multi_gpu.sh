@@ -21,12 +21,7 @@ cd "$(dirname "$0")/.."
 T0=$(date +%s)
 LIMIT="${1:-570}"
 OUT="${OUT:-$PWD/gpu-out}"; mkdir -p "$OUT"
-if compgen -G ".whl/*.whl" >/dev/null && [ ! -d /tmp/site/pydantic ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH="$PWD:/tmp/site" PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. scripts/gpu_env.sh  # wheels into /tmp/site, PYTHONPATH, NVLink multicast off
 unset WORLD_SIZE RANK LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT
 R=/tmp/res_multi; mkdir -p "$R"
 save() { tar czf "$OUT/res_multi.tgz" -C /tmp res_multi 2>/dev/null; }
