@@ -26,6 +26,23 @@ def compile_stand_in(src: str, d: Path, name: str) -> Path | None:
     return so
 
 
+def stand_in_driver(monkeypatch: Any, lib: Path) -> Any:
+    """tests/test_pinned.py's fake driver in place of cuda-python (returned), device 0 present,
+    and the stand-in libcuda ``lib`` as the library the native paths load (``KINAC_LIBCUDA``)."""
+    from test_pinned import FakeDriver
+
+    from kinac.rt.cuda import device, driver
+
+    fake = FakeDriver()
+    monkeypatch.setattr(driver, "_api", fake)
+    monkeypatch.setattr(driver, "OK", 0)
+    monkeypatch.setattr(driver, "_initialised", True)
+    monkeypatch.setattr(driver, "_libs", {})
+    monkeypatch.setattr(device, "_devices", {0: object()})
+    monkeypatch.setenv("KINAC_LIBCUDA", str(lib))
+    return fake
+
+
 def mul_entry(res: Any) -> Any:
     """A bare :class:`~kinac.rt.cuda.entry.GpuEntry` of ``y = x * w`` (``x`` [3, 4] on the
     host, ``w`` [4] and ``y`` on device 0) over the device memory resource ``res``, built

@@ -16,10 +16,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from staging_fakes import compile_stand_in
-from test_pinned import FakeDriver, HostMemory
+from staging_fakes import compile_stand_in, stand_in_driver
+from test_pinned import HostMemory
 
-from kinac.rt.cuda import device, driver, staging_graphs
+from kinac.rt.cuda import staging_graphs
 
 SRC = r"""
 #include <string.h>
@@ -91,12 +91,7 @@ def lib_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_graphs_build_what_the_driver_expects(
     lib_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(driver, "_api", FakeDriver())
-    monkeypatch.setattr(driver, "OK", 0)
-    monkeypatch.setattr(driver, "_initialised", True)
-    monkeypatch.setattr(driver, "_libs", {})
-    monkeypatch.setattr(device, "_devices", {0: object()})
-    monkeypatch.setenv("KINAC_LIBCUDA", str(lib_path))
+    stand_in_driver(monkeypatch, lib_path)
     lib = ctypes.CDLL(str(lib_path))
     assert lib.fake_struct_size() == ctypes.sizeof(staging_graphs.CUDA_MEMCPY3D) == 200
     out = (ctypes.c_longlong * (3 * 4096))()

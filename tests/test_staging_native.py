@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from staging_fakes import compile_stand_in
-from test_pinned import FakeDriver, HostMemory
+from staging_fakes import compile_stand_in, stand_in_driver
+from test_pinned import HostMemory
 
-from kinac.rt.cuda import device, driver, staging, staging_calls
+from kinac.rt.cuda import device, staging, staging_calls
 from kinac.rt.cuda.pinned import PinnedPool
 
 SRC = r"""
@@ -50,14 +50,9 @@ def lib_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_native_calls_pass_what_the_driver_expects(
     lib_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = FakeDriver()  # events and streams are made through the bindings (once)
-    monkeypatch.setattr(driver, "_api", fake)
-    monkeypatch.setattr(driver, "OK", 0)
-    monkeypatch.setattr(driver, "_initialised", True)
-    monkeypatch.setattr(driver, "_libs", {})
-    monkeypatch.setattr(device, "_devices", {0: object()})
+    # events and streams are made through the bindings (once)
+    stand_in_driver(monkeypatch, lib_path)
     monkeypatch.setattr(staging_calls, "_native", None)
-    monkeypatch.setenv("KINAC_LIBCUDA", str(lib_path))
     calls = staging_calls._native_calls()
     assert calls.native
     log_fn = ctypes.CDLL(str(lib_path)).fake_log
