@@ -6,6 +6,7 @@ that needs them runs.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from kinac.errors import (
@@ -31,7 +32,9 @@ __all__ = [
 ]
 
 
-def compile(path: str, entry: str, target: str = "cpu", **options: Any) -> Any:  # noqa: A001
+def compile(  # noqa: A001
+    path: str | os.PathLike[str], entry: str, target: str = "cpu", **options: Any
+) -> Any:
     """Compile defn ``entry`` of the Kina file or workspace at ``path``; see :mod:`kinac.api`."""
     from kinac.api import compile as _compile
 
