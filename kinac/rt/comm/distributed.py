@@ -113,42 +113,57 @@ def run_nccl(
 ) -> tuple[list[np.ndarray], RankLog]:
     """This GPU rank's run of ``program`` (device-resident: :mod:`.device_run`) on the global
     arguments; the global outputs (gathered over NCCL on the device, then brought back)."""
-    from kinac.rt.comm import device_run, program_graph, tcp
-    from kinac.rt.comm.gpu_rank import device_segment
-    from kinac.rt.comm.nccl_calls import trim_log
+    from kinac.rt.comm import tcp
 
     ops = ops or default_ops()
     mesh = program.mesh
     shape = tuple(int(s) for s in mesh.shape)
     comm = nccl_world(shape, tuple(str(a) for a in mesh.axes), env, ops, lib)
     try:
-        segs = [device_segment(s) for s in segments]
-        pg = program_graph.bound(program, segs, comm, ops, glob)
-        got = pg.run(glob) if pg is not None else None  # one graph replay, one wait
-        if got is not None:
-            assert pg is not None
-            return got, RankLog(list(pg.entries))
-        local = [
-            shard_global(a, lay, mesh, comm.global_rank)
-            for a, (_, _, lay) in zip(glob, program.params, strict=True)
-        ]
-        trim_log(comm.log)  # room for this call's window (the log is bounded: LOG_CAP)
-        start = len(comm.log)
-        outs = device_run.run_device_program(program, segs, comm, local, ops)
-        log = RankLog(list(comm.log[start:]))
-        gathered = []
-        for o in outs:
-            oshape = tuple(int(d) for d in o.shape)
-            every = comm.all_gather(ops.view(o, (1, *oshape)), tag=("all-gather", "outputs"))
-            gathered.append(every)
-        ops.synchronize()
-        hosts = [ops.download(g) for g in gathered]
-        del comm.log[start:]
+        return run_on_comm(program, segments, glob, comm, ops)
     except RankFailure:
         raise
     except Exception as e:  # this rank's own error (a runtime check): the others learn it
         tcp.process_client(env).abort(f"{type(e).__name__}: {e}")
         raise
+
+
+def run_on_comm(
+    program: DeviceProgram,
+    segments: Sequence[Callable[..., Any]],
+    glob: Sequence[np.ndarray],
+    comm: Any,
+    ops: Any,
+) -> tuple[list[np.ndarray], RankLog]:
+    """:func:`run_nccl` on a NCCL communicator made already (the CPU tests' fake ranks make
+    theirs): the program bound as one graph, or step by step when it cannot be."""
+    from kinac.rt.comm import device_run, program_graph
+    from kinac.rt.comm.gpu_rank import device_segment
+    from kinac.rt.comm.nccl_calls import trim_log
+
+    mesh = program.mesh
+    segs = [device_segment(s) for s in segments]
+    pg = program_graph.bound(program, segs, comm, ops, glob)
+    got = pg.run(glob) if pg is not None else None  # one graph replay, one wait
+    if got is not None:
+        assert pg is not None
+        return got, RankLog(list(pg.entries))
+    local = [
+        shard_global(a, lay, mesh, comm.global_rank)
+        for a, (_, _, lay) in zip(glob, program.params, strict=True)
+    ]
+    trim_log(comm.log)  # room for this call's window (the log is bounded: LOG_CAP)
+    start = len(comm.log)
+    outs = device_run.run_device_program(program, segs, comm, local, ops)
+    log = RankLog(list(comm.log[start:]))
+    gathered = []
+    for o in outs:
+        oshape = tuple(int(d) for d in o.shape)
+        every = comm.all_gather(ops.view(o, (1, *oshape)), tag=("all-gather", "outputs"))
+        gathered.append(every)
+    ops.synchronize()
+    hosts = [ops.download(g) for g in gathered]
+    del comm.log[start:]
     result = [
         assemble([every[i] for i in range(comm.size)], lay, mesh)
         for every, (_, _, lay) in zip(hosts, program.outputs, strict=True)

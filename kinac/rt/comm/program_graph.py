@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kinac.artifacts.sharded import RunSegment
+from kinac.errors import KinaRuntimeError
 from kinac.rt.comm.device_run import DEVICE_NAMES, NotGraphable, device_collective
 from kinac.rt.comm.gpu_rank import device_dtype
 from kinac.rt.comm.nccl import buffer_of
@@ -87,7 +88,7 @@ class _Group:
 
     def run_step(self, kind: str, send: Any, op: str, stream: int, tag: Any, step: Any) -> Any:
         p = self._real.prepare(kind, send, None, op, stream=stream, tag=tag)
-        self._pg.add(on_stream(p))
+        self._pg.add(on_stream(p), collective=True)
         self._pg.entries.append(p.entry)
         return p.recv
 
@@ -166,10 +167,13 @@ class ProgramGraph:
         self.keep: list[Any] = []  # every buffer the graph reads or writes
         self.entries: list[LogEntry] = []  # one per collective step, in order
         self._steps: list[Step] = []
+        self._collectives: list[int] = []  # indices in _steps of the NCCL calls
+        self._reached = 0  # steps the running sequence has started (the first run's progress)
         self.stream = ops.stream()
         self.graph: Any = None
         self.replays = 0
         self.broken = ""  # why the first run failed (then never used again)
+        self.eager_reason = ""  # why the capture failed (then the bound calls run eagerly)
         h = stream_handle(self.stream)
         rops, rcomm = _Ops(ops, self), _Comm(comm, self)
         slots: dict[int, Any] = {}
@@ -204,7 +208,7 @@ class ProgramGraph:
                 stream=h,
                 tag=("all-gather", "outputs"),
             )
-            self.add(on_stream(every))
+            self.add(on_stream(every), collective=True)
             self.keep.append(every)
             pinned = ops.pinned((comm.size, *shape), np.dtype(_host_name(o.dtype)))
             self._copy(pinned, every.recv, pinned.nbytes)
@@ -214,7 +218,9 @@ class ProgramGraph:
             for (_, _, lay), h in zip(program.outputs, self.host_out, strict=True)
         ]
 
-    def add(self, step: Step) -> None:
+    def add(self, step: Step, collective: bool = False) -> None:
+        if collective:
+            self._collectives.append(len(self._steps))
         self._steps.append(step)
 
     def _copy(self, dst: Any, src: Any, nbytes: int) -> None:
@@ -224,7 +230,8 @@ class ProgramGraph:
 
     def sequence(self, stream: Any) -> None:
         """Every step once, on ``stream`` (what the graph captures)."""
-        for f in self._steps:
+        for i, f in enumerate(self._steps):
+            self._reached = i + 1
             f(stream)
 
     def run(self, glob: Sequence[np.ndarray]) -> list[np.ndarray] | None:
@@ -237,26 +244,60 @@ class ProgramGraph:
                 part = a[cut[0]]
                 np.copyto(dst, part if cut[1] is None else part.reshape(cut[1]), casting="no")
         stream = self.stream
-        if self.graph is None:  # after the legacy stream's work (the entries' set-up)
-            try:
-                self.ops.synchronize()
-                self.sequence(stream)
-                stream.synchronize()
-                name = f"program on {self.program.mesh.name}"
-                self.graph = self.ops.capture(self.sequence, stream, name=name)
-            except RankFailure:
-                raise
-            except Exception as e:  # noqa: BLE001 - the step-by-step path runs it instead
-                global last_fallback_reason
-                self.broken = f"{type(e).__name__}: {e}"
-                last_fallback_reason = f"its first run failed ({self.broken})"
-                _warn(last_fallback_reason)
+        if self.graph is None:
+            if not self._first_run(stream):
                 return None
         else:
             self.graph.replay(stream)
             self.replays += 1
             stream.synchronize()
         return [self._assemble(k, every) for k, every in enumerate(self.host_out)]
+
+    def _first_run(self, stream: Any) -> bool:
+        """The steps once, eagerly (after the legacy stream's work: the entries' set-up), then
+        captured. False: they failed before this rank issued any collective, so the caller may
+        run the program step by step (its collectives pair one for one with its peers', who
+        run the same sequence). A failure after a collective was issued raises: this rank's
+        peers are past it (or waiting in the next one), and a step-by-step run would issue
+        that collective again, paired with their next (with NCCL a hang or a wrong result;
+        the caller reports this rank's error to them through the rendezvous). A capture that
+        fails after a good eager run keeps the bound calls, replayed eagerly: their results
+        are this call's, and every later call issues the same collectives."""
+        global last_fallback_reason
+        self._reached = 0
+        try:
+            self.ops.synchronize()
+            self.sequence(stream)
+            stream.synchronize()
+        except RankFailure:
+            raise
+        except Exception as e:  # noqa: BLE001 - before any collective: run step by step
+            failed = self._reached - 1  # the step that raised (-1: before the first)
+            issued = sum(1 for i in self._collectives if i <= failed)  # a failed call counts
+            why = f"{type(e).__name__}: {e}"
+            if issued:
+                self.broken = why
+                raise KinaRuntimeError(
+                    f"rank {self.comm.global_rank}: its sharded program's first run as one "
+                    f"graph failed after {issued} of its {len(self._collectives)} collectives "
+                    f"had been issued ({why}); it cannot run again step by step, whose "
+                    "collectives would pair with its peers' next ones"
+                ) from e
+            self.broken = why
+            last_fallback_reason = f"its first run failed ({why})"
+            _warn(last_fallback_reason)
+            return False
+        try:
+            name = f"program on {self.program.mesh.name}"
+            self.graph = self.ops.capture(self.sequence, stream, name=name)
+        except RankFailure:
+            raise
+        except Exception as e:  # noqa: BLE001 - the bound calls, replayed eagerly
+            self.graph = _Eager(self.sequence)
+            self.eager_reason = f"{type(e).__name__}: {e}"
+            last_fallback_reason = f"its capture failed ({self.eager_reason}): bound calls, eager"
+            _warn(last_fallback_reason)
+        return True
 
     def _assemble(self, k: int, every: np.ndarray) -> np.ndarray:
         """Output ``k`` from every rank's share (``every``, the page-locked gather: copied
@@ -280,6 +321,17 @@ class ProgramGraph:
     def alive(self) -> bool:
         """False once the communicator is destroyed (its captured calls hold a freed handle)."""
         return getattr(self.comm, "_comm", True) is not None
+
+
+class _Eager:
+    """A program whose capture failed: a replay runs its bound calls again, eagerly (still no
+    check, allocation or plan per call; the same collectives as its peers' graphs)."""
+
+    def __init__(self, sequence: Callable[[Any], None]) -> None:
+        self.sequence = sequence
+
+    def replay(self, stream: Any) -> None:
+        self.sequence(stream)
 
 
 def _host_name(dtype: Any) -> str:
