@@ -50,6 +50,10 @@ __all__ = ["SLOTS", "FLAG_STRIDE", "Calls", "HostStager", "Param", "Turn", "prio
 
 SLOTS = 2
 FLAG_STRIDE = 16  # uint32 words between two turns' flags (a cache line each)
+# a caller's pinned array (pinned_empty, pin_memory()) of fewer bytes is copied into the
+# stager's own block like any host array (no host wait for its DMA); one of at least this
+# many bytes is DMA'd where it is and the call waits for that DMA (KINAC_STAGING_DIRECT_MIN)
+DIRECT_MIN_BYTES = 0
 _hot: list[Callable[..., Any]] = []  # staging_hot.hot_call, once imported (it imports this)
 
 
@@ -64,7 +68,9 @@ class Param:
 
     __slots__ = ("i", "shape", "dtype", "nbytes", "n_arg", "dev", "dev_arg", "host", "host_arg")
 
-    def __init__(self, i: int, shape: tuple[int, ...], dtype: Any, c: Calls) -> None:
+    def __init__(
+        self, i: int, shape: tuple[int, ...], dtype: Any, c: Calls, slots: int = 2
+    ) -> None:
         import math
 
         import numpy as np
@@ -76,8 +82,8 @@ class Param:
         self.n_arg = c.size(self.nbytes)
         self.dev: list[int] = []
         self.dev_arg: list[Any] = []
-        self.host: list[PinnedBuffer | None] = [None] * SLOTS
-        self.host_arg: list[Any] = [None] * SLOTS
+        self.host: list[PinnedBuffer | None] = [None] * slots
+        self.host_arg: list[Any] = [None] * slots
 
 
 class Turn:
@@ -152,6 +158,7 @@ class HostStager:
         calls: Calls | None = None,
         copier: HostCopier | None = None,
         graphs: Any = None,
+        slots: int | None = None,
     ) -> None:
         if pool is None and os.environ.get("KINAC_STAGING_WC") == "1":
             from kinac.rt.cuda.pinned import write_combined_pool
@@ -166,10 +173,15 @@ class HostStager:
         self.copy_stream = Stream(priority=greatest)
         self.cs_arg = self.calls.handle(self.copy_stream.handle)
         self.params: dict[int, Param] = {}
-        self.turns = [Turn(self.calls, j) for j in range(SLOTS)]
+        # turns in rotation (KINAC_STAGING_SLOTS, default 2): a call's copy waits for the
+        # compute of ``slots`` calls ago, its host for that call's DMAs
+        self.slots = max(2, slots or int(os.environ.get("KINAC_STAGING_SLOTS") or SLOTS))
+        self.turns = [Turn(self.calls, j) for j in range(self.slots)]
         self.turn = 0
         self._pending: list[int] = []  # params staged by the current call
         self._direct = False  # the current call DMAs from a caller's pinned array
+        env = os.environ.get("KINAC_STAGING_DIRECT_MIN")
+        self.direct_min = int(env) if env else DIRECT_MIN_BYTES  # see DIRECT_MIN_BYTES
         self.staged_positions: tuple[int, ...] = ()  # the last general call's host params
         self.copies = 0  # host arrays staged (tests and metrics)
         self.bytes = 0  # bytes copied in
@@ -204,8 +216,8 @@ class HostStager:
         """Parameter ``i``'s slots (made at its first host array)."""
         p = self.params.get(i)
         if p is None:
-            p = Param(i, shape, np_dtype, self.calls)
-            devs = [self._alloc_device(p.nbytes) for _ in range(SLOTS)]
+            p = Param(i, shape, np_dtype, self.calls, self.slots)
+            devs = [self._alloc_device(p.nbytes) for _ in range(self.slots)]
             p.dev, p.dev_arg = devs, [self.calls.dev(d) for d in devs]
             self.params[i] = p
         return p
@@ -244,7 +256,12 @@ class HostStager:
         parameter's exact form where it is, else turn ``j``'s pinned block, ``array`` copied
         into it (cast to the parameter's dtype)."""
         ptr, n = handed_out(array)
-        if ptr and n == p.nbytes and array.dtype == p.dtype and array.shape == p.shape:
+        if (
+            ptr
+            and n == p.nbytes >= self.direct_min
+            and array.dtype == p.dtype
+            and array.shape == p.shape
+        ):
             self._direct = True
             self.direct += 1
             return self.calls.handle(ptr)
@@ -256,7 +273,7 @@ class HostStager:
         caller checked it): a pinned one (``pin_memory()``) is DMA'd where it is, as a
         ``pinned_empty`` array; another is copied into the pinned block."""
         ptr = t.data_ptr()
-        if t.is_pinned():
+        if p.nbytes >= self.direct_min and t.is_pinned():
             self._direct = True
             self.direct += 1
             return self.calls.handle(ptr)
@@ -319,7 +336,7 @@ class HostStager:
             t.copy_pending = False
             self._direct = False
         self._pending.clear()
-        self.turn = (self.turn + 1) % SLOTS
+        self.turn = (self.turn + 1) % self.slots
 
     def discard(self) -> None:
         """A call that failed before running: wait for the DMAs it queued (so its pinned blocks

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.pinned import PinnedBuffer, _handed, default_pool, handed_out
-from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS
+from kinac.rt.cuda.staging import FLAG_STRIDE
 
 if TYPE_CHECKING:
     from kinac.rt.cuda.staging import HostStager, Param
@@ -279,17 +279,17 @@ def fill(
     ``pinned_empty`` array, a ``pin_memory()`` tensor), DMA'd from where it is. None when every
     argument went to its block (the plan's copy graph reads them); else each argument's
     source address (the caller's, or the block's), for :func:`direct_copy`."""
-    handed = _handed
+    handed, least = _handed, st.direct_min
     direct: list[int] | None = None
     for k, (i, p, fn, dst, j) in enumerate(fills):
         a = arrays[i]
         src = 0
         if type(a) is nd:
-            if handed:
+            if handed and p.nbytes >= least:
                 src = handed_out(a)[0]
             if not src:
                 fn(dst, a)
-        elif a.is_pinned():
+        elif p.nbytes >= least and a.is_pinned():
             src = a.data_ptr()
         else:
             st.fill_torch(p, a, j)
@@ -357,7 +357,7 @@ def _flags_ready(st: HostStager) -> bool:
         from kinac.rt.cuda.errors import CudaError
 
         try:
-            blk = PinnedBuffer(default_pool(), (SLOTS * FLAG_STRIDE,), np.uint32)  # (cached)
+            blk = PinnedBuffer(default_pool(), (st.slots * FLAG_STRIDE,), np.uint32)  # (cached)
             st._extra.append(blk)
             blk.array[...] = 0
             one = st._alloc_device(16)
@@ -368,5 +368,5 @@ def _flags_ready(st: HostStager) -> bool:
             st.graph_error = f"flags: {e}"
             return False
         st._one, st._flag_ptr = one, blk.ptr
-        st.flags = (ctypes.c_uint32 * (SLOTS * FLAG_STRIDE)).from_address(blk.ptr)
+        st.flags = (ctypes.c_uint32 * (st.slots * FLAG_STRIDE)).from_address(blk.ptr)
     return True

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import outputs
 from kinac.rt.cuda.entry_support import DL_NAMES, _dense
-from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS, Param
+from kinac.rt.cuda.staging import FLAG_STRIDE, Param
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
 if TYPE_CHECKING:
@@ -146,13 +146,14 @@ def build(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Memo | None:
         for _, p in m.host
     )  # fmt: skip
     m.in_ptrs = [
-        tuple(ptrs[i] if i in ptrs else st.params[i].dev[j] for i in range(n)) for j in range(SLOTS)
+        tuple(ptrs[i] if i in ptrs else st.params[i].dev[j] for i in range(n))
+        for j in range(st.slots)
     ]
     m.stream = st.arg(entry.stream)
     import numpy as np
 
     m.nd = np.ndarray
-    m.plans = [None] * SLOTS
+    m.plans = [None] * st.slots
     box[0] = m
     return m
 
@@ -231,7 +232,7 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
                 else:
                     st.graph_calls += 1
                 t.read_pending = True
-                st.turn = (j + 1) % SLOTS
+                st.turn = (j + 1) % st.slots
                 if srcs:  # the caller may refill its pinned array once the call returns
                     rc = st.calls.sync(t.done_arg)
                     if rc:
