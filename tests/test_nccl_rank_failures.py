@@ -10,6 +10,8 @@ collectives, after the last one, and its capture refused."""
 
 from __future__ import annotations
 
+import threading
+import time
 import warnings
 from typing import Any
 
@@ -136,3 +138,72 @@ def test_a_first_run_failing_after_a_collective_stops_every_rank_naming_it(fault
     text = str(err.value)
     assert text.startswith("rank 1: its sharded program's first run"), text
     assert "Injected" in text and "mismatch" not in text, text
+
+
+class BlockingLib(FakeLib):
+    """Fake NCCL of rank 0 whose peer never joins: a collective waits (as NCCL's kernels
+    wait on the device) until ``ncclCommAbort``, or 5 s, then says the peer never came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aborted = threading.Event()
+
+    def comm_init_rank_scalable(self, n: int, rank: int, nids: int, ids: Any, cfg: int) -> Handle:
+        return Handle(None, tuple(range(n)))
+
+    def all_reduce(self, s: int, r: int, n: int, dt: int, op: int, comm: Handle, st: int) -> None:
+        if not self.aborted.wait(5.0):
+            raise Injected("the peer never joined the all-reduce")
+
+    def comm_abort(self, comm: Handle) -> None:
+        self.calls.append(("abort",))
+        self.aborted.set()
+
+
+@pytest.mark.parametrize("how", ["fails", "dies"])
+def test_a_rank_waiting_in_nccl_for_a_failed_peer_stops_naming_it(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Rank 0 (``run_nccl``) waits in an all-reduce that rank 1 will never join: rank 1 failed
+    on its own and told the rendezvous, or died (its connection closed without a goodbye, as
+    a killed process's does). The master pushes that to rank 0, whose watchdog
+    aborts its NCCL communicator (``ncclCommAbort``): the wait ends and rank 0 stops with rank
+    1's failure (a RankFailure, exit code 4), within a second. Before, rank 0 waited in NCCL
+    until a launcher killed it (here: the fake's 5 s, then an error of its own)."""
+    from kinac.rt.comm import tcp
+    from kinac.rt.comm.distributed import run_nccl
+    from kinac.rt.comm.launch import free_port
+    from kinac.rt.comm.rendezvous import DistEnv, RankFailure, join
+
+    port = free_port()
+    monkeypatch.setattr(tcp, "_CLIENT", None)
+    nccl.forget_worlds()
+
+    def peer() -> None:  # rank 1: joins the world (the unique id), then fails on its own
+        client = join(DistEnv(1, 2, 1, "127.0.0.1", port, 5.0))
+        client.unique_id()
+        time.sleep(0.2)  # rank 0 is in its all-reduce by now
+        if how == "dies":
+            client.sock.close()
+            return
+        client.abort("KinaRuntimeError: a runtime check failed at m.kina:2:3")
+        client.close()
+
+    threading.Thread(target=peer, daemon=True).start()
+    lib = BlockingLib()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(RankFailure) as err, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env = DistEnv(0, 2, 0, "127.0.0.1", port, 5.0)
+            run_nccl(PROGRAM, (), [np.ones((4, 8), np.float32)], env, HostOps(), lib)
+    finally:
+        nccl.forget_worlds()
+        tcp.close_process_client()
+    assert str(err.value) == (
+        "rank 1 died: its connection to the rendezvous closed (its last call: unique-id over world)"
+        if how == "dies"
+        else "rank 1 failed: KinaRuntimeError: a runtime check failed at m.kina:2:3"
+    )
+    assert err.value.exit_code == 4 and ("abort",) in lib.calls
+    assert time.monotonic() - t0 < 2.0

@@ -113,19 +113,25 @@ def run_nccl(
 ) -> tuple[list[np.ndarray], RankLog]:
     """This GPU rank's run of ``program`` (device-resident: :mod:`.device_run`) on the global
     arguments; the global outputs (gathered over NCCL on the device, then brought back)."""
-    from kinac.rt.comm import tcp
+    from kinac.rt.comm import tcp, watchdog
 
     ops = ops or default_ops()
     mesh = program.mesh
     shape = tuple(int(s) for s in mesh.shape)
     comm = nccl_world(shape, tuple(str(a) for a in mesh.axes), env, ops, lib)
+    client = tcp.process_client(env)
+    dog = watchdog.watch(client)  # a peer's failure aborts this rank's NCCL waits
+    dog.guard(comm.abort)
     try:
-        return run_on_comm(program, segments, glob, comm, ops)
+        got = run_on_comm(program, segments, glob, comm, ops)
     except RankFailure:
         raise
     except Exception as e:  # this rank's own error (a runtime check): the others learn it
-        tcp.process_client(env).abort(f"{type(e).__name__}: {e}")
+        dog.check()  # unless a peer's failure aborted this rank's collectives: that one
+        client.abort(f"{type(e).__name__}: {e}")
         raise
+    dog.check()  # the collectives were aborted: what the waits returned is no result
+    return got
 
 
 def run_on_comm(

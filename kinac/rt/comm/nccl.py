@@ -203,6 +203,23 @@ class NcclComm(NcclCalls):
         if comm is not None:
             self._lib.comm_destroy(comm)
 
+    def abort(self) -> None:
+        """``ncclCommAbort`` of this communicator and its splits: their uncompleted operations
+        end (a peer died or failed: :mod:`kinac.rt.comm.watchdog` calls this from its thread
+        while this rank waits on the device); using it afterwards is an error, as after
+        :meth:`destroy`, which then does nothing."""
+        for sub in list(self._subs.values()):
+            sub.abort()
+        self._subs.clear()
+        self._plans.clear()
+        self._steps.clear()
+        why = f"{self!r} was aborted (a peer failed): its prepared calls with it"
+        for p in list(self._prepared):
+            p.disable(why)
+        comm, self._comm = self._comm, None
+        if comm is not None:
+            self._lib.comm_abort(comm)
+
     def __repr__(self) -> str:
         return (
             f"<NcclComm rank {self.rank}/{self.size} over {self.axis} (global {self.global_rank})>"

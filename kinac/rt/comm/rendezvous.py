@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import struct
 import threading
@@ -511,6 +512,33 @@ class RendezvousClient:
     def barrier(self, group: str = "world", members: tuple[int, ...] | None = None) -> None:
         members = tuple(range(self.size)) if members is None else members
         self.round(group, members, {"kind": "barrier", "axis": group})
+
+    def pushed_failure(self, wait_s: float) -> str | None:
+        """A failure the master pushed to this rank while it is in no round (the master tells
+        every connected rank at once: a peer died, failed, never came), read within
+        ``wait_s``; None when none came, or when a round is under way (its own reply reports
+        the failure). Raises EOFError once the master closed the connection. For a watch on
+        the rendezvous while this rank waits on something else (a NCCL collective on the
+        device): :mod:`kinac.rt.comm.watchdog`."""
+        try:
+            ready, _, _ = select.select([self.sock], [], [], wait_s)
+        except (OSError, ValueError):  # closed by this process
+            raise EOFError from None
+        if not ready:
+            return None
+        if not self._lock.acquire(blocking=False):  # a round is under way: its reply reads it
+            time.sleep(wait_s)
+            return None
+        try:
+            ready, _, _ = select.select([self.sock], [], [], 0)
+            got = recv_msg(self.sock) if ready else ()
+        except (OSError, ValueError):
+            got = None
+        finally:
+            self._lock.release()
+        if got is None:
+            raise EOFError
+        return str(got[0]["error"]) if got and "error" in got[0] else None
 
     def abort(self, message: str) -> None:
         """This rank failed (its own error, not a peer's): every other rank is told why."""
