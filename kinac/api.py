@@ -321,6 +321,16 @@ class CompiledDefn:
             self._fast[fkey] = (entry, None if len(where) == len(args) else where)
         return entry(*arrays)
 
+    def synchronize(self) -> None:
+        """Wait until every call made so far has finished on the GPU (outputs ready for the
+        host). Cheaper than ``torch.cuda.synchronize()``, which waits for the whole device:
+        it waits for the stream kinac's calls run on (:meth:`kinac.rt.cuda.entry.GpuEntry.
+        synchronize`). A no-op for the CPU target, whose calls return finished."""
+        for e in self._entries.values():
+            sync = getattr(e, "synchronize", None)
+            if sync is not None:
+                sync()
+
     def _remember(
         self, args: tuple[Any, ...], dims: dict[str, Any], entry: Any, where: Any
     ) -> None:

@@ -252,6 +252,9 @@ class _Emitter:
     def emit(self) -> str:
         f, p = self.f, self.p
         name = self.name
+        if p.mma.startswith("wgmma"):  # sm_90a code: programmatic dependent launch, first
+            f.do('call void asm sideeffect "griddepcontrol.wait;", "~{memory}"()')
+            f.do('call void asm sideeffect "griddepcontrol.launch_dependents;", "~{memory}"()')
         tid = f.v("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
         bx = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()")
         h = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()")

@@ -297,10 +297,58 @@ class Builder:
 
     # ---- module assembly ----------------------------------------------------------------------
     def function(self, name: str, params: Sequence[str], kernel: bool = True) -> str:
-        """The function's text, ``params`` being ``"TYPE ATTRS %name"`` strings."""
+        """The function's text, ``params`` being ``"TYPE ATTRS %name"`` strings. A GPU kernel
+        starts with :func:`pdl_prologue` (nothing of the body runs before it)."""
         cc = "ptx_kernel " if kernel and self.flavour == "nvptx" else ""
         head = f"define {cc}void @{name}({', '.join(params)}) {{"
-        return "\n".join([head, "entry:", *self.lines, "  ret void", "}"])
+        pre: list[str] = []
+        if kernel and self.flavour == "nvptx":
+            glob, pre, decls = pdl_prologue(name)
+            self.globals.append(glob)
+            for d in decls:
+                self.declare(d)
+        return "\n".join([head, *pre, "entry:", *self.lines, "  ret void", "}"])
+
+
+# Programmatic dependent launch (issue 14; the runtime side is kinac.rt.cuda.module): every
+# generated kernel first waits for the grids it depends on (``griddepcontrol.wait``: they
+# have completed and their writes are visible), then lets the next kernel of the stream be
+# scheduled (``griddepcontrol.launch_dependents``: its blocks may start and reach their own
+# wait). Launched without the programmatic attribute both are no-ops, so the PTX is the same
+# whichever way the runtime launches it. They exist from sm_90 (PTX ISA 7.8): the kernels'
+# LLVM IR does not know its architecture, so the pair sits behind ``__nvvm_reflect``
+# (``__CUDA_ARCH`` >= 900), which LLVM's NVPTX pipeline folds at its start: sm_80 code has
+# neither instruction, sm_90 code has them first, and the blocks merge back into the entry
+# block before SROA (tests/test_pdl.py checks both, and that no kernel gains local memory).
+PDL_MIN_ARCH = 900
+PDL_DECLARES = (
+    "declare i32 @__nvvm_reflect(ptr)",
+    "declare void @llvm.nvvm.griddepcontrol.wait()",
+    "declare void @llvm.nvvm.griddepcontrol.launch.dependents()",
+)
+
+
+def pdl_prologue(name: str) -> tuple[str, list[str], tuple[str, ...]]:
+    """For kernel ``name``: the global its ``__nvvm_reflect`` query names (one per kernel, so
+    kernels share a module), the blocks that precede its ``entry`` block, and their
+    declarations. Nothing before them touches memory: a kernel never reads or writes global
+    memory before its wait."""
+    glob = (
+        f"@{name}.cuda_arch = private unnamed_addr addrspace(4) constant [12 x i8] "
+        'c"__CUDA_ARCH\\00", align 1'
+    )
+    arch = f"ptr addrspacecast (ptr addrspace(4) @{name}.cuda_arch to ptr)"
+    lines = [
+        "pdl:",
+        f"  %pdl.arch = call i32 @__nvvm_reflect({arch})",
+        f"  %pdl.on = icmp sge i32 %pdl.arch, {PDL_MIN_ARCH}",
+        "  br i1 %pdl.on, label %pdl.wait, label %entry",
+        "pdl.wait:",
+        "  call void @llvm.nvvm.griddepcontrol.wait()",
+        "  call void @llvm.nvvm.griddepcontrol.launch.dependents()",
+        "  br label %entry",
+    ]
+    return glob, lines, PDL_DECLARES
 
 
 def declared_name(decl: str) -> str:

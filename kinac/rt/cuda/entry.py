@@ -29,6 +29,7 @@ the GPU the entry's placement names (``@cuda(N)`` params: device ``N``; device 0
 from __future__ import annotations
 
 import ctypes
+import os
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -63,6 +64,9 @@ class GpuEntry:
     hot_calls = 0
     _spares: list[Any] | None = None  # entry_hot.Spares per output, made at the first call
     _deferred: Any = None  # entry_checks.DeferredStatus while checks are deferred
+    _sync_fn: Any = None  # cuStreamSynchronize through PyDLL, made by the first synchronize()
+    pdl = False  # programmatic dependent launch (set by __init__)
+    split_grouped = False
     # params the entry's kernels overwrite in place (a fused optimizer step): every call runs
     # through entry_into.call_into, whose first call at new addresses is the warm-up
     updates_inputs: tuple[int, ...] = ()
@@ -77,10 +81,18 @@ class GpuEntry:
         resource: Any = None,
         max_graphs: int = 8,
         pinned: bool = True,
+        pdl: bool | None = None,
+        split_grouped: bool = False,
     ) -> None:
         from kinac.rt import cuda
 
         self.lowered = lowered
+        # programmatic dependent launch for the captured launches of kinac's own kernels
+        # (docs/gpu.md "Latency of a small call"); None: KINAC_PDL (default_pdl)
+        self.pdl = default_pdl() if pdl is None else bool(pdl)
+        # grouped ``pointers`` GEMMs without a tuned choice issued as one cublasGemmEx per
+        # member (an A/B lever of benches/latency_probe.py: no pointer arrays, no memset node)
+        self.split_grouped = split_grouped
         self.pinned = pinned  # host arrays staged through pinned slots on a copy stream
         self.ordinal = placement(lowered)
         self.device = cuda.device.lookup(self.ordinal)
@@ -310,11 +322,25 @@ class GpuEntry:
 
     def _bind_step(self, s: GpuStep, ptr: Callable[[str], int]) -> Seq:
         if s.gemm is not None:
-            call = self.blas.bind(s.gemm, ptr, self._upload)
+            g = s.gemm
+            if (
+                self.split_grouped
+                and g.mode == "pointers"
+                and not g.epilogue
+                and (g.algo is None or g.algo.how == "today")
+            ):
+                from dataclasses import replace
+
+                from kinac.artifacts.gemm_algo import GemmAlgo
+
+                g = replace(g, algo=GemmAlgo("split"))
+            call = self.blas.bind(g, ptr, self._upload)
             return lambda stream: call(stream.handle)
         launches = []
         # captured sequences launch with cuLaunchKernel (their eager runs are the warm-up and
-        # the fallback); uncaptured ones replay a one-kernel graph per launch (module.py)
+        # the fallback), or with cuLaunchKernelEx and programmatic dependent launch for the
+        # kernels whose PTX waits first (pdl); uncaptured ones replay a one-kernel graph per
+        # launch (module.py)
         path = "bindings" if self.use_graphs else "graph"
         for ln in s.launches:
             k = self.kernels[ln.function]
@@ -322,7 +348,8 @@ class GpuEntry:
             if ln.shared > DEFAULT_SHARED:
                 allow_shared(k, ln.shared)
             grid = (ln.grid, *ln.grid_yz)
-            launches.append(k.prepare(("ptr",) * len(args), grid, ln.block, ln.shared, args, path))
+            how = "pdl" if self.pdl and self.use_graphs and getattr(k, "waits", False) else path
+            launches.append(k.prepare(("ptr",) * len(args), grid, ln.block, ln.shared, args, how))
 
         def run(stream: Any) -> None:
             for launch in launches:
@@ -472,6 +499,28 @@ class GpuEntry:
             src, dst = (ptrs[pos], self._stage[pos]) if inputs else (self._stage[pos], ptrs[pos])
             driver.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(dst, src, nb, self.stream.cu))
 
+    def synchronize(self) -> None:
+        """Wait until the work queued so far on the entry's stream (the legacy default stream:
+        every call of this entry, and what the caller queued there before) is done. The
+        cheapest correct wait for a call's outputs from the host (``cuStreamSynchronize``
+        through PyDLL); ``torch.cuda.synchronize()`` waits for the whole device instead."""
+        f = self._sync_fn
+        if f is None:
+            from kinac.rt.cuda.kernel_graph import _fn
+
+            f = self._sync_fn = _fn("cuStreamSynchronize")
+        get = self._ctx_get  # the legacy stream is the current context's: the entry's GPU's
+        if get is not None and not get(self._ctx_ref) and self._ctx_cur.value == self._ctx_mine:
+            rc = f(self.stream.cvp)
+        else:
+            pushed = self.device.enter()
+            try:
+                rc = f(self.stream.cvp)
+            finally:
+                self.device.leave(pushed)
+        if rc:
+            driver.fail("cuStreamSynchronize", rc)
+
     # ---- runtime checks (gather bounds): immediate by default, deferred on request ----------
     def defer_checks(self, on: bool = True) -> None:
         """Check the status word asynchronously (:mod:`kinac.rt.cuda.entry_checks`): a call
@@ -550,6 +599,20 @@ class GpuEntry:
         ps = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.lowered.params)
         return f"<GpuEntry {self.lowered.name}({ps}), {len(self.lowered.steps)} steps>"
 
+
+def default_pdl() -> bool:
+    """``KINAC_PDL``: ``1`` launches kinac's kernels in captured graphs with programmatic
+    dependent launch, ``0`` plainly; unset: :data:`PDL_DEFAULT`."""
+    v = os.environ.get("KINAC_PDL", "")
+    if v == "":
+        return PDL_DEFAULT
+    if v not in ("0", "1"):
+        raise ValueError(f"KINAC_PDL must be 0 or 1, not {v!r}")
+    return v == "1"
+
+
+# off until a device run shows the win (benches/latency_probe.py, docs/gpu.md)
+PDL_DEFAULT = False
 
 DEFAULT_SHARED = 48 * 1024  # dynamic shared memory a launch may ask for without opting in
 

@@ -196,6 +196,68 @@ def pydll_call(
     return call_py
 
 
+class LaunchAttribute(ctypes.Structure):
+    """``CUlaunchAttribute`` of cuda.h: an id, 4 bytes of padding, a 64-byte value union
+    (8-byte aligned: some members hold pointers)."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_int), ("value", ctypes.c_int64 * 8)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """``CUlaunchConfig`` of cuda.h (CUDA 12 and later), the first argument of
+    ``cuLaunchKernelEx``."""
+
+    _fields_ = [
+        ("gridDimX", _u),
+        ("gridDimY", _u),
+        ("gridDimZ", _u),
+        ("blockDimX", _u),
+        ("blockDimY", _u),
+        ("blockDimZ", _u),
+        ("sharedMemBytes", _u),
+        ("hStream", _vp),
+        ("attrs", _vp),
+        ("numAttrs", _u),
+    ]
+
+
+# CUlaunchAttributeID: the launch may begin before the previous kernel of its stream has
+# finished (once that kernel's blocks have all run ``griddepcontrol.launch_dependents`` or
+# exited); the kernel itself must wait (``griddepcontrol.wait``) before touching memory
+PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+def pdl_call(
+    func: int,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shared: int,
+    params: int | None,
+) -> Callable[[Stream], None]:
+    """``cuLaunchKernelEx`` through PyDLL with the programmatic-stream-serialization
+    attribute (programmatic dependent launch, the ``pdl`` path): under stream capture the
+    driver records a programmatic edge from the previous kernel node (CUDA 12.3+), so inside
+    an entry's graph this kernel's launch overlaps the end of the previous kernel. Only for
+    kernels whose PTX waits before any memory access (:func:`kinac.rt.cuda.module.waiting_kernels`):
+    the :class:`~kinac.rt.cuda.module.Launch` refuses others."""
+    fail = driver.fail
+    f = _fn("cuLaunchKernelEx")
+    attr = LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION, 0)
+    attr.value[0] = 1  # programmaticStreamSerializationAllowed (an int at the union's start)
+    cfg = LaunchConfig(*grid, *block, shared, None, ctypes.addressof(attr), 1)
+    keep = (attr, cfg)  # the closure owns the structures the pointers name
+    ref, fvp, pvp = ctypes.byref(cfg), _vp(func), _vp(params)
+
+    def call_pdl(stream: Stream) -> None:
+        cfg.hStream = stream.handle  # the stream of this launch (capture, or the entry's)
+        rc = f(ref, fvp, pvp, None)
+        if rc:
+            fail("cuLaunchKernelEx", rc)
+
+    call_pdl.keep = keep  # type: ignore[attr-defined]
+    return call_pdl
+
+
 class GraphState:
     """The ``graph`` path's one-kernel graph, built on the second eager launch (a one-off
     launch is a plain ``cuLaunchKernel``: building costs 34-48 us, about ten launches), and

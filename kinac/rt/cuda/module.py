@@ -31,7 +31,7 @@ from typing import Any
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.device import Stream, current_device
 from kinac.rt.cuda.driver import check
-from kinac.rt.cuda.kernel_graph import GraphState, pydll_call
+from kinac.rt.cuda.kernel_graph import GraphState, pdl_call, pydll_call
 
 # argument type -> struct format of its 8-byte slot in the packed argument buffer
 ARG_FORMATS: dict[str, str] = {
@@ -90,8 +90,41 @@ def load_module(ptx: str | bytes) -> Module:
         res = d.cuModuleLoadData(data + b"\0")
     if res[0] != driver.OK:
         raise driver.make_error("cuModuleLoadData", res[0], _ptxas_log(data, dev.arch))
-    mod = _modules[key] = Module(res[1], key[1])
+    mod = _modules[key] = Module(res[1], key[1], waiting_kernels(data.decode(errors="replace")))
     return mod
+
+
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)", re.M)
+# what touches memory or leaves the function in PTX (``ld.param`` reads the kernel's own
+# arguments, not memory another grid writes)
+_TOUCH = re.compile(
+    r"\b(?:(?:ld|ldu|st|red|atom|prefetch|prefetchu|cp|multimem|tex|suld|sust|ldmatrix|"
+    r"stmatrix|wgmma|mbarrier)\.(?!param\b)|call\b|ret\b|exit\b)"
+)
+
+
+def waiting_kernels(ptx: str) -> frozenset[str]:
+    """The ``.entry`` functions of ``ptx`` that run ``griddepcontrol.wait`` before any
+    instruction that touches memory (or calls, returns, exits): those that may be launched with
+    programmatic dependent launch (:func:`~kinac.rt.cuda.kernel_graph.pdl_call`), since nothing
+    they read or write is touched before the grids they depend on have completed. Read from
+    the PTX the driver loads, so a kernel compiled without the wait (sm_80 code, hand-written
+    PTX, an attention variant without it) is launched plainly."""
+    out = set()
+    starts = [(m.start(), m.group(1)) for m in _ENTRY.finditer(ptx)]
+    for i, (at, name) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else len(ptx)
+        body = ptx[at:end]
+        open_ = body.find("{")
+        wait = body.find("griddepcontrol.wait", open_)
+        if open_ < 0 or wait < 0:
+            continue
+        before = "\n".join(
+            ln.split("//")[0] for ln in body[open_ + 1 : wait].splitlines()
+        )  # comments aside
+        if not _TOUCH.search(before):
+            out.add(name)
+    return frozenset(out)
 
 
 LOAD_STEP = "module loading (CUDA driver PTX JIT)"
@@ -152,9 +185,10 @@ def cached_modules() -> int:
 class Module:
     """A loaded module; :meth:`function` looks each kernel up once."""
 
-    def __init__(self, handle: Any, digest: str) -> None:
+    def __init__(self, handle: Any, digest: str, waiting: frozenset[str] = frozenset()) -> None:
         self.handle = handle
         self.digest = digest
+        self.waiting = waiting  # kernels that wait for their prerequisite grids first
         self._functions: dict[str, Kernel] = {}
 
     def function(self, name: str) -> Kernel:
@@ -164,11 +198,16 @@ class Module:
             d = driver.api()
             h = check("cuModuleGetFunction", d.cuModuleGetFunction(self.handle, name.encode()))
             k = self._functions[name] = Kernel(h, name)
+            k.waits = name in self.waiting
         return k
 
 
 class Kernel:
     """A kernel handle with a few attributes read once."""
+
+    # its PTX waits for the grids it depends on before touching memory (waiting_kernels):
+    # it may be launched on the ``pdl`` path
+    waits = False
 
     def __init__(self, handle: Any, name: str) -> None:
         self.handle = handle
@@ -240,6 +279,9 @@ class Launch:
     ``bindings`` (cuda-python's ``cuLaunchKernel``), ``ctypes`` (libcuda's ``cuLaunchKernel``
     through ctypes with argtypes, GIL released) and ``pydll`` (the same through
     ``ctypes.PyDLL`` with pre-built ctypes arguments, GIL held during the call).
+    ``pdl`` (``cuLaunchKernelEx`` with programmatic stream serialization, only for a kernel
+    that waits first: :attr:`Kernel.waits`) is no default: a GPU entry chooses it for the
+    launches it captures (``pdl=`` / ``KINAC_PDL``).
     """
 
     __slots__ = (
@@ -288,8 +330,13 @@ class Launch:
         self.block = _dim3(block)
         self.shared = int(shared)
         self.path = path or default_launch_path()
-        if self.path not in LAUNCH_PATHS:
+        if self.path not in LAUNCH_PATHS and self.path != "pdl":
             raise ValueError(f"launch path must be one of {LAUNCH_PATHS}, not {self.path!r}")
+        if self.path == "pdl" and not getattr(kernel, "waits", False):
+            raise ValueError(
+                f"{kernel.name} does not wait for the grids it depends on before touching "
+                f"memory: it cannot be launched with programmatic dependent launch"
+            )
         self._gstate: GraphState | None = None
         self.run = self._make_call()
         if args is not None:
@@ -314,6 +361,8 @@ class Launch:
             return call
         if self.path == "graph":
             return self._make_graph_call()
+        if self.path == "pdl":
+            return pdl_call(self.kernel.address, self.grid, self.block, self.shared, params)
         if self.path == "ctypes":
             cf = driver.ctypes_launch()
             fa = self.kernel.address

@@ -1,0 +1,334 @@
+"""Latency of one small call with a sync (issue 14: the small bf16 block within 0.03 ms), each
+lever on and off, in ONE process on one GPU.
+
+    PYTHONPATH=. python3 benches/latency_probe.py --out DIR     (a GPU; about a minute)
+
+The small bf16 transformer block (B4 S128 D256 H4 KV2) through the public API:
+``kinac.compile(workspaces/transformer, "block", target="cuda", **opts)`` called
+``f(H, KV, *arrays)`` with torch CUDA tensors, as ``benches/gpu_api_blocks.py`` (the headline)
+calls it. Variants (entry options, one compiled callable each, same process, rounds interleaved):
+
+- ``base``: as today; ``pdl``: programmatic dependent launch for kinac's own kernels inside the
+  entry's CUDA graph (``pdl=True``); ``split``: the grouped ``pointers`` GEMMs issued as one
+  ``cublasGemmEx`` per member (``split_grouped=True``: no pointer arrays, no memset node);
+  ``pdl+split``.
+
+Per variant: per call with a sync (``torch.cuda.synchronize()`` after each call: the headline's
+method), pipelined (n calls, one sync), the GPU time per call (CUDA events, 20 back to back),
+one call's GPU span from an idle GPU (events around one call), the host time of the call alone
+(a burst of calls while the GPU is busy), and whether its output is bit-identical to ``base``'s.
+Then the sync itself: the same call followed by each way to wait (torch's device sync,
+``f.synchronize()``, ``cuCtxSynchronize``, ``cuStreamSynchronize`` on the legacy stream, an
+event, a spin on ``cuStreamQuery``), what each wait costs on an idle GPU, and the host cost of
+the call path's layers (API callable, entry, bare ``cuGraphLaunch``). Writes
+``latency_probe.md`` and ``latency_probe.json`` to ``--out`` and prints the markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+LINES: list[str] = []
+RES: dict[str, Any] = {}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "base": {"pdl": False},
+    "pdl": {"pdl": True},
+    "split": {"pdl": False, "split_grouped": True},
+    "pdl+split": {"pdl": True, "split_grouped": True},
+}
+
+
+def emit(line: str = "") -> None:
+    LINES.append(line)
+    print(line, flush=True)
+
+
+def median_rounds(fn: Callable[[], float], rounds: int) -> float:
+    return statistics.median(fn() for _ in range(rounds))
+
+
+def sync_each_us(call: Callable[[], Any], sync: Callable[[], Any], n: int) -> float:
+    """Wall time per call (us), a wait after each call."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        call()
+        sync()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def pipelined_us(call: Callable[[], Any], sync: Callable[[], Any], n: int) -> float:
+    """Wall time per call (us): ``n`` calls, one wait."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        call()
+    sync()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def host_us(call: Callable[[], Any], sync: Callable[[], Any], n: int = 20) -> float:
+    """Host time per call (us) of a burst of ``n`` calls (the GPU busy, the queue far from
+    full); the wait after the burst is not timed."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        call()
+    t = time.perf_counter() - t0
+    sync()
+    return t / n * 1e6
+
+
+def events_us(torch: Any, call: Callable[[], Any], n: int = 20) -> float:
+    """GPU time per call (us), CUDA events around ``n`` back-to-back calls."""
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    e0.record()
+    for _ in range(n):
+        call()
+    e1.record()
+    e1.synchronize()
+    return e0.elapsed_time(e1) / n * 1e3
+
+
+def idle_span_us(torch: Any, call: Callable[[], Any]) -> float:
+    """One call's GPU span from an idle GPU (us): events recorded just before and after it."""
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    e0.record()
+    call()
+    e1.record()
+    e1.synchronize()
+    return e0.elapsed_time(e1) * 1e3
+
+
+def libcuda(name: str) -> Any:
+    from kinac.rt.cuda.kernel_graph import _fn
+
+    return _fn(name)
+
+
+def graph_edges(graph: Any) -> str:
+    """Edges of a captured graph by type (``cuGraphGetEdges_v2``: default / programmatic /
+    launch-order), or why they could not be read."""
+    try:
+        f = libcuda("cuGraphGetEdges_v2")
+        g = ctypes.c_void_p(int(graph._graph))
+        n = ctypes.c_size_t(0)
+        rc = f(g, None, None, None, ctypes.byref(n))
+        if rc:
+            return f"cuGraphGetEdges_v2 rc {rc}"
+        k = n.value
+        fr, to = (ctypes.c_void_p * max(k, 1))(), (ctypes.c_void_p * max(k, 1))()
+        data = (ctypes.c_uint8 * (8 * max(k, 1)))()  # CUgraphEdgeData: from_port, to_port, type
+        rc = f(g, fr, to, data, ctypes.byref(n))
+        if rc:
+            return f"cuGraphGetEdges_v2 rc {rc}"
+        kinds = [(data[8 * i], data[8 * i + 1], data[8 * i + 2]) for i in range(n.value)]
+        prog = sum(1 for fp, _, t in kinds if t == 1 or fp in (1, 2))
+        return f"{n.value} edges, {prog} programmatic (from_port, to_port, type): {kinds}"
+    except Exception as e:  # noqa: BLE001 - a diagnostic only
+        return f"edges not read: {type(e).__name__}: {e}"
+
+
+def build(torch: Any, ins: list[Any], h: int, kv: int) -> dict[str, dict[str, Any]]:
+    """One compiled callable per variant: first call, output, graph nodes and edges."""
+    import kinac
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, opts in VARIANTS.items():
+        try:
+            t0 = time.perf_counter()
+            f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda", **opts)
+            y = torch.from_dlpack(f(h, kv, *ins)).clone()
+            for _ in range(3):
+                f(h, kv, *ins)
+            torch.cuda.synchronize()
+            entry = next(iter(f._entries.values()))
+            graphs = [g for _, _, g in entry._bound.values() if g is not None]
+            g = graphs[-1] if graphs else None
+            pdl_kernels = sorted(k for k, v in entry.kernels.items() if getattr(v, "waits", False))
+            out[name] = {
+                "f": f,
+                "entry": entry,
+                "y": y,
+                "first_call_s": time.perf_counter() - t0,
+                "nodes": g.nodes() if g is not None else ["(no graph)"],
+                "edges": graph_edges(g) if g is not None else "",
+                "captured": bool(g is not None and g.captured),
+                "waiting_kernels": pdl_kernels,
+                "bound_forms": list(getattr(entry.blas, "bound_forms", ())),
+            }
+        except Exception:  # noqa: BLE001 - the other variants are still measured
+            emit(f"\n**variant {name} failed:**\n```\n{traceback.format_exc()[-2500:]}\n```")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="latency-out")
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--n", type=int, default=200)
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    import torch
+    from gpu_refs import SMALL, block_inputs, block_torch, causal_mask, rel_l2
+
+    def write() -> None:
+        (out / "latency_probe.md").write_text("\n".join(LINES) + "\n")
+        (out / "latency_probe.json").write_text(json.dumps(RES, indent=1, default=str))
+
+    h, kv = SMALL["h"], SMALL["kv"]
+    ins = block_inputs(SMALL, torch.bfloat16)
+    emit("# benches/latency_probe.py: the small bf16 block's latency per call, each lever\n")
+    emit(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n")  # fmt: skip
+    vs = build(torch, ins, h, kv)
+    if "base" not in vs:
+        write()
+        return 1
+    ref64 = block_torch(*(t.double() for t in ins), h, kv, causal_mask(SMALL["s"], torch.float64, "cuda"))  # fmt: skip
+    emit("## Variants\n")
+    emit("| variant | first call (s) | bit-identical to base | rel L2 vs f64 | kernels launched with PDL | grouped GEMMs as bound | graph nodes | edges |")  # fmt: skip
+    emit("|---|---|---|---|---|---|---|---|")
+    base_y = vs["base"]["y"]
+    for name, v in vs.items():
+        same = bool(torch.equal(v["y"], base_y))
+        v["identical"] = same
+        err = rel_l2(v["y"], ref64)
+        RES.setdefault("variants", {})[name] = {k: x for k, x in v.items() if k not in ("f", "entry", "y")} | {"err": err}  # fmt: skip
+        emit(f"| {name} | {v['first_call_s']:.2f} | {same} | {err:.2e} | {len(v['waiting_kernels']) if v['entry'].pdl else 0} | "
+             f"{', '.join(v['bound_forms']) or '-'} | {len(v['nodes']) - 1}: {'; '.join(v['nodes'])} | {v['edges']} |")  # fmt: skip
+    write()
+
+    # ---- per call with a sync, pipelined, GPU time, host time: variants interleaved ----------
+    sync = torch.cuda.synchronize
+    cols = ("sync_us", "pipe_us", "events_us", "idle_span_us", "host_us")
+    samples: dict[str, dict[str, list[float]]] = {n: {c: [] for c in cols} for n in vs}
+    calls = {n: (lambda f=v["f"]: f(h, kv, *ins)) for n, v in vs.items()}
+    for c in calls.values():  # warm
+        sync_each_us(c, sync, 50)
+    for _ in range(a.rounds):
+        for name, call in calls.items():
+            s = samples[name]
+            s["sync_us"].append(sync_each_us(call, sync, a.n))
+            s["pipe_us"].append(pipelined_us(call, sync, a.n))
+            s["events_us"].append(events_us(torch, call))
+            s["idle_span_us"].append(statistics.median(idle_span_us(torch, call) for _ in range(5)))
+            s["host_us"].append(statistics.median(host_us(call, sync) for _ in range(5)))
+    emit("\n## Per call, each variant (us; median of rounds, variants interleaved)\n")
+    emit("| variant | per call with torch.cuda.synchronize() | pipelined | GPU per call (events, 20 back to back) | one call's GPU span from idle (events) | host time of the call (burst) |")  # fmt: skip
+    emit("|---|---|---|---|---|---|")
+    med: dict[str, dict[str, float]] = {}
+    for name, s in samples.items():
+        med[name] = {c: statistics.median(x) for c, x in s.items()}
+        m = med[name]
+        emit(f"| {name} | {m['sync_us']:.1f} | {m['pipe_us']:.1f} | {m['events_us']:.1f} | {m['idle_span_us']:.1f} | {m['host_us']:.2f} |")  # fmt: skip
+    RES["per_call"] = med
+    RES["samples"] = samples
+    write()
+
+    # ---- the sync: each way to wait, after the base call and after the best variant --------
+    best = min(med, key=lambda n: med[n]["sync_us"])
+    stream_sync, ctx_sync, query = (libcuda(n) for n in ("cuStreamSynchronize", "cuCtxSynchronize", "cuStreamQuery"))  # fmt: skip
+    s0 = ctypes.c_void_p(0)
+
+    def spin() -> None:
+        while query(s0) == 600:  # CUDA_ERROR_NOT_READY
+            pass
+
+    def event_wait() -> None:
+        e = torch.cuda.Event()
+        e.record()
+        e.synchronize()
+
+    waits: dict[str, Callable[[], Any]] = {
+        "torch.cuda.synchronize()": torch.cuda.synchronize,
+        "f.synchronize() (new)": vs[best]["f"].synchronize,
+        "cuStreamSynchronize(legacy stream), PyDLL": lambda: stream_sync(s0),
+        "cuCtxSynchronize, PyDLL": lambda: ctx_sync(),
+        "torch event record + synchronize": event_wait,
+        "spin on cuStreamQuery(legacy stream)": spin,
+    }
+    wsamp: dict[str, dict[str, list[float]]] = {}
+    for _ in range(a.rounds):
+        for wname, w in waits.items():
+            for vname in dict.fromkeys(("base", best)):
+                call = calls[vname]
+                d = wsamp.setdefault(wname, {"base": [], "best": [], "idle": []})
+                d["base" if vname == "base" else "best"].append(sync_each_us(call, w, a.n))
+                if vname == best and best == "base":
+                    d["best"].append(d["base"][-1])
+            t0 = time.perf_counter()
+            for _ in range(a.n):
+                w()
+            wsamp[wname]["idle"].append((time.perf_counter() - t0) / a.n * 1e6)
+    emit(
+        f"\n## The sync: per call with each way to wait (us), base and the best variant ({best})\n"
+    )
+    emit("| wait | base: call + wait | " + best + ": call + wait | the wait alone, GPU idle |")
+    emit("|---|---|---|---|")
+    RES["waits"] = {}
+    for wname, d in wsamp.items():
+        m = {k: statistics.median(x) for k, x in d.items() if x}
+        RES["waits"][wname] = m
+        emit(f"| {wname} | {m['base']:.1f} | {m.get('best', m['base']):.1f} | {m['idle']:.2f} |")
+    write()
+
+    # ---- host cost of the call's layers ------------------------------------------------------
+    try:
+        e = vs[best]["entry"]
+        f = vs[best]["f"]
+        g = [x for _, _, x in e._bound.values() if x is not None][-1]
+        fast = g.fast_launch
+        from kinac.rt.cuda.device import Stream
+
+        nb = Stream()
+        layers = {
+            "f(H, KV, *arrays): kinac.compile's callable (hot path)": lambda: f(h, kv, *ins),
+            "f(*arrays, H=, KV=): dims by keyword": lambda: f(*ins, H=h, KV=kv),
+            "entry(*arrays): the GpuEntry directly": lambda: e(*ins),
+            "bare cuGraphLaunch of the entry's graph (PyDLL)": lambda: fast[0](fast[1], e.stream.cvp),
+        }  # fmt: skip
+        emit("\n## Host cost of the call's layers (us per call, burst of 20, GPU busy)\n")
+        emit("| layer | host us |")
+        emit("|---|---|")
+        RES["layers"] = {}
+        for lname, fn in layers.items():
+            v = median_rounds(lambda fn=fn: statistics.median(host_us(fn, sync) for _ in range(5)), a.rounds)  # fmt: skip
+            RES["layers"][lname] = v
+            emit(f"| {lname} | {v:.2f} |")
+        # the bare graph's round trip on the legacy stream vs a non-blocking stream
+        rt = {
+            "bare cuGraphLaunch + cuStreamSynchronize, legacy stream": (
+                lambda: fast[0](fast[1], s0), lambda: stream_sync(s0)),
+            "bare cuGraphLaunch + cuStreamSynchronize, a non-blocking stream": (
+                lambda: fast[0](fast[1], nb.cvp), lambda: stream_sync(nb.cvp)),
+        }  # fmt: skip
+        emit("\n| round trip (no Python of kinac's call path) | us per call |")
+        emit("|---|---|")
+        for rname, (c, w) in rt.items():
+            v = median_rounds(lambda c=c, w=w: sync_each_us(c, w, a.n), a.rounds)
+            RES["layers"][rname] = v
+            emit(f"| {rname} | {v:.1f} |")
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001
+        emit(f"\n**layers failed:**\n```\n{traceback.format_exc()[-2000:]}\n```")
+    write()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
