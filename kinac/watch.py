@@ -83,11 +83,28 @@ def watch(sess: Any, stop_event: Any = None, serve: bool = False) -> int:
 
 
 def _relevant(sess: Any, path: Path) -> bool:
-    if any(part.startswith(".") or part == "__pycache__" for part in path.parts[-4:-1]):
-        return False
+    """Whether a changed path is one a build reads: ``kina.toml``, or a ``.kina`` file outside
+    the workspace's hidden folders, ``__pycache__`` and the cache (as ``list_sources`` skips
+    them). Only the components below the workspace root count: a workspace that itself lies
+    under a hidden folder (``~/.work/ws``) is watched like any other."""
     try:
-        if sess.cache_dir in path.resolve().parents:
+        full = path.resolve()
+        if full == sess.cache_dir or sess.cache_dir in full.parents:
             return False
     except OSError:
         return False
+    rel = _below(path, Path(sess.ws.root))
+    if rel is None:
+        rel = _below(full, Path(sess.ws.root).resolve())
+    if rel is None:
+        return False
+    if any(part.startswith(".") or part == "__pycache__" for part in rel.parts[:-1]):
+        return False
     return path.suffix == ".kina" or path.name == "kina.toml"
+
+
+def _below(path: Path, root: Path) -> Path | None:
+    try:
+        return path.relative_to(root)
+    except ValueError:
+        return None
