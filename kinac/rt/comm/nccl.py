@@ -256,6 +256,10 @@ def world(
     made = NcclComm(
         lib, comm, key[0], key[1], key[1], client.rank, alloc, client.barrier, device=device
     )
+    if hasattr(client, "pushed_failure"):  # a peer's failure aborts this world's waits
+        from kinac.rt.comm import watchdog
+
+        watchdog.watch(client).guard(made.abort)
     if not _WORLDS:  # the first world of the process: destroy them all at exit (registered
         import atexit  # after CUDA's own exit handlers, so it runs before they do)
 

@@ -424,6 +424,7 @@ class RendezvousClient:
         self.rank, self.size, self.timeout_s = env.rank, env.world_size, env.timeout_s
         self._seq: dict[str, int] = {}
         self._lock = threading.Lock()
+        self.watchdog: Any = None  # kinac.rt.comm.watchdog's, once a NCCL world is made
         self.sock = self._connect()
 
     def _connect(self) -> socket.socket:

@@ -82,14 +82,11 @@ def _quietly(abort: Callable[[], None]) -> None:
         pass
 
 
-_DOGS: dict[int, Watchdog] = {}
-
-
 def watch(client: Any) -> Watchdog:
-    """The watch of ``client`` (this process's rendezvous connection), started once."""
-    dog = _DOGS.get(id(client))
-    if dog is None or dog.client is not client or not dog.thread.is_alive():
-        if dog is not None and dog.failure is not None and dog.client is client:
-            return dog  # ended on a failure: keep reporting it
-        dog = _DOGS[id(client)] = Watchdog(client)
+    """The watch of ``client`` (this process's rendezvous connection), started once; kept on
+    the client, so it lives as long as the client does."""
+    dog: Watchdog | None = getattr(client, "watchdog", None)
+    if dog is None or (dog.failure is None and not dog.thread.is_alive()):
+        dog = Watchdog(client)
+        client.watchdog = dog
     return dog
