@@ -123,7 +123,10 @@ def graph_edges(graph: Any) -> str:
     """Edges of a captured graph by type (``cuGraphGetEdges_v2``: default / programmatic /
     launch-order), or why they could not be read."""
     try:
-        f = libcuda("cuGraphGetEdges_v2")
+        try:
+            f = libcuda("cuGraphGetEdges_v2")
+        except AttributeError:  # CUDA 13 drivers: the plain name has the edge data
+            f = libcuda("cuGraphGetEdges")
         g = ctypes.c_void_p(int(graph._graph))
         n = ctypes.c_size_t(0)
         rc = f(g, None, None, None, ctypes.byref(n))
@@ -178,7 +181,7 @@ def build(torch: Any, ins: list[Any], h: int, kv: int) -> dict[str, dict[str, An
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="latency-out")
-    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--n", type=int, default=200)
     a = ap.parse_args()
     out = Path(a.out)
@@ -195,6 +198,14 @@ def main() -> int:
     ins = block_inputs(SMALL, torch.bfloat16)
     emit("# benches/latency_probe.py: the small bf16 block's latency per call, each lever\n")
     emit(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n")  # fmt: skip
+    try:  # spin (0x1), yield (0x2) or blocking sync (0x4); 0: auto (spin while cores > contexts)
+        torch.cuda.synchronize()
+        flags = ctypes.c_uint(0)
+        rc = libcuda("cuCtxGetFlags")(ctypes.byref(flags))
+        RES["ctx_flags"] = flags.value if rc == 0 else f"rc {rc}"
+        emit(f"Context scheduling flags (cuCtxGetFlags): {RES['ctx_flags']}\n")
+    except Exception as e:  # noqa: BLE001 - a diagnostic only
+        emit(f"Context flags not read: {e}\n")
     vs = build(torch, ins, h, kv)
     if "base" not in vs:
         write()
@@ -211,6 +222,10 @@ def main() -> int:
         RES.setdefault("variants", {})[name] = {k: x for k, x in v.items() if k not in ("f", "entry", "y")} | {"err": err}  # fmt: skip
         emit(f"| {name} | {v['first_call_s']:.2f} | {same} | {err:.2e} | {len(v['waiting_kernels']) if v['entry'].pdl else 0} | "
              f"{', '.join(v['bound_forms']) or '-'} | {len(v['nodes']) - 1}: {'; '.join(v['nodes'])} | {v['edges']} |")  # fmt: skip
+    from kinac.rt.cuda.kernel_graph import PDL_REFUSED
+
+    RES["pdl_refused"] = list(PDL_REFUSED)
+    emit(f"\nProgrammatic launches the driver refused (CUresult each; then plain): {PDL_REFUSED or 'none'}")  # fmt: skip
     write()
 
     # ---- per call with a sync, pipelined, GPU time, host time: variants interleaved ----------

@@ -123,16 +123,20 @@ def test_pdl_launch_config_and_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
                      cfg.numAttrs, attr.id, attr.value[0], f.value, params.value, extra))  # fmt: skip
         return 0
 
+    plain: list[Any] = []
     monkeypatch.setitem(kernel_graph._fns, "cuLaunchKernelEx", fake)
+    monkeypatch.setattr(kernel_graph, "pydll_call", lambda *a: plain.append)
     ln = Launch(_Kernel(True), ("ptr",), (2, 3, 4), 128, 512, (7,), "pdl")
     stream = type("S", (), {"handle": 0x77})()
     ln.run(stream)
+    assert plain == []
     dims, hs, nattr, aid, val, fn, params, extra = seen[0]
     assert dims == (2, 3, 4, 128, 1, 1, 512) and hs == 0x77 and fn == 0x1234 and extra is None
     assert (nattr, aid, val) == (1, kernel_graph.PROGRAMMATIC_STREAM_SERIALIZATION, 1)
-    assert params == ln._params and ctypes.c_uint64.from_address(
-        ctypes.c_void_p.from_address(params).value
-    ).value == 7  # the argument slot holds the bound pointer
+    assert (
+        params == ln._params
+        and ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(params).value).value == 7
+    )  # the argument slot holds the bound pointer
 
 
 def test_kinac_pdl_switch(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,3 +175,20 @@ def test_block_bit_identical_with_and_without_pdl() -> None:
         assert graph.captured and e.pdl is on
         assert (sum(k.waits for k in e.kernels.values()) > 0) is True  # sm_90: all wait
     assert torch.equal(outs[False], outs[True])
+
+
+def test_a_refused_programmatic_launch_falls_back_to_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def refuse(*a: Any) -> int:
+        calls.append("ex")
+        return 801  # CUDA_ERROR_NOT_SUPPORTED
+
+    monkeypatch.setitem(kernel_graph._fns, "cuLaunchKernelEx", refuse)
+    monkeypatch.setattr(kernel_graph, "pydll_call", lambda *a: lambda s: calls.append("plain"))
+    monkeypatch.setattr(kernel_graph, "PDL_REFUSED", [])
+    ln = Launch(_Kernel(True), ("ptr",), 1, 32, 0, (0,), "pdl")
+    stream = type("S", (), {"handle": 0})()
+    ln.run(stream)
+    ln.run(stream)
+    assert calls == ["ex", "plain", "plain"] and kernel_graph.PDL_REFUSED == [801]

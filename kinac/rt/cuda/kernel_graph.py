@@ -240,22 +240,32 @@ def pdl_call(
     an entry's graph this kernel's launch overlaps the end of the previous kernel. Only for
     kernels whose PTX waits before any memory access (:func:`kinac.rt.cuda.module.waiting_kernels`):
     the :class:`~kinac.rt.cuda.module.Launch` refuses others."""
-    fail = driver.fail
     f = _fn("cuLaunchKernelEx")
     attr = LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION, 0)
     attr.value[0] = 1  # programmaticStreamSerializationAllowed (an int at the union's start)
     cfg = LaunchConfig(*grid, *block, shared, None, ctypes.addressof(attr), 1)
     keep = (attr, cfg)  # the closure owns the structures the pointers name
     ref, fvp, pvp = ctypes.byref(cfg), _vp(func), _vp(params)
+    plain = pydll_call(func, grid, block, shared, params)
+    on = [True]
 
     def call_pdl(stream: Stream) -> None:
-        cfg.hStream = stream.handle  # the stream of this launch (capture, or the entry's)
-        rc = f(ref, fvp, pvp, None)
-        if rc:
-            fail("cuLaunchKernelEx", rc)
+        if on[0]:
+            cfg.hStream = stream.handle  # the stream of this launch (capture, or the entry's)
+            rc = f(ref, fvp, pvp, None)
+            if not rc:
+                return
+            # refused (a driver without programmatic launches under capture): this launch and
+            # the later ones are plain; a sticky error fails the plain launch too, and raises
+            PDL_REFUSED.append(rc)
+            on[0] = False
+        plain(stream)
 
     call_pdl.keep = keep  # type: ignore[attr-defined]
     return call_pdl
+
+
+PDL_REFUSED: list[int] = []  # CUresults of refused programmatic launches (benchmarks report them)
 
 
 class GraphState:
