@@ -25,7 +25,33 @@ def _config_ok(sess: Any, json_doc: dict[str, Any] | None = None, as_list: bool 
         print(
             json.dumps(diags if as_list else {**(json_doc or {}), "diagnostics": diags}, indent=2)
         )
+    if not res.errors:
+        for text in _unmatched_sources(sess, res.config):
+            print(f"kinac: warning: {text}", file=sys.stderr)
     return not res.errors
+
+
+def _unmatched_sources(sess: Any, cfg: Any) -> list[str]:
+    """A ``sources`` pattern that selects none of the workspace's ``.kina`` files (a typo such
+    as ``src/*.kina`` for ``model/*.kina``): the build would say only "built 0 files"."""
+    if cfg is None or sess.ws.single_file is not None:
+        return []
+    from kinac import pipeline
+    from kinac.pipeline_support import glob_match
+
+    listing = pipeline.source_listing(sess.db, ())
+    if not listing:
+        return []
+    shown = ", ".join(listing[:3]) + (", ..." if len(listing) > 3 else "")
+    files = f"{len(listing)} .kina file{'s' if len(listing) != 1 else ''} under {sess.ws.root}"
+    if not cfg.sources:
+        return [f"kina.toml: workspace.sources is empty: none of the {files} ({shown}) is read"]
+    return [
+        f"kina.toml: workspace.sources[{i}] = {pat!r} matches none of the {files} "
+        f"({shown}); patterns are relative to the workspace root"
+        for i, pat in enumerate(cfg.sources)
+        if not any(glob_match(p, pat) for p in listing)
+    ]
 
 
 def _config_error_json(sess: Any, e: Any) -> dict[str, Any]:

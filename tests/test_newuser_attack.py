@@ -62,3 +62,72 @@ def test_watch_sees_edits_of_a_workspace_under_a_hidden_directory(tmp_path: Path
     assert not _relevant(sess, root / "__pycache__" / "a.kina")
     assert not _relevant(sess, root / ".kinac-cache" / "x.kina")
     assert not _relevant(sess, root / "notes.txt")
+
+
+# ---------------------------------------------------------------- kina.toml
+
+
+@pytest.mark.parametrize(
+    ("extra", "key", "words"),
+    [
+        # an internal error before (SQLite's INTEGER overflowed in the cache's size limit)
+        ("[cache]\nsize_limit_mb = 99999999999999999999999\n", "cache.size_limit_mb", "<="),
+        # accepted before: 10^23 simulated devices
+        ('[[mesh]]\nname = "g"\nshape = [99999999999999999999999]\n', "mesh[0].shape", "devices"),
+        ('[[mesh]]\nname = "g"\nshape = [4096, 4096]\n', "mesh[0].shape", "devices"),
+    ],
+)
+def test_kina_toml_values_past_their_range_are_configuration_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: str, key: str, words: str
+) -> None:
+    ws = mlp_copy(tmp_path / "ws", "\n" + extra)
+    code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
+    assert code == 2, err
+    assert f"kinac: error: kina.toml: {key}: " in err and words in err, err
+
+
+@pytest.mark.parametrize(
+    ("workspace", "key"),
+    [
+        ('sources = ["../../**/*.kina"]', "workspace.sources[0]"),  # built 0 files before
+        ('sources = ["/etc/*"]', "workspace.sources[0]"),
+        ('sources = ["**/*.kina", ""]', "workspace.sources[1]"),
+        ('exclude = ["sub/../../x.kina"]', "workspace.exclude[0]"),
+    ],
+)
+def test_source_patterns_that_leave_the_workspace_are_configuration_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], workspace: str, key: str
+) -> None:
+    """Sources resolve relative to the root and never outside it (docs/language.md): a
+    pattern that could only match outside it matched nothing, silently ("built 0 files")."""
+    ws = mlp_copy(tmp_path / "ws", toml=f'[workspace]\nname = "x"\n{workspace}\n')
+    code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
+    assert code == 2, err
+    assert f"kinac: error: kina.toml: {key}: " in err and "workspace" in err, err
+
+
+def test_an_entry_file_outside_the_workspace_is_a_configuration_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `no defn named mlp in the workspace` (K0151), which sent the user looking for
+    the defn rather than at the path."""
+    ws = mlp_copy(tmp_path / "ws", '\n[[entry]]\nname = "m2"\ndefn = "mlp"\nfile = "../m.kina"\n')
+    code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
+    assert code == 2, err
+    assert "kinac: error: kina.toml: entry[1].file: " in err and "workspace" in err, err
+
+
+@pytest.mark.parametrize(
+    ("sources", "words"), [('["src/*.kina"]', "src/*.kina"), ("[]", "sources is empty")]
+)
+def test_sources_that_select_none_of_the_files_are_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sources: str, words: str
+) -> None:
+    """`sources = ["src/*.kina"]` in a workspace whose files are elsewhere built nothing and
+    said only "built 0 files: no errors" (exit 0): a typo must not pass silently."""
+    ws = mlp_copy(tmp_path / "ws", toml=f'[workspace]\nname = "x"\nsources = {sources}\n')
+    for command in ("build", "check"):
+        code, out, err = kinac_here(capsys, command, str(ws), "--no-server", "--no-cache")
+        assert code == 0, err
+        assert "kinac: warning: kina.toml: workspace.sources" in err, err
+        assert words in err and "mlp.kina" in err, err

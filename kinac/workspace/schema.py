@@ -21,6 +21,10 @@ from kinac.workspace.model import (
 )
 
 DTYPE_NAMES = DTYPES  # the Literal below must spell them out for pydantic
+# The cache's size limit in bytes must be a SQLite INTEGER (signed 64-bit).
+MAX_CACHE_MB = (2**63 - 1) // 2**20
+# As many devices as a mesh may have anywhere (kinac.api_sharded.MAX_DEVICES, `--simulate`).
+MAX_MESH_DEVICES = 1 << 20
 
 
 def _models() -> Any:
@@ -47,7 +51,7 @@ def _models() -> Any:
         on_unknown: Literal["error", "runtime-check"] = "error"
 
     class Cache(Strict):
-        size_limit_mb: int = Field(default=2048, ge=1)
+        size_limit_mb: int = Field(default=2048, ge=1, le=MAX_CACHE_MB)
 
     class Mesh(Strict):
         name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")
@@ -212,6 +216,51 @@ def _message(err: Any, value: Any) -> str:
     return f"{err['msg']}{got}"
 
 
+def _inside(pattern: str) -> str | None:
+    """Why a path or glob of kina.toml cannot name anything inside the workspace, or None.
+    Sources, exclusions and an entry's file are relative to the root and never leave it
+    (docs/language.md); such a pattern used to match nothing, silently."""
+    if not pattern.strip():
+        return "must not be empty"
+    parts = pattern.replace("\\", "/").split("/")
+    if pattern.startswith(("/", "~")):
+        return f"{pattern!r} is absolute; paths here are relative to the workspace root"
+    if ".." in parts:
+        return (
+            f"{pattern!r} goes up with '..'; paths here are relative to the workspace root "
+            "and stay inside the workspace"
+        )
+    return None
+
+
+def _path_errors(m: Any) -> list[ConfigError]:
+    """Sources, exclusions and entry files that cannot lie inside the workspace; meshes with
+    more devices than kinac runs anywhere."""
+    out: list[ConfigError] = []
+    for field in ("sources", "exclude"):
+        for i, pat in enumerate(getattr(m.workspace, field)):
+            why = _inside(pat)
+            if why is not None:
+                out.append(ConfigError(f"workspace.{field}[{i}]", why))
+    for i, e in enumerate(m.entry):
+        why = _inside(e.file) if e.file is not None else None
+        if why is not None:
+            out.append(ConfigError(f"entry[{i}].file", why))
+    for i, mesh in enumerate(m.mesh):
+        total = 1
+        for d in mesh.shape:
+            total *= d
+        if total > MAX_MESH_DEVICES:
+            out.append(
+                ConfigError(
+                    f"mesh[{i}].shape",
+                    f"a mesh of {total} devices; kinac runs at most {MAX_MESH_DEVICES:,} "
+                    "devices (simulated or real)",
+                )
+            )
+    return out
+
+
 def _twice(table: str, what: str, names: list[str], key: str = ".name") -> list[ConfigError]:
     """A name used again in one table (entries, meshes, one mesh's axes): an error at the later
     one that names both places (``mesh[0]`` and ``mesh[2]``); which one is meant would
@@ -246,7 +295,7 @@ def validate(text: str, default_name: str) -> ConfigResult:
             key, value = _user_path(tuple(err["loc"]), raw)
             errs.setdefault(key, ConfigError(key, _message(err, value)))
         return ConfigResult(None, (*errs.values(), *_dims_errors(raw)))
-    errors: list[ConfigError] = _dims_errors(raw)
+    errors: list[ConfigError] = _dims_errors(raw) + _path_errors(m)
     errors += _twice("entry", "entry name", [e.name for e in m.entry])
     errors += _twice("mesh", "mesh name", [x.name for x in m.mesh])
     meshes = []
