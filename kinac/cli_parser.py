@@ -76,6 +76,23 @@ def _count(least: int) -> Any:
     return parse
 
 
+def _port(least: int) -> Any:
+    """An argparse type: a TCP port, ``least``..65535 (0: the system picks a free one). Checked
+    here, not by ``bind()`` (an OverflowError, an internal error) or by each launched rank."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+        if not least <= value <= 65535:
+            raise argparse.ArgumentTypeError(f"a TCP port is {least}-65535, got {value}")
+        return value
+
+    parse.__name__ = f"port {least}-65535"
+    return parse
+
+
 def _add_run_inputs(p: argparse.ArgumentParser) -> None:
     """What ``run`` and ``profile`` share: the entry and its inputs."""
     p.add_argument("path", help="workspace directory or .kina file")
@@ -102,7 +119,7 @@ def _add_run_inputs(p: argparse.ArgumentParser) -> None:
 def _add_metrics_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metrics-port",
-        type=_count(0),
+        type=_port(0),
         metavar="N",
         help="serve Prometheus metrics on 127.0.0.1:N while the runs repeat (0: any free port)",
     )
@@ -282,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-n", "--nproc", type=_count(1), required=True, help="number of ranks")
     p.add_argument(
-        "--master-port", type=_count(1), metavar="PORT", help="rendezvous port (default: free)"
+        "--master-port", type=_port(1), metavar="PORT", help="rendezvous port (default: free)"
     )
     p.add_argument(
         "--timeout",

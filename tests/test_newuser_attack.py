@@ -131,3 +131,45 @@ def test_sources_that_select_none_of_the_files_are_warned_about(
         assert code == 0, err
         assert "kinac: warning: kina.toml: workspace.sources" in err, err
         assert words in err and "mlp.kina" in err, err
+
+
+# ---------------------------------------------------------------- flags
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # an internal error before (OverflowError from bind())
+        ("run", "MLP", "mlp", "--metrics-port", "65536"),
+        # accepted before; each rank then failed on its own, the error printed once per rank
+        ("launch", "-n", "2", "--master-port", "99999", "--", "true"),
+        ("launch", "-n", "2", "--master-port", "0", "--", "true"),
+    ],
+)
+def test_a_port_out_of_range_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+) -> None:
+    argv = [str(MLP) if a == "MLP" else a for a in args]
+    code, _, err = kinac_here(capsys, *argv)
+    assert code == 2, err
+    assert "port" in err and "65535" in err, err
+
+
+# ---------------------------------------------------------------- programs near the limits
+
+
+def test_a_tensor_of_more_than_64_axes_is_a_diagnostic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rank 300 built and then `kinac run` died in numpy ('maximum supported dimension for an
+    ndarray is currently 64'), an internal error: K0806 at the parameter now."""
+    ones = " ".join("1" for _ in range(65))
+    (tmp_path / "a.kina").write_text(
+        f"(defn a [(x : (tensor f32 [{ones}]))] -> (tensor f32 [{ones}]) (neg x))\n"
+    )
+    (tmp_path / "kina.toml").write_text('[workspace]\nname = "r"\n[[entry]]\nname = "a"\n')
+    code, out, err = kinac_here(capsys, "build", str(tmp_path), "--no-server", "--no-cache")
+    assert code == 1, err
+    assert "error[K0806]" in out + err and "65 axes" in out + err and "64" in out + err
+    code, out, err = kinac_here(capsys, "run", str(tmp_path), "a", "--no-cache")
+    assert code == 1 and "K0806" in out + err, err

@@ -1,4 +1,5 @@
-"""How large a tensor kinac compiles: the one size limit, checked at specialisation (K0806).
+"""How large a tensor kinac compiles: the size and rank limits, checked at specialisation
+(K0806).
 
 Why: dims are arbitrary positive integers, so an entry at concrete dims can ask for a tensor
 whose element count passes 2^63, whose byte size numpy refuses, or whose offsets overflow the
@@ -20,6 +21,10 @@ from kinac.dtypes import ITEMSIZE
 from kinac.tir.graph import TType
 
 MAX_TENSOR_BYTES = 2**62
+# numpy's NPY_MAXDIMS and what DLPack producers such as torch accept: an entry whose tensor has
+# more axes builds, but no array can be passed to it or returned from it (numpy raised
+# "maximum supported dimension for an ndarray is currently 64" in `kinac run`).
+MAX_RANK = 64
 
 
 def nbytes(t: TType) -> int:
@@ -34,7 +39,16 @@ def _pow2(n: int) -> str:
 
 def too_large(t: TType, what: str, file: str, defn: str, nid: int) -> Diagnostic | None:
     """K0806 when a tensor of type ``t`` (``what``: the parameter or primitive that makes it)
-    reaches :data:`MAX_TENSOR_BYTES`; None when it fits."""
+    reaches :data:`MAX_TENSOR_BYTES` or has more than :data:`MAX_RANK` axes; None when it fits."""
+    if len(t.shape) > MAX_RANK:
+        return error(
+            "K0806",
+            f"{what} is a tensor {t.dtype} of {len(t.shape)} axes: past kinac's limit of "
+            f"{MAX_RANK} axes per tensor",
+            at(file, defn, nid),
+            notes=("arrays in and out of an entry are numpy or DLPack arrays, at most 64-D",),
+            help="merge axes with `reshape`",
+        )
     size = nbytes(t)
     if size < MAX_TENSOR_BYTES:
         return None
