@@ -11,7 +11,8 @@ calls it. Variants (entry options, one compiled callable each, same process, rou
 - ``base``: as today; ``pdl``: programmatic dependent launch for kinac's own kernels inside the
   entry's CUDA graph (``pdl=True``); ``split``: the grouped ``pointers`` GEMMs issued as one
   ``cublasGemmEx`` per member (``split_grouped=True``: no pointer arrays, no memset node);
-  ``pdl+split``.
+  ``split-lt``: the same with ``cublasLtMatmul`` (cuBLASLt's first heuristic algorithm);
+  ``pdl+split``, ``pdl+split-lt``.
 
 Per variant: per call with a sync (``torch.cuda.synchronize()`` after each call: the headline's
 method), pipelined (n calls, one sync), the GPU time per call (CUDA events, 20 back to back),
@@ -46,7 +47,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "base": {"pdl": False},
     "pdl": {"pdl": True},
     "split": {"pdl": False, "split_grouped": True},
+    "split-lt": {"pdl": False, "split_grouped": "lt"},
     "pdl+split": {"pdl": True, "split_grouped": True},
+    "pdl+split-lt": {"pdl": True, "split_grouped": "lt"},
 }
 
 

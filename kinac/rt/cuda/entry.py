@@ -66,7 +66,7 @@ class GpuEntry:
     _deferred: Any = None  # entry_checks.DeferredStatus while checks are deferred
     _sync_fn: Any = None  # cuStreamSynchronize through PyDLL, made by the first synchronize()
     pdl = False  # programmatic dependent launch (set by __init__)
-    split_grouped = False
+    split_grouped: bool | str = False
     # params the entry's kernels overwrite in place (a fused optimizer step): every call runs
     # through entry_into.call_into, whose first call at new addresses is the warm-up
     updates_inputs: tuple[int, ...] = ()
@@ -82,7 +82,7 @@ class GpuEntry:
         max_graphs: int = 8,
         pinned: bool = True,
         pdl: bool | None = None,
-        split_grouped: bool = False,
+        split_grouped: bool | str = False,
     ) -> None:
         from kinac.rt import cuda
 
@@ -90,8 +90,11 @@ class GpuEntry:
         # programmatic dependent launch for the captured launches of kinac's own kernels
         # (docs/gpu.md "Latency of a small call"); None: KINAC_PDL (default_pdl)
         self.pdl = default_pdl() if pdl is None else bool(pdl)
-        # grouped ``pointers`` GEMMs without a tuned choice issued as one cublasGemmEx per
-        # member (an A/B lever of benches/latency_probe.py: no pointer arrays, no memset node)
+        # grouped ``pointers`` GEMMs without a tuned choice issued as one call per member
+        # (True: cublasGemmEx, "lt": cublasLtMatmul; an A/B lever of benches/latency_probe.py:
+        # no pointer arrays, and no memset node if it is theirs)
+        if split_grouped not in (False, True, "lt"):
+            raise ValueError(f"split_grouped must be False, True or 'lt', not {split_grouped!r}")
         self.split_grouped = split_grouped
         self.pinned = pinned  # host arrays staged through pinned slots on a copy stream
         self.ordinal = placement(lowered)
@@ -329,11 +332,7 @@ class GpuEntry:
                 and not g.epilogue
                 and (g.algo is None or g.algo.how == "today")
             ):
-                from dataclasses import replace
-
-                from kinac.artifacts.gemm_algo import GemmAlgo
-
-                g = replace(g, algo=GemmAlgo("split"))
+                return self._bind_split(g, ptr)
             call = self.blas.bind(g, ptr, self._upload)
             return lambda stream: call(stream.handle)
         launches = []
@@ -356,6 +355,31 @@ class GpuEntry:
                 launch.run(stream)
 
         return run
+
+    def _bind_split(self, g: Any, ptr: Callable[[str], int]) -> Seq:
+        """A grouped ``pointers`` GEMM as one call per member: classic ``cublasGemmEx``
+        (``split_grouped=True``), or ``cublasLtMatmul`` with cuBLASLt's first heuristic
+        algorithm (``split_grouped="lt"``; classic where cuBLASLt finds none)."""
+        from dataclasses import replace
+
+        from kinac.artifacts.gemm_algo import GemmAlgo
+        from kinac.rt.cuda.blas import members
+
+        if self.split_grouped == "lt":
+            calls = []
+            for m in members(g):
+                try:
+                    calls.append(self.blas._bind_lt(m, ptr))
+                except Exception:  # noqa: BLE001 - no cuBLASLt algorithm: classic cuBLAS
+                    calls.append(self.blas.bind_today(m, ptr, self._upload))
+
+            def split(stream: Any) -> None:
+                for c in calls:
+                    c(stream.handle)
+
+            return split
+        call = self.blas.bind(replace(g, algo=GemmAlgo("split")), ptr, self._upload)
+        return lambda stream: call(stream.handle)
 
     def _runner(self, ptrs: tuple[int, ...]) -> Seq:
         hit = self._bound.get(ptrs)

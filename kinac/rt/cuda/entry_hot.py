@@ -83,6 +83,19 @@ def outputs(entry: GpuEntry) -> list[Tensor]:
     spares = entry._spares
     if spares is None:
         spares = entry._spares = make_spares(entry)
+    if len(spares) == 1:  # one output (a model's call): the loop below without its overhead
+        shape, dt, nbytes, st = entry._out_specs[0]
+        sp = spares[0]
+        if sp:
+            a = OutBlock.__new__(OutBlock)
+            a.ptr, a.nbytes, a.resource, a.stream = sp.pop(), nbytes, res, 0
+        else:
+            a = OutBlock(res, nbytes, 0)
+        a.spares = sp
+        t = new(Tensor)
+        t.ptr, t.shape, t.dtype, t.strides, t.device = a.ptr, shape, dt, st, dev
+        t.owner, t.stream, t.readonly = a, 0, False
+        return [t]
     outs = []
     for (shape, dt, nbytes, st), sp in zip(entry._out_specs, spares, strict=True):
         if sp:
