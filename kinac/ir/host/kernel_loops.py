@@ -16,6 +16,8 @@ loads of the kernel's input buffers. The loop structure depends on the kernel's 
   the source row into the table row; an index out of range adds ``-0.0`` to row 0 (a no-op).
 - ``matmul``: ``kbuf.gemm`` per batch (BLAS reads views in place through ``lda`` and transpose
   flags; batches that merge into rows become one call), or a loop nest for ``impl = "loops"``.
+  A product marked ``causal`` (:mod:`kinac.ir.host.select_impl`) makes one call per row block,
+  each over the keys its rows see.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import math
 from collections.abc import Generator, Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from kinac.artifacts.host import GATHER_OOB
@@ -98,9 +100,21 @@ def parallel_extent(k: st.KernelOp) -> int | None:
 
 
 _CAUSAL_STEP = 16  # a causal row's keys are rounded up to this (a 16-lane vector)
+CAUSAL_ROWS = 32  # the row blocks of a causal product (select_impl's ``causal``): at least
+CAUSAL_BLOCKS = 8  # ... this many rows (a multiple of 16), and at most this many blocks
 
 
-def _causal_rows(op: st.SoftmaxOp, xs: tuple[int, ...], ax: int) -> bool:
+def causal_row_blocks(m: int) -> list[tuple[int, int]]:
+    """The row blocks ``[r0, r1)`` of a causal product of ``m`` rows: each block's keys end at
+    its last row, so the product does ``(1 + 2 + ... + b) / b^2`` of the full work for ``b``
+    blocks (62% for 4), at the price of ``b`` BLAS calls per matrix, each on thinner blocks."""
+    blocks = max(1, min(CAUSAL_BLOCKS, -(-m // CAUSAL_ROWS)))
+    per_block = -(-m // blocks)
+    rows = -(-per_block // _CAUSAL_STEP) * _CAUSAL_STEP
+    return [(r0, min(r0 + rows, m)) for r0 in range(0, m, rows)]
+
+
+def causal_rows(op: st.SoftmaxOp, xs: tuple[int, ...], ax: int) -> bool:
     """The softmax over the last axis of ``scores + causal`` (``-inf`` where key ``j`` >
     query ``i``, the second-last axis), with no more queries than keys: row ``i`` is 0 past
     key ``i`` whatever the scores, so its loops stop there (as a fused attention kernel skips
@@ -300,7 +314,7 @@ class KernelLowering:
         def at(iv: Ix) -> list[Ix]:
             return [iv if d == ax else i for d, i in enumerate(outer)]
 
-        hi = self._causal_end(outer[ax - 1], xs[ax]) if _causal_rows(op, xs, ax) else None
+        hi = self._causal_end(outer[ax - 1], xs[ax]) if causal_rows(op, xs, ax) else None
         iv, (m,) = em.open_loop(xs[ax], [sc.identity("max", dt)], hi=hi)
         (m,) = em.close_loop([sc.combine("max", m, self.read(op.x, at(iv)), dt)])
         iv, (s,) = em.open_loop(xs[ax], [sc.c(0, dt)], hi=hi)
@@ -421,17 +435,28 @@ class KernelLowering:
             self._call(a, merged, merged.offset, b, blay, blay.offset, 0, rows, n, k)
             return
         bivs = em.loop_nest(o_s[:-2])
-        a_off = self.offset(alay, [*bcast_index(bivs, a_s[:-2]), 0, 0])
-        b_off = self.offset(blay, [*bcast_index(bivs, b_s[:-2]), 0, 0])
+        abat, bbat = bcast_index(bivs, a_s[:-2]), bcast_index(bivs, b_s[:-2])
+        a_off0 = self.offset(alay, [*abat, 0, 0])
+        b_off = self.offset(blay, [*bbat, 0, 0])
         c_off = em.imul(em.linear(bivs, cstrides(o_s[:-2])), m * n)
-        self._call(self.buf[abuf], alay, a_off, self.buf[bbuf], blay, b_off, c_off, m, n, k)
+        roles = op.attributes.get("causal")
+        roles_s = roles.data.split(",") if isinstance(roles, StringAttr) else []
+        for r0, r1 in causal_row_blocks(m) if roles_s else [(0, m)]:
+            # rows [r0, r1) see keys [0, r1) (rounded up to 16 as the causal softmax reads)
+            seen = -(-r1 // _CAUSAL_STEP) * _CAUSAL_STEP
+            a_off = self.offset(alay, [*abat, r0, 0]) if r0 else a_off0
+            c_blk = em.iadd(c_off, r0 * n) if r0 else c_off
+            nn = min(seen, n) if "scores" in roles_s else n
+            kk = min(seen, k) if "weights" in roles_s else k
+            a, b = self.buf[abuf], self.buf[bbuf]
+            self._call(a, alay, a_off, b, blay, b_off, c_blk, r1 - r0, nn, kk, ldc=n)
         em.close_nest(bivs)
 
-    def _call(self, a: SSAValue, alay: Layout, a_off: Ix, b: SSAValue, blay: Layout, b_off: Ix, c_off: Ix, m: int, n: int, k: int) -> None:  # fmt: skip
+    def _call(self, a: SSAValue, alay: Layout, a_off: Ix, b: SSAValue, blay: Layout, b_off: Ix, c_off: Ix, m: int, n: int, k: int, ldc: int | None = None) -> None:  # fmt: skip
         em = self.em
         va, vb = as_blas_matrix(alay), as_blas_matrix(blay)
         assert va is not None and vb is not None
-        props = {"m": m, "n": n, "k": k, "lda": va.ld, "ldb": vb.ld, "ldc": n}
+        props = {"m": m, "n": n, "k": k, "lda": va.ld, "ldb": vb.ld, "ldc": ldc or n}
         props |= {"trans_a": int(va.trans), "trans_b": int(vb.trans)}
         operands = [a, em.ix(a_off), b, em.ix(b_off), self.out, em.ix(c_off)]
         gemm = GemmOp.create(

@@ -20,7 +20,7 @@ from kinac.artifacts.host import BufferSpec, LoweredEntry, Step
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.from_graph import graph_to_module, symbol_name
-from kinac.ir.fuse_kernels import FuseKernels
+from kinac.ir.host.causal import FuseKernelsHost
 from kinac.ir.host.expand_math import ExpandMath
 from kinac.ir.host.kina_to_loops import STATUS_SLOTS, KinaToLoops, plan_buffers
 from kinac.ir.host.legalize_dtypes import LegalizeDtypes
@@ -32,7 +32,7 @@ from kinac.tir.graph import Graph
 # Past this many kernels an entry keeps them out of line (``noinline``): inlined, they form one
 # function whose -O3 time grows faster than its size (800 chained matmuls: 39 s, not 7 s).
 MANY_KERNELS = 64
-KINA_PASSES: tuple[Callable[[], ModulePass], ...] = (LegalizeDtypes, SelectImpl, FuseKernels)
+KINA_PASSES: tuple[Callable[[], ModulePass], ...] = (LegalizeDtypes, SelectImpl, FuseKernelsHost)
 LOW_PASSES: tuple[Callable[[], ModulePass], ...] = (KinaToLoops, ExpandMath, LoopsToLLVM)
 
 

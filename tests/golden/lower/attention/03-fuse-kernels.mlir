@@ -23,7 +23,7 @@ builtin.module {
       %18 = kina.transpose %17 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x16x1x16xf32> -> tensor<1x1x16x16xf32>
       %19 = kina.repeat_interleave %18 {axis = 1 : i64, repeats = 2 : i64} : tensor<1x1x16x16xf32> -> tensor<1x2x16x16xf32>
       %20 = kina.transpose %19 {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x16x16xf32> -> tensor<1x2x16x16xf32>
-      %21 = kina.matmul %16, %20 {impl = "blas"} : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32> -> tensor<1x2x16x16xf32>
+      %21 = kina.matmul %16, %20 {causal = "scores", impl = "blas"} : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32> -> tensor<1x2x16x16xf32>
       kina.yield %21 : tensor<1x2x16x16xf32>
     }) : (tensor<1x16x16xf32>, tensor<1x16x32xf32>) -> tensor<1x2x16x16xf32>
     %22 = "kina.kernel"(%12) <{kind = "softmax", impl = "loops", sym = "k4_softmax"}> ({
@@ -46,7 +46,7 @@ builtin.module {
       %38 = kina.reshape %37 : tensor<1x16x16xf32> -> tensor<1x16x1x16xf32>
       %39 = kina.transpose %38 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x16x1x16xf32> -> tensor<1x1x16x16xf32>
       %40 = kina.repeat_interleave %39 {axis = 1 : i64, repeats = 2 : i64} : tensor<1x1x16x16xf32> -> tensor<1x2x16x16xf32>
-      %41 = kina.matmul %36, %40 {impl = "blas"} : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32> -> tensor<1x2x16x16xf32>
+      %41 = kina.matmul %36, %40 {causal = "weights", impl = "blas"} : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32> -> tensor<1x2x16x16xf32>
       kina.yield %41 : tensor<1x2x16x16xf32>
     }) : (tensor<1x2x16x16xf32>, tensor<1x16x16xf32>) -> tensor<1x2x16x16xf32>
     %42 = "kina.kernel"(%35) <{kind = "map", impl = "loops", sym = "k6_map"}> ({
