@@ -82,8 +82,21 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
     import numpy as np
 
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise KinaUsageError(f"no such inputs file: {path}")
+    if not p.is_file():
+        raise KinaUsageError(f"--inputs {path} is not a regular file; give a .npz or .npy file")
+    try:
+        with open(p, "rb") as f:
+            magic = f.read(6)
+    except OSError as e:
+        raise KinaUsageError(f"cannot read {path}: {e.strerror or e}") from None
+    if not magic.startswith((b"\x93NUMPY", b"PK")):  # .npy's magic; .npz is a zip
+        # numpy would try it as a pickle and advise `allow_pickle=`: kinac never unpickles
+        raise KinaUsageError(
+            f"cannot read {path}: it is not a .npy or .npz file (numpy.save and numpy.savez "
+            "write them)"
+        )
     try:
         data = np.load(p, allow_pickle=False)
     except Exception as e:  # noqa: BLE001 - any failure to read a user's file is the file's fault
@@ -155,6 +168,23 @@ def _parse_dtypes(text: str | None) -> dict[str, str]:
                 f"--dtypes: `{k}={v}`: {v!r} is not a Kina dtype (one of {' '.join(DTYPE_NAMES)})"
             )
     return pairs
+
+
+def _agree_with_entry(fn: Any, dims: dict[str, Any], dtypes: dict[str, str]) -> None:
+    """``--dims``/``--dtypes`` for a kina.toml entry may repeat what the entry fixes, not
+    contradict it: the inputs were drawn at the flag's dims and then refused as arguments
+    ("argument `x` has shape [1, ...]"), naming an argument the user never gave."""
+    fixed = {**dict(fn.fixed.dims), **dict(fn.fixed.dtypes)}
+    said = {**dims, **dtypes}
+    clash = [k for k in sorted(said) if k in fixed and said[k] != fixed[k]]
+    if clash:
+        flag = "--dims" if clash[0] in dims else "--dtypes"
+        shown = lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else v  # noqa: E731
+        raise KinaUsageError(
+            f"{flag} {','.join(f'{k}={shown(said[k])}' for k in clash)}: kina.toml's entry "
+            f"`{fn.fixed.name}` fixes {', '.join(f'{k} = {shown(fixed[k])}' for k in clash)}; "
+            f"change it there, or add another [[entry]] of `{fn.fixed.defn}` at these values"
+        )
 
 
 def _require_flags(name: str, sig: Any, dims: dict[str, Any], dtypes: dict[str, str]) -> None:
@@ -271,6 +301,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any], 
     dims: dict[str, Any] = dict(given_dims)
     dtypes = dict(given_dtypes)
     if fn.fixed is not None:
+        _agree_with_entry(fn, given_dims, given_dtypes)
         dims = {**dict(fn.fixed.dims), **dims}
         dtypes = {**dict(fn.fixed.dtypes), **dtypes}
     key = pipeline.EntryKey(

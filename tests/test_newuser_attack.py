@@ -173,3 +173,42 @@ def test_a_tensor_of_more_than_64_axes_is_a_diagnostic(
     assert "error[K0806]" in out + err and "65 axes" in out + err and "64" in out + err
     code, out, err = kinac_here(capsys, "run", str(tmp_path), "a", "--no-cache")
     assert code == 1 and "K0806" in out + err, err
+
+
+# ---------------------------------------------------------------- kinac run's inputs
+
+
+def test_dims_that_contradict_a_kina_toml_entry_name_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`kinac run workspaces/mlp mlp --dims B=1` said "argument `x` has shape [1, 128, 256],
+    but entry `mlp` expects [4, 128, 256]": the user passed no argument; the flag is wrong."""
+    code, _, err = kinac_here(capsys, "run", str(MLP), "mlp", "--dims", "B=1", "--no-cache")
+    assert code == 2, err
+    assert "--dims B=1" in err and "B = 4" in err and "argument `x`" not in err, err
+    code, _, err = kinac_here(capsys, "run", str(MLP), "mlp", "--dtypes", "T=f64", "--no-cache")
+    assert code == 2 and "--dtypes" in err, err  # mlp has no dtype variable: K0152's usage error
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b'{"traceEvents": []}', "not a .npy or .npz file"),  # numpy's pickle advice before
+        (b"", "not a .npy or .npz file"),
+    ],
+)
+def test_an_inputs_file_that_is_not_numpy_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, words: str
+) -> None:
+    f = tmp_path / "in.json"
+    f.write_bytes(content)
+    code, _, err = kinac_here(capsys, "run", str(MLP), "mlp", "--inputs", str(f), "--no-cache")
+    assert code == 2, err
+    assert words in err and "pickle" not in err, err
+
+
+def test_an_inputs_path_that_is_not_a_regular_file_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = kinac_here(capsys, "run", str(MLP), "mlp", "--inputs", str(tmp_path))
+    assert code == 2 and "not a regular file" in err and "no such" not in err, err
