@@ -448,6 +448,7 @@ def main() -> int:
     from gpu_api_blocks import api_blocks
     from gpu_gemm_ab import gemm_forms
     from gpu_map_ab import map_variants
+    from latency_probe import latency_levers
 
     t_start = time.perf_counter()
     ws: list[dict[str, Any]] = []
@@ -464,6 +465,7 @@ def main() -> int:
         # the A/B sections last: a run cut by its time limit loses them first
         ("map variants", lambda: map_variants(emit, RESULTS, bw)),
         ("grouped GEMM forms", lambda: gemm_forms(emit, RESULTS)),
+        ("latency levers", lambda: latency_levers(emit, RESULTS)),  # PDL off/on, the waits
     ):
         t0 = time.perf_counter()
         section(name, body)

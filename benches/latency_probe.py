@@ -34,6 +34,7 @@ import statistics
 import sys
 import time
 import traceback
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def emit(line: str = "") -> None:
+    if SINK:  # benches/gpu.py's own emit (latency_levers)
+        SINK[0](line)
+        return
     LINES.append(line)
     print(line, flush=True)
+
+
+SINK: list[Callable[[str], None]] = []
 
 
 def median_rounds(fn: Callable[[], float], rounds: int) -> float:
@@ -148,12 +155,12 @@ def graph_edges(graph: Any) -> str:
         return f"edges not read: {type(e).__name__}: {e}"
 
 
-def build(torch: Any, ins: list[Any], h: int, kv: int) -> dict[str, dict[str, Any]]:
+def build(torch: Any, ins: list[Any], h: int, kv: int, variants: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:  # fmt: skip
     """One compiled callable per variant: first call, output, graph nodes and edges."""
     import kinac
 
     out: dict[str, dict[str, Any]] = {}
-    for name, opts in VARIANTS.items():
+    for name, opts in variants.items():
         try:
             t0 = time.perf_counter()
             f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda", **opts)
@@ -190,13 +197,31 @@ def main() -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    import torch
-    from gpu_refs import SMALL, block_inputs, block_torch, causal_mask, rel_l2
-
     def write() -> None:
         (out / "latency_probe.md").write_text("\n".join(LINES) + "\n")
         (out / "latency_probe.json").write_text(json.dumps(RES, indent=1, default=str))
 
+    return probe(VARIANTS, a.rounds, a.n, write)
+
+
+def latency_levers(emit_to: Callable[[str], None], results: dict[str, Any]) -> None:
+    """``benches/gpu.py``'s section: the probe with PDL off and on only, fewer rounds."""
+    SINK[:] = [emit_to]
+    RES.clear()
+    results["latency_levers"] = RES
+    try:
+        emit("\n## Latency levers of the small bf16 block (benches/latency_probe.py, short)\n")
+        probe({k: VARIANTS[k] for k in ("base", "pdl")}, 7, 100, lambda: None)
+    finally:
+        SINK.clear()
+
+
+def probe(variants: dict[str, dict[str, Any]], rounds: int, n: int, write: Callable[[], None]) -> int:  # fmt: skip
+    """Measure ``variants`` (see the module docstring); ``write`` saves what is measured so far."""
+    import torch
+    from gpu_refs import SMALL, block_inputs, block_torch, causal_mask, rel_l2
+
+    a = types.SimpleNamespace(rounds=rounds, n=n)
     h, kv = SMALL["h"], SMALL["kv"]
     ins = block_inputs(SMALL, torch.bfloat16)
     emit("# benches/latency_probe.py: the small bf16 block's latency per call, each lever\n")
@@ -209,7 +234,7 @@ def main() -> int:
         emit(f"Context scheduling flags (cuCtxGetFlags): {RES['ctx_flags']}\n")
     except Exception as e:  # noqa: BLE001 - a diagnostic only
         emit(f"Context flags not read: {e}\n")
-    vs = build(torch, ins, h, kv)
+    vs = build(torch, ins, h, kv, variants)
     if "base" not in vs:
         write()
         return 1
