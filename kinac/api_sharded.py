@@ -29,6 +29,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from kinac.api_sharded_types import ArgTypes
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -153,6 +154,7 @@ class ShardedDefn:
         self.last_log: Any = None
         self.last_program: Any = None
         self._runs: dict[Any, tuple[Any, list[Any]]] = {}
+        self._arg_types = ArgTypes()
         self._check_request()
 
     @classmethod
@@ -271,12 +273,8 @@ class ShardedDefn:
         return self._prepared(*args, **dims)[0][0]
 
     def _prepared(self, *args: Any, **dims: int) -> tuple[tuple[Any, list[Any]], list[Any]]:
-        from kinac.api import _arg_type
-
         arrays, dim_args = self.inner._split(args, dims)
-        types = tuple(
-            _arg_type(a, n) for a, n in zip(arrays, self.inner.tensor_params, strict=True)
-        )
+        types = self._arg_types(arrays, self.inner.tensor_params)  # by form (type, shape, ...)
         skey = (types, tuple(sorted(dim_args.items())))
         run = self._runs.get(skey)
         if run is None:

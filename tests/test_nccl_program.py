@@ -136,6 +136,13 @@ def test_sharded_mlp_device_resident_equals_the_simulator(tmp_path: Path, n: int
     assert all(c[4:6] == (7, 0) for lib in libs for c in lib.calls)
     assert [(e.kind, e.axis) for e in got[0][1]] == [("all-reduce", "tp")]
     assert sum(o.copies for o in opss) == 0
+    # the same call site, other row counts: the argument types are remembered by form
+    # (kinac/api_sharded_types.py), so a stale one would run another shape's program
+    for rows in (16, 8) if n == 2 else ():
+        x = np.random.default_rng(rows).standard_normal((rows, 4)).astype(np.float32)
+        np.testing.assert_allclose(
+            fn(x, *args[1:]), np.maximum(x @ args[1], 0) @ args[2], rtol=1e-5, atol=1e-5
+        )
 
 
 def test_run_nccl_in_a_world_of_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
