@@ -30,7 +30,7 @@ def array_at(ptr: int, count: int, code: int) -> np.ndarray:
     if count == 0:
         return np.empty(0, dt)
     buf = (ctypes.c_char * (count * dt.itemsize)).from_address(ptr)
-    return np.frombuffer(buf, dtype=dt)
+    return np.frombuffer(buf, dtype=dt)  # type: ignore[call-overload]
 
 
 class Handle:

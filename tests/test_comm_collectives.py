@@ -10,6 +10,8 @@ simulator's grouping code).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -57,10 +59,10 @@ def reduce_sum(parts: list[np.ndarray], dtype: str) -> np.ndarray:
     """The oracle's sum: in rank order; bf16 widened by torch, summed in f32, rounded by torch."""
     if dtype == "bf16":
         ts = [torch.from_numpy(p.astype(np.int16)).view(torch.bfloat16).float() for p in parts]
-        acc = ts[0].clone()
+        tacc = ts[0].clone()
         for t in ts[1:]:
-            acc += t
-        return acc.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+            tacc += t
+        return tacc.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     acc = parts[0].copy()
     for p in parts[1:]:
         acc += p
@@ -71,9 +73,9 @@ def run(mesh: MeshSpec, axis: str | None, kind: str, dtype: str, in_place: bool)
     n_group = len(group_of(mesh, 0, axis))
     rows = 2 * n_group  # scatter kinds split axis 0 into n_group chunks of 2 rows
 
-    def fn(comm: object) -> tuple[np.ndarray, np.ndarray]:
-        c = comm.sub(axis) if axis is not None else comm  # type: ignore[attr-defined]
-        rank = comm.global_rank  # type: ignore[attr-defined]
+    def fn(comm: Any) -> tuple[np.ndarray, np.ndarray]:
+        c = comm.sub(axis) if axis is not None else comm
+        rank = comm.global_rank
         send = data(rank, dtype, rows)
         keep = send.copy()
         if kind == "all-reduce":

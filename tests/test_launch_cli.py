@@ -90,7 +90,7 @@ def test_environment_is_torchruns() -> None:
         "MASTER_PORT": "29500",
         "KINAC_DIST_TIMEOUT": "7",
     }
-    assert env["PYTHONPATH"].split(":")[0] == str(Path(__import__("kinac").__file__).parents[1])
+    assert env["PYTHONPATH"].split(":")[0] == str(Path(__import__("kinac").__file__).parents[1])  # type: ignore[arg-type]
     assert env["CUDA_VISIBLE_DEVICES"] == "3"  # one GPU per rank
     listed = {"CUDA_VISIBLE_DEVICES": "4,5,6,7"}
     assert rank_env(listed, 1, 4, "h", 1, None)["CUDA_VISIBLE_DEVICES"] == "5"

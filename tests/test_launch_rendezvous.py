@@ -93,7 +93,7 @@ def test_bad_environment_is_a_usage_error(environ: dict[str, str], message: str)
 
 def test_unique_id_and_barrier_reach_every_rank() -> None:
     ident = bytes(range(128))
-    got = _ranks(4, lambda r, c: (c.unique_id(lambda: ident), c.barrier(), c.unique_id())[::2])
+    got = _ranks(4, lambda r, c: (c.unique_id(lambda: ident), c.barrier(), c.unique_id())[::2])  # type: ignore[func-returns-value]
     assert all(g[0] == ident for g in got)
     assert len(got[0][1]) == UNIQUE_ID_BYTES and all(g[1] == got[0][1] for g in got)
     assert got[0][1] != ident  # a second id is a fresh one (os.urandom without a maker)

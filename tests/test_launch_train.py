@@ -39,7 +39,7 @@ def test_two_launched_cpu_ranks_train_like_the_simulator(
     events = _events(p.stdout)
     starts = [e for e in events if e["event"] == "start"]
     assert len(starts) == 2 and all(e["simulate"] is None for e in starts)
-    assert sorted(e["rank"] for e in starts) == [0, 1]  # --all-ranks: each rank says who it is
+    assert sorted(e["rank"] for e in starts) == [0, 1]  # type: ignore[type-var]  # --all-ranks: each rank says who it is
     steps = [e for e in events if e["event"] == "step"]
     for k, loss in enumerate(want, start=1):  # both ranks, every step, bit for bit
         assert [e["loss"] for e in steps if e["step"] == k] == [loss, loss]

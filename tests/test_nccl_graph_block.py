@@ -39,7 +39,7 @@ def _entry(lowered: Any, ptx: str, bound: list[Any]) -> Any:
     from kinac.rt.cuda.entry import GpuEntry
 
     e = GpuEntry.__new__(GpuEntry)
-    e.lowered, e.device = lowered, _Gpu()
+    e.lowered, e.device = lowered, _Gpu()  # type: ignore[assignment]
     e.status = 1 if lowered.has_status else 0
     e._host_outputs = [d == "cpu" for d in lowered.output_devices]
 
@@ -47,7 +47,7 @@ def _entry(lowered: Any, ptx: str, bound: list[Any]) -> Any:
         bound.append((lowered.name, key))
         return (lambda stream: None), []
 
-    e._bind = bind
+    e._bind = bind  # type: ignore[method-assign]
     return e
 
 

@@ -96,7 +96,7 @@ def test_sharded_block_on_gpus_equals_one_gpu_and_the_simulator(
     plain = annotated_block(tmp_path / "plain", {})
     files = {k: tmp_path / f"{k}.npz" for k in ("one", "sim", "dist")}
     names = ["x", "wn1", "wq", "wk", "wv", "wo", "wn2", "wg", "wu", "wd"]
-    np.savez(tmp_path / "in.npz", **dict(zip(names, _inputs(), strict=True)))  # unit scale
+    np.savez(tmp_path / "in.npz", **dict(zip(names, _inputs(), strict=True)))  # type: ignore[arg-type]  # unit scale
     common = ["block_small", "--inputs", str(tmp_path / "in.npz"), "--repeat", "1"]
     common += ["--cache-dir", cache]
     _kinac(["run", str(plain), *common, "--target", "cuda", "--save", str(files["one"])])
