@@ -97,14 +97,25 @@ class Instrument:
     def on(self) -> None:
         st, pc = self.st, time.perf_counter
         sg = self.sg
-        self.saved = {"fill": sg.fill, "hot": st.hot_call, "bh": st.begin_host, "calls": st.calls}
+        from kinac.rt.cuda import staging_ring
+
+        self.saved = {"fill": sg.fill, "ring_fill": staging_ring.fill, "calls": st.calls}
         fill0, hot0, bh0, calls0 = sg.fill, st.hot_call, st.begin_host, st.calls
+        ring0 = staging_ring.fill
 
         def fill(*a: Any) -> Any:
             t0 = pc()
             r = fill0(*a)
             self.t["fill"] += pc() - t0
             return r
+
+        def ring_fill(*a: Any) -> Any:
+            t0 = pc()
+            r = ring0(*a)
+            self.t["fill"] += pc() - t0
+            return r
+
+        staging_ring.fill = ring_fill
 
         def hot(entry: Any, arrays: Any) -> Any:
             self._wrap_builts()  # (graphs built since: outside the timed part)
@@ -145,6 +156,8 @@ class Instrument:
         copies = [b for b in st._copy_built.values() if b is not None]
         copies += [b for b in st._direct_built.values() if b is not None]
         copies += [p[1] for p in plans if p[1] is not None]
+        copies += [b for b in st._ring_built.values() if b is not None]
+        copies += [p[4][0] for p in plans if len(p) > 4 and p[4] is not None]
         copy_ids = {id(b) for b in copies}
         builts = [x[1] for x in st._extra if isinstance(x, tuple)]  # every (api, Built)
         builts += copies + [p[2] for p in plans if p[2] is not None]
@@ -174,7 +187,10 @@ class Instrument:
         st, s = self.st, self.saved
         if not s:
             return
+        from kinac.rt.cuda import staging_ring
+
         self.sg.fill = s["fill"]
+        staging_ring.fill = s["ring_fill"]
         st.calls = s["calls"]
         for attr in ("hot_call", "begin_host"):
             st.__dict__.pop(attr, None)
@@ -240,9 +256,13 @@ def same(fn: Any, x: Any, ws: list[Any], want: Any) -> bool:
     return bool(np.array_equal(torch.from_dlpack(fn(x, *ws)).cpu().numpy(), want))
 
 
-def fresh_stager(fn: Any, x: Any, ws: list[Any], slots: int, direct_min: int = 0) -> Any:
-    """Replace the host entry's stager by one of ``slots`` turns; warm it (general calls that
-    capture a graph per turn, then hot ones)."""
+def fresh_stager(
+    fn: Any, x: Any, ws: list[Any], slots: int, direct_min: int = 0, pool: Any = None
+) -> Any:
+    """Replace the host entry's stager by one of ``slots`` turns (its pinned blocks from
+    ``pool``); the entry forgets the addresses it saw (new slots must not make the parameter
+    *volatile*, which would leave the steady state); warm it (general calls that capture a
+    graph per turn, then hot ones)."""
     import torch
 
     from kinac.rt.cuda.staging import HostStager
@@ -251,7 +271,10 @@ def fresh_stager(fn: Any, x: Any, ws: list[Any], slots: int, direct_min: int = 0
     entry = next(e for e in fn._entries.values() if e._stager is st)
     torch.cuda.synchronize()
     st.close()
-    entry._stager = HostStager(entry._alloc, slots=slots)
+    for seen in entry._seen:
+        seen.clear()
+    entry.volatile.clear()
+    entry._stager = HostStager(entry._alloc, pool, slots=slots)
     entry._stager.direct_min = direct_min
     for _ in range(2 * slots + 2):
         fn(x, *ws)
@@ -301,11 +324,14 @@ def micro(st: Any, entry: Any, n: int) -> dict[str, Any]:
     e0, e1 = Event(timing=True), Event(timing=True)
     rec = st.calls.record
     fast = cap.fast_launch
+    ring = plan[4][0] if len(plan) > 4 and plan[4] is not None else None
     cases = {
         "copy_graph": (lambda: cp.launch(cp.exec, st.cs_arg), st.cs_arg),
         "compute_wrapper": (lambda: cw.launch(cw.exec, m.stream), m.stream),
         "captured_graph": (lambda: fast[0](fast[1], entry.stream.cvp), m.stream),
     }
+    if ring is not None:
+        cases["ring_copy_graph"] = (lambda: ring.launch(ring.exec, st.cs_arg), st.cs_arg)
     for name, (fn, s) in cases.items():
         torch.cuda.synchronize()
         r[f"{name}_host_us"] = _us(fn, n)
@@ -344,6 +370,17 @@ def memcpy_rows(st: Any, x: Any, n: int) -> dict[str, Any]:
         k[0] += 1
 
     r["memcpy_alternating_blocks_us"] = _us(alt, n)
+    import ctypes
+
+    from kinac.rt.cuda.staging_ring import chunks_of
+
+    chunks, src = chunks_of(x.nbytes, 0), x.ctypes.data
+
+    def chunked() -> None:
+        for lo, m, _ in chunks:
+            ctypes.memmove(blk.ptr + lo, src + lo, m)
+
+    r["memcpy_one_block_chunked_memmove_us"] = _us(chunked, n)
     for parts, workers in ((2, 1), (4, 3)):  # (split into workers + 1 parts from x.nbytes)
         c = HostCopier(workers=workers, min_bytes=x.nbytes)
         r[f"memcpy_{parts}_threads_us"] = _us(lambda c=c: c(blk.array, x), n)
@@ -359,9 +396,8 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
     import torch
 
     from kinac.rt.cuda import staging_graphs
-    from kinac.rt.cuda.pinned import pinned_empty
+    from kinac.rt.cuda.pinned import pinned_empty, write_combined_pool
     from kinac.rt.cuda.staging_calls import Calls
-    from kinac.rt.cuda.staging_copy import HostCopier, default_copier
 
     b, s, d, f = size
     ws = _weights(torch, d, f)
@@ -375,15 +411,22 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
     v: dict[str, float] = {}
     r["dev_ms"] = pipelined(lambda: fn(x_dev, *ws), n)
     r["dma_us"] = _copy_ms(torch, x.nbytes) * 1e3
-    ok["graphs"] = same(fn, x, ws, want)
+    ok["default"] = same(fn, x, ws, want)
     for _ in range(6):
         fn(x, *ws)
     st = _stager(fn, x.shape)
     entry = next(e for e in fn._entries.values() if e._stager is st)
+    r["ring_used"] = st._ring is not None
     buf = pinned_empty(x.shape, x.dtype)
     buf[...] = x
     xt = torch.from_numpy(x).pin_memory()
     box = [st]
+    rot = [x, *(x + k for k in range(1, 4))]
+    it = [0]
+
+    def fresh() -> Any:
+        it[0] += 1
+        return fn(rot[it[0] % 4], *ws)
 
     def guard(name: str, step: Callable[[], None]) -> None:
         try:
@@ -393,95 +436,72 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
             print(f"step {name} failed:\n{traceback.format_exc()}", flush=True)
             try:
                 torch.cuda.synchronize()
-                box[0].use_graphs = True
-                box[0].copier = default_copier()
+                box[0].use_graphs = box[0].use_ring = True
                 box[0].memo[0] = None
             except Exception:  # noqa: BLE001
                 pass
 
-    def base() -> None:
-        v["graphs, 2 slots (as committed)"] = pipelined(lambda: fn(x, *ws), n)
-        r["tl_graphs_2"] = timeline(fn, x, ws, st, n)
-
-    def calls() -> None:
-        st.use_graphs = False
-        ok["calls"] = same(fn, x, ws, want)
-        v["driver calls (cuMemcpyHtoDAsync), 2 slots"] = pipelined(lambda: fn(x, *ws), n)
-        st.use_graphs = True
-
-    def no_memcpy() -> None:  # upper bound: the block already holds x (same x every call)
-        fill0 = staging_graphs.fill
+    def ring(on: bool) -> None:
+        tag = "ring (one block per param)" if on else "turns' blocks (ring off, as 02b)"
+        st.use_ring = on
+        st.memo[0] = None
+        ok[tag] = same(fn, x, ws, want)
+        v[f"graphs, {tag}"] = pipelined(lambda: fn(x, *ws), n)
+        r[f"tl_{'ring' if on else 'turns'}"] = timeline(fn, x, ws, st, n)
+        v[f"graphs, {tag}, 4 x in rotation"] = pipelined(fresh, n)
+        # the host floor: the memcpy skipped (the block already holds x: the same x each call)
+        copy0, fill0 = st.chunk_copy, staging_graphs.fill
+        st.chunk_copy = lambda *a: None
         staging_graphs.fill = lambda *a: None
         try:
-            v["graphs, memcpy skipped (bound: host floor)"] = pipelined(lambda: fn(x, *ws), n)
-            ok["no_memcpy"] = same(fn, x, ws, want)
+            v[f"graphs, {tag}, memcpy skipped (bound)"] = pipelined(lambda: fn(x, *ws), n)
         finally:
-            staging_graphs.fill = fill0
-
-    def split() -> None:
-        for parts, workers in ((2, 1), (4, 3)):  # the memcpy split in the steady state
-            st.copier = HostCopier(workers=workers, min_bytes=x.nbytes)
-            st.memo[0] = None
-            ok[f"split{parts}"] = same(fn, x, ws, want)
-            v[f"graphs, 2 slots, memcpy on {parts} threads"] = pipelined(lambda: fn(x, *ws), n)
-        st.copier = default_copier()
+            st.chunk_copy, staging_graphs.fill = copy0, fill0
+        st.use_graphs = False
+        ok[f"calls {tag}"] = same(fn, x, ws, want)
+        v[f"driver calls (cuMemcpyHtoDAsync), {tag}"] = pipelined(lambda: fn(x, *ws), n)
+        st.use_graphs = True
+        st.use_ring = True
         st.memo[0] = None
 
-    def rotation() -> None:
-        rot = [x, *(x + k for k in range(1, 4))]
-        it = [0]
-
-        def fresh() -> Any:
-            it[0] += 1
-            return fn(rot[it[0] % 4], *ws)
-
-        v["graphs, 2 slots, 4 x in rotation"] = pipelined(fresh, n)
-
     def pinned(slots: int) -> None:
-        for mode, least in (("DMA'd in place, waited", 0), ("copied into the block", 1 << 40)):
+        for mode, least in (("DMA'd in place, waited", 0), ("copied (ring)", 1 << 40)):
             st = box[0] = fresh_stager(fn, x, ws, slots, least)
-            ok[f"pinned {slots} {mode}"] = same(fn, buf, ws, want)
-            ok[f"pin_memory {slots} {mode}"] = same(fn, xt, ws, want)
-            v[f"pinned_empty x, {mode}, {slots} slots"] = pipelined(lambda: fn(buf, *ws), n)
-            v[f"pin_memory() x, {mode}, {slots} slots"] = pipelined(lambda: fn(xt, *ws), n)
-            r[f"tl_pinned_{slots}_{'inplace' if least == 0 else 'copied'}"] = timeline(
-                fn, buf, ws, st, n
-            )
+            ok[f"pinned {mode}"] = same(fn, buf, ws, want)
+            ok[f"pin_memory {mode}"] = same(fn, xt, ws, want)
+            v[f"pinned_empty x, {mode}"] = pipelined(lambda: fn(buf, *ws), n)
+            v[f"pin_memory() x, {mode}"] = pipelined(lambda: fn(xt, *ws), n)
+            r[f"tl_pinned_{'inplace' if least == 0 else 'copied'}"] = timeline(fn, buf, ws, st, n)
             if least == 0:  # upper bound: the in-place DMA not waited for (unsafe to refill)
                 c0 = st.calls
                 st.calls = Calls(c0.native, (c0.record, c0.wait, lambda ev: 0, c0.copy))
                 try:
-                    v[f"pinned_empty x, in place, NOT waited (bound), {slots} slots"] = pipelined(
+                    v["pinned_empty x, in place, NOT waited (bound)"] = pipelined(
                         lambda: fn(buf, *ws), n
                     )
                 finally:
                     torch.cuda.synchronize()
                     st.calls = c0
 
-    def three() -> None:
-        st = box[0] = fresh_stager(fn, x, ws, 3)
-        ok["slots3"] = same(fn, x, ws, want)
-        v["graphs, 3 slots"] = pipelined(lambda: fn(x, *ws), n)
-        r["tl_graphs_3"] = timeline(fn, x, ws, st, n)
-        st.use_graphs = False
-        v["driver calls, 3 slots"] = pipelined(lambda: fn(x, *ws), n)
-        st.use_graphs = True
-        st.copier = HostCopier(workers=1, min_bytes=x.nbytes)
+    def wc() -> None:
+        st = box[0] = fresh_stager(fn, x, ws, 2, pool=write_combined_pool())
+        ok["wc ring"] = same(fn, x, ws, want)
+        v["graphs, ring, write-combined block"] = pipelined(lambda: fn(x, *ws), n)
+        st.use_ring = False
         st.memo[0] = None
-        ok["slots3_split2"] = same(fn, x, ws, want)
-        v["graphs, 3 slots, memcpy on 2 threads"] = pipelined(lambda: fn(x, *ws), n)
-        st.copier = default_copier()
-        st.memo[0] = None
+        v["graphs, turns' blocks, write-combined"] = pipelined(lambda: fn(x, *ws), n)
 
-    guard("base", base)
+    def three() -> None:
+        box[0] = fresh_stager(fn, x, ws, 3)
+        ok["slots3 ring"] = same(fn, x, ws, want)
+        v["graphs, ring, 3 slots"] = pipelined(lambda: fn(x, *ws), n)
+
+    guard("ring", lambda: ring(True))
     guard("micro", lambda: r.__setitem__("micro", micro(st, entry, n)))
-    guard("calls", calls)
-    guard("no_memcpy", no_memcpy)
+    guard("turns", lambda: ring(False))
     guard("memcpy", lambda: r.__setitem__("memcpy", memcpy_rows(st, x, n)))
-    guard("split", split)
-    guard("rotation", rotation)
-    guard("pinned2", lambda: pinned(2))
-    guard("pinned3", lambda: pinned(3))
+    guard("pinned", lambda: pinned(2))
+    guard("wc", wc)
     guard("three", three)
     r["dev_ms_again"] = pipelined(lambda: fn(x_dev, *ws), n)
     r["variants_ms"] = v
@@ -518,11 +538,18 @@ def main() -> None:
     a = ap.parse_args()
     by_mib = {b * s * d * 4 / MiB: (b, s, d, f) for b, s, d, f in SWEEP}
     res = []
+    from kinac.rt.cuda import entry as entry_mod
+
+    entry_mod.VOLATILE = 16  # (fresh stagers and 3 slots: new slot addresses stay bound)
     with tempfile.TemporaryDirectory() as tmp:
         fn, _ = _mlp_fns(Path(tmp))
         for mib in a.sizes:
             t0 = time.perf_counter()
-            r = probe(fn, by_mib[mib], a.quick)
+            try:
+                r = probe(fn, by_mib[mib], a.quick)
+            except Exception as e:  # noqa: BLE001 - the other sizes still run
+                print(f"size {mib} MiB failed: {e!r}", flush=True)
+                continue
             r["wall_s"] = time.perf_counter() - t0
             res.append(r)
             print(table([r]), flush=True)

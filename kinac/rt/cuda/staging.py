@@ -203,6 +203,12 @@ class HostStager:
         self._compute_built: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._direct_built: dict[Any, Any] = {}  # copy graphs reading a caller's pinned arrays
         self._extra: list[Any] = []  # what _close frees: the flag block, built graphs
+        # the steady state's one pinned block per parameter (staging_ring), on unless
+        # KINAC_STAGING_RING=0; chunk_copy(dst, src, nbytes) writes it (ctypes.memmove)
+        self.use_ring = os.environ.get("KINAC_STAGING_RING", "1") != "0"
+        self.chunk_copy: Callable[[int, int, int], Any] = ctypes.memmove
+        self._ring: Any = None
+        self._ring_built: dict[tuple[int, tuple[int, ...]], Any] = {}
         if not _hot:
             from kinac.rt.cuda.staging_hot import hot_call
 

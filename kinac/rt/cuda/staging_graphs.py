@@ -256,20 +256,24 @@ def pair(st: HostStager, j: int, host: tuple[tuple[int, Param], ...], captured: 
 
 def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: Any) -> tuple:
     """What the steady state needs for turn ``j`` and compute graph ``captured``:
-    ``(captured, copy graph, compute wrapper, fills)`` (the graphs None where they could not
-    be built), each fill ``(position, param, copy function, pinned block's array, j)``: a plain
-    ``numpy.copyto`` below the copier's threshold (the dtype and shape were checked: no cast).
+    ``(captured, copy graph, compute wrapper, fills, ring)`` (the graphs None where they could
+    not be built), each fill ``(position, param, copy function, pinned block's array, j)``: a
+    plain ``numpy.copyto`` below the copier's threshold (the dtype and shape were checked: no
+    cast); ``ring``: :func:`kinac.rt.cuda.staging_ring.plan`'s (its copy graph and fills), or
+    None where the turns' blocks serve.
     """
     import numpy as np
 
+    from kinac.rt.cuda import staging_ring
+
     pr = pair(st, j, host, captured)
     if pr is None:
-        return (captured, None, None, ())
+        return (captured, None, None, (), None)
     fills = []
     for i, p in host:
         fn = st.copier if p.nbytes >= st.copier.min_bytes else np.copyto
         fills.append((i, p, fn, st.block(p, j).array, j))
-    return (captured, pr[0], pr[1], tuple(fills))
+    return (captured, pr[0], pr[1], tuple(fills), staging_ring.plan(st, host, j))
 
 
 def fill(

@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kinac.rt.cuda import driver, staging_graphs
+from kinac.rt.cuda import driver, staging_graphs, staging_ring
 from kinac.rt.cuda.entry_hot import outputs
 from kinac.rt.cuda.entry_support import DL_NAMES, _dense
 from kinac.rt.cuda.staging import FLAG_STRIDE, Param
@@ -209,15 +209,26 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
         plan = m.plans[j]
         if plan is None or plan[0] is not graph:
             plan = m.plans[j] = staging_graphs.plan(st, m.host, j, graph)
-        srcs = staging_graphs.fill(st, plan[3], arrays, nd) if plan[1] is not None else ()
-        cp = plan[1] if srcs is None else None
+        ring = plan[4]
+        srcs: tuple[int, ...] | None
+        if ring is not None and staging_ring.fill(st, ring[1], arrays, nd):
+            srcs, cp = (), ring[0]  # one block per parameter, its flags cleared
+            staging_ring.clear(st, ring[1], 0)
+        else:
+            ring = None
+            srcs = staging_graphs.fill(st, plan[3], arrays, nd) if plan[1] is not None else ()
+            cp = plan[1] if srcs is None else None
         if srcs:  # a caller's pinned array among them: a copy graph reading it where it is
             cp = staging_graphs.direct_copy(st, j, m.host, srcs)
         if cp is not None:
             cw = plan[2]  # two launches: the copies, then the compute
             st.flags[j * FLAG_STRIDE] = 0
             rc = cp.launch(cp.exec, st.cs_arg)
+            if rc and ring is not None:  # nothing queued: the ring's blocks stay free
+                staging_ring.clear(st, ring[1], 1)
             if not rc:
+                if ring is not None:
+                    st._ring.last = t
                 t.copy_pending = t.flagged = True
                 rc = cw.launch(cw.exec, m.stream)
                 if rc:  # the copies are queued: the compute through driver calls
