@@ -50,7 +50,7 @@ def profile(fn: Any, *arrays: Any, repeat: int = 10, **dims: int) -> Any:
 
 
 def value_and_grad(
-    path: str, entry: str, wrt: Any = None, target: str = "cpu", **options: Any
+    path: str | os.PathLike[str], entry: str, wrt: Any = None, target: str = "cpu", **options: Any
 ) -> Any:
     """Compile loss ``entry`` with its gradients with respect to the parameters ``wrt`` (default:
     the kina.toml entry's ``grad``): the callable returns ``(value, {name: gradient})``; see
