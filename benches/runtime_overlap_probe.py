@@ -491,6 +491,32 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
         st.memo[0] = None
         v["graphs, turns' blocks, write-combined"] = pipelined(lambda: fn(x, *ws), n)
 
+    def pageable() -> None:  # the driver stages x itself (its own pinned buffers)
+        st.fill = lambda p, a, j: st.calls.handle(a.ctypes.data)
+        st.use_graphs = False
+        try:
+            v["driver calls, cuMemcpyHtoDAsync from x itself (pageable)"] = pipelined(
+                lambda: fn(x, *ws), n
+            )
+            ok["pageable"] = same(fn, x, ws, want)
+        finally:
+            del st.fill
+            st.use_graphs = True
+            st.memo[0] = None
+
+    def chunks() -> None:
+        from kinac.rt.cuda import staging_ring
+
+        keep = staging_ring.CHUNKS
+        try:
+            for k in (1, 2, 8):
+                staging_ring.CHUNKS = k
+                box[0] = fresh_stager(fn, x, ws, 2)
+                ok[f"ring {k} chunks"] = same(fn, x, ws, want)
+                v[f"graphs, ring in {k} chunks"] = pipelined(lambda: fn(x, *ws), n)
+        finally:
+            staging_ring.CHUNKS = keep
+
     def three() -> None:
         box[0] = fresh_stager(fn, x, ws, 3)
         ok["slots3 ring"] = same(fn, x, ws, want)
@@ -500,8 +526,10 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
     guard("micro", lambda: r.__setitem__("micro", micro(st, entry, n)))
     guard("turns", lambda: ring(False))
     guard("memcpy", lambda: r.__setitem__("memcpy", memcpy_rows(st, x, n)))
+    guard("pageable", pageable)
     guard("pinned", lambda: pinned(2))
     guard("wc", wc)
+    guard("chunks", chunks)
     guard("three", three)
     r["dev_ms_again"] = pipelined(lambda: fn(x_dev, *ws), n)
     r["variants_ms"] = v
@@ -518,6 +546,7 @@ def table(res: list[dict[str, Any]]) -> str:
         out.append(f"device x pipelined: {r['dev_ms'] * 1e3:.1f} us/call (again at the end: "
                    f"{r['dev_ms_again'] * 1e3:.1f}); DMA alone "
                    f"{r['dma_us']:.1f} us; bit-identical: {r['bit_identical']}\n")  # fmt: skip
+        out.append(f"ring used by the default stager: {r.get('ring_used')}\n")
         out.append("| variant | us/call | / device x |\n|---|---|---|")
         for k, t in r["variants_ms"].items():
             out.append(f"| {k} | {t * 1e3:.1f} | {r['ratios'][k]:.2f}x |")
