@@ -1,13 +1,16 @@
 """Same-process A/B of the host back end's speed settings (issue 14), for a shared machine.
 
-    python benches/cpu_ab.py [--workload block|mlp] [--reps N] [VARIANT ...]
+    python benches/cpu_ab.py [--workload block|mlp|attention] [--reps N] [VARIANT ...]
 
 Two runs of ``benches/cpu.py`` on two trees see different load; this one loads the same
 entry several times in one process, each bound to a task pool of its own built with other
 settings, and alternates calls batch by batch. A ``VARIANT`` is ``name:key=value,...`` with
 keys ``spin_ticks`` (how long pool waiters spin before they sleep, in TSC ticks; 0: sleep at
 once), ``spin_yield`` (1: the spin yields the core every 64 pauses), ``min_rows`` (the thinnest block of a split BLAS product), ``min_flops`` (below this
-``m*n*k`` a product is not split) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
+``m*n*k`` a product is not split), ``balanced`` (0: the block rule until 2026-12-02, blocks
+of at least ``min_rows`` and a thinner last one, instead of equal shares per thread) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
+``causal`` (0: attention's products compute every key, as before 2026-12-02 03:50 UTC),
+``causal_rows`` (the rows of a causal product's blocks, ``kernel_loops.CAUSAL_ROWS``);
 ``blas_threads=N`` (N > 1: the products call OpenBLAS directly with its own N threads instead
 of splitting them on the pool); a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
 once, as until 2026-12-02) against ``now:`` (this tree). Prints the best, 25th-percentile and
@@ -33,13 +36,15 @@ from cpu import BLOCK, inputs  # noqa: E402
 from kinac.codegen.llvm import compile_object, host_target, jit_load  # noqa: E402
 from kinac.codegen.target import TargetSpec  # noqa: E402
 from kinac.ir import lower_graph  # noqa: E402
-from kinac.ir.testing import block_graph, mlp_graph  # noqa: E402
+from kinac.ir.host import causal, kernel_loops  # noqa: E402
+from kinac.ir.host.kernel_loops import CAUSAL_ROWS  # noqa: E402
+from kinac.ir.testing import attention_graph, block_graph, mlp_graph  # noqa: E402
 from kinac.rt.host import pool  # noqa: E402
 from kinac.rt.host.blas import _loaded_openblas, _thread_control, raw_gemms  # noqa: E402
 from kinac.rt.host.entry import HostEntry  # noqa: E402
 
 _EXPORTS = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
-_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield")
+_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield", "balanced")
 
 
 def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
@@ -48,7 +53,7 @@ def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
     out: dict[str, int] = {}
     for part in filter(None, rest.split(",")):
         key, _, value = part.partition("=")
-        if key not in (*_POOL_KEYS, "narrow", "blas_threads"):
+        if key not in (*_POOL_KEYS, "narrow", "blas_threads", "causal", "causal_rows"):
             raise SystemExit(f"cpu_ab: unknown setting {key!r} in {spec!r}")
         out[key] = int(value)
     return name, out
@@ -69,19 +74,28 @@ def make_pool(settings: dict[str, int]) -> dict[str, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workload", choices=("block", "mlp"), default="block")
+    ap.add_argument("--workload", choices=("block", "mlp", "attention"), default="block")
     ap.add_argument("--reps", type=int, default=60)
     ap.add_argument("variants", nargs="*", default=["before:spin_ticks=0", "now:"])
     args = ap.parse_args()
     pool.runtime_symbols()  # OpenBLAS single-threaded, as in a kinac call
     now = host_target()
     narrow = TargetSpec(now.triple, now.cpu, now.features.replace(",-prefer-256-bit", ""))
-    g = block_graph(**BLOCK) if args.workload == "block" else mlp_graph(4, 128, 256, 1024)
-    lw = lower_graph(g)
+    if args.workload == "attention":
+        g = attention_graph(*(BLOCK[k] for k in ("b", "s", "d", "h", "kv")))
+    else:
+        g = block_graph(**BLOCK) if args.workload == "block" else mlp_graph(4, 128, 256, 1024)
+    lowered: dict[tuple[bool, int], Any] = {}
     entries: dict[str, Any] = {}
     blas_threads: dict[str, int] = {}
     for spec in args.variants:
         name, settings = parse_variant(spec)
+        key = (bool(settings.get("causal", 1)), settings.get("causal_rows", CAUSAL_ROWS))
+        if key not in lowered:
+            causal.ENABLED, kernel_loops.CAUSAL_ROWS = key
+            lowered[key] = lower_graph(g)
+            causal.ENABLED, kernel_loops.CAUSAL_ROWS = True, CAUSAL_ROWS
+        lw = lowered[key]
         syms = make_pool(settings)
         if settings.get("blas_threads", 1) > 1:
             syms = dict(syms, kinac_sgemm=raw_gemms()["kinac_sgemm"])

@@ -56,15 +56,19 @@ def test_row_blocks_cover_the_rows_once() -> None:
 
 @pytest.mark.parametrize("s", [100, 128])
 def test_causal_products_skip_masked_keys_and_match_torch(s: int) -> None:
-    """Both products are marked, run as row blocks (the scores product's first block computes
-    32 keys, not ``s``), and the attention equals PyTorch's; a row the user's mask hides
+    """Both products are marked and run as blocks (the scores by key blocks, each for the rows
+    that read it; P @ V by row blocks, each over the keys its rows see), and the attention
+    equals PyTorch's; a row the user's mask hides
     entirely is NaN across the output row (docs/language.md, "Fully masked softmax rows")."""
     b, h, dh = 2, 2, 16
     graph = _attention(b, h, s, dh)
     stages = lower_stages(graph)
     fused, llvm = stages["fuse-kernels"], stages["llvm-ir"]
     assert 'causal = "scores"' in fused and 'causal = "weights"' in fused
-    assert "i64 32, i64 32, i64 16" in llvm  # scores, rows [0, 32): m=32 n=32 k=16
+    # scores by key blocks: keys [0, 32) for every row, keys [32, 64) for rows [32, s) ...
+    assert f"i64 {s}, i64 32, i64 16" in llvm and f"i64 {s - 32}, i64 32, i64 16" in llvm
+    # P @ V by row blocks: rows [0, 32) sum keys [0, 32) only (m=32 n=16 k=32)
+    assert "i64 32, i64 16, i64 32" in llvm
     q, k, v, m = _inputs(b, h, s, dh, seed=s)
     m[7, :] = -np.inf  # query 7 sees no key
     got = compiled(graph)(q, k, v, m)

@@ -1,6 +1,6 @@
 """The host back end's speed-related choices (issue 14, CPU path), each checked as behaviour:
-full-width vector loops on AVX-512 CPUs, BLAS products split into blocks no thinner than
-``MIN_BLOCK_ROWS``, pool workers asleep when idle."""
+full-width vector loops on AVX-512 CPUs, BLAS products split into equal blocks per thread of
+about ``MIN_BLOCK_ROWS``, pool workers asleep when idle."""
 
 from __future__ import annotations
 
@@ -62,11 +62,10 @@ def _view(p: int, rows: int, cols: int, ld: int) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(a, (rows, cols), (ld * 4, 4))
 
 
-def test_split_products_use_blocks_of_at_least_min_rows() -> None:
-    """A product split on the pool calls BLAS on blocks of >= MIN_BLOCK_ROWS (256) rows (or
-    columns), except the last; the blocks cover the product exactly once. Before, blocks were
-    a quarter of the rows per thread (rounded to 8): [130, 512] @ [512, 40] ran as four blocks
-    of 40 rows or fewer, each packing all of B again."""
+def _split_sizes(m: int, n: int, k: int, **pool_args: int) -> list[int]:
+    """The block sizes (rows, or columns when there are more) of one ``[m, k] @ [k, n]``
+    product split by a pool image of its own with no worker threads (``kinac_parallel`` runs
+    the blocks inline), built by ``pool_ir(**pool_args)``; the result checked against numpy."""
     calls: list[tuple[int, int]] = []
 
     def gemm(o, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc):  # type: ignore[no-untyped-def]
@@ -76,34 +75,58 @@ def test_split_products_use_blocks_of_at_least_min_rows() -> None:
 
     cb = _PROTO(gemm)
     addr = ctypes.cast(cb, ctypes.c_void_p).value
-    # a pool image of its own with no worker threads: kinac_parallel runs the blocks inline
     image = jit_load(
-        compile_object(pool.pool_ir(202 if _X86 else 98), host_target()),
+        compile_object(pool.pool_ir(202 if _X86 else 98, **pool_args), host_target()),
         {"kinac_blas_sgemm": addr, "kinac_blas_dgemm": addr},
         ("kinac_sgemm",),
     )
     sgemm = _PROTO(image.addresses["kinac_sgemm"])
     rng = np.random.default_rng(0)
-    for m, n, k in (
-        (256, 704, 256),
-        (512, 256, 704),
-        (200, 1000, 64),
-        (130, 40, 512),
-        (1100, 64, 64),
-    ):
-        a = rng.standard_normal((m, k), np.float32)
-        b = rng.standard_normal((k, n), np.float32)
-        c = np.full((m, n), np.nan, np.float32)
-        calls.clear()
-        sgemm(101, 111, 111, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, n, 0.0,
-              c.ctypes.data, n)  # fmt: skip
-        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
-        split = 0 if m >= n else 1
-        sizes = [call[split] for call in calls]
-        assert sum(sizes) == max(m, n)
+    a = rng.standard_normal((m, k), np.float32)
+    b = rng.standard_normal((k, n), np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    sgemm(101, 111, 111, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, n, 0.0,
+          c.ctypes.data, n)  # fmt: skip
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    del image
+    split = 0 if all(call[1] == n for call in calls) else 1  # row blocks keep every column
+    sizes = [call[split] for call in calls]
+    assert sum(sizes) == (m, n)[split]
+    return sizes
+
+
+_SHAPES = ((256, 704, 256), (512, 256, 704), (200, 1000, 64), (130, 40, 512), (1100, 64, 64))
+
+
+def test_split_products_share_equal_blocks_per_thread() -> None:
+    """A product split on the pool of two threads runs as a multiple of two blocks of about
+    MIN_BLOCK_ROWS (256) rows or columns, equal to within the rounding to 8, so both threads
+    get the same share (rows where there are 256 per thread); without workers, one BLAS call. Before (2026-12-02), blocks were
+    at least 256 wide and the rest made a last block: the small block's [512,256] @ [256,704]
+    products ran as 256 + 256 + 192 columns, two blocks for one thread and one for the other
+    (2/3 of the single-threaded time instead of 1/2)."""
+    for m, n, k in _SHAPES:
+        assert len(_split_sizes(m, n, k)) == 1, (m, n, k)  # no workers: one call
+        sizes = _split_sizes(m, n, k, threads=2)
+        total = sum(sizes)
+        if total >= 2 * 128:
+            assert len(sizes) % 2 == 0, (m, n, k, sizes)
+        assert max(sizes) - min(sizes) <= 8 * len(sizes), (m, n, k, sizes)
+        assert len(sizes) <= max(1, -(-total // 256)), (m, n, k, sizes)
+    # rows when there are enough for 256 per thread (the gate and up products), else columns
+    assert _split_sizes(512, 704, 256, threads=2) == [256, 256]
+    assert _split_sizes(256, 704, 256, threads=2) == [352, 352]
+    assert _split_sizes(512, 512, 256, threads=2) == [256, 256]
+
+
+def test_split_products_before_used_blocks_of_at_least_min_rows() -> None:
+    """The rule until 2026-12-02 (``balanced=False``, kept for ``benches/cpu_ab.py``): blocks
+    of >= MIN_BLOCK_ROWS (256) rows or columns except the last."""
+    for m, n, k in _SHAPES:
+        sizes = _split_sizes(m, n, k, balanced=False)
         assert all(s >= 256 for s in sizes[:-1]), (m, n, k, sizes)
         assert len(sizes) <= max(1, -(-max(m, n) // 256))
-    del image
+    assert _split_sizes(512, 704, 256, balanced=False) == [256, 256, 192]
 
 
 def test_idle_pool_workers_sleep() -> None:

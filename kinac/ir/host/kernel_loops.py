@@ -16,8 +16,8 @@ loads of the kernel's input buffers. The loop structure depends on the kernel's 
   the source row into the table row; an index out of range adds ``-0.0`` to row 0 (a no-op).
 - ``matmul``: ``kbuf.gemm`` per batch (BLAS reads views in place through ``lda`` and transpose
   flags; batches that merge into rows become one call), or a loop nest for ``impl = "loops"``.
-  A product marked ``causal`` (:mod:`kinac.ir.host.select_impl`) makes one call per row block,
-  each over the keys its rows see.
+  A product marked ``causal`` (:mod:`kinac.ir.host.causal`) makes one call per row block, each
+  over the keys its rows see (a ``"scores"`` product: per key block, for the rows that read it).
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def parallel_extent(k: st.KernelOp) -> int | None:
 _CAUSAL_STEP = 16  # a causal row's keys are rounded up to this (a 16-lane vector)
 CAUSAL_ROWS = 32  # the row blocks of a causal product (select_impl's ``causal``): at least
 CAUSAL_BLOCKS = 8  # ... this many rows (a multiple of 16), and at most this many blocks
+SCORES_BY_KEYS = True  # a "scores" product by key blocks (all the rows that read each)
 
 
 def causal_row_blocks(m: int) -> list[tuple[int, int]]:
@@ -441,6 +442,18 @@ class KernelLowering:
         c_off = em.imul(em.linear(bivs, cstrides(o_s[:-2])), m * n)
         roles = op.attributes.get("causal")
         roles_s = roles.data.split(",") if isinstance(roles, StringAttr) else []
+        a, b = self.buf[abuf], self.buf[bbuf]
+        if roles_s == ["scores"] and SCORES_BY_KEYS:
+            # key block [c0, c1) is read by rows [c0, m) only (c0 a multiple of 16)
+            for c0, c1 in causal_row_blocks(n):
+                if c0 >= m:
+                    break
+                a_off = self.offset(alay, [*abat, c0, 0]) if c0 else a_off0
+                b_blk = self.offset(blay, [*bbat, 0, c0]) if c0 else b_off
+                c_blk = em.iadd(c_off, c0 * n + c0) if c0 else c_off
+                self._call(a, alay, a_off, b, blay, b_blk, c_blk, m - c0, c1 - c0, k, ldc=n)
+            em.close_nest(bivs)
+            return
         for r0, r1 in causal_row_blocks(m) if roles_s else [(0, m)]:
             # rows [r0, r1) see keys [0, r1) (rounded up to 16 as the causal softmax reads)
             seen = -(-r1 // _CAUSAL_STEP) * _CAUSAL_STEP
@@ -448,7 +461,6 @@ class KernelLowering:
             c_blk = em.iadd(c_off, r0 * n) if r0 else c_off
             nn = min(seen, n) if "scores" in roles_s else n
             kk = min(seen, k) if "weights" in roles_s else k
-            a, b = self.buf[abuf], self.buf[bbuf]
             self._call(a, alay, a_off, b, blay, b_off, c_blk, r1 - r0, nn, kk, ldc=n)
         em.close_nest(bivs)
 

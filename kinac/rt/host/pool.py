@@ -34,7 +34,8 @@ BLOCKS_PER_THREAD = 4
 # all of B), so thin blocks pay that copy many times: single-threaded OpenBLAS took 20% more CPU
 # time for [512,256] @ [256,704] as 64-row blocks than in one call, 13% as 128-row blocks, 4%
 # as 256-row blocks. The small transformer block and the MLP of benches/cpu.py used the least
-# CPU time (and the least wall time) with 256 (then 128, then 64) in one loaded A/B run.
+# CPU time (and the least wall time) with 256 (then 128, then 64) in one loaded A/B run. Blocks
+# are about this wide: as many as fit, then as many as make equal shares per thread (_BALANCED).
 MIN_BLOCK_ROWS = 256
 
 _POOL = """
@@ -247,19 +248,10 @@ direct:
   call void @kinac_blas_{t}gemm(i32 %o, i32 %ta, i32 %tb, i64 %m, i64 %n, i64 %k, {ty} %al, ptr %pa, i64 %lda, ptr %pb, i64 %ldb, {ty} %be, ptr %pc, i64 %ldc)
   ret void
 split:
-  %rows = icmp uge i64 %m, %n
+{threads}
+{orient}
   %total = select i1 %rows, i64 %m, i64 %n
-  %w = load atomic i32, ptr @kp_workers monotonic, align 4
-  %w64 = zext i32 %w to i64
-  %threads = add i64 %w64, 1
-  %want = mul i64 %threads, {blocks}
-  %c0 = add i64 %total, %want
-  %c1 = sub i64 %c0, 1
-  %chunk0 = udiv i64 %c1, %want
-  %chunk8 = add i64 %chunk0, 7
-  %chunk9 = and i64 %chunk8, -8
-  %thin = icmp ult i64 %chunk9, {min_rows}
-  %chunk = select i1 %thin, i64 {min_rows}, i64 %chunk9
+{chunking}
   %nb0 = add i64 %total, %chunk
   %nb1 = sub i64 %nb0, 1
   %nblocks = udiv i64 %nb1, %chunk
@@ -285,6 +277,55 @@ split:
   ret void
 }}
 """
+
+
+_WORKERS = """  %w = load atomic i32, ptr @kp_workers monotonic, align 4
+  %w64 = zext i32 %w to i64
+  %threads = add i64 %w64, 1"""
+
+# Balanced blocks (2026-12-02): as many blocks of about ``min_rows`` as fit, rounded down to a
+# multiple of the thread count, so every thread gets the same share; one block without
+# workers. Before, blocks were at least ``min_rows`` wide and the rest went to a last block:
+# the block's [512,256] @ [256,704] products ran as 256 + 256 + 192 columns on two threads, so
+# one thread did two blocks and the product took 2/3 of its single-threaded time, not 1/2.
+_BALANCED = """  %want = mul i64 %threads, {blocks}
+  %fit0 = add i64 %total, {min_rows_1}
+  %fit = udiv i64 %fit0, {min_rows}
+  %few = icmp ult i64 %fit, %want
+  %nbw = select i1 %few, i64 %fit, i64 %want
+  %over = icmp ugt i64 %nbw, %threads
+  %extra = urem i64 %nbw, %threads
+  %even = sub i64 %nbw, %extra
+  %nbe = select i1 %over, i64 %even, i64 %nbw
+  %solo = icmp ule i64 %threads, 1
+  %nbs = select i1 %solo, i64 1, i64 %nbe
+  %c0 = add i64 %total, %nbs
+  %c1 = sub i64 %c0, 1
+  %chunk0 = udiv i64 %c1, %nbs
+  %chunk8 = add i64 %chunk0, 7
+  %chunk = and i64 %chunk8, -8"""
+
+# Rows when there are at least as many rows as columns, or enough for a block of ``min_rows``
+# per thread: two threads on row blocks of [512,256] @ [256,704] took ~10% less wall time than
+# on column blocks of the same size (same process, real-time priority, 2026-12-02), which ran
+# slower side by side than one alone.
+_ORIENT_BALANCED = """  %tall = icmp uge i64 %m, %n
+  %per = mul i64 %threads, {min_rows}
+  %deep = icmp uge i64 %m, %per
+  %rows = or i1 %tall, %deep"""
+_ORIENT_AT_LEAST = "  %rows = icmp uge i64 %m, %n"
+
+# the rule until 2026-12-02 (``balanced=False``, for same-process A/Bs): a quarter of the rows
+# per thread, rounded up to 8, and no thinner than ``min_rows``
+_AT_LEAST = """  %want = mul i64 %threads, {blocks}
+  %c0 = add i64 %total, %want
+  %c1 = sub i64 %c0, 1
+  %chunk0 = udiv i64 %c1, %want
+  %chunk8 = add i64 %chunk0, 7
+  %chunk9 = and i64 %chunk8, -8
+  %thin = icmp ult i64 %chunk9, {min_rows}
+  %chunk = select i1 %thin, i64 {min_rows}, i64 %chunk9"""
+BALANCED = True
 
 
 # How long a waiter spins before it sleeps, in time-stamp-counter ticks (~62 us at 2.1 GHz).
@@ -342,11 +383,14 @@ def pool_ir(
     min_rows: int | None = None,
     min_flops: int | None = None,
     spin_yield: bool | None = None,
+    balanced: bool | None = None,
+    threads: int | None = None,
 ) -> str:
     """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
     ``spin_ticks``: waiters spin that many TSC ticks before they sleep, x86-64 only;
-    ``spin_yield``: the spin calls ``sched_yield`` every 64 pauses; the others default to the
-    module's constants)."""
+    ``spin_yield``: the spin calls ``sched_yield`` every 64 pauses; ``balanced``: the block
+    rule (``BALANCED``); ``threads``: split as for that many threads whatever the pool has,
+    for tests; the others default to the module's constants)."""
     x86 = platform.machine() == "x86_64"  # the spin reads the TSC and pauses: x86-64 only
     ticks = (SPIN_TICKS if x86 else 0) if spin_ticks is None else spin_ticks
     yielding = SPIN_YIELD if spin_yield is None else spin_yield
@@ -354,13 +398,21 @@ def pool_ir(
     head = head if ticks else "  br label %sleep"
     text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE, spin=head)
     text += _SPIN_DECLS if ticks else ""
+    rows = MIN_BLOCK_ROWS if min_rows is None else min_rows
+    even = BALANCED if balanced is None else balanced
+    chunking = (_BALANCED if even else _AT_LEAST).format(
+        blocks=BLOCKS_PER_THREAD, min_rows=rows, min_rows_1=rows - 1
+    )
+    orient = _ORIENT_BALANCED.format(min_rows=rows) if even else _ORIENT_AT_LEAST
+    workers = _WORKERS if threads is None else f"  %threads = add i64 0, {threads}"
     for t, ty in (("s", "float"), ("d", "double")):
         text += _GEMM.format(
             t=t,
             ty=ty,
             min_flops=MIN_SPLIT_FLOPS if min_flops is None else min_flops,
-            blocks=BLOCKS_PER_THREAD,
-            min_rows=MIN_BLOCK_ROWS if min_rows is None else min_rows,
+            threads=workers,
+            orient=orient,
+            chunking=chunking,
         )
     return text
 
