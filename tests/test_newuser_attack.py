@@ -212,3 +212,82 @@ def test_an_inputs_path_that_is_not_a_regular_file_says_so(
 ) -> None:
     code, _, err = kinac_here(capsys, "run", str(MLP), "mlp", "--inputs", str(tmp_path))
     assert code == 2 and "not a regular file" in err and "no such" not in err, err
+
+
+# ---------------------------------------------------------------- the build server's files
+
+
+def _dead_socket(path: Path) -> None:
+    """A socket file nobody listens at: what a server killed with SIGKILL (or a reboot) leaves."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.close()
+
+
+def test_a_dead_servers_socket_is_removed_once_not_noted_on_every_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After `kill -9` of `kinac serve` (or a reboot: the socket lives in the cache directory),
+    every later build printed 'nothing listens at ... (a stale socket)', forever."""
+    import os
+
+    from kinac.server import client
+    from kinac.server.address import socket_path
+
+    ws = mlp_copy(tmp_path / "ws").resolve()
+    path = socket_path(ws, ws / ".kinac-cache", os.environ)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _dead_socket(path)
+    assert client.forward(["build", str(ws)]) is None
+    err = capsys.readouterr().err
+    assert "stale socket" in err and "removed" in err, err
+    assert not path.exists()
+    assert client.forward(["build", str(ws)]) is None
+    assert capsys.readouterr().err == ""  # the next build: nothing to say
+
+
+def test_a_file_that_is_not_a_socket_is_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kinac.server import client
+
+    path = tmp_path / "s.sock"
+    path.write_text("not ours to delete")
+    assert client.talk(path, ["build", "."]) is None
+    assert "nothing listens" in capsys.readouterr().err and path.read_text()
+
+
+def test_a_server_listens_before_its_socket_appears(tmp_path: Path) -> None:
+    """A client that finds the socket path may connect at once: bound but not yet listening
+    was a refused connection, which a client now takes for a dead server and removes. The
+    server binds a temporary name, listens, then renames it into place."""
+    import socket
+
+    from kinac.server import serve
+
+    seen: list[bool] = []
+    real_bind = socket.socket.bind
+
+    class Probe(socket.socket):
+        def bind(self, addr: object) -> None:
+            real_bind(self, addr)  # type: ignore[arg-type]
+            seen.append(srv.path.exists())
+
+    srv = serve.Server(tmp_path, tmp_path / "cache")
+    socket_class = serve.socket.socket
+    serve.socket.socket = Probe  # type: ignore[misc]
+    try:
+        assert srv.bind()
+    finally:
+        serve.socket.socket = socket_class  # type: ignore[misc]
+    try:
+        assert seen == [False]  # not at its real name while only bound
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(str(srv.path))
+        c.close()
+        assert [p.name for p in srv.path.parent.iterdir()] == [srv.path.name]
+    finally:
+        srv.close()
+    assert not srv.path.exists()

@@ -112,6 +112,27 @@ def _start_server(root: Path, cache: Path) -> None:
         _note(f"could not start one ({e})")
 
 
+def _remove_stale(path: Path, before: os.stat_result) -> bool:
+    """Remove the socket file at ``path`` that refused a connection: its server is gone (killed,
+    or the machine rebooted; the file lives in the cache directory), and left in place it would
+    cost every later build a note. Only a socket, and only the very file that refused (same
+    inode): a server binds a temporary name and links it into place once it listens, so a
+    socket at ``path`` that refuses is never one still starting."""
+    import stat
+
+    try:
+        now = os.stat(path)
+        if not stat.S_ISSOCK(now.st_mode) or (now.st_dev, now.st_ino) != (
+            before.st_dev,
+            before.st_ino,
+        ):
+            return False
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
 def request_of(argv: list[str]) -> dict[str, Any]:
     """Every explicit input of the build: argv, cwd, the environment it reads, the terminal."""
     env = {k: v for k, v in os.environ.items() if k.startswith("KINAC_") or k in REQUEST_ENV}
@@ -151,9 +172,16 @@ def talk(path: Path, argv: list[str]) -> int | None:
     try:
         sock.settimeout(CONNECT_TIMEOUT)
         try:
+            before = os.stat(path)
+        except OSError:
+            return None  # gone since ``forward`` looked: no server, nothing to say
+        try:
             sock.connect(str(path))
         except (ConnectionRefusedError, FileNotFoundError):
-            _note(f"nothing listens at {path} (a stale socket)")
+            if _remove_stale(path, before):
+                _note(f"removed a stale socket at {path} (its server is gone)")
+            else:
+                _note(f"nothing listens at {path} (a stale socket)")
             return None
         ch = Channel(sock)
         ch.send(request_of(argv))

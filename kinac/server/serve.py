@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import signal
 import socket
@@ -31,6 +32,7 @@ from kinac.server.protocol import Channel, ProtocolError
 
 IDLE_S = 15 * 60.0
 BEAT_S = 1.0
+_TMP_SEQ = itertools.count()  # temporary socket names of this process (Server.bind)
 # imported at start so an edit's build does not pay for them (the cold build's lazy imports)
 PREWARM = (
     "kinac.pipeline",
@@ -100,14 +102,24 @@ class Server:
                 self.path.unlink(missing_ok=True)  # stale: its server died
             finally:
                 probe.close()
+        # Listen under a temporary name, then link it into place: a client that finds the path
+        # may connect at once, and a refused connection means a dead server whose socket the
+        # client removes (kinac.server.client._remove_stale). The link fails if another
+        # server's is there already. The temporary name is shorter than the real one, so it
+        # fits wherever the real one does (address.SOCKET_MAX).
+        tmp = self.path.with_name(f"s{os.getpid()}-{next(_TMP_SEQ)}.tmp")
+        tmp.unlink(missing_ok=True)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.bind(str(self.path))
+            sock.bind(str(tmp))
+            os.chmod(tmp, 0o600)
+            sock.listen(16)
+            os.link(tmp, self.path)
         except OSError:
             sock.close()
-            return False  # another server bound it first
-        os.chmod(self.path, 0o600)
-        sock.listen(16)
+            return False  # another server linked its socket first
+        finally:
+            tmp.unlink(missing_ok=True)
         sock.settimeout(0.5)
         self._sock, self._ino = sock, os.stat(self.path).st_ino
         return True
