@@ -193,6 +193,7 @@ def main() -> int:
     ap.add_argument("--out", default="latency-out")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--big", action="store_true", help="also the 45M block, PDL off and on")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -201,7 +202,7 @@ def main() -> int:
         (out / "latency_probe.md").write_text("\n".join(LINES) + "\n")
         (out / "latency_probe.json").write_text(json.dumps(RES, indent=1, default=str))
 
-    return probe(VARIANTS, a.rounds, a.n, write)
+    return probe(VARIANTS, a.rounds, a.n, write, big=a.big)
 
 
 def latency_levers(emit_to: Callable[[str], None], results: dict[str, Any]) -> None:
@@ -216,7 +217,7 @@ def latency_levers(emit_to: Callable[[str], None], results: dict[str, Any]) -> N
         SINK.clear()
 
 
-def probe(variants: dict[str, dict[str, Any]], rounds: int, n: int, write: Callable[[], None]) -> int:  # fmt: skip
+def probe(variants: dict[str, dict[str, Any]], rounds: int, n: int, write: Callable[[], None], big: bool = False) -> int:  # fmt: skip
     """Measure ``variants`` (see the module docstring); ``write`` saves what is measured so far."""
     import torch
     from gpu_refs import SMALL, block_inputs, block_torch, causal_mask, rel_l2
@@ -370,7 +371,53 @@ def probe(variants: dict[str, dict[str, Any]], rounds: int, n: int, write: Calla
     except Exception:  # noqa: BLE001
         emit(f"\n**layers failed:**\n```\n{traceback.format_exc()[-2000:]}\n```")
     write()
+    if big:
+        try:
+            big_block(torch, a.rounds)
+        except Exception:  # noqa: BLE001
+            emit(f"\n**45M block failed:**\n```\n{traceback.format_exc()[-2000:]}\n```")
+        write()
     return 0
+
+
+def big_block(torch: Any, rounds: int) -> None:
+    """PDL off and on for the 45M bf16 block (B4 S1024 D2048 H16 KV4), compiled with
+    autotuning off (``KINAC_AUTOTUNE=0``: the fixed tile table, no timing in this call):
+    GPU per call (events) and pipelined; outputs compared bit for bit."""
+    import os
+
+    from gpu_refs import BIG, block_inputs
+
+    import kinac
+
+    os.environ["KINAC_AUTOTUNE"] = "0"
+    h, kv = BIG["h"], BIG["kv"]
+    ins = block_inputs(BIG, torch.bfloat16)
+    fs, ys = {}, {}
+    for name, opts in (("base", {"pdl": False}), ("pdl", {"pdl": True})):
+        f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda", **opts)
+        ys[name] = torch.from_dlpack(f(h, kv, *ins)).clone()
+        for _ in range(3):
+            f(h, kv, *ins)
+        fs[name] = f
+    torch.cuda.synchronize()
+    same = bool(torch.equal(ys["base"], ys["pdl"]))
+    samp: dict[str, dict[str, list[float]]] = {n: {"events": [], "pipe": []} for n in fs}
+    sync = torch.cuda.synchronize
+    for _ in range(rounds):
+        for name, f in fs.items():
+            call = lambda f=f: f(h, kv, *ins)  # noqa: E731
+            samp[name]["events"].append(events_us(torch, call))
+            samp[name]["pipe"].append(pipelined_us(call, sync, 20))
+    emit("\n## 45M bf16 block (autotuning off), PDL off and on\n")
+    emit(f"Outputs bit-identical: {same}\n")
+    emit("| variant | GPU per call (events, 20 back to back) us | pipelined us |")
+    emit("|---|---|---|")
+    RES["big"] = {"identical": same}
+    for name, d in samp.items():
+        m = {k: statistics.median(v) for k, v in d.items()}
+        RES["big"][name] = m
+        emit(f"| {name} | {m['events']:.1f} | {m['pipe']:.1f} |")
 
 
 if __name__ == "__main__":
