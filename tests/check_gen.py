@@ -117,9 +117,9 @@ class Gen:
             e = [x if self.r.random() < 0.7 else () for x in d[len(d) - k :]]
             w = self.param([kina(x) for x in e])
         if self.r.random() < 0.5:
-            self.bind(f"({self.r.choice(BINARY)} {v} {w})", _bcast(d, e))
+            self.bind(f"({self.r.choice(BINARY)} {v} {w})", _bcast(d, e))  # type: ignore[arg-type]
         else:
-            self.bind(f"({self.r.choice(BINARY)} {w} {v})", _bcast(e, d))
+            self.bind(f"({self.r.choice(BINARY)} {w} {v})", _bcast(e, d))  # type: ignore[arg-type]
 
     def op_literal(self) -> None:
         v, d = self.pick()

@@ -51,7 +51,7 @@ def run_case(
     if "\n; on-unknown runtime-check" in "\n" + text:
         ws.env.on_unknown = "runtime-check"
     if "\n; solver-says unknown" in "\n" + text:  # stands for a budget the solver runs out of
-        ws.env.solve = lambda formula: SolveResult("unknown", reason="the solver ran out of budget")
+        ws.env.solve = lambda formula: SolveResult("unknown", reason="the solver ran out of budget")  # type: ignore[method-assign]
     pf = ws.env.file(rel)
     assert pf is not None
     diags: list[Diagnostic] = []

@@ -129,7 +129,7 @@ def run_graph(g: Graph, inputs: list[np.ndarray]) -> np.ndarray:
             v = np.where(a[0], a[1], a[2])
         elif op.startswith("reduce_"):
             f = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[op[7:]]
-            v = f(a[0], axis=n.attr("axis"), keepdims=n.attr("keepdims"))
+            v = f(a[0], axis=n.attr("axis"), keepdims=n.attr("keepdims"))  # type: ignore[operator]
         elif op == "matmul":
             v = np.matmul(a[0], a[1])
         elif op == "transpose":

@@ -81,7 +81,7 @@ def _binary(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     f = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}
     f |= {"max": torch.maximum, "min": torch.minimum, "pow": torch.pow}
     f |= {"lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge, "eq": torch.eq}
-    return f[op](a, b)
+    return f[op](a, b)  # type: ignore[operator]
 
 
 def _node(g: Graph, n: Node, v: list[torch.Tensor], inputs: tuple[Any, ...]) -> torch.Tensor:

@@ -67,6 +67,6 @@ def mul_entry(res: Any) -> Any:
     e._imports, e._last_box, e._stager, e._allocs = {}, [None], None, []
     e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(3)], set(), {}, OrderedDict()
     e.captures = e.replays = 0
-    e.device = SimpleNamespace(enter=lambda: False, leave=lambda p: None)
+    e.device = SimpleNamespace(enter=lambda: False, leave=lambda p: None)  # type: ignore[assignment]
     e._ctx_get = None
     return e

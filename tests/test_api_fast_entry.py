@@ -41,7 +41,7 @@ def _entry() -> Any:
     e._imports, e._last_box, e._stager = {}, [None], None
     e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(4)], set(), {}, OrderedDict()
     e.captures = e.replays = 0
-    e._bind = lambda key: ((lambda stream: None), [])
+    e._bind = lambda key: ((lambda stream: None), [])  # type: ignore[method-assign]
     return e
 
 

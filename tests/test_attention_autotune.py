@@ -159,7 +159,7 @@ def test_tuned_choice_reaches_the_launch_plan_and_the_ptx(monkeypatch: pytest.Mo
     assert ln.block == 256 and "128x64 3 stages" in ln.note
     assert ln.shared == 2 * 64 * (128 + 2 * 3 * 64)
     ptx = pipeline.ptx(s.db, key)
-    assert f".entry {ln.function}(" in ptx and ".maxntid 256" in ptx
+    assert f".entry {ln.function}(" in ptx and ".maxntid 256" in ptx  # type: ignore[operator]
     assert len(t.timed) == 1  # the launch plan and the PTX share one tuning
 
 
@@ -197,7 +197,7 @@ def test_tuned_on_this_gpu_once(tmp_path: Path) -> None:
     calls: list[int] = []
     real = GpuTimer.time
     try:
-        GpuTimer.time = lambda self, cs, a: calls.append(1) or real(self, cs, a)  # type: ignore[method-assign]
+        GpuTimer.time = lambda self, cs, a: calls.append(1) or real(self, cs, a)  # type: ignore[assignment,func-returns-value,method-assign]
         db2 = Database(Store(tmp_path))
         assert attention_tiles(db2, _key(p, attention_autotune_mode(db2, ()))) == c
         assert calls == []

@@ -528,7 +528,7 @@ def check_on_cpu(
     rng = np.random.default_rng(d + s)
     b, h = batch, heads
     p = replace(bhsd_params("bf16", b, h, kv, s, d, causal, tiles), mma=mma, stages=stages,
-                **switches)  # fmt: skip
+                **switches)  # type: ignore[arg-type]  # fmt: skip
     q = f32_to_bf16(rng.standard_normal((b, h, s, d)).astype(np.float32))
     k = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))
     v = f32_to_bf16(rng.standard_normal((b, kv, s, d)).astype(np.float32))

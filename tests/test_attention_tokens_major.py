@@ -40,7 +40,7 @@ def test_output_layouts_on_cpu(
     the output used; the layout is the shared epilogue's; heads-major: test_attention_emu)."""
     b, h, kv, s, d = 2 if switches.get("pack_p") else 1, 2, 1, 40, 64
     p = replace(bhsd_params("bf16", b, h, kv, s, d, True, tiles), mma=mma, stages=stages,
-                **switches)  # fmt: skip
+                **switches)  # type: ignore[arg-type]  # fmt: skip
     p = replace(p, o_strides=(s * h * d, d, h * d))
     assert check_params(p) is None
     rng = np.random.default_rng(11)

@@ -95,7 +95,7 @@ def test_results_come_back_in_order_with_the_jobs_data(fake: Any) -> None:
     ks = _kernels(5)
     fake.plan({k.function: 0.5 + i for i, k in enumerate(ks)})
     fill = bytes(range(256)) * 3
-    ms, failed = time_isolated(ks, (10, 20, 30), fill, device=0, round_ms=2.5, rounds=4, **FAST)
+    ms, failed = time_isolated(ks, (10, 20, 30), fill, device=0, round_ms=2.5, rounds=4, **FAST)  # type: ignore[arg-type]
     assert ms == (0.5, 1.5, 2.5, 3.5, 4.5) and failed == ()
     log = fake.log()
     assert len({e["pid"] for e in log}) == 1 and log[0]["pid"] != os.getpid()
@@ -115,7 +115,7 @@ def test_a_hanging_candidate_is_killed_and_the_rest_timed_in_a_new_child(fake: A
     ks = _kernels(5)
     fake.plan({"k0": 1.0, "k1": 2.0, "k2": "hang", "k3": 4.0, "k4": 5.0})
     t0 = time.monotonic()
-    ms, failed = time_isolated(ks, (8,), b"\1\2", **FAST)
+    ms, failed = time_isolated(ks, (8,), b"\1\2", **FAST)  # type: ignore[arg-type]
     assert time.monotonic() - t0 < 15
     assert ms[:2] == (1.0, 2.0) and math.isinf(ms[2]) and ms[3:] == (4.0, 5.0)
     assert [(f.index, f.what) for f in failed] == [(2, "hung")]
@@ -132,7 +132,7 @@ def test_a_child_that_dies_midway_is_replaced(fake: Any) -> None:
     process died, and a new child times the rest."""
     ks = _kernels(5)
     fake.plan({"k0": 1.0, "k1": "exit", "k2": 3.0, "k3": "segv", "k4": 5.0})
-    ms, failed = time_isolated(ks, (8,), b"\0", **FAST)
+    ms, failed = time_isolated(ks, (8,), b"\0", **FAST)  # type: ignore[arg-type]
     assert (
         ms[0] == 1.0 and ms[2] == 3.0 and ms[4] == 5.0 and math.isinf(ms[1]) and math.isinf(ms[3])
     )
@@ -149,7 +149,7 @@ def test_a_lost_context_ends_that_child(fake: Any) -> None:
     candidates after it are not timed in that context but in a new child."""
     ks = _kernels(3)
     fake.plan({"k0": "lost", "k1": 2.0, "k2": 3.0})
-    ms, failed = time_isolated(ks, (8,), b"\0", **FAST)
+    ms, failed = time_isolated(ks, (8,), b"\0", **FAST)  # type: ignore[arg-type]
     assert math.isinf(ms[0]) and ms[1:] == (2.0, 3.0)
     assert [(f.index, f.what) for f in failed] == [(0, "faulted")]
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in failed[0].detail
@@ -160,7 +160,7 @@ def test_a_lost_context_ends_that_child(fake: Any) -> None:
 def test_restarts_and_time_are_bounded(fake: Any) -> None:
     ks = _kernels(4)
     fake.plan({k.function: "exit" for k in ks})
-    ms, failed = time_isolated(ks, (8,), b"\0", max_children=2, **FAST)
+    ms, failed = time_isolated(ks, (8,), b"\0", max_children=2, **FAST)  # type: ignore[arg-type]
     assert all(math.isinf(t) for t in ms) and len(fake.log()) == 2
     assert [f.what for f in failed] == ["crashed", "crashed", "not timed", "not timed"]
     fake.plan({"k0": 1.0, "k1": "hang", "k2": 3.0, "k3": 4.0})

@@ -230,7 +230,7 @@ def bad_npz(draw: st.DrawFn) -> dict[str, np.ndarray] | bytes:
     victim = draw(st.sampled_from(sorted(spec)))
     if how in ("corrupt", "cut"):
         good = io.BytesIO()
-        np.savez(good, **{k: np.zeros(sh, dt) for k, (sh, dt) in spec.items()})
+        np.savez(good, **{k: np.zeros(sh, dt) for k, (sh, dt) in spec.items()})  # type: ignore[arg-type]
         data = good.getvalue()
         if how == "cut":
             return data[: draw(st.integers(0, len(data) - 1))]
@@ -259,7 +259,7 @@ def test_run_bad_inputs_files(content: dict[str, np.ndarray] | bytes, suffix: st
         if isinstance(content, bytes):
             path.write_bytes(content)
         elif suffix == ".npz":
-            np.savez(path, **content)
+            np.savez(path, **content)  # type: ignore[arg-type]
         else:
             np.save(path, next(iter(content.values()), np.zeros(())))
         code, out, err = cli("run", str(ws), "tiny", "--inputs", str(path), "--repeat", "1")

@@ -49,12 +49,12 @@ def no_gc() -> Iterator[None]:
 def test_store_and_database_close_and_reopen(tmp_path: Path, no_gc: None) -> None:
     with Store(tmp_path / "c") as store:
         with Database(store) as db:
-            store.stage_blob("x" * 32, b"")
+            store.stage_blob("x" * 32, b"")  # type: ignore[attr-defined]
             db.commit()
-            store.load_summaries()
+            store.load_summaries()  # type: ignore[attr-defined]
             assert open_files(tmp_path / "c")
         assert open_files(tmp_path / "c") == []
-        assert store.load_summaries() == {}  # reopens on use
+        assert store.load_summaries() == {}  # type: ignore[attr-defined]  # reopens on use
     assert open_files(tmp_path / "c") == []
 
 

@@ -39,7 +39,7 @@ class FakeGraph:
     captured = True
 
     def __init__(self, log: list[Any]) -> None:
-        self.fast_launch = (lambda ex, stream: log.append("launch") or 0, None)
+        self.fast_launch = (lambda ex, stream: log.append("launch") or 0, None)  # type: ignore[func-returns-value]
         self.log = log
 
     def replay(self, stream: Any) -> None:
@@ -71,7 +71,7 @@ def _entry() -> Any:
     e._imports, e._last_box, e._stager = {}, [None], None
     e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(3)], set(), {}, OrderedDict()
     e.captures = e.replays = 0
-    e._bind = lambda key: ((lambda stream: None), [])
+    e._bind = lambda key: ((lambda stream: None), [])  # type: ignore[method-assign]
     e.device = type("D", (), {"enter": lambda s: False, "leave": lambda s, p: None})()
     # the context check: "the entry's context is current" (cuCtxGetCurrent returns 0, value 0)
     e._ctx_get, e._ctx_ref, e._ctx_cur = (lambda r: 0), None, type("C", (), {"value": 0})()
@@ -124,7 +124,7 @@ def test_a_tensor_moved_in_place_is_imported_again(log: list[Any]) -> None:
     assert hot == 2
     arrays[1].ptr = res.allocate(_nbytes("f32", SHAPES[1]))  # torch's set_ / resize_
     seen: list[int] = []
-    e._input = lambda x, i: seen.append(i) or Tensor(x.ptr, SHAPES[i], "float32")
+    e._input = lambda x, i: seen.append(i) or Tensor(x.ptr, SHAPES[i], "float32")  # type: ignore[func-returns-value]
     ins, _, ptrs = e.prepare(*arrays)
     assert e.hot_calls == hot and seen == [1]  # the moved one only, at its new address
     assert ptrs[1] == arrays[1].ptr and ins[1].ptr == arrays[1].ptr

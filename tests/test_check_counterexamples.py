@@ -105,7 +105,7 @@ def test_proofs_are_sound_and_counterexamples_valid(seed: int) -> None:
 def _diags(src: str) -> tuple[Workspace, list[Diagnostic]]:
     ws = Workspace({"p.kina": src})
     out: list[Diagnostic] = []
-    for d in ws.env.file("p.kina").defns:
+    for d in ws.env.file("p.kina").defns:  # type: ignore[union-attr]
         out.extend(ws.env.checked(DefnRef("p.kina", d.name)).diagnostics)
     return ws, out
 

@@ -125,7 +125,7 @@ def test_solver_results_shared_across_files() -> None:
 
 def test_bind_call_types() -> None:
     ws = Workspace(ws_sources("transformer"))
-    sig = ws.env.lookup("attention.kina", "attention")[1]
+    sig = ws.env.lookup("attention.kina", "attention")[1]  # type: ignore[index]
     good = (
         TType("f32", (2, 8, 32)),
         TType("f32", (32, 32)),
@@ -147,6 +147,6 @@ def test_bind_call_types() -> None:
     assert isinstance(r, tuple) and "wq" in r[0].message
     r = bind_call_types("attention.kina", sig, good, {"H": 4})
     assert isinstance(r, tuple) and r[0].code == "K0802"
-    rms = ws.env.lookup("ffn.kina", "rms-norm")[1]
+    rms = ws.env.lookup("ffn.kina", "rms-norm")[1]  # type: ignore[index]
     r = bind_call_types("@kinac/std/nn.kina", rms, (TType("bf16", (2, 3, 4)), TType("bf16", (4,))))
     assert isinstance(r, CallBinding) and dict(r.dims)["..b"] == (2, 3)

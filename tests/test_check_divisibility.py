@@ -97,7 +97,7 @@ GQA = """
 
 def test_programs_with_implied_divisibility_check_fast() -> None:
     ws = Workspace({"p.kina": GQA})
-    ws.env.solve = _no_solver
+    ws.env.solve = _no_solver  # type: ignore[assignment,method-assign]
     for name in ("groups", "halves", "doubled", "square"):
         t0 = time.perf_counter()
         c = ws.env.checked(DefnRef("p.kina", name))

@@ -62,13 +62,13 @@ def test_corpus_size_and_coverage() -> None:
     for path in BAD:
         _out, diags, ws = run_case(path, _CACHE)
         codes |= {d.code for d in diags}
-        for d in ws.env.file(path.name).defns:
+        for d in ws.env.file(path.name).defns:  # type: ignore[union-attr]
             _heads(d.body, bad_heads)
     for path in GOOD:
         ws = run_case(path, _CACHE)[2]
-        for d in ws.env.file(path.name).defns:
+        for d in ws.env.file(path.name).defns:  # type: ignore[union-attr]
             _heads(d.body, good_heads)
-    for d in ws.env.file("@kinac/std/nn.kina").defns:
+    for d in ws.env.file("@kinac/std/nn.kina").defns:  # type: ignore[union-attr]
         _heads(d.body, good_heads)
     assert set(CODES) <= codes, sorted(set(CODES) - codes)
     assert set(PRIMS) <= bad_heads, sorted(set(PRIMS) - bad_heads)
@@ -159,7 +159,7 @@ def test_well_typed_evaluate_concretely(path: Path) -> None:
     """
     _o, _d, ws = run_case(path, _CACHE)
     pf = ws.env.file(path.name)
-    for defn in pf.defns:
+    for defn in pf.defns:  # type: ignore[union-attr]
         sig = analyse(path.name, defn.signature, ws.env.meshes(path.name))
         rng = random.Random(f"{path.name}/{defn.name}")
         for trial in range(3):

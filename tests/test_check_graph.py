@@ -37,9 +37,9 @@ def test_mlp_graph_matches_torch() -> None:
     assert sp.diagnostics == ()
     g = sp.graph
     _structure(g)
-    assert [n.op for n in g.nodes[5:]] == ["matmul", "add", "gelu", "matmul", "add"]
+    assert [n.op for n in g.nodes[5:]] == ["matmul", "add", "gelu", "matmul", "add"]  # type: ignore[union-attr]
     x, w1, b1, w2, b2 = rand(2, 3, 8), rand(8, 16), rand(16), rand(16, 8), rand(8)
-    got = run_graph(g, [x, w1, b1, w2, b2])
+    got = run_graph(g, [x, w1, b1, w2, b2])  # type: ignore[arg-type]
     t = [torch.tensor(a) for a in (x, w1, b1, w2, b2)]
     ref = F.gelu(t[0] @ t[1] + t[2]) @ t[3] + t[4]
     np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-5)
@@ -72,7 +72,7 @@ def test_block_graph_matches_torch() -> None:
     assert dict(sp.dims)["Dh"] == 8 and dict(sp.dims)["G"] == 2
     g = sp.graph
     _structure(g)
-    ops = [n.op for n in g.nodes]
+    ops = [n.op for n in g.nodes]  # type: ignore[union-attr]
     assert ops.count("repeat_interleave") == 2 and ops.count("softmax") == 1
     assert "cast" not in ops  # f32 -> f32 casts vanish
     D, F_, KVDh = 32, 48, 16
@@ -88,8 +88,8 @@ def test_block_graph_matches_torch() -> None:
         rand(D, F_),
         rand(F_, D),
     ]
-    got = run_graph(g, args)
-    ref = _torch_block(*[torch.tensor(a) for a in args], H=4, KV=2)
+    got = run_graph(g, args)  # type: ignore[arg-type]
+    ref = _torch_block(*[torch.tensor(a) for a in args], H=4, KV=2)  # type: ignore[misc]
     np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-4)
 
 
@@ -115,13 +115,13 @@ def test_prelude_norms_with_groups(group: tuple[int, ...]) -> None:
         assert sp.diagnostics == (), sp.diagnostics
         x = rand(*group, D)
         ws_ = [rand(D) for _ in range(nargs - 1)]
-        got = run_graph(sp.graph, [x, *ws_])
+        got = run_graph(sp.graph, [x, *ws_])  # type: ignore[arg-type]
         tx = torch.tensor(x)
         if name == "rms-norm":
-            ref = tx / torch.sqrt((tx * tx).mean(-1, keepdim=True) + eps) * torch.tensor(ws_[0])
+            ref = tx / torch.sqrt((tx * tx).mean(-1, keepdim=True) + eps) * torch.tensor(ws_[0])  # type: ignore[assignment]
         else:
-            ref = F.layer_norm(tx, (D,), torch.tensor(ws_[0]), torch.tensor(ws_[1]), eps)
-        np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-5)
+            ref = F.layer_norm(tx, (D,), torch.tensor(ws_[0]), torch.tensor(ws_[1]), eps)  # type: ignore[assignment]
+        np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-5)  # type: ignore[attr-defined]
 
 
 def test_prelude_rope_swiglu_mask() -> None:
@@ -130,19 +130,19 @@ def test_prelude_rope_swiglu_mask() -> None:
     sp = specialise(DefnRef(PRELUDE, "rope"), {"S": 4, "E": 3, g: (2,)}, {"T": "f64"}, ws.env)
     assert sp.diagnostics == ()
     x, c, s = (rng.standard_normal(sh) for sh in ((2, 4, 6), (4, 6), (4, 6)))
-    got = run_graph(sp.graph, [x, c, s])
+    got = run_graph(sp.graph, [x, c, s])  # type: ignore[arg-type]
     rot = np.concatenate([-x[..., 3:], x[..., :3]], axis=-1)
     np.testing.assert_allclose(got, x * c + rot * s)
     sp = specialise(DefnRef(PRELUDE, "causal-mask"), {"S": 5}, {}, ws.env)
-    m = run_graph(sp.graph, [])
+    m = run_graph(sp.graph, [])  # type: ignore[arg-type]
     assert np.array_equal(np.isinf(m), np.triu(np.ones((5, 5), bool), 1)) and m[2, 1] == 0
     g = ws.env.checked(DefnRef(PRELUDE, "swiglu")).sig.groups[0]
     sp = specialise(DefnRef(PRELUDE, "swiglu"), {"D": 4, "F": 6, g: ()}, {"T": "f32"}, ws.env)
     assert sp.diagnostics == ()
-    ops = [n.op for n in sp.graph.nodes]
+    ops = [n.op for n in sp.graph.nodes]  # type: ignore[union-attr]
     assert ops.count("reshape") == 6  # a rank-1 x goes through [1 K] for each matmul
     x, wg, wu, wd = rand(4), rand(4, 6), rand(4, 6), rand(6, 4)
-    got = run_graph(sp.graph, [x, wg, wu, wd])
+    got = run_graph(sp.graph, [x, wg, wu, wd])  # type: ignore[arg-type]
     tx = [torch.tensor(a) for a in (x, wg, wu, wd)]
     ref = (F.silu(tx[0] @ tx[1]) * (tx[0] @ tx[2])) @ tx[3]
     np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-5)

@@ -59,7 +59,7 @@ class Driver:
         ):
             return old[2]
         rec = _Recording(env)
-        out = check_defn(ref.file, d, rec)
+        out = check_defn(ref.file, d, rec)  # type: ignore[arg-type]
         self.memo[ref] = (key, rec.deps, out)
         self.rechecked.append(ref.name)
         return out

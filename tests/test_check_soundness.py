@@ -53,8 +53,8 @@ def test_well_typed_programs_never_fail_concretely(seed: int, steps: int) -> Non
             sp = specialise(ref, env, {}, ws.env)
             assert sp.diagnostics == (), sp.diagnostics
             g = sp.graph
-            args = [np.ones(t.shape, np.float32) * 0.5 for _, t in g.params]
-            res = run_graph(g, args)
+            args = [np.ones(t.shape, np.float32) * 0.5 for _, t in g.params]  # type: ignore[union-attr]
+            res = run_graph(g, args)  # type: ignore[arg-type]
             assert res.shape == out.shape
 
 
@@ -128,7 +128,7 @@ def test_mutated_programs_sound_and_counterexamples_valid(
         if d.counterexample is None:
             _assert_out_of_scope(text, d)
             continue
-        env = _complete(sig, dict(d.counterexample))
+        env = _complete(sig, dict(d.counterexample))  # type: ignore[assignment]
         assert env is not None, (text, d.counterexample)
         _out, fails = eval_all("p.kina", defn, env, {}, ws.env)
         loc = d.primary.loc

@@ -235,7 +235,7 @@ def test_calls_agree_with_a_brute_force_oracle(seed: int) -> None:
     )
     ws = Workspace({"p.kina": src})
     c = ws.env.checked(DefnRef("p.kina", "use"))
-    caller = analyse("p.kina", ws.env.defn(DefnRef("p.kina", "use")).signature)
+    caller = analyse("p.kina", ws.env.defn(DefnRef("p.kina", "use")).signature)  # type: ignore[union-attr]
     arg_polys = [p.type.shape.dims[0] for p in caller.params if p.type is not None][:n_args]
     envs = [
         dict(zip(caller.dim_vars, v, strict=True))

@@ -95,7 +95,7 @@ def test_every_value_of_a_build_encodes_as_the_reference(tmp_path: Path) -> None
         seen.append(v)
         return real(v)
 
-    engine.pack = keep
+    engine.pack = keep  # type: ignore[assignment]
     try:
         sess = Session(scaling.make_workspace(tmp_path, 2), cache_dir=str(tmp_path / "c"))
         assert sess.build().error_count == 0

@@ -95,10 +95,10 @@ def test_launch_parameter_array_is_built_once_and_updated_in_place() -> None:
 
     def values() -> tuple[int, int, float, int]:
         return (
-            ctypes.c_uint64.from_address(slots[0]).value,
-            ctypes.c_uint32.from_address(slots[1]).value,
-            ctypes.c_float.from_address(slots[2]).value,
-            ctypes.c_int64.from_address(slots[3]).value,
+            ctypes.c_uint64.from_address(slots[0]).value,  # type: ignore[arg-type]
+            ctypes.c_uint32.from_address(slots[1]).value,  # type: ignore[arg-type]
+            ctypes.c_float.from_address(slots[2]).value,  # type: ignore[arg-type]
+            ctypes.c_int64.from_address(slots[3]).value,  # type: ignore[arg-type]
         )
 
     assert values() == (0x1000, 7, 1.5, -2)

@@ -50,8 +50,8 @@ class FakeDriver:
     def _params(ref: Any) -> tuple[Any, ...]:
         p: KernelNodeParams = ref._obj
         args = (ctypes.c_void_p * 2).from_address(p.kernelParams)
-        first = ctypes.c_uint64.from_address(args[0]).value
-        second = ctypes.c_float.from_address(args[1]).value
+        first = ctypes.c_uint64.from_address(args[0]).value  # type: ignore[arg-type]
+        second = ctypes.c_float.from_address(args[1]).value  # type: ignore[arg-type]
         dims = (p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ)
         return (p.func, dims, p.sharedMemBytes, first, second)
 
@@ -127,7 +127,7 @@ def test_built_on_first_launch_refreshed_on_change_destroyed_once(fake: FakeDriv
     assert fake.names() == ["cuGraphLaunch"]  # the same values again: nothing to copy
     launch.set(1, 4.0)
     launch.run(s)  # type: ignore[arg-type]
-    assert fake.calls[0][1][4] == 4.0
+    assert fake.calls[0][1][4] == 4.0  # type: ignore[misc]
     assert fake.names() == ["cuGraphExecKernelNodeSetParams", "cuGraphLaunch"]
     launch.update((0x3000, 1.0))
     launch.run(s)  # type: ignore[arg-type]

@@ -87,11 +87,11 @@ def _entry() -> Any:
     e = GpuEntry.__new__(GpuEntry)
     e.lowered, e.ordinal, e.pinned = lw, 0, True
     e.resource = HostResource()
-    e.device = SimpleNamespace(enter=lambda: False, leave=lambda pushed: None, arch="sm_90")
+    e.device = SimpleNamespace(enter=lambda: False, leave=lambda pushed: None, arch="sm_90")  # type: ignore[assignment]
     e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
                      contiguous_strides(o.shape)) for o in outs]  # fmt: skip
     e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
-    e.stream = SimpleNamespace(cu=0, handle=0, synchronize=lambda: None)
+    e.stream = SimpleNamespace(cu=0, handle=0, synchronize=lambda: None)  # type: ignore[assignment]
     e._imports, e._last_box, e._stager = {}, [None], None
     e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(3)], set(), {}, OrderedDict()
     e.captures = e.replays = 0
@@ -108,7 +108,7 @@ def _entry() -> Any:
 
         return None, [k0, k1]
 
-    e._bind = bind
+    e._bind = bind  # type: ignore[assignment,method-assign]
     return e
 
 

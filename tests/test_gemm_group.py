@@ -75,7 +75,7 @@ def test_outputs_and_epilogues_stay_apart() -> None:
     ],
 )
 def test_block_plans(dims: tuple[int, ...], calls: list[int]) -> None:
-    lw = lower_graph_gpu(block_graph(*dims, "bf16"))
+    lw = lower_graph_gpu(block_graph(*dims, "bf16"))  # type: ignore[arg-type,call-arg]
     got = [s.gemm.batch if s.gemm.mode == "pointers" else 1 for s in lw.steps if s.gemm]
     assert got == calls
     for s in lw.steps:  # every grouped call writes arena temporaries, one per member
@@ -111,7 +111,7 @@ class _FakeCublas:
     def __getattr__(self, name: str) -> object:
         if not name.startswith("gemm"):
             raise AttributeError(name)
-        return lambda *a: self.calls.append((name, a, self.workspace))
+        return lambda *a: self.calls.append((name, a, self.workspace))  # type: ignore[arg-type]
 
 
 def _bind_grouped(order: list[str]) -> tuple[object, _FakeCublas, list[bytes], dict[str, int]]:
@@ -121,7 +121,7 @@ def _bind_grouped(order: list[str]) -> tuple[object, _FakeCublas, list[bytes], d
 
     lw = lower_graph_gpu(_swiglu("f32"))
     (s,) = [s for s in lw.steps if s.gemm and s.gemm.mode == "pointers"]
-    real = dict(zip(("c0", "c1"), s.gemm.c.bufs, strict=True))  # the members' outputs
+    real = dict(zip(("c0", "c1"), s.gemm.c.bufs, strict=True))  # type: ignore[union-attr]  # the members' outputs
     base = {real.get(n, n): (1 + i) << 20 for i, n in enumerate(order)}
     blas = object.__new__(Blas)
     fake = _FakeCublas()
@@ -133,12 +133,12 @@ def _bind_grouped(order: list[str]) -> tuple[object, _FakeCublas, list[bytes], d
         uploads.append(b)
         return len(uploads)
 
-    call = blas.bind(s.gemm, base.__getitem__, upload)
+    call = blas.bind(s.gemm, base.__getitem__, upload)  # type: ignore[arg-type]
     call(0)
     call(0)
     form = {"gemm_strided_batched_ex": "strided", "gemm_batched_ex": "pointers"}[fake.calls[0][0]]
     assert blas.bound_forms == [form]
-    assert [c[2] for c in fake.calls] == [1 << 40] * 2  # the entry's workspace, not the pool
+    assert [c[2] for c in fake.calls] == [1 << 40] * 2  # type: ignore[misc]  # the entry's workspace, not the pool
     return s.gemm, fake, uploads, base
 
 
@@ -166,7 +166,7 @@ def test_grouped_call_keeps_pointer_arrays_where_strides_differ_in_sign() -> Non
     arrays = [list((ctypes.c_uint64 * 2).from_buffer_copy(u)) for u in uploads]
     assert arrays[0] == [base["param1"], base["param2"]]  # the weights wg, wu
     assert arrays[1] == [base["param0"], base["param0"]]  # x, shared
-    assert arrays[2] == [base[b] for b in g.c.bufs]  # each member's output
+    assert arrays[2] == [base[b] for b in g.c.bufs]  # type: ignore[attr-defined]  # each member's output
 
 
 def test_strided_form_of_bound_addresses() -> None:

@@ -74,7 +74,7 @@ def test_tuned_on_this_gpu_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     db.close()
     calls: list[int] = []
     real = GpuGemmTimer.time
-    monkeypatch.setattr(GpuGemmTimer, "time", lambda self, g, a: calls.append(1) or real(self, g, a))  # fmt: skip
+    monkeypatch.setattr(GpuGemmTimer, "time", lambda self, g, a: calls.append(1) or real(self, g, a))  # type: ignore[func-returns-value]  # fmt: skip
     db2 = Database(Store(tmp_path))
     mode2 = gemm_autotune_mode(db2, ())
     for g, c in got.items():

@@ -87,8 +87,8 @@ def test_first_fit_shares_a_dying_input_slot() -> None:
         where: dict[int, tuple[str, int]] = {0: ("param", 0), 13: ("out", 0)}
         return first_fit(results, reads, where, size, 256, inplace), where
 
-    assert plan(reads, None)[0] == 512
-    arena, where = plan(reads, {1: (10,), 2: (11,)})
+    assert plan(reads, None)[0] == 512  # type: ignore[arg-type]
+    arena, where = plan(reads, {1: (10,), 2: (11,)})  # type: ignore[arg-type]
     assert arena == 256 and where[10] == where[11] == where[12] == ("temp", 0)
     arena, where = plan([(0,), (10,), (10, 11), (12,)], {1: (10,), 2: (11,)})
     assert where[11] != where[10] and where[12] == where[11] and arena == 512
@@ -144,7 +144,7 @@ def test_recomputed_attention_gradients_equal_torch_f32(tmp_path: Path) -> None:
     ref.backward()  # type: ignore[attr-defined]
     assert abs(float(value) - ref.item()) <= 1e-5 * abs(ref.item())  # type: ignore[attr-defined]
     for n, g in zip(BLOCK_W, grads, strict=True):
-        assert rel_err(g, t[n].grad.numpy()) <= 1e-5, n
+        assert rel_err(g, t[n].grad.numpy()) <= 1e-5, n  # type: ignore[union-attr]
 
 
 def test_elementwise_recompute_keeps_no_operand_longer() -> None:
@@ -209,8 +209,8 @@ def test_bf16_gradient_recomputes_attention_and_fuses_the_forward(tmp_path: Path
     _, *grads = _run(remat, *bits)
     ref = {k: x.clone().requires_grad_(k in BLOCK_W) for k, x in tb.items()}
     torch_block(ref, H, KV).backward()  # type: ignore[attr-defined]
-    for n, g in zip(BLOCK_W, grads, strict=True):
-        assert rel_err(bf16_to_f32(g), ref[n].grad.float().numpy()) <= 2e-2, n
+    for n, g in zip(BLOCK_W, grads, strict=True):  # type: ignore[assignment]
+        assert rel_err(bf16_to_f32(g), ref[n].grad.float().numpy()) <= 2e-2, n  # type: ignore[arg-type,union-attr]
 
 
 def test_cost_model_counts_attention_and_the_workspace() -> None:
@@ -274,7 +274,7 @@ def test_block_gradients_on_the_gpu_with_flash_forward(tmp_path: Path, dt: str) 
     assert abs(got - loss.float().item()) <= tol * abs(loss.float().item())  # type: ignore[attr-defined]
     for n in BLOCK_W:
         g = torch.from_dlpack(grads[n]).float().cpu().numpy()
-        assert rel_err(g, ref[n].grad.float().cpu().numpy()) <= tol, n
+        assert rel_err(g, ref[n].grad.float().cpu().numpy()) <= tol, n  # type: ignore[union-attr]
 
 
 def _kernel_text(kind: str, *body: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -55,14 +56,14 @@ def rel_err(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(np.abs(np.asarray(got, np.float64) - want)) / np.max(np.abs(want)))
 
 
-def torch_mlp(t: dict[str, object]) -> object:
+def torch_mlp(t: dict[str, Any]) -> Any:
     import torch
 
     h = torch.nn.functional.gelu(t["x"] @ t["w1"] + t["b1"])
     return ((h @ t["w2"] + t["b2"] - t["y"]) ** 2).mean()
 
 
-def torch_block(t: dict[str, object], H: int, KV: int) -> object:
+def torch_block(t: dict[str, Any], H: int, KV: int) -> Any:
     import torch
 
     F = torch.nn.functional
@@ -90,7 +91,7 @@ def torch_block(t: dict[str, object], H: int, KV: int) -> object:
 
 
 def check_against_torch(
-    fn: object, names: list[str], arrays: dict[str, np.ndarray], wrt: list[str], loss: object
+    fn: Any, names: list[str], arrays: dict[str, np.ndarray], wrt: list[str], loss: Any
 ) -> None:
     import torch
 
@@ -103,7 +104,7 @@ def check_against_torch(
     for n in wrt:
         g = np.asarray(grads[n])
         assert g.shape == arrays[n].shape and g.dtype == np.float32, n
-        err = rel_err(g, t[n].grad.numpy())
+        err = rel_err(g, t[n].grad.numpy())  # type: ignore[union-attr]
         assert err <= 1e-5, (n, err)
     again_value, again = fn(*[arrays[n] for n in names])  # type: ignore[operator]
     assert np.asarray(again_value).tobytes() == np.asarray(value).tobytes()
@@ -155,7 +156,7 @@ def test_block_gradients_match_torch_and_repeat_bitwise(tmp_path: Path) -> None:
     arrays = block_arrays(2, 16, 32, 48, H, KV)
     names = block_names()
 
-    def call(*xs: np.ndarray) -> object:
+    def call(*xs: np.ndarray) -> Any:
         return fn(H, KV, *xs)
 
     check_against_torch(call, names, arrays, BLOCK_W, lambda t: torch_block(t, H, KV))
@@ -178,7 +179,7 @@ def test_block_gradients_in_bf16_keep_the_dtype(tmp_path: Path) -> None:
         bits = np.asarray(grads[n])
         assert bits.dtype == np.uint16 and bits.shape == tuple(t[n].shape)  # bf16 bit patterns
         got = torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16).float().numpy()
-        assert rel_err(got, ref[n].grad.float().numpy()) <= 2e-2, n
+        assert rel_err(got, ref[n].grad.float().numpy()) <= 2e-2, n  # type: ignore[union-attr]
 
 
 def _no_cuda() -> bool:
@@ -201,7 +202,7 @@ def test_block_gradients_on_the_gpu(tmp_path: Path) -> None:
     arrays = block_arrays(2, 64, 128, 352, H, KV)
     names = block_names()
 
-    def call(*xs: np.ndarray) -> object:
+    def call(*xs: np.ndarray) -> Any:
         value, grads = fn(H, KV, *[torch.tensor(x, device="cuda") for x in xs])
         return torch.from_dlpack(value).cpu().numpy(), {
             k: torch.from_dlpack(g).cpu().numpy() for k, g in grads.items()
@@ -233,4 +234,4 @@ def test_block_gradient_gpu_lowering_emulated(tmp_path: Path) -> None:
     ref.backward()
     assert abs(float(value) - ref.item()) <= 1e-5 * abs(ref.item())
     for n, g in zip(BLOCK_W, grads, strict=True):
-        assert rel_err(g, t[n].grad.numpy()) <= 1e-5, n
+        assert rel_err(g, t[n].grad.numpy()) <= 1e-5, n  # type: ignore[union-attr]

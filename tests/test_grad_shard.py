@@ -290,7 +290,7 @@ def test_layouts_from_python_need_no_annotation(tmp_path: Path, cache: str, mlp_
     grid = MeshSpec("grid", (2, 2), ("dp", "tp"))
     lay = {"x": [("dp",), (), ()], "y": [("dp",), (), ()], "w1": [(), ("tp",)], "b1": [("tp",)]}
     lay["w2"] = [("tp",), ()]
-    fn = mesh_value_and_grad(ws, "mlp-loss", MLP_W, grid, lay, cache_dir=cache)
+    fn = mesh_value_and_grad(ws, "mlp-loss", MLP_W, grid, lay, cache_dir=cache)  # type: ignore[arg-type]
     assert_same(fn(*mlp_args()), mlp_ref)
     assert same_on_every_rank(fn) == {("all-reduce", "tp"): 1, ("all-reduce", "dp"): 5}
     with pytest.raises(KinaUsageError, match="mesh axis `pp`"):

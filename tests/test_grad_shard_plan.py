@@ -132,7 +132,7 @@ def test_annotation_edit_reruns_only_that_losss_gradient(tmp_path: Path) -> None
         sess = Session(ws)
         progs = {n: pipeline_grad_shard.grad_device_program(sess.db, k) for n, k in keys.items()}
         sess.db.commit()
-        return sess, progs
+        return sess, progs  # type: ignore[return-value]
 
     write(0)
     _, before = build()

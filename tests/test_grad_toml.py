@@ -75,7 +75,7 @@ def test_value_and_grad_takes_the_entry_list(ws: Path) -> None:
     ref = torch_mlp(t)
     ref.backward()  # type: ignore[attr-defined]
     for n in MLP_W:
-        assert rel_err(grads[n], t[n].grad.numpy()) <= 1e-5
+        assert rel_err(grads[n], t[n].grad.numpy()) <= 1e-5  # type: ignore[union-attr]
     with pytest.raises(KinaUsageError, match="needs wrt"):
         kinac.value_and_grad(ws, "mlp-forward", no_cache=True)
 

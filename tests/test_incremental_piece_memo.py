@@ -134,11 +134,11 @@ def test_a_restitched_gpu_entry_reuses_the_unchanged_steps_and_equals_a_fresh_st
                 if p.graph not in pieces_of:
                     pieces_of[p.graph] = lower_gpu_piece(p.graph)
                 low.append(pieces_of[p.graph])
-            split = G.stitch_gpu(len(g.params), [(p.inputs, p.outputs) for p in ps], low)
+            split = G.stitch_gpu(len(g.params), [(p.inputs, p.outputs) for p in ps], low)  # type: ignore[arg-type]
             for k in split.kernels:
                 if k not in codes_of:
                     codes_of[k] = lower_gpu_kernel(k)
-            return G.assemble_entry(g, split, {k.symbol: codes_of[k] for k in split.kernels})
+            return G.assemble_entry(g, split, {k.symbol: codes_of[k] for k in split.kernels})  # type: ignore[misc]
         finally:
             if fresh:
                 G._STEPS.clear()
@@ -176,7 +176,7 @@ def test_a_refused_piece_prints_only_its_changed_kernels(
         name = "canonical_gpu_kernel"
     printed: list[int] = []
     real = getattr(M, name)
-    monkeypatch.setattr(M, name, lambda k, i: printed.append(i) or real(k, i))
+    monkeypatch.setattr(M, name, lambda k, i: printed.append(i) or real(k, i))  # type: ignore[func-returns-value]
     monkeypatch.setattr(M, "_PRINTED", {})
 
     def fresh(g: Graph):  # type: ignore[no-untyped-def]

@@ -90,4 +90,4 @@ def test_weak_where_runs(tmp_path: object) -> None:
         assert out.dtype == np.dtype(
             {"f32": "float32", "f64": "float64"}.get(dtype, dtype.replace("i", "int"))
         ), name
-        np.testing.assert_allclose(out, want, err_msg=name)
+        np.testing.assert_allclose(out, want, err_msg=name)  # type: ignore[call-overload]

@@ -92,8 +92,8 @@ class Program:
         if r < 0.3 and len(shape) >= 2:
             perm = list(range(len(shape)))
             rng.shuffle(perm)
-            src = tuple(shape[perm.index(i)] for i in range(len(shape)))
-            return f"(transpose {self.expr(dtype, src, depth - 1, False)} :perm [{' '.join(map(str, perm))}])"
+            src = tuple(shape[perm.index(i)] for i in range(len(shape)))  # type: ignore[assignment]
+            return f"(transpose {self.expr(dtype, src, depth - 1, False)} :perm [{' '.join(map(str, perm))}])"  # type: ignore[arg-type]
         if r < 0.36 and shape:
             return (
                 f"(reshape {self.expr(dtype, shape[::-1], depth - 1, False)} [{' '.join(shape)}])"

@@ -11,6 +11,7 @@ many kernels keep them out of line).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -89,7 +90,7 @@ def test_deep_programs_build_and_run_on_the_host(deep_db: Database) -> None:
     assert {(e, k) for e, k, _ in report.artifacts} >= {(e, "object") for e in ENTRIES}
     for entry, (_, _, added) in ENTRIES.items():
         key = _key(entry, "cpu")
-        run = load_entry(pipeline.lowered(deep_db, key), pipeline.object_code(deep_db, key))
+        run = load_entry(pipeline.lowered(deep_db, key), pipeline.object_code(deep_db, key))  # type: ignore[arg-type]
         np.testing.assert_allclose(np.asarray(run(X)), X + added, rtol=1e-5, err_msg=entry)
 
 
@@ -102,7 +103,7 @@ def test_deep_programs_lower_for_the_gpu(deep_db: Database) -> None:
         np.testing.assert_allclose(got, X + added, rtol=1e-5, err_msg=entry)
 
 
-def _deep_graph(kind: str, n: int = DEPTH) -> tuple[object, np.ndarray]:
+def _deep_graph(kind: str, n: int = DEPTH) -> tuple[Any, np.ndarray]:
     """A graph ``n`` ops deep and its expected output on ``X4`` (computed with numpy)."""
     b = GraphBuilder(kind)
     x = b.param("x", "f32", (4, 4))

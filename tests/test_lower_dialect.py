@@ -16,7 +16,7 @@ from kinac.ir.testing import GraphBuilder, block_graph
 
 def _op(cls: type, operands: list[tuple[str, tuple[int, ...]]], result: tuple[str, tuple[int, ...]], **props: object) -> None:  # fmt: skip
     blk = Block(arg_types=[tensor_type(d, s) for d, s in operands])
-    op = cls.create(operands=list(blk.args), result_types=[tensor_type(*result)], properties=props)
+    op = cls.create(operands=list(blk.args), result_types=[tensor_type(*result)], properties=props)  # type: ignore[attr-defined]
     blk.add_op(op)
     op.verify()
 
@@ -26,10 +26,10 @@ def I(v: int) -> IntegerAttr:  # noqa: E743 - short on purpose
 
 
 BAD = [
-    (el.ExpOp, [("i32", (3,))], ("i32", (3,)), {}, "takes a float tensor"),
+    (el.ExpOp, [("i32", (3,))], ("i32", (3,)), {}, "takes a float tensor"),  # type: ignore[attr-defined]
     (el.AddOp, [("f32", (3,)), ("f64", (3,))], ("f32", (3,)), {}, "cast first"),
     (el.AddOp, [("f32", (3,)), ("f32", (4,))], ("f32", (3,)), {}, "do not broadcast"),
-    (el.LtOp, [("f32", (3,)), ("f32", (3,))], ("f32", (3,)), {}, "yields bool"),
+    (el.LtOp, [("f32", (3,)), ("f32", (3,))], ("f32", (3,)), {}, "yields bool"),  # type: ignore[attr-defined]
     (el.WhereOp, [("f32", (3,)), ("f32", (3,)), ("f32", (3,))], ("f32", (3,)), {}, "must be i1"),
     (st.MatmulOp, [("f32", (2, 3)), ("f32", (4, 5))], ("f32", (2, 5)), {}, "do not contract"),
     (st.ReduceSumOp, [("f32", (2, 3))], ("f32", (3,)), {"axis": I(1), "keepdims": I(0)}, "does not match"),

@@ -37,7 +37,7 @@ def views(draw: st.DrawFn) -> tuple[np.ndarray, Layout | None]:
             new = (a, n // a) if draw(st.booleans()) else (n // a, 1, a)
             arr, lay = arr.reshape(new), lay.reshape(new)
         elif kind == "broadcast":
-            new = (draw(st.integers(1, 3)),) + tuple(
+            new = (draw(st.integers(1, 3)),) + tuple(  # type: ignore[assignment]
                 d if d != 1 else draw(st.integers(1, 3)) for d in arr.shape
             )
             arr, lay = np.broadcast_to(arr, new), lay.broadcast_to(new)

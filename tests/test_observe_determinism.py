@@ -86,7 +86,7 @@ def test_first_difference_prefers_identity_over_checksum() -> None:
     k = {"sym": "a", "kind": "map", "impl": "loops", "dtype": "f32", "shape": [2],
          "cache_key": {"arch": "x", "layout": "row-major", "tile": "inline"}, "checksum": "1"}  # fmt: skip
     old = {"version": 1, "graph_hash": "g", "inputs": [], "kernels": [k], "outputs": ["o"]}
-    new = {**old, "kernels": [{**k, "cache_key": {**k["cache_key"], "tile": "pool x4"}}]}
+    new = {**old, "kernels": [{**k, "cache_key": {**k["cache_key"], "tile": "pool x4"}}]}  # type: ignore[dict-item]
     assert "kernel 0 (a, map) is not the recorded one: cache_key differ" == first_difference(
         old, new
     )

@@ -42,7 +42,7 @@ def test_endpoint_scraped_during_a_repeated_run(ws: Path) -> None:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.startswith("metrics: http://127.0.0.1:"), line + proc.stderr.read()
+        assert line.startswith("metrics: http://127.0.0.1:"), line + proc.stderr.read()  # type: ignore[union-attr]
         url = line.split()[1]
         scrapes = []
         for _ in range(2):

@@ -50,12 +50,12 @@ def _run(kopt: Any, topt_cls: Any, topt_kw: dict[str, Any], steps: int, seed: in
 @pytest.mark.parametrize("nesterov", [False, True])
 def test_sgd_momentum_matches_torch(cache: str, nesterov: bool) -> None:
     kw = {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01, "nesterov": nesterov}
-    _run(lambda p: SGD(p, cache_dir=cache, **kw), torch.optim.SGD, kw, steps=5, seed=1)
+    _run(lambda p: SGD(p, cache_dir=cache, **kw), torch.optim.SGD, kw, steps=5, seed=1)  # type: ignore[arg-type]
 
 
 def test_adamw_matches_torch(cache: str) -> None:
     kw = {"lr": 1e-2, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1}
-    _run(lambda p: AdamW(p, cache_dir=cache, **kw), torch.optim.AdamW, kw, steps=6, seed=2)
+    _run(lambda p: AdamW(p, cache_dir=cache, **kw), torch.optim.AdamW, kw, steps=6, seed=2)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("scale", [1.0, 30.0])

@@ -302,7 +302,7 @@ def test_a_gpu_entry_stages_host_arrays_and_orders_its_compute(
 
         return seq, []
 
-    e._bind = bind
+    e._bind = bind  # type: ignore[method-assign]
     outs = []
     for k in range(5):
         fake.log.clear()

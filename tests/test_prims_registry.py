@@ -153,7 +153,7 @@ def test_rank_zero_values_keep_their_shape() -> None:
     from kinac.tir.interp import f32_to_bf16
 
     for x in (np.array(1.5, dtype=np.float32), np.float32(1.5), 1.5):
-        assert f32_to_bf16(x).shape == ()
+        assert f32_to_bf16(x).shape == ()  # type: ignore[arg-type]
     assert f32_to_bf16(np.ones((2, 3), np.float32)).shape == (2, 3)
 
 

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from check_support import Workspace
@@ -108,7 +109,7 @@ def _coq_device(dev: str) -> str:
     return {"": "DevAny", "cpu": "DevCpu"}.get(dev, f"DevCuda {dev[5:] or 0}")
 
 
-def _coq_ty(op: object) -> str:
+def _coq_ty(op: Any) -> str:
     if op == "1.0":
         return "Ty WeakF scalar DevAny"
     if op == "2":
@@ -121,9 +122,9 @@ def _coq_ty(op: object) -> str:
 
 def _kina_ty(op: object) -> str:
     dt, g, ds, dev = op  # type: ignore[misc]
-    dims = " ".join([g] if g else [] + []) + (" " if g and ds else "") + " ".join(map(str, ds))
-    ann = {"": "", "cpu": " @cpu"}.get(dev, f" @cuda({dev[5:]})")
-    return f"(tensor {dt} [{dims}]{ann})"
+    dims = " ".join([g] if g else [] + []) + (" " if g and ds else "") + " ".join(map(str, ds))  # type: ignore[has-type]
+    ann = {"": "", "cpu": " @cpu"}.get(dev, f" @cuda({dev[5:]})")  # type: ignore[has-type]
+    return f"(tensor {dt} [{dims}]{ann})"  # type: ignore[has-type]
 
 
 _DT = {

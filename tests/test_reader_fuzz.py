@@ -158,15 +158,15 @@ def check(pf: ParsedFile, file: str, text: str) -> None:
     assert len(pf.defns) == len(pf.defn_spans)
     for d, table in zip(pf.defns, pf.defn_spans, strict=True):
         assert sorted(nids(d)) == list(range(len(table.spans))), d.name
-    assert sorted(x.nid for x in (*pf.imports, *pf.meshes)) == list(range(len(pf.top_spans.spans)))
+    assert sorted(x.nid for x in (*pf.imports, *pf.meshes)) == list(range(len(pf.top_spans.spans)))  # type: ignore[attr-defined]
     src = Source(file, text)
     size = len(src.text.encode("utf-8"))
     covered(src)
     spans = [s for t in (pf.top_spans, *pf.defn_spans) for s in t.spans]
-    for d in pf.diagnostics:
-        assert d.code in CODES and d.severity == "error" and d.help
-        spans.append(d.primary.loc)  # type: ignore[arg-type]
-        spans.extend(lab.loc for lab in d.secondary)  # type: ignore[misc]
+    for d in pf.diagnostics:  # type: ignore[assignment]
+        assert d.code in CODES and d.severity == "error" and d.help  # type: ignore[attr-defined]
+        spans.append(d.primary.loc)  # type: ignore[arg-type,attr-defined]
+        spans.extend(lab.loc for lab in d.secondary)  # type: ignore[attr-defined,misc]
     for s in spans:
         assert isinstance(s, Span) and s.file == file
         assert 0 <= s.start <= s.end <= size and s.line >= 1 and s.col >= 1

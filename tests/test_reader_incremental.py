@@ -66,7 +66,7 @@ def test_an_edit_to_the_last_line_relexes_only_that_line() -> None:
     head = "(module m)\n(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N])\n"
     a, _ = tokenize(Source(file, head + "  (add x x))\n"))
     b, _ = tokenize(Source(file, head + "  (mul x x))\n"))
-    assert b == _fresh(file, head + "  (mul x x))\n")[0][0]
+    assert b == _fresh(file, head + "  (mul x x))\n")[0][0]  # type: ignore[index]
     n = sum(1 for t in a if t.start < len(head))
     assert all(x is y for x, y in zip(a[:n], b[:n], strict=True)) and b[n + 1].value == "mul"
     c, _ = tokenize(Source(file, "(module n)\n" + head[11:] + "  (mul x x))\n"))

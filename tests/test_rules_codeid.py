@@ -37,8 +37,8 @@ def test_editing_the_dtype_table_invalidates_check_defn() -> None:
     """``dtypes.py`` is reached from ``check_defn`` only through the checker's imports."""
     base = CodeIndex()
     edited = _edited("dtypes.py", '"f32"', '"f32" ')
-    assert _identity(edited, pipeline.check_defn) != _identity(base, pipeline.check_defn)
-    assert _identity(edited, pipeline.parse) == _identity(base, pipeline.parse)  # precise, too
+    assert _identity(edited, pipeline.check_defn) != _identity(base, pipeline.check_defn)  # type: ignore[arg-type]
+    assert _identity(edited, pipeline.parse) == _identity(base, pipeline.parse)  # type: ignore[arg-type]  # precise, too
     assert "kinac.dtypes" not in base.closure("kinac.pipeline", "parse", QUERY_SKIP)
 
 
@@ -80,13 +80,13 @@ def test_lazy_and_string_imports_are_followed(tmp_path: Path) -> None:
 
 def test_a_seeded_index_reads_no_source(tmp_path: Path) -> None:
     first = CodeIndex()
-    want = _identity(first, pipeline.check_defn)
+    want = _identity(first, pipeline.check_defn)  # type: ignore[arg-type]
     reads: list[Path] = []
     second = CodeIndex(read=lambda p: reads.append(p) or p.read_bytes())  # type: ignore[func-returns-value]
     files = json.loads(json.dumps(first.export_files()))
     loaded: list[int] = []
-    second.seed(json.loads(json.dumps(first.export_ids())), lambda: loaded.append(1) or files)
-    assert _identity(second, pipeline.check_defn) == want and reads == [] and loaded == []
+    second.seed(json.loads(json.dumps(first.export_ids())), lambda: loaded.append(1) or files)  # type: ignore[func-returns-value]
+    assert _identity(second, pipeline.check_defn) == want and reads == [] and loaded == []  # type: ignore[arg-type]
 
 
 def _record_tags() -> list[str]:

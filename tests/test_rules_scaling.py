@@ -83,7 +83,7 @@ def work(tmp_path: Path, n: int) -> dict[str, int]:
         root(db, n)
         db.commit()
         out[phase] = CountingDict.lookups
-        db.store.close()
+        db.store.close()  # type: ignore[union-attr]
     return out
 
 

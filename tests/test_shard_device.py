@@ -175,7 +175,7 @@ def test_annotation_edit_reruns_only_that_entry(tmp_path: Path) -> None:
         sess = Session(ws)
         progs = {n: pipeline_shard.device_program(sess.db, k) for n, k in keys.items()}
         for p in progs.values():
-            pipeline_shard.host_segments(sess.db, p)
+            pipeline_shard.host_segments(sess.db, p)  # type: ignore[arg-type]
         sess.db.commit()
         return sess, progs
 

@@ -44,9 +44,9 @@ def test_every_primitive_declares_its_factors() -> None:
 
 
 def test_reshape_factors_split_merge_and_refuse() -> None:
-    sizes, src, dst = reshape_factors((4, 256), (4, 4, 64))
+    sizes, src, dst = reshape_factors((4, 256), (4, 4, 64))  # type: ignore[misc]
     assert sizes == [4, 4, 64] and src == ((0,), (1, 2)) and dst == ((0,), (1,), (2,))
-    sizes, src, dst = reshape_factors((2, 3, 4), (6, 4))
+    sizes, src, dst = reshape_factors((2, 3, 4), (6, 4))  # type: ignore[misc]
     assert src == ((0,), (1,), (2,)) and dst == ((0, 1), (2,))
     assert reshape_factors((6, 4), (4, 6)) is None
 

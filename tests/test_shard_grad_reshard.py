@@ -7,6 +7,7 @@ the value and every gradient on the threaded simulator against the unsharded gra
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,7 +53,7 @@ def _args(name: str) -> tuple[list[str], list[np.ndarray]]:
     return names, arrays
 
 
-def _oracle(src: Path, name: str) -> object:
+def _oracle(src: Path, name: str) -> Any:
     """Every gradient on the simulated mesh equals the unsharded one; the sharded callable."""
     wrt, args = _args(name)
     fn = kinac.value_and_grad(src, name, wrt=wrt, mesh="", no_cache=True)
@@ -64,7 +65,7 @@ def _oracle(src: Path, name: str) -> object:
     return fn
 
 
-def _plan(src: Path, name: str) -> tuple[object, object]:
+def _plan(src: Path, name: str) -> tuple[Any, Any]:
     wrt, _ = _args(name)
     dims = tuple(sorted((k, v) for k, v in SHAPES.items() if name == "columns" or k != "F"))
     key = (EntryKey(src.name, name, dims, (), "cpu"), tuple(wrt))
@@ -75,7 +76,7 @@ def _plan(src: Path, name: str) -> tuple[object, object]:
     return gp.graph or graph, gp.plan
 
 
-def _reverse(graph: object) -> list[int]:
+def _reverse(graph: Any) -> list[int]:
     return [i for i, n in enumerate(graph.nodes) if n.op == "reshard" and n.attr("cotangent")]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from kinac import pipeline
 from kinac.pipeline_support import EntryKey
@@ -44,7 +45,7 @@ def annotated_block(tmp: Path, annotations: dict[str, str], mesh: str = "(mesh t
     return dst
 
 
-def plan_of(ws: Path, defn: str = "block", dims: dict[str, int] = DIMS) -> tuple[object, object]:
+def plan_of(ws: Path, defn: str = "block", dims: dict[str, int] = DIMS) -> tuple[Any, Any]:
     db = Session(ws, no_cache=True).db
     key = EntryKey("block.kina", defn, tuple(sorted(dims.items())), (("T", "f32"),), "cpu")
     spec = pipeline.entry_graph(db, key)
@@ -74,7 +75,7 @@ def test_megatron_from_weight_annotations_alone(tmp_path: Path) -> None:
     assert wo < plan.collectives[0].cause.loc.nid  # the annotation inside wo's type
 
 
-def _sig(graph: object, tmp_path: Path) -> object:
+def _sig(graph: object, tmp_path: Path) -> Any:
     db = Session(tmp_path / "ws", no_cache=True).db
     return pipeline.signature(db, pipeline.DefnKey("block.kina", "block"))
 
@@ -114,7 +115,7 @@ def test_editing_one_annotation_reruns_only_that_entrys_propagation(tmp_path: Pa
     )
     keys = {d: EntryKey("m.kina", d, (("D", 4), ("N", 4)), (), "cpu") for d in "fg"}
 
-    def run() -> tuple[Session, dict[str, object]]:
+    def run() -> tuple[Session, dict[str, Any]]:
         sess = Session(ws, cache_dir=str(tmp_path / "cache"))
         plans = {d: pipeline.shard_propagate(sess.db, k) for d, k in keys.items()}
         sess.db.commit()  # as a build does: the next process reuses the memos

@@ -8,6 +8,7 @@ unsharded graph; partial inputs carry unequal shares."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,13 +47,13 @@ SRC = """(mesh tp [{n}])
 DIMS = (("D", 8), ("N", 8))
 
 
-def _db(tmp_path: Path, n: int) -> object:
+def _db(tmp_path: Path, n: int) -> Any:
     (tmp_path / "kina.toml").write_text('[workspace]\nname = "r"\nsources = ["*.kina"]\n')
     (tmp_path / "a.kina").write_text(SRC.format(n=n))
     return Session(tmp_path, no_cache=True).db
 
 
-def _run(db: object, defn: str, seed: int = 0) -> tuple[object, object]:
+def _run(db: Any, defn: str, seed: int = 0) -> tuple[Any, Any]:
     """The entry's program on every rank against the unsharded graph; (program, plan)."""
     key = EntryKey("a.kina", defn, DIMS, (), "cpu")
     graph = pipeline.entry_graph(db, key).graph
@@ -72,7 +73,7 @@ def _run(db: object, defn: str, seed: int = 0) -> tuple[object, object]:
     return prog, plan
 
 
-def _steps(prog: object) -> list[tuple[str, str]]:
+def _steps(prog: Any) -> list[tuple[str, str]]:
     return [(s.kind, s.axis) for s in prog.steps if isinstance(s, Collective)]
 
 

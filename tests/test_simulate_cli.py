@@ -46,7 +46,7 @@ def _inputs(path: Path) -> dict[str, np.ndarray]:
         "w1": rng.standard_normal((4, 8)).astype(np.float32),
         "w2": rng.standard_normal((8, 4)).astype(np.float32),
     }
-    np.savez(path, **arrays)
+    np.savez(path, **arrays)  # type: ignore[arg-type]
     return arrays
 
 

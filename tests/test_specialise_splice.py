@@ -5,6 +5,7 @@ fragment at the same place), and the graph stays node for node the clean build's
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kinac.pipeline import EntryKey, entry_graph
 from kinac.session import Session
@@ -25,7 +26,7 @@ TOML = (
 )
 
 
-def _graph(sess: Session) -> object:
+def _graph(sess: Session) -> Any:
     key = EntryKey("calls.kina", "net", (("d", 8), ("n", 4)), (("T", "f32"),), "cpu")
     return entry_graph(sess.db, key)
 

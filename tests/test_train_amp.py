@@ -18,7 +18,7 @@ from kinac.train.amp import LossScaler
 def test_a_planted_nonfinite_is_found_and_halves_the_scale(bad: float, dtype: type) -> None:
     sc = LossScaler(init_scale=1024.0, growth_interval=3, cache_dir=CACHE)
     rng = np.random.default_rng(0)
-    grads = {"a": rng.standard_normal((4, 6)).astype(dtype), "b": rng.standard_normal(5).astype(dtype),
+    grads = {"a": rng.standard_normal((4, 6)).astype(dtype), "b": rng.standard_normal(5).astype(dtype),  # type: ignore[var-annotated]
              "c": rng.standard_normal((2, 3, 2)).astype(dtype), "s": np.asarray(2.0, dtype)}  # fmt: skip
     unscaled, finite = sc.unscale(grads)
     assert finite

@@ -103,7 +103,7 @@ def test_decoder_loss_and_gradients_match_torch_autograd() -> None:
 
     info = entry_info(str(DECODER), "decoder_1m", cache_dir=CACHE)
     w = init_weights(info, seed=11)
-    tok, tgt = batch(11, 0, *info.batch_shape, info.vocab)
+    tok, tgt = batch(11, 0, *info.batch_shape, info.vocab)  # type: ignore[call-arg]
     vg = value_and_grad(DECODER, "decoder_1m", wrt=list(w), cache_dir=CACHE)
     args = [{"tokens": tok, "targets": tgt}.get(p.name, w.get(p.name)) for p in info.params]
     loss, grads = vg(*args, H=info.dims["H"], KV=info.dims["KV"])
@@ -113,8 +113,8 @@ def test_decoder_loss_and_gradients_match_torch_autograd() -> None:
     worst = 0.0
     assert float(loss) == pytest.approx(float(ref.detach()), rel=1e-5)
     for k, t in tw.items():
-        g = t.grad.numpy()
+        g = t.grad.numpy()  # type: ignore[union-attr]
         err = np.linalg.norm(grads[k] - g) / np.linalg.norm(g)
         assert err < 1e-4, (k, err)
-        worst = max(worst, err)
+        worst = max(worst, err)  # type: ignore[assignment]
     print(f"worst relative L2 gradient error: {worst:.2e}")

@@ -75,10 +75,10 @@ def test_fused_adamw_equals_three_kernels_bitwise(
         sc = {"b1": f32(0.9), "b2": f32(0.999), "lr": f32(3e-3), "eps": f32(1e-8),
               "wd": f32(0.01), "t": f32(t)}  # fmt: skip
         # the 3-kernel path: each defn's generated kernel, emulated
-        (m,) = run_emulated(graphs[0], g, m, sc["b1"])
-        (v,) = run_emulated(graphs[1], g, v, sc["b2"])
+        (m,) = run_emulated(graphs[0], g, m, sc["b1"])  # type: ignore[arg-type]
+        (v,) = run_emulated(graphs[1], g, v, sc["b2"])  # type: ignore[arg-type]
         args = [p, m, v, sc["lr"], sc["b1"], sc["b2"], sc["eps"], sc["wd"], sc["t"]]
-        (p,) = run_emulated(graphs[2], *args)
+        (p,) = run_emulated(graphs[2], *args)  # type: ignore[arg-type]
         # the fused kernel, in place over fp, fm, fv
         bufs = [fp, g, fm, fv] + [np.array(sc[k], np.float32) for k in list(BUF)[4:]]
         launch(image.addresses["adamw_fused"], len(bufs), fn.grid, fn.block,
@@ -110,7 +110,7 @@ def test_fused_adamw_ptx_assembles(tmp_path: Any) -> None:
     ptx = compile_ptx(module_text([fn.text], [fn.builder], "nvptx"))
     assert ".entry adamw_fused" in ptx
     table: dict[Any, int] = {}
-    lanes, three = {}, []
+    lanes, three = {}, []  # type: ignore[var-annotated]
     for g, (_, w) in zip(graphs, PARTS, strict=True):
         lo = lower_graph_gpu(g)
         ((launch,),) = [s.launches for s in lo.steps]

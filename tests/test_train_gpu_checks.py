@@ -74,7 +74,7 @@ def _gather_entry() -> GpuEntry:
     e = _map_entry((step,))
     e.lowered = dataclasses.replace(e.lowered, status_slots=SLOTS)
     e.status = e.resource.allocate(8 * SLOTS)
-    st = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_int64 * SLOTS).from_address(e.status))
+    st = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_int64 * SLOTS).from_address(e.status))  # type: ignore[attr-defined]
 
     def bind(key: tuple[int, ...]) -> Any:
         x, out = (p or e._staging(pos) for pos, p in enumerate(key))

@@ -64,7 +64,7 @@ class Graph:
 def _array(ptr: int, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     n = _nbytes(dtype, shape)
     buf = (ctypes.c_uint8 * max(n, 1)).from_address(ptr)
-    return np.frombuffer(buf, np.uint8)[:n].view(NP_NAMES[dtype]).reshape(shape)
+    return np.frombuffer(buf, np.uint8)[:n].view(NP_NAMES[dtype]).reshape(shape)  # type: ignore[call-overload]
 
 
 def gpu_twin(host: Any) -> GpuEntry:
@@ -83,11 +83,11 @@ def gpu_twin(host: Any) -> GpuEntry:
                          ("cuda:0",) * len(lw0.outputs), 0, 0, steps, ())  # fmt: skip
     e = GpuEntry.__new__(GpuEntry)
     e.lowered, e.ordinal, e.pinned, e.resource = lw, 0, False, RES
-    e.device = SimpleNamespace(enter=lambda: False, leave=lambda pushed: None)
+    e.device = SimpleNamespace(enter=lambda: False, leave=lambda pushed: None)  # type: ignore[assignment]
     e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
                      contiguous_strides(o.shape)) for o in lw.outputs]  # fmt: skip
     e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
-    e.stream = e.capture_stream = SimpleNamespace(cu=0, handle=0, synchronize=lambda: None)
+    e.stream = e.capture_stream = SimpleNamespace(cu=0, handle=0, synchronize=lambda: None)  # type: ignore[assignment]
     e._imports, e._last_box, e._stager = {}, [None], None
     npos = n_in + len(lw.outputs)
     e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(npos)], set(), {}, OrderedDict()
@@ -116,7 +116,7 @@ def gpu_twin(host: Any) -> GpuEntry:
 
 class HostStoreOnFakeDevice(flat_mod.DeviceStore):
     def __init__(self) -> None:
-        self.resource = RES
+        self.resource = RES  # type: ignore[assignment]
 
 
 @pytest.fixture

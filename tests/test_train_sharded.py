@@ -48,7 +48,7 @@ def test_four_devices_match_one(
     reference: list[float], layout: str, counts: dict[tuple[str, str], int]
 ) -> None:
     if layout == "dp":  # the trainer's own dp is rank-local value_and_grad: the program here
-        t = sharded_trainer(DECODER, "decoder_1m", 4, layout, seed=1, cache_dir=CACHE)
+        t = sharded_trainer(DECODER, "decoder_1m", 4, layout, seed=1, cache_dir=CACHE)  # type: ignore[arg-type]
     else:  # the trainer's --layout tp/2d construct the same MeshParallel
         t = Trainer(DECODER, "decoder_1m", seed=1, simulate=4, layout=layout, cache_dir=CACHE)
     assert type(t.parallel).__name__ == "MeshParallel"
@@ -69,10 +69,10 @@ def test_four_devices_match_one(
 
 def test_bad_layouts_are_usage_errors() -> None:
     with pytest.raises(KinaUsageError, match="unknown layout 'pp'"):
-        sharded_trainer(DECODER, "decoder_1m", 4, "pp", cache_dir=CACHE)
+        sharded_trainer(DECODER, "decoder_1m", 4, "pp", cache_dir=CACHE)  # type: ignore[arg-type]
     with pytest.raises(KinaUsageError, match="even N >= 4"):
-        sharded_trainer(DECODER, "decoder_1m", 3, "2d", cache_dir=CACHE)
-    t = sharded_trainer(DECODER, "decoder_1m", 3, "dp", cache_dir=CACHE)
+        sharded_trainer(DECODER, "decoder_1m", 3, "2d", cache_dir=CACHE)  # type: ignore[arg-type]
+    t = sharded_trainer(DECODER, "decoder_1m", 3, "dp", cache_dir=CACHE)  # type: ignore[arg-type]
     with pytest.raises(KinaUsageError, match="3 devices of mesh axis dp do not divide"):
         t.step()
 
@@ -83,7 +83,7 @@ def test_mixed_precision_on_the_mesh() -> None:
     agrees with one device's to bf16's resolution (2e-3 relative), not to f32's."""
     one = Trainer(DECODER, "decoder_1m_bf16", seed=1, cache_dir=CACHE)
     ref = [r.loss for r in one.run(3)]
-    t = sharded_trainer(DECODER, "decoder_1m_bf16", 4, "tp", seed=1, cache_dir=CACHE)
+    t = sharded_trainer(DECODER, "decoder_1m_bf16", 4, "tp", seed=1, cache_dir=CACHE)  # type: ignore[arg-type]
     got = [r.loss for r in t.run(3)]
     for a, b in zip(ref, got, strict=True):
         assert b == pytest.approx(a, rel=2e-3)
@@ -104,7 +104,7 @@ def test_cli_layout(reference: list[float], capsys: pytest.CaptureFixture[str]) 
 
 def test_data_parallel_with_buckets(reference: list[float]) -> None:
     """DDP-style buckets: the 39 trailing all-reduces (3.2 MB) travel as one."""
-    t = sharded_trainer(DECODER, "decoder_1m", 4, "dp", bucket_mb=25, seed=1, cache_dir=CACHE)
+    t = sharded_trainer(DECODER, "decoder_1m", 4, "dp", bucket_mb=25, seed=1, cache_dir=CACHE)  # type: ignore[arg-type]
     got = [r.loss for r in t.run(2)]
     assert got == pytest.approx(reference[:2], rel=1e-4)
     assert t.parallel.log.counts() == {("all-reduce", "dp"): 1, ("all-gather", "dp"): 5}

@@ -32,7 +32,7 @@ def decoder_loss_torch(
     x = F.embedding(tokens.long(), weights["emb"])
     for i in range(layers):
         names = ("wn1", "wq", "wk", "wv", "wo", "wn2", "wg", "wu", "wd")
-        x = block_torch(x, *(weights[f"{n}{i}"] for n in names), h=h, kv=kv, mask=mask)
+        x = block_torch(x, *(weights[f"{n}{i}"] for n in names), h=h, kv=kv, mask=mask)  # type: ignore[misc]
     n = x / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-6) * weights["wnf"]
     logits = (n @ weights["head"]).float()
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long())
