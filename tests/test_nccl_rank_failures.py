@@ -168,8 +168,9 @@ def test_a_rank_waiting_in_nccl_for_a_failed_peer_stops_naming_it(
     on its own and told the rendezvous, or died (its connection closed without a goodbye, as
     a killed process's does). The master pushes that to rank 0, whose watchdog
     aborts its NCCL communicator (``ncclCommAbort``): the wait ends and rank 0 stops with rank
-    1's failure (a RankFailure, exit code 4), within a second. Before, rank 0 waited in NCCL
-    until a launcher killed it (here: the fake's 5 s, then an error of its own)."""
+    1's failure (a RankFailure, exit code 4), within a second; any later use of the aborted
+    communicator raises the same. Before, rank 0 waited in NCCL until a launcher killed it
+    (here: the fake's 5 s, then an error of its own)."""
     from kinac.rt.comm import tcp
     from kinac.rt.comm.distributed import run_nccl
     from kinac.rt.comm.launch import free_port
@@ -197,6 +198,9 @@ def test_a_rank_waiting_in_nccl_for_a_failed_peer_stops_naming_it(
             warnings.simplefilter("ignore")
             env = DistEnv(0, 2, 0, "127.0.0.1", port, 5.0)
             run_nccl(PROGRAM, (), [np.ones((4, 8), np.float32)], env, HostOps(), lib)
+        world = nccl.world((2,), ("tp",), None)  # the aborted world: any use says why
+        with pytest.raises(RankFailure, match="^rank 1 (failed|died)"):
+            world.all_reduce(np.ones(4, np.float32))
     finally:
         nccl.forget_worlds()
         tcp.close_process_client()

@@ -131,6 +131,7 @@ class NcclComm(NcclCalls):
         self._token_ptr = 0
         self._prepared: weakref.WeakSet[Prepared] = weakref.WeakSet()  # disabled on destroy
         self._steps: dict[int, LayoutCall] = {}  # program steps' layout calls, by id(step)
+        self._aborted = ""  # why it was aborted (a peer's failure), "" if it was not
 
     @property
     def handle(self) -> Any:
@@ -139,6 +140,10 @@ class NcclComm(NcclCalls):
 
     def _live(self) -> Any:
         if self._comm is None:
+            if self._aborted:
+                from kinac.rt.comm.rendezvous import RankFailure
+
+                raise RankFailure(self._aborted)
             raise KinaRuntimeError(f"{self!r} was destroyed (nccl.forget_worlds)")
         return self._comm
 
@@ -203,19 +208,23 @@ class NcclComm(NcclCalls):
         if comm is not None:
             self._lib.comm_destroy(comm)
 
-    def abort(self) -> None:
+    def abort(self, why: str = "") -> None:
         """``ncclCommAbort`` of this communicator and its splits: their uncompleted operations
-        end (a peer died or failed: :mod:`kinac.rt.comm.watchdog` calls this from its thread
-        while this rank waits on the device); using it afterwards is an error, as after
-        :meth:`destroy`, which then does nothing."""
+        end (``why``: a peer died or failed; :mod:`kinac.rt.comm.watchdog` calls this from its
+        thread while this rank waits on the device). Using it afterwards raises a
+        :class:`~kinac.rt.comm.rendezvous.RankFailure` saying ``why`` (exit code 4: this rank
+        is not the one to blame); :meth:`destroy` then does nothing."""
+        from kinac.rt.comm.rendezvous import RankFailure
+
+        why = why or f"{self!r} was aborted"
         for sub in list(self._subs.values()):
-            sub.abort()
+            sub.abort(why)
         self._subs.clear()
         self._plans.clear()
         self._steps.clear()
-        why = f"{self!r} was aborted (a peer failed): its prepared calls with it"
         for p in list(self._prepared):
-            p.disable(why)
+            p.disable(why, RankFailure)
+        self._aborted = why
         comm, self._comm = self._comm, None
         if comm is not None:
             self._lib.comm_abort(comm)

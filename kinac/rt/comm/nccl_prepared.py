@@ -66,9 +66,9 @@ def checked_stream(stream: Any, where: str) -> int:
     return h
 
 
-def _dead(why: str) -> Callable[..., None]:
+def _dead(why: str, error: type[KinaRuntimeError] = KinaRuntimeError) -> Callable[..., None]:
     def dead(*_: Any) -> None:
-        raise KinaRuntimeError(why)
+        raise error(why)
 
     return dead
 
@@ -85,10 +85,10 @@ class Prepared(functools.partial):  # type: ignore[type-arg]
     stream: int
     entry: LogEntry | None
 
-    def disable(self, why: str) -> None:
-        """Every later call raises ``why`` (the communicator was destroyed: its handle is
-        freed, and NCCL on a freed handle is undefined)."""
-        self.__setstate__((_dead(why), (), {}, self.__dict__))  # type: ignore[attr-defined]
+    def disable(self, why: str, error: type[KinaRuntimeError] = KinaRuntimeError) -> None:
+        """Every later call raises ``error(why)`` (the communicator was destroyed or aborted:
+        its handle is freed, and NCCL on a freed handle is undefined)."""
+        self.__setstate__((_dead(why, error), (), {}, self.__dict__))  # type: ignore[attr-defined]
 
 
 def _group(

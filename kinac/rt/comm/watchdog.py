@@ -34,21 +34,22 @@ class Watchdog:
     def __init__(self, client: Any, poll_s: float = POLL_S) -> None:
         self.client, self.poll_s = client, poll_s
         self.failure: str | None = None
-        self._aborts: list[Callable[[], None]] = []
+        self._aborts: list[Callable[[str], None]] = []
         self._lock = threading.Lock()
         self._stopped = False
         self.thread = threading.Thread(target=self._run, daemon=True, name="kinac-nccl-watchdog")
         self.thread.start()
 
-    def guard(self, abort: Callable[[], None]) -> None:
-        """Call ``abort`` (a communicator's ``ncclCommAbort``) when a failure arrives; at once
-        when one has already."""
+    def guard(self, abort: Callable[[str], None]) -> None:
+        """Call ``abort(failure)`` (a communicator's ``ncclCommAbort``) when a failure
+        arrives; at once when one has already."""
         with self._lock:
-            if self.failure is None:
+            failure = self.failure
+            if failure is None:
                 if abort not in self._aborts:
                     self._aborts.append(abort)
                 return
-        _quietly(abort)
+        _quietly(abort, failure)
 
     def check(self) -> None:
         """Raise the peer's failure when one arrived (this rank's collectives were aborted:
@@ -71,13 +72,13 @@ class Watchdog:
                 self.failure = got
                 aborts, self._aborts = self._aborts, []
             for abort in aborts:
-                _quietly(abort)
+                _quietly(abort, got)
             return
 
 
-def _quietly(abort: Callable[[], None]) -> None:
+def _quietly(abort: Callable[[str], None], failure: str) -> None:
     try:
-        abort()
+        abort(failure)
     except Exception:  # noqa: BLE001 - best effort: the failure itself is what is reported
         pass
 
