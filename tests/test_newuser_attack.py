@@ -291,3 +291,79 @@ def test_a_server_listens_before_its_socket_appears(tmp_path: Path) -> None:
     finally:
         srv.close()
     assert not srv.path.exists()
+
+
+# ---------------------------------------------------------------- rendering source lines
+
+
+def _check_text(tmp_path: Path, capsys: pytest.CaptureFixture[str], src: str) -> str:
+    f = tmp_path / "s.kina"
+    f.write_text(src, encoding="utf-8", newline="")
+    code, out, err = kinac_here(capsys, "check", str(f), "--no-cache", "--color", "never")
+    assert code == 1, out + err
+    return out + err
+
+
+def _caret_under(text: str, word: str) -> None:
+    """The first snippet row shows ``word`` exactly above the first ``^`` row's carets."""
+    rows = text.splitlines()
+    i = next(i for i, r in enumerate(rows) if "|" in r and word in r)
+    carets = rows[i + 1]
+    assert carets.index("^") == rows[i].index(word), (rows[i], carets)
+    assert carets.count("^") == len(word), carets
+
+
+BODY = "(defn a [(x : (tensor f32 [N]))] -> (tensor f32 [N])\n"
+
+
+def test_a_line_indented_with_tabs_keeps_its_carets_under_the_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The terminal expanded the tabs, the carets counted them as one column: `^^^^` landed
+    ten columns left of `nope`."""
+    text = _check_text(tmp_path, capsys, BODY + "\t\t(add x (nope x)))\n")
+    assert "\t" not in text
+    _caret_under(text, "nope")
+
+
+@pytest.mark.parametrize("sep", ["\x0c", "\u2028", "\r", "\x1c", "\x85"])
+def test_the_snippet_is_the_line_the_reader_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sep: str
+) -> None:
+    """The reader counts lines by `\\n`; the renderer split with str.splitlines, which also
+    splits at form feeds, U+2028, lone CRs ...: the snippet showed the wrong line."""
+    text = _check_text(tmp_path, capsys, f";; {sep} page\n" + BODY + "  (add x (nope x)))\n")
+    assert ":3:" in text
+    _caret_under(text, "nope")
+
+
+@pytest.mark.parametrize("bad", ["\u202e", "\x1b[2J", "\u200b"])
+def test_control_and_bidi_characters_are_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str
+) -> None:
+    """A snippet echoed a right-to-left override or an escape sequence raw to the terminal
+    (which reordered or cleared the screen)."""
+    text = _check_text(tmp_path, capsys, BODY + f"  (add x (nope x))) ; {bad}\n")
+    assert bad[0] not in text and "\\u{" in text
+    _caret_under(text, "nope")
+
+
+def test_a_very_long_line_is_shown_around_its_mark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One error on a 200,000-character line printed all of it (and a caret row as long)."""
+    text = _check_text(
+        tmp_path,
+        capsys,
+        BODY + "  (add " + "(neg " * 30 + "x" + ")" * 30 + " " * 200_000 + "(nope x)))\n",
+    )
+    assert len(text) < 4000, len(text)
+    _caret_under(text, "nope")
+
+
+def test_a_lone_combining_accent_in_a_name_is_shown_by_its_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`e` + U+0301 (an NFD é) said "`́` cannot appear in a name": an accent over a backquote."""
+    text = _check_text(tmp_path, capsys, "(defn e\u0301 [(x : f32)] -> f32 x)\n")
+    assert "`\\u{301}` cannot appear in a name" in text, text

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kinac.diag.model import Diagnostic, Label, NodeRef, Span
+from kinac.diag.snippet import display, source_lines
 
 Resolver = Callable[[Span | NodeRef], Span | None]
 SourceOf = Callable[[str], str | None]
@@ -66,10 +67,12 @@ def _excerpt(
         if prev is not None and n > prev + 1:
             rows.append((" " * width + " ...", "dim"))
         prev = n
-        rows.append((f"{n:>{width}} | {text}", ""))
-        for col, end_col, ch_msg, style in sorted(marks, key=lambda m: m[0]):
+        ordered = sorted(marks, key=lambda m: m[0])
+        shown, cols = display(text, [(m[0], m[1]) for m in ordered])
+        rows.append((f"{n:>{width}} | {shown}", ""))
+        for (col, span), (_, _, ch_msg, style) in zip(cols, ordered, strict=True):
             ch, msg = ch_msg[0], ch_msg[1:]
-            under = " " * (col - 1) + ch * max(1, end_col - col)
+            under = " " * (col - 1) + ch * span
             rows.append((f"{'':>{width}} | {under} {msg}".rstrip(), style))
     return rows
 
@@ -98,7 +101,7 @@ def render_text(d: Diagnostic, resolve: Resolver, source_of: SourceOf) -> list[t
         text = source_of(file)
         if text is None:
             continue
-        src = text.splitlines()
+        src = source_lines(text)
         if primary is None or file != primary.file:
             first = min(marks)
             out.append((f"  ::: {file}:{first}", "blue"))

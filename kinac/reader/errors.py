@@ -87,7 +87,16 @@ def cap(diags: list[Diagnostic], file: str) -> tuple[Diagnostic, ...]:
 def show(text: str, limit: int = 24) -> str:
     """``text`` shortened for a message, with control characters escaped."""
     out = text if len(text) <= limit else text[: limit - 1] + "…"
-    return "".join(c if c.isprintable() else f"\\u{{{ord(c):x}}}" for c in out)
+    import unicodedata
+
+    # a combining mark with nothing before it to combine with is shown as its code, else the
+    # message reads "`́` cannot appear in a name" (an accent over the backquote)
+    return "".join(
+        c
+        if c.isprintable() and (i > 0 or unicodedata.category(c) not in ("Mn", "Me"))
+        else f"\\u{{{ord(c):x}}}"
+        for i, c in enumerate(out)
+    )
 
 
 def suggest(word: str, options: tuple[str, ...]) -> str | None:
