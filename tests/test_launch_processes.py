@@ -169,6 +169,73 @@ def test_rank_zero_dying_stops_the_others(tmp_path: Path) -> None:
     assert took < 15
 
 
+NCCL_WORKER = """
+import os, signal, sys, threading
+import numpy as np
+from kinac.errors import KinaError
+from kinac.rt.comm import nccl, tcp
+
+rank = int(os.environ["RANK"])
+
+
+class Lib:  # fake NCCL: an all-reduce waits, as NCCL's kernel waits on the device, until aborted
+    aborted = threading.Event()
+
+    def get_unique_id(self):
+        return bytes(128)
+
+    def comm_init_rank_scalable(self, n, r, nids, ids, cfg):
+        return object()
+
+    def all_reduce(self, s, r, n, dt, op, comm, st):
+        if rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # dies mid-step
+        self.aborted.wait(60)
+
+    def comm_abort(self, comm):
+        self.aborted.set()
+
+
+try:
+    world = nccl.world((2,), ("tp",), tcp.process_client(), alloc=np.empty, lib=Lib())
+    world.all_reduce(np.ones(4, np.float32))
+    world.all_reduce(np.ones(4, np.float32))  # the aborted world: says why
+except KinaError as e:
+    print(f"kinac: error: {e}", file=sys.stderr, flush=True)
+    sys.exit(e.exit_code)
+"""
+
+
+def test_a_rank_killed_while_its_peer_waits_in_nccl(tmp_path: Path) -> None:
+    """Rank 1 is killed inside a NCCL all-reduce while rank 0 waits in it (a fake NCCL whose
+    call waits until ``ncclCommAbort``, as a kernel waits for its peer on the device). Rank
+    0's watchdog hears the rendezvous say rank 1 died, aborts its communicator, and rank 0
+    exits on its own naming rank 1 (exit 4); the launcher blames rank 1. Before, rank 0 sat
+    in NCCL, said nothing, and was terminated after the launcher's grace period."""
+    script = tmp_path / "nccl_worker.py"
+    script.write_text(NCCL_WORKER)
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from kinac.rt.comm.launch import launch; "
+            f"o = launch(2, [sys.executable, {str(script)!r}], timeout_s=30, grace_s=8); "
+            "print(o.message, file=sys.stderr); sys.exit(o.code)",
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    took = time.monotonic() - t0
+    assert p.returncode == 1, p.stderr
+    assert "kinac: error: rank 1 died: its connection to the rendezvous closed" in p.stderr
+    assert "rank 1 was killed by SIGKILL" in p.stderr and "stopped rank" not in p.stderr
+    assert took < 8, took  # rank 0 stopped itself, well within the launcher's grace
+
+
 def test_a_rank_that_never_starts(tmp_path: Path) -> None:
     # only a timeout can tell that a rank never came: a short one (the test waits for it)
     code, _, err, took = _launch(tmp_path, 3, "never", "-1", timeout_s=3)
