@@ -237,8 +237,10 @@ class ProgramGraph:
     def run(self, glob: Sequence[np.ndarray]) -> list[np.ndarray] | None:
         """One call: this rank's slices copied into the page-locked inputs, the graph
         replayed (the first call: the steps run eagerly, then captured), one wait, the outputs
-        assembled. None: the first run failed (warned once; :attr:`broken` says why), the
-        caller runs the program step by step, which reports a genuine error of the program."""
+        assembled. None: the first run failed before any collective (warned once;
+        :attr:`broken` says why), the caller runs the program step by step, which reports a
+        genuine error of the program; one that failed after a collective raises
+        (:meth:`_first_run`)."""
         for dst, a, cut in zip(self.host_in, glob, self.slices, strict=True):
             if cut is not None:
                 part = a[cut[0]]
