@@ -10,18 +10,23 @@ size, from:
 * **host per call**, split by instrumenting the steady state (``staging_hot``): the staging
   ``memcpy`` (``staging_graphs.fill``), the host's wait for a turn's DMAs (flag misses, their
   ``cuEventSynchronize``), a caller's pinned array's DMA waited for, the two ``cuGraphLaunch``,
-  and the rest (Python, the API);
+  and the rest (Python, the API, and the instrumentation's own event records: these loops run
+  20-35 us per call slower than uninstrumented ones, so read the split, not the sum);
 * **GPU timeline**: timing events recorded around each launch on its stream (copy before/after,
   compute before/after) and one on an idle stream at the moment of the copy launch (the host's
   submit time on the GPU's clock): the GPU period per call, how long each compute and copy
   took, and per call whether the compute waited for its copy or for the host;
-* **variants in the same process**: graphs vs driver calls (``cuMemcpyHtoDAsync`` on the copy
-  stream), 2 vs 3 slots, the memcpy split over threads, a caller's pinned array DMA'd in
-  place (the call waits for it) vs copied into the stager's block, the copy graph alone and the
-  compute wrapper alone (their GPU cost without the other), the memcpy alone into one block vs
-  into the stager's alternating blocks while their DMAs run.
+* **variants in the same process**: the memcpy skipped (the block already holds ``x``: the
+  host's floor), graphs vs driver calls (``cuMemcpyHtoDAsync`` on the copy stream), the
+  driver's own staging of the pageable ``x``, the memcpy split over 2 and 4 threads,
+  write-combined blocks, a caller's pinned array DMA'd in place (the call waits for it) vs
+  copied into the stager's block (``direct_min``) vs not waited for (unsafe: a bound), the
+  copy graph alone, the compute wrapper alone and the captured graph alone (host and GPU cost
+  per launch), the memcpy alone into one block vs into the stager's alternating blocks.
 
-Every variant's result is compared bit for bit with the device-input call's.
+Every variant's result is compared bit for bit with the device-input call's. Raw results and
+what they showed: ``docs/measurements/runtime_overlap_2026-12-02c.md`` (its second run also
+measured a one-block-per-parameter "ring" design, slower, since removed).
 
 Run: ``python3 benches/runtime_overlap_probe.py [--sizes 0.5 1 2 4] [--out DIR]`` on a GPU
 machine; prints one table per size and writes ``DIR/overlap_probe.{md,json}``.
@@ -97,25 +102,14 @@ class Instrument:
     def on(self) -> None:
         st, pc = self.st, time.perf_counter
         sg = self.sg
-        from kinac.rt.cuda import staging_ring
-
-        self.saved = {"fill": sg.fill, "ring_fill": staging_ring.fill, "calls": st.calls}
+        self.saved = {"fill": sg.fill, "calls": st.calls}
         fill0, hot0, bh0, calls0 = sg.fill, st.hot_call, st.begin_host, st.calls
-        ring0 = staging_ring.fill
 
         def fill(*a: Any) -> Any:
             t0 = pc()
             r = fill0(*a)
             self.t["fill"] += pc() - t0
             return r
-
-        def ring_fill(*a: Any) -> Any:
-            t0 = pc()
-            r = ring0(*a)
-            self.t["fill"] += pc() - t0
-            return r
-
-        staging_ring.fill = ring_fill
 
         def hot(entry: Any, arrays: Any) -> Any:
             self._wrap_builts()  # (graphs built since: outside the timed part)
@@ -156,8 +150,6 @@ class Instrument:
         copies = [b for b in st._copy_built.values() if b is not None]
         copies += [b for b in st._direct_built.values() if b is not None]
         copies += [p[1] for p in plans if p[1] is not None]
-        copies += [b for b in st._ring_built.values() if b is not None]
-        copies += [p[4][0] for p in plans if len(p) > 4 and p[4] is not None]
         copy_ids = {id(b) for b in copies}
         builts = [x[1] for x in st._extra if isinstance(x, tuple)]  # every (api, Built)
         builts += copies + [p[2] for p in plans if p[2] is not None]
@@ -187,10 +179,7 @@ class Instrument:
         st, s = self.st, self.saved
         if not s:
             return
-        from kinac.rt.cuda import staging_ring
-
         self.sg.fill = s["fill"]
-        staging_ring.fill = s["ring_fill"]
         st.calls = s["calls"]
         for attr in ("hot_call", "begin_host"):
             st.__dict__.pop(attr, None)
@@ -256,13 +245,11 @@ def same(fn: Any, x: Any, ws: list[Any], want: Any) -> bool:
     return bool(np.array_equal(torch.from_dlpack(fn(x, *ws)).cpu().numpy(), want))
 
 
-def fresh_stager(
-    fn: Any, x: Any, ws: list[Any], slots: int, direct_min: int = 0, pool: Any = None
-) -> Any:
-    """Replace the host entry's stager by one of ``slots`` turns (its pinned blocks from
-    ``pool``); the entry forgets the addresses it saw (new slots must not make the parameter
-    *volatile*, which would leave the steady state); warm it (general calls that capture a
-    graph per turn, then hot ones)."""
+def fresh_stager(fn: Any, x: Any, ws: list[Any], direct_min: int = 0, pool: Any = None) -> Any:
+    """Replace the host entry's stager by a new one (its pinned blocks from ``pool``; caller's
+    pinned arrays below ``direct_min`` bytes copied); the entry forgets the addresses it saw
+    (the new slots must not make the parameter *volatile*, which leaves the steady state: the
+    first run of this probe fell into that); warm it (a general call per turn, then hot ones)."""
     import torch
 
     from kinac.rt.cuda.staging import HostStager
@@ -274,9 +261,9 @@ def fresh_stager(
     for seen in entry._seen:
         seen.clear()
     entry.volatile.clear()
-    entry._stager = HostStager(entry._alloc, pool, slots=slots)
+    entry._stager = HostStager(entry._alloc, pool)
     entry._stager.direct_min = direct_min
-    for _ in range(2 * slots + 2):
+    for _ in range(6):
         fn(x, *ws)
     torch.cuda.synchronize()
     return entry._stager
@@ -301,7 +288,7 @@ def timeline(fn: Any, x: Any, ws: list[Any], st: Any, n: int) -> dict[str, Any]:
         wall = (time.perf_counter() - t0) * 1e6 / n
     finally:
         ins.off()
-    r = ins.report(st.slots)
+    r = ins.report(len(st.turns))
     r["loop_host_us"], r["loop_wall_us"] = host, wall
     return r
 
@@ -324,14 +311,11 @@ def micro(st: Any, entry: Any, n: int) -> dict[str, Any]:
     e0, e1 = Event(timing=True), Event(timing=True)
     rec = st.calls.record
     fast = cap.fast_launch
-    ring = plan[4][0] if len(plan) > 4 and plan[4] is not None else None
     cases = {
         "copy_graph": (lambda: cp.launch(cp.exec, st.cs_arg), st.cs_arg),
         "compute_wrapper": (lambda: cw.launch(cw.exec, m.stream), m.stream),
         "captured_graph": (lambda: fast[0](fast[1], entry.stream.cvp), m.stream),
     }
-    if ring is not None:
-        cases["ring_copy_graph"] = (lambda: ring.launch(ring.exec, st.cs_arg), st.cs_arg)
     for name, (fn, s) in cases.items():
         torch.cuda.synchronize()
         r[f"{name}_host_us"] = _us(fn, n)
@@ -362,7 +346,7 @@ def memcpy_rows(st: Any, x: Any, n: int) -> dict[str, Any]:
     blk = PinnedBuffer(default_pool(), x.shape, x.dtype)
     r["memcpy_one_block_us"] = _us(lambda: np.copyto(blk.array, x), n)
     p = next(iter(st.params.values()))
-    blocks = [st.block(p, j).array for j in range(st.slots)]
+    blocks = [st.block(p, j).array for j in range(len(st.turns))]
     k = [0]
 
     def alt() -> None:
@@ -370,17 +354,7 @@ def memcpy_rows(st: Any, x: Any, n: int) -> dict[str, Any]:
         k[0] += 1
 
     r["memcpy_alternating_blocks_us"] = _us(alt, n)
-    import ctypes
 
-    from kinac.rt.cuda.staging_ring import chunks_of
-
-    chunks, src = chunks_of(x.nbytes, 0), x.ctypes.data
-
-    def chunked() -> None:
-        for lo, m, _ in chunks:
-            ctypes.memmove(blk.ptr + lo, src + lo, m)
-
-    r["memcpy_one_block_chunked_memmove_us"] = _us(chunked, n)
     for parts, workers in ((2, 1), (4, 3)):  # (split into workers + 1 parts from x.nbytes)
         c = HostCopier(workers=workers, min_bytes=x.nbytes)
         r[f"memcpy_{parts}_threads_us"] = _us(lambda c=c: c(blk.array, x), n)
@@ -398,6 +372,7 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
     from kinac.rt.cuda import staging_graphs
     from kinac.rt.cuda.pinned import pinned_empty, write_combined_pool
     from kinac.rt.cuda.staging_calls import Calls
+    from kinac.rt.cuda.staging_copy import HostCopier, default_copier
 
     b, s, d, f = size
     ws = _weights(torch, d, f)
@@ -416,7 +391,6 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
         fn(x, *ws)
     st = _stager(fn, x.shape)
     entry = next(e for e in fn._entries.values() if e._stager is st)
-    r["ring_used"] = st._ring is not None
     buf = pinned_empty(x.shape, x.dtype)
     buf[...] = x
     xt = torch.from_numpy(x).pin_memory()
@@ -436,37 +410,53 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
             print(f"step {name} failed:\n{traceback.format_exc()}", flush=True)
             try:
                 torch.cuda.synchronize()
-                box[0].use_graphs = box[0].use_ring = True
+                box[0].use_graphs = True
+                box[0].copier = default_copier()
                 box[0].memo[0] = None
             except Exception:  # noqa: BLE001
                 pass
 
-    def ring(on: bool) -> None:
-        tag = "ring (one block per param)" if on else "turns' blocks (ring off, as 02b)"
-        st.use_ring = on
-        st.memo[0] = None
-        ok[tag] = same(fn, x, ws, want)
-        v[f"graphs, {tag}"] = pipelined(lambda: fn(x, *ws), n)
-        r[f"tl_{'ring' if on else 'turns'}"] = timeline(fn, x, ws, st, n)
-        v[f"graphs, {tag}, 4 x in rotation"] = pipelined(fresh, n)
-        # the host floor: the memcpy skipped (the block already holds x: the same x each call)
-        copy0, fill0 = st.chunk_copy, staging_graphs.fill
-        st.chunk_copy = lambda *a: None
+    def base() -> None:
+        v["graphs (the committed steady state)"] = pipelined(lambda: fn(x, *ws), n)
+        r["micro"] = micro(st, entry, n)
+        r["tl_graphs"] = timeline(fn, x, ws, st, n)
+        v["graphs, 4 x in rotation"] = pipelined(fresh, n)
+        fill0 = staging_graphs.fill  # the host floor: the memcpy skipped (the block holds x)
         staging_graphs.fill = lambda *a: None
         try:
-            v[f"graphs, {tag}, memcpy skipped (bound)"] = pipelined(lambda: fn(x, *ws), n)
+            v["graphs, memcpy skipped (bound)"] = pipelined(lambda: fn(x, *ws), n)
         finally:
-            st.chunk_copy, staging_graphs.fill = copy0, fill0
+            staging_graphs.fill = fill0
         st.use_graphs = False
-        ok[f"calls {tag}"] = same(fn, x, ws, want)
-        v[f"driver calls (cuMemcpyHtoDAsync), {tag}"] = pipelined(lambda: fn(x, *ws), n)
+        ok["calls"] = same(fn, x, ws, want)
+        v["driver calls (cuMemcpyHtoDAsync from the block)"] = pipelined(lambda: fn(x, *ws), n)
         st.use_graphs = True
-        st.use_ring = True
+
+    def split() -> None:
+        for parts, workers in ((2, 1), (4, 3)):  # the memcpy split in the steady state
+            st.copier = HostCopier(workers=workers, min_bytes=x.nbytes)
+            st.memo[0] = None
+            ok[f"split{parts}"] = same(fn, x, ws, want)
+            v[f"graphs, memcpy on {parts} threads"] = pipelined(lambda: fn(x, *ws), n)
+        st.copier = default_copier()
         st.memo[0] = None
 
-    def pinned(slots: int) -> None:
-        for mode, least in (("DMA'd in place, waited", 0), ("copied (ring)", 1 << 40)):
-            st = box[0] = fresh_stager(fn, x, ws, slots, least)
+    def pageable() -> None:  # the driver stages x itself (its own pinned buffers)
+        st.fill = lambda p, a, j: st.calls.handle(a.ctypes.data)
+        st.use_graphs = False
+        try:
+            v["driver calls, cuMemcpyHtoDAsync from x itself (pageable)"] = pipelined(
+                lambda: fn(x, *ws), n
+            )
+            ok["pageable"] = same(fn, x, ws, want)
+        finally:
+            del st.fill
+            st.use_graphs = True
+            st.memo[0] = None
+
+    def pinned() -> None:
+        for mode, least in (("DMA'd in place, waited", 0), ("copied into the block", 1 << 40)):
+            st = box[0] = fresh_stager(fn, x, ws, least)
             ok[f"pinned {mode}"] = same(fn, buf, ws, want)
             ok[f"pin_memory {mode}"] = same(fn, xt, ws, want)
             v[f"pinned_empty x, {mode}"] = pipelined(lambda: fn(buf, *ws), n)
@@ -484,53 +474,16 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
                     st.calls = c0
 
     def wc() -> None:
-        st = box[0] = fresh_stager(fn, x, ws, 2, pool=write_combined_pool())
-        ok["wc ring"] = same(fn, x, ws, want)
-        v["graphs, ring, write-combined block"] = pipelined(lambda: fn(x, *ws), n)
-        st.use_ring = False
-        st.memo[0] = None
-        v["graphs, turns' blocks, write-combined"] = pipelined(lambda: fn(x, *ws), n)
+        box[0] = fresh_stager(fn, x, ws, pool=write_combined_pool())
+        ok["wc"] = same(fn, x, ws, want)
+        v["graphs, write-combined blocks"] = pipelined(lambda: fn(x, *ws), n)
 
-    def pageable() -> None:  # the driver stages x itself (its own pinned buffers)
-        st.fill = lambda p, a, j: st.calls.handle(a.ctypes.data)
-        st.use_graphs = False
-        try:
-            v["driver calls, cuMemcpyHtoDAsync from x itself (pageable)"] = pipelined(
-                lambda: fn(x, *ws), n
-            )
-            ok["pageable"] = same(fn, x, ws, want)
-        finally:
-            del st.fill
-            st.use_graphs = True
-            st.memo[0] = None
-
-    def chunks() -> None:
-        from kinac.rt.cuda import staging_ring
-
-        keep = staging_ring.CHUNKS
-        try:
-            for k in (1, 2, 8):
-                staging_ring.CHUNKS = k
-                box[0] = fresh_stager(fn, x, ws, 2)
-                ok[f"ring {k} chunks"] = same(fn, x, ws, want)
-                v[f"graphs, ring in {k} chunks"] = pipelined(lambda: fn(x, *ws), n)
-        finally:
-            staging_ring.CHUNKS = keep
-
-    def three() -> None:
-        box[0] = fresh_stager(fn, x, ws, 3)
-        ok["slots3 ring"] = same(fn, x, ws, want)
-        v["graphs, ring, 3 slots"] = pipelined(lambda: fn(x, *ws), n)
-
-    guard("ring", lambda: ring(True))
-    guard("micro", lambda: r.__setitem__("micro", micro(st, entry, n)))
-    guard("turns", lambda: ring(False))
+    guard("base", base)
     guard("memcpy", lambda: r.__setitem__("memcpy", memcpy_rows(st, x, n)))
+    guard("split", split)
     guard("pageable", pageable)
-    guard("pinned", lambda: pinned(2))
+    guard("pinned", pinned)
     guard("wc", wc)
-    guard("chunks", chunks)
-    guard("three", three)
     r["dev_ms_again"] = pipelined(lambda: fn(x_dev, *ws), n)
     r["variants_ms"] = v
     r["ratios"] = {k: t / r["dev_ms"] for k, t in v.items()}
@@ -546,7 +499,6 @@ def table(res: list[dict[str, Any]]) -> str:
         out.append(f"device x pipelined: {r['dev_ms'] * 1e3:.1f} us/call (again at the end: "
                    f"{r['dev_ms_again'] * 1e3:.1f}); DMA alone "
                    f"{r['dma_us']:.1f} us; bit-identical: {r['bit_identical']}\n")  # fmt: skip
-        out.append(f"ring used by the default stager: {r.get('ring_used')}\n")
         out.append("| variant | us/call | / device x |\n|---|---|---|")
         for k, t in r["variants_ms"].items():
             out.append(f"| {k} | {t * 1e3:.1f} | {r['ratios'][k]:.2f}x |")
@@ -567,9 +519,6 @@ def main() -> None:
     a = ap.parse_args()
     by_mib = {b * s * d * 4 / MiB: (b, s, d, f) for b, s, d, f in SWEEP}
     res = []
-    from kinac.rt.cuda import entry as entry_mod
-
-    entry_mod.VOLATILE = 16  # (fresh stagers and 3 slots: new slot addresses stay bound)
     with tempfile.TemporaryDirectory() as tmp:
         fn, _ = _mlp_fns(Path(tmp))
         for mib in a.sizes:

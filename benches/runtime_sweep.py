@@ -13,9 +13,7 @@ measured in the same run:
 * **host x**: the same numpy ``x`` passed each call (the stager copies it every call: nothing
   is cached by identity; also 4 arrays in rotation, so the source is not always in the CPU's
   cache, as a data loader's fresh batches), pipelined and synced, through the steady state as graphs
-  (:mod:`~kinac.rt.cuda.staging_graphs`; below 2 MiB one pinned block per parameter,
-  :mod:`~kinac.rt.cuda.staging_ring`, and in a last column the turns' two blocks, as before
-  2026-12-02c) and as driver calls (``use_graphs = False``, the same
+  (:mod:`~kinac.rt.cuda.staging_graphs`) and as driver calls (``use_graphs = False``, the same
   stager), and without the pinned pool and overlap (``pinned=False``), and with the staging
   blocks write-combined (``KINAC_STAGING_WC=1``: the DMA does not snoop the CPU's caches; a
   memcpy into such a block alone beside it);
@@ -119,15 +117,6 @@ def measure(
             r["calls_ms"] = _pipelined_ms(lambda: pinned(x, *ws), n, sync)
         finally:
             st.use_graphs = True
-    r["ring"] = bool(st is not None and st._ring is not None)
-    if r["ring"]:  # the same stager with the turns' blocks (as before 2026-12-02c)
-        st.use_ring = False
-        st.memo[0] = None
-        try:
-            r["turns_ms"] = _pipelined_ms(lambda: pinned(x, *ws), n, sync)
-        finally:
-            st.use_ring = True
-            st.memo[0] = None
     r["graph_error"] = st.graph_error if st is not None else "no stager"
     r["plain_ms"] = _pipelined_ms(lambda: plain(x, *ws), n, sync)
     blk = PinnedBuffer(default_pool(), x.shape, x.dtype)
@@ -177,8 +166,8 @@ def sweep_table(res: list[dict[str, Any]]) -> str:
         "| copy < compute "
         "| host x pipelined: graphs / driver calls / pinned=False | 4 x in rotation "
         "| write-combined blocks: host x, memcpy us "
-        f"| host x synced | goal <= {GOAL}x | graph calls | turns' blocks (ring off) |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        f"| host x synced | goal <= {GOAL}x | graph calls |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     lines = []
     for r in res:
@@ -198,8 +187,7 @@ def sweep_table(res: list[dict[str, Any]]) -> str:
             f"{r['plain_ms'] / r['dev_ms']:.2f}x | {r['fresh_ms'] / r['dev_ms']:.2f}x "
             f"| {wc} "
             f"| {r['host_sync_ms'] / r['dev_sync_ms']:.2f}x "
-            f"| {met} | {gc} "
-            f"| {(r['turns_ms'] / r['dev_ms']) if 'turns_ms' in r else float('nan'):.2f}x |"
+            f"| {met} | {gc} |"
         )
     return head + "\n".join(lines) + "\n"
 

@@ -255,6 +255,34 @@ def test_a_pinned_empty_array_is_copied_from_where_it_is(
     assert st.direct == 5 and st.pinned_bytes() > 0
 
 
+@pytest.mark.parametrize("graphs", [False, True])
+def test_a_pinned_array_below_direct_min_is_copied_and_not_waited_for(
+    entry: Any, fake: FakeDriver, copies_logged: None, graphs: bool
+) -> None:
+    """``direct_min`` above the array's size: a ``pinned_empty`` array is staged like any host
+    array (copied into the turn's block, the DMA reads the block), and the call returns with
+    no host wait for that DMA; refilling the array after each call is still right."""
+    e, w, _ = entry
+    e(np.ones(X, np.float32), w)
+    st = _graphed(e, fake)[0] if graphs else _staged(e, fake.log)
+    st.direct_min = 1 << 20
+    buf = pinned.pinned_empty(X, "float32")
+    for k in range(5):
+        buf[...] = k
+        fake.log.clear()
+        y = e(buf, w)
+        np.testing.assert_array_equal(view(y.ptr, X), np.full(X, k, np.float32) * np.arange(1, 5, dtype=np.float32))  # fmt: skip
+        del y
+        copies = [ev[3] for ev in fake.log if ev[0] == "copy"]
+        assert copies and buf.ctypes.data not in copies  # the block, not the caller's array
+        assert any(ev[0] == "fill" for ev in fake.log)
+        assert fake.log[-1][0] == "record"  # the call ends with *consumed*: no host wait
+    assert st.direct == 0 and st.hot_calls == 4
+    if graphs:
+        assert st.graph_calls == 4
+    check_reuse_order(fake.log, st.copy_stream.handle)
+
+
 def test_a_failed_call_leaves_the_turn_usable(entry: Any, fake: FakeDriver) -> None:
     e, w, _ = entry
     x = np.ones(X, np.float32)

@@ -50,9 +50,11 @@ __all__ = ["SLOTS", "FLAG_STRIDE", "Calls", "HostStager", "Param", "Turn", "prio
 
 SLOTS = 2
 FLAG_STRIDE = 16  # uint32 words between two turns' flags (a cache line each)
-# a caller's pinned array (pinned_empty, pin_memory()) of fewer bytes is copied into the
-# stager's own block like any host array (no host wait for its DMA); one of at least this
-# many bytes is DMA'd where it is and the call waits for that DMA (KINAC_STAGING_DIRECT_MIN)
+# A caller's pinned array (pinned_empty, pin_memory()) of at least this many bytes is DMA'd
+# where it is and the call waits for that DMA (the caller may refill it once the call
+# returns); a smaller one is copied into the stager's block like any host array.
+# KINAC_STAGING_DIRECT_MIN overrides it. 0: always in place, which the H200 measured as the
+# faster of the two at every size (docs/measurements/runtime_overlap_2026-12-02c.md).
 DIRECT_MIN_BYTES = 0
 _hot: list[Callable[..., Any]] = []  # staging_hot.hot_call, once imported (it imports this)
 
@@ -68,9 +70,7 @@ class Param:
 
     __slots__ = ("i", "shape", "dtype", "nbytes", "n_arg", "dev", "dev_arg", "host", "host_arg")
 
-    def __init__(
-        self, i: int, shape: tuple[int, ...], dtype: Any, c: Calls, slots: int = 2
-    ) -> None:
+    def __init__(self, i: int, shape: tuple[int, ...], dtype: Any, c: Calls) -> None:
         import math
 
         import numpy as np
@@ -82,8 +82,8 @@ class Param:
         self.n_arg = c.size(self.nbytes)
         self.dev: list[int] = []
         self.dev_arg: list[Any] = []
-        self.host: list[PinnedBuffer | None] = [None] * slots
-        self.host_arg: list[Any] = [None] * slots
+        self.host: list[PinnedBuffer | None] = [None] * SLOTS
+        self.host_arg: list[Any] = [None] * SLOTS
 
 
 class Turn:
@@ -158,7 +158,6 @@ class HostStager:
         calls: Calls | None = None,
         copier: HostCopier | None = None,
         graphs: Any = None,
-        slots: int | None = None,
     ) -> None:
         if pool is None and os.environ.get("KINAC_STAGING_WC") == "1":
             from kinac.rt.cuda.pinned import write_combined_pool
@@ -173,10 +172,7 @@ class HostStager:
         self.copy_stream = Stream(priority=greatest)
         self.cs_arg = self.calls.handle(self.copy_stream.handle)
         self.params: dict[int, Param] = {}
-        # turns in rotation (KINAC_STAGING_SLOTS, default 2): a call's copy waits for the
-        # compute of ``slots`` calls ago, its host for that call's DMAs
-        self.slots = max(2, slots or int(os.environ.get("KINAC_STAGING_SLOTS") or SLOTS))
-        self.turns = [Turn(self.calls, j) for j in range(self.slots)]
+        self.turns = [Turn(self.calls, j) for j in range(SLOTS)]
         self.turn = 0
         self._pending: list[int] = []  # params staged by the current call
         self._direct = False  # the current call DMAs from a caller's pinned array
@@ -203,12 +199,6 @@ class HostStager:
         self._compute_built: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._direct_built: dict[Any, Any] = {}  # copy graphs reading a caller's pinned arrays
         self._extra: list[Any] = []  # what _close frees: the flag block, built graphs
-        # the steady state's one pinned block per parameter (staging_ring), on unless
-        # KINAC_STAGING_RING=0; chunk_copy(dst, src, nbytes) writes it (ctypes.memmove)
-        self.use_ring = os.environ.get("KINAC_STAGING_RING", "1") != "0"
-        self.chunk_copy: Callable[[int, int, int], Any] = ctypes.memmove
-        self._ring: Any = None
-        self._ring_built: dict[tuple[int, tuple[int, ...]], Any] = {}
         if not _hot:
             from kinac.rt.cuda.staging_hot import hot_call
 
@@ -222,8 +212,8 @@ class HostStager:
         """Parameter ``i``'s slots (made at its first host array)."""
         p = self.params.get(i)
         if p is None:
-            p = Param(i, shape, np_dtype, self.calls, self.slots)
-            devs = [self._alloc_device(p.nbytes) for _ in range(self.slots)]
+            p = Param(i, shape, np_dtype, self.calls)
+            devs = [self._alloc_device(p.nbytes) for _ in range(SLOTS)]
             p.dev, p.dev_arg = devs, [self.calls.dev(d) for d in devs]
             self.params[i] = p
         return p
@@ -342,7 +332,7 @@ class HostStager:
             t.copy_pending = False
             self._direct = False
         self._pending.clear()
-        self.turn = (self.turn + 1) % self.slots
+        self.turn = (self.turn + 1) % SLOTS
 
     def discard(self) -> None:
         """A call that failed before running: wait for the DMAs it queued (so its pinned blocks

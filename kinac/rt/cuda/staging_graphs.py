@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.pinned import PinnedBuffer, _handed, default_pool, handed_out
-from kinac.rt.cuda.staging import FLAG_STRIDE
+from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS
 
 if TYPE_CHECKING:
     from kinac.rt.cuda.staging import HostStager, Param
@@ -256,24 +256,20 @@ def pair(st: HostStager, j: int, host: tuple[tuple[int, Param], ...], captured: 
 
 def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: Any) -> tuple:
     """What the steady state needs for turn ``j`` and compute graph ``captured``:
-    ``(captured, copy graph, compute wrapper, fills, ring)`` (the graphs None where they could
-    not be built), each fill ``(position, param, copy function, pinned block's array, j)``: a
-    plain ``numpy.copyto`` below the copier's threshold (the dtype and shape were checked: no
-    cast); ``ring``: :func:`kinac.rt.cuda.staging_ring.plan`'s (its copy graph and fills), or
-    None where the turns' blocks serve.
+    ``(captured, copy graph, compute wrapper, fills)`` (the graphs None where they could not
+    be built), each fill ``(position, param, copy function, pinned block's array, j)``: a plain
+    ``numpy.copyto`` below the copier's threshold (the dtype and shape were checked: no cast).
     """
     import numpy as np
 
-    from kinac.rt.cuda import staging_ring
-
     pr = pair(st, j, host, captured)
     if pr is None:
-        return (captured, None, None, (), None)
+        return (captured, None, None, ())
     fills = []
     for i, p in host:
         fn = st.copier if p.nbytes >= st.copier.min_bytes else np.copyto
         fills.append((i, p, fn, st.block(p, j).array, j))
-    return (captured, pr[0], pr[1], tuple(fills), staging_ring.plan(st, host, j))
+    return (captured, pr[0], pr[1], tuple(fills))
 
 
 def fill(
@@ -361,7 +357,7 @@ def _flags_ready(st: HostStager) -> bool:
         from kinac.rt.cuda.errors import CudaError
 
         try:
-            blk = PinnedBuffer(default_pool(), (st.slots * FLAG_STRIDE,), np.uint32)  # (cached)
+            blk = PinnedBuffer(default_pool(), (SLOTS * FLAG_STRIDE,), np.uint32)  # (cached)
             st._extra.append(blk)
             blk.array[...] = 0
             one = st._alloc_device(16)
@@ -372,5 +368,5 @@ def _flags_ready(st: HostStager) -> bool:
             st.graph_error = f"flags: {e}"
             return False
         st._one, st._flag_ptr = one, blk.ptr
-        st.flags = (ctypes.c_uint32 * (st.slots * FLAG_STRIDE)).from_address(blk.ptr)
+        st.flags = (ctypes.c_uint32 * (SLOTS * FLAG_STRIDE)).from_address(blk.ptr)
     return True

@@ -38,10 +38,10 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kinac.rt.cuda import driver, staging_graphs, staging_ring
+from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import outputs
 from kinac.rt.cuda.entry_support import DL_NAMES, _dense
-from kinac.rt.cuda.staging import FLAG_STRIDE, Param
+from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS, Param
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
 if TYPE_CHECKING:
@@ -146,14 +146,13 @@ def build(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Memo | None:
         for _, p in m.host
     )  # fmt: skip
     m.in_ptrs = [
-        tuple(ptrs[i] if i in ptrs else st.params[i].dev[j] for i in range(n))
-        for j in range(st.slots)
+        tuple(ptrs[i] if i in ptrs else st.params[i].dev[j] for i in range(n)) for j in range(SLOTS)
     ]
     m.stream = st.arg(entry.stream)
     import numpy as np
 
     m.nd = np.ndarray
-    m.plans = [None] * st.slots
+    m.plans = [None] * SLOTS
     box[0] = m
     return m
 
@@ -209,26 +208,15 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
         plan = m.plans[j]
         if plan is None or plan[0] is not graph:
             plan = m.plans[j] = staging_graphs.plan(st, m.host, j, graph)
-        ring = plan[4]
-        srcs: tuple[int, ...] | None
-        if ring is not None and staging_ring.fill(st, ring[1], arrays, nd):
-            srcs, cp = (), ring[0]  # one block per parameter, its flags cleared
-            staging_ring.clear(st, ring[1], 0)
-        else:
-            ring = None
-            srcs = staging_graphs.fill(st, plan[3], arrays, nd) if plan[1] is not None else ()
-            cp = plan[1] if srcs is None else None
+        srcs = staging_graphs.fill(st, plan[3], arrays, nd) if plan[1] is not None else ()
+        cp = plan[1] if srcs is None else None
         if srcs:  # a caller's pinned array among them: a copy graph reading it where it is
             cp = staging_graphs.direct_copy(st, j, m.host, srcs)
         if cp is not None:
             cw = plan[2]  # two launches: the copies, then the compute
             st.flags[j * FLAG_STRIDE] = 0
             rc = cp.launch(cp.exec, st.cs_arg)
-            if rc and ring is not None:  # nothing queued: the ring's blocks stay free
-                staging_ring.clear(st, ring[1], 1)
             if not rc:
-                if ring is not None:
-                    st._ring.last = t
                 t.copy_pending = t.flagged = True
                 rc = cw.launch(cw.exec, m.stream)
                 if rc:  # the copies are queued: the compute through driver calls
@@ -243,7 +231,7 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
                 else:
                     st.graph_calls += 1
                 t.read_pending = True
-                st.turn = (j + 1) % st.slots
+                st.turn = (j + 1) % SLOTS
                 if srcs:  # the caller may refill its pinned array once the call returns
                     rc = st.calls.sync(t.done_arg)
                     if rc:
