@@ -28,6 +28,7 @@ FUZZ = settings(
 
 TOML_LINES = [
     "[workspace]",
+    "workspace = 3",
     'name = "w"',
     "name = 3",
     'sources = "x"',

@@ -367,3 +367,16 @@ def test_a_lone_combining_accent_in_a_name_is_shown_by_its_code(
     """`e` + U+0301 (an NFD é) said "`́` cannot appear in a name": an accent over a backquote."""
     text = _check_text(tmp_path, capsys, "(defn e\u0301 [(x : f32)] -> f32 x)\n")
     assert "`\\u{301}` cannot appear in a name" in text, text
+
+
+@pytest.mark.parametrize(
+    "toml",
+    ["workspace = 3", '[[workspace]]\nname = "x"', 'workspace = "x"', "[workspace]\nname = 1e400"],
+)
+def test_a_workspace_key_that_is_not_a_table_is_a_configuration_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], toml: str
+) -> None:
+    """`workspace = 3` was an internal error (AttributeError in the validation itself)."""
+    ws = mlp_copy(tmp_path / "ws", toml=toml + "\n")
+    code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
+    assert code == 2 and "kinac: error: kina.toml: workspace" in err, err

@@ -284,7 +284,9 @@ def validate(text: str, default_name: str) -> ConfigResult:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         return ConfigResult(None, (ConfigError("(syntax)", f"kina.toml is not valid TOML: {e}"),))
-    raw.setdefault("workspace", {}).setdefault("name", default_name)
+    ws = raw.setdefault("workspace", {})
+    if isinstance(ws, dict):  # else pydantic says "workspace: expected a table"
+        ws.setdefault("name", default_name)
     from pydantic import ValidationError
 
     try:
