@@ -380,3 +380,58 @@ def test_a_workspace_key_that_is_not_a_table_is_a_configuration_error(
     ws = mlp_copy(tmp_path / "ws", toml=toml + "\n")
     code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
     assert code == 2 and "kinac: error: kina.toml: workspace" in err, err
+
+
+def test_kinac_server_auto_starts_one_server_for_a_burst_of_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four quick builds under KINAC_SERVER=auto started three servers: each build saw no
+    socket yet (a server binds only after its warm-up build) and started another, and each
+    extra one paid a whole cold build before finding the first one listening."""
+    import subprocess
+
+    from kinac.server import client
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda argv, **_: started.append(argv))
+    monkeypatch.setenv("KINAC_SERVER", "auto")
+    ws = mlp_copy(tmp_path / "ws").resolve()
+    for _ in range(3):
+        assert client.forward(["build", str(ws)]) is None
+    assert len(started) == 1, started
+
+
+def test_kinac_serve_leaves_at_once_when_a_server_already_listens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second `kinac serve` warmed up (imports, a cold build of the workspace) before it
+    found the socket taken."""
+    import os
+    import socket
+
+    from kinac.server import serve
+    from kinac.server.address import socket_path
+
+    root = tmp_path.resolve()
+    path = socket_path(root, root / "cache", os.environ)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    live.bind(str(path))
+    live.listen(1)
+
+    def no_warm_up(*_: object) -> None:
+        raise AssertionError("warmed up although a server listens")
+
+    monkeypatch.setattr(serve, "prewarm", no_warm_up)
+    monkeypatch.setattr(serve, "warm_workspace", no_warm_up)
+    sess = SimpleNamespace(
+        ws=SimpleNamespace(root=root, config_path=None, single_file=None),
+        cache_dir=root / "cache",
+        target_override=None,
+    )
+    try:
+        assert serve.serve(sess, 60.0) == 0
+    finally:
+        live.close()
+        path.unlink()
+    assert "already listens" in capsys.readouterr().err

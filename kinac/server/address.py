@@ -85,6 +85,11 @@ def socket_path(root: Path, cache_dir: Path, environ: dict[str, str] | os._Envir
     return Path(tempfile.gettempdir()) / f"kinac-{os.getuid()}" / name
 
 
+def starting_marker(sock: Path) -> Path:
+    """The file that says a server for ``sock`` is starting (``KINAC_SERVER=auto``)."""
+    return sock.with_name(sock.name.removesuffix(".sock") + ".starting")
+
+
 def locate_root(path: str) -> tuple[Path, Path | None] | None:
     """``kinac.session.locate``'s workspace root and kina.toml, without importing it (the test
     compares them); None where ``locate`` would refuse the path (the local build says why)."""

@@ -33,6 +33,7 @@ from kinac.server.address import (
     locate_root,
     read_argv,
     socket_path,
+    starting_marker,
     version_fingerprint,
 )
 from kinac.server.protocol import Channel, ProtocolError
@@ -40,6 +41,7 @@ from kinac.server.protocol import Channel, ProtocolError
 CONNECT_TIMEOUT = 5.0  # connect, send the request, get accepted or refused (a loaded machine)
 FRAME_TIMEOUT = 30.0  # silence between frames (the server beats every ~1 s) before giving up
 OFF = ("0", "off", "no", "false")
+STARTING_S = 120.0  # a server still not listening after this long is taken for dead
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,17 +90,21 @@ def forward(argv: list[str]) -> int | None:
     path = socket_path(root, cache, os.environ)
     if not path.exists():
         if mode == "auto":
-            _start_server(root, cache)
+            _start_server(root, cache, path)
         return None
     return talk(path, argv)
 
 
-def _start_server(root: Path, cache: Path) -> None:
-    """``kinac serve`` for this workspace and cache, detached (``KINAC_SERVER=auto``)."""
+def _start_server(root: Path, cache: Path, path: Path) -> None:
+    """``kinac serve`` for this workspace and cache, detached (``KINAC_SERVER=auto``), unless
+    one is already starting: a server binds its socket only after its warm-up build, and every
+    build in between would otherwise start one more (each paying a cold build)."""
     import subprocess
 
     try:
         cache.mkdir(parents=True, exist_ok=True)
+        if not claim_start(path):
+            return
         with open(cache / "server.log", "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-m", "kinac", "serve", str(root), "--cache-dir", str(cache)],
@@ -131,6 +137,27 @@ def _remove_stale(path: Path, before: os.stat_result) -> bool:
     except OSError:
         return False
     return True
+
+
+def claim_start(path: Path) -> bool:
+    """Create the "a server is starting" marker beside ``path``; False when a fresh one
+    (younger than :data:`STARTING_S`) is there. The server removes it once it listens or
+    gives up; one left by a server that died while starting goes stale."""
+    import time
+
+    marker = starting_marker(path)
+    for _ in range(2):
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - os.stat(marker).st_mtime < STARTING_S:
+                    return False
+                os.unlink(marker)  # stale: its server never got to listen
+            except FileNotFoundError:
+                continue  # it just listened, or gave up: try again
+    return False
 
 
 def request_of(argv: list[str]) -> dict[str, Any]:

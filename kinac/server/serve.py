@@ -27,7 +27,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kinac.server.address import PROTOCOL, REQUEST_ENV, socket_path, version_fingerprint
+from kinac.server.address import (
+    PROTOCOL,
+    REQUEST_ENV,
+    socket_path,
+    starting_marker,
+    version_fingerprint,
+)
 from kinac.server.protocol import Channel, ProtocolError
 
 IDLE_S = 15 * 60.0
@@ -89,19 +95,26 @@ class Server:
 
     # ------------------------------------------------------------------ lifecycle
 
+    def live(self) -> bool:
+        """Whether a server listens at :attr:`path` already (a refusing socket is removed)."""
+        if not self.path.exists():
+            return False
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(self.path))
+            return True
+        except OSError:
+            self.path.unlink(missing_ok=True)  # stale: its server died
+            return False
+        finally:
+            probe.close()
+
     def bind(self) -> bool:
         """Listen at :attr:`path`; False when a live server already does."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self.path.exists():
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            probe.settimeout(1.0)
-            try:
-                probe.connect(str(self.path))
-                return False  # a live server owns it
-            except OSError:
-                self.path.unlink(missing_ok=True)  # stale: its server died
-            finally:
-                probe.close()
+        if self.live():
+            return False
         # Listen under a temporary name, then link it into place: a client that finds the path
         # may connect at once, and a refused connection means a dead server whose socket the
         # client removes (kinac.server.client._remove_stale). The link fails if another
@@ -397,13 +410,21 @@ def serve(sess: Any, idle_s: float) -> int:
     """``kinac serve``: warm up, listen, serve until idle; exit code."""
     _reuse_the_parser()
     server = Server(sess.ws.root, sess.cache_dir, idle_s)
-    server.adopt(sess, sess.target_override)
-    prewarm()
-    warm_workspace(sess)
-    from kinac.compiler_gc import settle
+    marker = starting_marker(server.path)
+    try:
+        if server.live():  # before the warm-up: a second server would pay a cold build for nothing
+            print(f"kinac serve: a server already listens at {server.path}", file=sys.stderr)
+            return 0
+        server.adopt(sess, sess.target_override)
+        prewarm()
+        warm_workspace(sess)
+        from kinac.compiler_gc import settle
 
-    settle()
-    if not server.bind():
+        settle()
+        bound = server.bind()
+    finally:
+        marker.unlink(missing_ok=True)  # listening or not, this server is no longer starting
+    if not bound:
         print(f"kinac serve: a server already listens at {server.path}", file=sys.stderr)
         return 0
     server.log_cpu()
