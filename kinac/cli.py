@@ -28,7 +28,11 @@ from kinac.cli_output import (
     _why_text,
     plural,
 )
-from kinac.cli_parser import DESCRIPTION, build_parser  # noqa: F401 - DESCRIPTION re-exported
+from kinac.cli_parser import (  # noqa: F401 - DESCRIPTION re-exported
+    DESCRIPTION,
+    build_parser,
+    parse_command_line,
+)
 from kinac.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROGRAM_ERRORS, EXIT_USAGE, KinaError
 
 __all__ = ["EXIT_INTERNAL", "EXIT_OK", "EXIT_PROGRAM_ERRORS", "EXIT_USAGE", "build_parser", "main"]
@@ -39,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     compiler_gc()  # a compiling process: fewer garbage collections (see there)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(parser, argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE

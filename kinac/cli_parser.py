@@ -7,6 +7,7 @@ Split from :mod:`kinac.cli` (the commands and their exit codes). Imports nothing
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 DESCRIPTION = """\
@@ -361,3 +362,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("code")
     _add_debug(p)
     return parser
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) -> Any:
+    """``parser.parse_args(argv)``, but a mistyped command or flag is reported by the command
+    it belongs to, with the nearest spelling: argparse printed the top-level usage (``kinac
+    [-h] [--version] [--debug] COMMAND ...``) for ``kinac run ws e --sed 3``, which lists
+    none of ``run``'s flags."""
+    import difflib
+
+    subs: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps subcommands only here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            subs = dict(action.choices)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((w for w in words if not w.startswith("-")), None)
+    if command is not None and subs and command not in subs:
+        near = difflib.get_close_matches(command, list(subs), n=1)
+        if near:
+            parser.error(f"unknown command {command!r}; did you mean {near[0]}?")
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = subs.get(getattr(args, "command", None) or "", parser)
+        flags = [o for a in sub._actions for o in a.option_strings]  # noqa: SLF001
+        near = [
+            m[0]
+            for w in extra
+            if w.startswith("-")
+            for m in [difflib.get_close_matches(w.partition("=")[0], flags, n=1)]
+            if m
+        ]
+        hint = f"; did you mean {' '.join(near)}?" if near else ""
+        sub.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return args

@@ -435,3 +435,22 @@ def test_kinac_serve_leaves_at_once_when_a_server_already_listens(
         live.close()
         path.unlink()
     assert "already listens" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "usage", "hint"),
+    [
+        (("run", "MLP", "mlp", "--sed", "3"), "usage: kinac run", "--seed"),
+        (("build", "MLP", "--jsn"), "usage: kinac build", "--json"),
+        (("buidl", "MLP"), "usage: kinac", "build"),
+    ],
+)
+def test_a_mistyped_flag_is_reported_by_its_command_with_a_suggestion(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], usage: str, hint: str
+) -> None:
+    """`kinac run ws mlp --sed 3` printed the top-level usage (`kinac [-h] [--version] ...
+    COMMAND`) and no hint: neither the command's flags nor the near miss."""
+    argv = [str(MLP) if a == "MLP" else a for a in args]
+    code, _, err = kinac_here(capsys, *argv)
+    assert code == 2 and err.startswith(usage), err
+    assert f"did you mean {hint}" in err, err
