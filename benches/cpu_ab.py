@@ -10,7 +10,8 @@ once), ``spin_yield`` (1: the spin yields the core every 64 pauses), ``min_rows`
 ``m*n*k`` a product is not split), ``balanced`` (0: the block rule until 2026-12-02, blocks
 of at least ``min_rows`` and a thinner last one, instead of equal shares per thread) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
 ``causal`` (0: attention's products compute every key, as before 2026-12-02 03:50 UTC),
-``causal_rows`` (the rows of a causal product's blocks, ``kernel_loops.CAUSAL_ROWS``);
+``causal_rows`` (the rows of a causal product's blocks, ``kernel_loops.CAUSAL_ROWS``),
+``par_min`` (kernels with fewer elements run whole, ``kina_to_loops.PAR_MIN_ELEMENTS``);
 ``blas_threads=N`` (N > 1: the products call OpenBLAS directly with its own N threads instead
 of splitting them on the pool); a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
 once, as until 2026-12-02) against ``now:`` (this tree). Prints the best, 25th-percentile and
@@ -36,8 +37,9 @@ from cpu import BLOCK, inputs  # noqa: E402
 from kinac.codegen.llvm import compile_object, host_target, jit_load  # noqa: E402
 from kinac.codegen.target import TargetSpec  # noqa: E402
 from kinac.ir import lower_graph  # noqa: E402
-from kinac.ir.host import causal, kernel_loops  # noqa: E402
+from kinac.ir.host import causal, kernel_loops, kina_to_loops  # noqa: E402
 from kinac.ir.host.kernel_loops import CAUSAL_ROWS  # noqa: E402
+from kinac.ir.host.kina_to_loops import PAR_MIN_ELEMENTS  # noqa: E402
 from kinac.ir.testing import attention_graph, block_graph, mlp_graph  # noqa: E402
 from kinac.rt.host import pool  # noqa: E402
 from kinac.rt.host.blas import _loaded_openblas, _thread_control, raw_gemms  # noqa: E402
@@ -53,7 +55,7 @@ def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
     out: dict[str, int] = {}
     for part in filter(None, rest.split(",")):
         key, _, value = part.partition("=")
-        if key not in (*_POOL_KEYS, "narrow", "blas_threads", "causal", "causal_rows"):
+        if key not in (*_POOL_KEYS, "narrow", "blas_threads", "causal", "causal_rows", "par_min"):
             raise SystemExit(f"cpu_ab: unknown setting {key!r} in {spec!r}")
         out[key] = int(value)
     return name, out
@@ -85,16 +87,21 @@ def main() -> None:
         g = attention_graph(*(BLOCK[k] for k in ("b", "s", "d", "h", "kv")))
     else:
         g = block_graph(**BLOCK) if args.workload == "block" else mlp_graph(4, 128, 256, 1024)
-    lowered: dict[tuple[bool, int], Any] = {}
+    lowered: dict[tuple[bool, int, int], Any] = {}
     entries: dict[str, Any] = {}
     blas_threads: dict[str, int] = {}
     for spec in args.variants:
         name, settings = parse_variant(spec)
-        key = (bool(settings.get("causal", 1)), settings.get("causal_rows", CAUSAL_ROWS))
+        key = (
+            bool(settings.get("causal", 1)),
+            settings.get("causal_rows", CAUSAL_ROWS),
+            settings.get("par_min", PAR_MIN_ELEMENTS),
+        )
         if key not in lowered:
-            causal.ENABLED, kernel_loops.CAUSAL_ROWS = key
+            causal.ENABLED, kernel_loops.CAUSAL_ROWS, kina_to_loops.PAR_MIN_ELEMENTS = key
             lowered[key] = lower_graph(g)
             causal.ENABLED, kernel_loops.CAUSAL_ROWS = True, CAUSAL_ROWS
+            kina_to_loops.PAR_MIN_ELEMENTS = PAR_MIN_ELEMENTS
         lw = lowered[key]
         syms = make_pool(settings)
         if settings.get("blas_threads", 1) > 1:
