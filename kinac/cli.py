@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from kinac.cli_output import (
@@ -262,6 +263,50 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
 
 
+def _absent_cache(path: str, cache_dir: str | None) -> tuple[Path, int] | None:
+    """The cache directory of this workspace and its size limit when the directory does not
+    exist yet, else None (opening a session creates it; ``kinac cache`` must not)."""
+    from kinac.pipeline_support import list_sources
+    from kinac.session import cache_size_limit, choose_cache_dir, locate
+
+    ws = locate(path)
+    if ws.config_path is None and ws.single_file is None and not list_sources(ws.root):
+        return None  # not a workspace: the session says so
+    found = choose_cache_dir(ws, cache_dir)
+    return None if found.exists() else (found, cache_size_limit(ws))
+
+
+# What ``kinac cache ACTION`` prints for an empty cache (tests compare the keys with
+# kinac.rules.cache_admin's documents on a real empty cache).
+_EMPTY_CACHE_DOCS: dict[str, dict[str, Any]] = {
+    "stats": {
+        "generation": 0,
+        "memos": 0,
+        "values": 0,
+        "value_bytes": 0,
+        "index_bytes": 0,
+        "size_limit": 0,
+        "memos_by_query": {},
+        "quarantined": [],
+    },
+    "gc": {"memos_dropped": 0, "values_dropped": 0, "quarantined_removed": 0},
+    "verify": {"ok": 0, "dropped": 0, "records_dropped": 0, "quarantined": []},
+}
+
+
+def _no_cache_yet(action: str, directory: Path, size_limit: int) -> int:
+    """``kinac cache`` where nothing was built: an empty cache's document, nothing created."""
+    print(f"kinac: note: no cache at {directory} (nothing was built with it)", file=sys.stderr)
+    if action == "clear":
+        print(f"nothing to clear at {directory}")
+        return EXIT_OK
+    doc = dict(_EMPTY_CACHE_DOCS[action])
+    if action == "stats":
+        doc = {"directory": str(directory), **doc, "size_limit": size_limit}
+    print(json.dumps(doc, indent=2))
+    return EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from kinac.run import run_entry
 
@@ -277,6 +322,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def cmd_cache(args: argparse.Namespace) -> int:
     from kinac.rules import cache_admin
 
+    absent = None
+    if _SESSION_HOOK is None and not args.no_cache:
+        absent = _absent_cache(args.path, args.cache_dir)
+    if absent is not None:
+        return _no_cache_yet(args.action, *absent)
     sess = _session(args)
     store = sess.store
     if store is None:

@@ -143,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="type-check a file or workspace",
         description="Type-check a .kina file or a workspace directory; print diagnostics.",
     )
-    p.add_argument("path", help="a .kina file or a workspace directory")
+    p.add_argument(
+        "path", nargs="?", default=".", help="a .kina file or a workspace directory (default: .)"
+    )
     p.add_argument(
         "--format", choices=["text", "json"], default="text", help="diagnostics as text or JSON"
     )

@@ -454,3 +454,40 @@ def test_a_mistyped_flag_is_reported_by_its_command_with_a_suggestion(
     code, _, err = kinac_here(capsys, *argv)
     assert code == 2 and err.startswith(usage), err
     assert f"did you mean {hint}" in err, err
+
+
+# ---------------------------------------------------------------- kinac cache, kinac check
+
+
+@pytest.mark.parametrize("action", ["stats", "gc", "verify", "clear"])
+def test_cache_commands_do_not_create_a_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], action: str
+) -> None:
+    """`kinac cache stats` in a directory never built created `.kinac-cache` there (with an
+    empty index): a command that inspects must not leave anything behind."""
+    import json
+
+    ws = mlp_copy(tmp_path / "ws")
+    code, out, err = kinac_here(capsys, "cache", action, str(ws))
+    assert code == 0, err
+    assert not (ws / ".kinac-cache").exists()
+    assert "no cache" in err, err
+    if action != "clear":  # the document a tool reads, in the shape of an empty cache's
+        from kinac.rules.store import Store
+
+        Store(tmp_path / "c").close()  # an existing, empty cache
+        code, full, _ = kinac_here(
+            capsys, "cache", action, str(ws), "--cache-dir", str(tmp_path / "c")
+        )
+        assert json.loads(out).keys() == json.loads(full).keys()
+
+
+def test_check_without_a_path_checks_the_current_directory_as_build_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kinac build` in a workspace builds `.`; `kinac check` said "the following arguments
+    are required: path"."""
+    ws = mlp_copy(tmp_path / "ws")
+    monkeypatch.chdir(ws)
+    code, _, err = kinac_here(capsys, "check", "--no-cache")
+    assert code == 0 and "checked 1 file: no errors" in err, err

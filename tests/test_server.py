@@ -267,6 +267,7 @@ def test_the_client_reads_what_it_may_forward(tmp_path: Path) -> None:
     from kinac.session import choose_cache_dir, locate
 
     assert read_argv(["build"]).path == "."  # type: ignore[union-attr]
+    assert read_argv(["check"]).path == "."  # type: ignore[union-attr]
     r = read_argv(["--debug", "build", "ws", "--json", "--target=cuda", "--cache-dir", "c"])
     assert r is not None and (r.path, r.cache_dir, r.no_server) == ("ws", "c", False)
     assert read_argv(["check", "m.kina", "--no-server"]).no_server  # type: ignore[union-attr]
@@ -276,7 +277,6 @@ def test_the_client_reads_what_it_may_forward(tmp_path: Path) -> None:
         ["build", "--no-cache"],
         ["build", "a", "b"],
         ["build", "--cach", "x"],
-        ["check"],
         ["build", "--target"],
         [],
     ):

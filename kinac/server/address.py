@@ -199,7 +199,5 @@ def read_argv(argv: list[str]) -> Request | None:
             path = a
         j += 1
     if path is None:
-        if command == "check":
-            return None  # check's path is required: argparse's error
-        path = "."
+        path = "."  # build's and check's default
     return Request(command, path, cache_dir, no_server)
