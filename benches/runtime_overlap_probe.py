@@ -340,7 +340,6 @@ def memcpy_rows(st: Any, x: Any, n: int) -> dict[str, Any]:
     import numpy as np
 
     from kinac.rt.cuda.pinned import PinnedBuffer, default_pool
-    from kinac.rt.cuda.staging_copy import HostCopier
 
     r: dict[str, Any] = {}
     blk = PinnedBuffer(default_pool(), x.shape, x.dtype)
@@ -355,9 +354,20 @@ def memcpy_rows(st: Any, x: Any, n: int) -> dict[str, Any]:
 
     r["memcpy_alternating_blocks_us"] = _us(alt, n)
 
-    for parts, workers in ((2, 1), (4, 3)):  # (split into workers + 1 parts from x.nbytes)
-        c = HostCopier(workers=workers, min_bytes=x.nbytes)
-        r[f"memcpy_{parts}_threads_us"] = _us(lambda c=c: c(blk.array, x), n)
+    from kinac.rt.cuda.staging_nt import stream_copier
+
+    one = stream_copier(blk.array)
+    if one is not None:
+        r["stream_one_block_us"] = _us(lambda: one(blk.array, x), n)
+        alts = [stream_copier(b) for b in blocks]
+
+        def alt_nt() -> None:
+            j = k[0] % len(blocks)
+            alts[j](blocks[j], x)  # type: ignore[misc]
+            k[0] += 1
+
+        r["stream_alternating_blocks_us"] = _us(alt_nt, n)
+    r["memcpy_GBps"] = x.nbytes / r["memcpy_one_block_us"] / 1e3
     blk.free()
     return r
 
@@ -370,9 +380,8 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
     import torch
 
     from kinac.rt.cuda import staging_graphs
-    from kinac.rt.cuda.pinned import pinned_empty, write_combined_pool
-    from kinac.rt.cuda.staging_calls import Calls
-    from kinac.rt.cuda.staging_copy import HostCopier, default_copier
+    from kinac.rt.cuda.pinned import pinned_empty
+    from kinac.rt.cuda.staging_copy import default_copier
 
     b, s, d, f = size
     ws = _weights(torch, d, f)
@@ -420,70 +429,48 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
         v["graphs (the committed steady state)"] = pipelined(lambda: fn(x, *ws), n)
         r["micro"] = micro(st, entry, n)
         r["tl_graphs"] = timeline(fn, x, ws, st, n)
-        v["graphs, 4 x in rotation"] = pipelined(fresh, n)
         fill0 = staging_graphs.fill  # the host floor: the memcpy skipped (the block holds x)
         staging_graphs.fill = lambda *a: None
         try:
             v["graphs, memcpy skipped (bound)"] = pipelined(lambda: fn(x, *ws), n)
         finally:
             staging_graphs.fill = fill0
-        st.use_graphs = False
-        ok["calls"] = same(fn, x, ws, want)
-        v["driver calls (cuMemcpyHtoDAsync from the block)"] = pipelined(lambda: fn(x, *ws), n)
-        st.use_graphs = True
 
-    def split() -> None:
-        for parts, workers in ((2, 1), (4, 3)):  # the memcpy split in the steady state
-            st.copier = HostCopier(workers=workers, min_bytes=x.nbytes)
-            st.memo[0] = None
-            ok[f"split{parts}"] = same(fn, x, ws, want)
-            v[f"graphs, memcpy on {parts} threads"] = pipelined(lambda: fn(x, *ws), n)
-        st.copier = default_copier()
+    def lever_rows() -> None:  # round 2: streaming stores, one launch, kinac's Python
+        from benches.runtime_overlap_levers import levers
+
+        lv, lok, notes = levers(fn, x, ws, st, entry, n, want, pipelined)
+        v.update({k: t / 1e3 for k, t in lv.items()})
+        ok.update(lok)
+        r["levers"] = notes
+
+    def streaming_rows() -> None:
+        st.stream_min = 0
         st.memo[0] = None
-
-    def pageable() -> None:  # the driver stages x itself (its own pinned buffers)
-        st.fill = lambda p, a, j: st.calls.handle(a.ctypes.data)
-        st.use_graphs = False
         try:
-            v["driver calls, cuMemcpyHtoDAsync from x itself (pageable)"] = pipelined(
-                lambda: fn(x, *ws), n
-            )
-            ok["pageable"] = same(fn, x, ws, want)
+            for _ in range(4):
+                fn(x, *ws)
+            r["tl_streaming"] = timeline(fn, x, ws, st, n)
+            v["streaming, 4 x in rotation"] = pipelined(fresh, n)
         finally:
-            del st.fill
-            st.use_graphs = True
+            st.stream_min = 1 << 62
             st.memo[0] = None
+        v["graphs, 4 x in rotation"] = pipelined(fresh, n)
 
     def pinned() -> None:
-        for mode, least in (("DMA'd in place, waited", 0), ("copied into the block", 1 << 40)):
-            st = box[0] = fresh_stager(fn, x, ws, least)
-            ok[f"pinned {mode}"] = same(fn, buf, ws, want)
-            ok[f"pin_memory {mode}"] = same(fn, xt, ws, want)
-            v[f"pinned_empty x, {mode}"] = pipelined(lambda: fn(buf, *ws), n)
-            v[f"pin_memory() x, {mode}"] = pipelined(lambda: fn(xt, *ws), n)
-            r[f"tl_pinned_{'inplace' if least == 0 else 'copied'}"] = timeline(fn, buf, ws, st, n)
-            if least == 0:  # upper bound: the in-place DMA not waited for (unsafe to refill)
-                c0 = st.calls
-                st.calls = Calls(c0.native, (c0.record, c0.wait, lambda ev: 0, c0.copy))
-                try:
-                    v["pinned_empty x, in place, NOT waited (bound)"] = pipelined(
-                        lambda: fn(buf, *ws), n
-                    )
-                finally:
-                    torch.cuda.synchronize()
-                    st.calls = c0
-
-    def wc() -> None:
-        box[0] = fresh_stager(fn, x, ws, pool=write_combined_pool())
-        ok["wc"] = same(fn, x, ws, want)
-        v["graphs, write-combined blocks"] = pipelined(lambda: fn(x, *ws), n)
+        st = box[0] = fresh_stager(fn, x, ws, 0)
+        ok["pinned in place"] = same(fn, buf, ws, want)
+        ok["pin_memory in place"] = same(fn, xt, ws, want)
+        v["pinned_empty x, DMA'd in place, waited"] = pipelined(lambda: fn(buf, *ws), n)
+        v["pin_memory() x, DMA'd in place, waited"] = pipelined(lambda: fn(xt, *ws), n)
+        r["tl_pinned_inplace"] = timeline(fn, buf, ws, st, n)
+        v["numpy x again (committed, fresh stager)"] = pipelined(lambda: fn(x, *ws), n)
 
     guard("base", base)
+    guard("levers", lever_rows)
+    guard("streaming", streaming_rows)
     guard("memcpy", lambda: r.__setitem__("memcpy", memcpy_rows(st, x, n)))
-    guard("split", split)
-    guard("pageable", pageable)
     guard("pinned", pinned)
-    guard("wc", wc)
     r["dev_ms_again"] = pipelined(lambda: fn(x_dev, *ws), n)
     r["variants_ms"] = v
     r["ratios"] = {k: t / r["dev_ms"] for k, t in v.items()}
@@ -502,7 +489,7 @@ def table(res: list[dict[str, Any]]) -> str:
         out.append("| variant | us/call | / device x |\n|---|---|---|")
         for k, t in r["variants_ms"].items():
             out.append(f"| {k} | {t * 1e3:.1f} | {r['ratios'][k]:.2f}x |")
-        for key in [k for k in r if k.startswith("tl_")] + ["micro", "memcpy"]:
+        for key in [k for k in r if k.startswith("tl_")] + ["micro", "memcpy", "levers"]:
             vals = ", ".join(f"{k}={val:.1f}" if isinstance(val, float) else f"{k}={val}"
                              for k, val in r.get(key, {}).items())  # fmt: skip
             out.append(f"\n{key}: {vals}")

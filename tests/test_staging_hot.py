@@ -23,7 +23,7 @@ import pytest
 from staging_fakes import W, X, mul_entry
 from test_pinned import FakeDriver, HostMemory
 
-from kinac.rt.cuda import device, pinned, staging_hot
+from kinac.rt.cuda import device, pinned, staging_hot, staging_nt
 from kinac.rt.cuda import graph as graph_mod
 from kinac.rt.cuda.pinned import PinnedPool
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
@@ -533,3 +533,41 @@ def test_a_refused_graph_launch_falls_back_to_driver_calls(
     assert not st.use_graphs and "999" in (st.graph_error or "")
     assert st.graph_calls == 0 and st.hot_calls == 4
     check_reuse_order(fake.log, st.copy_stream.handle)
+
+
+@pytest.mark.skipif(not staging_nt.available(), reason="no llvmlite host target")
+def test_hot_calls_stream_into_the_block_only_at_stream_min(
+    entry: Any, fake: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stream_min`` 0: every contiguous numpy ``x`` goes through the streaming copy (counted),
+    results bit-identical; a Fortran-ordered ``x`` of the same shape is copied by numpy; the
+    default (off) never streams."""
+    e, w, _ = entry
+    keep: list[Any] = []
+
+    def alloc(n: int) -> int:  # page-aligned, as cuMemHostAlloc's blocks
+        buf = ctypes.create_string_buffer(n + 4096)
+        keep.append(buf)
+        return ctypes.addressof(buf) + (-ctypes.addressof(buf) % 4096)
+
+    monkeypatch.setattr(pinned, "_pool", PinnedPool(alloc=alloc, free=lambda p: None))
+    rng = np.random.default_rng(5)
+    wv = np.arange(1, 5, dtype=np.float32)
+    e(rng.standard_normal(X).astype(np.float32), w)
+    st, _ = _graphed(e, fake)
+    assert st.stream_min > 1 << 40  # the default: off
+    for _ in range(3):
+        x = rng.standard_normal(X).astype(np.float32)
+        np.testing.assert_array_equal(view(e(x, w).ptr, X), x * wv)
+    assert st.streamed == 0 and st.graph_calls >= 2
+    st.stream_min = 0
+    st.memo[0] = None  # (the plans are made with the knob's value)
+    x = np.empty(X, np.float32)
+    for k in range(6):
+        x[...] = rng.standard_normal(X)  # refilled in place once each call returned
+        np.testing.assert_array_equal(view(e(x, w).ptr, X), x * wv, err_msg=f"call {k}")
+    streamed = st.streamed
+    assert streamed >= 5  # (the first call after the memo's reset: the general path)
+    xf = np.asfortranarray(rng.standard_normal(X).astype(np.float32))
+    np.testing.assert_array_equal(view(e(xf, w).ptr, X), xf * wv)
+    assert st.streamed == streamed and st.hot_calls == st.graph_calls

@@ -56,6 +56,11 @@ FLAG_STRIDE = 16  # uint32 words between two turns' flags (a cache line each)
 # KINAC_STAGING_DIRECT_MIN overrides it. 0: always in place, which the H200 measured as the
 # faster of the two at every size (docs/measurements/runtime_overlap_2026-12-02c.md).
 DIRECT_MIN_BYTES = 0
+# A numpy input of at least this many bytes is copied into its pinned block with streaming
+# (non-temporal) stores (:mod:`~kinac.rt.cuda.staging_nt`) by the steady state's copy graphs,
+# a smaller one by ``numpy.copyto``. KINAC_STAGING_STREAM_MIN overrides it. Off (no size) until
+# a same-run A/B on the H200 shows a win (docs/measurements/runtime_overlap_2026-12-02c.md).
+STREAM_MIN_BYTES = 1 << 62
 _hot: list[Callable[..., Any]] = []  # staging_hot.hot_call, once imported (it imports this)
 
 
@@ -178,6 +183,9 @@ class HostStager:
         self._direct = False  # the current call DMAs from a caller's pinned array
         env = os.environ.get("KINAC_STAGING_DIRECT_MIN")
         self.direct_min = int(env) if env else DIRECT_MIN_BYTES  # see DIRECT_MIN_BYTES
+        env = os.environ.get("KINAC_STAGING_STREAM_MIN")
+        self.stream_min = int(env) if env else STREAM_MIN_BYTES  # see STREAM_MIN_BYTES
+        self.streamed = 0  # host arrays copied with streaming stores
         self.staged_positions: tuple[int, ...] = ()  # the last general call's host params
         self.copies = 0  # host arrays staged (tests and metrics)
         self.bytes = 0  # bytes copied in

@@ -258,7 +258,8 @@ def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: 
     """What the steady state needs for turn ``j`` and compute graph ``captured``:
     ``(captured, copy graph, compute wrapper, fills)`` (the graphs None where they could not
     be built), each fill ``(position, param, copy function, pinned block's array, j)``: a plain
-    ``numpy.copyto`` below the copier's threshold (the dtype and shape were checked: no cast).
+    ``numpy.copyto`` below the copier's threshold (the dtype and shape were checked: no cast),
+    the streaming-store copy (:mod:`~kinac.rt.cuda.staging_nt`) from ``st.stream_min`` bytes.
     """
     import numpy as np
 
@@ -267,8 +268,13 @@ def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: 
         return (captured, None, None, ())
     fills = []
     for i, p in host:
-        fn = st.copier if p.nbytes >= st.copier.min_bytes else np.copyto
-        fills.append((i, p, fn, st.block(p, j).array, j))
+        blk = st.block(p, j).array
+        fn: Any = st.copier if p.nbytes >= st.copier.min_bytes else np.copyto
+        if p.nbytes >= st.stream_min:  # streaming stores (staging_nt), where they can be made
+            from kinac.rt.cuda.staging_nt import stream_copier
+
+            fn = stream_copier(blk, st) or fn
+        fills.append((i, p, fn, blk, j))
     return (captured, pr[0], pr[1], tuple(fills))
 
 
