@@ -422,6 +422,7 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
                 box[0].use_graphs = True
                 box[0].copier = default_copier()
                 box[0].memo[0] = None
+                box[0].stream_min = 1 << 62
             except Exception:  # noqa: BLE001
                 pass
 
