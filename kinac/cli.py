@@ -11,10 +11,12 @@ exit code. Imports are lazy so that ``kinac --help`` and a no-op build start fas
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -412,4 +414,28 @@ def cmd_launch(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if args.timeout is not None and not args.timeout > 0:
         raise KinaUsageError(f"--timeout must be positive, got {args.timeout:g}")
-    return launch_command(args.nproc, cmd, master_port=args.master_port, timeout_s=args.timeout)
+    with _ranks_stop_on_termination():
+        return launch_command(args.nproc, cmd, master_port=args.master_port, timeout_s=args.timeout)
+
+
+@contextlib.contextmanager
+def _ranks_stop_on_termination() -> Iterator[None]:
+    """SIGTERM (a scheduler's or CI's timeout) and SIGHUP (the terminal closed) end ``kinac
+    launch`` as Ctrl-C does: the launcher's clean-up terminates every rank, and the process
+    exits 128 + the signal. Before, the launcher died and its ranks ran on."""
+    import signal
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)  # unwinds through the launcher's ``finally``
+
+    saved = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            saved[sig] = signal.signal(sig, stop)
+        except ValueError:  # not the main thread: leave the signals alone
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)

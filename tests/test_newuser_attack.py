@@ -491,3 +491,47 @@ def test_check_without_a_path_checks_the_current_directory_as_build_does(
     monkeypatch.chdir(ws)
     code, _, err = kinac_here(capsys, "check", "--no-cache")
     assert code == 0 and "checked 1 file: no errors" in err, err
+
+
+# ---------------------------------------------------------------- kinac launch
+
+
+def test_sigterm_to_kinac_launch_stops_its_ranks(tmp_path: Path) -> None:
+    """A scheduler's or CI's timeout sends SIGTERM: the launcher exited (143) and left every
+    rank running (Ctrl-C did stop them)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rank = "import os, time; print(os.getpid(), flush=True); time.sleep(30)"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kinac", "launch", "-n", "2", "--", sys.executable, "-c", rank],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert p.stdout is not None
+    pids = [int(p.stdout.readline()), int(p.stdout.readline())]
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=10) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 5
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [q for q in alive if _running(q)]
+        time.sleep(0.05)
+    for q in alive:  # do not leave them behind even when the test fails
+        os.kill(q, signal.SIGKILL)
+    assert not alive, f"ranks {alive} outlived the launcher"
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, reaped by nobody yet, is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
