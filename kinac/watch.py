@@ -59,9 +59,10 @@ def watch(sess: Any, stop_event: Any = None, serve: bool = False) -> int:
 
         server = serve_in_background(sess)
     lock: Any = server.lock if server is not None else contextlib.nullcontext()
-    with lock:
-        _rebuild(sess)
+    _stop_on_sigterm()
     try:
+        with lock:
+            _rebuild(sess)
         for changes in watch_changes(
             sess.ws.root,
             debounce=DEBOUNCE_MS,
@@ -80,6 +81,19 @@ def watch(sess: Any, stop_event: Any = None, serve: bool = False) -> int:
             server.close()
         sess.close()
     return 0
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops ``kinac watch`` as Ctrl-C does, so its server's socket is removed (killed,
+    it stayed behind and the next build found a dead server there)."""
+    import signal
+    import threading
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
 
 
 def _relevant(sess: Any, path: Path) -> bool:

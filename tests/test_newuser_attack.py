@@ -388,6 +388,7 @@ def test_kinac_server_auto_starts_one_server_for_a_burst_of_builds(
     """Four quick builds under KINAC_SERVER=auto started three servers: each build saw no
     socket yet (a server binds only after its warm-up build) and started another, and each
     extra one paid a whole cold build before finding the first one listening."""
+    import os
     import subprocess
 
     from kinac.server import client
@@ -396,8 +397,13 @@ def test_kinac_server_auto_starts_one_server_for_a_burst_of_builds(
     monkeypatch.setattr(subprocess, "Popen", lambda argv, **_: started.append(argv))
     monkeypatch.setenv("KINAC_SERVER", "auto")
     ws = mlp_copy(tmp_path / "ws").resolve()
-    for _ in range(3):
-        assert client.forward(["build", str(ws)]) is None
+    try:
+        for _ in range(3):
+            assert client.forward(["build", str(ws)]) is None
+    finally:  # no server came to remove it (Popen is faked)
+        from kinac.server.address import socket_path, starting_marker
+
+        starting_marker(socket_path(ws, ws / ".kinac-cache", os.environ)).unlink(missing_ok=True)
     assert len(started) == 1, started
 
 
@@ -505,7 +511,8 @@ def test_sigterm_to_kinac_launch_stops_its_ranks(tmp_path: Path) -> None:
     import sys
     import time
 
-    rank = "import os, time; print(os.getpid(), flush=True); time.sleep(30)"
+    # one write(2) per rank: two ranks' prints on one pipe interleaved ("9453" "9454\n" "\n")
+    rank = "import os, time; os.write(1, b'%d\\n' % os.getpid()); time.sleep(30)"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.Popen(
         [sys.executable, "-m", "kinac", "launch", "-n", "2", "--", sys.executable, "-c", rank],
@@ -535,3 +542,34 @@ def _running(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_sigterm_to_kinac_watch_removes_its_server_socket(tmp_path: Path) -> None:
+    """`kinac watch` is also a build server; killed by SIGTERM it left its socket behind, and
+    the next build found a dead server there."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from kinac.server.address import socket_path
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.kina").write_text("(defn f [(x : f32)] -> f32 x)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kinac", "watch", str(ws)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    assert "Watching" in line, line
+    sock = socket_path(ws.resolve(), ws.resolve() / ".kinac-cache", os.environ)
+    assert sock.exists()
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=10)
+    assert not sock.exists()
