@@ -451,6 +451,7 @@ def run_entry(args: argparse.Namespace) -> int:
     import numpy as np
 
     target = args.target or "cpu"
+    save = _save_path(args.save) if args.save else None  # before the run: a bad path fails fast
     if getattr(args, "manifest", None) and not args.deterministic:
         args.deterministic = True  # --manifest alone asks for the gate too
     fn, arrays, call_dims, params, graph_hash = _prepare(args)
@@ -502,12 +503,25 @@ def run_entry(args: argparse.Namespace) -> int:
         print(f"  {sim.describe()}")
     if getattr(args, "deterministic", False):
         _determinism_gate(args, fn, arrays, call_dims, graph_hash)
-    if args.save:
+    if save is not None:
         try:
-            np.savez(args.save, *outs)
+            np.savez(save, *outs)
         except OSError as e:
-            raise KinaUsageError(f"--save: cannot write {args.save}: {e.strerror or e}") from None
+            raise KinaUsageError(f"--save: cannot write {save}: {e.strerror or e}") from None
+        print(f"  saved {len(outs)} output{'s' * (len(outs) != 1)} to {save} (arr_0, ...)")
     return EXIT_OK
+
+
+def _save_path(text: str) -> Path:
+    """Where ``--save`` writes: numpy adds ``.npz`` to a name without it (``out.txt`` becomes
+    ``out.txt.npz``, a directory ``/tmp`` became ``/tmp.npz`` beside it), so the name is
+    decided here, said when written, and a directory refused before anything runs."""
+    p = Path(text)
+    if p.is_dir():
+        raise KinaUsageError(
+            f"--save {text} is a directory; give a file name, e.g. {p / 'out.npz'}"
+        )
+    return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
 
 
 def profile_command(args: argparse.Namespace) -> int:

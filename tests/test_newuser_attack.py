@@ -573,3 +573,24 @@ def test_sigterm_to_kinac_watch_removes_its_server_socket(tmp_path: Path) -> Non
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=10)
     assert not sock.exists()
+
+
+def test_save_names_the_file_it_wrote_and_refuses_a_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--save /tmp` wrote /tmp.npz beside the directory, and `--save out.txt` wrote
+    out.txt.npz, both silently (numpy adds `.npz`)."""
+    import numpy as np
+
+    (tmp_path / "d").mkdir()
+    code, out, err = kinac_here(
+        capsys, "run", str(MLP), "mlp", "--save", str(tmp_path / "d"), "--repeat", "1"
+    )
+    assert code == 2 and "is a directory" in err and "in  x" not in out, err
+    assert not (tmp_path / "d.npz").exists()
+    code, out, err = kinac_here(
+        capsys, "run", str(MLP), "mlp", "--save", str(tmp_path / "out.txt"), "--repeat", "1"
+    )
+    saved = tmp_path / "out.txt.npz"
+    assert code == 0 and f"saved 1 output to {saved}" in out, out
+    assert list(np.load(saved).files) == ["arr_0"]
