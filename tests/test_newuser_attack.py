@@ -594,3 +594,16 @@ def test_save_names_the_file_it_wrote_and_refuses_a_directory(
     saved = tmp_path / "out.txt.npz"
     assert code == 0 and f"saved 1 output to {saved}" in out, out
     assert list(np.load(saved).files) == ["arr_0"]
+
+
+def test_a_file_name_with_control_characters_is_shown_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A source named `b<ESC>[31mad.kina` turned the rest of the terminal red: the `-->` line
+    printed the name raw."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "b\x1b[31mad.kina").write_text(BODY + "  (add x (nope x)))\n")
+    code, out, err = kinac_here(capsys, "check", str(ws), "--no-cache", "--color", "never")
+    assert code == 1 and "\x1b" not in out + err, out + err
+    assert "--> b\\u{1b}[31mad.kina:2:11" in out + err, out + err

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kinac.diag.model import Diagnostic, Label, NodeRef, Span
-from kinac.diag.snippet import display, source_lines
+from kinac.diag.snippet import display, printable, source_lines
 
 Resolver = Callable[[Span | NodeRef], Span | None]
 SourceOf = Callable[[str], str | None]
@@ -84,7 +84,7 @@ def render_text(d: Diagnostic, resolve: Resolver, source_of: SourceOf) -> list[t
     ]
     primary = resolve_label(d.primary, resolve)
     if primary is not None:
-        out.append((f"  --> {primary.file}:{primary.line}:{primary.col}", "blue"))
+        out.append((f"  --> {printable(primary.file)}:{primary.line}:{primary.col}", "blue"))
     by_file: dict[str, dict[int, list[tuple[int, int, str, str]]]] = {}
     for label, ch, style in [
         (d.primary, "^", "bold red"),
@@ -104,7 +104,7 @@ def render_text(d: Diagnostic, resolve: Resolver, source_of: SourceOf) -> list[t
         src = source_lines(text)
         if primary is None or file != primary.file:
             first = min(marks)
-            out.append((f"  ::: {file}:{first}", "blue"))
+            out.append((f"  ::: {printable(file)}:{first}", "blue"))
         lines = [(n, src[n - 1] if 0 < n <= len(src) else "", marks[n]) for n in sorted(marks)]
         out.extend(_excerpt(lines))
     if d.counterexample:

@@ -40,6 +40,13 @@ def _shown(ch: str) -> tuple[str, int]:
     return ch, 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+def printable(text: str) -> str:
+    """``text`` (a file name, say) with its control, format and bidi characters escaped."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(_shown(ch)[0] if ch != "\t" else "\\u{9}" for ch in text)
+
+
 def display(line: str, spans: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
     """``line`` as shown, and each ``(col, end_col)`` (1-based character columns, end
     exclusive) as ``(display col, width)`` on it; cut to about :data:`MAX_WIDTH` columns
