@@ -208,7 +208,8 @@ def entry_error(entry: Any, found: tuple[DefnKey, ...]) -> Diagnostic:
     return Diagnostic(
         "K0151",
         "error",
-        f"entry `{entry.name}`: {what} named `{entry.defn}` in the workspace"
+        f"entry `{entry.name}`: {what} named `{entry.defn}` "
+        + (f"in `{entry.file}`" if entry.file else "in the workspace")
         + (f" ({files})" if files else ""),
         Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
         help="set the entry's `defn` to an existing defn, and its `file` when two files define it",

@@ -607,3 +607,13 @@ def test_a_file_name_with_control_characters_is_shown_escaped(
     code, out, err = kinac_here(capsys, "check", str(ws), "--no-cache", "--color", "never")
     assert code == 1 and "\x1b" not in out + err, out + err
     assert "--> b\\u{1b}[31mad.kina:2:11" in out + err, out + err
+
+
+def test_an_entry_whose_file_lacks_the_defn_names_that_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`file = "nosuch.kina"` said "no defn named `mlp` in the workspace", which has one."""
+    ws = mlp_copy(tmp_path / "ws", '\n[[entry]]\nname = "m2"\ndefn = "mlp"\nfile = "nosuch.kina"\n')
+    code, out, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
+    assert code == 1, err
+    assert "entry `m2`: no defn named `mlp` in `nosuch.kina`" in out + err, out + err
