@@ -571,3 +571,59 @@ def test_hot_calls_stream_into_the_block_only_at_stream_min(
     xf = np.asfortranarray(rng.standard_normal(X).astype(np.float32))
     np.testing.assert_array_equal(view(e(xf, w).ptr, X), xf * wv)
     assert st.streamed == streamed and st.hot_calls == st.graph_calls
+
+
+def test_the_bound_call_for_the_api_memo_goes_hot_and_falls_back_right(
+    entry: Any, fake: FakeDriver, copies_logged: None
+) -> None:
+    """``entry.hot_path(arrays)`` (what ``kinac.compile``'s memo calls) of a staged entry: a
+    bound call that runs the steady state without the entry's layers (two graph launches, no
+    host wait), bit-identical with ``x`` refilled after each call returns; the memo dropped,
+    a moved weight, another context: the plain call (the memo rebuilt, the bound call taken
+    again after); no bound call while the entry cannot check its context cheaply."""
+    e, w, dev = entry
+    rng = np.random.default_rng(7)
+    wv = np.arange(1, 5, dtype=np.float32)
+    x = rng.standard_normal(X).astype(np.float32)
+    e(x, w)
+    st, g = _graphed(e, fake)
+    e(x, w)  # (the memo)
+    assert e.hot_path((x, w)) is None  # mul_entry has no cheap context check
+    cur = SimpleNamespace(value=5)
+    e._ctx_get, e._ctx_ref, e._ctx_cur, e._ctx_mine = (lambda r: 0), None, cur, 5
+    assert e.hot_path((np.ones(X, np.float32), w)) is not None  # (host arrays: any, same form)
+    call = e.hot_path((x, w))
+    assert call is not None
+    layers: list[int] = []
+    call_ = type(e).__call__
+    type(e).__call__ = lambda self, *a, **k: layers.append(1) or call_(self, *a, **k)
+    try:
+        h0, g0 = st.hot_calls, st.graph_calls
+        for k in range(6):
+            x[...] = rng.standard_normal(X)  # refilled in place once the call returned
+            np.testing.assert_array_equal(view(call(x, w).ptr, X), x * wv, err_msg=f"call {k}")
+        assert st.hot_calls - h0 == 6 and st.graph_calls - g0 == 6 and not layers
+        fake.log.clear()
+        call(x, w)
+        kinds = [ev[0] for ev in fake.log]
+        assert kinds.count("graph") == 2 and "host-wait" not in kinds and "sync" not in kinds
+        st.memo[0] = None  # dropped (a device argument died, other arguments came): plain
+        call(x, w)
+        assert layers == [1] and st.memo[0] is not None  # the entry built it again
+        call(x, w)
+        assert layers == [1]  # and the bound call is ours again
+        cur.value = 6  # another context current: the entry's own path (it makes its current)
+        call(x, w)
+        assert layers == [1, 1]
+        cur.value = 5
+        moved = Weight(dev, 2 * wv)  # other values: a stale address would show
+        w.ptr = moved.ptr  # the tensor moved without a new object (torch's x.data = y)
+        inp = e._input
+        e._input = lambda a, i: (  # (the general path re-imports it: as torch's DLPack would)
+            Tensor(a.ptr, W, "float32", device=(KDL_CUDA, 0)) if i == 1 else inp(a, i)
+        )
+        np.testing.assert_array_equal(view(call(x, w).ptr, X), x * (2 * wv))
+        assert layers == [1, 1, 1]
+        check_reuse_order(fake.log, st.copy_stream.handle)
+    finally:
+        type(e).__call__ = call_

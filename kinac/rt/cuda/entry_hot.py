@@ -189,6 +189,8 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
     moves a tensor without counting a change); otherwise it is a plain call. None unless the
     entry's memo is of ``arrays`` (the last call's arrays, all remembered CUDA arrays, at their
     addresses)."""
+    if entry._stager is not None:  # host arguments staged: their steady state, bound
+        return entry._stager.bind_hot(entry, arrays)
     token = entry._last_box[0]
     if token is None or tuple(map(id, arrays)) != token[0]:
         return None

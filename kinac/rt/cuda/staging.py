@@ -359,6 +359,13 @@ class HostStager:
         :func:`kinac.rt.cuda.staging_hot.hot_call`."""
         return _hot[0](self, entry, arrays)
 
+    def bind_hot(self, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., Any] | None:
+        """The steady state bound for ``kinac.compile``'s memo, or None:
+        :func:`kinac.rt.cuda.staging_hot.bind`."""
+        from kinac.rt.cuda.staging_hot import bind
+
+        return bind(self, entry, arrays)
+
     # ---- accounting ------------------------------------------------------------------------------
     def pinned_bytes(self) -> int:
         """Bytes of pinned memory this stager holds: its blocks' sizes as the pool accounts them

@@ -172,6 +172,54 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
     if tuple(map(id, devs)) != m.ids or (m.dp is not None and tuple(map(m.dp, devs)) != m.dps):
         st.memo[0] = None  # other arguments: the next call builds the memo again
         return None
+    return _steady(st, entry, m, arrays)
+
+
+def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., Any] | None:
+    """A call of ``entry`` for ``kinac.compile``'s memo, which checks that its arrays are the
+    very objects of this call, unchanged in place (:func:`~kinac.rt.cuda.entry_hot.bind_hot`'s
+    contract): it skips the entry's layers (``__call__``, ``_call``, ``hot_call``) and the
+    identity check, and keeps what the caller cannot see: the stager's memo still one of these
+    device arrays, each still at its address (torch's ``x.data = y`` moves a tensor without
+    counting a change), the entry's state, its context current, and the host arrays' form.
+    Anything else is a plain call. None unless the stager's memo is of ``arrays``."""
+    m0 = st.memo[0]
+    if m0 is None or len(arrays) != m0.n or entry._ctx_get is None or entry.updates_inputs:
+        return None  # (no cheap context check: every call would be a plain one anyway)
+    devs = m0.get(arrays)
+    if tuple(map(id, devs)) != m0.ids or (m0.dp is not None and tuple(map(m0.dp, devs)) != m0.dps):
+        return None
+    box, ids, hostpos = st.memo, m0.ids, tuple([i for i, _ in m0.host])
+    get, ref, cur, mine = entry._ctx_get, entry._ctx_ref, entry._ctx_cur, entry._ctx_mine
+    bound = [m0]
+
+    def call(*arrays: Any) -> Any:
+        m = box[0]
+        if m is not bound[0] and (
+            m is None or m.ids != ids or tuple([i for i, _ in m.host]) != hostpos
+        ):
+            return entry(*arrays)  # (the entry builds the memo again; the next call is ours)
+        bound[0] = m
+        if (
+            (m.dp is None or tuple(map(m.dp, m.get(arrays))) == m.dps)
+            and entry.use_graphs
+            and not entry.volatile
+            and not entry.status
+            and not st._pending
+            and not get(ref)
+            and cur.value == mine
+        ):
+            out = _steady(st, entry, m, arrays)
+            if out is not None:
+                return out
+        return entry(*arrays)
+
+    return call
+
+
+def _steady(st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...]) -> Any:
+    """The call once the device arguments are known to be the memo's: the host arguments'
+    form checked, then queued (see the module docstring); None (nothing queued) else."""
     nd, tt = m.nd, m.torch
     for (i, p), tdt in zip(m.host, m.tdtypes, strict=True):
         a = arrays[i]
