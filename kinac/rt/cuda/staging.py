@@ -382,5 +382,7 @@ class HostStager:
         return [d for p in self.params.values() for d in p.dev]
 
     def close(self) -> None:
-        """Wait for queued copies and give the pinned blocks back."""
+        """Wait for queued copies and give the pinned blocks back (the steady state's memo
+        goes first: a call bound to this stager takes the entry's path from now on)."""
+        self.memo[0] = None
         self._finalizer()

@@ -195,6 +195,8 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
 
     def call(*arrays: Any) -> Any:
         m = box[0]
+        if entry._stager is not st:  # replaced (closed): the entry's own path
+            return entry(*arrays)
         if m is not bound[0] and (
             m is None or m.ids != ids or tuple([i for i, _ in m.host]) != hostpos
         ):
