@@ -617,3 +617,14 @@ def test_an_entry_whose_file_lacks_the_defn_names_that_file(
     code, out, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
     assert code == 1, err
     assert "entry `m2`: no defn named `mlp` in `nosuch.kina`" in out + err, out + err
+
+
+def test_a_toml_syntax_error_is_said_once_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It read `kina.toml: (syntax): kina.toml is not valid TOML: ...`."""
+    ws = mlp_copy(tmp_path / "ws", "junk = [\n")
+    code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
+    assert code == 2, err
+    assert err.startswith("kinac: error: kina.toml: not valid TOML: "), err
+    assert "(syntax)" not in err and err.count("kina.toml") == 1, err

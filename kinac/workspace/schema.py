@@ -283,7 +283,7 @@ def validate(text: str, default_name: str) -> ConfigResult:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        return ConfigResult(None, (ConfigError("(syntax)", f"kina.toml is not valid TOML: {e}"),))
+        return ConfigResult(None, (ConfigError("", f"not valid TOML: {e}"),))
     ws = raw.setdefault("workspace", {})
     if isinstance(ws, dict):  # else pydantic says "workspace: expected a table"
         ws.setdefault("name", default_name)
