@@ -10,7 +10,7 @@ once), ``spin_yield`` (1: the spin yields the core every 64 pauses), ``min_rows`
 ``m*n*k`` a product is not split), ``balanced`` (0: the block rule until 2026-12-02, blocks
 of at least ``min_rows`` and a thinner last one, instead of equal shares per thread) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
 ``causal`` (0: attention's products compute every key, as before 2026-12-02 03:50 UTC),
-``causal_rows`` (the rows of a causal product's blocks, ``kernel_loops.CAUSAL_ROWS``),
+``causal_rows`` (the rows of a causal product's blocks, ``causal_blocks.CAUSAL_ROWS``),
 ``par_min`` (kernels with fewer elements run whole, ``kina_to_loops.PAR_MIN_ELEMENTS``);
 ``blas_threads=N`` (N > 1: the products call OpenBLAS directly with its own N threads instead
 of splitting them on the pool); a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
@@ -37,8 +37,8 @@ from cpu import BLOCK, inputs  # noqa: E402
 from kinac.codegen.llvm import compile_object, host_target, jit_load  # noqa: E402
 from kinac.codegen.target import TargetSpec  # noqa: E402
 from kinac.ir import lower_graph  # noqa: E402
-from kinac.ir.host import causal, kernel_loops, kina_to_loops  # noqa: E402
-from kinac.ir.host.kernel_loops import CAUSAL_ROWS  # noqa: E402
+from kinac.ir.host import causal, causal_blocks, kina_to_loops  # noqa: E402
+from kinac.ir.host.causal_blocks import CAUSAL_ROWS  # noqa: E402
 from kinac.ir.host.kina_to_loops import PAR_MIN_ELEMENTS  # noqa: E402
 from kinac.ir.testing import attention_graph, block_graph, mlp_graph  # noqa: E402
 from kinac.rt.host import pool  # noqa: E402
@@ -98,9 +98,9 @@ def main() -> None:
             settings.get("par_min", PAR_MIN_ELEMENTS),
         )
         if key not in lowered:
-            causal.ENABLED, kernel_loops.CAUSAL_ROWS, kina_to_loops.PAR_MIN_ELEMENTS = key
+            causal.ENABLED, causal_blocks.CAUSAL_ROWS, kina_to_loops.PAR_MIN_ELEMENTS = key
             lowered[key] = lower_graph(g)
-            causal.ENABLED, kernel_loops.CAUSAL_ROWS = True, CAUSAL_ROWS
+            causal.ENABLED, causal_blocks.CAUSAL_ROWS = True, CAUSAL_ROWS
             kina_to_loops.PAR_MIN_ELEMENTS = PAR_MIN_ELEMENTS
         lw = lowered[key]
         syms = make_pool(settings)

@@ -13,7 +13,7 @@ import torch
 from host_support import compiled
 
 from kinac.ir import lower_stages
-from kinac.ir.host.kernel_loops import causal_row_blocks
+from kinac.ir.host.causal_blocks import causal_row_blocks, gemm_blocks
 from kinac.ir.testing import GraphBuilder, causal_mask
 from kinac.tir.graph import Graph
 
@@ -52,6 +52,26 @@ def test_row_blocks_cover_the_rows_once() -> None:
         assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:], strict=False))
         assert len(blocks) <= 9 and all(r0 % 16 == 0 for r0, _ in blocks)
     assert causal_row_blocks(128) == [(0, 32), (32, 64), (64, 96), (96, 128)]
+
+
+@pytest.mark.parametrize("s", [16, 100, 128, 300, 1024])
+def test_gemm_blocks_compute_what_the_softmax_reads(s: int) -> None:
+    """The scores calls write every (row, key) the causal softmax reads (keys up to the row,
+    rounded up to 16) exactly once; the weighted sum's calls cover every row and every key up
+    to the row; both do less than the whole product from 64 rows on."""
+    seen = np.minimum((np.arange(s) // 16 + 1) * 16, s)  # keys row i reads: [0, seen[i])
+    needed = np.arange(s)[None, :] < seen[:, None]
+    for roles in (("scores",), ("scores", "weights")):
+        count = np.zeros((s, s), np.int64)
+        for row, col, rows, cols, _ in gemm_blocks(s, s, 64, roles):
+            count[row : row + rows, col : col + cols] += 1
+        assert (count[needed] == 1).all() and count.max() == 1, roles
+        assert s < 64 or count.sum() < 0.8 * s * s
+    used = np.zeros((s, s), bool)  # P @ V: rows x keys summed
+    for row, _, rows, _, depth in gemm_blocks(s, 64, s, ("weights",)):
+        used[row : row + rows, :depth] = True
+    assert used[np.tril_indices(s)].all()
+    assert gemm_blocks(s, 64, s, ()) == [(0, 0, s, 64, s)]
 
 
 @pytest.mark.parametrize("s", [100, 128])

@@ -2,7 +2,7 @@
 
 Why (issue 14): the host computed the whole ``S x S`` scores per head and the whole
 ``P @ V``, although a causal softmax row ``i`` reads keys ``[0, i]`` only (rounded up to 16,
-:func:`kinac.ir.host.kernel_loops.causal_rows`) and stores an exact 0 past them. Split into
+:func:`kinac.ir.host.causal_blocks.causal_rows`) and stores an exact 0 past them. Split into
 blocks (query rows ``[r0, r1)`` see keys ``[0, r1)``), the two products do 62% of their work
 for four blocks, as PyTorch's CPU ``scaled_dot_product_attention`` does.
 
@@ -21,7 +21,7 @@ attribute ``causal`` (inside the kernel's body, so it is part of the kernel's ca
   the masked blocks (docs/host.md).
 
 Both may hold (``"scores,weights"``). The kernel lowering reads the attribute
-(``KernelLowering._gemm``, blocks from ``causal_row_blocks``): a ``"weights"`` product (or
+(``KernelLowering._gemm``, calls from :func:`~kinac.ir.host.causal_blocks.gemm_blocks`): a ``"weights"`` product (or
 both) is one BLAS call per row block over the keys its rows see; a ``"scores"`` product one
 call per key block ``[c0, c1)`` for the rows ``[c0, S)`` that read it (the same elements;
 OpenBLAS ran the scores' thin row blocks, ``32 x 64 @ 64 x keys``, no faster than the whole
@@ -39,7 +39,7 @@ from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, shape_of
 from kinac.ir.fuse_kernels import FuseKernels
-from kinac.ir.host.kernel_loops import causal_rows
+from kinac.ir.host.causal_blocks import causal_rows
 
 CAUSAL = "causal"  # the attribute on a kernel's kina.matmul
 ENABLED = True  # False: no product is marked (benches/cpu_ab.py ``causal=0``, the A/B's before)

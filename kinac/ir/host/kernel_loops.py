@@ -16,8 +16,8 @@ loads of the kernel's input buffers. The loop structure depends on the kernel's 
   the source row into the table row; an index out of range adds ``-0.0`` to row 0 (a no-op).
 - ``matmul``: ``kbuf.gemm`` per batch (BLAS reads views in place through ``lda`` and transpose
   flags; batches that merge into rows become one call), or a loop nest for ``impl = "loops"``.
-  A product marked ``causal`` (:mod:`kinac.ir.host.causal`) makes one call per row block, each
-  over the keys its rows see (a ``"scores"`` product: per key block, for the rows that read it).
+  A product marked ``causal`` (:mod:`kinac.ir.host.causal`) makes one call per block
+  (:func:`kinac.ir.host.causal_blocks.gemm_blocks`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import math
 from collections.abc import Generator, Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from kinac.artifacts.host import GATHER_OOB
@@ -34,6 +34,7 @@ from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kbuf import GemmOp
 from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
+from kinac.ir.host.causal_blocks import CAUSAL_STEP, causal_roles, causal_rows, gemm_blocks
 from kinac.ir.host.loopgen import INDEX, Emitter, Ix
 from kinac.ir.host.scalar import Scalars
 from kinac.ir.layout import Layout, as_blas_matrix, cstrides
@@ -97,42 +98,6 @@ def parallel_extent(k: st.KernelOp) -> int | None:
     else:
         return None
     return next((n for n in dims if n > 1), None)
-
-
-_CAUSAL_STEP = 16  # a causal row's keys are rounded up to this (a 16-lane vector)
-CAUSAL_ROWS = 32  # the row blocks of a causal product (select_impl's ``causal``): at least
-CAUSAL_BLOCKS = 8  # ... this many rows (a multiple of 16), and at most this many blocks
-SCORES_BY_KEYS = True  # a "scores" product by key blocks (all the rows that read each)
-
-
-def causal_row_blocks(m: int) -> list[tuple[int, int]]:
-    """The row blocks ``[r0, r1)`` of a causal product of ``m`` rows: each block's keys end at
-    its last row, so the product does ``(1 + 2 + ... + b) / b^2`` of the full work for ``b``
-    blocks (62% for 4), at the price of ``b`` BLAS calls per matrix, each on thinner blocks."""
-    blocks = max(1, min(CAUSAL_BLOCKS, -(-m // CAUSAL_ROWS)))
-    per_block = -(-m // blocks)
-    rows = -(-per_block // _CAUSAL_STEP) * _CAUSAL_STEP
-    return [(r0, min(r0 + rows, m)) for r0 in range(0, m, rows)]
-
-
-def causal_rows(op: st.SoftmaxOp, xs: tuple[int, ...], ax: int) -> bool:
-    """The softmax over the last axis of ``scores + causal`` (``-inf`` where key ``j`` >
-    query ``i``, the second-last axis), with no more queries than keys: row ``i`` is 0 past
-    key ``i`` whatever the scores, so its loops stop there (as a fused attention kernel skips
-    the masked blocks; a masked score of +inf or NaN, which would make the whole row NaN, is
-    not read). The mask test is the GPU attention pass's (imported only for a candidate)."""
-    add = op.x.owner
-    if ax != len(xs) - 1 or ax < 1 or xs[ax - 1] > xs[ax] or not isinstance(add, el.BinaryOp):
-        return False
-    if add.name != "kina.add":
-        return False
-    for mask in (add.lhs, add.rhs):
-        if isinstance(mask.owner, el.WhereOp | el.CastOp):
-            from kinac.ir.gpu.attention import is_causal_mask
-
-            if is_causal_mask(mask) and shape_of(mask.type)[-2:] == xs[-2:]:
-                return True
-    return False
 
 
 class KernelLowering:
@@ -339,8 +304,8 @@ class KernelLowering:
         a multiple of 16 (at most ``n``) so the vector loops leave no scalar tail (the extra
         keys are masked: exp gives their exact 0); the rest of the row is stored as 0."""
         em = self.em
-        end = em.imul(em.idiv(em.iadd(row, _CAUSAL_STEP), _CAUSAL_STEP), _CAUSAL_STEP)
-        if n % _CAUSAL_STEP == 0 or isinstance(end, int):
+        end = em.imul(em.idiv(em.iadd(row, CAUSAL_STEP), CAUSAL_STEP), CAUSAL_STEP)
+        if n % CAUSAL_STEP == 0 or isinstance(end, int):
             return min(end, n) if isinstance(end, int) else end
         a, b = em.ix(end), em.ix(n)
         return em.pure("minsi", lambda: arith.MinSIOp(a, b), [a, b])
@@ -441,27 +406,12 @@ class KernelLowering:
         b_off = self.offset(blay, [*bbat, 0, 0])
         c_off = em.imul(em.linear(bivs, cstrides(o_s[:-2])), m * n)
         roles = op.attributes.get("causal")
-        roles_s = roles.data.split(",") if isinstance(roles, StringAttr) else []
         a, b = self.buf[abuf], self.buf[bbuf]
-        if roles_s == ["scores"] and SCORES_BY_KEYS:
-            # key block [c0, c1) is read by rows [c0, m) only (c0 a multiple of 16)
-            for c0, c1 in causal_row_blocks(n):
-                if c0 >= m:
-                    break
-                a_off = self.offset(alay, [*abat, c0, 0]) if c0 else a_off0
-                b_blk = self.offset(blay, [*bbat, 0, c0]) if c0 else b_off
-                c_blk = em.iadd(c_off, c0 * n + c0) if c0 else c_off
-                self._call(a, alay, a_off, b, blay, b_blk, c_blk, m - c0, c1 - c0, k, ldc=n)
-            em.close_nest(bivs)
-            return
-        for r0, r1 in causal_row_blocks(m) if roles_s else [(0, m)]:
-            # rows [r0, r1) see keys [0, r1) (rounded up to 16 as the causal softmax reads)
-            seen = -(-r1 // _CAUSAL_STEP) * _CAUSAL_STEP
-            a_off = self.offset(alay, [*abat, r0, 0]) if r0 else a_off0
-            c_blk = em.iadd(c_off, r0 * n) if r0 else c_off
-            nn = min(seen, n) if "scores" in roles_s else n
-            kk = min(seen, k) if "weights" in roles_s else k
-            self._call(a, alay, a_off, b, blay, b_off, c_blk, r1 - r0, nn, kk, ldc=n)
+        for row, col, mm, nn, kk in gemm_blocks(m, n, k, causal_roles(roles)):
+            a_off = self.offset(alay, [*abat, row, 0]) if row else a_off0
+            b_blk = self.offset(blay, [*bbat, 0, col]) if col else b_off
+            c_blk = em.iadd(c_off, row * n + col) if row or col else c_off
+            self._call(a, alay, a_off, b, blay, b_blk, c_blk, mm, nn, kk, ldc=n)
         em.close_nest(bivs)
 
     def _call(self, a: SSAValue, alay: Layout, a_off: Ix, b: SSAValue, blay: Layout, b_off: Ix, c_off: Ix, m: int, n: int, k: int, ldc: int | None = None) -> None:  # fmt: skip
