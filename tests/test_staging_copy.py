@@ -75,3 +75,31 @@ def test_pinned_empty_blocks_come_from_the_pool_and_go_back(
     gc.collect()
     assert pool.memory_stats()["allocated_bytes.all.current"] == 0
     pool.check()
+
+
+def test_streaming_split_copies_are_one_copyto() -> None:
+    """The streaming-store copy split across threads (parts cut at 4 KiB multiples of the
+    page-aligned block): the same bytes as one ``numpy.copyto``; a cast, a strided source or an
+    unaligned block take the plain copy."""
+    from kinac.rt.cuda import staging_nt
+
+    raw = staging_nt.raw_copy()
+    if raw is None:
+        pytest.skip("no llvmlite host target")
+    rng = np.random.default_rng(3)
+    copier = HostCopier(workers=3, min_bytes=4096)
+    copy = copier.streaming(raw)
+    n = 37 * 1001  # not a multiple of the parts or of 4 KiB
+    mem = np.zeros(4 * n + 8192, np.uint8)
+    off = -mem.ctypes.data % 4096
+    dst = mem[off : off + 4 * n].view(np.float32).reshape(37, 1001)
+    src = rng.standard_normal((37, 1001)).astype(np.float32)
+    copy(dst, src)
+    assert dst.tobytes() == src.tobytes() and copier.splits == 1
+    for other in (src.astype(np.float64), src.T.copy().T):  # a cast, a strided source: plain
+        dst[...] = 0
+        copy(dst, other)
+        assert dst.tobytes() == src.tobytes()
+    unaligned = mem[off + 64 : off + 64 + 4 * n].view(np.float32).reshape(37, 1001)
+    copy(unaligned, src)
+    assert unaligned.tobytes() == src.tobytes() and copier.splits == 3  # (2 plain splits)

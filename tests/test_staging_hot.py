@@ -541,7 +541,7 @@ def test_hot_calls_stream_into_the_block_only_at_stream_min(
 ) -> None:
     """``stream_min`` 0: every contiguous numpy ``x`` goes through the streaming copy (counted),
     results bit-identical; a Fortran-ordered ``x`` of the same shape is copied by numpy; the
-    default (off) never streams."""
+    default (a third of the core's L2) not at this size."""
     e, w, _ = entry
     keep: list[Any] = []
 
@@ -555,7 +555,7 @@ def test_hot_calls_stream_into_the_block_only_at_stream_min(
     wv = np.arange(1, 5, dtype=np.float32)
     e(rng.standard_normal(X).astype(np.float32), w)
     st, _ = _graphed(e, fake)
-    assert st.stream_min > 1 << 40  # the default: off
+    assert st.stream_min > 48  # the default (a third of the L2): not at this size
     for _ in range(3):
         x = rng.standard_normal(X).astype(np.float32)
         np.testing.assert_array_equal(view(e(x, w).ptr, X), x * wv)
@@ -571,6 +571,14 @@ def test_hot_calls_stream_into_the_block_only_at_stream_min(
     xf = np.asfortranarray(rng.standard_normal(X).astype(np.float32))
     np.testing.assert_array_equal(view(e(xf, w).ptr, X), xf * wv)
     assert st.streamed == streamed and st.hot_calls == st.graph_calls
+    from kinac.rt.cuda.staging_copy import HostCopier
+
+    st.copier = HostCopier(workers=2, min_bytes=16)  # at the copier's threshold: its threads
+    st.memo[0] = None
+    for k in range(4):
+        x[...] = rng.standard_normal(X)
+        np.testing.assert_array_equal(view(e(x, w).ptr, X), x * wv, err_msg=f"call {k}")
+    assert st.streamed >= streamed + 3
 
 
 def test_the_bound_call_for_the_api_memo_goes_hot_and_falls_back_right(

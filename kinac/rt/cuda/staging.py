@@ -57,10 +57,40 @@ FLAG_STRIDE = 16  # uint32 words between two turns' flags (a cache line each)
 # faster of the two at every size (docs/measurements/runtime_overlap_2026-12-02c.md).
 DIRECT_MIN_BYTES = 0
 # A numpy input of at least this many bytes is copied into its pinned block with streaming
-# (non-temporal) stores (:mod:`~kinac.rt.cuda.staging_nt`) by the steady state's copy graphs,
-# a smaller one by ``numpy.copyto``. KINAC_STAGING_STREAM_MIN overrides it. Off (no size) until
-# a same-run A/B on the H200 shows a win (docs/measurements/runtime_overlap_2026-12-02c.md).
-STREAM_MIN_BYTES = 1 << 62
+# (non-temporal) stores (:mod:`~kinac.rt.cuda.staging_nt`; split across the copier's threads
+# from its threshold on) by the steady state, a smaller one by ``numpy.copyto``. None: the
+# size from which ``x`` and the two turns' blocks no longer fit the core's L2
+# (:func:`stream_min_default`), where the H200 measured the cached copy at 50 us per MiB in
+# the loop against 33 alone (docs/measurements/runtime_overlap_2026-12-02c.md).
+# KINAC_STAGING_STREAM_MIN overrides it (a huge value: never); KINAC_STAGING_STREAM_WIDTH
+# picks the store width (32 or 64 bytes).
+STREAM_MIN_BYTES: int | None = None
+STREAM_WIDTH = 32
+
+
+def stream_min_default(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """A third of the calling core's L2 (Linux sysfs; 2 MiB where it cannot be read), plus
+    one: from there ``x`` and the two turns' blocks exceed it and a cached copy evicts ``x``
+    and the blocks each call (a streaming copy writes around the cache)."""
+    l2 = 2 << 20
+    try:
+        for d in sorted(os.listdir(root)):
+            base = os.path.join(root, d)
+            with open(os.path.join(base, "level"), encoding="ascii") as f:
+                level = f.read().strip()
+            with open(os.path.join(base, "type"), encoding="ascii") as f:
+                kind = f.read().strip()
+            if level == "2" and kind in ("Unified", "Data"):
+                with open(os.path.join(base, "size"), encoding="ascii") as f:
+                    size = f.read().strip()
+                mult = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
+                l2 = int(size.rstrip("KM")) * mult
+                break
+    except (OSError, ValueError):
+        pass
+    return l2 // 3 + 1
+
+
 _hot: list[Callable[..., Any]] = []  # staging_hot.hot_call, once imported (it imports this)
 
 
@@ -184,7 +214,10 @@ class HostStager:
         env = os.environ.get("KINAC_STAGING_DIRECT_MIN")
         self.direct_min = int(env) if env else DIRECT_MIN_BYTES  # see DIRECT_MIN_BYTES
         env = os.environ.get("KINAC_STAGING_STREAM_MIN")
-        self.stream_min = int(env) if env else STREAM_MIN_BYTES  # see STREAM_MIN_BYTES
+        least = STREAM_MIN_BYTES if STREAM_MIN_BYTES is not None else stream_min_default()
+        self.stream_min = int(env) if env else least  # see STREAM_MIN_BYTES
+        env = os.environ.get("KINAC_STAGING_STREAM_WIDTH")
+        self.stream_width = int(env) if env else STREAM_WIDTH
         self.streamed = 0  # host arrays copied with streaming stores
         self.staged_positions: tuple[int, ...] = ()  # the last general call's host params
         self.copies = 0  # host arrays staged (tests and metrics)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 MiB = 1 << 20
@@ -64,21 +65,68 @@ class HostCopier:
             return
         d, s = dst.reshape(-1), src.reshape(-1)  # views (both contiguous): element ranges
         bounds = [d.size * k // parts for k in range(parts + 1)]
-        tasks = self._start()
+        jobs = [
+            (_copyto, (d[bounds[k] : bounds[k + 1]], s[bounds[k] : bounds[k + 1]]))
+            for k in range(parts)
+        ]
+        self._run(jobs)
+
+    def streaming(
+        self, raw: Callable[[int, int, int], None], counts: Any = None
+    ) -> Callable[[Any, Any], None]:
+        """``copy(dst, src)``: :meth:`__call__` with each part written by ``raw(dst address,
+        src address, bytes)`` (the streaming-store copy of :mod:`~kinac.rt.cuda.staging_nt`),
+        the parts cut at 4 KiB multiples of ``dst`` (aligned as its stores need), when both
+        arrays are C-contiguous of one dtype (no cast) and ``dst`` is page-aligned (counted in
+        ``counts.streamed`` when ``counts`` is given); else the plain :meth:`__call__`."""
+
+        def copy(dst: Any, src: Any) -> None:
+            n = dst.nbytes
+            dp = dst.ctypes.data
+            if (
+                not self.workers
+                or n < self.min_bytes
+                or dp % 4096
+                or src.dtype != dst.dtype
+                or src.shape != dst.shape
+                or not (src.flags.c_contiguous and dst.flags.c_contiguous)
+            ):
+                self(dst, src)
+                return
+            sp = src.ctypes.data
+            parts = min(self.workers + 1, max(1, 4 * n // self.min_bytes))
+            cuts = [0, *[(n * k // parts) & ~4095 for k in range(1, parts)], n]
+            self._run(
+                [
+                    (raw, (dp + a, sp + a, b - a))
+                    for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+                    if b > a
+                ]
+            )
+            if counts is not None:
+                counts.streamed += 1
+
+        return copy
+
+    def _run(self, jobs: list[tuple[Callable[..., None], tuple[Any, ...]]]) -> None:
+        """Run ``jobs`` (``(function, arguments)``): the first on the calling thread, the
+        others on the workers; return when every one is done (raise the first error)."""
+        tasks = self._start() if len(jobs) > 1 else None
         done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
-        for k in range(1, parts):
-            tasks.put((d[bounds[k] : bounds[k + 1]], s[bounds[k] : bounds[k + 1]], done))
+        for job in jobs[1:]:
+            tasks.put((*job, done))  # type: ignore[union-attr]
         err: BaseException | None = None
         try:
-            np.copyto(d[: bounds[1]], s[: bounds[1]], casting="unsafe")
+            jobs[0][0](*jobs[0][1])
         except BaseException as e:  # noqa: BLE001 - wait for the workers before raising
             err = e
-        for _ in range(1, parts):
+        for _ in range(1, len(jobs)):
             got = done.get()
             err = err or got
         if err is not None:
             raise err
-        self.splits += 1
+        if len(jobs) > 1:
+            self.splits += 1
 
     def _start(self) -> queue.SimpleQueue[Any]:
         with self._lock:
@@ -94,13 +142,17 @@ class HostCopier:
             return self._tasks
 
 
-def _work(tasks: queue.SimpleQueue[Any]) -> None:
+def _copyto(dst: Any, src: Any) -> None:
     import numpy as np
 
+    np.copyto(dst, src, casting="unsafe")
+
+
+def _work(tasks: queue.SimpleQueue[Any]) -> None:
     while True:
-        dst, src, done = tasks.get()
+        fn, args, done = tasks.get()
         try:
-            np.copyto(dst, src, casting="unsafe")
+            fn(*args)
             done.put(None)
         except BaseException as e:  # noqa: BLE001 - handed back to the caller, who raises it
             done.put(e)

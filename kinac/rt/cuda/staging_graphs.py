@@ -271,9 +271,15 @@ def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: 
         blk = st.block(p, j).array
         fn: Any = st.copier if p.nbytes >= st.copier.min_bytes else np.copyto
         if p.nbytes >= st.stream_min:  # streaming stores (staging_nt), where they can be made
-            from kinac.rt.cuda.staging_nt import stream_copier
+            from kinac.rt.cuda.staging_nt import raw_copy, stream_copier
 
-            fn = stream_copier(blk, st) or fn
+            threads = bool(getattr(st.copier, "workers", False))  # (tests' copiers: none)
+            if fn is st.copier and threads:  # big: split across the threads too
+                raw = raw_copy(st.stream_width)
+                if raw is not None:
+                    fn = st.copier.streaming(raw, st)
+            else:
+                fn = stream_copier(blk, st, st.stream_width) or fn
         fills.append((i, p, fn, blk, j))
     return (captured, pr[0], pr[1], tuple(fills))
 

@@ -29,32 +29,32 @@ from typing import Any
 
 _DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)  # PyObject_HEAD: refcount, type
 
-IR = """
-define void @kinac_stream_copy(ptr noalias %dst, ptr noalias %src, i64 %n) nounwind {
+_BODY = """
+define void @kinac_stream_copy{W}(ptr noalias %dst, ptr noalias %src, i64 %n) nounwind {{
 entry:
-  %nb = and i64 %n, -128
+  %nb = and i64 %n, -{STEP}
   %any = icmp ugt i64 %nb, 0
   br i1 %any, label %loop, label %tail
 
 loop:
   %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]
   %s0 = getelementptr i8, ptr %src, i64 %i
-  %s1 = getelementptr i8, ptr %s0, i64 32
-  %s2 = getelementptr i8, ptr %s0, i64 64
-  %s3 = getelementptr i8, ptr %s0, i64 96
-  %v0 = load <4 x i64>, ptr %s0, align 1
-  %v1 = load <4 x i64>, ptr %s1, align 1
-  %v2 = load <4 x i64>, ptr %s2, align 1
-  %v3 = load <4 x i64>, ptr %s3, align 1
+  %s1 = getelementptr i8, ptr %s0, i64 {W}
+  %s2 = getelementptr i8, ptr %s0, i64 {W2}
+  %s3 = getelementptr i8, ptr %s0, i64 {W3}
+  %v0 = load {V}, ptr %s0, align 1
+  %v1 = load {V}, ptr %s1, align 1
+  %v2 = load {V}, ptr %s2, align 1
+  %v3 = load {V}, ptr %s3, align 1
   %d0 = getelementptr i8, ptr %dst, i64 %i
-  %d1 = getelementptr i8, ptr %d0, i64 32
-  %d2 = getelementptr i8, ptr %d0, i64 64
-  %d3 = getelementptr i8, ptr %d0, i64 96
-  store <4 x i64> %v0, ptr %d0, align 32, !nontemporal !0
-  store <4 x i64> %v1, ptr %d1, align 32, !nontemporal !0
-  store <4 x i64> %v2, ptr %d2, align 32, !nontemporal !0
-  store <4 x i64> %v3, ptr %d3, align 32, !nontemporal !0
-  %i.next = add i64 %i, 128
+  %d1 = getelementptr i8, ptr %d0, i64 {W}
+  %d2 = getelementptr i8, ptr %d0, i64 {W2}
+  %d3 = getelementptr i8, ptr %d0, i64 {W3}
+  store {V} %v0, ptr %d0, align {W}, !nontemporal !0
+  store {V} %v1, ptr %d1, align {W}, !nontemporal !0
+  store {V} %v2, ptr %d2, align {W}, !nontemporal !0
+  store {V} %v3, ptr %d3, align {W}, !nontemporal !0
+  %i.next = add i64 %i, {STEP}
   %more = icmp ult i64 %i.next, %nb
   br i1 %more, label %loop, label %tail
 
@@ -65,52 +65,69 @@ tail:
   call void @llvm.memcpy.p0.p0.i64(ptr %dt, ptr %st, i64 %rest, i1 false)
   fence seq_cst
   ret void
-}
+}}
 
-define void @kinac_stream_copy_array(ptr %dst, ptr %array, i64 %n) nounwind {
+define void @kinac_stream_copy_array{W}(ptr %dst, ptr %array, i64 %n) nounwind {{
 entry:
-  %pp = getelementptr i8, ptr %array, i64 DATA_OFFSET
+  %pp = getelementptr i8, ptr %array, i64 {OFF}
   %src = load ptr, ptr %pp, align 8
-  call void @kinac_stream_copy(ptr %dst, ptr %src, i64 %n)
+  call void @kinac_stream_copy{W}(ptr %dst, ptr %src, i64 %n)
   ret void
-}
-
-declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-
-!0 = !{i32 1}
+}}
 """
+
+
+def ir() -> str:
+    """The module: the copy with 32-byte and with 64-byte vectors (one AVX2 / AVX-512 store
+    each where the CPU has them; LLVM splits them where it does not)."""
+    parts = [
+        _BODY.format(W=w, W2=2 * w, W3=3 * w, STEP=4 * w, V=f"<{w // 8} x i64>", OFF=_DATA_OFFSET)
+        for w in WIDTHS
+    ]
+    return (
+        "\n".join(parts)
+        + "\ndeclare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n!0 = !{i32 1}\n"
+    )
+
+
+WIDTHS = (32, 64)  # bytes per store
+
 
 _IMAGES: list[Any] = []  # the code stays mapped for the life of the process
 
 
 @functools.cache
-def _functions() -> tuple[Any, Any] | None:
-    """``(copy(dst, src, n), copy_array(dst, ndarray, n))`` through ctypes (each releases the
-    GIL while it copies, as ``numpy.copyto`` does), or None where they cannot be made."""
+def _functions() -> dict[int, tuple[Any, Any]] | None:
+    """Per store width, ``(copy(dst, src, n), copy_array(dst, ndarray, n))`` through ctypes
+    (each releases the GIL while it copies, as ``numpy.copyto`` does), or None where they
+    cannot be made."""
     try:
         import numpy as np
 
         from kinac.codegen.llvm import compile_object, host_target, jit_load
 
-        ir = IR.replace("DATA_OFFSET", str(_DATA_OFFSET))
-        exports = ("kinac_stream_copy", "kinac_stream_copy_array")
-        image = jit_load(compile_object(ir, host_target()), {}, exports)
+        names = [f"kinac_stream_copy{w}" for w in WIDTHS]
+        exports = (*names, *[f"kinac_stream_copy_array{w}" for w in WIDTHS])
+        image = jit_load(compile_object(ir(), host_target()), {}, exports)
     except Exception:  # noqa: BLE001 - no llvmlite / no target: numpy.copyto stays
         return None
     _IMAGES.append(image)
     vp, i64 = ctypes.c_void_p, ctypes.c_int64
-    raw = ctypes.CFUNCTYPE(None, vp, vp, i64)(image.addresses["kinac_stream_copy"])
-    arr = ctypes.CFUNCTYPE(None, vp, ctypes.py_object, i64)(
-        image.addresses["kinac_stream_copy_array"]
-    )
     probe = np.arange(7, dtype=np.int64)  # PyArray_DATA where this numpy keeps it?
     if ctypes.c_void_p.from_address(id(probe) + _DATA_OFFSET).value != probe.ctypes.data:
         return None
-    out = np.zeros(7, dtype=np.int64)
-    arr(out.ctypes.data, probe, probe.nbytes)
-    if not np.array_equal(out, probe):
-        return None
-    return raw, arr
+    out: dict[int, tuple[Any, Any]] = {}
+    for w in WIDTHS:
+        raw = ctypes.CFUNCTYPE(None, vp, vp, i64)(image.addresses[f"kinac_stream_copy{w}"])
+        arr = ctypes.CFUNCTYPE(None, vp, ctypes.py_object, i64)(
+            image.addresses[f"kinac_stream_copy_array{w}"]
+        )
+        got = np.zeros(7, dtype=np.int64)
+        arr(got.ctypes.data, probe, probe.nbytes)
+        if not np.array_equal(got, probe):
+            return None
+        out[w] = (raw, arr)
+    return out
 
 
 def available() -> bool:
@@ -118,19 +135,21 @@ def available() -> bool:
     return _functions() is not None
 
 
-def stream_copier(dst: Any, counts: Any = None) -> Callable[[Any, Any], None] | None:
-    """``copy(dst, src)`` for the C-contiguous numpy array ``dst`` (a pinned block, 32-byte
-    aligned): ``src`` (a numpy array of ``dst``'s shape and dtype, checked by the caller)
-    copied with streaming stores when C-contiguous (counted in ``counts.streamed`` when
-    ``counts`` is given), else by ``numpy.copyto``. None when the streaming copy cannot be
-    made here or ``dst`` is not aligned."""
+def stream_copier(
+    dst: Any, counts: Any = None, width: int = 32
+) -> Callable[[Any, Any], None] | None:
+    """``copy(dst, src)`` for the C-contiguous numpy array ``dst`` (a pinned block, aligned to
+    ``width`` bytes): ``src`` (a numpy array of ``dst``'s shape and dtype, checked by the
+    caller) copied with streaming stores of ``width`` bytes when C-contiguous (counted in
+    ``counts.streamed`` when ``counts`` is given), else by ``numpy.copyto``. None when the
+    streaming copy cannot be made here or ``dst`` is not aligned."""
     fns = _functions()
     ptr = dst.ctypes.data
-    if fns is None or ptr % 32 or not dst.flags.c_contiguous:
+    if fns is None or width not in fns or ptr % width or not dst.flags.c_contiguous:
         return None
     import numpy as np
 
-    arr, n, copyto = fns[1], dst.nbytes, np.copyto
+    arr, n, copyto = fns[width][1], dst.nbytes, np.copyto
 
     def copy(d: Any, src: Any) -> None:
         if src.flags.c_contiguous:
@@ -143,11 +162,17 @@ def stream_copier(dst: Any, counts: Any = None) -> Callable[[Any, Any], None] | 
     return copy
 
 
-def copy_bytes(dst: int, src: int, n: int) -> None:
-    """``n`` bytes from address ``src`` to ``dst`` (32-byte aligned) with streaming stores
-    (tests, benches)."""
+def raw_copy(width: int = 32) -> Callable[[int, int, int], None] | None:
+    """``copy(dst, src, n)`` over addresses (``dst`` aligned to ``width``), or None."""
     fns = _functions()
-    if fns is None:
+    return None if fns is None or width not in fns else fns[width][0]
+
+
+def copy_bytes(dst: int, src: int, n: int, width: int = 32) -> None:
+    """``n`` bytes from address ``src`` to ``dst`` (aligned to ``width``) with streaming
+    stores (tests, benches)."""
+    raw = raw_copy(width)
+    if raw is None:
         ctypes.memmove(dst, src, n)
     else:
-        fns[0](dst, src, n)
+        raw(dst, src, n)
