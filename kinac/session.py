@@ -44,7 +44,8 @@ def locate(path: str | os.PathLike[str]) -> Workspace:
     if p.is_dir():
         root = p.resolve()
         cfg = root / "kina.toml"
-        return Workspace(root, cfg if cfg.is_file() else None, None)
+        # present in any form (a directory, a broken link): read, and reported if unreadable
+        return Workspace(root, cfg if os.path.lexists(cfg) else None, None)
     if p.suffix != ".kina" and p.name != "kina.toml":
         raise UsageError(f"{path} is neither a workspace directory nor a .kina file")
     if p.name == "kina.toml":
@@ -56,7 +57,7 @@ def locate(path: str | os.PathLike[str]) -> Workspace:
     # workspace root, kina.toml's meshes and solver settings apply, the cache is shared);
     # otherwise its own directory is the root.
     for d in f.parents:
-        if (d / "kina.toml").is_file():
+        if os.path.lexists(d / "kina.toml"):
             return Workspace(d, d / "kina.toml", f.relative_to(d).as_posix())
     return Workspace(f.parent, None, f.name)
 

@@ -628,3 +628,28 @@ def test_a_toml_syntax_error_is_said_once_with_its_line(
     assert code == 2, err
     assert err.startswith("kinac: error: kina.toml: not valid TOML: "), err
     assert "(syntax)" not in err and err.count("kina.toml") == 1, err
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling link", "link loop"])
+def test_a_kina_toml_that_is_not_a_readable_file_is_a_configuration_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """A `kina.toml` that is a directory or a broken link was taken for no kina.toml at all:
+    "built 1 file, 0 artifacts: no errors" (docs/language.md: never "no kina.toml")."""
+    import os
+
+    from kinac.server.address import locate_root
+    from kinac.session import locate
+
+    ws = mlp_copy(tmp_path / "ws")
+    cfg = ws / "kina.toml"
+    cfg.unlink()
+    if kind == "directory":
+        cfg.mkdir()
+    else:
+        os.symlink("nosuch.toml" if kind == "dangling link" else "kina.toml", cfg)
+    code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
+    assert code == 2 and "kinac: error: kina.toml: " in err, err
+    found = locate(ws)
+    assert locate_root(str(ws)) == (found.root, found.config_path)
+    assert locate_root(str(ws / "mlp.kina")) == (found.root, found.config_path)

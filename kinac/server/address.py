@@ -98,14 +98,14 @@ def locate_root(path: str) -> tuple[Path, Path | None] | None:
         if p.is_dir():
             root = p.resolve()
             cfg = root / "kina.toml"
-            return root, cfg if cfg.is_file() else None
+            return root, cfg if os.path.lexists(cfg) else None
         if p.name == "kina.toml" and p.is_file():
             return p.resolve().parent, p.resolve()
         if p.suffix != ".kina" or not p.is_file():
             return None
         f = p.resolve()
         for d in f.parents:
-            if (d / "kina.toml").is_file():
+            if os.path.lexists(d / "kina.toml"):
                 return d, d / "kina.toml"
         return f.parent, None
     except OSError:
