@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import outputs
 from kinac.rt.cuda.entry_support import DL_NAMES, _dense
+from kinac.rt.cuda.pinned import _handed
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS, Param
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
@@ -55,7 +56,7 @@ class Memo:
 
     __slots__ = (
         "n", "get", "ids", "dp", "dps", "host", "tdtypes", "torch", "nbytes", "in_ptrs",
-        "stream", "refs", "nd", "plans",
+        "stream", "refs", "nd", "plans", "checks",
     )  # fmt: skip
 
     n: int
@@ -72,6 +73,7 @@ class Memo:
     refs: list[Any]
     nd: Any  # numpy.ndarray
     plans: list[Any]  # per turn: staging_graphs.plan's (its compute graph, copy, compute, fills)
+    checks: tuple[tuple[int, Param, Any], ...]  # per host param: (position, param, torch dtype)
 
 
 def _getter(pos: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
@@ -145,6 +147,7 @@ def build(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Memo | None:
         else None
         for _, p in m.host
     )  # fmt: skip
+    m.checks = tuple((i, p, tdt) for (i, p), tdt in zip(m.host, m.tdtypes, strict=True))
     m.in_ptrs = [
         tuple(ptrs[i] if i in ptrs else st.params[i].dev[j] for i in range(n)) for j in range(SLOTS)
     ]
@@ -223,7 +226,7 @@ def _steady(st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...]) -> Any
     """The call once the device arguments are known to be the memo's: the host arguments'
     form checked, then queued (see the module docstring); None (nothing queued) else."""
     nd, tt = m.nd, m.torch
-    for (i, p), tdt in zip(m.host, m.tdtypes, strict=True):
+    for i, p, tdt in m.checks:
         a = arrays[i]
         if type(a) is nd:
             if a.shape == p.shape and a.dtype == p.dtype:
@@ -241,7 +244,7 @@ def _steady(st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...]) -> Any
         return None
     outs = outputs(entry)
     j = st.turn
-    ptrs = m.in_ptrs[j] + tuple([t.ptr for t in outs])
+    ptrs = m.in_ptrs[j] + ((outs[0].ptr,) if len(outs) == 1 else tuple([t.ptr for t in outs]))
     hit = entry._bound.get(ptrs)
     graph = hit[2] if hit is not None else None
     fast = graph.fast_launch if graph is not None else None
@@ -258,7 +261,13 @@ def _steady(st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...]) -> Any
         plan = m.plans[j]
         if plan is None or plan[0] is not graph:
             plan = m.plans[j] = staging_graphs.plan(st, m.host, j, graph)
-        srcs = staging_graphs.fill(st, plan[3], arrays, nd) if plan[1] is not None else ()
+        fills = plan[3]
+        if len(fills) == 1 and not _handed and type(arrays[fills[0][0]]) is nd:
+            f = fills[0]  # one numpy input, no caller's pinned array alive: its copy, inline
+            f[2](f[3], arrays[f[0]])
+            srcs: tuple[int, ...] | None = None
+        else:
+            srcs = staging_graphs.fill(st, fills, arrays, nd) if plan[1] is not None else ()
         cp = plan[1] if srcs is None else None
         if srcs:  # a caller's pinned array among them: a copy graph reading it where it is
             cp = staging_graphs.direct_copy(st, j, m.host, srcs)
