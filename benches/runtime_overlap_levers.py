@@ -89,9 +89,10 @@ def levers(
     # 1. streaming stores in the real call, A/B interleaved (off / the default / 64-byte stores)
     default_min, default_width = st.stream_min, st.stream_width
 
-    def mode(least: int, width: int) -> Callable[[], float]:
+    def mode(least: int, width: int, wrapper: bool = True) -> Callable[[], float]:
         def run() -> float:
             st.stream_min, st.stream_width = least, width
+            st.compute_wrapper = wrapper
             st.memo[0] = None
             fn(x, *ws)
             fn(x, *ws)
@@ -104,6 +105,9 @@ def levers(
         "A/B: the default (streaming from L2/3, 32-byte stores)": mode(default_min, 32),
         "A/B: streaming at this size, 32-byte stores": mode(0, 32),
         "A/B: streaming at this size, 64-byte stores": mode(0, 64),
+        "A/B: the default, compute by driver calls (no wrapper graph)": mode(
+            default_min, 32, False
+        ),
     }
     s0 = st.streamed
     got: dict[str, list[float]] = {k: [] for k in modes}
@@ -112,7 +116,9 @@ def levers(
             got[k].append(run())
     for k, ts in got.items():
         v[k] = sorted(ts)[1]
+    st.compute_wrapper = True
     notes["streamed_calls"] = st.streamed - s0
+    notes["hybrid_calls"] = st.hybrid_calls
     notes["stream_min_default"] = default_min
     for least, width in ((0, 32), (0, 64)):
         st.stream_min, st.stream_width = least, width

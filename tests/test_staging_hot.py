@@ -641,3 +641,30 @@ def test_the_bound_call_for_the_api_memo_goes_hot_and_falls_back_right(
         assert layers == [1, 1, 1, 1] and st.memo[0] is None
     finally:
         type(e).__call__ = call_
+
+
+def test_the_compute_by_driver_calls_after_the_copy_graph(
+    entry: Any, fake: FakeDriver, copies_logged: None
+) -> None:
+    """``compute_wrapper`` off (the bench's A/B): the copy graph, then the compute's wait for
+    *copied*, the captured graph and *consumed* as driver calls; right results, orders kept."""
+    e, w, _ = entry
+    rng = np.random.default_rng(9)
+    wv = np.arange(1, 5, dtype=np.float32)
+    e(rng.standard_normal(X).astype(np.float32), w)
+    st, _ = _graphed(e, fake)
+    st.compute_wrapper = False
+    x = np.empty(X, np.float32)
+    for k in range(6):
+        x[...] = rng.standard_normal(X)
+        np.testing.assert_array_equal(view(e(x, w).ptr, X), x * wv, err_msg=f"call {k}")
+    assert st.hybrid_calls >= 5 and st.graph_calls == 0
+    fake.log.clear()
+    e(x, w)
+    t = st.turns[(st.turn + 1) % 2]
+    kinds = [ev[0] for ev in fake.log]
+    assert kinds == ["flag-read", "fill", "graph", "wait", "copy", "record", "flag-set", "record",
+                     "wait", "compute", "record"]  # fmt: skip
+    assert fake.log[8] == ("wait", 0, t.copied.handle)
+    assert fake.log[10] == ("record", t.consumed.handle, 0)
+    check_reuse_order(fake.log, st.copy_stream.handle)

@@ -233,6 +233,10 @@ class HostStager:
         self.graphs = graphs
         self.use_graphs = graphs is not None  # the bench's switch (same-run A/B)
         self.graph_calls = 0  # steady-state calls made of two graph launches
+        # the compute as the wrapper graph (else as driver calls after the copy graph: the
+        # bench's A/B, KINAC_STAGING_WRAPPER=0), and the calls made that way
+        self.compute_wrapper = os.environ.get("KINAC_STAGING_WRAPPER", "1") != "0"
+        self.hybrid_calls = 0
         self.graph_error: str | None = None  # why a graph could not be built (the last)
         self.flags: Any = None  # per turn a uint32 the copy graph sets (pinned, host-read)
         self._one = self._flag_ptr = 0  # a device word holding 1 (the flags' source); flags

@@ -277,16 +277,12 @@ def _steady(st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...]) -> Any
             rc = cp.launch(cp.exec, st.cs_arg)
             if not rc:
                 t.copy_pending = t.flagged = True
-                rc = cw.launch(cw.exec, m.stream)
-                if rc:  # the copies are queued: the compute through driver calls
+                if not st.compute_wrapper:  # the bench's switch: the compute by driver calls
+                    _compute_by_calls(st, entry, m, t, fast)
+                    st.hybrid_calls += 1
+                elif rc := cw.launch(cw.exec, m.stream):  # (the copies are queued)
                     _refused(st, "the compute wrapper", rc)
-                    c = st.calls
-                    rc = c.wait(m.stream, t.copied_arg, c.zero) or fast[0](
-                        fast[1], entry.stream.cvp
-                    )
-                    rc = c.record(t.consumed_arg, m.stream) or rc
-                    if rc:
-                        driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc)
+                    _compute_by_calls(st, entry, m, t, fast)
                 else:
                     st.graph_calls += 1
                 t.read_pending = True
@@ -302,6 +298,16 @@ def _steady(st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...]) -> Any
             _refused(st, "the copy graph", rc)  # nothing queued: this call by driver calls
     _driver_calls(st, entry, m, arrays, j, t, fast)
     return _done(st, entry, m, outs)
+
+
+def _compute_by_calls(st: HostStager, entry: Any, m: Memo, t: Any, fast: Any) -> None:
+    """The compute wrapper's work as driver calls: the wait for *copied*, the captured graph's
+    launch, *consumed*."""
+    c = st.calls
+    rc = c.wait(m.stream, t.copied_arg, c.zero) or fast[0](fast[1], entry.stream.cvp)
+    rc = c.record(t.consumed_arg, m.stream) or rc
+    if rc:
+        driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc)
 
 
 def _refused(st: HostStager, what: str, rc: int) -> None:
