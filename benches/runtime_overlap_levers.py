@@ -89,10 +89,19 @@ def levers(
     # 1. streaming stores in the real call, A/B interleaved (off / the default / 64-byte stores)
     default_min, default_width = st.stream_min, st.stream_width
 
-    def mode(least: int, width: int, wrapper: bool = True) -> Callable[[], float]:
+    from kinac.rt.cuda.staging_copy import HostCopier
+
+    copier0 = st.copier
+    split2 = HostCopier(workers=1, min_bytes=x.nbytes)  # this size on 2 / 4 threads
+    split4 = HostCopier(workers=3, min_bytes=x.nbytes)
+
+    def mode(
+        least: int, width: int, wrapper: bool = True, copier: Any = None
+    ) -> Callable[[], float]:
         def run() -> float:
             st.stream_min, st.stream_width = least, width
             st.compute_wrapper = wrapper
+            st.copier = copier if copier is not None else copier0
             st.memo[0] = None
             fn(x, *ws)
             fn(x, *ws)
@@ -109,6 +118,9 @@ def levers(
             default_min, 32, False
         ),
     }
+    if x.nbytes < copier0.min_bytes:  # (from its threshold the copier splits already)
+        modes["A/B: streaming at this size on 2 threads"] = mode(0, 32, copier=split2)
+        modes["A/B: streaming at this size on 4 threads"] = mode(0, 32, copier=split4)
     s0 = st.streamed
     got: dict[str, list[float]] = {k: [] for k in modes}
     for _ in range(3):
@@ -117,15 +129,19 @@ def levers(
     for k, ts in got.items():
         v[k] = sorted(ts)[1]
     st.compute_wrapper = True
+    st.copier = copier0
     notes["streamed_calls"] = st.streamed - s0
     notes["hybrid_calls"] = st.hybrid_calls
     notes["stream_min_default"] = default_min
-    for least, width in ((0, 32), (0, 64)):
+    for least, width, cop in ((0, 32, None), (0, 64, None), (0, 32, split4)):
         st.stream_min, st.stream_width = least, width
+        st.copier = cop if cop is not None else copier0
         st.memo[0] = None
+        fn(x, *ws)
         y = fn(x, *ws)
-        ok[f"streaming {width}"] = bool(np.array_equal(torch.from_dlpack(y).cpu().numpy(), want))
-    st.stream_min, st.stream_width = default_min, default_width
+        name = f"streaming {width}" + (" threads" if cop is not None else "")
+        ok[name] = bool(np.array_equal(torch.from_dlpack(y).cpu().numpy(), want))
+    st.stream_min, st.stream_width, st.copier = default_min, default_width, copier0
     st.memo[0] = None
     for _ in range(4):  # plans for both turns again (the default)
         fn(x, *ws)
