@@ -75,6 +75,14 @@ class UnreadableFile:
 
 def read_text_file(full: Path) -> str | UnreadableFile:
     """A file's UTF-8 text, or why it cannot be had (never None: absence is an error too)."""
+    import stat
+
+    try:  # only a regular file: a named pipe would block the build, /dev/zero never end
+        mode = full.stat().st_mode
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            return UnreadableFile("it is not a regular file (a pipe, socket or device)")
+    except OSError:
+        pass  # reading says why
     try:
         data = full.read_bytes()
     except IsADirectoryError:

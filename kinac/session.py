@@ -70,6 +70,8 @@ def _raw_setting(ws: Workspace, table: str, key: str) -> Any:
     if ws.config_path is None:
         return None
     try:
+        if not ws.config_path.is_file():  # a pipe would block: the config query reports it
+            return None
         raw = tomllib.loads(ws.config_path.read_text(encoding="utf-8"))
         return raw.get(table, {}).get(key)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):

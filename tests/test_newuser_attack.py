@@ -653,3 +653,30 @@ def test_a_kina_toml_that_is_not_a_readable_file_is_a_configuration_error(
     found = locate(ws)
     assert locate_root(str(ws)) == (found.root, found.config_path)
     assert locate_root(str(ws / "mlp.kina")) == (found.root, found.config_path)
+
+
+@pytest.mark.parametrize(("name", "code"), [("pipe.kina", 1), ("kina.toml", 2)])
+def test_a_fifo_in_the_workspace_is_reported_not_waited_on(
+    tmp_path: Path, name: str, code: int
+) -> None:
+    """A named pipe among the sources (or as kina.toml) hung `kinac build` forever, reading
+    it (a symlink to /dev/zero would read without end): only regular files are read (check
+    reads what build reads)."""
+    import os
+    import subprocess
+    import sys
+
+    ws = mlp_copy(tmp_path / "ws")
+    (ws / name).unlink(missing_ok=True)
+    os.mkfifo(ws / name)
+    # through the client (which looks for a server, reading kina.toml) and the local build
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KINAC_SERVER": ""}
+    p = subprocess.run(
+        [sys.executable, "-m", "kinac", "check", str(ws)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+    assert p.returncode == code, p.stderr
+    assert "not a regular file" in p.stdout + p.stderr, p.stdout + p.stderr

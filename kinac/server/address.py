@@ -122,8 +122,8 @@ def cache_dir_of(
     if env:
         return Path(env).resolve()
     if config is not None:
-        try:
-            text = config.read_text(encoding="utf-8")
+        try:  # not a pipe (it would block): the local build reports what is wrong
+            text = config.read_text(encoding="utf-8") if config.is_file() else ""
         except (OSError, UnicodeDecodeError):
             text = ""
         cdir = None
