@@ -13,7 +13,9 @@ measured in the same run:
 * **host x**: the same numpy ``x`` passed each call (the stager copies it every call: nothing
   is cached by identity; also 4 arrays in rotation, so the source is not always in the CPU's
   cache, as a data loader's fresh batches), pipelined and synced, through the steady state as graphs
-  (:mod:`~kinac.rt.cuda.staging_graphs`) and as driver calls (``use_graphs = False``, the same
+  (:mod:`~kinac.rt.cuda.staging_graphs`; its copy with streaming stores from a third of the L2
+  on, :mod:`~kinac.rt.cuda.staging_nt`), the same with the cached copy (``stream_min`` off: the
+  same-run A/B of the streaming copy), and as driver calls (``use_graphs = False``, the same
   stager), and without the pinned pool and overlap (``pinned=False``), and with the staging
   blocks write-combined (``KINAC_STAGING_WC=1``: the DMA does not snoop the CPU's caches; a
   memcpy into such a block alone beside it);
@@ -114,6 +116,16 @@ def measure(
     r["fresh_ms"] = _pipelined_ms(lambda: pinned(next(rot), *ws), n, sync)
     r["graph_calls"] = (st.graph_calls - g0) if st is not None else 0
     r["host_calls"] = 3 * (n * 5 + 3)
+    if st is not None:  # the same-run A/B of the streaming copy: the cached copy instead
+        least = r["stream_min"] = st.stream_min
+        st.stream_min = 1 << 62
+        st.memo[0] = None
+        try:
+            pinned(x, *ws)
+            r["cached_ms"] = _pipelined_ms(lambda: pinned(x, *ws), n, sync)
+        finally:
+            st.stream_min = least
+            st.memo[0] = None
     if graphs:
         st.use_graphs = False
         try:
@@ -182,7 +194,8 @@ def sweep_table(res: list[dict[str, Any]]) -> str:
     head = (
         "| x MiB | MLP [B,S,D] F | compute (device x) ms | memcpy us (one thread) + DMA us "
         "| copy < compute "
-        "| host x pipelined: graphs / driver calls / pinned=False | 4 x in rotation "
+        "| host x pipelined: graphs (streaming copy from L2/3) / cached copy / driver calls "
+        "/ pinned=False | 4 x in rotation "
         "| write-combined blocks: host x, memcpy us "
         f"| host x synced | goal <= {GOAL}x | graph calls "
         f"| x in a pinned_empty array (DMA'd in place): ratio, goal (DMA < compute) |\n"
@@ -192,6 +205,7 @@ def sweep_table(res: list[dict[str, Any]]) -> str:
     for r in res:
         b, s, d, f = r["shape"]
         calls = f"{r['calls_ms'] / r['dev_ms']:.2f}x" if "calls_ms" in r else "-"
+        cached = f"{r['cached_ms'] / r['dev_ms']:.2f}x" if "cached_ms" in r else "-"
         wc = (f"{r['wc_ms'] / r['dev_ms']:.2f}x, {r['memcpy_wc_us']:.1f}" if "wc_ms" in r
               else "-")  # fmt: skip
         met = "n/a" if r["met"] is None else ("**yes**" if r["met"] else "NO")
@@ -206,7 +220,7 @@ def sweep_table(res: list[dict[str, Any]]) -> str:
             f"| {r['mib']:g} | [{b},{s},{d}] {f} | {r['dev_ms']:.3f} (synced "
             f"{r['dev_sync_ms']:.3f}) | {r['memcpy_us']:.1f} ({r['memcpy_one_us']:.1f}) + "
             f"{r['dma_ms'] * 1e3:.1f} "
-            f"| {r['shorter']} | {r['ratio']:.2f}x ({r['host_ms']:.3f} ms) / {calls} / "
+            f"| {r['shorter']} | {r['ratio']:.2f}x ({r['host_ms']:.3f} ms) / {cached} / {calls} / "
             f"{r['plain_ms'] / r['dev_ms']:.2f}x | {r['fresh_ms'] / r['dev_ms']:.2f}x "
             f"| {wc} "
             f"| {r['host_sync_ms'] / r['dev_sync_ms']:.2f}x "
