@@ -28,6 +28,12 @@ driver call through ``ctypes``.
 
 The memo is dropped when an argument is not the memo's (rebuilt at the next call), and emptied
 by the weak reference of any device argument that dies, before its id can name another object.
+
+The copy into the pinned block is the plan's: ``numpy.copyto`` below ``stager.stream_min`` (a
+third of the core's L2), streaming stores from there (:mod:`~kinac.rt.cuda.staging_nt`), split
+across the copier's threads from its threshold. ``kinac.compile``'s memo calls :func:`bind`'s
+call, which skips the entry's layers and the checks the memo made (2026-12-02c round 2,
+``docs/runtime.md``).
 """
 
 from __future__ import annotations
