@@ -568,6 +568,12 @@ def test_hot_calls_stream_into_the_block_only_at_stream_min(
         np.testing.assert_array_equal(view(e(x, w).ptr, X), x * wv, err_msg=f"call {k}")
     streamed = st.streamed
     assert streamed >= 5  # (the first call after the memo's reset: the general path)
+    fake.log.clear()  # a streamed call: two launches, no host wait added
+    e(x, w)
+    kinds = [ev[0] for ev in fake.log]
+    assert kinds.count("graph") == 2 and "host-wait" not in kinds and "stream-sync" not in kinds
+    assert st.streamed == streamed + 1
+    streamed += 1
     xf = np.asfortranarray(rng.standard_normal(X).astype(np.float32))
     np.testing.assert_array_equal(view(e(xf, w).ptr, X), xf * wv)
     assert st.streamed == streamed and st.hot_calls == st.graph_calls
@@ -614,7 +620,7 @@ def test_the_bound_call_for_the_api_memo_goes_hot_and_falls_back_right(
         fake.log.clear()
         call(x, w)
         kinds = [ev[0] for ev in fake.log]
-        assert kinds.count("graph") == 2 and "host-wait" not in kinds and "sync" not in kinds
+        assert kinds.count("graph") == 2 and "host-wait" not in kinds and "stream-sync" not in kinds
         st.memo[0] = None  # dropped (a device argument died, other arguments came): plain
         call(x, w)
         assert layers == [1] and st.memo[0] is not None  # the entry built it again
