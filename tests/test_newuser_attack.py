@@ -680,3 +680,27 @@ def test_a_fifo_in_the_workspace_is_reported_not_waited_on(
     )
     assert p.returncode == code, p.stderr
     assert "not a regular file" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("argv", [["watch", "."], ["run", ".", "e"], []])
+def test_a_server_runs_only_what_a_client_forwards(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """The server ran any argv it was sent: `watch` or `serve` would hold its one build lock
+    forever (every later client queued behind it), `run` executed code in the resident
+    process. Only what kinac.server.address.read_argv forwards (build, check) is served."""
+    import threading
+
+    from kinac.server import client
+    from kinac.server.serve import Server
+
+    server = Server(tmp_path, tmp_path / "cache", idle_s=0.5)
+    assert server.bind()
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        assert client.talk(server.path, argv) is None
+        assert "refused (not a command a client forwards" in capsys.readouterr().err
+    finally:
+        server.stop.set()
+        t.join(10)

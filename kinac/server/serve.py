@@ -30,6 +30,7 @@ from typing import Any
 from kinac.server.address import (
     PROTOCOL,
     REQUEST_ENV,
+    read_argv,
     socket_path,
     starting_marker,
     version_fingerprint,
@@ -234,6 +235,8 @@ class Server:
         argv, cwd, env, tty = req.get("argv"), req.get("cwd"), req.get("env"), req.get("tty")
         if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
             return "bad argv"
+        if read_argv(argv) is None:  # `watch`/`serve` would hold the build lock for ever
+            return "not a command a client forwards (build and check are)"
         if not isinstance(cwd, str) or not os.path.isdir(cwd):
             return "bad cwd"
         if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
