@@ -71,6 +71,13 @@ def watch(sess: Any, stop_event: Any = None, serve: bool = False) -> int:
             raise_interrupt=True,
             watch_filter=lambda _c, p: _relevant(sess, Path(p)),
         ):
+            if not Path(sess.ws.root).is_dir():  # deleted or moved: nothing is left to watch
+                print(
+                    f"kinac: error: the workspace {sess.ws.root} is gone; kinac watch stopped",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return 2
             with lock:
                 sess.invalidate_paths([Path(p) for _, p in changes])
                 _rebuild(sess)

@@ -704,3 +704,33 @@ def test_a_server_runs_only_what_a_client_forwards(
     finally:
         server.stop.set()
         t.join(10)
+
+
+def test_watch_stops_when_its_workspace_is_deleted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rm -rf ws` under `kinac watch ws` printed one "cannot read kina.toml" and then
+    watched nothing, silently, for ever."""
+    import threading
+    import time
+
+    from kinac.session import Session
+    from kinac.watch import watch
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.kina").write_text("(defn f [(x : f32)] -> f32 x)\n")
+    (ws / "kina.toml").write_text('[workspace]\nname = "w"\n')
+    sess = Session(ws, no_cache=True)
+    stop = threading.Event()
+    codes: list[int] = []
+    t = threading.Thread(target=lambda: codes.append(watch(sess, stop)), daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while "Watching" not in capsys.readouterr().out and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shutil.rmtree(ws)
+    t.join(10)
+    stop.set()
+    assert codes == [2], codes
+    assert "workspace" in capsys.readouterr().err
