@@ -29,7 +29,10 @@ what they showed: ``docs/measurements/runtime_overlap_2026-12-02c.md`` (its seco
 measured a one-block-per-parameter "ring" design, slower, since removed).
 
 Run: ``python3 benches/runtime_overlap_probe.py [--sizes 0.5 1 2 4] [--out DIR]`` on a GPU
-machine; prints one table per size and writes ``DIR/overlap_probe.{md,json}``.
+machine; prints one table per size and writes ``DIR/overlap_probe.{md,json}``. ``--round3``:
+only round 3's A/Bs (the copy graph's flag and pieces, the DMA alone, kinac's Python:
+``benches/runtime_overlap_round3.py``), written to ``DIR/overlap_round3.{md,json}`` after
+each size.
 """
 
 from __future__ import annotations
@@ -137,7 +140,9 @@ class Instrument:
             self.count["direct"] += 1
             return int(rc)
 
-        st.calls = Calls(calls0.native, (calls0.record, calls0.wait, sync, calls0.copy))
+        st.calls = Calls(
+            calls0.native, (calls0.record, calls0.wait, sync, calls0.copy), calls0.query
+        )
         sg.fill = fill
         st.hot_call = hot
         st.begin_host = bh
@@ -523,6 +528,47 @@ def probe(fn: Any, size: tuple[int, int, int, int], quick: bool) -> dict[str, An
     return r
 
 
+def probe3(fn: Any, size: tuple[int, int, int, int], quick: bool, dma: bool) -> dict[str, Any]:
+    """Round 3 (``benches/runtime_overlap_round3.py``) at one size."""
+    import numpy as np
+    import torch
+
+    from benches.runtime_overlap_round3 import round3
+
+    b, s, d, f = size
+    ws = _weights(torch, d, f)
+    x = np.random.default_rng(0).standard_normal((b, s, d)).astype(np.float32)
+    x_dev = torch.from_numpy(x).cuda()
+    want = torch.from_dlpack(fn(x_dev, *ws)).cpu().numpy()
+    big = x.nbytes >= 4 * MiB
+    n = (15 if big else 40) if quick else (30 if big else 80)
+    for _ in range(6):
+        fn(x, *ws)
+    r = round3(fn, x, x_dev, ws, want, n, pipelined, fresh_stager, dma)
+    r.update(shape=[b, s, d, f], mib=x.nbytes / MiB, dma_us=_copy_ms(torch, x.nbytes) * 1e3)
+    return r
+
+
+def table3(res: list[dict[str, Any]]) -> str:
+    out = []
+    for r in res:
+        b, s, d, f = r["shape"]
+        out.append(f"\n#### x = {r['mib']:g} MiB (MLP [{b},{s},{d}] hidden {f})\n")
+        out.append(f"device x pipelined: {r['dev_ms'] * 1e3:.1f} us/call (again at the end: "
+                   f"{r['dev_ms_again'] * 1e3:.1f}); DMA alone {r['dma_us']:.1f} us; memcpy "
+                   f"into one block {r.get('memcpy_one_block_us', float('nan')):.1f} us; "
+                   f"defaults {r['defaults']}\n\nbit-identical: {r.get('bit_identical')}\n\n"
+                   f"paths (first round): {r.get('paths')}\n")  # fmt: skip
+        out.append("| variant | us/call | / device x |\n|---|---|---|")
+        for k, t in r["variants_ms"].items():
+            out.append(f"| {k} | {t * 1e3:.1f} | {r['ratios'][k]:.2f}x |")
+        if "dma" in r:
+            out.append("\ndma: " + ", ".join(f"{k}={val:.1f}" for k, val in r["dma"].items()))
+        for e in r["errors"]:
+            out.append(f"\nERROR {e}")
+    return "\n".join(out) + "\n"
+
+
 def table(res: list[dict[str, Any]]) -> str:
     out = []
     for r in res:
@@ -548,12 +594,29 @@ def main() -> None:
     ap.add_argument("--sizes", type=float, nargs="*", default=[0.5, 1, 2, 4])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=".")
+    ap.add_argument("--round3", action="store_true", help="round 3's A/Bs only")
     a = ap.parse_args()
     by_mib = {b * s * d * 4 / MiB: (b, s, d, f) for b, s, d, f in SWEEP}
     res = []
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         fn, _ = _mlp_fns(Path(tmp))
-        for mib in a.sizes:
+        for k, mib in enumerate(a.sizes if a.round3 else ()):
+            t0 = time.perf_counter()
+            try:
+                r = probe3(fn, by_mib[mib], a.quick, dma=k == 0)
+            except Exception:  # noqa: BLE001 - the other sizes still run
+                import traceback
+
+                print(f"size {mib} MiB failed: {traceback.format_exc()}", flush=True)
+                continue
+            r["wall_s"] = time.perf_counter() - t0
+            res.append(r)
+            print(table3([r]), flush=True)
+            (out / "overlap_round3.md").write_text(table3(res), encoding="utf-8")
+            (out / "overlap_round3.json").write_text(json.dumps(res, indent=1), encoding="utf-8")
+        for mib in () if a.round3 else a.sizes:
             t0 = time.perf_counter()
             try:
                 r = probe(fn, by_mib[mib], a.quick)
@@ -563,8 +626,8 @@ def main() -> None:
             r["wall_s"] = time.perf_counter() - t0
             res.append(r)
             print(table([r]), flush=True)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if a.round3:
+        return
     (out / "overlap_probe.md").write_text(table(res), encoding="utf-8")
     (out / "overlap_probe.json").write_text(json.dumps(res, indent=1), encoding="utf-8")
 

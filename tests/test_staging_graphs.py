@@ -129,3 +129,33 @@ def test_graphs_build_what_the_driver_expects(
     assert log() == [(7, cw.exec.value, 0), (6, cw.graph, 0)]
     with pytest.raises(staging_graphs.BuildError):  # a graph never captured: refused
         staging_graphs.build_compute(api, SimpleNamespace(_graph=None), copied, consumed)
+
+
+def test_a_copy_graph_in_pieces_without_the_flag(
+    lib_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pieces=2``, no flag (2026-12-02c round 3): the wait, two memcpy nodes each after the
+    wait only (parallel branches), *copied* after both; no flag copy, no *done*; every byte
+    lands."""
+    stand_in_driver(monkeypatch, lib_path)
+    lib = ctypes.CDLL(str(lib_path))
+    out = (ctypes.c_longlong * (3 * 4096))()
+
+    def log() -> list[tuple[int, int, int]]:
+        m = lib.fake_log(out)
+        return [(out[k], out[k + 1], out[k + 2]) for k in range(0, m, 3)]
+
+    api = staging_graphs.Graphs()
+    mem = HostMemory()
+    n = 256 << 10
+    src = np.random.default_rng(3).integers(0, 255, n, dtype=np.uint8)
+    host, dev = mem.alloc(n), mem.alloc(n)
+    ctypes.memmove(host, src.ctypes.data, n)
+    log()
+    cp = staging_graphs.build_copy(api, [(dev, host, n)], 0, 0, (0x61, 0x62, 0x63), pieces=2)
+    built = log()
+    assert [b[:2] for b in built] == [(11, 0), (13, 1), (13, 1), (12, 2)] and not cp.flag
+    assert cp.launch(cp.exec, ctypes.c_void_p(9)) == 0
+    got = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(dev))
+    np.testing.assert_array_equal(got, src)
+    assert log() == [(2, 9, 0x61), (4, dev, 9), (4, dev + n // 2, 9), (1, 0x62, 9)]

@@ -126,7 +126,7 @@ def _staged(e: Any, log: list[Any]) -> Any:
 
 def check_reuse_order(log: list[Any], cs: int) -> None:
     """From the log: a pinned block is rewritten (``fill``) only after a host wait on an event
-    recorded after the last DMA out of it; a device slot is copied into only after the copy
+    recorded after the last DMA out of it (or a query of one that answered done); a device slot is copied into only after the copy
     stream waited on an event recorded after the last compute that read it. (The only stream
     synchronisation in the log is the entry's warm-up before it captures a graph.)"""
     dma_from: dict[int, int] = {}  # pinned block -> log index of the last DMA out of it
@@ -138,6 +138,7 @@ def check_reuse_order(log: list[Any], cs: int) -> None:
         elif ev[0] == "fill" and ev[1] in dma_from:
             since = log[dma_from[ev[1]] : k]
             waits = [recorded[e[1]][1] for e in since if e[0] == "host-wait"]
+            waits += [recorded[e[1]][1] for e in since if e[0] == "query" and e[2] == 0]
             # or the copy graph's flag, set after that DMA, read as set by the stager
             flags = {e[1] for e in since if e[0] == "flag-set"}
             read = any(e[0] == "flag-read" and e[2] and e[1] in flags for e in since)

@@ -66,6 +66,18 @@ DIRECT_MIN_BYTES = 0
 # picks the store width (32 or 64 bytes).
 STREAM_MIN_BYTES: int | None = None
 STREAM_WIDTH = 32
+# The steady state's copy graphs (staging_graphs), 2026-12-02c round 3 (the probe's same-run
+# A/Bs in docs/measurements/runtime_overlap_2026-12-02c.md): each input's DMA as this many
+# memcpy nodes on parallel branches (pieces of at least DMA_PIECE_MIN bytes, cut at 4 KiB), so
+# the driver may spread it over more than one copy engine (KINAC_STAGING_DMA_PIECES);
+DMA_PIECES = 1
+DMA_PIECE_MIN = 64 << 10
+# whether the copy graph of numpy inputs ends with the flag's copy and *done* (else the host
+# asks the driver whether the turn's *copied* event is done when it reuses the block:
+# KINAC_STAGING_FLAG=0), and whether a copy graph reading a caller's pinned array does (else
+# the call waits for *copied*, recorded right after the DMAs: KINAC_STAGING_DIRECT_FLAG=0).
+COPY_FLAG = True
+DIRECT_FLAG = True
 
 
 def stream_min_default(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
@@ -218,6 +230,11 @@ class HostStager:
         self.stream_min = int(env) if env else least  # see STREAM_MIN_BYTES
         env = os.environ.get("KINAC_STAGING_STREAM_WIDTH")
         self.stream_width = int(env) if env else STREAM_WIDTH
+        env = os.environ.get("KINAC_STAGING_DMA_PIECES")
+        self.dma_pieces = max(1, int(env)) if env else DMA_PIECES  # see DMA_PIECES
+        self.copy_flag = os.environ.get("KINAC_STAGING_FLAG", "1" if COPY_FLAG else "0") != "0"
+        env = os.environ.get("KINAC_STAGING_DIRECT_FLAG")
+        self.direct_flag = env != "0" if env else DIRECT_FLAG  # see COPY_FLAG, DIRECT_FLAG
         self.streamed = 0  # host arrays copied with streaming stores
         self.staged_positions: tuple[int, ...] = ()  # the last general call's host params
         self.copies = 0  # host arrays staged (tests and metrics)
@@ -240,7 +257,7 @@ class HostStager:
         self.graph_error: str | None = None  # why a graph could not be built (the last)
         self.flags: Any = None  # per turn a uint32 the copy graph sets (pinned, host-read)
         self._one = self._flag_ptr = 0  # a device word holding 1 (the flags' source); flags
-        self._copy_built: dict[tuple[int, tuple[int, ...]], Any] = {}
+        self._copy_built: dict[tuple[int, tuple[int, ...], int, bool], Any] = {}
         self._compute_built: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._direct_built: dict[Any, Any] = {}  # copy graphs reading a caller's pinned arrays
         self._extra: list[Any] = []  # what _close frees: the flag block, built graphs
@@ -277,12 +294,14 @@ class HostStager:
     def begin_host(self, t: Turn) -> None:
         """The host's half of :meth:`begin`: no driver call when the copy graph's flag says
         the turn's DMAs are done; else a wait on *done* (the flag's write then has landed, so
-        clearing it cannot race it) or, after driver-call DMAs, on *copied*."""
+        clearing it cannot race it) or, after driver-call DMAs or a copy graph without the flag,
+        a query of *copied* (one driver call, no wait when done) and a wait on it if not."""
         if t.copy_pending:
-            if not (t.flagged and self.flags[t.index * FLAG_STRIDE]):
-                _ok(
-                    "cuEventSynchronize", self.calls.sync(t.done_arg if t.flagged else t.copied_arg)
-                )
+            if t.flagged:
+                if not self.flags[t.index * FLAG_STRIDE]:
+                    _ok("cuEventSynchronize", self.calls.sync(t.done_arg))
+            elif self.calls.query is None or self.calls.query(t.copied_arg):
+                _ok("cuEventSynchronize", self.calls.sync(t.copied_arg))
             t.copy_pending = t.flagged = False
 
     def begin_device(self, t: Turn) -> None:

@@ -29,17 +29,26 @@ def priority_range() -> tuple[int, int]:
 class Calls:
     """The driver calls of staging, each returning the CUresult as an int, and how their
     arguments are made: ``record(ev, stream)``, ``wait(stream, ev, flags)``, ``sync(ev)``,
-    ``copy(dst, src, nbytes, stream)``. Native: libcuda through ctypes with ``c_void_p``
+    ``copy(dst, src, nbytes, stream)``, and ``query(ev)`` (0 when the event is done; None
+    where the driver has none: the stager waits instead). Native: libcuda through ctypes with ``c_void_p``
     (handles, host addresses), ``c_uint64`` (device addresses) and ``c_size_t`` arguments made
     once; ``sync`` through ``ctypes.CDLL``, which lets other threads run while it waits.
     Bindings: cuda-python's functions with int arguments (a driver without the ctypes library,
     and the tests' fake drivers)."""
 
-    __slots__ = ("record", "wait", "sync", "copy", "handle", "dev", "size", "zero", "native")
+    __slots__ = (
+        "record", "wait", "sync", "copy", "query", "handle", "dev", "size", "zero", "native"
+    )  # fmt: skip
 
-    def __init__(self, native: bool, fns: tuple[Callable[..., int], ...]) -> None:
+    def __init__(
+        self,
+        native: bool,
+        fns: tuple[Callable[..., int], ...],
+        query: Callable[..., int] | None = None,
+    ) -> None:
         self.native = native
         self.record, self.wait, self.sync, self.copy = fns
+        self.query = query
         conv: Callable[[int], Any] = int
         self.handle = ctypes.c_void_p if native else conv
         self.dev = ctypes.c_uint64 if native else conv
@@ -58,6 +67,10 @@ def _native_calls() -> Calls:
         # lib[name]: function objects of our own (lib.name is shared, and we set argtypes)
         rec, wait = py["cuEventRecord"], py["cuStreamWaitEvent"]
         copy = py["cuMemcpyHtoDAsync_v2"]  # the plain name is the 32-bit-address v1
+        try:
+            query: Any = py["cuEventQuery"]  # (PyDLL: it never blocks)
+        except AttributeError:  # (a stand-in library without it: the stager waits instead)
+            query = None
         sync = driver.libcuda(ctypes.CDLL)["cuEventSynchronize"]
         sigs: tuple[tuple[Any, list[Any]], ...] = (
             (rec, [vp, vp]),
@@ -65,10 +78,10 @@ def _native_calls() -> Calls:
             (sync, [vp]),
             (copy, [ctypes.c_uint64, vp, ctypes.c_size_t, vp]),
         )
-        for f, args in sigs:
+        for f, args in sigs + (((query, [vp]),) if query is not None else ()):
             f.restype = ctypes.c_int
             f.argtypes = args
-        _native = Calls(True, (rec, wait, sync, copy))
+        _native = Calls(True, (rec, wait, sync, copy), query)
     return _native
 
 
@@ -85,7 +98,10 @@ def _bindings_calls(d: Any) -> Calls:
     def copy(dst: int, src: int, n: int, s: int) -> int:
         return int(d.cuMemcpyHtoDAsync(dst, src, n, s)[0])
 
-    return Calls(False, (record, wait, sync, copy))
+    def query(ev: int) -> int:
+        return int(d.cuEventQuery(ev)[0])
+
+    return Calls(False, (record, wait, sync, copy), query if hasattr(d, "cuEventQuery") else None)
 
 
 def driver_calls() -> Calls:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.pinned import PinnedBuffer, _handed, default_pool, handed_out
-from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS
+from kinac.rt.cuda.staging import DMA_PIECE_MIN, FLAG_STRIDE, SLOTS
 
 if TYPE_CHECKING:
     from kinac.rt.cuda.staging import HostStager, Param
@@ -185,28 +185,53 @@ def native_graphs() -> Graphs | None:
 class Built:
     """One executable graph: what :meth:`launch` takes, and the handles to destroy."""
 
-    __slots__ = ("launch", "exec", "graph")
+    __slots__ = ("launch", "exec", "graph", "flag")
 
-    def __init__(self, launch: Any, ex: Any, graph: int) -> None:
+    def __init__(self, launch: Any, ex: Any, graph: int, flag: bool = False) -> None:
         self.launch, self.exec, self.graph = launch, ex, graph
+        self.flag = flag  # (a copy graph) it sets the turn's flag and records *done*
+
+
+def pieces_of(
+    pairs: Sequence[tuple[int, int, int]], pieces: int, least: int = DMA_PIECE_MIN
+) -> list[tuple[int, int, int]]:
+    """``pairs`` (device, host, bytes) with each copy cut into up to ``pieces`` pieces of at
+    least ``least`` bytes, cut at 4 KiB (the last piece takes the rest)."""
+    out: list[tuple[int, int, int]] = []
+    for d, h, n in pairs:
+        k = max(1, min(pieces, n // max(1, least)))
+        step = (-(-n // k) + 4095) // 4096 * 4096 if k > 1 else n
+        out += [(d + o, h + o, min(step, n - o)) for o in range(0, n, step)] if n else [(d, h, n)]
+    return out
 
 
 def build_copy(
-    api: Any, pairs: Sequence[tuple[int, int, int]], flag: int, one: int, events: Any
+    api: Any,
+    pairs: Sequence[tuple[int, int, int]],
+    flag: int,
+    one: int,
+    events: Any,
+    pieces: int = 1,
 ) -> Built:
-    """The copy graph of a turn: wait for *consumed*, one memcpy node per ``(device slot,
-    pinned block, bytes)`` of ``pairs``, record *copied*; after the copies the flag's copy (from
-    device word ``one`` into pinned ``flag``) and *done*. ``events``: the turn's
-    ``(consumed, copied, done)`` handles."""
+    """The copy graph of a turn: wait for *consumed*, memcpy nodes for each ``(device slot,
+    pinned block, bytes)`` of ``pairs`` (``pieces`` per copy on parallel branches: the driver
+    may give them more than one copy engine), record *copied*; after the copies, where
+    ``flag`` is an address, the flag's copy (from device word ``one`` into pinned ``flag``) and
+    *done* (``flag`` 0: neither; the host asks about *copied* instead). ``events``: the
+    turn's ``(consumed, copied, done)`` handles."""
     consumed, copied, done = events
     g = api.create()
     try:
         w = api.wait(g, [], consumed)
-        cps = [api.memcpy(g, [w], memcpy_params(d, False, h, True, n)) for d, h, n in pairs]
+        cps = [
+            api.memcpy(g, [w], memcpy_params(d, False, h, True, n))
+            for d, h, n in pieces_of(pairs, pieces)
+        ]
         api.record(g, cps, copied)
-        f = api.memcpy(g, cps, memcpy_params(flag, True, one, False, 4))
-        api.record(g, [f], done)
-        return Built(api.launch, api.instantiate(g), g)
+        if flag:
+            f = api.memcpy(g, cps, memcpy_params(flag, True, one, False, 4))
+            api.record(g, [f], done)
+        return Built(api.launch, api.instantiate(g), g, bool(flag))
     except BaseException:
         api.destroy(g, None)
         raise
@@ -232,15 +257,16 @@ def pair(st: HostStager, j: int, host: tuple[tuple[int, Param], ...], captured: 
     captured compute graph ``captured`` (built at their first use), or None where one could
     not be built (``st.graph_error`` says why; that call uses driver calls)."""
     t, api = st.turns[j], st.graphs
-    key = (j, tuple([i for i, _ in host]))
+    pieces, with_flag = st.dma_pieces, st.copy_flag
+    key = (j, tuple([i for i, _ in host]), pieces, with_flag)
     cp = st._copy_built.get(key, False)
     if cp is False:
         cp = None
         if _flags_ready(st):
             pairs = [(p.dev[j], st.block(p, j).ptr, p.nbytes) for _, p in host]
-            flag = st._flag_ptr + 4 * j * FLAG_STRIDE
+            flag = st._flag_ptr + 4 * j * FLAG_STRIDE if with_flag else 0
             events = (t.consumed.handle, t.copied.handle, t.done.handle)
-            cp = _built(st, lambda: build_copy(api, pairs, flag, st._one, events))
+            cp = _built(st, lambda: build_copy(api, pairs, flag, st._one, events, pieces))
         st._copy_built[key] = cp
     if cp is None:
         return None
@@ -318,7 +344,8 @@ def direct_copy(
     """The copy graph of turn ``j`` reading ``srcs`` (a caller's pinned arrays among them: the
     same arrays are passed again and again, as a data loader refills its buffer), built at
     their first use; at most 8 kept."""
-    key = (j, tuple([i for i, _ in host]), srcs)
+    pieces, with_flag = st.dma_pieces, st.direct_flag
+    key = (j, tuple([i for i, _ in host]), srcs, pieces, with_flag)
     cp = st._direct_built.get(key, False)
     if cp is False:
         if len(st._direct_built) >= 8:
@@ -327,9 +354,9 @@ def direct_copy(
             st._direct_built.clear()
         t = st.turns[j]
         pairs = [(p.dev[j], src, p.nbytes) for (_, p), src in zip(host, srcs, strict=True)]
-        flag = st._flag_ptr + 4 * j * FLAG_STRIDE
+        flag = st._flag_ptr + 4 * j * FLAG_STRIDE if with_flag else 0
         events = (t.consumed.handle, t.copied.handle, t.done.handle)
-        cp = _built(st, lambda: build_copy(st.graphs, pairs, flag, st._one, events))
+        cp = _built(st, lambda: build_copy(st.graphs, pairs, flag, st._one, events, pieces))
         st._direct_built[key] = cp
     return cp
 

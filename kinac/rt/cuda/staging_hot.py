@@ -279,10 +279,12 @@ def _steady(st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...]) -> Any
             cp = staging_graphs.direct_copy(st, j, m.host, srcs)
         if cp is not None:
             cw = plan[2]  # two launches: the copies, then the compute
-            st.flags[j * FLAG_STRIDE] = 0
+            flagged = cp.flag
+            if flagged:
+                st.flags[j * FLAG_STRIDE] = 0
             rc = cp.launch(cp.exec, st.cs_arg)
             if not rc:
-                t.copy_pending = t.flagged = True
+                t.copy_pending, t.flagged = True, flagged
                 if not st.compute_wrapper:  # the bench's switch: the compute by driver calls
                     _compute_by_calls(st, entry, m, t, fast)
                     st.hybrid_calls += 1
@@ -294,7 +296,7 @@ def _steady(st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...]) -> Any
                 t.read_pending = True
                 st.turn = (j + 1) % SLOTS
                 if srcs:  # the caller may refill its pinned array once the call returns
-                    rc = st.calls.sync(t.done_arg)
+                    rc = st.calls.sync(t.done_arg if flagged else t.copied_arg)
                     if rc:
                         driver.fail("cuEventSynchronize", rc)
                     t.copy_pending = t.flagged = False
