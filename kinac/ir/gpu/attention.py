@@ -117,42 +117,75 @@ _CMP = {"kina.ge": lambda a, b: a >= b, "kina.gt": lambda a, b: a > b,
         "kina.eq": lambda a, b: a == b, "kina.ne": lambda a, b: a != b}  # fmt: skip
 
 
-def _mask_at(v: SSAValue, i: int, j: int, compares: list[Operation]) -> float | None:
-    """The mask expression ``v`` at query ``i``, key ``j`` (its last two axes), or None if
-    ``v`` is not built from iota, full, const, one compare, where and casts alone."""
+# the largest count an iota of each float dtype holds exactly (0 .. 2^(mantissa + 1))
+_EXACT_IOTA = {"f16": 2**11, "bf16": 2**8, "f32": 2**24, "f64": 2**53}
+_FLOATS = ("f64", "f32", "f16", "bf16")
+
+
+def _iota_role(v: SSAValue, rank: int) -> str | None:
+    """``"i"`` (the query index) or ``"j"`` (the key index) when ``v`` is an iota whose
+    values are exactly that index at every position of a rank-``rank`` mask broadcast from it:
+    over one of the last two axes, of size above 1 (an iota over a size-1 axis is 0 at every
+    broadcast position), in a dtype that holds every index (a bf16 iota rounds past 256)."""
     op = v.owner
-    rank = len(shape_of(v.type))
-    if isinstance(op, st.IotaOp):
-        ax = _int(op, "axis")
-        return float(i if ax == rank - 2 else j if ax == rank - 1 else 0)
+    if not isinstance(op, st.IotaOp):
+        return None
+    shape = shape_of(v.type)
+    ax = _int(op, "axis")
+    dt = dtype_name(v.type)
+    if shape[ax] < 2 or shape[ax] > _EXACT_IOTA.get(dt, shape[ax]) or dt == "bool":
+        return None
+    pos = ax - len(shape) + rank  # the axis of the mask it stands for (right-aligned)
+    return "i" if pos == rank - 2 else "j" if pos == rank - 1 else None
+
+
+def _mask_at(
+    v: SSAValue, i: int, j: int, compares: list[Operation], rank: int | None = None
+) -> float | None:
+    """The mask expression ``v`` at query ``i``, key ``j`` (its last two axes), or None if
+    ``v`` is not built from full, const, one compare of the two index iotas, where and float
+    casts alone. An iota is allowed only as a compare operand, one the query index and the
+    other the key index (:func:`_iota_role`): elsewhere (a branch's value, an iota over a batch
+    or size-1 axis) its value is not a function of ``i`` and ``j`` alone, and three probes
+    would not prove the mask causal everywhere."""
+    op = v.owner
+    rank = len(shape_of(v.type)) if rank is None else rank
     if isinstance(op, st.FullOp | st.ConstOp) and isinstance(op.value, FloatAttr | IntegerAttr):
         return float(op.value.value.data)
     if isinstance(op, el.CastOp):
-        return _mask_at(op.x, i, j, compares)
+        if dtype_name(v.type) not in _FLOATS or dtype_name(op.x.type) not in _FLOATS:
+            return None  # a cast to an integer or bool changes -inf and 0
+        return _mask_at(op.x, i, j, compares, rank)
     if isinstance(op, el.WhereOp):
-        c = _mask_at(op.cond, i, j, compares)
-        return None if c is None else _mask_at(op.a if c else op.b, i, j, compares)
-    if isinstance(op, el.BinaryOp) and op.name in _CMP:
-        if op not in compares:
-            compares.append(op)
-        a, b = _mask_at(op.lhs, i, j, compares), _mask_at(op.rhs, i, j, compares)
-        return None if a is None or b is None else float(_CMP[op.name](a, b))
+        c = _cond_at(op.cond, i, j, compares, rank)
+        return None if c is None else _mask_at(op.a if c else op.b, i, j, compares, rank)
     return None
 
 
+def _cond_at(v: SSAValue, i: int, j: int, compares: list[Operation], rank: int) -> bool | None:
+    """A ``where`` condition at (i, j): one compare of the query and key index iotas."""
+    op = v.owner
+    if not (isinstance(op, el.BinaryOp) and op.name in _CMP):
+        return None
+    roles = (_iota_role(op.lhs, rank), _iota_role(op.rhs, rank))
+    if sorted(r or "" for r in roles) != ["i", "j"]:
+        return None
+    if op not in compares:
+        compares.append(op)
+    a, b = (float(i if r == "i" else j) for r in roles)
+    return bool(_CMP[op.name](a, b))
+
+
 def is_causal_mask(v: SSAValue) -> bool:
-    """``v`` is ``-inf`` exactly where key ``j`` > query ``i``, else 0 (one compare of two
-    iotas decides, so the three orders of ``i`` and ``j`` prove it for every position)."""
+    """``v`` is ``-inf`` exactly where key ``j`` > query ``i``, else 0: one compare of the query
+    and key index iotas decides (:func:`_mask_at`), so the three orders of ``i`` and ``j``
+    prove it for every position."""
     compares: list[Operation] = []
     for i, j, want in ((0, 1, -math.inf), (1, 0, 0.0), (1, 1, 0.0)):
         got = _mask_at(v, i, j, compares)
         if got != want:
             return False
-    return len(compares) == 1 and all(
-        isinstance(c.lhs.owner, st.IotaOp) and isinstance(c.rhs.owner, st.IotaOp)
-        for c in compares
-        if isinstance(c, el.BinaryOp)
-    )
+    return len(compares) == 1
 
 
 @dataclass
