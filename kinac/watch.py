@@ -72,22 +72,30 @@ def watch(sess: Any, stop_event: Any = None, serve: bool = False) -> int:
             watch_filter=lambda _c, p: _relevant(sess, Path(p)),
         ):
             if not Path(sess.ws.root).is_dir():  # deleted or moved: nothing is left to watch
-                print(
-                    f"kinac: error: the workspace {sess.ws.root} is gone; kinac watch stopped",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                return 2
+                return _gone(sess)
             with lock:
                 sess.invalidate_paths([Path(p) for _, p in changes])
                 _rebuild(sess)
     except KeyboardInterrupt:
         print("\nkinac watch: stopped", flush=True)
+    except FileNotFoundError:  # watchfiles: the root went before its watcher started
+        if Path(sess.ws.root).is_dir():
+            raise
+        return _gone(sess)
     finally:
         if server is not None:
             server.close()
         sess.close()
     return 0
+
+
+def _gone(sess: Any) -> int:
+    print(
+        f"kinac: error: the workspace {sess.ws.root} is gone; kinac watch stopped",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 2
 
 
 def _stop_on_sigterm() -> None:
