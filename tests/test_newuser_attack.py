@@ -737,3 +737,18 @@ def test_watch_stops_when_its_workspace_is_deleted(
     stop.set()
     assert codes == [2], codes
     assert "workspace" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("entry", "key", "words"),
+    [
+        ('name = "m2"\ndefn = ""', "entry[1].defn", "must not be empty"),  # ran `m2`'s defn
+        ('name = "a\\nb"\ndefn = "mlp"', "entry[1].name", "printable"),  # split report lines
+    ],
+)
+def test_empty_or_unprintable_entry_names_are_configuration_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str, key: str, words: str
+) -> None:
+    ws = mlp_copy(tmp_path / "ws", f"\n[[entry]]\n{entry}\n")
+    code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
+    assert code == 2 and f"kinac: error: kina.toml: {key}: " in err and words in err, err

@@ -67,7 +67,7 @@ def _models() -> Any:
 
     class Entry(Strict):
         name: str = Field(min_length=1)
-        defn: str | None = None
+        defn: str | None = Field(default=None, min_length=1)  # "" is not "the entry's name"
         file: str | None = None
         dims: dict[str, Any] = {}  # an int; a variadic group ("..b") takes a list of ints
         dtypes: dict[str, Literal["f64", "f32", "f16", "bf16", "i64", "i32", "bool"]] = {}
@@ -242,6 +242,11 @@ def _path_errors(m: Any) -> list[ConfigError]:
             why = _inside(pat)
             if why is not None:
                 out.append(ConfigError(f"workspace.{field}[{i}]", why))
+    names = [("workspace.name", m.workspace.name)]
+    names += [(f"entry[{i}].name", e.name) for i, e in enumerate(m.entry)]
+    for key, name in names:  # shown in reports and typed on command lines: one line of text
+        if not name.isprintable():
+            out.append(ConfigError(key, f"must be printable text, got {name!r}"))
     for i, e in enumerate(m.entry):
         why = _inside(e.file) if e.file is not None else None
         if why is not None:
