@@ -1,0 +1,127 @@
+"""Incremental builds of random valid programs with entries equal clean builds (the adversary's
+extension of ``tests/test_incremental_fuzz.py``, whose generated workspace has no entries and
+one body shape: here every defn is a random program of ``tests/adversary_gen.py`` built as a
+``kina.toml`` entry, so graphs, lowering and objects are compared too).
+
+Edits: a defn replaced by another random program (new dims, dtypes and ops), a literal of a
+defn added, a comment or whitespace, the entries' dims rewritten; after each, a long-lived
+session and a fresh one over the same cache must produce the report (diagnostics and artifact
+fingerprints, byte for byte) of a build without a cache, and the entry must compute what the
+float64 reference says.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+from adversary_gen import Prog, compare, programs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kinac
+from kinac.diag.render import plain_text
+from kinac.rules.codec import encode
+from kinac.session import Session
+
+# one example in the suite (about 3 s: every step builds objects three times); hunting:
+# ADV_EXAMPLES=200 python3 -m pytest tests/test_adversary_incremental.py
+EXAMPLES = settings(
+    max_examples=int(os.environ.get("ADV_EXAMPLES", "1")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def _toml(progs: dict[str, Prog]) -> str:
+    text = '[workspace]\nname = "adv"\n'
+    for name, p in progs.items():
+        dims = {d.expr: d.val for _, s, _ in p.params for d in s if re.fullmatch(r"N\d+", d.expr)}
+        text += f'\n[[entry]]\nname = "e_{name}"\ndefn = "{name}"\n'
+        text += "dims = { " + ", ".join(f"{k} = {v}" for k, v in dims.items()) + " }\n"
+        if p.dtype_var:
+            text += f'dtypes = {{ T = "{p.dtype}" }}\n'
+    return text
+
+
+def _write(ws: Path, progs: dict[str, Prog], extra: str = "") -> list[Path]:
+    (ws / "kina.toml").write_text(_toml(progs))
+    srcs = {n: p.source(n) for n, p in progs.items()}
+    imp = '(import "std/nn.kina")\n' if any(p.uses_prelude for p in progs.values()) else ""
+    a = imp + "".join(s.replace('(import "std/nn.kina")\n', "") for s in srcs.values()) + extra
+    (ws / "a.kina").write_text(a)
+    return [ws / "kina.toml", ws / "a.kina"]
+
+
+def _snapshot(sess: Session) -> tuple[bytes, str]:
+    report = sess.build()
+    return encode(report), plain_text(sess.diagnostics(report), sess.resolve, sess.source_of)
+
+
+def _check_values(ws: Path, progs: dict[str, Prog], seed: int) -> None:
+    for name, p in progs.items():
+        ins = p.inputs(seed)
+        args = [
+            torch.from_numpy(a).view(torch.bfloat16) if a.dtype == np.uint16 else a for a in ins
+        ]
+        out = kinac.compile(ws, f"e_{name}")(*args)
+        if isinstance(out, torch.Tensor):
+            out = out.view(torch.int16).numpy().view(np.uint16)
+        compare(np.asarray(out), p.reference(ins), p.dtype, p.source(name))
+
+
+@EXAMPLES
+@given(
+    st.lists(programs(max_depth=3), min_size=1, max_size=2),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["replace", "literal", "comment", "space"]), programs(max_depth=3)
+        ),
+        min_size=1,
+        max_size=2,
+    ),
+    st.integers(0, 2**31),
+)
+def test_edits_of_random_entries_rebuild_as_clean_builds(
+    tmp_path_factory: object, first: list[Prog], edits: list[tuple[str, Prog]], seed: int
+) -> None:
+    root = Path(tmp_path_factory.mktemp("adv_inc"))  # type: ignore[attr-defined]
+    ws, cache = root / "ws", str(root / "cache")
+    ws.mkdir()
+    progs = {f"f{i}": p for i, p in enumerate(first)}
+    _write(ws, progs)
+    live = Session(ws, cache_dir=cache)
+    live.build()
+    extra = ""
+    for step, (kind, new) in enumerate(edits):
+        if kind == "replace":
+            progs[f"f{step % len(progs)}"] = new
+        elif kind == "comment":
+            extra += f"; edit {step}\n"
+        elif kind == "space":
+            extra += "\n\n"
+        changed = _write(ws, progs, extra)
+        if kind == "literal":  # a literal of a defn no entry builds
+            extra += (
+                f"(defn lit{step} [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (mul x {step}.5))\n"
+            )
+            changed = _write(ws, progs, extra)
+        if step % 2:
+            live.invalidate_paths(changed)
+            got = _snapshot(live)
+        else:
+            fresh = Session(ws, cache_dir=cache)
+            got = _snapshot(fresh)
+            fresh.close()
+            live.invalidate_paths(changed)
+        clean = Session(ws, no_cache=True)
+        want = _snapshot(clean)
+        clean.close()
+        assert got[1] == want[1], f"step {step} ({kind}): diagnostics differ"
+        assert got[0] == want[0], f"step {step} ({kind}): reports differ"
+        assert "error" not in want[1], want[1]
+    live.close()
+    _check_values(ws, progs, seed)
