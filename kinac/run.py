@@ -100,7 +100,7 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
     try:
         data = np.load(p, allow_pickle=False)
     except Exception as e:  # noqa: BLE001 - any failure to read a user's file is the file's fault
-        raise KinaUsageError(f"cannot read {path} as .npy/.npz: {e}") from None
+        raise KinaUsageError(f"cannot read {path} as .npy/.npz: {_numpy_why(e)}") from None
     if isinstance(data, np.ndarray):
         if len(names) != 1:
             raise KinaUsageError(
@@ -125,7 +125,15 @@ def _load_inputs(path: str, names: list[str]) -> list[Any]:
     try:
         return [as_bf16(data[n]) for n in names]
     except Exception as e:  # noqa: BLE001 - any failure to read a user's file is the file's fault
-        raise KinaUsageError(f"cannot read {path}: {e}") from None
+        raise KinaUsageError(f"cannot read {path}: {_numpy_why(e)}") from None
+
+
+def _numpy_why(e: Exception) -> str:
+    """numpy's reason, without its advice to unpickle (kinac never loads pickles)."""
+    text = str(e)
+    if "allow_pickle" in text:
+        return "it holds an object (pickled) array; kinac reads numeric arrays only"
+    return text
 
 
 def _parse_pairs(flag: str, text: str | None) -> dict[str, str]:

@@ -752,3 +752,23 @@ def test_empty_or_unprintable_entry_names_are_configuration_errors(
     ws = mlp_copy(tmp_path / "ws", f"\n[[entry]]\n{entry}\n")
     code, _, err = kinac_here(capsys, "build", str(ws), "--no-server", "--no-cache")
     assert code == 2 and f"kinac: error: kina.toml: {key}: " in err and words in err, err
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".npy"])
+def test_an_object_array_in_inputs_is_refused_without_pickle_advice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    """numpy's message "Object arrays cannot be loaded when allow_pickle=False" reached the
+    user, as if passing allow_pickle were the fix."""
+    import numpy as np
+
+    f = tmp_path / f"obj{suffix}"
+    obj = np.array([1, "a", None], dtype=object)
+    if suffix == ".npz":
+        np.savez(f, x=obj)
+    else:
+        np.save(f, obj, allow_pickle=True)
+    src = tmp_path / "f.kina"
+    src.write_text("(defn f [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (neg x))\n")
+    code, _, err = kinac_here(capsys, "run", str(src), "f", "--inputs", str(f), "--no-cache")
+    assert code == 2 and "allow_pickle" not in err and "object" in err, err
