@@ -292,7 +292,13 @@ _EMPTY_CACHE_DOCS: dict[str, dict[str, Any]] = {
         "quarantined": [],
     },
     "gc": {"memos_dropped": 0, "values_dropped": 0, "quarantined_removed": 0},
-    "verify": {"ok": 0, "dropped": 0, "records_dropped": 0, "quarantined": []},
+    "verify": {
+        "ok": 0,
+        "dropped": 0,
+        "records_dropped": 0,
+        "reverse_edges_missing": 0,
+        "quarantined": [],
+    },
 }
 
 
@@ -349,6 +355,14 @@ def cmd_cache(args: argparse.Namespace) -> int:
                 *(
                     [f"dropped {res['records_dropped']} corrupt records"]
                     if res["records_dropped"]
+                    else []
+                ),
+                *(
+                    [
+                        "rebuilt its reverse-dependency table "
+                        f"({res['reverse_edges_missing']} edges missing)"
+                    ]
+                    if res["reverse_edges_missing"]
                     else []
                 ),
             ]

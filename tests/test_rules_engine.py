@@ -246,6 +246,7 @@ def test_gc_and_stats(tmp_path: Path) -> None:
         "ok": st["values"],
         "dropped": 0,
         "records_dropped": 0,
+        "reverse_edges_missing": 0,
         "quarantined": [],
     }
     res = store.gc(keep_generations=0)  # type: ignore[attr-defined]

@@ -11,8 +11,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from kinac.rules.cache_files import _gen
 from kinac.rules.codec import CodecError, digest
-from kinac.rules.store import BLOBS, INDEX, KEEP_GENERATIONS, Store, unseal
+from kinac.rules.disk import Damaged
+from kinac.rules.store import BLOBS, INDEX, KEEP_GENERATIONS, Store, forward_edges, unseal
 
 QUARANTINE_MARK = ".corrupt-"
 
@@ -43,14 +45,14 @@ def stats(store: Store) -> dict[str, Any]:
         by_query = dict(
             con.execute("SELECT name, COUNT(*) FROM memo GROUP BY name ORDER BY name").fetchall()
         )
-        row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
+        gen = _gen(con)
         n_values, value_bytes = len(blobs), blobs.volume()
-    except sqlite3.Error as e:
+    except (sqlite3.Error, Damaged) as e:
         store._failed(e, "index")
         return stats(store)
     return {
         "directory": str(store.directory),
-        "generation": int(row[0]) if row is not None else 0,
+        "generation": gen,
         "memos": sum(by_query.values()),
         "values": n_values,
         "value_bytes": value_bytes,
@@ -62,25 +64,35 @@ def stats(store: Store) -> dict[str, Any]:
 
 
 def verify(store: Store) -> dict[str, Any]:
-    """SQLite integrity of the index and the value store, and every record and value's checksum.
+    """SQLite integrity of the index and the value store, its generation counter, every record
+    and value's checksum, and every trace's edges in the reverse-edge table (an edit's cone).
 
-    Damaged files are quarantined (and listed), bad records and values dropped."""
+    Damaged files are quarantined (and listed), bad records and values dropped, missing reverse
+    edges counted and the table rebuilt from the records."""
     con, blobs = _ready(store)
     for which, check in (("index", con.execute), ("blobs", blobs._sql)):
         try:
             result = check("PRAGMA integrity_check").fetchall()
             if result != [("ok",)]:
                 raise sqlite3.DatabaseError(f"database disk image is malformed: {result[0][0]}")
-        except sqlite3.Error as e:
+            if which == "index":
+                _gen(con)
+        except (sqlite3.Error, Damaged) as e:
             store._failed(e, which)
             con, blobs = _ready(store)
     bad_records = 0
-    for qid, rec in con.execute("SELECT qid, rec FROM memo").fetchall():
+    rows = con.execute("SELECT qid, rec FROM memo").fetchall()
+    for qid, rec in rows:
         try:
             unseal(rec)
         except CodecError:
             bad_records += 1
             con.execute("DELETE FROM memo WHERE qid = ?", (qid,))
+    missing = len(set(forward_edges(rows)) - set(con.execute("SELECT dep, qid FROM rdep")))
+    recorded = con.execute("SELECT v FROM meta WHERE k = 'rdep_n'").fetchone()
+    counted = con.execute("SELECT COUNT(*) FROM rdep").fetchone()[0]
+    if missing or (rows and (recorded is None or recorded[0] != str(counted).encode())):
+        store.rebuild_reverse_edges()
     ok = bad = 0
     for fp in list(blobs.iterkeys()):
         try:
@@ -96,6 +108,7 @@ def verify(store: Store) -> dict[str, Any]:
         "ok": ok,
         "dropped": bad,
         "records_dropped": bad_records,
+        "reverse_edges_missing": missing,
         "quarantined": [str(p) for p in store.quarantined],
     }
 
@@ -104,11 +117,18 @@ def gc(store: Store, keep_generations: int = KEEP_GENERATIONS) -> dict[str, int]
     """Forget memos unused for ``keep_generations`` builds, values nothing refers to, and
     quarantined copies of damaged files."""
     con, blobs = _ready(store)
-    row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
-    gen = int(row[0]) if row is not None else 0
+    try:
+        gen = _gen(con)
+    except Damaged as e:
+        store._failed(e, "index")
+        con, blobs = _ready(store)
+        gen = 0
     before = con.execute("SELECT COUNT(*) FROM memo").fetchone()[0]
     con.execute("DELETE FROM memo WHERE gen < ?", (gen - keep_generations,))
     con.execute("DELETE FROM rdep WHERE qid NOT IN (SELECT qid FROM memo)")
+    con.execute(  # the count the reverse edges are checked against (store.load_cone)
+        "INSERT OR REPLACE INTO meta SELECT 'rdep_n', CAST(CAST(COUNT(*) AS TEXT) AS BLOB) FROM rdep"
+    )
     live: set[str] = set()
     for _qid, rec in con.execute("SELECT qid, rec FROM memo").fetchall():
         try:

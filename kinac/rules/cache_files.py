@@ -25,7 +25,9 @@ import diskcache
 
 from kinac.rules.disk import Damaged, SafeDisk, check_header, damage_kind
 
-FORMAT = b"4"
+# 5: the index keeps the count of its reverse edges (meta ``rdep_n``), checked before an edit
+# trusts them (see Store.load_cone); a format-4 index has none, so it starts afresh.
+FORMAT = b"5"
 INDEX = "index.db"
 BLOBS = "blobs"
 DEFAULT_SIZE_LIMIT = 2 * 1024**3
@@ -238,9 +240,22 @@ class CacheFiles:
         self._blobs = None
 
 
+MAX_GEN = 2**62  # a generation is stored as an SQLite INTEGER (64-bit) in every memo row
+
+
 def _gen(con: sqlite3.Connection) -> int:
+    """The generation counter; :class:`Damaged` if it is not a count (a hand-edited or damaged
+    index: quarantined and started afresh, never an internal error)."""
     row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
-    return int(row[0]) if row is not None else 0
+    return _count(row[0], "generation counter") if row is not None else 0
+
+
+def _count(raw: object, what: str) -> int:
+    """A non-negative count stored as decimal text (bytes or str), else :class:`Damaged`."""
+    text = raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw)
+    if len(text) > 19 or not (text.isascii() and text.isdigit()) or int(text) >= MAX_GEN:
+        raise Damaged(f"its {what} is {text[:24]!r}, not a count")
+    return int(text)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -29,6 +29,7 @@ from kinac.rules.cache_files import (
     FORMAT,
     INDEX,
     CacheFiles,
+    _count,
     _gen,
 )
 from kinac.rules.codec import CodecError, digest, unpack
@@ -56,6 +57,25 @@ _CONE = (
     " UNION SELECT rdep.qid FROM rdep JOIN cone ON rdep.dep = cone.q)"
     " SELECT cone.q, memo.rec FROM cone LEFT JOIN memo ON memo.qid = cone.q"
 )
+
+_RDEP_CHECK = (  # one statement: one snapshot of the table, its count and the memos
+    "SELECT (SELECT COUNT(*) FROM rdep), (SELECT v FROM meta WHERE k = 'rdep_n'),"
+    " EXISTS (SELECT 1 FROM memo)"
+)
+
+
+def forward_edges(rows: list[tuple[str, bytes]]) -> list[tuple[str, str]]:
+    """``(dep, qid)`` for every dependency in the traces of these ``(qid, sealed record)``
+    rows: what the reverse-edge table must hold (it may hold more: edges of replaced traces,
+    which only widen a cone). Records that do not decode are skipped."""
+    out: list[tuple[str, str]] = []
+    for qid, raw in rows:
+        try:
+            deps = unseal(raw)[3]
+            out.extend((str(d[0]), qid) for d in deps)
+        except (CodecError, IndexError, TypeError, KeyError):
+            continue
+    return out
 
 
 class Store(CacheFiles):
@@ -113,16 +133,63 @@ class Store(CacheFiles):
         import json
 
         try:
+            if not self._reverse_edges_consistent(con):
+                return None  # cannot say (the rebuild failed and turned the cache off)
             return dict(con.execute(_CONE, (json.dumps(changed),)).fetchall())
+        except (sqlite3.Error, Damaged) as e:
+            self._failed(e, "index")
+            return None
+
+    def _reverse_edges_consistent(self, con: sqlite3.Connection) -> bool:
+        """Check the reverse edges against the count written with them before an edit trusts
+        them: a cone computed from a table that lost rows (a hand edit, a damaged page SQLite
+        did not notice) misses memos, and a build reusing them is stale. On a mismatch the table
+        is rebuilt from the memo records (one warning). One COUNT, on edit builds only: a no-op
+        build never reads the reverse edges."""
+        have, want, any_memo = con.execute(_RDEP_CHECK).fetchone()
+        expected = _count(want, "reverse-edge count") if want is not None else None
+        if have == expected or (expected is None and have == 0 and not any_memo):
+            return True
+        n = self.rebuild_reverse_edges()
+        if n is None:
+            return False
+        self._warn(
+            f"cache index {self.directory / INDEX}: its reverse-dependency table disagrees with "
+            f"its records ({have} rows, {expected if expected is not None else 'no count'} "
+            f"recorded); rebuilt it from the records ({n} edges)"
+        )
+        return True
+
+    def rebuild_reverse_edges(self) -> int | None:
+        """Recompute the reverse edges (and their count) from the memo records' traces, in one
+        transaction; how many, or None if the index failed (then it is quarantined or off).
+        A record that does not decode contributes nothing (its memo is recomputed anyway)."""
+        con = self._index()
+        if con is None:
+            return None
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                edges = set(forward_edges(con.execute("SELECT qid, rec FROM memo").fetchall()))
+                con.execute("DELETE FROM rdep")
+                con.executemany("INSERT INTO rdep VALUES (?, ?)", sorted(edges))
+                con.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('rdep_n', ?)", (str(len(edges)).encode(),)
+                )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
         except sqlite3.Error as e:
             self._failed(e, "index")
             return None
+        return len(edges)
 
     def current_gen(self) -> int | None:
         con = self._index()
         try:
             return _gen(con) if con is not None else None
-        except sqlite3.Error as e:
+        except (sqlite3.Error, Damaged) as e:
             self._failed(e, "index")
             return None
 
@@ -208,9 +275,17 @@ class Store(CacheFiles):
                         for qid, m in memos.items()
                     ],
                 )
-                con.executemany(
+                row = con.execute("SELECT v FROM meta WHERE k = 'rdep_n'").fetchone()
+                added = con.executemany(
                     "INSERT OR IGNORE INTO rdep VALUES (?, ?)",
                     [(d, qid) for qid, m in memos.items() for d, _ in m.deps],
+                ).rowcount  # the edges new to the table: ignored duplicates count 0
+                # the count the edges are checked against (_reverse_edges_consistent); with no
+                # count yet (a fresh index, or one that lost it) the table is counted once
+                n_edges = (
+                    _count(row[0], "reverse-edge count") + max(added, 0)
+                    if row is not None
+                    else con.execute("SELECT COUNT(*) FROM rdep").fetchone()[0]
                 )
                 con.executemany(
                     "INSERT OR REPLACE INTO root VALUES (?, ?)",
@@ -220,6 +295,7 @@ class Store(CacheFiles):
                     "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                     [
                         ("gen", str(gen).encode()),
+                        ("rdep_n", str(n_edges).encode()),
                         *((k, seal(v)) for k, v in (settings or {}).items()),
                     ],
                 )
@@ -228,7 +304,7 @@ class Store(CacheFiles):
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-        except (sqlite3.Error, ValueError) as e:
+        except (sqlite3.Error, ValueError, Damaged) as e:
             self._failed(e, "index")
 
     # ------------------------------------------------------------------ values
