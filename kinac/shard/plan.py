@@ -32,16 +32,22 @@ def _factor_axes(
     node, of = st.graph.nodes[i], st.facts[i]
     fa: dict[int, tuple[str, ...]] = {}
     in_result = {f for fs in of.result for f in fs}
+    # a factor that is a minor part of some dim (``[6] -> [3 2]``: the 2 is the minor factor
+    # of the operand's 6) cannot be split: its blocks are strided in that dim, and a local
+    # reshape of a whole operand does not make them (it gave every device the first block)
+    minor = {f for dims in (*of.operands, of.result) for fs in dims for f in fs[1:]}
     for d, fs in enumerate(of.result):
         if fs:  # a split the major factor cannot hold is computed whole, then sliced (plan);
             # so is one on a factor the op needs whole (a consumer split it: scatter_add's rows)
             ok = fs[0] not in of.need_replication and st.fits(layout[i][d], of.sizes[fs[0]])
-            fa[fs[0]] = layout[i][d] if ok else ()
+            fa[fs[0]] = layout[i][d] if ok and fs[0] not in minor else ()
     on_result = {a for axes in fa.values() for a in axes}
     reduced: set[str] = set()
     for a, dims in zip(node.args, of.operands, strict=True):
         for d, fs in enumerate(dims):
             if not fs or fs[0] in fa or fs[0] in in_result or fs[0] in of.need_replication:
+                continue
+            if fs[0] in minor:
                 continue
             axes = layout[a][d]
             if axes and not reduced & set(axes) and st.fits(axes, of.sizes[fs[0]]):
