@@ -28,6 +28,21 @@ _DTYPES = {
 }
 
 
+_BYTE_ORDER = {">": "big-endian", "<": "little-endian"}
+
+
+def _check_byte_order(x: Any, name: str) -> None:
+    """A numpy array in the other byte order ('>f4' here) has a Kina dtype but cannot be run
+    as is (the host runtime refused it with "dtype >f4, expected f32"): a call error that
+    says what to pass. Sharded calls slice and convert their arguments, so they accept it."""
+    dt: Any = getattr(x, "dtype", None)
+    if getattr(dt, "isnative", True) is False:
+        raise KinaCallError(
+            f"argument `{name}` is {_BYTE_ORDER.get(dt.byteorder, 'non-native')} ({dt.str}); "
+            f"kinac takes native byte order: pass {name}.astype({dt.newbyteorder('=').name!r})"
+        )
+
+
 def _arg_type(x: Any, name: str) -> Any:
     """The concrete Kina type (dtype, shape, device) of an argument, without copying it."""
     from kinac.tir.graph import TType
@@ -56,7 +71,15 @@ def _arg_type(x: Any, name: str) -> Any:
         )
     device = "cpu"
     if hasattr(x, "__dlpack_device__"):
-        kind, index = x.__dlpack_device__()
+        try:
+            kind, index = x.__dlpack_device__()
+        except (ValueError, RuntimeError, TypeError, BufferError) as e:  # a torch meta tensor
+            where = getattr(getattr(x, "device", None), "type", None)
+            raise KinaCallError(
+                f"argument `{name}` "
+                + (f"is a {where} tensor" if where else "cannot be shared through DLPack")
+                + f" ({e}); kinac takes CPU and CUDA arrays that hold data"
+            ) from None
         if int(kind) == 2:
             device = f"cuda:{int(index)}"
         elif int(kind) not in (1, 3):
@@ -68,6 +91,16 @@ def _arg_type(x: Any, name: str) -> Any:
 
 
 FAST_CACHE = 256  # distinct argument forms remembered per compiled defn
+
+
+def _brief(v: Any) -> str:
+    """A value as a call error shows it: an array by its kind, dtype and shape, never dumped
+    whole (a million-element repr buried the message)."""
+    shape = getattr(v, "shape", None)
+    if shape is not None:
+        return f"{type(v).__name__} of dtype {getattr(v, 'dtype', '?')} and shape {tuple(shape)}"
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _device(a: Any) -> Any:
@@ -97,6 +130,10 @@ def _fast_key(args: tuple[Any, ...], dims: dict[str, Any]) -> tuple[Any, ...]:
 
 class CompiledDefn:
     """A defn of a workspace, compiled per distinct argument shapes on first call."""
+
+    # how a defn that is no kina.toml entry is run, as "no entry or defn named X" lists them:
+    # a Python caller passes arrays; ``kinac run`` (which builds one of these) says --dims
+    RUN_DEFN_HINT = "call one with its arrays"
 
     def __init__(
         self,
@@ -218,7 +255,8 @@ class CompiledDefn:
         lines.append(f"  entries (kina.toml): {', '.join(entries) if entries else 'none'}")
         if defns:
             lines.append(
-                f"  defns (run one with --dims): {', '.join(defns[:20])}{' ...' if len(defns) > 20 else ''}"
+                f"  defns ({self.RUN_DEFN_HINT}): "
+                f"{', '.join(defns[:20])}{' ...' if len(defns) > 20 else ''}"
             )
         return "\n".join(lines)
 
@@ -243,8 +281,18 @@ class CompiledDefn:
         where: list[int] = []
         dim_args = dict(dims)
         for k, v in dims.items():  # bool and float are not dims (True would bind 1)
+            if k in self.tensor_params:
+                raise KinaCallError(self._array_by_keyword(k))
+            if k not in self.dim_params:  # the binder would ignore it: N=5 beside a [4] array
+                raise KinaCallError(
+                    f"`{self.key.name}` has no dim parameter `{k}` (dim parameters: "
+                    f"{', '.join(self.dim_params) or 'none'}; other dims are bound from the "
+                    "arrays' shapes)"
+                )
             if not isinstance(v, int) or isinstance(v, bool):
-                raise KinaCallError(f"the dim parameter `{k}` must be a positive int, got {v!r}")
+                raise KinaCallError(
+                    f"the dim parameter `{k}` must be a positive int, got {_brief(v)}"
+                )
         n_dims_positional = len(args) - len(self.tensor_params)
         i = 0
         for p in self.signature.params:
@@ -263,7 +311,7 @@ class CompiledDefn:
                 n_dims_positional -= 1
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                     raise KinaCallError(
-                        f"the dim parameter `{p.name}` must be a positive int, got {v!r}"
+                        f"the dim parameter `{p.name}` must be a positive int, got {_brief(v)}"
                     )
                 dim_args[p.name] = v
             else:
@@ -281,6 +329,15 @@ class CompiledDefn:
                 f"({', '.join(self.tensor_params)}), got {len(arrays) + len(args) - i}"
             )
         return arrays, dim_args, tuple(where)
+
+    def _array_by_keyword(self, k: str) -> str:
+        """An array passed by keyword: arrays are positional (the hot and fast paths key calls
+        by position), so say so, never "the dim parameter must be a positive int"."""
+        return (
+            f"`{k}` is an array parameter of `{self.key.name}`: pass arrays positionally, in "
+            f"declared order ({self.key.name}({', '.join(self.tensor_params)})); keywords name "
+            "dims only"
+        )
 
     def __call__(self, *args: Any, **dims: int) -> Any:
         # Hot path: the very arguments of a recent call again (the same array objects, alive,
@@ -405,6 +462,8 @@ class CompiledDefn:
         self.slow_calls += 1
         arrays, dim_args, where = self._split_indexed(args, dims)
         types = tuple(_arg_type(a, n) for a, n in zip(arrays, self.tensor_params, strict=True))
+        for a, n in zip(arrays, self.tensor_params, strict=True):
+            _check_byte_order(a, n)
         skey = (types, tuple(sorted(dim_args.items())))
         entry = self._entries.get(skey)
         if entry is None:
@@ -466,7 +525,8 @@ class CompiledDefn:
 
             tensors = [p for p in self.signature.params if not p.is_dim]
             raise KinaCallError(
-                majority_blame(tensors, types, dim_args) or self._render(list(bound))
+                majority_blame(tensors, types, dim_args)
+                or self._render([_python_help(d) for d in bound])
             )
         return bound
 
@@ -518,6 +578,41 @@ class CompiledDefn:
         return f"<kinac compiled {self.key.name} from {self.key.file} for {self.target}>"
 
 
+class CliDefn(CompiledDefn):
+    """What ``kinac run`` and ``kinac profile`` build: a compiled defn whose messages name
+    the command line's flags rather than a Python call."""
+
+    RUN_DEFN_HINT = "run one with --dims"
+
+
+_CONVERT = {  # kina dtype -> (numpy, torch) spelling, for call-side help
+    "f64": ("np.float64", "torch.float64"),
+    "f32": ("np.float32", "torch.float32"),
+    "f16": ("np.float16", "torch.float16"),
+    "bf16": ("kinac.rt.host.bf16_array", "torch.bfloat16"),
+    "i64": ("np.int64", "torch.int64"),
+    "i32": ("np.int32", "torch.int32"),
+    "bool": ("np.bool_", "torch.bool"),
+}
+
+
+def _python_help(d: Any) -> Any:
+    """A binder diagnostic as a Python caller reads it: the checker's help says to
+    ``(cast … :to f32)`` in Kina, but the argument is an array at this call, so the help
+    says how to convert it (numpy, torch)."""
+    import dataclasses
+    import re
+
+    m = re.search(r"\(cast … :to (\w+)\)", d.help or "")
+    if m is None or m.group(1) not in _CONVERT:
+        return d
+    np_name, torch_name = _CONVERT[m.group(1)]
+    how = f"{np_name}(a)" if m.group(1) == "bf16" else f"a.astype({np_name})"  # numpy has no bf16
+    return dataclasses.replace(
+        d, help=f"convert the array before the call: numpy {how}, torch t.to({torch_name})"
+    )
+
+
 def compile(
     path: str | os.PathLike[str], name: str, target: str = "cpu", mesh: Any = None, **options: Any
 ) -> Any:  # noqa: A001
@@ -525,6 +620,16 @@ def compile(
 
     With ``mesh=`` (a mesh name, a device count or a shape), calls run the entry's sharded
     program on a simulated mesh and return global arrays (:mod:`kinac.api_sharded`)."""
+    if not isinstance(name, str) or not name:
+        raise KinaUsageError(
+            "kinac.compile(path, name): name is the name of a defn or kina.toml entry (a "
+            f"non-empty str), got {_brief(name)}"
+        )
+    if not isinstance(path, (str, os.PathLike)):
+        raise KinaUsageError(
+            "kinac.compile(path, name): path is a workspace directory or .kina file (a str or "
+            f"path), got {_brief(path)}"
+        )
     if mesh is not None:
         from kinac.api_sharded import ShardedDefn
 

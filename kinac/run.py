@@ -286,12 +286,12 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any], 
     import numpy as np
 
     from kinac import pipeline
-    from kinac.api import CompiledDefn
+    from kinac.api import CliDefn
     from kinac.pipeline_support import unknown_bindings
 
     target = args.target or "cpu"
     given_dims, given_dtypes = _parse_dims(args.dims), _parse_dtypes(args.dtypes)
-    fn = CompiledDefn(
+    fn = CliDefn(
         args.path, args.entry, target=target, cache_dir=args.cache_dir, no_cache=args.no_cache
     )
     checked = pipeline.check_defn(fn.sess.db, fn.key)

@@ -176,6 +176,8 @@ def as_host_array(x: Any, name: str, dtype: str, shape: tuple[int, ...]) -> np.n
             " (pass bf16 as a torch bfloat16 tensor, an ml_dtypes bfloat16 array, or uint16 "
             "bit patterns wrapped by kinac.rt.host.bf16_array)"
             if dtype == "bf16"
+            else f" (the other byte order: pass {name}.astype({want.name!r}))"
+            if not arr.dtype.isnative and arr.dtype.newbyteorder("=") == want
             else ""
         )
         raise KinaRuntimeError(f"argument {name!r}: dtype {arr.dtype}, expected {dtype}{hint}")
