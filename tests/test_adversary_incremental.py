@@ -3,10 +3,11 @@ extension of ``tests/test_incremental_fuzz.py``, whose generated workspace has n
 one body shape: here every defn is a random program of ``tests/adversary_gen.py`` built as a
 ``kina.toml`` entry, so graphs, lowering and objects are compared too).
 
-Edits: a defn replaced by another random program (new dims, dtypes and ops), a literal of a
-defn added, a comment or whitespace, the entries' dims rewritten; after each, a long-lived
-session and a fresh one over the same cache must produce the report (diagnostics and artifact
-fingerprints, byte for byte) of a build without a cache, and the entry must compute what the
+Edits: a defn replaced by another random program (new dims, dtypes and ops), a body under
+one more op (its earlier kernels reused), a defn with a literal added, a comment or
+whitespace; after each, a long-lived session and a fresh one over the same cache must produce
+the report (diagnostics and artifact fingerprints, byte for byte) of a build without a cache,
+and the entries (``kinac.compile`` over the workspace's own cache) must compute what the
 float64 reference says.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from adversary_gen import Prog, compare, programs
+from adversary_gen import Node, Prog, compare, programs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,11 +30,25 @@ from kinac.session import Session
 
 # one example in the suite (about 3 s: every step builds objects three times); hunting:
 # ADV_EXAMPLES=200 python3 -m pytest tests/test_adversary_incremental.py
+EACH_STEP = "ADV_EXAMPLES" in os.environ  # hunting: values after every edit, not only the last
 EXAMPLES = settings(
     max_examples=int(os.environ.get("ADV_EXAMPLES", "1")),
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
+
+
+def _extended(p: Prog, step: int) -> Prog:
+    """``p`` with its body under one more elementwise op (a new program text and last kernel,
+    the same kernels before it)."""
+    body = p.body
+    assert body is not None
+    op = ("tanh", "neg", "sigmoid")[step % 3]
+    f = {"tanh": torch.tanh, "neg": torch.neg, "sigmoid": torch.sigmoid}[op]
+    q = Prog(p.dtype, p.dtype_var, list(p.params), list(p.wheres), p.uses_prelude)
+    q.var_mode, q.nvars, q.ops = p.var_mode, p.nvars, [*p.ops, op]
+    q.body = Node(f"({op} {body.src})", body.shape, lambda e: p.rd(f(body.ev(e))))
+    return q
 
 
 def _toml(progs: dict[str, Prog]) -> str:
@@ -78,7 +93,8 @@ def _check_values(ws: Path, progs: dict[str, Prog], seed: int) -> None:
     st.lists(programs(max_depth=3), min_size=1, max_size=2),
     st.lists(
         st.tuples(
-            st.sampled_from(["replace", "literal", "comment", "space"]), programs(max_depth=3)
+            st.sampled_from(["replace", "extend", "literal", "comment", "space"]),
+            programs(max_depth=3),
         ),
         min_size=1,
         max_size=2,
@@ -99,6 +115,8 @@ def test_edits_of_random_entries_rebuild_as_clean_builds(
     for step, (kind, new) in enumerate(edits):
         if kind == "replace":
             progs[f"f{step % len(progs)}"] = new
+        elif kind == "extend":  # one more op on a body: the kernels before it are reused
+            progs[f"f{step % len(progs)}"] = _extended(progs[f"f{step % len(progs)}"], step)
         elif kind == "comment":
             extra += f"; edit {step}\n"
         elif kind == "space":
@@ -123,5 +141,7 @@ def test_edits_of_random_entries_rebuild_as_clean_builds(
         assert got[1] == want[1], f"step {step} ({kind}): diagnostics differ"
         assert got[0] == want[0], f"step {step} ({kind}): reports differ"
         assert "error" not in want[1], want[1]
+        if EACH_STEP:  # the entries through kinac.compile over the workspace's own cache
+            _check_values(ws, progs, seed)
     live.close()
     _check_values(ws, progs, seed)

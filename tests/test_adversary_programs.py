@@ -123,9 +123,15 @@ def test_value_and_grad_equals_torch_autograd(tmp_path_factory: Any, p: Prog, se
         )
 
 
-def sharded_source(p: Prog, chosen: list[tuple[int, int]]) -> str:
-    """``p``'s source on a 2-device mesh ``m`` with parameter ``i`` split on axis ``a``."""
+def sharded_source(p: Prog, chosen: list[tuple[int, int]], result_axis: int | None = None) -> str:
+    """``p``'s source on a 2-device mesh ``m`` with parameter ``i`` split on axis ``a`` (and
+    the result split on ``result_axis``)."""
     src = p.source()
+    if result_axis is not None:
+        assert p.body is not None
+        dims = " ".join(d.expr for d in p.body.shape)
+        rt = f"-> (tensor {p.tname} [{dims}])"
+        src = src.replace(rt, rt[:-1] + f" @sharded(axis={result_axis}, mesh=m))", 1)
     for i, a in chosen:
         n, s, dt = p.params[i]
         ty = f"(tensor {p.tname if dt == 'T' else dt} [{' '.join(d.expr for d in s)}]"
@@ -145,7 +151,9 @@ def test_sharded_run_equals_unsharded(
     chosen = data.draw(
         st.lists(st.sampled_from(cands), min_size=1, max_size=3, unique_by=lambda c: c[0])
     )
-    src = sharded_source(p, chosen)
+    assert p.body is not None
+    res = [a for a, d in enumerate(p.body.shape) if d.val % 2 == 0 and d.expr.isdigit()]
+    src = sharded_source(p, chosen, data.draw(st.sampled_from([None, *res])))
     path = _file(tmp_path_factory.mktemp("s"), src)
     ins = p.inputs(seed)
     want = p.reference(ins)
