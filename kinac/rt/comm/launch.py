@@ -31,13 +31,20 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kinac.errors import KinaRuntimeError, KinaUsageError
 from kinac.rt.comm.rendezvous import EXIT_PEER_FAILED
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 GRACE_S = 5.0  # after a rank fails: how long the others have to report it and exit
+# The most ranks one launch starts on one machine. A rank is a process per device (8 GPUs on
+# the largest host here; CPU ranks simulate a mesh), and every rank is a Python interpreter
+# (~100 MB): -n 100000 forked until the OS refused (EAGAIN). More ranks than this span
+# machines: run a launcher per machine (torchrun, SLURM) with RANK and WORLD_SIZE set.
+MAX_RANKS = 256
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -115,15 +122,26 @@ def launch(
     """Run ``cmd`` as ranks ``0..n-1``; wait for all; name the first that failed."""
     if n < 1:
         raise KinaUsageError(f"kinac launch: -n must be at least 1, got {n}")
+    if n > MAX_RANKS:
+        raise KinaUsageError(
+            f"kinac launch: -n {n} is too many ranks for one machine (at most {MAX_RANKS}, one "
+            "process each); for more, run a launcher per machine (torchrun, SLURM) with RANK "
+            "and WORLD_SIZE set"
+        )
     argv = command_line(cmd)
     port = master_port or free_port(master_addr)
     base = dict(os.environ if env is None else env)
     procs: list[subprocess.Popen[bytes]] = []
+    die_with_us = _die_with_parent()
     try:
         for r in range(n):
             try:
                 procs.append(
-                    subprocess.Popen(argv, env=rank_env(base, r, n, master_addr, port, timeout_s))
+                    subprocess.Popen(
+                        argv,
+                        env=rank_env(base, r, n, master_addr, port, timeout_s),
+                        preexec_fn=die_with_us,
+                    )
                 )
             except OSError as e:
                 raise KinaUsageError(
@@ -135,6 +153,34 @@ def launch(
         raise
     finally:
         _stop(procs)
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """What each rank runs between fork and exec so that it dies with the launcher: a launcher
+    killed outright (SIGKILL, the OOM killer) cannot stop its ranks, which were orphaned and
+    kept their GPUs. Linux's ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` asks the kernel for SIGTERM
+    when the parent dies (it survives exec). If the launcher died between the fork and the
+    prctl, the child is already orphaned and the signal will never come: it checks its parent
+    and exits at once. None elsewhere (no such call: ranks outlive a killed launcher there).
+
+    libc is loaded here, in the parent: the child only makes two calls (preexec_fn runs
+    before any of the launcher's threads start)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def child() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(EXIT_PEER_FAILED)
+
+    return child
 
 
 def _watch(procs: list[subprocess.Popen[bytes]], grace_s: float) -> Outcome:
