@@ -114,8 +114,11 @@ class Prog:
 class Gen:
     """Draws one program; ``draw`` is hypothesis's."""
 
-    def __init__(self, draw: Any, dtype: str, var_mode: bool, dtype_var: bool) -> None:
+    def __init__(
+        self, draw: Any, dtype: str, var_mode: bool, dtype_var: bool, sizes: tuple[int, ...] = SIZES
+    ) -> None:
         self.draw = draw
+        self.sizes = sizes
         self.p = Prog(dtype, dtype_var, var_mode=var_mode)
         self.vars: dict[int, list[Dim]] = {}
 
@@ -132,7 +135,7 @@ class Gen:
         return d
 
     def new_shape(self, rank: int) -> tuple[Dim, ...]:
-        return tuple(self.dim(self.draw(st.sampled_from(SIZES))) for _ in range(rank))
+        return tuple(self.dim(self.draw(st.sampled_from(self.sizes))) for _ in range(rank))
 
     def param(self, shape: tuple[Dim, ...], dt: str = "T") -> Node:
         name = f"p{len(self.p.params)}"
@@ -467,10 +470,14 @@ class Gen:
 
 @st.composite
 def programs(
-    draw: st.DrawFn, dtypes: tuple[str, ...] = ("f32", "f64", "f16", "bf16"), max_depth: int = 4
+    draw: st.DrawFn,
+    dtypes: tuple[str, ...] = ("f32", "f64", "f16", "bf16"),
+    max_depth: int = 4,
+    sizes: tuple[int, ...] = SIZES,
 ) -> Prog:
     dtype = draw(st.sampled_from(dtypes))
-    g = Gen(draw, dtype, var_mode=draw(st.booleans()), dtype_var=draw(st.integers(0, 3)) == 0)
+    var_mode, dtype_var = draw(st.booleans()), draw(st.integers(0, 3)) == 0
+    g = Gen(draw, dtype, var_mode, dtype_var, sizes)
     g.p.body = g.node(draw(st.integers(1, max_depth)))
     return g.p
 

@@ -64,7 +64,7 @@ def graph_of(p: Prog) -> Graph:
     return sp.graph
 
 
-@_settings(3)
+@_settings(2)
 @given(programs(), seeds)
 def test_host_build_equals_float64(tmp_path_factory: Any, p: Prog, seed: int) -> None:
     src = p.source()
