@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         )
     from kinac.train.launched import launch_rank
 
+    save = _save_path(args.save) if args.save else None  # a bad path fails before training
     rank = launch_rank()
     all_ranks = bool(getattr(args, "all_ranks", False))
     quiet = rank not in (None, 0) and not all_ranks  # a launch: rank 0 speaks for the others
@@ -89,20 +90,41 @@ def run(args: argparse.Namespace) -> int:
     elif args.json:
         _json_line({**done, **tag})
     else:
-        print(
-            (f"rank {rank}: " if tag else "")
-            + f"trained {args.entry} ({trainer.n_weights / 1e6:.2f}M weights) for "
-            f"{len(results)} steps: loss {done['first_loss']:.4f} -> {done['last_loss']:.4f}, "
-            f"{done['tokens_per_s']:,.0f} tokens/s after the first step"
-            + (f", {done['skipped']} skipped" if done["skipped"] else "")
-        )
-    if args.save and rank in (None, 0):  # every rank holds the same weights: one file
-        _save(trainer, args.save)
+        print(_summary_line(args.entry, trainer, done, f"rank {rank}: " if tag else ""))
+    if save is not None and rank in (None, 0):  # every rank holds the same weights: one file
+        _save(trainer, str(save), say=not args.json)  # --json: stdout holds JSON lines only
     return EXIT_OK
 
 
+def _save_path(text: str) -> Any:
+    """Where ``--save`` writes, decided before training as ``kinac run --save`` decides it
+    (:func:`kinac.run._save_path`: a directory refused, ``.npz`` added to another name)."""
+    from kinac.run import _save_path as decide
+
+    return decide(text)
+
+
+def _summary_line(entry: str, trainer: Any, done: dict[str, Any], prefix: str) -> str:
+    """The text summary. One step gives no rate: it includes compiling the gradient and the
+    optimizer, so "N tokens/s after the first step" from it was the first step's own."""
+    n = done["steps"]
+    rate = (
+        f", {done['tokens_per_s']:,.0f} tokens/s after the first step"
+        if n > 1 and done["tokens_per_s"] is not None
+        else ""
+    )
+    return (
+        f"{prefix}trained {entry} ({trainer.n_weights / 1e6:.2f}M weights) for "
+        f"{n} step{'s' * (n != 1)}: loss {done['first_loss']:.4f} -> {done['last_loss']:.4f}"
+        + rate
+        + (f", {done['skipped']} skipped" if done["skipped"] else "")
+    )
+
+
 def _summary(trainer: Any, results: list[Any], total: float) -> dict[str, Any]:
-    later = results[1:] or results
+    """The ``done`` event. Rates are of the steps after the first (which compiles), so one
+    step has none (null), never the first step's own."""
+    later = results[1:]
     secs = sum(r.seconds for r in later)
     return {
         "event": "done",
@@ -147,13 +169,22 @@ def _with_progress(trainer: Any, steps: int, enabled: bool) -> list[Any]:
     return results
 
 
-def _save(trainer: Any, path: str) -> None:
-    """The trained weights as a .npz (arrays named after the parameters)."""
+def _save(trainer: Any, text: str, say: bool = True) -> None:
+    """The trained weights as a .npz (arrays named after the parameters), at the name
+    :func:`_save_path` decides, said on stdout (``say``)."""
     import numpy as np
 
     from kinac.train.optim import to_numpy
 
-    np.savez(path, **{k: to_numpy(v) for k, v in trainer.weights.items()})
+    path = _save_path(text)
+    weights = {k: to_numpy(v) for k, v in trainer.weights.items()}
+    try:
+        np.savez(path, **weights)
+    except OSError as e:
+        raise KinaUsageError(f"--save: cannot write {path}: {e.strerror or e}") from None
+    n = len(weights)
+    if say:
+        print(f"saved {n} weight array{'s' * (n != 1)} to {path} (named after the parameters)")
 
 
 def _json_line(doc: dict[str, Any]) -> None:
