@@ -104,7 +104,7 @@ def config(db: Database, _: tuple[()]) -> ConfigResult:
     if text is None:
         return ConfigResult(WorkspaceConfig(name=default_name))
     if isinstance(text, UnreadableFile):
-        return ConfigResult(None, (ConfigError("", f"cannot read kina.toml: {text.reason}"),))
+        return ConfigResult(None, (ConfigError("", text.reason),))  # "kina.toml: it is ..."
     from kinac.workspace.schema import validate
 
     return validate(text, default_name)
