@@ -24,6 +24,10 @@ from hypothesis import strategies as st
 
 TD = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 SIZES = (1, 2, 3, 4, 5, 17)
+INTS = {"i32": np.int32, "i64": np.int64}
+# what an integer program may use: no float primitives (K0602), no float literals (K0603)
+INT_KINDS = ("binary", "reduce", "transpose", "reshape", "slice", "matmul", "where", "concat",
+             "repeat", "let", "combine")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,10 @@ class Prog:
         return "T" if self.dtype_var else self.dtype
 
     def rd(self, t: torch.Tensor) -> torch.Tensor:
-        """Round a float64 value to the program's dtype (and back to float64)."""
+        """Round a float64 value to the program's dtype (and back to float64); integers stay
+        exact (the generated values stay far below 2^31)."""
+        if self.dtype in INTS:
+            return t
         return t.to(TD[self.dtype]).to(torch.float64)
 
     def source(self, name: str = "f") -> str:
@@ -84,6 +91,9 @@ class Prog:
             if dt == "bool":
                 out.append(np.asarray(rng.random(shape) < 0.6))
                 continue
+            if self.dtype in INTS:
+                out.append(rng.integers(-5, 6, shape).astype(INTS[self.dtype]))
+                continue
             x = torch.from_numpy(rng.standard_normal(shape)).to(TD[self.dtype])
             out.append(
                 x.view(torch.int16).numpy().view(np.uint16) if self.dtype == "bf16" else x.numpy()
@@ -98,6 +108,8 @@ class Prog:
                 e[n] = t
             elif self.dtype == "bf16":
                 e[n] = t.view(torch.bfloat16).to(torch.float64)
+            elif self.dtype in INTS:
+                e[n] = t.to(torch.float64)
             else:
                 e[n] = t.to(torch.float64)
         return e
@@ -149,6 +161,8 @@ class Gen:
         x = self.node(depth - 1)
         kinds = ["unary", "binary", "reduce", "transpose", "reshape", "slice", "matmul"]
         kinds += ["softmax", "where", "concat", "repeat", "let", "attention", "cast", "combine"]
+        if self.p.dtype in INTS:
+            kinds = list(INT_KINDS)
         k = self.draw(st.sampled_from(kinds))
         self.p.ops.append(k)
         return getattr(self, "op_" + k)(x)
@@ -186,10 +200,18 @@ class Gen:
         return out
 
     def op_binary(self, x: Node) -> Node:
-        op = self.draw(st.sampled_from(["add", "sub", "mul", "div", "max", "min", "pow"]))
+        ints = self.p.dtype in INTS
+        ops = (
+            ["add", "sub", "mul", "max", "min"]
+            if ints
+            else ["add", "sub", "mul", "div", "max", "min", "pow"]
+        )
+        op = self.draw(st.sampled_from(ops))
         flip = self.draw(st.booleans())
         if self.draw(st.integers(0, 3)) == 0:
-            y = Node(str(self.draw(st.sampled_from([2, 0.5, -1.5, 3]))), (), None)
+            y = Node(
+                str(self.draw(st.sampled_from([2, -1, 3] if ints else [2, 0.5, -1.5, 3]))), (), None
+            )
             yv = float(y.src)
             y.ev = lambda e: torch.tensor(yv, dtype=torch.float64)
         else:
@@ -222,7 +244,11 @@ class Gen:
     def op_reduce(self, x: Node) -> Node:
         if not x.shape:
             return x
-        op = self.draw(st.sampled_from(["sum", "mean", "max", "min"]))
+        op = self.draw(
+            st.sampled_from(
+                ["sum", "max", "min"] if self.p.dtype in INTS else ["sum", "mean", "max", "min"]
+            )
+        )
         ax, written = self.axis(len(x.shape))
         keep = self.draw(st.booleans())
         shape = tuple(
@@ -362,10 +388,12 @@ class Gen:
         cmp = self.draw(st.sampled_from(["lt", "le", "gt", "ge"]))
         fs = {"lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
         c = fs[cmp]
+        other = f"(mul {x.src} -2)" if self.p.dtype in INTS else f"(neg {x.src})"
+        k = -2.0 if self.p.dtype in INTS else -1.0
         return Node(
-            f"(where ({cmp} {a.src} {b.src}) {x.src} (neg {x.src}))",
+            f"(where ({cmp} {a.src} {b.src}) {x.src} {other})",
             x.shape,
-            lambda e: torch.where(c(a.ev(e), b.ev(e)), x.ev(e), -x.ev(e)),
+            lambda e: torch.where(c(a.ev(e), b.ev(e)), x.ev(e), k * x.ev(e)),
         )
 
     def op_concat(self, x: Node) -> Node:
@@ -409,6 +437,12 @@ class Gen:
         name = f"t{len(self.p.ops)}"
         inner = self.draw(st.sampled_from(["add", "mul", "sub"]))
         f = {"add": torch.add, "mul": torch.mul, "sub": torch.sub}[inner]
+        if self.p.dtype in INTS:
+            return Node(
+                f"(let [({name} {x.src})] ({inner} {name} (max {name} 1)))",
+                x.shape,
+                lambda e: f(x.ev(e), torch.clamp(x.ev(e), min=1)),
+            )
         return Node(
             f"(let [({name} {x.src})] ({inner} {name} (tanh {name})))",
             x.shape,
@@ -418,11 +452,15 @@ class Gen:
     def op_combine(self, x: Node) -> Node:
         """``x`` with a second branch of its shape: a parameter through a shape-keeping op."""
         y = self.param(x.shape)
-        if x.shape and self.draw(st.booleans()):
+        if self.p.dtype in INTS:
+            pass
+        elif x.shape and self.draw(st.booleans()):
             y = self.op_softmax(y)
         else:
             y = self.op_unary(y)
         op = self.draw(st.sampled_from(["add", "mul", "max", "sub"]))
+        if self.p.dtype in INTS and op == "mul":
+            op = "add"
         f = {"add": torch.add, "mul": torch.mul, "max": torch.maximum, "sub": torch.sub}[op]
         return Node(f"({op} {x.src} {y.src})", x.shape, lambda e: self.p.rd(f(x.ev(e), y.ev(e))))
 
@@ -477,6 +515,7 @@ def programs(
 ) -> Prog:
     dtype = draw(st.sampled_from(dtypes))
     var_mode, dtype_var = draw(st.booleans()), draw(st.integers(0, 3)) == 0
+    dtype_var = dtype_var and dtype not in INTS  # dtype variables range over the floats
     g = Gen(draw, dtype, var_mode, dtype_var, sizes)
     g.p.body = g.node(draw(st.integers(1, max_depth)))
     return g.p
@@ -488,6 +527,10 @@ TOL = {"f64": 1e-9, "f32": 2e-4, "f16": 2e-2, "bf16": 8e-2}
 def compare(got: np.ndarray, want: torch.Tensor, dtype: str, what: str = "") -> None:
     """``got`` (kinac's, bf16 as uint16) equals ``want`` (float64) within ``dtype``'s tolerance,
     relative to the largest finite magnitude; NaNs and infinities must match exactly."""
+    if dtype in INTS:
+        assert got.dtype == INTS[dtype], (what, got.dtype)
+        np.testing.assert_array_equal(got, want.numpy().astype(INTS[dtype]), err_msg=what)
+        return
     g = torch.from_numpy(np.array(got, copy=True))
     g = g.view(torch.bfloat16) if dtype == "bf16" else g
     g64 = g.to(torch.float64).numpy()

@@ -36,6 +36,7 @@ def _settings(n: int) -> Any:
 
 
 seeds = st.integers(0, 2**31)
+ALL = ("f32", "f64", "f16", "bf16", "i32", "i64")
 
 
 def _file(tmp: Path, src: str) -> Path:
@@ -65,7 +66,7 @@ def graph_of(p: Prog) -> Graph:
 
 
 @_settings(2)
-@given(programs(), seeds)
+@given(programs(dtypes=ALL), seeds)
 def test_host_build_equals_float64(tmp_path_factory: Any, p: Prog, seed: int) -> None:
     src = p.source()
     fn = kinac.compile(_file(tmp_path_factory.mktemp("h"), src), "f")
@@ -74,7 +75,7 @@ def test_host_build_equals_float64(tmp_path_factory: Any, p: Prog, seed: int) ->
 
 
 @_settings(3)
-@given(programs(max_depth=3), seeds)
+@given(programs(dtypes=ALL, max_depth=3), seeds)
 def test_gpu_lowering_emulated_equals_float64(p: Prog, seed: int) -> None:
     ins = p.inputs(seed)
     (out,) = run_emulated(graph_of(p), *ins)
