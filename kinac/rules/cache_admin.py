@@ -14,7 +14,15 @@ from typing import Any
 from kinac.rules.cache_files import _gen
 from kinac.rules.codec import CodecError, digest
 from kinac.rules.disk import Damaged
-from kinac.rules.store import BLOBS, INDEX, KEEP_GENERATIONS, Store, forward_edges, unseal
+from kinac.rules.store import (
+    BLOBS,
+    INDEX,
+    KEEP_GENERATIONS,
+    Store,
+    _recorded,
+    forward_edges,
+    unseal,
+)
 
 QUARANTINE_MARK = ".corrupt-"
 
@@ -91,7 +99,7 @@ def verify(store: Store) -> dict[str, Any]:
     missing = len(set(forward_edges(rows)) - set(con.execute("SELECT dep, qid FROM rdep")))
     recorded = con.execute("SELECT v FROM meta WHERE k = 'rdep_n'").fetchone()
     counted = con.execute("SELECT COUNT(*) FROM rdep").fetchone()[0]
-    if missing or (rows and (recorded is None or recorded[0] != str(counted).encode())):
+    if missing or (rows and _recorded(recorded[0] if recorded else None) != counted):
         store.rebuild_reverse_edges()
     ok = bad = 0
     for fp in list(blobs.iterkeys()):

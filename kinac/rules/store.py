@@ -63,6 +63,22 @@ _RDEP_CHECK = (  # one statement: one snapshot of the table, its count and the m
     " EXISTS (SELECT 1 FROM memo)"
 )
 
+_RDEP_BEFORE = (  # what a commit needs to keep the count: the count, and whether it is fresh
+    "SELECT (SELECT v FROM meta WHERE k = 'rdep_n'), EXISTS (SELECT 1 FROM memo),"
+    " EXISTS (SELECT 1 FROM rdep)"
+)
+
+
+def _recorded(raw: object) -> int | None:
+    """The recorded reverse-edge count, or None if missing or not a count (then the table
+    is rebuilt before it is trusted, not the index quarantined: it is derived data)."""
+    if raw is None:
+        return None
+    try:
+        return _count(raw, "reverse-edge count")
+    except Damaged:
+        return None
+
 
 def forward_edges(rows: list[tuple[str, bytes]]) -> list[tuple[str, str]]:
     """``(dep, qid)`` for every dependency in the traces of these ``(qid, sealed record)``
@@ -147,8 +163,8 @@ class Store(CacheFiles):
         is rebuilt from the memo records (one warning). One COUNT, on edit builds only: a no-op
         build never reads the reverse edges."""
         have, want, any_memo = con.execute(_RDEP_CHECK).fetchone()
-        expected = _count(want, "reverse-edge count") if want is not None else None
-        if have == expected or (expected is None and have == 0 and not any_memo):
+        expected = _recorded(want)
+        if have == expected or (want is None and have == 0 and not any_memo):
             return True
         n = self.rebuild_reverse_edges()
         if n is None:
@@ -268,6 +284,7 @@ class Store(CacheFiles):
                 if gen != self.base_gen:  # another process committed since we read: our
                     roots = None  # summaries may describe traces it replaced, so keep theirs
                 gen += 1
+                was, had_memos, had_edges = con.execute(_RDEP_BEFORE).fetchone()
                 con.executemany(
                     "INSERT OR REPLACE INTO memo VALUES (?, ?, ?, ?)",
                     [
@@ -275,18 +292,19 @@ class Store(CacheFiles):
                         for qid, m in memos.items()
                     ],
                 )
-                row = con.execute("SELECT v FROM meta WHERE k = 'rdep_n'").fetchone()
-                added = con.executemany(
-                    "INSERT OR IGNORE INTO rdep VALUES (?, ?)",
-                    [(d, qid) for qid, m in memos.items() for d, _ in m.deps],
-                ).rowcount  # the edges new to the table: ignored duplicates count 0
-                # the count the edges are checked against (_reverse_edges_consistent); with no
-                # count yet (a fresh index, or one that lost it) the table is counted once
-                n_edges = (
-                    _count(row[0], "reverse-edge count") + max(added, 0)
-                    if row is not None
-                    else con.execute("SELECT COUNT(*) FROM rdep").fetchone()[0]
+                added = max(
+                    0,
+                    con.executemany(
+                        "INSERT OR IGNORE INTO rdep VALUES (?, ?)",
+                        [(d, qid) for qid, m in memos.items() for d, _ in m.deps],
+                    ).rowcount,  # the edges new to the table: ignored duplicates count 0
                 )
+                # the count the edges are checked against (_reverse_edges_consistent): kept
+                # up to date, started on a fresh index, and never re-derived from a table that
+                # lost its count (counting it would bless the damage: the next edit rebuilds)
+                recorded = _recorded(was)
+                fresh = was is None and not had_memos and not had_edges
+                n_edges = (recorded + added) if recorded is not None else added if fresh else None
                 con.executemany(
                     "INSERT OR REPLACE INTO root VALUES (?, ?)",
                     [(qid, seal([*s, gen])) for qid, s in (roots or {}).items()],
@@ -295,7 +313,7 @@ class Store(CacheFiles):
                     "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                     [
                         ("gen", str(gen).encode()),
-                        ("rdep_n", str(n_edges).encode()),
+                        *([("rdep_n", str(n_edges).encode())] if n_edges is not None else []),
                         *((k, seal(v)) for k, v in (settings or {}).items()),
                     ],
                 )
