@@ -123,3 +123,41 @@ def test_a_bf16_iota_is_an_index_only_while_it_is_exact(s: int, causal: list[boo
         if isinstance(op, st.KernelOp) and op.kind.data == "attention"
     ]
     assert got == causal
+
+
+def _masked_attention(mask_dtype: str, dt: str = "f16") -> Graph:
+    g = GraphBuilder("adv_user_mask")
+    q, k, v = (g.param(n, dt, (2, S, D)) for n in "qkv")
+    m = g.param("m", mask_dtype, (S, S))
+    mask = m if mask_dtype == dt else g.cast(m, dt)
+    x = g.binary(
+        "add", g.binary("mul", g.matmul(q, g.transpose(k, (0, 2, 1))), g.const(0.125, dt)), mask
+    )
+    return g.build(g.matmul(g.softmax(x, -1), v))
+
+
+def _attention_kernels(graph: Graph) -> list[str]:
+    m = gpu_module(graph, verify=False)
+    return [
+        merged_params(op).mask_dtype
+        for op in m.walk()
+        if isinstance(op, st.KernelOp) and op.kind.data == "attention"
+    ]
+
+
+def test_a_narrowed_user_mask_is_not_read_unrounded_by_the_fused_kernel() -> None:
+    """An f32 mask cast to f16 (-1e9, a common "masked" value, is -inf in f16: a row of it is
+    NaN, language.md) was fused reading the f32 tensor: finite -1e9, so such a row came out a
+    uniform average of V instead of NaN, and every other value unrounded. A mask of the
+    scores' own dtype is still fused."""
+    assert _attention_kernels(_masked_attention("f16")) == ["f16"]
+    assert _attention_kernels(_masked_attention("f32")) == []
+    assert _attention_kernels(_masked_attention("bf16")) == []
+    # the unfused path keeps the cast: -1e9 rounds to -inf and a fully masked row is NaN
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((2, S, D)).astype(np.float16) for _ in range(3))
+    m = np.zeros((S, S), np.float32)
+    m[3] = -1e9
+    m[5, 7:] = -1e9
+    (got,) = run(_masked_attention("f32"), q, k, v, m)
+    assert np.isnan(got[:, 3]).all() and not np.isnan(np.delete(got, 3, axis=1)).any()

@@ -14,8 +14,8 @@ contiguous, rows 16-byte aligned; the scores' transforms are multiplications by 
 constants (``rsqrt Dh``), at most one additive mask built from ``iota``/compare/``where``
 (``full`` of 0 and ``-inf``, maybe cast) that is exactly the causal one (key ``j`` masked
 when ``j > i``), and at most one user's mask tensor (an input of bf16, f16 or f32 through any
-affine view, broadcast against the scores, added after the scaling); the softmax is over the
-keys. Anything else (f32, other head dims, a mask that is scaled, a computed mask that is not
+affine view, broadcast against the scores, added after the scaling; cast only where the cast
+changes no value: the kernel adds the tensor as stored); the softmax is over the keys. Anything else (f32, other head dims, a mask that is scaled, a computed mask that is not
 the causal one) keeps today's path: cuBLAS and the softmax kernel. A row whose every key is
 masked comes out 0 (today's path: NaN).
 
@@ -197,9 +197,18 @@ class Transform:
     mask: SSAValue | None = None  # the user's additive mask tensor (a view of an input)
 
 
+# casts of a mask tensor that change no value (the kernel adds the tensor as stored): a
+# narrowing one rounds, and overflows to -inf (an f32 -1e9 is -inf in f16: a row masked with
+# it is NaN by the softmax rule, the kernel's finite -1e9 gave a uniform average instead)
+_EXACT_CASTS = {("bf16", "f32"), ("f16", "f32")}
+
+
 def _user_mask(v: SSAValue) -> bool:
-    """``v`` is a kernel input read through views (maybe cast): the user's mask tensor."""
+    """``v`` is a kernel input read through views (maybe widened by a cast): the user's mask
+    tensor."""
     if isinstance(v.owner, el.CastOp):
+        if (dtype_name(v.owner.x.type), dtype_name(v.type)) not in _EXACT_CASTS:
+            return False
         v = v.owner.x
     base, _ = view_base(v)
     return isinstance(base, BlockArgument) and dtype_name(base.type) in MASK_DTYPES
