@@ -192,6 +192,10 @@ class Scalars:
         """``acc (+|max|min) v`` for a loop-carried accumulator (reassociable floats)."""
         if kind in ("sum", "mean") and dt in FLOAT:
             return self._op("addf", arith.AddfOp, [acc, v], REDUCE_FLAGS)
+        if (
+            kind == "sum" and dt == "bool"
+        ):  # bool + is or (as the GPU's and torch's): i1 addi is xor
+            return self.binary("max", acc, v, dt)
         if kind in ("sum", "mean"):
             return self._op("addi", arith.AddiOp, [acc, v])
         return self.binary(kind, acc, v, dt)
