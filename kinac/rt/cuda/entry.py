@@ -635,7 +635,9 @@ def default_pdl() -> bool:
     return v == "1"
 
 
-# off until a device run shows the win (benches/latency_probe.py, docs/gpu.md)
+# off: no win measured on the H200 (benches/latency_probe.py, 2026-12-02: the small bf16 block
+# 43.8 us per synced call with it, 43.9 without; the 45M one 659.0 / 659.4): every programmatic
+# edge of those blocks leaves a cuBLAS kernel, which never triggers early (docs/gpu.md)
 PDL_DEFAULT = False
 
 DEFAULT_SHARED = 48 * 1024  # dynamic shared memory a launch may ask for without opting in
