@@ -15,6 +15,7 @@ the rounding of one op.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,7 @@ class Prog:
     nvars: int = 0
     var_mode: bool = False
     ops: list[str] = field(default_factory=list)
+    via_call: bool = False  # the body in a callee defn, called with the parameters
 
     @property
     def tname(self) -> str:
@@ -80,7 +82,20 @@ class Prog:
         rt = self.tname if not res else f"(tensor {self.tname} [{' '.join(d.expr for d in res)}])"
         wh = f"\n  (where {' '.join(self.wheres)})" if self.wheres else ""
         imp = '(import "std/nn.kina")\n' if self.uses_prelude else ""
-        return f"{imp}(defn {name} [{ps}] -> {rt}{wh}\n  {self.body.src})\n"
+        if not self.via_call:
+            return f"{imp}(defn {name} [{ps}] -> {rt}{wh}\n  {self.body.src})\n"
+
+        # the body in a callee whose parameters and dims have other names: the call binds
+        # them by position and instantiates its dims (and where clauses) from the arguments
+        def callee(text: str) -> str:
+            return re.sub(r"\bN(\d+)\b", r"M\1", re.sub(r"\bp(\d+)\b", r"q\1", text))
+
+        args = " ".join(n for n, _, _ in self.params)
+        return (
+            f"{imp}(defn {name}_callee [{callee(ps)}] -> {callee(rt)}{callee(wh)}\n"
+            f"  {callee(self.body.src)})\n"
+            f"(defn {name} [{ps}] -> {rt}{wh}\n  ({name}_callee {args}))\n"
+        )
 
     def inputs(self, seed: int) -> list[np.ndarray]:
         """Arguments (bf16 as uint16 bit patterns), in parameter order."""
@@ -518,6 +533,7 @@ def programs(
     dtype_var = dtype_var and dtype not in INTS  # dtype variables range over the floats
     g = Gen(draw, dtype, var_mode, dtype_var, sizes)
     g.p.body = g.node(draw(st.integers(1, max_depth)))
+    g.p.via_call = draw(st.integers(0, 3)) == 0
     return g.p
 
 

@@ -112,6 +112,8 @@ def test_value_and_grad_equals_torch_autograd(tmp_path_factory: Any, p: Prog, se
     tol = TOL[p.dtype] * (10 if p.dtype == "f32" else 1e3)
     w = float(ref.detach())
     np.testing.assert_allclose(float(val), w, rtol=tol, atol=tol * max(1.0, abs(w)), err_msg=src)
+    if not np.isfinite(w):
+        return  # a NaN loss (a fully masked row): its gradients follow no convention (max of NaN)
     for n in wrt:
         g = env[n].grad
         want = np.zeros(env[n].shape) if g is None else g.numpy()
