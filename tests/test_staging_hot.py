@@ -481,8 +481,8 @@ def test_a_flag_not_set_yet_is_waited_for_on_done_and_mixed_paths_stay_ordered(
 ) -> None:
     """A copy graph whose flag has not landed: the host waits on *done* (recorded after the
     flag's copy), never clears the flag under a write still coming; a ``pinned_empty`` array
-    in between is read where it is by a copy graph of its own (the call returns after a wait
-    on *done*), and the orders hold throughout."""
+    in between is read where it is by a copy graph of its own, without the flag (the call
+    returns after a wait on *copied*: 2026-12-02c round 3), and the orders hold throughout."""
     e, w, _ = entry
     rng = np.random.default_rng(2)
     wv = np.arange(1, 5, dtype=np.float32)
@@ -507,8 +507,8 @@ def test_a_flag_not_set_yet_is_waited_for_on_done_and_mixed_paths_stay_ordered(
             assert t.done.handle not in hw[:1] or k in (4, 5), (k, fake.log)
         if k in (4, 5):  # the caller's array DMA'd where it is, waited for before returning
             assert [ev[3] for ev in fake.log if ev[0] == "copy"] == [buf.ctypes.data]
-            assert fake.log[-1] == ("host-wait", t.done.handle)
-            assert not any(ev[0] == "fill" for ev in fake.log)
+            assert fake.log[-1] == ("host-wait", t.copied.handle)  # (no flag in its graph)
+            assert not any(ev[0] in ("fill", "flag-set") for ev in fake.log)
         by_graph[j] = k not in (0, 4, 5)
     assert st.graph_calls == 8 and st.direct == 2 and st.hot_calls == 8
     check_reuse_order(fake.log, st.copy_stream.handle)

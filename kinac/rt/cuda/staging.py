@@ -67,17 +67,23 @@ DIRECT_MIN_BYTES = 0
 STREAM_MIN_BYTES: int | None = None
 STREAM_WIDTH = 32
 # The steady state's copy graphs (staging_graphs), 2026-12-02c round 3 (the probe's same-run
-# A/Bs in docs/measurements/runtime_overlap_2026-12-02c.md): each input's DMA as this many
-# memcpy nodes on parallel branches (pieces of at least DMA_PIECE_MIN bytes, cut at 4 KiB), so
-# the driver may spread it over more than one copy engine (KINAC_STAGING_DMA_PIECES);
+# A/Bs in docs/measurements/runtime_overlap_2026-12-02c.md, "Round 3"): each input's DMA as
+# this many memcpy nodes on parallel branches (pieces of at least DMA_PIECE_MIN bytes, cut at
+# 4 KiB; KINAC_STAGING_DMA_PIECES). 1: the H200 measured pieces slower at every size (0.5 MiB
+# alone 15.4 / 19.0 / 23.5 us as 1 / 2 / 4 pieces; two streams no better), no second copy
+# engine for one host-to-device copy;
 DMA_PIECES = 1
 DMA_PIECE_MIN = 64 << 10
 # whether the copy graph of numpy inputs ends with the flag's copy and *done* (else the host
 # asks the driver whether the turn's *copied* event is done when it reuses the block:
-# KINAC_STAGING_FLAG=0), and whether a copy graph reading a caller's pinned array does (else
-# the call waits for *copied*, recorded right after the DMAs: KINAC_STAGING_DIRECT_FLAG=0).
+# KINAC_STAGING_FLAG=0; measured even: 37.5 vs 37.2 us at 0.5 MiB, 74.5 vs 74.7 at 1 MiB, so
+# kept), and whether a copy graph reading a caller's pinned array does: no, the call waits for
+# *copied*, recorded right after the DMAs, not for *done* after the flag's copy (a 0.5 MiB
+# pinned_empty x 35.9 -> 29.4 us per call against 28.8 for device x; even from 1 MiB; no flag
+# write can then land after the wait, so none can race the next call's clear).
+# KINAC_STAGING_DIRECT_FLAG=1 keeps the flag there.
 COPY_FLAG = True
-DIRECT_FLAG = True
+DIRECT_FLAG = False
 
 
 def stream_min_default(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
