@@ -27,8 +27,13 @@ again). Per call: two ``cuGraphLaunch`` and no other driver call.
 
 A graph that cannot be built (a driver without event nodes, a captured graph a child node
 refuses: memory alloc/free nodes) leaves that call on the driver-call path, and
-:attr:`Graphs.error` says why; a caller's pinned array (``pinned_empty``, ``pin_memory()``) is
-copied from where it is, so such a call takes the driver-call path too.
+:attr:`Graphs.error` says why. A caller's pinned array (``pinned_empty``, ``pin_memory()``) is
+DMA'd from where it is by a copy graph of its own (:func:`direct_copy`) without the flag's copy
+and *done*: the call waits for *copied* before it returns (the caller may refill the array
+then), which the H200 measured 6.5 us a call faster at 0.5 MiB than waiting for *done*
+(2026-12-02c round 3; ``stager.direct_flag``). Round 3 also measured, and left off by default,
+the DMA cut into pieces on parallel branches (``stager.dma_pieces``: slower) and the numpy copy
+graph without its flag (``stager.copy_flag``: the host queries *copied* instead; even).
 
 The builder is :class:`Graphs`: libcuda's graph API through ``ctypes`` (the bindings' struct
 wrappers differ between cuda-python versions; the C ABI does not). Tests give the stager a
