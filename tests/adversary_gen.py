@@ -28,7 +28,7 @@ SIZES = (1, 2, 3, 4, 5, 17)
 INTS = {"i32": np.int32, "i64": np.int64}
 # what an integer program may use: no float primitives (K0602), no float literals (K0603)
 INT_KINDS = ("binary", "reduce", "transpose", "reshape", "slice", "matmul", "where", "concat",
-             "repeat", "let", "combine")  # fmt: skip
+             "repeat", "let", "combine", "dimval")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -176,6 +176,7 @@ class Gen:
         x = self.node(depth - 1)
         kinds = ["unary", "binary", "reduce", "transpose", "reshape", "slice", "matmul"]
         kinds += ["softmax", "where", "concat", "repeat", "let", "attention", "cast", "combine"]
+        kinds += ["dimval"]
         if self.p.dtype in INTS:
             kinds = list(INT_KINDS)
         k = self.draw(st.sampled_from(kinds))
@@ -478,6 +479,22 @@ class Gen:
             op = "add"
         f = {"add": torch.add, "mul": torch.mul, "max": torch.maximum, "sub": torch.sub}[op]
         return Node(f"({op} {x.src} {y.src})", x.shape, lambda e: self.p.rd(f(x.ev(e), y.ev(e))))
+
+    def op_dimval(self, x: Node) -> Node:
+        """A dimension variable used as a value (a weak scalar taking the tensor's dtype):
+        ``x + N`` for integers, ``x * rsqrt(N)`` for floats (spec section 8's ``rsqrt Dh``)."""
+        dims = [d for d in x.shape if re.fullmatch(r"N\d+", d.expr)]
+        if not dims:
+            return x
+        d = dims[0]
+        bound = {"i32": 2147483647, "f16": 65519}.get(self.p.dtype)
+        if bound is not None:
+            self.p.wheres.append(f"(<= {d.expr} {bound})")
+        n = float(d.val)
+        if self.p.dtype in INTS:
+            return Node(f"(add {x.src} {d.expr})", x.shape, lambda e: x.ev(e) + n)
+        r = self.p.rd(torch.tensor(1.0 / math.sqrt(n), dtype=torch.float64))
+        return Node(f"(mul {x.src} (rsqrt {d.expr}))", x.shape, lambda e: self.p.rd(x.ev(e) * r))
 
     def op_cast(self, x: Node) -> Node:
         to = self.draw(st.sampled_from(["f64", "f32", "f16", "bf16"]))
