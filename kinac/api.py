@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 import os
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kinac.errors import KinaCallError, KinaCompileError, KinaConfigError, KinaUsageError
@@ -107,6 +108,21 @@ def _device(a: Any) -> Any:
     """Where an array without ``.device`` lives, as :func:`_arg_type` decides it."""
     dl = getattr(a, "__dlpack_device__", None)
     return tuple(dl()) if dl is not None else None
+
+
+_VERSION = operator.attrgetter("_version")
+_SHAPE_DTYPE = operator.attrgetter("shape", "dtype")
+
+
+def _state_reader(arrays: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """How the hot path reads what the arrays at these positions may change in place: a torch
+    tensor's ``_version``, any other array's shape and dtype, each position by its own kind."""
+    if all(hasattr(a, "_version") for a in arrays):
+        return lambda xs: tuple(map(_VERSION, xs))
+    getters = tuple(_VERSION if hasattr(a, "_version") else _SHAPE_DTYPE for a in arrays)
+    if _VERSION not in getters:
+        return lambda xs: tuple(map(_SHAPE_DTYPE, xs))
+    return lambda xs: tuple(map(operator.call, getters, xs))
 
 
 def _fast_key(args: tuple[Any, ...], dims: dict[str, Any]) -> tuple[Any, ...]:
@@ -351,7 +367,7 @@ class CompiledDefn:
         ):
             where = memo[4]
             arrays = args if where is None else args[where]
-            if tuple(map(memo[6], arrays)) == memo[7]:
+            if memo[6](arrays) == memo[7]:
                 self.fast_calls += 1
                 self.hot_calls += 1
                 return memo[3](*arrays)
@@ -412,7 +428,7 @@ class CompiledDefn:
             # (rebuilding would cost weak references on every call of that pattern)
             if tuple(map(type, dims.values())) == memo[2]:
                 arrays = args if memo[4] is None else args[memo[4]]
-                box[0] = (*memo[:7], tuple(map(memo[6], arrays)))
+                box[0] = (*memo[:7], memo[6](arrays))
             return
         if ids != self._memo_next:
             self._memo_next = ids  # seen once: memoise if the next call repeats it
@@ -439,11 +455,12 @@ class CompiledDefn:
             arrays = args[span]
         # what an array may change in place while staying the same object: torch counts every
         # in-place change (t_, resize_, set_, and data writes too: then the fast path serves);
-        # a numpy array's shape and dtype are assignable
-        torchy = all(hasattr(a, "_version") for a in arrays)
-        state = operator.attrgetter("_version") if torchy else operator.attrgetter("shape", "dtype")
+        # a numpy array's shape and dtype are assignable. Each array by its own kind, so a call
+        # mixing numpy and torch arrays reads one counter per tensor, not its shape and dtype
+        # (~0.5 us per tensor on the H200's host)
+        state = _state_reader(arrays)
         try:
-            now = tuple(map(state, arrays))
+            now = state(arrays)
         except AttributeError:
             return
         # a GPU entry's pre-bound launch, valid while its own memo is of these arrays

@@ -119,6 +119,31 @@ def test_a_torch_tensor_changed_in_place_leaves_the_hot_path(src: Path) -> None:
     torch.testing.assert_close(torch.from_dlpack(f(z, w)), z + w)
 
 
+def test_mixed_numpy_and_torch_arguments_read_each_by_its_kind(src: Path) -> None:
+    """A call mixing a torch tensor and a numpy array: the tensor's in-place change is seen by
+    its version counter (its shape is not read on the hot path: ~0.5 us per tensor), the
+    array's by its shape and dtype; either change leaves the hot path."""
+    torch = pytest.importorskip("torch")
+    from kinac.api import _state_reader
+
+    x, y = torch.randn(4, 4), np.random.default_rng(5).standard_normal(4).astype(np.float32)
+    assert _state_reader((x, y))((x, y)) == (x._version, (y.shape, y.dtype))
+    f = kinac.compile(src, "g", no_cache=True)
+    _hot(f, x, y)
+    hot = f.hot_calls
+    x.resize_(2, 8)  # the version moves: the fast path decides, and refuses D = 8 against y
+    with pytest.raises(KinaCallError):
+        f(x, y)
+    assert f.hot_calls == hot
+    x = torch.randn(4, 4)
+    _hot(f, x, y)
+    hot = f.hot_calls
+    y.shape = (2, 2)  # type: ignore[misc]  # numpy's assignable shape: refused, not run
+    with pytest.raises(KinaCallError):
+        f(x, y)
+    assert f.hot_calls == hot
+
+
 def test_a_dead_argument_drops_the_memo_before_its_id_can_be_reused(src: Path) -> None:
     f = kinac.compile(src, "g", no_cache=True)
     r = np.random.default_rng(3)
