@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from kinac.api_sharded import DEFAULT_TIMEOUT_S, ShardedDefn, _shape_text, check_divisible
+from kinac.api_sharded_types import ArgTypes
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 
 Layouts = Mapping[str, Sequence[Sequence[str]]]
@@ -235,6 +236,7 @@ class MeshValueAndGrad(ShardedValueAndGrad):
         self.last_log: Any = None
         self.last_program: Any = None
         self._runs: dict[Any, tuple[Any, list[Any]]] = {}
+        self._arg_types = ArgTypes()
 
     def _build(self, key: Any) -> tuple[Any, list[Any]]:
         from kinac import pipeline_shard
