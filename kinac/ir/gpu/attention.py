@@ -17,7 +17,7 @@ when ``j > i``), and at most one user's mask tensor (an input of bf16, f16 or f3
 affine view, broadcast against the scores, added after the scaling; cast only where the cast
 changes no value: the kernel adds the tensor as stored); the softmax is over the keys. Anything else (f32, other head dims, a mask that is scaled, a computed mask that is not
 the causal one) keeps today's path: cuBLAS and the softmax kernel. A row whose every key is
-masked comes out 0 (today's path: NaN).
+masked comes out NaN, as on every path (docs/language.md, "Fully masked softmax rows").
 
 Tile choice: the pass writes the canonical parameters (:func:`choose_tiles`: 64 x 64, mma.sync),
 which are the kernel's key; the variant actually built (tiles, stages, mma kind) is chosen per
@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from kinac.dtypes import FLOAT_DTYPES
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
@@ -119,7 +120,6 @@ _CMP = {"kina.ge": lambda a, b: a >= b, "kina.gt": lambda a, b: a > b,
 
 # the largest count an iota of each float dtype holds exactly (0 .. 2^(mantissa + 1))
 _EXACT_IOTA = {"f16": 2**11, "bf16": 2**8, "f32": 2**24, "f64": 2**53}
-_FLOATS = ("f64", "f32", "f16", "bf16")
 
 
 def _iota_role(v: SSAValue, rank: int) -> str | None:
@@ -153,7 +153,7 @@ def _mask_at(
     if isinstance(op, st.FullOp | st.ConstOp) and isinstance(op.value, FloatAttr | IntegerAttr):
         return float(op.value.value.data)
     if isinstance(op, el.CastOp):
-        if dtype_name(v.type) not in _FLOATS or dtype_name(op.x.type) not in _FLOATS:
+        if dtype_name(v.type) not in FLOAT_DTYPES or dtype_name(op.x.type) not in FLOAT_DTYPES:
             return None  # a cast to an integer or bool changes -inf and 0
         return _mask_at(op.x, i, j, compares, rank)
     if isinstance(op, el.WhereOp):
