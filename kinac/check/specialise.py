@@ -200,6 +200,17 @@ def _spliced(frag: Any, args: list[int], off: int) -> tuple[Node, ...]:
     return out
 
 
+def _own_group(v: Any, e: TPrim) -> Any:
+    """A target shape's ``...`` (``reshape``, ``broadcast-to``) names the operand's own
+    leading group, which the checker accepted whatever the operand calls it: a parameter's
+    ``..b`` binds ``b``, not ``...``, so the shape is read through the operand's group name."""
+    if not isinstance(v, SShape) or v.group != "..." or not e.args:
+        return v
+    operand = getattr(e.args[0], "type", None)
+    group = getattr(getattr(operand, "shape", None), "group", None)
+    return v if group is None else SShape(group, v.dims)
+
+
 class _Emitter:
     def __init__(self, env: SpecEnv, default_device: str) -> None:
         self.env, self.default = env, default_device
@@ -403,7 +414,7 @@ class _Emitter:
         if e.op in ("cast",):
             ctx_dt = self.dtype(e.attr("to"), c.dts)
         dev = next((t.device for t in strong), self.default)
-        vals = {k: self.concrete_attr(v, c) for k, v in e.attrs}
+        vals = {k: self.concrete_attr(_own_group(v, e), c) for k, v in e.attrs}
         for a in [*args, _Weak(vals["value"], False)] if e.op == "full" else args:
             dt = vals.get("dtype", ctx_dt) if e.op == "full" else ctx_dt
             if isinstance(a, _Weak) and not isinstance(a.value, bool) and not fits(a.value, dt):
