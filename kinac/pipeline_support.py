@@ -109,10 +109,13 @@ def unreadable_error(path: str, problem: UnreadableFile) -> Diagnostic:
     """K0153: a source file kinac cannot read as UTF-8 text."""
     line, col = max(problem.line, 1), max(problem.col, 1)
     start = len(problem.shown[: problem.offset]) if problem.shown else 0
+    # The reason is worded for a message that names the file alone ("kina.toml: cannot read
+    # it: ..."); this one already says "cannot read `path`", so the reason's own is dropped.
+    reason = problem.reason.removeprefix("cannot read it: ")
     return Diagnostic(
         "K0153",
         "error",
-        f"cannot read `{path}`: {problem.reason}",
+        f"cannot read `{path}`: {reason}",
         Label(
             Span(path, line, col, line, col + 1, start, start + 1),
             "first invalid byte" if problem.line else "this file",

@@ -53,7 +53,7 @@ def test_workspace_with_a_non_utf8_file_and_a_dangling_link(
     rc, out, _ = run(capsys, "check", str(tmp_path), "--no-cache")
     assert rc == 1
     assert "cannot read `lib.kina`: it is not valid UTF-8" in out
-    assert "cannot read `gone.kina`: cannot read it: No such file or directory" in out
+    assert "cannot read `gone.kina`: No such file or directory" in out
 
 
 def test_kina_toml_not_utf8_is_a_config_error_not_no_config(
