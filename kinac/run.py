@@ -139,9 +139,14 @@ def _numpy_why(e: Exception) -> str:
 def _parse_pairs(flag: str, text: str | None) -> dict[str, str]:
     """``K=V,K=V`` (``--dims``, ``--dtypes``) as a dict of stripped strings."""
     out: dict[str, str] = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
+    if text is None:
+        return out
+    for part in text.split(","):
+        if not part.strip():  # `,,,`, `N=2,,D=3`, a trailing comma: a slip, not "no pairs"
+            raise KinaUsageError(
+                f"{flag} takes NAME=VALUE pairs separated by single commas, got {text!r} "
+                "(an empty pair)"
+            )
         k, eq, v = (x.strip() for x in part.partition("="))
         if not eq or not k or not v:
             raise KinaUsageError(
@@ -158,7 +163,7 @@ def _parse_dims(text: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in _parse_pairs("--dims", text).items():
         parts = v.split("x") if k.startswith("..") else [v]
-        if not all(x.isdigit() and int(x) >= 1 for x in parts):
+        if not all(x.isascii() and x.isdigit() and int(x) >= 1 for x in parts):  # not "４"
             raise KinaUsageError(
                 f"--dims takes NAME=POSITIVE_INT pairs (a group: ..b=4x128), got {f'{k}={v}'!r}"
             )

@@ -29,3 +29,25 @@ def test_unreadable_source_says_cannot_read_once(
     assert rc == 1
     (line,) = [x for x in text.splitlines() if "K0153" in x]
     assert line == "error[K0153]: cannot read `gone.kina`: No such file or directory", line
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--dims", ",,,"], "--dims takes NAME=VALUE pairs separated by single commas, got ',,,'"),
+        (["--dims", "N=2,"], "(an empty pair)"),
+        (["--dims", "N=\uff14"], "--dims takes NAME=POSITIVE_INT pairs"),  # full-width 4
+        (["--dims", "..b=2x\u0663"], "--dims takes NAME=POSITIVE_INT pairs"),  # Arabic-Indic 3
+        (["--dims", "N=4", "--dtypes", ",,"], "--dtypes takes NAME=VALUE pairs separated"),
+    ],
+)
+def test_run_refuses_empty_pairs_and_non_ascii_digits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], needle: str
+) -> None:
+    """``--dims ,,,`` ran as if no dims were given and ``N=４`` as ``N=4``: both are slips a
+    user wants named (``kinac: error:``, exit 2), not silently read."""
+    (tmp_path / "f.kina").write_text(IDENTITY)
+    rc, text = _run(capsys, "run", str(tmp_path / "f.kina"), "f", "--no-cache", *flags)
+    assert rc == 2, text
+    (line,) = [x for x in text.splitlines() if x.startswith("kinac: error:")]
+    assert needle in line, line
