@@ -3,6 +3,7 @@ that were accepted, or reported twice, where a user expects one clear error."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,27 @@ def test_run_refuses_empty_pairs_and_non_ascii_digits(
     assert rc == 2, text
     (line,) = [x for x in text.splitlines() if x.startswith("kinac: error:")]
     assert needle in line, line
+
+
+def test_serve_refuses_an_invalid_kina_toml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kinac serve`` warmed up and listened over a kina.toml every build then refused; it
+    says the configuration error and exits 2, and removes the "starting" marker a build's
+    auto-start left (else later builds would wait for it to go stale)."""
+    from kinac.server.address import socket_path, starting_marker
+    from kinac.server.client import claim_start
+
+    (tmp_path / "a.kina").write_text(IDENTITY)
+    (tmp_path / "kina.toml").write_text('[workspace]\nname = "w"\n[target]\nkind = "tpu"\n')
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    sock = socket_path(tmp_path.resolve(), cache.resolve(), os.environ)
+    assert claim_start(sock) and starting_marker(sock).exists()  # as KINAC_SERVER=auto does
+    argv = ["serve", str(tmp_path), "--cache-dir", str(cache), "--idle-timeout", "0.2"]
+    rc, text = _run(capsys, *argv)
+    assert rc == 2, text
+    (line,) = [x for x in text.splitlines() if x.startswith("kinac: error:")]
+    assert line.startswith("kinac: error: kina.toml: target.kind"), line
+    assert "listening" not in text
+    assert not starting_marker(sock).exists()

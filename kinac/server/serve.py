@@ -418,6 +418,14 @@ def serve(sess: Any, idle_s: float) -> int:
         if server.live():  # before the warm-up: a second server would pay a cold build for nothing
             print(f"kinac serve: a server already listens at {server.path}", file=sys.stderr)
             return 0
+        errors = sess.config_errors()
+        if errors:  # serving would answer every build with them: say so once, and start nothing
+            from kinac.errors import EXIT_USAGE
+
+            for text in errors:
+                print(f"kinac: error: {text}", file=sys.stderr)
+            sess.close()
+            return EXIT_USAGE
         server.adopt(sess, sess.target_override)
         prewarm()
         warm_workspace(sess)
