@@ -107,9 +107,9 @@ def bench_host_inputs(quick: bool) -> list[Row]:
             got = pinned(x_host, *ws)
             same = bool(np.array_equal(torch.from_dlpack(got).cpu().numpy(), want))
             n = 20 if quick else 100
-            dev_ms = _pipelined_ms(lambda x=x_dev, w=ws: pinned(x, *w), n, sync)
-            host_ms = _pipelined_ms(lambda x=x_host, w=ws: pinned(x, *w), n, sync)
-            plain_ms = _pipelined_ms(lambda x=x_host, w=ws: plain(x, *w), n, sync)
+            dev_ms = _pipelined_ms(lambda x=x_dev, w=ws: pinned(x, *w), n, sync)  # type: ignore[misc]
+            host_ms = _pipelined_ms(lambda x=x_host, w=ws: pinned(x, *w), n, sync)  # type: ignore[misc]
+            plain_ms = _pipelined_ms(lambda x=x_host, w=ws: plain(x, *w), n, sync)  # type: ignore[misc]
             copy = _copy_ms(torch, x_host.nbytes)
             shorter = copy < dev_ms
             what = f"MLP [{b},{s},{d}] f32 hidden {f}, x ({x_host.nbytes >> 20} MiB) from numpy each call"

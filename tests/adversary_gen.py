@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,7 +235,7 @@ class Gen:
             y = self.param(self.bshape(x.shape))
         a, b = (y, x) if flip else (x, y)
         out = x.shape if len(x.shape) >= len(y.shape) else y.shape
-        fs = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+        fs: dict[str, Callable[..., Any]] = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
               "max": torch.maximum, "min": torch.minimum}  # fmt: skip
         if op == "pow":
             # base |a| + 0.5, exponent b: both real-valued
@@ -452,7 +453,8 @@ class Gen:
     def op_let(self, x: Node) -> Node:
         name = f"t{len(self.p.ops)}"
         inner = self.draw(st.sampled_from(["add", "mul", "sub"]))
-        f = {"add": torch.add, "mul": torch.mul, "sub": torch.sub}[inner]
+        fs: dict[str, Callable[..., Any]] = {"add": torch.add, "mul": torch.mul, "sub": torch.sub}
+        f = fs[inner]
         if self.p.dtype in INTS:
             return Node(
                 f"(let [({name} {x.src})] ({inner} {name} (max {name} 1)))",
@@ -477,7 +479,10 @@ class Gen:
         op = self.draw(st.sampled_from(["add", "mul", "max", "sub"]))
         if self.p.dtype in INTS and op == "mul":
             op = "add"
-        f = {"add": torch.add, "mul": torch.mul, "max": torch.maximum, "sub": torch.sub}[op]
+        fs: dict[str, Callable[..., Any]] = {
+            "add": torch.add, "mul": torch.mul, "max": torch.maximum, "sub": torch.sub
+        }  # fmt: skip
+        f = fs[op]
         return Node(f"({op} {x.src} {y.src})", x.shape, lambda e: self.p.rd(f(x.ev(e), y.ev(e))))
 
     def op_dimval(self, x: Node) -> Node:

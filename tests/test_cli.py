@@ -324,7 +324,7 @@ def test_run_with_seed_and_with_npz_inputs(
         "w2": r.standard_normal((1024, 256), dtype=np.float32) * 0.05,
         "b2": r.standard_normal(256, dtype=np.float32),
     }
-    np.savez(tmp_path / "in.npz", **arrays)
+    np.savez(tmp_path / "in.npz", **arrays)  # type: ignore[arg-type]
     p = kinac(
         "run",
         str(ws),
@@ -344,7 +344,7 @@ def test_run_with_seed_and_with_npz_inputs(
     got = np.load(tmp_path / "out2.npz")["arr_0"]
     assert np.max(np.abs(got - want)) / np.max(np.abs(want)) < 1e-5
     del arrays["b2"]
-    np.savez(tmp_path / "bad.npz", **arrays)
+    np.savez(tmp_path / "bad.npz", **arrays)  # type: ignore[arg-type]
     code, _, err = kinac_here(capsys, "run", str(ws), "mlp", "--inputs", str(tmp_path / "bad.npz"))
     assert code == 2 and "lacks arrays named b2" in err
 

@@ -155,7 +155,7 @@ def test_generated_run_flags_and_npz(
     if arrays:
         np.savez(
             d / "in.npz",
-            **{k: np.zeros(s, np.int32 if k == "i" else np.float32) for k, s in arrays.items()},
+            **{k: np.zeros(s, np.int32 if k == "i" else np.float32) for k, s in arrays.items()},  # type: ignore[arg-type]
         )
         args.append(f"--inputs={d / 'in.npz'}")
     rc_of(capsys, *args)

@@ -49,7 +49,7 @@ def test_a_barrier_missed_by_a_thread_times_out_and_stays_broken() -> None:
     with pytest.raises(RuntimeError, match="broken"):
         bar.wait()
     ok = _Barrier(2, timeout=5)  # and a healthy one is reusable, round after round
-    rounds = [threading.Thread(target=lambda: [ok.wait() for _ in range(50)]) for _ in range(2)]
+    rounds = [threading.Thread(target=lambda: [ok.wait() for _ in range(50)]) for _ in range(2)]  # type: ignore[func-returns-value]
     for t in rounds:
         t.start()
     for t in rounds:

@@ -8,6 +8,8 @@ CPU ``torch.bfloat16`` arguments (``BufferError: Unsupported dtype in DLTensor``
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -21,7 +23,7 @@ KINA_TORCH = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16,
               "bool": torch.bool}  # fmt: skip
 
 
-def _bits(t: torch.Tensor) -> np.ndarray:
+def _bits(t: Any) -> np.ndarray:
     """The numpy array the kernels read: bf16 as uint16 bit patterns."""
     if t.dtype == torch.bfloat16:
         return t.contiguous().view(torch.int16).numpy().view(np.uint16)

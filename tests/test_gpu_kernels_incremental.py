@@ -51,7 +51,7 @@ def _entry_keys(sess: Session) -> list[Any]:
     cfg = config(sess.db, ()).config
     kind = target(sess.db, ()).kind
     keys = []
-    for e in cfg.entries:
+    for e in cfg.entries:  # type: ignore[union-attr]
         (found,) = find_defn(sess.db, (e.defn, e.file))
         keys.append(EntryKey(found.file, e.defn, e.dims, e.dtypes, kind))
     return keys

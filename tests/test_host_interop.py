@@ -163,6 +163,6 @@ def test_bf16_array_views_export_their_strides() -> None:
     t = torch.from_dlpack(a.T)
     assert torch.equal(t, b.T) and t.data_ptr() == a.ctypes.data
     assert torch.equal(torch.from_dlpack(a[1:, ::2]), b[1:, ::2])
-    assert a.view(np.int16).kina_dtype is None  # a reinterpreting view is no longer bf16
+    assert a.view(np.int16).kina_dtype is None  # type: ignore[attr-defined]  # a reinterpreting view is no longer bf16
     with pytest.raises(kinac.KinaRuntimeError, match="uint16"):
         bf16_array(np.zeros(2, np.float32))

@@ -83,9 +83,9 @@ def test_mlp_f64_and_bf16() -> None:
 
 
 def test_attention_spec_section_8() -> None:
-    g = attention_graph(**SMALL)
+    g = attention_graph(**SMALL)  # type: ignore[arg-type]
     ins = inputs(g)
-    want = torch_attention(*(torch.from_numpy(a) for a in ins), SMALL["h"], SMALL["kv"]).numpy()
+    want = torch_attention(*(torch.from_numpy(a) for a in ins), SMALL["h"], SMALL["kv"]).numpy()  # type: ignore[call-arg]
     assert max_rel_err(compiled(g)(*ins), want) < 1e-4
 
 
@@ -93,10 +93,10 @@ def test_attention_spec_section_8() -> None:
     "dims", [SMALL | {"f": 704}, {"b": 2, "s": 8, "d": 16, "h": 4, "kv": 1, "f": 24}]
 )
 def test_transformer_block(dims: dict[str, int]) -> None:
-    g = block_graph(**dims)
+    g = block_graph(**dims)  # type: ignore[arg-type]
     ins = inputs(g)
     t = [torch.from_numpy(a) for a in ins]
-    want = torch_block(*t, dims["h"], dims["kv"]).numpy()
+    want = torch_block(*t, dims["h"], dims["kv"]).numpy()  # type: ignore[call-arg]
     got = compiled(g)(*ins)
     assert max_rel_err(got, want) < 1e-4
     assert max_rel_err(evaluate(g, *ins)[0], want) < 1e-4  # the reference evaluator agrees
@@ -106,7 +106,7 @@ def test_block_bf16_against_pytorch_bf16() -> None:
     dims = {"b": 2, "s": 16, "d": 64, "h": 4, "kv": 2, "f": 96}
     g = block_graph(**dims, dtype="bf16")
     ins = inputs(g, dtype="bf16")
-    want = torch_block(*(to_torch(a, "bf16") for a in ins), dims["h"], dims["kv"])
+    want = torch_block(*(to_torch(a, "bf16") for a in ins), dims["h"], dims["kv"])  # type: ignore[call-arg]
     got = compiled(g)(*ins)
     assert got.dtype == np.uint16
     assert max_rel_err(got, from_torch(want), "bf16") < 3e-2

@@ -151,7 +151,7 @@ def test_split_blas_products_from_many_threads(m: int, n: int, k: int) -> None:
     ]
     want = [x @ y.T for x, y in sets]
     lib = _loaded_openblas()
-    before = _thread_control(lib)[0]() if lib is not None and _thread_control(lib) else None
+    before = _thread_control(lib)[0]() if lib is not None and _thread_control(lib) else None  # type: ignore[index]
     bad: list[int] = []
 
     def work(i: int) -> None:
@@ -167,4 +167,4 @@ def test_split_blas_products_from_many_threads(m: int, n: int, k: int) -> None:
         t.join()
     assert not bad
     if before is not None:
-        assert _thread_control(lib)[0]() == before  # OpenBLAS's thread count is restored
+        assert _thread_control(lib)[0]() == before  # type: ignore[index]  # OpenBLAS's thread count is restored

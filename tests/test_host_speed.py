@@ -76,8 +76,8 @@ def _split_sizes(m: int, n: int, k: int, **pool_args: int) -> list[int]:
     cb = _PROTO(gemm)
     addr = ctypes.cast(cb, ctypes.c_void_p).value
     image = jit_load(
-        compile_object(pool.pool_ir(202 if _X86 else 98, **pool_args), host_target()),
-        {"kinac_blas_sgemm": addr, "kinac_blas_dgemm": addr},
+        compile_object(pool.pool_ir(202 if _X86 else 98, **pool_args), host_target()),  # type: ignore[arg-type]
+        {"kinac_blas_sgemm": addr, "kinac_blas_dgemm": addr},  # type: ignore[dict-item]
         ("kinac_sgemm",),
     )
     sgemm = _PROTO(image.addresses["kinac_sgemm"])
@@ -194,7 +194,7 @@ def test_block_at_odd_shapes_matches_torch(dims: dict[str, int]) -> None:
 
     from kinac.ir.testing import block_graph
 
-    g = block_graph(**dims)
+    g = block_graph(**dims)  # type: ignore[arg-type]
     e = compiled(g)
     rng = np.random.default_rng(2)
     ins = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import cast
 
 import numpy as np
 import pytest
@@ -34,7 +35,8 @@ def check(
 def view_chain(draw: st.DrawFn) -> tuple[tuple[int, ...], list[tuple[str, object]]]:
     """A starting shape and up to four random views applied to it."""
     shape = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 4, 6]), min_size=1, max_size=4)))
-    cur, steps = shape, []
+    cur: tuple[int, ...] = shape
+    steps: list[tuple[str, object]] = []
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["transpose", "reshape", "broadcast", "slice", "repeat"]))
         if kind == "transpose":
@@ -45,7 +47,7 @@ def view_chain(draw: st.DrawFn) -> tuple[tuple[int, ...], list[tuple[str, object
             n = math.prod(cur)
             divs = [d for d in range(1, n + 1) if n % d == 0]
             a = draw(st.sampled_from(divs))
-            new = (a, n // a) if draw(st.booleans()) else (n // a, 1, a)
+            new: tuple[int, ...] = (a, n // a) if draw(st.booleans()) else (n // a, 1, a)
             steps.append((kind, new))
             cur = new
         elif kind == "broadcast":
@@ -78,7 +80,7 @@ def apply_chain(g: GraphBuilder, x: int, steps: list[tuple[str, object]]) -> int
         elif kind == "slice":
             x = g.slice(x, *arg)  # type: ignore[misc]
         else:
-            ax, r = arg  # type: ignore[misc]
+            ax, r = cast(tuple[int, int], arg)
             x = g.repeat_interleave(x, r, ax)
     return x
 

@@ -113,20 +113,20 @@ def test_pdl_launch_config_and_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (ctypes.sizeof(lk), lk.value.offset, ctypes.sizeof(lc)) == (72, 8, 56)
     assert (lc.hStream.offset, lc.attrs.offset, lc.numAttrs.offset) == (32, 40, 48)
     with pytest.raises(ValueError, match="programmatic dependent launch"):
-        Launch(_Kernel(False), ("ptr",), (2, 3, 4), 128, 0, (7,), "pdl")
+        Launch(_Kernel(False), ("ptr",), (2, 3, 4), 128, 0, (7,), "pdl")  # type: ignore[arg-type]
     seen: list[Any] = []
 
     def fake(ref: Any, f: Any, params: Any, extra: Any) -> int:
         cfg = ref._obj
         attr = lk.from_address(cfg.attrs)
-        seen.append((tuple(getattr(cfg, n) for n, _ in lc._fields_[:7]), cfg.hStream,
+        seen.append((tuple(getattr(cfg, n) for n, _ in lc._fields_[:7]), cfg.hStream,  # type: ignore[misc]
                      cfg.numAttrs, attr.id, attr.value[0], f.value, params.value, extra))  # fmt: skip
         return 0
 
     plain: list[Any] = []
     monkeypatch.setitem(kernel_graph._fns, "cuLaunchKernelEx", fake)
     monkeypatch.setattr(kernel_graph, "pydll_call", lambda *a: plain.append)
-    ln = Launch(_Kernel(True), ("ptr",), (2, 3, 4), 128, 512, (7,), "pdl")
+    ln = Launch(_Kernel(True), ("ptr",), (2, 3, 4), 128, 512, (7,), "pdl")  # type: ignore[arg-type]
     stream = type("S", (), {"handle": 0x77})()
     ln.run(stream)
     assert plain == []
@@ -135,7 +135,7 @@ def test_pdl_launch_config_and_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (nattr, aid, val) == (1, kernel_graph.PROGRAMMATIC_STREAM_SERIALIZATION, 1)
     assert (
         params == ln._params
-        and ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(params).value).value == 7
+        and ctypes.c_uint64.from_address(ctypes.c_void_p.from_address(params).value).value == 7  # type: ignore[arg-type]
     )  # the argument slot holds the bound pointer
 
 
@@ -187,7 +187,7 @@ def test_a_refused_programmatic_launch_falls_back_to_plain(monkeypatch: pytest.M
     monkeypatch.setitem(kernel_graph._fns, "cuLaunchKernelEx", refuse)
     monkeypatch.setattr(kernel_graph, "pydll_call", lambda *a: lambda s: calls.append("plain"))
     monkeypatch.setattr(kernel_graph, "PDL_REFUSED", [])
-    ln = Launch(_Kernel(True), ("ptr",), 1, 32, 0, (0,), "pdl")
+    ln = Launch(_Kernel(True), ("ptr",), 1, 32, 0, (0,), "pdl")  # type: ignore[arg-type]
     stream = type("S", (), {"handle": 0})()
     ln.run(stream)
     ln.run(stream)

@@ -74,7 +74,7 @@ def test_damaged_reverse_edges_are_rebuilt_not_trusted(
     sql(cache, first)
     if damage.endswith("then a commit"):  # a commit must not bless a table that lost its count
         with Store(cache) as store:
-            store.save({}, settings={"probe": 1})
+            store.save({}, settings={"probe": 1})  # type: ignore[attr-defined]
         con = sqlite3.connect(cache / INDEX)
         assert con.execute("SELECT v FROM meta WHERE k = 'rdep_n'").fetchone() is None
         con.close()

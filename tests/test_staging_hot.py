@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -347,7 +347,7 @@ class FakeGraphs:
         self.fake, self.set_flags = fake, set_flags
         self.graphs: dict[int, list[tuple[Any, ...]]] = {}
         self.destroyed: list[int] = []
-        self.launch = self._launch
+        self.launch: Callable[[int, Any], int] = self._launch
 
     def create(self) -> int:
         g = len(self.graphs) + 1
@@ -611,7 +611,7 @@ def test_the_bound_call_for_the_api_memo_goes_hot_and_falls_back_right(
     assert call is not None
     layers: list[int] = []
     call_ = type(e).__call__
-    type(e).__call__ = lambda self, *a, **k: layers.append(1) or call_(self, *a, **k)
+    type(e).__call__ = lambda self, *a, **k: layers.append(1) or call_(self, *a, **k)  # type: ignore[func-returns-value]
     try:
         h0, g0 = st.hot_calls, st.graph_calls
         for k in range(6):
