@@ -76,3 +76,36 @@ def test_serve_refuses_an_invalid_kina_toml(
     assert line.startswith("kinac: error: kina.toml: target.kind"), line
     assert "listening" not in text
     assert not starting_marker(sock).exists()
+
+
+@pytest.mark.parametrize(
+    ("workspace", "needle"),
+    [
+        (
+            'exclude = ["gen/*"]',
+            "kinac: error: kina.toml: entry[0].file: 'gen/a.kina' is excluded by "
+            "workspace.exclude[0] = 'gen/*'",
+        ),
+        (
+            'sources = ["src/**"]',
+            "kinac: error: kina.toml: entry[0].file: 'gen/a.kina' matches none of "
+            "workspace.sources ('src/**')",
+        ),
+    ],
+)
+def test_entry_file_the_workspace_does_not_read_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], workspace: str, needle: str
+) -> None:
+    """An entry whose ``file`` is excluded (or outside ``sources``) was built anyway, so
+    ``exclude`` silently meant "unless an entry says otherwise": one of the two settings is a
+    slip, and the error names both."""
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "a.kina").write_text(IDENTITY)
+    (tmp_path / "b.kina").write_text(IDENTITY.replace("defn f", "defn g"))
+    (tmp_path / "kina.toml").write_text(
+        f'[workspace]\nname = "w"\n{workspace}\n'
+        '[[entry]]\nname = "f"\nfile = "gen/a.kina"\ndims = { N = 4 }\n'
+    )
+    rc, text = _run(capsys, "check", str(tmp_path), "--no-cache")
+    assert rc == 2, text
+    assert needle in text, text

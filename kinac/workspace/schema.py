@@ -233,6 +233,39 @@ def _inside(pattern: str) -> str | None:
     return None
 
 
+def _unread_entry_file(
+    i: int, file: str, sources: list[str], exclude: list[str]
+) -> list[ConfigError]:
+    """An entry whose ``file`` the workspace does not read (excluded, or outside ``sources``):
+    one of the two settings is a mistake, and building it anyway made ``exclude`` mean
+    "except where an entry says otherwise" (docs/language.md, "Workspace sources")."""
+    import posixpath
+
+    from kinac.pipeline_support import glob_match
+
+    path = posixpath.normpath(file.replace("\\", "/"))
+    key = f"entry[{i}].file"
+    for j, pat in enumerate(exclude):
+        if glob_match(path, pat):
+            return [
+                ConfigError(
+                    key,
+                    f"{file!r} is excluded by workspace.exclude[{j}] = {pat!r}: the workspace "
+                    "does not read it; remove the exclusion or point the entry at a source",
+                )
+            ]
+    if not any(glob_match(path, pat) for pat in sources):
+        return [
+            ConfigError(
+                key,
+                f"{file!r} matches none of workspace.sources ({', '.join(map(repr, sources))}"
+                "): the workspace does not read it; add it to sources or point the entry at "
+                "a source",
+            )
+        ]
+    return []
+
+
 def _path_errors(m: Any) -> list[ConfigError]:
     """Sources, exclusions and entry files that cannot lie inside the workspace; meshes with
     more devices than kinac runs anywhere."""
@@ -251,6 +284,8 @@ def _path_errors(m: Any) -> list[ConfigError]:
         why = _inside(e.file) if e.file is not None else None
         if why is not None:
             out.append(ConfigError(f"entry[{i}].file", why))
+        elif e.file is not None:
+            out.extend(_unread_entry_file(i, e.file, m.workspace.sources, m.workspace.exclude))
     for i, mesh in enumerate(m.mesh):
         total = 1
         for d in mesh.shape:
