@@ -147,9 +147,17 @@ class BuildReport:
 
 
 def list_sources(root: Path) -> tuple[str, ...]:
-    """Every ``.kina`` file under ``root``, relative and sorted (hidden and cache dirs skipped)."""
+    """Every ``.kina`` file under ``root``, relative and sorted (hidden and cache dirs skipped).
+
+    A folder below the root with its own ``kina.toml`` is a nested workspace, skipped with
+    everything under it: its files belong to its own configuration (meshes, solver, entries,
+    cache), and the parent's ``**/*.kina`` picking them up checked them twice, under two
+    configurations, its errors failing the parent's build (docs/language.md)."""
     out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
+        if "kina.toml" in filenames and Path(dirpath) != root:
+            dirnames[:] = []
+            continue
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
         rel = Path(dirpath).relative_to(root)
         out.extend((rel / f).as_posix() for f in filenames if f.endswith(".kina"))

@@ -109,3 +109,24 @@ def test_entry_file_the_workspace_does_not_read_is_a_config_error(
     rc, text = _run(capsys, "check", str(tmp_path), "--no-cache")
     assert rc == 2, text
     assert needle in text, text
+
+
+def test_a_nested_workspace_is_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder with its own kina.toml below a workspace is a separate workspace: the parent's
+    ``**/*.kina`` read its files too (checked twice, under two configurations: here its
+    error failed the parent's check). Each builds alone; a plain folder is still included."""
+    (tmp_path / "kina.toml").write_text('[workspace]\nname = "parent"\n')
+    (tmp_path / "a.kina").write_text(IDENTITY)
+    sub = tmp_path / "examples" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "kina.toml").write_text('[workspace]\nname = "child"\n')
+    (sub / "a.kina").write_text(IDENTITY)
+    (sub / "deeper").mkdir()
+    (sub / "deeper" / "bad.kina").write_text(
+        "(defn g [(x : (tensor f32 [N]))] -> (tensor f32 [N]) y)\n"
+    )
+    (tmp_path / "examples" / "plain.kina").write_text(IDENTITY.replace("defn f", "defn h"))
+    rc, text = _run(capsys, "check", str(tmp_path), "--no-cache")
+    assert rc == 0 and "checked 2 files: no errors" in text, text  # a.kina, examples/plain.kina
+    rc, text = _run(capsys, "check", str(sub), "--no-cache")
+    assert rc == 1 and "checked 2 files: 1 error" in text, text  # its own files, and only those
