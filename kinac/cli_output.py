@@ -46,12 +46,25 @@ def _unmatched_sources(sess: Any, cfg: Any) -> list[str]:
     files = f"{len(listing)} .kina file{'s' if len(listing) != 1 else ''} under {sess.ws.root}"
     if not cfg.sources:
         return [f"kina.toml: workspace.sources is empty: none of the {files} ({shown}) is read"]
-    return [
-        f"kina.toml: workspace.sources[{i}] = {pat!r} matches none of the {files} "
-        f"({shown}); patterns are relative to the workspace root"
-        for i, pat in enumerate(cfg.sources)
-        if not any(glob_match(p, pat) for p in listing)
-    ]
+    out: list[str] = []
+    nested: dict[str, tuple[str, ...]] | None = None
+    for i, pat in enumerate(cfg.sources):
+        if any(glob_match(p, pat) for p in listing):
+            continue
+        if nested is None:
+            from kinac.pipeline_support import nested_workspaces
+
+            nested = nested_workspaces(sess.ws.root)
+        inside = [d for d, fs in nested.items() if any(glob_match(p, pat) for p in fs)]
+        out.append(
+            f"kina.toml: workspace.sources[{i}] = {pat!r} matches none of the {files} "
+            f"({shown}); patterns are relative to the workspace root"
+            if not inside
+            else f"kina.toml: workspace.sources[{i}] = {pat!r} names files of the nested "
+            f"workspace {inside[0]} (it has its own kina.toml), which its parent does not "
+            "read: build it on its own, or remove its kina.toml to make its files the parent's"
+        )
+    return out
 
 
 def _config_error_json(sess: Any, e: Any) -> dict[str, Any]:

@@ -164,6 +164,27 @@ def list_sources(root: Path) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+def nested_workspaces(root: Path) -> dict[str, tuple[str, ...]]:
+    """Each nested workspace below ``root`` (relative folder) with its ``.kina`` files
+    (relative to ``root``): what :func:`list_sources` skips, for a warning that says why a
+    pattern naming them matches nothing. Walks the whole tree: only for that warning."""
+    found: dict[str, tuple[str, ...]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
+        here = Path(dirpath)
+        if "kina.toml" in filenames and here != root:
+            found[here.relative_to(root).as_posix()] = tuple(
+                sorted(
+                    (Path(d).relative_to(root) / f).as_posix()
+                    for d, dn, fs in os.walk(here)
+                    for f in fs
+                    if f.endswith(".kina")
+                )
+            )
+            dirnames[:] = []
+    return found
+
+
 def glob_match(path: str, pattern: str) -> bool:
     """``fnmatch``, with ``**/`` also matching at the top level."""
     return fnmatch(path, pattern) or (pattern.startswith("**/") and fnmatch(path, pattern[3:]))

@@ -130,3 +130,12 @@ def test_a_nested_workspace_is_its_own(tmp_path: Path, capsys: pytest.CaptureFix
     assert rc == 0 and "checked 2 files: no errors" in text, text  # a.kina, examples/plain.kina
     rc, text = _run(capsys, "check", str(sub), "--no-cache")
     assert rc == 1 and "checked 2 files: 1 error" in text, text  # its own files, and only those
+    (tmp_path / "kina.toml").write_text(
+        '[workspace]\nname = "parent"\nsources = ["*.kina", "examples/sub/*.kina"]\n'
+    )
+    rc, text = _run(capsys, "check", str(tmp_path), "--no-cache")
+    assert rc == 0, text
+    assert (
+        "kinac: warning: kina.toml: workspace.sources[1] = 'examples/sub/*.kina' names files of "
+        "the nested workspace examples/sub (it has its own kina.toml)" in text
+    ), text
