@@ -27,7 +27,13 @@ import hashlib
 import math
 from collections.abc import Callable
 
-from kinac.ir.gpu.attention_lean import lazy_online, rescale_if_moved, vote_helper
+from kinac.ir.gpu.attention_lean import (
+    NEG_INF,
+    lazy_online,
+    neg_scaled_max_and_alpha,
+    rescale_if_moved,
+    vote_helper,
+)
 from kinac.ir.gpu.attention_overlap import overlap_main
 from kinac.ir.gpu.attention_params import MASK_DTYPES, WGMMA_BOTH, AttnParams
 from kinac.ir.gpu.attention_wgmma import (
@@ -55,9 +61,6 @@ def kernel_name(p: AttnParams) -> str:
     mma += "_ws" if p.ws else ""
     mma += "_lz" if p.lazy else ""
     return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{stg}{mma}_{h}"
-
-
-NEG_INF = "0xFFF0000000000000"
 
 
 class _Fn:
@@ -796,12 +799,7 @@ class _Emitter:
             mx = self.shfl_max(mx)
             mn = f.v(f"call float @llvm.maxnum.f32(float {m_old[hr]}, float {mx})")
             m_new.append(mn)
-            isinf = f.v(f"fcmp oeq float {mn}, {NEG_INF}")
-            ms = f.v(f"fmul float {mn}, {c}")
-            ms = f.v(f"select i1 {isinf}, float 0.0, float {ms}")
-            nms = f.v(f"fneg float {ms}")
-            ao = f.v(f"call float @llvm.fma.f32(float {m_old[hr]}, float {c}, float {nms})")
-            alpha = f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {ao})")
+            nms, alpha = neg_scaled_max_and_alpha(f, mn, m_old[hr], c)
             alphas.append(alpha)
             acc = None
             for nt in range(nn):

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kinac.ir.gpu.attention_kernel import _Emitter
+    from kinac.ir.gpu.attention_kernel import _Emitter, _Fn
 
 # the running max moves only past this growth (log2 units): P <= 2^LAZY_LOG2
 LAZY_LOG2 = "8.0"
@@ -41,6 +41,20 @@ def tree(xs: list[str], op: Callable[[str, str], str]) -> str:
         nxt = [op(xs[i], xs[i + 1]) for i in range(0, len(xs) - 1, 2)]
         xs = nxt + ([xs[-1]] if len(xs) % 2 else [])
     return xs[0]
+
+
+def neg_scaled_max_and_alpha(f: _Fn, mn: str, m_old: str, c: str) -> tuple[str, str]:
+    """The tail of an online-softmax step, shared by the plain and the lazy softmax: the row's
+    negated scaled max ``-(mn * c)`` (0 while every key of the row so far was masked, ``mn``
+    -inf: else each masked score's ``fma`` would be -inf + inf, NaN) and the factor ``alpha = exp2(m_old * c - mn * c)`` that
+    rescales what was accumulated under the old max ``m_old`` (one ``fma``: the difference is
+    not rounded before the ``ex2``)."""
+    isinf = f.v(f"fcmp oeq float {mn}, {NEG_INF}")
+    ms = f.v(f"fmul float {mn}, {c}")
+    ms = f.v(f"select i1 {isinf}, float 0.0, float {ms}")
+    nms = f.v(f"fneg float {ms}")
+    ao = f.v(f"call float @llvm.fma.f32(float {m_old}, float {c}, float {nms})")
+    return nms, f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {ao})")
 
 
 def lazy_online(e: _Emitter, s: list[list[str]], c: str) -> tuple[list[list[str]], list[str]]:
@@ -67,11 +81,7 @@ def lazy_online(e: _Emitter, s: list[list[str]], c: str) -> tuple[list[list[str]
         need = f.v(f"fcmp ogt float {grow}, {LAZY_LOG2}")  # both -inf: NaN, false
         mn = f.v(f"select i1 {need}, float {mx}, float {m_old[hr]}")
         m_new.append(mn)
-        isinf = f.v(f"fcmp oeq float {mn}, {NEG_INF}")
-        ms = f.v(f"select i1 {isinf}, float 0.0, float {f.v(f'fmul float {mn}, {c}')}")
-        nms = f.v(f"fneg float {ms}")
-        ao = f.v(f"call float @llvm.fma.f32(float {m_old[hr]}, float {c}, float {nms})")
-        a = f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {ao})")
+        nms, a = neg_scaled_max_and_alpha(f, mn, m_old[hr], c)
         alpha = f.v(f"select i1 {need}, float {a}, float 1.0")
         alphas.append(alpha)
         for nt, x in idx:
