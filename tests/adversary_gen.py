@@ -235,8 +235,10 @@ class Gen:
             y = self.param(self.bshape(x.shape))
         a, b = (y, x) if flip else (x, y)
         out = x.shape if len(x.shape) >= len(y.shape) else y.shape
-        fs: dict[str, Callable[..., Any]] = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-              "max": torch.maximum, "min": torch.minimum}  # fmt: skip
+        fs: dict[str, Callable[..., Any]] = {
+            "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+            "max": torch.maximum, "min": torch.minimum,
+        }  # fmt: skip
         if op == "pow":
             # base |a| + 0.5, exponent b: both real-valued
             src = f"(pow (add (abs {a.src}) 0.5) {b.src})"
