@@ -44,7 +44,7 @@ def test_endpoint_scraped_during_a_repeated_run(ws: Path) -> None:
         line = proc.stdout.readline()
         assert line.startswith("metrics: http://127.0.0.1:"), line + proc.stderr.read()  # type: ignore[union-attr]
         url = line.split()[1]
-        scrapes = []
+        scrapes: list[str] = []
         deadline = time.monotonic() + 30
         while len(scrapes) < 2:
             with urllib.request.urlopen(url, timeout=10) as r:
