@@ -22,10 +22,9 @@ import torch
 from adversary_gen import Node, Prog, compare, programs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from incremental_support import after_edit
 
 import kinac
-from kinac.diag.render import plain_text
-from kinac.rules.codec import encode
 from kinac.session import Session
 
 # one example in the suite (about 3 s: every step builds objects three times); hunting:
@@ -74,11 +73,6 @@ def _write(ws: Path, progs: dict[str, Prog], extra: str = "") -> list[Path]:
     a = imp + "".join(s.replace('(import "std/nn.kina")\n', "") for s in srcs.values()) + extra
     (ws / "a.kina").write_text(a)
     return [ws / "kina.toml", ws / "a.kina"]
-
-
-def _snapshot(sess: Session) -> tuple[bytes, str]:
-    report = sess.build()
-    return encode(report), plain_text(sess.diagnostics(report), sess.resolve, sess.source_of)
 
 
 def _check_values(ws: Path, progs: dict[str, Prog], seed: int) -> None:
@@ -132,17 +126,7 @@ def test_edits_of_random_entries_rebuild_as_clean_builds(
                 f"(defn lit{step} [(x : (tensor f32 [N]))] -> (tensor f32 [N]) (mul x {step}.5))\n"
             )
             changed = _write(ws, progs, extra)
-        if step % 2:
-            live.invalidate_paths(changed)
-            got = _snapshot(live)
-        else:
-            fresh = Session(ws, cache_dir=cache)
-            got = _snapshot(fresh)
-            fresh.close()
-            live.invalidate_paths(changed)
-        clean = Session(ws, no_cache=True)
-        want = _snapshot(clean)
-        clean.close()
+        got, want = after_edit(ws, cache, live, changed, use_live=bool(step % 2))
         assert got[1] == want[1], f"step {step} ({kind}): diagnostics differ"
         assert got[0] == want[0], f"step {step} ({kind}): reports differ"
         assert "error" not in want[1], want[1]

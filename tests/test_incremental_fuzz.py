@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from incremental_support import after_edit
 
-from kinac.diag.render import plain_text
-from kinac.rules.codec import encode
 from kinac.session import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches"))
@@ -66,12 +65,6 @@ def _edit(rng: random.Random, ws: Path) -> list[Path]:
     return [p]
 
 
-def _snapshot(sess: Session) -> tuple[bytes, str]:
-    report = sess.build()
-    diags = sess.diagnostics(report)
-    return encode(report), plain_text(diags, sess.resolve, sess.source_of)
-
-
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
 def test_random_edits_match_clean_builds(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
@@ -82,16 +75,7 @@ def test_random_edits_match_clean_builds(tmp_path: Path, seed: int) -> None:
     live.build()
     for step in range(20):
         changed = _edit(rng, ws)
-        if rng.random() < 0.5:
-            live.invalidate_paths(changed)
-            got = _snapshot(live)
-        else:
-            fresh = Session(ws, cache_dir=cache)
-            got = _snapshot(fresh)
-            fresh.close()
-            live.invalidate_paths(changed)
-        clean = Session(ws, no_cache=True)
-        want = _snapshot(clean)
+        got, want = after_edit(ws, cache, live, changed, use_live=rng.random() < 0.5)
         assert got[1] == want[1], f"seed {seed} step {step}: diagnostics differ"
         assert got[0] == want[0], f"seed {seed} step {step}: reports differ"
     live.close()
