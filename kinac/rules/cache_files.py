@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 import diskcache
 
@@ -215,7 +216,9 @@ class CacheFiles:
         else:
             self._disable(f"the cache at {self.directory} failed ({e})")
 
-    def __enter__(self) -> CacheFiles:
+    def __enter__(self) -> Self:
+        """``with Store(...) as s``: ``s`` is typed as the subclass (a :class:`Store`), not as
+        :class:`CacheFiles`, so its memo methods type-check."""
         return self
 
     def __exit__(self, *exc: object) -> None:
