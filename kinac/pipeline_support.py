@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -186,8 +185,11 @@ def nested_workspaces(root: Path) -> dict[str, tuple[str, ...]]:
 
 
 def glob_match(path: str, pattern: str) -> bool:
-    """``fnmatch``, with ``**/`` also matching at the top level."""
-    return fnmatch(path, pattern) or (pattern.startswith("**/") and fnmatch(path, pattern[3:]))
+    """``kina.toml``'s path globs (:mod:`kinac.workspace.globs`): ``*`` within one folder,
+    ``**`` across folders, a matched folder takes the files under it."""
+    from kinac.workspace.globs import glob_match as match
+
+    return match(path, pattern)
 
 
 def resolve_import(path: str, target: str, files: tuple[str, ...]) -> str | None:
