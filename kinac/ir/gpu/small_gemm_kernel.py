@@ -1,0 +1,358 @@
+"""The generated tensor-core GEMM for small bf16/f16 products, as LLVM IR text for NVPTX.
+
+Why: a small product (the small transformer block's 512 x 256 x 256) costs cuBLAS 3-4 us of
+launch and prologue inside a CUDA graph, and cuBLAS cannot fuse what sits around it (the
+RMSNorm before it, ``silu(gate) * up`` after it). This kernel computes ``C = A W`` for one or
+more row-major weights ``W_i [K, N_i]`` sharing ``A [M, K]``, with
+
+- an optional **RMSNorm prologue** (``A = x / sqrt(mean(x^2) + eps) * w``): ``K`` fits one
+  pass, so a block stages its whole ``[block_m, K]`` slice of ``x``, each row's sum of squares
+  is taken from shared memory, and the tile is rewritten there normalised (rounded to the
+  dtype, as the row kernel it replaces writes it) before any product;
+- several weights as **one output**: their columns side by side (``[M, sum N_i]``: q, k and v
+  from one launch, read by the attention kernel through slices), or, with the **swiglu**
+  epilogue, two weights (gate, up) whose products meet in ``silu(g) * u`` (``[M, N]``; the
+  gate and up products never reach memory);
+- a **residual** epilogue (``C + R``, ``R`` of the output's shape), as cuBLASLt's ``beta = 1``.
+
+One block computes ``block_m x 64`` outputs (16 rows a warp; the mma.sync.m16n8k16 fragments,
+f32 accumulation). The whole ``A`` slice and the weights' ``[K, 64]`` column tiles are staged
+in shared memory by ``cp.async`` in groups of 64 ``k``, so the products of group ``g`` run while
+group ``g + 1`` lands (nothing is overwritten: no stage ring), read by ``ldmatrix`` (``.trans``
+for the weights), 16-byte chunks XOR-swizzled by ``row % 8``. The tile helpers (``ldmatrix``,
+``mma``, packing, swizzled addresses) are the attention kernel's (:mod:`attention_kernel`).
+Shapes are compile-time constants: ``M % block_m == 0``, ``K % 64 == 0``, each ``N_i % 64 ==
+0`` (the selection rule, :mod:`kinac.ir.gpu.small_gemm_rule`, takes no other product).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from kinac.ir.gpu.attention_kernel import _decls, _Emitter, _Fn
+from kinac.ir.gpu.emit import float_literal, pdl_prologue
+from kinac.rules.codec import record
+
+BLOCK_N = 64  # output columns a block computes (8 x 16-byte chunks a weight row: the swizzle)
+GROUP_K = 64  # k a cp.async group stages
+EPILOGUES = ("", "residual", "swiglu")
+LOG2E = 1.4426950408889634
+
+
+@record
+class SmallGemmParams:
+    """One small tensor-core GEMM: everything its code depends on (its canonical key).
+
+    ``ns``: each weight's column count; ``args``: the kernel input each operand is (``A``,
+    the weights, then the norm weight and the residual where present); ``eps`` the norm's."""
+
+    dtype: str
+    m: int
+    k: int
+    ns: tuple[int, ...]
+    block_m: int
+    epilogue: str = ""
+    norm: bool = False
+    eps: float = 0.0
+    args: tuple[int, ...] = ()
+    n_inputs: int = 0
+
+    @property
+    def n_out(self) -> int:
+        """Columns of the output: the weights side by side, or one for gate and up."""
+        return self.ns[0] if self.epilogue == "swiglu" else sum(self.ns)
+
+    @property
+    def warps(self) -> int:
+        return self.block_m // 16
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+
+def check_params(p: SmallGemmParams) -> str | None:
+    """Why the kernel cannot take ``p`` (None when it can)."""
+    if p.dtype not in ("bf16", "f16"):
+        return f"dtype {p.dtype}"
+    if p.block_m not in (32, 64) or p.m % p.block_m:
+        return f"M {p.m} is not a multiple of block_m {p.block_m}"
+    if p.k % GROUP_K or any(n % BLOCK_N for n in p.ns) or not p.ns:
+        return f"K {p.k} or N {p.ns} is not a multiple of 64"
+    if p.epilogue not in EPILOGUES or (
+        p.epilogue == "swiglu" and (len(p.ns) != 2 or p.ns[0] != p.ns[1])
+    ):
+        return f"epilogue {p.epilogue!r} over weights {p.ns}"
+    if smem_bytes(p) > 200 * 1024:
+        return f"{smem_bytes(p)} bytes of shared memory"
+    return None
+
+
+def kernel_name(p: SmallGemmParams) -> str:
+    h = hashlib.sha256(repr(p).encode()).hexdigest()[:10]
+    tag = ("n" if p.norm else "") + {"": "", "residual": "r", "swiglu": "s"}[p.epilogue]
+    return f"tcgemm_{p.dtype}_m{p.block_m}{tag}_{h}"
+
+
+def n_weights_per_block(p: SmallGemmParams) -> int:
+    return 2 if p.epilogue == "swiglu" else 1
+
+
+def smem_bytes(p: SmallGemmParams) -> int:
+    """The whole ``A`` slice and each weight's ``[K, 64]`` tile, all staged at once."""
+    return 2 * p.k * (p.block_m + BLOCK_N * n_weights_per_block(p))
+
+
+def grid(p: SmallGemmParams) -> tuple[int, int, int]:
+    return (p.n_out // BLOCK_N, p.m // p.block_m, 1)
+
+
+class _GemmEmitter(_Emitter):
+    """The attention emitter's tile helpers over this kernel's own shared-memory tiles
+    (``row_bytes`` is set to the tile's row before each swizzled address)."""
+
+    def __init__(self, p: SmallGemmParams, name: str) -> None:  # noqa: D107 (no super: other params)
+        self.gp = p
+        self.name = name
+        self.f = _Fn()
+        self.nt = p.threads
+        self.opty = "<2 x half>" if p.dtype == "f16" else "i32"
+        self.vecty = "<2 x half>" if p.dtype == "f16" else "<2 x bfloat>"
+        self.elty = "half" if p.dtype == "f16" else "bfloat"
+        self.mma = "llvm.nvvm.mma.m16n8k16.row.col." + ("f32.f32" if p.dtype == "f16" else "bf16")
+        self.smem = f"@{name}_smem"
+        self.atoms = False
+        self.row_bytes = 0
+        self.a_bytes = 2 * p.k * p.block_m
+        self.b_bytes = 2 * p.k * BLOCK_N
+
+    # ---- staging --------------------------------------------------------------------------
+    def swz(self, row: str, chunk: str, row_bytes: int, base: int) -> str:
+        """Shared byte offset of logical 16-byte chunk ``chunk`` of ``row`` (swizzled)."""
+        f = self.f
+        r7 = f.v(f"and i32 {row}, 7")
+        c = f.v(f"xor i32 {chunk}, {r7}")
+        off = f.v(f"add i32 {f.v(f'mul i32 {row}, {row_bytes}')}, {f.v(f'shl i32 {c}, 4')}")
+        return f.v(f"add i32 {off}, {base}")
+
+    def cp_async(self, soff: str, gptr: str) -> None:
+        self.f.do(
+            "call void @llvm.nvvm.cp.async.cg.shared.global.16.s("
+            f"ptr addrspace(3) {self.sptr(soff)}, ptr addrspace(1) {gptr}, i32 16)"
+        )
+
+    def load_group(self, g: int) -> None:
+        """``A[:, 64g : 64g + 64]`` and each weight's rows ``64g .. 64g + 63``, one group."""
+        f, p = self.f, self.gp
+        tid = self.tid
+        for i in range(p.block_m * 8 // self.nt):
+            c = f.v(f"add i32 {tid}, {i * self.nt}")
+            row, cc = f.v(f"lshr i32 {c}, 3"), f.v(f"and i32 {c}, 7")
+            lc = f.v(f"add i32 {cc}, {8 * g}")
+            soff = self.swz(row, lc, 2 * p.k, 0)
+            grow = f.v(f"zext i32 {f.v(f'add i32 {row}, {self.m0}')} to i64")
+            e = f.v(f"add i64 {f.v(f'mul i64 {grow}, {p.k // 8}')}, {f.v(f'zext i32 {lc} to i64')}")
+            gp = f.v(
+                f"getelementptr i8, ptr addrspace(1) {self.a_ptr}, i64 {f.v(f'shl i64 {e}, 4')}"
+            )
+            self.cp_async(soff, gp)
+        for wi, (wptr, ld) in enumerate(self.w_ptrs):
+            for i in range(GROUP_K * 8 // self.nt):
+                c = f.v(f"add i32 {tid}, {i * self.nt}")
+                row, cc = f.v(f"lshr i32 {c}, 3"), f.v(f"and i32 {c}, 7")
+                krow = f.v(f"add i32 {row}, {GROUP_K * g}")
+                soff = self.swz(krow, cc, 2 * BLOCK_N, self.a_bytes + wi * self.b_bytes)
+                k64 = f.v(f"zext i32 {krow} to i64")
+                e = f.v(f"add i64 {f.v(f'mul i64 {k64}, {ld}')}, {self.col0}")
+                c8 = f.v(f"shl i32 {cc}, 3")
+                e = f.v(f"add i64 {e}, {f.v(f'zext i32 {c8} to i64')}")
+                gp = f.v(f"getelementptr i8, ptr addrspace(1) {wptr}, i64 {f.v(f'shl i64 {e}, 1')}")
+                self.cp_async(soff, gp)
+        f.do("call void @llvm.nvvm.cp.async.commit.group()")
+
+    # ---- the RMSNorm prologue -------------------------------------------------------------
+    def vec8(self, ptr: str, space: int) -> str:
+        """Eight elements at ``ptr`` as ``<8 x float>``."""
+        f = self.f
+        x = f.v(f"load <8 x {self.elty}>, ptr addrspace({space}) {ptr}, align 16")
+        return f.v(f"fpext <8 x {self.elty}> {x} to <8 x float>")
+
+    def norm(self) -> None:
+        """Each row's two threads (lanes ``2r``, ``2r + 1``) sum the squares of their halves
+        of the staged row, combine them by a shuffle, and rewrite their chunks as
+        ``x * rsqrt-scale * w``, rounded to the dtype."""
+        f, p = self.f, self.gp
+        row = f.v(f"lshr i32 {self.tid}, 1")
+        half = f.v(f"and i32 {self.tid}, 1")
+        per = p.k // 8 // 2
+        c0 = f.v(f"mul i32 {half}, {per}")
+        chunks = []
+        acc = "0.0"
+        for i in range(per):
+            lc = f.v(f"add i32 {c0}, {i}")
+            soff = self.swz(row, lc, 2 * p.k, 0)
+            sp = self.sptr(soff)
+            chunks.append((lc, sp))
+            x = self.vec8(sp, 3)
+            sq = f.v(f"fmul <8 x float> {x}, {x}")
+            for j in range(8):
+                acc = f.v(f"fadd float {acc}, {f.v(f'extractelement <8 x float> {sq}, i32 {j}')}")
+        o = f.v(f"call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float {acc}, i32 1, i32 31)")
+        tot = f.v(f"fadd float {acc}, {o}")
+        mean = f.v(f"fmul float {tot}, {float_literal(1.0 / p.k, 'float')}")
+        ms = f.v(f"fadd float {mean}, {float_literal(p.eps, 'float')}")
+        s = f.v(f"call float @llvm.sqrt.f32(float {ms})")
+        inv = f.v(f"fdiv float 1.0, {s}")
+        invv = f.v(f"insertelement <8 x float> poison, float {inv}, i32 0")
+        invv = f.v(
+            f"shufflevector <8 x float> {invv}, <8 x float> poison, <8 x i32> zeroinitializer"
+        )
+        wn = f"%in{p.args[len(p.ns) + 1]}"
+        for lc, sp in chunks:
+            x = self.vec8(sp, 3)
+            wo = f.v(f"shl i64 {f.v(f'zext i32 {lc} to i64')}, 4")
+            w = self.vec8(f.v(f"getelementptr i8, ptr addrspace(1) {wn}, i64 {wo}"), 1)
+            y = f.v(f"fmul <8 x float> {f.v(f'fmul <8 x float> {x}, {invv}')}, {w}")
+            yt = f.v(f"fptrunc <8 x float> {y} to <8 x {self.elty}>")
+            f.do(f"store <8 x {self.elty}> {yt}, ptr addrspace(3) {sp}, align 16")
+
+    # ---- the products ---------------------------------------------------------------------
+    def products(self, g: int, acc: list[list[str]]) -> None:
+        """The 64 ``k`` of group ``g``: per 16, this warp's A fragment and each weight's
+        eight n8 tiles."""
+        p = self.gp
+        f = self.f
+        for kk in range(GROUP_K // 16):
+            ks = g * GROUP_K // 16 + kk
+            self.row_bytes = 2 * p.k
+            a = self.ldmatrix(self.chunk_addr(0, self.arow, 2 * ks, self.xa, p.block_m), False)
+            self.row_bytes = 2 * BLOCK_N
+            krow = f.v(f"add i32 {self.ra}, {16 * ks}")
+            for wi in range(len(self.w_ptrs)):
+                base = self.a_bytes + wi * self.b_bytes
+                for pr in range(BLOCK_N // 16):
+                    fr = self.ldmatrix(self.chunk_addr(base, krow, 2 * pr, self.xa, 0), True)
+                    for h in range(2):
+                        dn = 2 * pr + h
+                        acc[wi][4 * dn : 4 * dn + 4] = self.mma_op(
+                            a, fr[2 * h : 2 * h + 2], acc[wi][4 * dn : 4 * dn + 4]
+                        )
+
+    # ---- the epilogue ---------------------------------------------------------------------
+    def rounded(self, x: str) -> str:
+        """``x`` rounded to the dtype and back (the value a tensor of it would hold)."""
+        f = self.f
+        t = f.v(f"fptrunc float {x} to {self.elty}")
+        return f.v(f"fpext {self.elty} {t} to float")
+
+    def silu_mul(self, g: str, u: str) -> str:
+        f = self.f
+        g, u = self.rounded(g), self.rounded(u)
+        e = f.v(f"fmul float {g}, {float_literal(-LOG2E, 'float')}")
+        ex = f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {e})")
+        den = f.v(f"fadd float {ex}, 1.0")
+        return f.v(f"fmul float {f.v(f'fdiv float {g}, {den}')}, {u}")
+
+    def store(self, acc: list[list[str]]) -> None:
+        f, p = self.f, self.gp
+        lane = self.lane
+        g = f.v(f"lshr i32 {lane}, 2")
+        t2 = f.v(f"shl i32 {f.v(f'and i32 {lane}, 3')}, 1")
+        w16 = f.v(f"shl i32 {self.warp}, 4")
+        r0 = f.v(f"add i32 {f.v(f'add i32 {self.m0}, {w16}')}, {g}")
+        colb = f.v(f"add i32 {self.n0}, {t2}")
+        for half in range(2):
+            r = f.v(f"add i32 {r0}, {8 * half}")
+            rb = f.v(f"mul i64 {f.v(f'zext i32 {r} to i64')}, {p.n_out}")
+            for dn in range(BLOCK_N // 8):
+                col = f.v(f"add i32 {colb}, {8 * dn}")
+                e = f.v(f"add i64 {rb}, {f.v(f'zext i32 {col} to i64')}")
+                off = f.v(f"shl i64 {e}, 1")
+                i0, i1 = 4 * dn + 2 * half, 4 * dn + 2 * half + 1
+                if p.epilogue == "swiglu":
+                    y0 = self.silu_mul(acc[0][i0], acc[1][i0])
+                    y1 = self.silu_mul(acc[0][i1], acc[1][i1])
+                else:
+                    y0, y1 = acc[0][i0], acc[0][i1]
+                if p.epilogue == "residual":
+                    rp = f.v(f"getelementptr i8, ptr addrspace(1) %in{p.args[-1]}, i64 {off}")
+                    rv = f.v(f"load {self.vecty}, ptr addrspace(1) {rp}, align 4")
+                    rf = f.v(f"fpext {self.vecty} {rv} to <2 x float>")
+                    y0 = f.v(f"fadd float {y0}, {f.v(f'extractelement <2 x float> {rf}, i32 0')}")
+                    y1 = f.v(f"fadd float {y1}, {f.v(f'extractelement <2 x float> {rf}, i32 1')}")
+                v = self.pack(y0, y1)
+                op = f.v(f"getelementptr i8, ptr addrspace(1) %out, i64 {off}")
+                f.do(f"store {self.opty} {v}, ptr addrspace(1) {op}, align 4")
+
+    # ---- the kernel -------------------------------------------------------------------------
+    def emit(self) -> str:
+        f, p = self.f, self.gp
+        self.tid = f.v("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
+        bx = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()")
+        by = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()")
+        self.lane = f.v(f"and i32 {self.tid}, 31")
+        self.warp = f.v(f"lshr i32 {self.tid}, 5")
+        self.m0 = f.v(f"mul i32 {by}, {p.block_m}")
+        self.n0 = f.v(f"mul i32 {bx}, {BLOCK_N}")
+        self.a_ptr = f"%in{p.args[0]}"
+        nw = len(p.ns)
+        ws = [f"%in{p.args[1 + i]}" for i in range(nw)]
+        if p.epilogue == "swiglu":  # gate and up: the same columns of each
+            self.col0 = f.v(f"zext i32 {self.n0} to i64")
+            self.w_ptrs = [(ws[0], p.ns[0]), (ws[1], p.ns[1])]
+        else:  # the block's columns lie in one weight: pick it and its column
+            ptr, col, ld = ws[0], self.n0, str(p.ns[0])
+            start = 0
+            for i in range(1, nw):
+                start += p.ns[i - 1]
+                inw = f.v(f"icmp uge i32 {self.n0}, {start}")
+                ptr = f.v(f"select i1 {inw}, ptr addrspace(1) {ws[i]}, ptr addrspace(1) {ptr}")
+                col = f.v(f"select i1 {inw}, i32 {f.v(f'sub i32 {self.n0}, {start}')}, i32 {col}")
+                ld = f.v(f"select i1 {inw}, i64 {p.ns[i]}, i64 {ld}")
+            self.col0 = f.v(f"zext i32 {col} to i64")
+            self.w_ptrs = [(ptr, ld)]
+        groups = p.k // GROUP_K
+        for g in range(groups):
+            self.load_group(g)
+        lane = self.lane
+        l7 = f.v(f"and i32 {lane}, 7")
+        b3 = f.v(f"and i32 {f.v(f'lshr i32 {lane}, 3')}, 1")
+        b4 = f.v(f"lshr i32 {lane}, 4")
+        self.ra = f.v(f"add i32 {l7}, {f.v(f'shl i32 {b3}, 3')}")
+        self.xa = f.v(f"xor i32 {b4}, {l7}")
+        self.arow = f.v(f"add i32 {f.v(f'shl i32 {self.warp}, 4')}, {self.ra}")
+        acc = [["0.0"] * (BLOCK_N // 2) for _ in self.w_ptrs]
+        if p.norm:  # every group first: the norm needs whole rows
+            f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
+            f.do("call void @llvm.nvvm.barrier0()")
+            self.norm()
+            f.do("call void @llvm.nvvm.barrier0()")
+        for g in range(groups):
+            if not p.norm:
+                f.do(f"call void @llvm.nvvm.cp.async.wait.group(i32 {groups - 1 - g})")
+                f.do("call void @llvm.nvvm.barrier0()")
+            self.products(g, acc)
+        self.store(acc)
+        f.do("ret void")
+        glob, pdl_lines, _ = pdl_prologue(self.name)
+        names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
+        sig = ", ".join(f"ptr addrspace(1) noalias %{x}" for x in names)
+        body = "\n".join(f.lines)
+        smem = f"{self.smem} = external addrspace(3) global [0 x i8], align 16"
+        attrs = f'"nvvm.maxntid"="{p.threads}"'
+        pre = "\n".join(pdl_lines)
+        return (
+            f"{smem}\n{glob}\ndefine ptx_kernel void @{self.name}({sig}) {attrs} {{\n"
+            f"{pre}\nentry:\n{body}\n}}\n"
+        )
+
+
+def declarations(p: SmallGemmParams) -> tuple[str, ...]:
+    _, _, pdl = pdl_prologue("x")
+    extra = ("declare float @llvm.sqrt.f32(float)",)
+    return tuple(dict.fromkeys([*_decls(p), *extra, *pdl]))  # type: ignore[arg-type]
+
+
+def kernel_ir(p: SmallGemmParams, name: str | None = None) -> tuple[tuple[str, ...], str]:
+    """The kernel's declarations and its globals + definition."""
+    return declarations(p), _GemmEmitter(p, name or kernel_name(p)).emit()

@@ -1,0 +1,151 @@
+"""The generated small tensor-core GEMM, run on the CPU: every lane's swizzle, fragment and
+epilogue against a float64 reference.
+
+The kernel's NVPTX IR is rewritten for the host by the attention kernel's emulation
+(``tests/test_attention_emu.py``: ``ldmatrix``/``mma.sync`` as Python functions over the 32
+lanes of a warp, ``cp.async`` a copy, one OS thread per GPU thread); the programmatic-launch
+prologue is dropped (no ``__nvvm_reflect`` on the host). Small shapes (a few blocks) keep it
+under a second or two; the GPU tests (``tests/test_small_gemm_gpu.py``) run the real sizes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+import test_attention_emu as emu
+
+from kinac.codegen.llvm import compile_object, host_target, jit_load
+from kinac.ir.gpu.emit import NVPTX_TRIPLE
+from kinac.ir.gpu.small_gemm_kernel import (
+    SmallGemmParams,
+    check_params,
+    grid,
+    kernel_ir,
+    kernel_name,
+    smem_bytes,
+)
+from kinac.tir.interp import bf16_to_f32, f32_to_bf16
+
+
+def host_ir(p: SmallGemmParams) -> str:
+    """The kernel's IR for the host: the attention emulation's rewrite, no PDL prologue."""
+    _, body = kernel_ir(p)
+    name = kernel_name(p)
+    ir = re.sub(r"@\S+\.cuda_arch = .*\n", "", body)
+    ir = re.sub(r"%pdl\.arch = call i32 @__nvvm_reflect\(.*\)", "%pdl.arch = add i32 0, 0", ir)
+    ir = re.sub(r"  call void @llvm\.nvvm\.griddepcontrol\.\w+\(\)\n", "", ir)
+    ir = re.sub(
+        rf"(@{name}_smem) = external addrspace\(3\) global \[0 x i8\], align \d+",
+        rf"\1 = global [{smem_bytes(p)} x i8] zeroinitializer, align 1024",
+        ir,
+    )
+    ir = ir.replace(" addrspace(3)", "").replace(" addrspace(1)", "").replace("ptx_kernel ", "")
+    sreg = {"tid.x": 0, "ctaid.x": 1, "ctaid.y": 2, "ctaid.z": 3}
+    ir = re.sub(r"@llvm\.nvvm\.read\.ptx\.sreg\.(\w+\.\w)\(\)",
+                lambda m: f"@kemu_sreg(i32 {sreg[m[1]]})", ir)  # fmt: skip
+    ir = re.sub(r"@llvm\.nvvm\.shfl\.sync\.bfly\.f32\(i32 -1, (float [^,]+), (i32 \d+), i32 31\)",
+                r"@kemu_shfl(\1, \2)", ir)  # fmt: skip
+    ir = ir.replace("@llvm.nvvm.barrier0()", "@kemu_barrier()")
+    ir = ir.replace("@llvm.nvvm.ex2.approx.ftz.f32", "@llvm.exp2.f32")
+    ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@emu_cp")
+    ir = re.sub(r"  call void @llvm\.nvvm\.cp\.async\.(commit\.group\(\)|wait\.group\(i32 \d+\))\n",
+                "", ir)  # fmt: skip
+    ir = re.sub(r"@llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x4\.b16\((ptr [^)]+)\)",
+                r"@emu_ldsm(\1, i32 0)", ir)  # fmt: skip
+    ir = re.sub(r"@llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.b16\((ptr [^)]+)\)",
+                r"@emu_ldsm(\1, i32 1)", ir)  # fmt: skip
+    ir = re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
+    assert NVPTX_TRIPLE not in ir
+    return "declare float @llvm.sqrt.f32(float)\n" + emu._EMU_DEFS + ir
+
+
+def run_kernel(p: SmallGemmParams, *inputs: np.ndarray) -> np.ndarray:
+    """Run the kernel on bf16 bit patterns (``inputs`` in its parameter order): [M, n_out]."""
+    name = kernel_name(p)
+    image = jit_load(compile_object(host_ir(p), host_target(), 1), emu._SYMS, (name,))
+    fn = ctypes.CFUNCTYPE(None, *([emu._P] * (1 + p.n_inputs)))(image.addresses[name])
+    o = np.full((p.m, p.n_out), 0x7FC0, dtype=np.uint16)
+    bufs = [np.ascontiguousarray(x) for x in inputs]
+    ptrs = [o.ctypes.data, *(x.ctypes.data for x in bufs)]
+    gx, gy, _ = grid(p)
+    for by in range(gy):
+        for bx in range(gx):
+            warps = [emu._Warp() for _ in range(p.warps)]
+            bar = threading.Barrier(p.threads, timeout=120)
+
+            def run(tid: int, ids: tuple[int, int] = (bx, by), warps: Any = warps, bar: Any = bar) -> None:  # fmt: skip
+                emu._local.ids = (tid, *ids, 0)
+                emu._local.warp, emu._local.lane = warps[tid // 32], tid % 32
+                emu._local.block_bar, emu._local.dtype = bar, p.dtype
+                fn(*ptrs)
+
+            ts = [threading.Thread(target=run, args=(t,)) for t in range(p.threads)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            if emu._errors:
+                msg = "; ".join(emu._errors[:3])
+                emu._errors.clear()
+                raise RuntimeError(f"emulated launch failed: {msg}")
+    del image
+    return o
+
+
+def bf(x: np.ndarray) -> np.ndarray:
+    return f32_to_bf16(x.astype(np.float32))
+
+
+def val(h: np.ndarray) -> np.ndarray:
+    return bf16_to_f32(h).astype(np.float64)
+
+
+def reference(p: SmallGemmParams, ins: list[np.ndarray]) -> np.ndarray:
+    """float64 of the unfused program on the bf16 inputs (the norm's output rounded to bf16,
+    as the row kernel writes it; gate and up rounded, as their tensors held them)."""
+    a = val(ins[0])
+    ws = [val(w) for w in ins[1 : 1 + len(p.ns)]]
+    if p.norm:
+        wn = val(ins[1 + len(p.ns)])
+        a = a / np.sqrt((a * a).mean(-1, keepdims=True) + p.eps) * wn
+        a = val(bf(a))
+    if p.epilogue == "swiglu":
+        g, u = val(bf(a @ ws[0])), val(bf(a @ ws[1]))
+        return g / (1 + np.exp(-g)) * u
+    out = np.concatenate([a @ w for w in ws], -1)
+    if p.epilogue == "residual":
+        out = out + val(ins[-1])
+    return out
+
+
+CASES = {
+    # two weights side by side from one launch (q and k, say), the norm as prologue
+    "norm-qk": SmallGemmParams("bf16", 32, 128, (64, 64), 32, "", True, 1e-6, (0, 1, 2, 3), 4),
+    "residual": SmallGemmParams("bf16", 64, 128, (64,), 64, "residual", False, 0.0, (0, 1, 2), 3),
+    "norm-swiglu": SmallGemmParams(
+        "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_small_gemm_on_cpu(case: str) -> None:
+    p = CASES[case]
+    assert check_params(p) is None
+    rng = np.random.default_rng(7)
+    ins = [bf(rng.standard_normal((p.m, p.k)))]
+    ins += [bf(rng.standard_normal((p.k, n)) / np.sqrt(p.k)) for n in p.ns]
+    if p.norm:
+        ins.append(bf(1 + 0.1 * rng.standard_normal(p.k)))
+    if p.epilogue == "residual":
+        ins.append(bf(rng.standard_normal((p.m, p.n_out))))
+    out = val(run_kernel(p, *ins))
+    ref = reference(p, ins)
+    err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert err < 8e-3, err
+    assert np.abs(out - ref).max() < 0.05 * np.abs(ref).max() + 0.02
