@@ -134,7 +134,8 @@ class MatmulOp(KinaOp):
     """Numpy ``matmul`` of rank >= 2 tensors, batch dims broadcast.
 
     ``impl`` is the lowering's choice (``select_impl``): ``"blas"`` calls the host BLAS,
-    ``"loops"`` generates a loop nest.
+    ``"loops"`` generates a loop nest; on the GPU ``"tc"`` is the generated tensor-core GEMM
+    for small products (:mod:`kinac.ir.gpu.small_gemm`).
     """
 
     name = "kina.matmul"
@@ -148,7 +149,7 @@ class MatmulOp(KinaOp):
     def verify_(self) -> None:
         if matmul_shape(shape_of(self.lhs.type), shape_of(self.rhs.type)) != self.out_shape():
             raise VerifyException("kina.matmul: result shape does not match the rule")
-        if self.impl is not None and self.impl.data not in ("blas", "loops"):
+        if self.impl is not None and self.impl.data not in ("blas", "loops", "tc"):
             raise VerifyException(f"kina.matmul: unknown impl {self.impl.data!r}")
 
 
