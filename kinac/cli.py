@@ -125,6 +125,7 @@ def _session(args: argparse.Namespace) -> Any:
         cache_dir=args.cache_dir,
         no_cache=args.no_cache,
         target=getattr(args, "target", None),
+        command=getattr(args, "command", None) or "check",
     )
     _OPEN_SESSIONS.append(sess)
     return sess

@@ -100,6 +100,37 @@ def cache_size_limit(ws: Workspace) -> int:
     )
 
 
+def not_a_workspace(path: str | os.PathLike[str], root: Path, command: str = "check") -> str:
+    """Why ``path`` (a folder without ``kina.toml`` whose listing is empty) is no workspace.
+
+    When its ``.kina`` files sit in nested workspaces (folders below it with their own
+    ``kina.toml``, which a listing skips), "no .kina files" was untrue and left the user
+    guessing: the message names each nested workspace and the command to run on it."""
+    from kinac.pipeline_support import nested_workspaces
+
+    nested = nested_workspaces(root)
+    if not nested:
+        return (
+            f"{path} is not a kinac workspace: it has no kina.toml and no .kina files "
+            "(give a workspace directory or a .kina file)"
+        )
+    shown = [os.path.join(str(path), d) for d in sorted(nested)]
+    n = sum(len(fs) for fs in nested.values())
+    files = f"its {n} .kina file belongs" if n == 1 else f"its {n} .kina files belong"
+    runs = ", ".join(f"`kinac {command} {d}`" for d in shown[:3])
+    if len(shown) == 1:
+        where = f"the nested workspace {shown[0]}, which has its own kina.toml"
+        rest = f"run {runs}, or remove its kina.toml to read its files as {path}'s"
+    else:
+        more = ", ..." if len(shown) > 3 else ""
+        where = f"{len(shown)} nested workspaces ({', '.join(shown[:3])}{more}), each with its own kina.toml"
+        rest = (
+            f"run {runs}{more} (one per workspace), or remove a nested kina.toml to read that "
+            f"workspace's files as {path}'s"
+        )
+    return f"{path} is not a kinac workspace: it has no kina.toml, and {files} to {where}; {rest}"
+
+
 class Session:
     """Builds one workspace against one cache; ``db`` persists between calls (watch mode)."""
 
@@ -109,16 +140,14 @@ class Session:
         cache_dir: str | None = None,
         no_cache: bool = False,
         target: str | None = None,
+        command: str = "check",
     ) -> None:
         self.ws = locate(path)
         if self.ws.config_path is None and self.ws.single_file is None:
             from kinac.pipeline_support import list_sources
 
             if not list_sources(self.ws.root):  # before the cache: nothing is created here
-                raise UsageError(
-                    f"{path} is not a kinac workspace: it has no kina.toml and no .kina "
-                    f"files (give a workspace directory or a .kina file)"
-                )
+                raise UsageError(not_a_workspace(path, self.ws.root, command))
         self.cache_dir = choose_cache_dir(self.ws, cache_dir)
         self.store = None if no_cache else Store(self.cache_dir, cache_size_limit(self.ws))
         context: dict[str, Any] = {
