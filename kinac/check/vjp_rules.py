@@ -126,14 +126,19 @@ def reduce_mean(b: VjpBuilder, node: Node, out: int, g: int) -> Cotangents:
 
 def reduce_extremum(b: VjpBuilder, node: Node, out: int, g: int) -> Cotangents:
     """Max/min: the cotangent shared evenly among the elements equal to the result (torch's
-    ``amax``/``amin``)."""
+    ``amax``/``amin``); a NaN result (the reduction propagates NaN) is shared among the NaN
+    elements, as torch's ``Tensor.max()``: ``eq`` alone matched none and the ``0 * inf`` of
+    the share made the whole slice's gradient NaN (docs/language.md, "Gradients")."""
     x = node.args[0]
     xt = b.type(x)
     if xt.dtype not in FLOAT_DTYPES:
         return (None,)
     yk = _kept(b, node, out)
-    hit = b.elementwise("eq", x, yk, dtype="bool")
-    mask = b.emit("cast", (hit,), TType(xt.dtype, xt.shape, xt.device))
+    ft = TType(xt.dtype, xt.shape, xt.device)
+    hit = b.emit("cast", (b.elementwise("eq", x, yk, dtype="bool"),), ft)
+    x_num = b.emit("cast", (b.elementwise("eq", x, x, dtype="bool"),), ft)  # 0 on NaN
+    x_nan = b.elementwise("sub", b.const(1.0, x_num), x_num)
+    mask = b.elementwise("where", b.elementwise("eq", yk, yk, dtype="bool"), hit, x_nan)
     count = b.reduce_sum(mask, node.attr("axis"), True)
     share = b.elementwise("div", _kept(b, node, g), count)
     return (b.mul(mask, share),)

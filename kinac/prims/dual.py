@@ -14,7 +14,8 @@ whose derived derivative is numerically poor (``sigmoid``'s ``exp(-x)`` overflow
 own in :mod:`kinac.prims.defs`; comparisons are :func:`nondifferentiable`.
 
 Conventions (those of ``torch.autograd``): ``abs`` has derivative 0 at 0; ``max``/``min`` split
-the cotangent evenly on ties; ``pow``'s exponent gets no gradient where the base is 0.
+the cotangent evenly on ties and give it all to a NaN operand (the result); ``pow``'s exponent
+gets no gradient where the base is 0.
 """
 
 from __future__ import annotations
@@ -138,12 +139,23 @@ class DualAlgebra:
         return Dual(y, t)
 
     def _extremum(self, a: Dual, b: Dual, win: str, lose: str) -> Any:
+        """The tangent of ``max``/``min``: the operand that gives the result. On a tie, and
+        when both are NaN, half of each; when one is NaN, the NaN's (it is the result, since
+        float ``maximum``/``minimum`` propagate NaN). Splitting that case in half, as before,
+        gave half to an operand that did not reach the result (docs/language.md,
+        "Gradients"; torch's ``Tensor.max()`` backward)."""
         if a.t is None and b.t is None:
             return None
         ta = a.t if a.t is not None else self._zero(b.t)
         tb = b.t if b.t is not None else self._zero(a.t)
         half = self.b.mul(self.b.add(ta, tb), self.b.const(0.5, ta))
-        inner = self.b.select(self.b.compare(lose, a.p, b.p), tb, half)
+        a_num = self.b.compare("eq", a.p, a.p)  # ordered: false exactly on NaN
+        b_num = self.b.compare("eq", b.p, b.p)
+        # neither ordered: a tie (half each) unless exactly one operand is NaN (it gets all)
+        unordered = self.b.select(
+            a_num, self.b.select(b_num, half, tb), self.b.select(b_num, ta, half)
+        )
+        inner = self.b.select(self.b.compare(lose, a.p, b.p), tb, unordered)
         return self.b.select(self.b.compare(win, a.p, b.p), ta, inner)
 
     def maximum(self, a: Dual, b: Dual) -> Dual:
