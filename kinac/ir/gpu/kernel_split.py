@@ -39,6 +39,10 @@ def canonical_gpu_kernel(k: st.KernelOp, step: int) -> GpuKernel:
         from kinac.ir.gpu.attention_lower import canonical_attention_kernel
 
         return canonical_attention_kernel(k)
+    if k.impl.data == "tc":  # the generated tensor-core GEMM: keyed by its parameters
+        from kinac.ir.gpu.small_gemm import canonical_small_gemm
+
+        return canonical_small_gemm(k)
     # its "gpu" attribute is a decision printed by gpu-kernels-to-nvvm, not input
     text = canonical_text(k, _OPS, drop_attr="gpu")
     status_step = step if k.kind.data == "gather" else 0
@@ -85,9 +89,16 @@ def _lower_attention(kernel: GpuKernel, flavour: str) -> GpuKernelCode:
     return lower_attention_kernel(kernel, flavour)
 
 
+def _lower_small_gemm(kernel: GpuKernel, flavour: str) -> GpuKernelCode:
+    from kinac.ir.gpu.small_gemm_kernel import lower_small_gemm
+
+    return lower_small_gemm(kernel, flavour)
+
+
 SOURCES: dict[str, Callable[[GpuKernel, str], GpuKernelCode]] = {
     "kina": _lower_kina,
     "attention": _lower_attention,
+    "small_gemm": _lower_small_gemm,
 }
 
 

@@ -3,7 +3,9 @@
 The same front half as the host (:mod:`kinac.ir.host.pipeline`): ``graph_to_module`` and the host's
 ``fuse-kernels``, between GPU passes: ``gpu-select-impl`` (cuBLAS or generated kernel, per
 matmul), ``gpu-split-reductions`` (a serial reduction in two parallel stages), ``gpu-fuse-epilogues`` (bias and residual adds into cuBLASLt calls) and
-``gpu-fuse-rows`` (norms and softmaxes into one row kernel), then ``gpu-kernels-to-nvvm``.
+``gpu-fuse-rows`` (norms and softmaxes into one row kernel), ``gpu-fuse-attention``,
+``gpu-small-gemm`` (small bf16/f16 products to a generated tensor-core GEMM with the norm, the
+residual and ``silu * mul`` fused in), then ``gpu-kernels-to-nvvm``.
 ``legalize-dtypes`` is not run: cuBLAS reads bf16 and f16 directly (f32 accumulation), and the
 generated kernels compute in f32 registers. :func:`lower_graph_gpu` is pure (a Graph in, a
 :class:`GpuLoweredEntry` out); :func:`lower_stages_gpu` shows the IR after each pass. The
@@ -33,6 +35,7 @@ from kinac.ir.gpu.fuse_rows import GpuFuseRows
 from kinac.ir.gpu.kernel_split import lower_gpu_kernel
 from kinac.ir.gpu.kernels_to_nvvm import GpuKernelsToNvvm, piece_kernels, split_kernels
 from kinac.ir.gpu.select_impl import GpuSelectImpl
+from kinac.ir.gpu.small_gemm import GpuSmallGemm
 from kinac.ir.gpu.split_reduce import GpuSplitReductions
 from kinac.ir.gpu.stitch import GpuLoweredPiece, SplitEntry
 from kinac.ir.gpu.stitch import assemble_entry as assemble_entry
@@ -45,6 +48,7 @@ GPU_PASSES: tuple[Callable[[], ModulePass], ...] = (
     GpuFuseEpilogues,
     GpuFuseRows,
     GpuFuseAttention,
+    GpuSmallGemm,
 )
 
 

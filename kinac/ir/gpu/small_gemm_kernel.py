@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import hashlib
 
+from kinac.artifacts.gpu import GpuKernel, GpuKernelCode, GpuLaunch
 from kinac.ir.gpu.attention_kernel import _decls, _Emitter, _Fn
 from kinac.ir.gpu.emit import float_literal, pdl_prologue
-from kinac.rules.codec import record
+from kinac.rules.codec import decode, record
 
 BLOCK_N = 64  # output columns a block computes (8 x 16-byte chunks a weight row: the swizzle)
 GROUP_K = 64  # k a cp.async group stages
@@ -124,6 +125,7 @@ class _GemmEmitter(_Emitter):
         self.atoms = False
         self.row_bytes = 0
         self.a_bytes = 2 * p.k * p.block_m
+        self.w_ptrs: list[tuple[str, int | str]] = []
         self.b_bytes = 2 * p.k * BLOCK_N
 
     # ---- staging --------------------------------------------------------------------------
@@ -356,3 +358,22 @@ def declarations(p: SmallGemmParams) -> tuple[str, ...]:
 def kernel_ir(p: SmallGemmParams, name: str | None = None) -> tuple[tuple[str, ...], str]:
     """The kernel's declarations and its globals + definition."""
     return declarations(p), _GemmEmitter(p, name or kernel_name(p)).emit()
+
+
+def lower_small_gemm(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKernelCode:
+    """The kernel's LLVM function and launch (NVPTX only: ``tests/test_small_gemm_emu.py``
+    runs it on the CPU)."""
+    if flavour != "nvptx":
+        raise ValueError("the small tensor-core GEMM has no host emulation in the entry emulator")
+    p = decode(kernel.text.encode())
+    assert isinstance(p, SmallGemmParams)
+    decls, body = kernel_ir(p, kernel.symbol)
+    gx, gy, _ = grid(p)
+    tag = (
+        f"tc {p.block_m}x{BLOCK_N}"
+        + (" rms" if p.norm else "")
+        + (f" {p.epilogue}" if p.epilogue else "")
+    )
+    note = f"{tag} grid {gx}x{gy} smem {smem_bytes(p)}"
+    launch = GpuLaunch(kernel.symbol, gx, p.threads, (), 1, note, (gy, 1), smem_bytes(p))
+    return GpuKernelCode(kernel.symbol, (launch,), False, decls, body)

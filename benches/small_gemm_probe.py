@@ -1,0 +1,208 @@
+"""The generated small tensor-core GEMM against cuBLAS, in ONE process on one GPU (issue 14).
+
+    PYTHONPATH=. python3 benches/small_gemm_probe.py --out DIR      (a GPU; about a minute)
+
+1. The small bf16 transformer block (B4 S128 D256 H4 KV2) through the public API,
+   ``kinac.compile(workspaces/transformer, "block", target="cuda")`` called ``f(H, KV,
+   *arrays)`` with torch CUDA tensors, as ``benches/latency_probe.py`` measures it (its method,
+   copied): variants ``cublas`` (``KINAC_SMALL_GEMM=0`` while it compiles: today's lowering),
+   ``tc`` (``gpu-small-gemm``: 5 kernels), ``tc+pdl`` (the same, ``pdl=True``), each compiled
+   without a disk cache; per call with a sync, pipelined, GPU per call (events, 20 back to
+   back), host time; rounds interleaved. Each output against a float64 reference.
+2. The crossover: one product ``[M, K] x [K, N]`` bf16 alone (a graph of one matmul, its
+   entry called directly), cuBLAS against the generated kernel (the size rule lifted for the
+   measurement), GPU time per call (events over 50 back-to-back calls).
+
+Writes ``small_gemm_probe.md`` and ``small_gemm_probe.json`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benches")]
+
+LINES: list[str] = []
+RES: dict[str, Any] = {}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "cublas": {"pdl": False, "env": "0"},
+    "tc": {"pdl": False, "env": "1"},
+    "tc+pdl": {"pdl": True, "env": "1"},
+}
+SIZES = [(512, 256, 256), (512, 512, 256), (512, 1408, 256), (512, 256, 704), (1024, 1024, 512),
+         (2048, 1024, 512), (2048, 2048, 512), (4096, 2048, 512), (4096, 4096, 768)]  # fmt: skip
+
+
+def emit(line: str = "") -> None:
+    LINES.append(line)
+    print(line, flush=True)
+
+
+def build(torch: Any, ins: list[Any], h: int, kv: int) -> dict[str, dict[str, Any]]:
+    import kinac
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, opts in VARIANTS.items():
+        try:
+            os.environ["KINAC_SMALL_GEMM"] = opts["env"]
+            t0 = time.perf_counter()
+            f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda",
+                              pdl=opts["pdl"], no_cache=True)  # fmt: skip
+            y = torch.from_dlpack(f(h, kv, *ins)).clone()
+            torch.cuda.synchronize()
+            first = time.perf_counter() - t0
+            e = getattr(f, "_entry", None) or getattr(f, "entry", None)
+            steps = []
+            try:
+                lowered = getattr(e, "lowered", None)
+                for s in getattr(lowered, "steps", ()):  # what runs: a line per step
+                    steps.append(f"{s.sym} {s.impl} " + "; ".join(x.note for x in s.launches))
+            except Exception:  # noqa: BLE001 - a diagnostic only
+                pass
+            out[name] = {"f": f, "y": y, "first_call_s": first, "steps": steps}
+        except Exception:  # noqa: BLE001 - report and go on
+            emit(f"variant {name} failed:\n```\n{traceback.format_exc()}```")
+    os.environ.pop("KINAC_SMALL_GEMM", None)
+    return out
+
+
+def block_part(torch: Any, rounds: int, n: int) -> None:
+    from gpu_refs import SMALL, block_inputs, block_torch, causal_mask, rel_l2
+    from latency_probe import events_us, host_us, pipelined_us, sync_each_us
+
+    h, kv = SMALL["h"], SMALL["kv"]
+    ins = block_inputs(SMALL, torch.bfloat16)
+    vs = build(torch, ins, h, kv)
+    ref = block_torch(*(t.double() for t in ins), h, kv, causal_mask(SMALL["s"], torch.float64, "cuda"))  # type: ignore[call-arg]  # fmt: skip
+    emit("## The small bf16 block through kinac.compile\n")
+    emit("| variant | first call (s) | rel L2 vs f64 | bit-identical to cublas | steps |")
+    emit("|---|---|---|---|---|")
+    for name, v in vs.items():
+        same = "cublas" in vs and bool(torch.equal(v["y"], vs["cublas"]["y"]))
+        v["err"] = rel_l2(v["y"], ref)
+        emit(f"| {name} | {v['first_call_s']:.2f} | {v['err']:.2e} | {same} | {len(v['steps'])}: {'; '.join(v['steps'])} |")  # fmt: skip
+    RES["variants"] = {k: {"err": v["err"], "first_call_s": v["first_call_s"], "steps": v["steps"]} for k, v in vs.items()}  # fmt: skip
+    sync = torch.cuda.synchronize
+    cols = ("sync_us", "pipe_us", "events_us", "host_us")
+    samples: dict[str, dict[str, list[float]]] = {k: {c: [] for c in cols} for k in vs}
+    calls = {k: (lambda f=v["f"]: f(h, kv, *ins)) for k, v in vs.items()}
+    for c in calls.values():
+        sync_each_us(c, sync, 50)
+    for _ in range(rounds):
+        for name, call in calls.items():
+            s = samples[name]
+            s["sync_us"].append(sync_each_us(call, sync, n))
+            s["pipe_us"].append(pipelined_us(call, sync, n))
+            s["events_us"].append(events_us(torch, call))
+            s["host_us"].append(statistics.median(host_us(call, sync) for _ in range(5)))
+    emit("\n## Per call (us; median of rounds, variants interleaved)\n")
+    emit("| variant | per call with torch.cuda.synchronize() | pipelined | GPU per call (events, 20 back to back) | host time of the call (burst) | sync min..max |")  # fmt: skip
+    emit("|---|---|---|---|---|---|")
+    med = {}
+    for name, s in samples.items():
+        m = med[name] = {c: statistics.median(x) for c, x in s.items()}
+        emit(f"| {name} | {m['sync_us']:.1f} | {m['pipe_us']:.1f} | {m['events_us']:.1f} | {m['host_us']:.2f} | {min(s['sync_us']):.1f}..{max(s['sync_us']):.1f} |")  # fmt: skip
+    RES["per_call"] = med
+    RES["samples"] = samples
+
+
+def crossover(torch: Any) -> None:
+    from kinac.codegen.ptx import compile_ptx
+    from kinac.ir.gpu import small_gemm_rule
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
+    from kinac.ir.testing import GraphBuilder
+    from kinac.rt.cuda.entry import load_gpu_entry
+
+    emit("\n## Crossover: one bf16 product alone (GPU us per call, events over 50 calls)\n")
+    emit("| M x N x K | GFLOP | cuBLAS | generated (tc) | tc / cuBLAS | tc launch | max abs diff |")
+    emit("|---|---|---|---|---|---|---|")
+    old = small_gemm_rule.SMALL_FLOPS
+    small_gemm_rule.SMALL_FLOPS = 2**40
+    RES["crossover"] = []
+    try:
+        for m, nn, k in SIZES:
+            g = GraphBuilder("mm")
+            x = g.param("x", "bf16", (m, k))
+            w = g.param("w", "bf16", (k, nn))
+            graph = g.build(g.matmul(x, w))
+            xt = torch.randn(m, k, device="cuda").bfloat16()
+            wt = (torch.randn(k, nn, device="cuda") / k**0.5).bfloat16()
+            row: dict[str, Any] = {"m": m, "n": nn, "k": k}
+            outs = {}
+            for env in ("0", "1"):
+                os.environ["KINAC_SMALL_GEMM"] = env
+                try:
+                    lw = lower_graph_gpu(graph)
+                    e = load_gpu_entry(lw, compile_ptx(lw.llvm_ir))
+                    call = lambda e=e, xt=xt, wt=wt: e(xt, wt)  # noqa: E731
+                    for _ in range(5):
+                        call()
+                    torch.cuda.synchronize()
+                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)  # fmt: skip
+                    ts = []
+                    for _ in range(5):
+                        e0.record()
+                        for _ in range(50):
+                            call()
+                        e1.record()
+                        e1.synchronize()
+                        ts.append(e0.elapsed_time(e1) / 50 * 1e3)
+                    row["tc" if env == "1" else "cublas"] = statistics.median(ts)
+                    outs[env] = torch.from_dlpack(call()).float()
+                    if env == "1":
+                        row["launch"] = (
+                            "; ".join(f.note for s in lw.steps for f in s.launches) or "cublas"
+                        )
+                except Exception as ex:  # noqa: BLE001
+                    row["tc" if env == "1" else "cublas"] = float("nan")
+                    row["error"] = f"{type(ex).__name__}: {ex}"
+            diff = float((outs["0"] - outs["1"]).abs().max()) if len(outs) == 2 else float("nan")
+            row["diff"] = diff
+            RES["crossover"].append(row)
+            emit(f"| {m}x{nn}x{k} | {2 * m * nn * k / 1e9:.3f} | {row.get('cublas', float('nan')):.1f} | {row.get('tc', float('nan')):.1f} | "
+                 f"{row.get('tc', float('nan')) / row.get('cublas', float('nan')):.2f} | {row.get('launch', row.get('error', ''))} | {diff:.3g} |")  # fmt: skip
+    finally:
+        small_gemm_rule.SMALL_FLOPS = old
+        os.environ.pop("KINAC_SMALL_GEMM", None)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(ROOT / "gpu-out"))
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--skip-block", action="store_true")
+    a = ap.parse_args()
+    import torch
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def write() -> None:
+        (out / "small_gemm_probe.md").write_text("\n".join(LINES) + "\n")
+        (out / "small_gemm_probe.json").write_text(json.dumps(RES, indent=1, default=str))
+
+    emit("# benches/small_gemm_probe.py: the generated small tensor-core GEMM against cuBLAS\n")
+    emit(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n")  # fmt: skip
+    try:
+        if not a.skip_block:
+            block_part(torch, a.rounds, a.n)
+        write()
+        crossover(torch)
+    except Exception:  # noqa: BLE001
+        emit(f"```\n{traceback.format_exc()}```")
+    write()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Which products the generated tensor-core GEMM takes instead of cuBLAS: the size rule.
+
+Why: inside a CUDA graph a cuBLAS call of a small product costs 3-4 us (launch, its own
+prologue, a grid sized for large products), and nothing around it can be fused into it. A
+product whose work is a few hundred thousand tensor-core cycles spread over the GPU is latency
+bound either way, so a generated kernel that also absorbs the RMSNorm before it and the
+residual or ``silu(gate) * up`` after it removes whole launches. Large products keep cuBLAS,
+whose kernels are faster per flop (wgmma, multi-stage pipelines; this kernel stages its whole
+``A`` slice once and uses mma.sync).
+
+The rule (docs/gpu.md, "Small products: the generated tensor-core GEMM"): a bf16/f16 product
+``[M, K] x [K, N]`` (weights side by side count their total ``N``) is taken when ``2 M N K <=
+SMALL_FLOPS``, ``M`` is a multiple of 32, ``K`` and every ``N`` of 64, and its tiles fit the
+shared memory (:func:`kinac.ir.gpu.small_gemm_kernel.check_params`). ``KINAC_SMALL_GEMM=0``
+turns the pass off (a measuring switch: use a fresh cache directory with it, the lowering's
+cache does not know it).
+"""
+
+from __future__ import annotations
+
+import os
+
+from kinac.ir.gpu.small_gemm_kernel import BLOCK_N, SmallGemmParams, check_params
+
+SMALL_FLOPS = 2 * 2**28  # ~0.54 GFLOP: the small block's largest product is 0.37 GFLOP
+SMS = 132  # H200: a sizing heuristic only
+DTYPES = ("bf16", "f16")
+
+
+def enabled() -> bool:
+    return os.environ.get("KINAC_SMALL_GEMM", "").strip() != "0"
+
+
+def block_m(m: int, n_out: int) -> int:
+    """64 rows a block when that still gives half the SMs a block, else 32."""
+    if m % 64 == 0 and (m // 64) * (n_out // BLOCK_N) >= SMS // 2:
+        return 64
+    return 32
+
+
+def choose(
+    dtype: str, m: int, k: int, ns: tuple[int, ...], epilogue: str = "", norm: bool = False
+) -> SmallGemmParams | None:
+    """The kernel's parameters (operands not yet placed) when the rule takes the product."""
+    if dtype not in DTYPES or not ns or m <= 0:
+        return None
+    n_out = ns[0] if epilogue == "swiglu" else sum(ns)
+    if 2 * m * k * sum(ns) > SMALL_FLOPS or m % 32 or n_out % BLOCK_N:
+        return None
+    p = SmallGemmParams(dtype, m, k, ns, block_m(m, n_out), epilogue, norm)
+    return p if check_params(p) is None else None

@@ -1,0 +1,93 @@
+"""``gpu-small-gemm`` on the CPU: the small bf16 block's IR after the pass (golden: 5 kernels,
+the norms as prologues, q/k/v from one launch read by the attention kernel as slices, the
+residuals and ``silu * mul`` as epilogues), the 45M block untouched, the size rule's
+boundaries, odd shapes left to cuBLAS, and each kernel through ``ptxas`` (no spills)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from goldens import compare
+from small_gemm_cases import norm_product, norm_swiglu, residual
+
+from kinac.codegen.ptx import compile_ptx, ptx_resources
+from kinac.ir.gpu import small_gemm_rule as rule
+from kinac.ir.gpu.pipeline import gpu_module, lower_graph_gpu, print_ir
+from kinac.ir.gpu.small_gemm_kernel import SmallGemmParams, kernel_ir, lower_small_gemm, smem_bytes
+from kinac.ir.gpu.stitch import kernel_module
+from kinac.ir.testing import block_graph
+from kinac.tir.graph import Graph
+
+GOLDEN = Path(__file__).parent / "golden" / "lower" / "small_gemm"
+
+
+def _impls(graph: Graph) -> list[str]:
+    return [
+        s.impl + (f" {s.launches[0].note}" if s.launches else "")
+        for s in lower_graph_gpu(graph).steps
+    ]
+
+
+def test_small_block_ir_after_the_pass_golden() -> None:
+    text = print_ir(gpu_module(block_graph(dtype="bf16")))
+    compare(GOLDEN / "block_small_bf16.mlir", text)
+    assert text.count('"kina.kernel"') == 5 and 'impl = "blas"}>' not in text
+
+
+def test_switch_off_and_f32_and_large_products_keep_cublas(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert 'impl = "tc"' not in print_ir(gpu_module(block_graph(dtype="f32")))
+    big = gpu_module(block_graph(4, 1024, 2048, 16, 4, 5632, "bf16"), verify=False)
+    assert 'impl = "tc"' not in print_ir(big)
+    monkeypatch.setenv("KINAC_SMALL_GEMM", "0")
+    assert 'impl = "tc"' not in print_ir(gpu_module(block_graph(dtype="bf16")))
+
+
+def test_size_rule_boundaries() -> None:
+    # the largest product taken: 2 M N K == SMALL_FLOPS; one more row block is not
+    assert rule.choose("bf16", 512, 512, (512,)) is not None  # 2^28 flops
+    assert rule.choose("bf16", 1024, 512, (512,)) is not None  # 2^29 == SMALL_FLOPS
+    assert rule.choose("bf16", 1056, 512, (512,)) is None
+    assert rule.choose("f16", 64, 64, (64,)) is not None
+    assert rule.choose("f32", 64, 64, (64,)) is None  # f32/f64: cuBLAS
+    assert rule.choose("bf16", 80, 64, (64,)) is None  # M not a multiple of 32
+    assert rule.choose("bf16", 64, 96, (64,)) is None  # K not a multiple of 64
+    assert rule.choose("bf16", 64, 64, (64, 96)) is None  # an N not a multiple of 64
+    assert rule.choose("bf16", 64, 1024, (64,)) is not None  # 192 KiB of tiles
+    assert rule.choose("bf16", 128, 1280, (64,)) is None  # past the shared memory
+    assert rule.block_m(512, 256) == 32 and rule.block_m(512, 704) == 64
+
+
+@pytest.mark.parametrize(("graph", "tc"), [
+    (residual(512, 256, 256), "tc 32x64 residual"), (residual(100, 200, 72), None),
+    (norm_product(2, 48, 128, 64), "tc 32x64 rms"), (norm_product(3, 50, 256, 64), None),
+    (norm_swiglu(64, 128, 192), "tc 32x64 rms swiglu"),
+])  # fmt: skip
+def test_which_kernels(graph: Graph, tc: str | None) -> None:
+    got = _impls(graph)
+    if tc is None:
+        assert not any("tc " in x for x in got) and any(x.startswith("cublas") for x in got), got
+    else:
+        assert len(got) == 1 and got[0].startswith(f"kernel {tc} "), got
+
+
+def test_small_block_kernels_through_ptxas() -> None:
+    """The norm + q/k/v and the residual kernels (all four: docs/gpu.md's table; each ~1 s)."""
+    lw = lower_graph_gpu(block_graph(dtype="bf16"))
+    codes = [lower_small_gemm(k) for k in lw.kernels if k.source == "small_gemm"]
+    assert len(codes) == 4
+    codes = [c for c in codes if "swiglu" not in c.launches[0].note]
+    codes = [c for c in codes if c.launches[0].shared < 100_000]  # not the K = 704 one
+    ptx = compile_ptx(kernel_module(codes), "sm_90")
+    res = ptx_resources(ptx, "sm_90")
+    for name in (c.symbol for c in codes):
+        r = res.get(name, {})
+        if res:  # ptxas installed
+            assert r["spill_stores"] == 0 and r["stack"] == 0 and r["registers"] <= 128, (name, r)
+
+
+def test_kernel_parameters_shared_memory() -> None:
+    p = SmallGemmParams("bf16", 512, 256, (704, 704), 64, "swiglu", True, 1e-6, (0, 1, 2, 3), 4)
+    assert smem_bytes(p) == 2 * 256 * (64 + 128)
+    decls, body = kernel_ir(p, "k")
+    assert "griddepcontrol.wait" in "".join(decls) and "@k_smem" in body
