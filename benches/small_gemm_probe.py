@@ -60,14 +60,14 @@ def build(torch: Any, ins: list[Any], h: int, kv: int) -> dict[str, dict[str, An
             y = torch.from_dlpack(f(h, kv, *ins)).clone()
             torch.cuda.synchronize()
             first = time.perf_counter() - t0
-            e = getattr(f, "_entry", None) or getattr(f, "entry", None)
             steps = []
             try:
-                lowered = getattr(e, "lowered", None)
-                for s in getattr(lowered, "steps", ()):  # what runs: a line per step
-                    steps.append(f"{s.sym} {s.impl} " + "; ".join(x.note for x in s.launches))
-            except Exception:  # noqa: BLE001 - a diagnostic only
-                pass
+                entry = next(iter(f._entries.values()))
+                for s in entry.lowered.steps:  # what runs: a line per step
+                    notes = "; ".join(x.note for x in s.launches)
+                    steps.append(f"{s.sym} {s.impl} {notes}".rstrip())
+            except Exception as ex:  # noqa: BLE001 - a diagnostic only
+                steps.append(f"(steps not read: {ex!r})")
             out[name] = {"f": f, "y": y, "first_call_s": first, "steps": steps}
         except Exception:  # noqa: BLE001 - report and go on
             emit(f"variant {name} failed:\n```\n{traceback.format_exc()}```")
