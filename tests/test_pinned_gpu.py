@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mlp_sweep_support import sweep_mlp
 
 pytestmark = pytest.mark.gpu
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _need_gpu() -> None:
@@ -264,27 +263,12 @@ def test_sweep_sizes_host_inputs_equal_device_inputs_through_the_graphs(size: in
     launches (copy graph + compute wrapper), and as driver calls (``use_graphs = False``),
     and both give what the same MLP gives for the same ``x`` on the device, bit for bit."""
     _need_gpu()
-    import sys
-    import tempfile
-
     import torch
-
-    import kinac
 
     if not torch.cuda.is_available():
         pytest.skip("no PyTorch CUDA")
-    sys.path.insert(0, str(ROOT))
-    from benches.runtime_sweep import SWEEP
-
-    b, s, d, f = SWEEP[size]
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "mlp.kina"
-        src.write_text((ROOT / "workspaces/mlp/mlp.kina").read_text(encoding="utf-8"))
-        fn = kinac.compile(src, "mlp", target="cuda", no_cache=True)
-        g = torch.Generator().manual_seed(size)
-        ws = [(torch.randn(sh, generator=g) * sh[0] ** -0.5).cuda() for sh in ((d, f), (f,), (f, d), (d,))]  # fmt: skip
-        rng = np.random.default_rng(size)
-        x = np.empty((b, s, d), np.float32)
+    with sweep_mlp(size) as m:
+        fn, ws, x, rng = m.fn, m.ws, m.x, m.rng
         xs, outs = [], []
         for k in range(10):
             if k == 6:  # the same stager on driver calls

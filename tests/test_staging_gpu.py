@@ -7,16 +7,11 @@ each call takes over the fake driver."""
 
 from __future__ import annotations
 
-import sys
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
+from mlp_sweep_support import sweep_mlp
 
 pytestmark = pytest.mark.gpu
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(("size", "width"), [(1, 32), (1, 64), (3, 32)])
@@ -27,23 +22,10 @@ def test_streamed_bound_calls_equal_device_inputs(size: int, width: int) -> None
         pytest.skip(f"no CUDA GPU ({cuda.unavailable_reason()})")
     import torch
 
-    import kinac
-
     if not torch.cuda.is_available():
         pytest.skip("no PyTorch CUDA")
-    sys.path.insert(0, str(ROOT))
-    from benches.runtime_sweep import SWEEP
-
-    b, s, d, f = SWEEP[size]
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "mlp.kina"
-        src.write_text((ROOT / "workspaces/mlp/mlp.kina").read_text(encoding="utf-8"))
-        fn = kinac.compile(src, "mlp", target="cuda", no_cache=True)
-        g = torch.Generator().manual_seed(size)
-        shapes = ((d, f), (f,), (f, d), (d,))
-        ws = [(torch.randn(sh, generator=g) * sh[0] ** -0.5).cuda() for sh in shapes]
-        rng = np.random.default_rng(size)
-        x = np.empty((b, s, d), np.float32)
+    with sweep_mlp(size) as m:
+        fn, ws, x, rng = m.fn, m.ws, m.x, m.rng
         xs, outs = [], []
         st = None
         for k in range(12):
@@ -76,25 +58,13 @@ def test_copy_graphs_in_pieces_with_or_without_the_flag_equal_device_inputs(
         pytest.skip(f"no CUDA GPU ({cuda.unavailable_reason()})")
     import torch
 
-    import kinac
     from kinac.rt.cuda import pinned_empty
 
     if not torch.cuda.is_available():
         pytest.skip("no PyTorch CUDA")
-    sys.path.insert(0, str(ROOT))
-    from benches.runtime_sweep import SWEEP
-
-    b, s, d, f = SWEEP[1]  # x 1 MiB
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "mlp.kina"
-        src.write_text((ROOT / "workspaces/mlp/mlp.kina").read_text(encoding="utf-8"))
-        fn = kinac.compile(src, "mlp", target="cuda", no_cache=True)
-        g = torch.Generator().manual_seed(pieces)
-        shapes = ((d, f), (f,), (f, d), (d,))
-        ws = [(torch.randn(sh, generator=g) * sh[0] ** -0.5).cuda() for sh in shapes]
-        rng = np.random.default_rng(pieces)
-        x = np.empty((b, s, d), np.float32)
-        buf = pinned_empty((b, s, d), np.float32)
+    with sweep_mlp(1, seed=pieces) as m:  # x 1 MiB
+        fn, ws, x, rng = m.fn, m.ws, m.x, m.rng
+        buf = pinned_empty(x.shape, np.float32)
         xs, outs = [], []
         st = None
         for k in range(16):
