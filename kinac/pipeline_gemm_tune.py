@@ -41,10 +41,13 @@ if TYPE_CHECKING:
     from kinac.artifacts.gpu import GpuGemm
 
 TIMER_KEY = "gemm_timer"
-# candidates or binding changed: a new key, re-timed (2: grouped calls strided once bound)
-GEMM_TUNE_VERSION = 2
+# candidates or binding changed: a new key, re-timed (2: grouped calls strided once bound;
+# 3: candidates timed as graphs, interleaved after a warm-up, top-32 asked)
+GEMM_TUNE_VERSION = 3
 TIE = 0.01  # a candidate must beat today's binding by more than 1% (timings repeat to ~1%)
-N_ALGOS = 8  # cuBLASLt heuristic answers timed per GEMM
+# cuBLASLt heuristic answers asked per GEMM (for the 45M block's products cuBLAS 13.1 gives 8
+# whatever is asked: docs/measurements/gemm_45m_2026-12-02d.md)
+N_ALGOS = 32
 TUNED_DTYPES = ("bf16", "f16")
 MIN_TUNE_FLOPS = 1 << 30  # about a 1024 x 512 x 1024 product
 

@@ -198,6 +198,40 @@ def test_pick_keeps_today_on_ties_and_failures() -> None:
     assert pick(((today, math.inf), (lt, 0.5))).algo is None  # no reference: nothing kept
 
 
+def test_a_drifting_clock_does_not_decide_the_choice() -> None:
+    """The H200 runs these GEMMs at its power cap, where the clock drifts while candidates
+    are timed. A fake GPU slows by 0.2% per timed round: timed one after the other (version
+    2's order) today's binding, timed first, looks fastest and a candidate 1% faster loses;
+    interleaved (rotated each round, after the warm-up) the faster one wins and two equal
+    candidates stay within the drift of one rotation."""
+    cost = {"today": 1.0, "same": 1.0, "fast": 0.988}
+    clock = {"t": 0, "warm": 0}
+
+    def time_round(f: Any) -> float:
+        ms = cost[f()] * (1.0 + 0.002 * clock["t"])
+        clock["t"] += 1
+        return ms
+
+    issues = [lambda: "today", lambda: "same", None, lambda: "fast"]
+    sequential = [
+        float(np.median([time_round(f) for _ in range(5)])) if f else math.inf for f in issues
+    ]  # fmt: skip
+    cands = (GemmAlgo("today"), GemmAlgo("lt", _algo(0), 0), GemmAlgo("split"), GemmAlgo("lt", _algo(1), 1))  # fmt: skip
+    assert pick(tuple(zip(cands, sequential, strict=True))).algo.how == "today"  # type: ignore[union-attr]
+    clock["t"] = 0
+
+    def warm() -> None:
+        assert clock["t"] == 0  # before any round
+        clock["warm"] += 1
+
+    ms = blas_tune.time_interleaved(issues, time_round, 5, warm)
+    assert clock["warm"] == 1 and clock["t"] == 15 and ms[2] == math.inf
+    assert abs(ms[0] - ms[1]) <= 0.002 * 3 + 1e-12
+    chosen = pick(tuple(zip(cands, ms, strict=True))).algo
+    assert chosen is not None and chosen.label == "lt#1"
+    assert blas_tune.time_interleaved([None, None], time_round, 5, warm) == [math.inf] * 2
+
+
 def test_canonical_key_forgets_the_entrys_buffers_keeps_sharing() -> None:
     g = _grouped()
     other = replace(g, a=replace(g.a, buf="arena+512"), c=replace(g.c, buf="arena+9", bufs=("arena+9", "arena+7")))  # fmt: skip

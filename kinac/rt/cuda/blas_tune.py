@@ -13,16 +13,29 @@ random values of the dtype, and times, through the runtime's own binding
   separate ``cublasLtMatmul`` calls with each of the members' top-``n`` algorithms.
 
 Each candidate first runs once into zeroed outputs, which are compared with today's: one
-that differs beyond the dtype's tolerance (or fails to bind or run) reports ``inf``. Times
-are the median of ``rounds`` means over back-to-back calls on one stream (about ``round_ms``
-each), as :mod:`kinac.rt.cuda.kernel_timer` times kernels.
+that differs beyond the dtype's tolerance (or fails to bind or run) reports ``inf``.
+
+How the survivors are timed (:func:`time_interleaved`), and why: each is captured as a CUDA
+graph, as an entry runs it (cuBLASLt's 4-byte workspace reset of a persistent kernel is a
+memset node that counts), the GPU is first kept busy for ``WARM_MS`` with today's call, and
+then every round times each candidate once (about ``round_ms`` of back-to-back replays), the
+order rotating from round to round; a candidate's time is its median over the rounds. The
+H200 runs these GEMMs at its power cap, where the SM clock wanders between about 1.5 and 2
+GHz with temperature and load: timed one after the other from a cool GPU (before 2026-12-02,
+``GEMM_TUNE_VERSION`` 2) the first candidates ran at higher clocks than the last, and the
+45M block's q projection was given cuBLASLt's #1, 2% slower than today's binding once both
+were timed interleaved (``docs/measurements/gemm_45m_2026-12-02d.md``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
-from collections.abc import Callable
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from kinac.artifacts.gemm_algo import GemmAlgo
 from kinac.artifacts.gpu import GemmOperand, GpuGemm
@@ -32,6 +45,8 @@ from kinac.rt.cuda.device import Stream, current_device
 from kinac.rt.cuda.kernel_timer import time_calls
 
 SAMPLE = 1 << 22  # output elements compared per candidate
+F = TypeVar("F")  # what time_interleaved's timer times (the tuner: a graph's replay)
+WARM_MS = 150.0  # sustained load before the rounds: the clocks an entry's GEMM runs at
 TOLERANCE = {"bf16": 2e-2, "f16": 4e-3, "f32": 1e-4, "f64": 1e-10}  # x max |today's output|
 
 
@@ -120,12 +135,37 @@ def candidates(blas: object, g: GpuGemm, ptr: Callable[[str], int], n: int) -> l
     return out
 
 
+def time_interleaved(
+    issues: Sequence[F | None],
+    time_round: Callable[[F], float],
+    rounds: int,
+    warm: Callable[[], None] | None = None,
+) -> list[float]:
+    """Milliseconds per call of each ``issues[i]`` (``inf`` for None): after ``warm()``,
+    ``rounds`` rounds each timing every candidate once by ``time_round``, the order rotated
+    by one each round, and each candidate's median over the rounds. Why interleaved: a clock
+    that drifts during the timing (a GPU at its power cap) then slows or speeds every
+    candidate alike instead of whichever happened to be timed first."""
+    live = [i for i, f in enumerate(issues) if f is not None]
+    times: dict[int, list[float]] = {i: [] for i in live}
+    if warm is not None and live:
+        warm()
+    for r in range(rounds if live else 0):
+        k = r % len(live)
+        for i in live[k:] + live[:k]:
+            f = issues[i]
+            assert f is not None
+            times[i].append(time_round(f))
+    return [statistics.median(times[i]) if i in times else math.inf for i in range(len(issues))]
+
+
 def time_gemm(
-    g: GpuGemm, n: int = 8, round_ms: float = 1.0, rounds: int = 3
+    g: GpuGemm, n: int = 8, round_ms: float = 2.0, rounds: int = 5
 ) -> tuple[tuple[GemmAlgo, float], ...]:
     """Each candidate way to issue ``g`` and its milliseconds per call (``inf``: failed or
     wrong); the first is today's binding."""
     from kinac.rt.cuda.blas import Blas
+    from kinac.rt.cuda.graph import capture
 
     current_device()  # a context current on this thread (device 0 if none was)
     d = driver.api()
@@ -144,6 +184,7 @@ def time_gemm(
 
     stream = Stream()
     blas: Blas | None = None
+    graphs: list[Any] = []
     try:
         need = buffer_elems(g)
         outs = outputs(g)
@@ -155,12 +196,32 @@ def time_gemm(
         ptr = names.__getitem__
         cands = candidates(blas, g, ptr, n)
         ref: list[object] = []
-        res = []
+        issues: list[Callable[[], None] | None] = []
         for c in cands:
-            res.append((c, _time_one(blas, g, c, ptr, upload, stream, need, outs, ref, round_ms, rounds)))  # fmt: skip
-        return tuple(res)
+            call = _checked(blas, g, c, ptr, upload, stream, need, outs, ref)
+            if call is None:
+                issues.append(None)
+                continue
+            try:  # what an entry replays: the call captured in a graph (memset nodes included)
+                gr = capture(_on_stream(call), stream, name=c.label)
+            except Exception:  # noqa: BLE001 - a call that cannot be captured is not chosen
+                issues.append(None)
+                continue
+            graphs.append(gr)
+            issues.append(functools.partial(gr.replay, stream))
+
+        def warm() -> None:
+            if issues and issues[0] is not None:
+                _keep_busy(issues[0], stream, WARM_MS)
+
+        ms = time_interleaved(
+            issues, lambda f: time_calls(f, stream, round_ms, 1, 200), rounds, warm
+        )
+        return tuple(zip(cands, ms, strict=True))
     finally:
         stream.synchronize()
+        for gr in graphs:
+            gr.close()
         if blas is not None:
             blas.close()
         for p in mine:
@@ -168,7 +229,21 @@ def time_gemm(
         stream.close()
 
 
-def _time_one(
+def _on_stream(call: Callable[[int], None]) -> Callable[[Stream], None]:
+    """A bound cuBLAS call as a capturable sequence (it takes the stream's handle)."""
+    return lambda st: call(st.handle)
+
+
+def _keep_busy(issue: Callable[[], None], stream: Stream, ms: float) -> None:
+    """Issue ``issue`` back to back on ``stream`` for about ``ms`` milliseconds."""
+    end = time.perf_counter() + ms / 1e3
+    while time.perf_counter() < end:
+        for _ in range(10):
+            issue()
+        stream.synchronize()
+
+
+def _checked(
     blas: object,
     g: GpuGemm,
     c: GemmAlgo,
@@ -178,9 +253,10 @@ def _time_one(
     need: dict[str, tuple[int, str]],
     outs: tuple[str, ...],
     ref: list[object],
-    round_ms: float,
-    rounds: int,
-) -> float:
+) -> Callable[[int], None] | None:
+    """Candidate ``c`` bound, run once into zeroed outputs and compared with today's (the
+    first, whose output becomes ``ref``); None if it cannot bind or run or computes
+    something else."""
     from kinac.rt.cuda.blas import Blas
 
     assert isinstance(blas, Blas)
@@ -201,7 +277,7 @@ def _time_one(
         if not ref:
             ref.extend(got)  # today's output: the reference
         elif not all(close(x, r, g.out_dtype) for x, r in zip(got, ref, strict=True)):
-            return math.inf
-        return time_calls(lambda: call(stream.handle), stream, round_ms, rounds, 100)
+            return None
+        return call
     except Exception:  # noqa: BLE001 - a candidate that cannot run is not chosen
-        return math.inf
+        return None
