@@ -97,10 +97,124 @@ def cpu_as_cuda_import(x: Any) -> Any:
                   strides=tuple(x.stride()), owner=x.untyped_storage())  # fmt: skip
 
 
+def mlp_host_input(reps: int) -> int:
+    """The MLP fed a numpy ``x`` each call (issue 17's host-input call) through
+    ``kinac.compile``, its four weights torch CPU tensors standing for CUDA ones, over the
+    tests' fake driver and the stand-in libcuda of ``benches/runtime_hostcost.py`` (graph
+    launches return at once, the copy graph's memcpy nodes run as ``memmove``): the staged
+    steady state's Python and ctypes per call, a tiny ``x`` (the staging copy ~0)."""
+    import os
+    import types
+
+    import numpy as np
+    import torch
+    from runtime_hostcost import C
+    from staging_fakes import compile_stand_in
+    from test_pinned import FakeDriver, HostMemory
+
+    import kinac
+    from kinac.rt.cuda import device, driver, pinned, staging_calls
+    from kinac.rt.cuda import entry as E
+    from kinac.rt.cuda import graph as G
+    from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+    from kinac.rt.cuda.pinned import PinnedPool
+    from kinac.rt.cuda.tensor import DTYPES, contiguous_strides
+
+    tmpd = tempfile.TemporaryDirectory()
+    tmp = Path(tmpd.name)
+    so = compile_stand_in(C, tmp, "libfake.so")
+    if so is None:
+        print("no C compiler for the stand-in libcuda")
+        return 1
+    fake = FakeDriver()
+    mod = types.ModuleType("fake_cuda")
+    for name in dir(fake):
+        if name.startswith("cu") or name.startswith("CU"):
+            setattr(mod, name, getattr(fake, name))
+    os.environ["KINAC_LIBCUDA"] = str(so)
+    driver._api, driver.OK, driver._initialised, driver._libs = mod, 0, True, {}  # type: ignore[assignment]
+    device._devices = {0: object()}  # type: ignore[dict-item]
+    staging_calls._native = None
+    lib = ctypes.PyDLL(str(so))
+    launch = lib["cuGraphLaunch"]
+    launch.restype, launch.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]
+
+    class Graph:  # a captured compute graph: its launch is the stand-in's cuGraphLaunch
+        captured = True
+        _graph = 0x1234
+
+        def __init__(self, seq: Any, stream: Any, name: str = "") -> None:
+            self.fast_launch = (launch, ctypes.c_void_p(9))
+
+        def replay(self, stream: Any) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    G.capture = Graph  # type: ignore[assignment,misc]
+    mem = HostMemory()
+    pinned._pool = PinnedPool(alloc=mem.alloc, free=lambda p: None)
+    res = types.SimpleNamespace(ordinal=0, allocate=lambda n, s=0: mem.alloc(n),
+                                deallocate=lambda p, n=0, s=0: None)  # fmt: skip
+
+    def load(lowered: Any, ptx: str, **_: Any) -> Any:
+        e = E.GpuEntry.__new__(E.GpuEntry)
+        e.lowered, e.ordinal, e.pinned, e.resource = lowered, 0, True, res
+        e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+                         contiguous_strides(o.shape)) for o in lowered.outputs]  # fmt: skip
+        e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
+        e.stream = e.capture_stream = device.Stream.wrap(0)
+        e._imports, e._last_box, e._stager, e._allocs = {}, [None], None, []
+        n = len(lowered.params) + len(lowered.outputs)
+        e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(n)], set(), {}, OrderedDict()  # fmt: skip
+        e.captures = e.replays = 0
+        e._bind = lambda key: ((lambda s: None), [])
+        e._ctx_get, e._ctx_cur, e._ctx_ref, e._ctx_mine = (lambda r: 0), ctypes.c_void_p(), None, None  # fmt: skip
+        return e
+
+    E.load_gpu_entry = load
+    E.entry_hot.torch_import = lambda a: (  # type: ignore[assignment]
+        cpu_as_cuda_import(a) if isinstance(a, torch.Tensor) else None
+    )
+    b, s, d, f = 2, 4, 8, 16
+    g = torch.Generator().manual_seed(0)
+    ws = [torch.randn(sh, generator=g) for sh in ((d, f), (f,), (f, d), (d,))]
+    x = np.random.default_rng(0).standard_normal((b, s, d)).astype(np.float32)
+    src = tmp / "mlp.kina"
+    src.write_text((ROOT / "workspaces/mlp/mlp.kina").read_text(encoding="utf-8"))
+    fn = kinac.compile(src, "mlp", target="cuda", cache_dir=str(tmp / "cache"))
+    for _ in range(8):
+        fn(x, *ws)
+    entry = next(iter(fn._entries.values()))
+    st = entry._stager
+    bound = fn._memo[0][3] if fn._memo[0] is not None else None
+    args = (x, *ws)
+    rows = [
+        ("kinac.compile callable (hot path)", lambda: fn(*args)),
+        ("the bound call (staging_hot.bind)", lambda: bound(*args)),
+        ("GpuEntry called directly", lambda: entry(*args)),
+    ]
+    print(
+        "\n| call (MLP, numpy x [2,4,8] + 4 weights; Python + ctypes up to the driver) | host us |"
+    )
+    print("|---|---|")
+    for name, fn_ in rows:
+        print(f"| {name} | {best_us(fn_, reps):.2f} |")
+    print(
+        f"\nhot calls: callable {fn.hot_calls}, stager {st.hot_calls}, graph calls {st.graph_calls}"
+    )
+    st.close()
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=2000)
+    ap.add_argument("--mlp", action="store_true", help="the host-input MLP call instead")
     a = ap.parse_args()
+    if a.mlp:
+        return mlp_host_input(a.reps)
     import torch
     from gpu_refs import SMALL, block_inputs
 

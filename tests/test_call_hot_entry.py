@@ -95,23 +95,64 @@ def test_the_same_arrays_replay_with_one_launch_and_the_dropped_outputs_block(
     arrays = _arrays(res)
     _import(e, arrays, res)
     out1 = e(*arrays)  # general path: captures, replays
-    p1 = out1.ptr
-    del out1  # dropped: its block is this output's spare
-    assert list(e._spares[0]) == [p1]
+    p1, id1 = out1.ptr, id(out1)
+    del out1  # dropped: the entry's kept output is nobody else's now, reused as it is
+    assert [t.ptr for t in e._kept[0]] == [p1]
     # (the arrays were imported already, so the first call made the memo): hot from now on
-    outs = [e(*arrays).ptr for _ in range(5)]
-    assert e.hot_calls == 5 and outs == [p1] * 5
+    outs = []
+    for _ in range(5):
+        o = e(*arrays)
+        outs.append((id(o), o.ptr))
+        del o
+    assert e.hot_calls == 5 and outs == [(id1, p1)] * 5  # the same object (kept alive)
     assert log == ["replay"] + ["launch"] * 5 and e.captures == 1
-    kept = e(*arrays)  # kept by the caller: the next call gets another block
-    other = e(*arrays)
+    kept = e(*arrays)
+    other = e(*arrays)  # the last output still held by the caller: another block
     assert other.ptr != kept.ptr and e.hot_calls == 6  # a new address: general path, captured
     assert e.captures == 2
+    assert [t.ptr for t in e._kept[0]] == [kept.ptr, other.ptr]
     del kept, other
     gc.collect()
     live = e.resource.memory_stats()["allocated_bytes.all.current"]
-    e._spares = None  # the entry lets its spares go: their blocks return to the pool
+    e._kept = e._spares = None  # the entry lets its outputs go: their blocks return to the pool
     gc.collect()
     assert e.resource.memory_stats()["allocated_bytes.all.current"] < live
+
+
+def test_an_output_still_referenced_any_way_is_not_reused(log: list[Any]) -> None:
+    """A kept output comes back only when nothing else holds it: not while a view's owner, a
+    DLPack export, another entry's memo or a weak reference holds it or its block."""
+    import weakref
+
+    from kinac.rt.cuda import entry_hot
+
+    assert entry_hot.FREE_T > 0  # reuse is on on this interpreter
+    e, res = _entry(), VirtualResource()
+    arrays = _arrays(res)
+    _import(e, arrays, res)
+    call = None
+    for _ in range(3):
+        e(*arrays)
+        call = call or e.hot_path(tuple(arrays))
+    assert call is not None
+    for run in (e, call):  # the entry's own hot path and the bound call
+        first = run(*arrays)
+        p = first.ptr
+        holders: list[Any] = [
+            first,  # the tensor itself
+            first.owner,  # its block (a view made from it holds this)
+            weakref.ref(first),  # a weak reference (it would see the reused tensor)
+        ]
+        del first
+        for h in holders:
+            again = run(*arrays)
+            assert (again.ptr == p) == (h is None), h
+            if h is not None:
+                assert again.ptr != p
+            del again
+        del h, holders
+        gc.collect()
+        assert run(*arrays).ptr == p  # nothing holds it: reused again
 
 
 def test_a_tensor_moved_in_place_is_imported_again(log: list[Any]) -> None:
@@ -218,3 +259,27 @@ def test_the_bound_call_checks_addresses(log: list[Any]) -> None:
     e._input = lambda x, i: Tensor(x.ptr, SHAPES[i], "float32")
     call(*arrays)
     assert e.hot_calls == 1 and log[-1] == "replay"  # the general path, at the new address
+
+
+def test_the_bound_calls_graph_is_not_evicted_by_other_addresses(log: list[Any]) -> None:
+    """The bound call launches its graph without moving it to the end of the entry's LRU order:
+    binding other addresses passes over it (it would be evicted and captured again)."""
+    e, res = _entry(), VirtualResource()
+    e.max_graphs = 2
+    a, b = _arrays(res), _arrays(res)
+    _import(e, a, res)
+    for _ in range(3):
+        e(*a)
+    call = e.hot_path(tuple(a))
+    call(*a)
+    call(*a)  # (launched from the bound call's own record of its graph)
+    key_a = next(iter(e._bound))
+    _import(e, b, res)
+    e(*b)
+    mixed = [a[0], b[1]]
+    for i, x in enumerate(mixed):
+        e._remember(i, x, Tensor(x.ptr, SHAPES[i], "float32", device=(KDL_CUDA, 0)))
+    e(*mixed)  # a third binding: the least recently bound that is not hot goes (b's)
+    assert key_a in e._bound and len(e._bound) == 2 and e.captures == 3
+    call(*a)  # (the entry's memo is of other arrays now: a plain call, which finds a's graph)
+    assert log[-1] == "replay" and e.captures == 3

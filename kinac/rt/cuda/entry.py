@@ -63,6 +63,8 @@ class GpuEntry:
     _ctx_mine = 0
     hot_calls = 0
     _spares: list[Any] | None = None  # entry_hot.Spares per output, made at the first call
+    _kept: list[list[Tensor]] | None = None  # entry_hot.outputs: returned outputs, reused
+    _hot_keys: dict[tuple[int, ...], None] | None = None  # entry_hot.hot_key: never evicted
     _deferred: Any = None  # entry_checks.DeferredStatus while checks are deferred
     _sync_fn: Any = None  # cuStreamSynchronize through PyDLL, made by the first synchronize()
     pdl = False  # programmatic dependent launch (set by __init__)
@@ -395,8 +397,14 @@ class GpuEntry:
                 self.captures += 1
             hit = (seq, steps, graph)
             self._bound[ptrs] = hit
+            hot = self._hot_keys or {}
             while len(self._bound) > self.max_graphs:
-                _, (_, _, old) = self._bound.popitem(last=False)
+                # the least recently used, passing over the hot calls' graphs (they skip the
+                # LRU's move_to_end: entry_hot.hot_key) unless only they are left; never this one
+                old_key = next((k for k in self._bound if k not in hot and k != ptrs), None)
+                if old_key is None:
+                    old_key = next(k for k in self._bound if k != ptrs)
+                _, _, old = self._bound.pop(old_key)
                 if old is not None:
                     old.close()
         else:

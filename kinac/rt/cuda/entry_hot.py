@@ -75,40 +75,96 @@ def make_spares(entry: GpuEntry) -> list[Spares]:
     return [Spares(entry.resource, nbytes) for _, _, nbytes, _ in entry._out_specs]
 
 
-def outputs(entry: GpuEntry) -> list[Tensor]:
-    """New output tensors (a dropped output's block, else one from the pool). Their specs
-    were checked once, at load, so the fields are set directly (``Tensor.__init__``
+_RC = sys.getrefcount
+KEEP = 2  # output tensors kept per output position (a caller that holds the last one: two)
+
+
+def _refs(kept: list[Any]) -> tuple[int, int]:
+    """What :func:`take` reads of a kept tensor nobody else holds (the same code shape, so the
+    interpreter's own references count the same)."""
+    for t in kept:
+        return _RC(t), _RC(t.owner)
+    return -1, -1
+
+
+def _calibrate() -> tuple[int, int]:
+    """The reference counts of a kept output tensor (and of its block) that only the entry
+    holds, read the way :func:`take` reads them; (-1, -1), which turns reuse off, when this
+    interpreter does not show a second holder or a weak reference as take expects."""
+
+    class _T:
+        __slots__ = ("owner", "__weakref__")
+
+    kept: list[Any] = [_T()]
+    kept[0].owner = _T()
+    free = _refs(kept)
+    held = kept[0]
+    busy = _refs(kept)
+    del held
+    by_block = kept[0].owner
+    busy_block = _refs(kept)
+    del by_block
+    import weakref
+
+    ref = weakref.ref(kept[0])
+    ok = busy[0] == free[0] + 1 and busy_block[1] == free[1] + 1 and kept[0].__weakref__ is ref
+    del ref
+    return free if ok and kept[0].__weakref__ is None else (-1, -1)
+
+
+FREE_T, FREE_O = _calibrate()
+
+
+def take(kept: list[Tensor]) -> Tensor | None:
+    """A kept output tensor that nobody else holds, to be this call's output again: only the
+    entry references it and its block (every view, DLPack export, torch tensor made from it
+    holds one of the two), and no weak reference to it is alive. Its memory is ordered like a
+    dropped output's block: the next call's kernels run on the stream that wrote it."""
+    for t in kept:
+        if _RC(t) == FREE_T and _RC(t.owner) == FREE_O and t.__weakref__ is None:
+            return t
+    return None
+
+
+def _new_output(entry: GpuEntry, k: int) -> Tensor:
+    """A new output tensor for output ``k`` (a dropped output's block, else one from the pool).
+    Its spec was checked once, at load, so the fields are set directly (``Tensor.__init__``
     re-validates shape and dtype: ~1 us per output)."""
-    res, dev, new = entry.resource, (KDL_CUDA, entry.ordinal), Tensor.__new__
     spares = entry._spares
     if spares is None:
         spares = entry._spares = make_spares(entry)
-    if len(spares) == 1:  # one output (a model's call): the loop below without its overhead
-        shape, dt, nbytes, st = entry._out_specs[0]
-        sp = spares[0]
-        if sp:
-            a = OutBlock.__new__(OutBlock)
-            a.ptr, a.nbytes, a.resource, a.stream = sp.pop(), nbytes, res, 0
-        else:
-            a = OutBlock(res, nbytes, 0)
-        a.spares = sp
-        t = new(Tensor)
-        t.ptr, t.shape, t.dtype, t.strides, t.device = a.ptr, shape, dt, st, dev
-        t.owner, t.stream, t.readonly = a, 0, False
-        return [t]
-    outs = []
-    for (shape, dt, nbytes, st), sp in zip(entry._out_specs, spares, strict=True):
-        if sp:
-            a = OutBlock.__new__(OutBlock)
-            a.ptr, a.nbytes, a.resource, a.stream = sp.pop(), nbytes, res, 0
-        else:
-            a = OutBlock(res, nbytes, 0)
-        a.spares = sp
-        t = new(Tensor)
-        t.ptr, t.shape, t.dtype, t.strides, t.device = a.ptr, shape, dt, st, dev
-        t.owner, t.stream, t.readonly = a, 0, False
-        outs.append(t)
-    return outs
+    shape, dt, nbytes, st = entry._out_specs[k]
+    sp, res = spares[k], entry.resource
+    if sp:
+        a = OutBlock.__new__(OutBlock)
+        a.ptr, a.nbytes, a.resource, a.stream = sp.pop(), nbytes, res, 0
+    else:
+        a = OutBlock(res, nbytes, 0)
+    a.spares = sp
+    t = Tensor.__new__(Tensor)
+    t.ptr, t.shape, t.dtype, t.strides, t.device = a.ptr, shape, dt, st, (KDL_CUDA, entry.ordinal)
+    t.owner, t.stream, t.readonly = a, 0, False
+    kept = kept_lists(entry)[k]
+    if len(kept) >= KEEP:  # the oldest kept one is the caller's now (or goes to the spares)
+        del kept[0]
+    kept.append(t)
+    return t
+
+
+def kept_lists(entry: GpuEntry) -> list[list[Tensor]]:
+    """The entry's kept output tensors per output position (made at the first call)."""
+    kept = entry._kept
+    if kept is None:
+        kept = entry._kept = [[] for _ in entry._out_specs]
+    return kept
+
+
+def outputs(entry: GpuEntry) -> list[Tensor]:
+    """The output tensors of a call: per output, a tensor this entry returned before and nobody
+    holds any more (:func:`take`: no allocation, no new object, and the same address, so the
+    same captured graph), else a new one (:func:`_new_output`)."""
+    kept = kept_lists(entry)
+    return [take(c) or _new_output(entry, k) for k, c in enumerate(kept)]
 
 
 def addresses(dp: Any, arrays: tuple[Any, ...]) -> tuple[int, ...] | None:
@@ -138,25 +194,43 @@ def memo(arrays: tuple[Any, ...], ids: tuple[int, ...], ins: list[Tensor]) -> tu
     return (ids, ins, tuple([t.ptr for t in ins]), dp, dps)
 
 
-def _launch(entry: GpuEntry, in_ptrs: tuple[int, ...]) -> Any:
+def _launch(entry: GpuEntry, in_ptrs: tuple[int, ...], last: list[Any] | None = None) -> Any:
     """Outputs, and the captured graph bound to these addresses launched; None (nothing
-    launched) when there is no such graph."""
+    launched) when there is no such graph. ``last`` (a bound call's, one output): set to
+    ``[output address, graph, its fast launch]``, what the next call of the same addresses
+    launches without looking the graph up."""
     outs = outputs(entry)
     ptrs = in_ptrs + tuple([t.ptr for t in outs])
     hit = entry._bound.get(ptrs)
     graph = hit[2] if hit is not None else None
     fast = graph.fast_launch if graph is not None else None
     if fast is None:
-        return None  # (the outputs' blocks become spares; the general path takes them)
+        return None  # (the outputs stay the entry's; the general path takes them)
     entry._bound.move_to_end(ptrs)
     rc = fast[0](fast[1], entry.stream.cvp)
     if rc:
         driver.fail("cuGraphLaunch", rc)
     entry.replays += 1
     entry.hot_calls += 1
+    if last is not None:
+        last[:] = [outs[0].ptr, graph, fast]
+        hot_key(entry, ptrs)
     if entry._host_outputs:
         return entry._host_results(outs)
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def hot_key(entry: GpuEntry, ptrs: tuple[int, ...]) -> None:
+    """Mark ``ptrs`` as launched by a hot call that no longer looks its graph up (nor moves it
+    to the end of the entry's LRU order): the entry's eviction passes over it
+    (:meth:`~kinac.rt.cuda.entry.GpuEntry._runner`); the last few such keys are kept."""
+    keys = entry._hot_keys
+    if keys is None:
+        keys = entry._hot_keys = {}
+    keys.pop(ptrs, None)
+    keys[ptrs] = None
+    while len(keys) > 4:
+        del keys[next(iter(keys))]
 
 
 def _plain(entry: GpuEntry) -> bool:
@@ -188,7 +262,12 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
     check, and checks only that each tensor is still at its address (torch's ``x.data = y``
     moves a tensor without counting a change); otherwise it is a plain call. None unless the
     entry's memo is of ``arrays`` (the last call's arrays, all remembered CUDA arrays, at their
-    addresses)."""
+    addresses).
+
+    With one output (a model's call), the call also skips the graph's lookup: when the kept
+    output it takes back (:func:`take`) is at the address of the last launch's, the graph is
+    that launch's, still bound while its fast launch is (an evicted graph is closed, which
+    clears it)."""
     if entry._stager is not None:  # host arguments staged: their steady state, bound
         return entry._stager.bind_hot(entry, arrays)
     token = entry._last_box[0]
@@ -199,17 +278,39 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
         return None
     box, in_ptrs = entry._last_box, token[2]
     get, ref, cur, mine = entry._ctx_get, entry._ctx_ref, entry._ctx_cur, entry._ctx_mine
+    kept = kept_lists(entry)
+    one = len(kept) == 1 and not entry._host_outputs
+    kept0 = kept[0] if one else []
+    last: list[Any] = [None, None, None]  # the last launch: output address, graph, fast launch
+    cvp = entry.stream.cvp
+    free_t, free_o = FREE_T, FREE_O
+    rc_of = _RC
 
     def call(*arrays: Any) -> Any:
         if (
             box[0] is token
             and (dp is None or tuple(map(dp, arrays)) == dps)
-            and _plain(entry)
+            and entry.use_graphs
+            and not entry.volatile
+            and entry._stager is None
+            and not entry.status
             and get is not None
             and not get(ref)
             and cur.value == mine
         ):
-            out = _launch(entry, in_ptrs)
+            for t in kept0:  # (take, inline)
+                if rc_of(t) == free_t and rc_of(t.owner) == free_o and t.__weakref__ is None:
+                    if t.ptr == last[0] and last[1].fast_launch is last[2]:
+                        fast = last[2]
+                        rc = fast[0](fast[1], cvp)
+                        if rc:
+                            driver.fail("cuGraphLaunch", rc)
+                        entry.replays += 1
+                        entry.hot_calls += 1
+                        return t
+                    break
+            t = None  # type: ignore[assignment]  # (not held while _launch takes the kept outputs)
+            out = _launch(entry, in_ptrs, last if one else None)
             if out is not None:
                 return out
         return entry(*arrays)

@@ -115,6 +115,7 @@ class Tensor:
         "owner",
         "__weakref__",
     )
+    __weakref__: Any  # the first weak reference to it, or None (entry_hot.take reads it)
 
     def __init__(
         self,
