@@ -17,9 +17,9 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+from kinac.cli_cache import cmd_cache  # noqa: F401 - dispatched by name (``cmd_<command>``)
 from kinac.cli_output import (
     _config_ok,
     _jsonable,
@@ -266,56 +266,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
 
 
-def _absent_cache(path: str, cache_dir: str | None) -> tuple[Path, int] | None:
-    """The cache directory of this workspace and its size limit when the directory does not
-    exist yet, else None (opening a session creates it; ``kinac cache`` must not)."""
-    from kinac.pipeline_support import list_sources
-    from kinac.session import cache_size_limit, choose_cache_dir, locate
-
-    ws = locate(path)
-    if ws.config_path is None and ws.single_file is None and not list_sources(ws.root):
-        return None  # not a workspace: the session says so
-    found = choose_cache_dir(ws, cache_dir)
-    return None if found.exists() else (found, cache_size_limit(ws))
-
-
-# What ``kinac cache ACTION`` prints for an empty cache (tests compare the keys with
-# kinac.rules.cache_admin's documents on a real empty cache).
-_EMPTY_CACHE_DOCS: dict[str, dict[str, Any]] = {
-    "stats": {
-        "generation": 0,
-        "memos": 0,
-        "values": 0,
-        "value_bytes": 0,
-        "index_bytes": 0,
-        "size_limit": 0,
-        "memos_by_query": {},
-        "quarantined": [],
-    },
-    "gc": {"memos_dropped": 0, "values_dropped": 0, "quarantined_removed": 0},
-    "verify": {
-        "ok": 0,
-        "dropped": 0,
-        "records_dropped": 0,
-        "reverse_edges_missing": 0,
-        "quarantined": [],
-    },
-}
-
-
-def _no_cache_yet(action: str, directory: Path, size_limit: int) -> int:
-    """``kinac cache`` where nothing was built: an empty cache's document, nothing created."""
-    print(f"kinac: note: no cache at {directory} (nothing was built with it)", file=sys.stderr)
-    if action == "clear":
-        print(f"nothing to clear at {directory}")
-        return EXIT_OK
-    doc = dict(_EMPTY_CACHE_DOCS[action])
-    if action == "stats":
-        doc = {"directory": str(directory), **doc, "size_limit": size_limit}
-    print(json.dumps(doc, indent=2))
-    return EXIT_OK
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from kinac.run import run_entry
 
@@ -326,66 +276,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from kinac.run import profile_command
 
     return profile_command(args)
-
-
-def cmd_cache(args: argparse.Namespace) -> int:
-    from kinac.rules import cache_admin
-
-    absent = None
-    if _SESSION_HOOK is None and not args.no_cache:
-        absent = _absent_cache(args.path, args.cache_dir)
-    if absent is not None:
-        return _no_cache_yet(args.action, *absent)
-    sess = _session(args)
-    store = sess.store
-    if store is None:
-        print("kinac: error: --no-cache leaves no cache to act on", file=sys.stderr)
-        return EXIT_USAGE
-    store.warn = lambda _msg: None  # reported below, once, as this command's outcome
-    try:
-        if args.action == "stats":
-            print(json.dumps(cache_admin.stats(store), indent=2))
-        elif args.action == "gc":
-            print(json.dumps(cache_admin.gc(store), indent=2))
-        elif args.action == "verify":
-            res = cache_admin.verify(store)
-            print(json.dumps(res, indent=2))
-            damage = [
-                *(f"moved {p} aside" for p in res["quarantined"]),
-                *([f"dropped {res['dropped']} corrupt values"] if res["dropped"] else []),
-                *(
-                    [f"dropped {res['records_dropped']} corrupt records"]
-                    if res["records_dropped"]
-                    else []
-                ),
-                *(
-                    [
-                        "rebuilt its reverse-dependency table "
-                        f"({res['reverse_edges_missing']} edges missing)"
-                    ]
-                    if res["reverse_edges_missing"]
-                    else []
-                ),
-            ]
-            if damage:
-                print(
-                    f"kinac: error: the cache at {store.directory} was damaged: {'; '.join(damage)}; "
-                    "it is usable again (the next build recomputes what was lost)",
-                    file=sys.stderr,
-                )
-                return EXIT_PROGRAM_ERRORS
-        elif args.action == "clear":
-            cache_admin.clear(store)
-            print(f"cleared {store.directory}")
-    except cache_admin.CacheUnusable as e:
-        print(f"kinac: error: {e}", file=sys.stderr)
-        return EXIT_PROGRAM_ERRORS
-    finally:
-        store.close()
-    if args.action != "verify":
-        for w in store.warnings:
-            print(f"kinac: warning: {w}", file=sys.stderr)
-    return EXIT_OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -406,10 +296,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         print(text)
     return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -454,3 +340,7 @@ def _ranks_stop_on_termination() -> Iterator[None]:
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+if __name__ == "__main__":  # last: every ``cmd_*`` handler is defined by now
+    sys.exit(main())
