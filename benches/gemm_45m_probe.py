@@ -438,7 +438,7 @@ def part_c(b: dict[str, Any]) -> None:
     emit("\n## C. One GEMM changed at a time, whole entry (steady state, interleaved; median / min ms per call)\n")  # fmt: skip
     best: dict[int, Any] = {}
     for i, cands in b.get("search", {}).items():
-        if left() < 30:
+        if left() < 15:
             break
         g = lo.steps[i].gemm
         cur = g.algo.label if g.algo else "untuned"
@@ -646,6 +646,61 @@ def part_g(b: dict[str, Any]) -> None:
         emit(line)
 
 
+# ---- H: the tuner's measurement, old and new, twice each ----------------------------------
+
+
+class _Eager:
+    """Stands in for a captured graph: replays the call on the stream (version 2 timed so)."""
+
+    def __init__(self, seq: Any, stream: Any, name: str = "") -> None:
+        self.seq = seq
+
+    def replay(self, stream: Any) -> None:
+        self.seq(stream)
+
+    def close(self) -> None:
+        pass
+
+
+def part_h(b: dict[str, Any]) -> None:
+    """Each of the q, k/v and gate/up GEMMs tuned four times, alternating the previous method
+    (candidates one after the other on the stream, 3 rounds of ~1 ms, no warm-up) and this
+    one (graphs, warm-up, 5 interleaved rounds): which candidate each run would keep."""
+    import kinac.rt.cuda.graph as graph_mod
+    from kinac.pipeline_gemm_tune import N_ALGOS, canonical, pick
+    from kinac.rt.cuda import blas_tune
+
+    def sequential(issues: Any, time_round: Any, rounds: int, warm: Any = None) -> list[float]:
+        return [statistics.median([time_round(f) for _ in range(rounds)]) if f else float("inf") for f in issues]  # fmt: skip
+
+    emit("\n## H. Which candidate the tuner keeps, run by run (previous method vs this one)\n")
+    emit("| GEMM | run | method | kept | kept / today's | today's (us) | best (us) |")
+    emit("|---|---|---|---|---|---|---|")
+    real_cap, real_il = graph_mod.capture, blas_tune.time_interleaved
+    for s in b["lo"].steps:
+        if s.sym not in ("k1_matmul", "k2_matmul", "k6_matmul") or s.gemm is None or left() < 40:
+            continue
+        g = canonical(s.gemm)
+        for run in range(4):
+            old = run % 2 == 0
+            try:
+                if old:
+                    graph_mod.capture = _Eager  # type: ignore[assignment]
+                    blas_tune.time_interleaved = sequential  # type: ignore[assignment]
+                    res = blas_tune.time_gemm(g, N_ALGOS, round_ms=1.0, rounds=3)
+                else:
+                    res = blas_tune.time_gemm(g, N_ALGOS)
+            finally:
+                graph_mod.capture, blas_tune.time_interleaved = real_cap, real_il  # type: ignore[assignment]
+            c = pick(res)
+            a = c.algo
+            best = min(ms for _, ms in res)
+            kept = a.label if a else "-"
+            ratio = a.ms / a.base_ms if a and a.base_ms else float("nan")
+            emit(f"| {s.sym} | {run + 1} | {'previous' if old else 'this'} | {kept} | {ratio:.3f} | {res[0][1] * 1e3:.1f} | {best * 1e3:.1f} |")  # fmt: skip
+            RES.setdefault("h", []).append((s.sym, run, old, kept, [(x.label, ms) for x, ms in res]))  # fmt: skip
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=".")
@@ -658,7 +713,7 @@ def main() -> int:
 
     emit(f"# GEMMs of the 45M bf16 block ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC), {torch.cuda.get_device_name(0)}, torch {torch.__version__}\n")  # fmt: skip
     b = build()
-    for name, fn, need in (("A", part_a, 95), ("B", part_b, 80), ("F", part_f, 60), ("C", part_c, 40), ("D", part_d, 25), ("G", part_g, 15)):  # fmt: skip
+    for name, fn, need in (("A", part_a, 100), ("B", part_b, 90), ("F", part_f, 70), ("H", part_h, 55), ("G", part_g, 35), ("C", part_c, 28), ("D", part_d, 12)):  # fmt: skip
         if left() < need:
             emit(f"\n(part {name} skipped: {left():.0f} s left)")
             continue
