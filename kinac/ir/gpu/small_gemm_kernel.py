@@ -28,6 +28,7 @@ Shapes are compile-time constants: ``M % block_m == 0``, ``K % 64 == 0``, each `
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 from kinac.artifacts.gpu import GpuKernel, GpuKernelCode, GpuLaunch
 from kinac.ir.gpu.attention_kernel import _decls, _Emitter, _Fn
@@ -143,14 +144,70 @@ class _GemmEmitter(_Emitter):
             f"ptr addrspace(3) {self.sptr(soff)}, ptr addrspace(1) {gptr}, i32 16)"
         )
 
-    def load_group(self, g: int) -> None:
+    def lab(self, name: str) -> None:
+        self.f.label(name)
+        self.block = name
+
+    def loop(
+        self, lab: str, n: int, inits: list[str], body: Callable[[str, list[str]], list[str]]
+    ) -> list[str]:
+        """``for i in [0, n)`` as a rolled loop (straight-line code of every step was the
+        kernel's time: each SM fetched ~3K instructions once), ``inits`` f32 values carried
+        through it by phis; returns their values after the loop."""
+        f = self.f
+        pre = self.block
+        f.do(f"br label %{lab}")
+        self.lab(lab)
+        at = len(f.lines)
+        f.lines.extend([""] * (len(inits) + 1))
+        cur = [f"%{lab}_c{j}" for j in range(len(inits))]
+        nxt = body(f"%{lab}_i", cur)
+        latch = self.block
+        out = []
+        for j, v in enumerate(nxt):
+            f.do(f"%{lab}_n{j} = select i1 true, float {v}, float {v}")
+            out.append(f"%{lab}_n{j}")
+        f.do(f"%{lab}_in = add i32 %{lab}_i, 1")
+        f.do(f"%{lab}_more = icmp ult i32 %{lab}_in, {n}")
+        f.do(f"br i1 %{lab}_more, label %{lab}, label %{lab}_x")
+        f.lines[at] = f"  %{lab}_i = phi i32 [0, %{pre}], [%{lab}_in, %{latch}]"
+        for j, init in enumerate(inits):
+            f.lines[at + 1 + j] = f"  {cur[j]} = phi float [{init}, %{pre}], [{out[j]}, %{latch}]"
+        self.lab(f"{lab}_x")
+        return out
+
+    def wait_for(self, g: str, groups: int) -> None:
+        """Wait until group ``g`` landed: at most ``groups - 1 - g`` newer groups pending
+        (``cp.async.wait_group`` takes a constant: 2, 1 or 0 of them, never more than that)."""
+        f = self.f
+        r = f.v(f"sub i32 {groups - 1}, {g}")
+        ge2 = f.v(f"icmp uge i32 {r}, 2")
+        f.do(f"br i1 {ge2}, label %w2_{g[1:]}, label %wlt2_{g[1:]}")
+        self.lab(f"w2_{g[1:]}")
+        f.do("call void @llvm.nvvm.cp.async.wait.group(i32 2)")
+        f.do(f"br label %wd_{g[1:]}")
+        self.lab(f"wlt2_{g[1:]}")
+        is1 = f.v(f"icmp eq i32 {r}, 1")
+        f.do(f"br i1 {is1}, label %w1_{g[1:]}, label %w0_{g[1:]}")
+        self.lab(f"w1_{g[1:]}")
+        f.do("call void @llvm.nvvm.cp.async.wait.group(i32 1)")
+        f.do(f"br label %wd_{g[1:]}")
+        self.lab(f"w0_{g[1:]}")
+        f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
+        f.do(f"br label %wd_{g[1:]}")
+        self.lab(f"wd_{g[1:]}")
+        f.do("call void @llvm.nvvm.barrier0()")
+
+    def load_group(self, g: str) -> None:
         """``A[:, 64g : 64g + 64]`` and each weight's rows ``64g .. 64g + 63``, one group."""
         f, p = self.f, self.gp
         tid = self.tid
+        g8 = f.v(f"shl i32 {g}, 3")
+        g64 = f.v(f"shl i32 {g}, 6")
         for i in range(p.block_m * 8 // self.nt):
             c = f.v(f"add i32 {tid}, {i * self.nt}")
             row, cc = f.v(f"lshr i32 {c}, 3"), f.v(f"and i32 {c}, 7")
-            lc = f.v(f"add i32 {cc}, {8 * g}")
+            lc = f.v(f"add i32 {cc}, {g8}")
             soff = self.swz(row, lc, 2 * p.k, 0)
             grow = f.v(f"zext i32 {f.v(f'add i32 {row}, {self.m0}')} to i64")
             e = f.v(f"add i64 {f.v(f'mul i64 {grow}, {p.k // 8}')}, {f.v(f'zext i32 {lc} to i64')}")
@@ -162,7 +219,7 @@ class _GemmEmitter(_Emitter):
             for i in range(GROUP_K * 8 // self.nt):
                 c = f.v(f"add i32 {tid}, {i * self.nt}")
                 row, cc = f.v(f"lshr i32 {c}, 3"), f.v(f"and i32 {c}, 7")
-                krow = f.v(f"add i32 {row}, {GROUP_K * g}")
+                krow = f.v(f"add i32 {row}, {g64}")
                 soff = self.swz(krow, cc, 2 * BLOCK_N, self.a_bytes + wi * self.b_bytes)
                 k64 = f.v(f"zext i32 {krow} to i64")
                 e = f.v(f"add i64 {f.v(f'mul i64 {k64}, {ld}')}, {self.col0}")
@@ -188,48 +245,55 @@ class _GemmEmitter(_Emitter):
         half = f.v(f"and i32 {self.tid}, 1")
         per = p.k // 8 // 2
         c0 = f.v(f"mul i32 {half}, {per}")
-        chunks = []
-        acc = "0.0"
-        for i in range(per):
-            lc = f.v(f"add i32 {c0}, {i}")
-            soff = self.swz(row, lc, 2 * p.k, 0)
-            sp = self.sptr(soff)
-            chunks.append((lc, sp))
-            x = self.vec8(sp, 3)
+
+        def sumsq(i: str, cur: list[str]) -> list[str]:
+            x = self.vec8(self.sptr(self.swz(row, f.v(f"add i32 {c0}, {i}"), 2 * p.k, 0)), 3)
             sq = f.v(f"fmul <8 x float> {x}, {x}")
+            acc = cur[0]
             for j in range(8):
                 acc = f.v(f"fadd float {acc}, {f.v(f'extractelement <8 x float> {sq}, i32 {j}')}")
+            return [acc]
+
+        (acc,) = self.loop("nsq", per, ["0.0"], sumsq)
         o = f.v(f"call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float {acc}, i32 1, i32 31)")
         tot = f.v(f"fadd float {acc}, {o}")
         mean = f.v(f"fmul float {tot}, {float_literal(1.0 / p.k, 'float')}")
         ms = f.v(f"fadd float {mean}, {float_literal(p.eps, 'float')}")
-        s = f.v(f"call float @llvm.sqrt.f32(float {ms})")
-        inv = f.v(f"fdiv float 1.0, {s}")
+        sq = f.v(f"call float @llvm.sqrt.f32(float {ms})")
+        inv = f.v(f"fdiv float 1.0, {sq}")
         invv = f.v(f"insertelement <8 x float> poison, float {inv}, i32 0")
         invv = f.v(
             f"shufflevector <8 x float> {invv}, <8 x float> poison, <8 x i32> zeroinitializer"
         )
         wn = f"%in{p.args[len(p.ns) + 1]}"
-        for lc, sp in chunks:
+
+        def scale(i: str, cur: list[str]) -> list[str]:
+            lc = f.v(f"add i32 {c0}, {i}")
+            sp = self.sptr(self.swz(row, lc, 2 * p.k, 0))
             x = self.vec8(sp, 3)
             wo = f.v(f"shl i64 {f.v(f'zext i32 {lc} to i64')}, 4")
             w = self.vec8(f.v(f"getelementptr i8, ptr addrspace(1) {wn}, i64 {wo}"), 1)
             y = f.v(f"fmul <8 x float> {f.v(f'fmul <8 x float> {x}, {invv}')}, {w}")
             yt = f.v(f"fptrunc <8 x float> {y} to <8 x {self.elty}>")
             f.do(f"store <8 x {self.elty}> {yt}, ptr addrspace(3) {sp}, align 16")
+            return []
+
+        self.loop("nsc", per, [], scale)
 
     # ---- the products ---------------------------------------------------------------------
-    def products(self, g: int, acc: list[list[str]]) -> None:
+    def products(self, g: str, acc: list[list[str]]) -> None:
         """The 64 ``k`` of group ``g``: per 16, this warp's A fragment and each weight's
         eight n8 tiles."""
         p = self.gp
         f = self.f
+        g8 = f.v(f"shl i32 {g}, 3")
+        g64 = f.v(f"shl i32 {g}, 6")
         for kk in range(GROUP_K // 16):
-            ks = g * GROUP_K // 16 + kk
             self.row_bytes = 2 * p.k
-            a = self.ldmatrix(self.chunk_addr(0, self.arow, 2 * ks, self.xa, p.block_m), False)
+            ch = f.v(f"add i32 {g8}, {2 * kk}")  # chunk 2 ks, ks = 4 g + kk
+            a = self.ldmatrix(self.chunk_addr(0, self.arow, ch, self.xa, p.block_m), False)
             self.row_bytes = 2 * BLOCK_N
-            krow = f.v(f"add i32 {self.ra}, {16 * ks}")
+            krow = f.v(f"add i32 {self.ra}, {f.v(f'add i32 {g64}, {16 * kk}')}")
             for wi in range(len(self.w_ptrs)):
                 base = self.a_bytes + wi * self.b_bytes
                 for pr in range(BLOCK_N // 16):
@@ -289,6 +353,7 @@ class _GemmEmitter(_Emitter):
     # ---- the kernel -------------------------------------------------------------------------
     def emit(self) -> str:
         f, p = self.f, self.gp
+        self.block = "entry"
         self.tid = f.v("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
         bx = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()")
         by = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()")
@@ -314,8 +379,12 @@ class _GemmEmitter(_Emitter):
             self.col0 = f.v(f"zext i32 {col} to i64")
             self.w_ptrs = [(ptr, ld)]
         groups = p.k // GROUP_K
-        for g in range(groups):
-            self.load_group(g)
+
+        def load(i: str, cur: list[str]) -> list[str]:
+            self.load_group(i)
+            return []
+
+        self.loop("ld", groups, [], load)
         lane = self.lane
         l7 = f.v(f"and i32 {lane}, 7")
         b3 = f.v(f"and i32 {f.v(f'lshr i32 {lane}, 3')}, 1")
@@ -323,18 +392,22 @@ class _GemmEmitter(_Emitter):
         self.ra = f.v(f"add i32 {l7}, {f.v(f'shl i32 {b3}, 3')}")
         self.xa = f.v(f"xor i32 {b4}, {l7}")
         self.arow = f.v(f"add i32 {f.v(f'shl i32 {self.warp}, 4')}, {self.ra}")
-        acc = [["0.0"] * (BLOCK_N // 2) for _ in self.w_ptrs]
+        nacc = BLOCK_N // 2
         if p.norm:  # every group first: the norm needs whole rows
             f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
             f.do("call void @llvm.nvvm.barrier0()")
             self.norm()
             f.do("call void @llvm.nvvm.barrier0()")
-        for g in range(groups):
+
+        def step(g: str, cur: list[str]) -> list[str]:
             if not p.norm:
-                f.do(f"call void @llvm.nvvm.cp.async.wait.group(i32 {groups - 1 - g})")
-                f.do("call void @llvm.nvvm.barrier0()")
+                self.wait_for(g, groups)
+            acc = [cur[nacc * w : nacc * (w + 1)] for w in range(len(self.w_ptrs))]
             self.products(g, acc)
-        self.store(acc)
+            return [x for a in acc for x in a]
+
+        flat = self.loop("mm", groups, ["0.0"] * (nacc * len(self.w_ptrs)), step)
+        self.store([flat[nacc * w : nacc * (w + 1)] for w in range(len(self.w_ptrs))])
         f.do("ret void")
         glob, pdl_lines, _ = pdl_prologue(self.name)
         names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
