@@ -12,6 +12,10 @@ of at least ``min_rows`` and a thinner last one, instead of equal shares per thr
 ``causal`` (0: attention's products compute every key, as before 2026-12-02 03:50 UTC),
 ``causal_rows`` (the rows of a causal product's blocks, ``causal_blocks.CAUSAL_ROWS``),
 ``par_min`` (kernels with fewer elements run whole, ``kina_to_loops.PAR_MIN_ELEMENTS``);
+``interleave`` (1: LLVM interleaves vector loops as it likes, as before 2026-12-02d; 0: one
+vector per iteration, ``llvm_to_text.INTERLEAVE_ONCE``); ``softmax_keep`` (0: the softmax
+computes a scaled/masked input in both passes, as before 2026-12-02d,
+``kernel_loops.KEEP_SOFTMAX_INPUT``);
 ``blas_threads=N`` (N > 1: the products call OpenBLAS directly with its own N threads instead
 of splitting them on the pool); a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
 once, as until 2026-12-02) against ``now:`` (this tree). Prints the best, 25th-percentile and
@@ -37,7 +41,7 @@ from cpu import BLOCK, inputs  # noqa: E402
 from kinac.codegen.llvm import compile_object, host_target, jit_load  # noqa: E402
 from kinac.codegen.target import TargetSpec  # noqa: E402
 from kinac.ir import lower_graph  # noqa: E402
-from kinac.ir.host import causal, causal_blocks, kina_to_loops  # noqa: E402
+from kinac.ir.host import causal, causal_blocks, kernel_loops, kina_to_loops, llvm_to_text  # noqa: E402,I001
 from kinac.ir.host.causal_blocks import CAUSAL_ROWS  # noqa: E402
 from kinac.ir.host.kina_to_loops import PAR_MIN_ELEMENTS  # noqa: E402
 from kinac.ir.testing import attention_graph, block_graph, mlp_graph  # noqa: E402
@@ -47,6 +51,15 @@ from kinac.rt.host.entry import HostEntry  # noqa: E402
 
 _EXPORTS = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
 _POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield", "balanced")
+_OTHER_KEYS: tuple[str, ...] = (
+    "narrow",
+    "blas_threads",
+    "causal",
+    "causal_rows",
+    "par_min",
+    "interleave",
+)
+_OTHER_KEYS += ("softmax_keep",)
 
 
 def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
@@ -55,7 +68,7 @@ def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
     out: dict[str, int] = {}
     for part in filter(None, rest.split(",")):
         key, _, value = part.partition("=")
-        if key not in (*_POOL_KEYS, "narrow", "blas_threads", "causal", "causal_rows", "par_min"):
+        if key not in (*_POOL_KEYS, *_OTHER_KEYS):
             raise SystemExit(f"cpu_ab: unknown setting {key!r} in {spec!r}")
         out[key] = int(value)
     return name, out
@@ -87,7 +100,7 @@ def main() -> None:
         g = attention_graph(*(BLOCK[k] for k in ("b", "s", "d", "h", "kv")))
     else:
         g = block_graph(**BLOCK) if args.workload == "block" else mlp_graph(4, 128, 256, 1024)
-    lowered: dict[tuple[bool, int, int], Any] = {}
+    lowered: dict[tuple[bool, int, int, bool, bool], Any] = {}
     entries: dict[str, Any] = {}
     blas_threads: dict[str, int] = {}
     for spec in args.variants:
@@ -96,12 +109,16 @@ def main() -> None:
             bool(settings.get("causal", 1)),
             settings.get("causal_rows", CAUSAL_ROWS),
             settings.get("par_min", PAR_MIN_ELEMENTS),
+            not settings.get("interleave", 0),
+            bool(settings.get("softmax_keep", 1)),
         )
         if key not in lowered:
-            causal.ENABLED, causal_blocks.CAUSAL_ROWS, kina_to_loops.PAR_MIN_ELEMENTS = key
+            causal.ENABLED, causal_blocks.CAUSAL_ROWS, kina_to_loops.PAR_MIN_ELEMENTS = key[:3]
+            llvm_to_text.INTERLEAVE_ONCE, kernel_loops.KEEP_SOFTMAX_INPUT = key[3:]
             lowered[key] = lower_graph(g)
             causal.ENABLED, causal_blocks.CAUSAL_ROWS = True, CAUSAL_ROWS
             kina_to_loops.PAR_MIN_ELEMENTS = PAR_MIN_ELEMENTS
+            llvm_to_text.INTERLEAVE_ONCE = kernel_loops.KEEP_SOFTMAX_INPUT = True
         lw = lowered[key]
         syms = make_pool(settings)
         if settings.get("blas_threads", 1) > 1:

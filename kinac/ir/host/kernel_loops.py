@@ -9,7 +9,8 @@ loads of the kernel's input buffers. The loop structure depends on the kernel's 
 - ``reduce``: over the last axis, a loop carrying an accumulator (input read once); over an
   inner axis, accumulation into the output row by row, so the innermost loop stays contiguous.
 - ``softmax``: per row, a max pass and an exp-and-sum pass over the input, then a scaling pass
-  over the output (the input read twice).
+  over the output (the input read twice; an input computed in the kernel is computed once,
+  kept in the output row by the max pass).
 - ``gather``: per index, a bounds check recorded in the status buffer, then a row copy.
 - ``concat``: one loop nest per operand, writing its slice.
 - ``scatter_add``: zero the table, then per index (row-major, one thread: deterministic) add
@@ -98,6 +99,15 @@ def parallel_extent(k: st.KernelOp) -> int | None:
     else:
         return None
     return next((n for n in dims if n > 1), None)
+
+
+KEEP_SOFTMAX_INPUT = True  # False: as before 2026-12-02d (benches/cpu_ab.py softmax_keep=0)
+
+
+def computed(v: SSAValue) -> bool:
+    """Whether reading ``v`` computes something (an op other than views over an input)."""
+    base, _ = view_base(v)
+    return not isinstance(base, BlockArgument)
 
 
 class KernelLowering:
@@ -281,11 +291,20 @@ class KernelLowering:
             return [iv if d == ax else i for d, i in enumerate(outer)]
 
         hi = self._causal_end(outer[ax - 1], xs[ax]) if causal_rows(op, xs, ax) else None
+        # an input computed in the kernel (scale, mask) is computed once: the max pass keeps
+        # it in the output row, which the exp pass reads back (a plain input is read twice;
+        # f16/bf16 rows would round it, so they compute it twice too)
+        keep = computed(op.x) and dt in ("f32", "f64") and KEEP_SOFTMAX_INPUT
         iv, (m,) = em.open_loop(xs[ax], [sc.identity("max", dt)], hi=hi)
-        (m,) = em.close_loop([sc.combine("max", m, self.read(op.x, at(iv)), dt)])
+        x = self.read(op.x, at(iv))
+        if keep:
+            sc.store(x, self.out, em.linear(at(iv), strides), dt)
+        (m,) = em.close_loop([sc.combine("max", m, x, dt)])
         iv, (s,) = em.open_loop(xs[ax], [sc.c(0, dt)], hi=hi)
-        e = sc.unary("exp", sc.binary("sub", self.read(op.x, at(iv)), m, dt), dt)
-        sc.store(e, self.out, em.linear(at(iv), strides), dt)
+        off = em.linear(at(iv), strides)
+        x = sc.widen(em.load_fresh(self.out, off), dt) if keep else self.read(op.x, at(iv))
+        e = sc.unary("exp", sc.binary("sub", x, m, dt), dt)
+        sc.store(e, self.out, off, dt)
         (s,) = em.close_loop([sc.combine("sum", s, e, dt)])
         inv = sc.unary("recip", s, dt)
         iv, _ = em.open_loop(xs[ax], hi=hi)

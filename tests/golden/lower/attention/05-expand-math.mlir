@@ -83,35 +83,30 @@ builtin.module {
           %31 = arith.cmpi sge, %22, %30 : i32
           %32 = arith.select %31, %12, %6 : f32
           %33 = arith.addf %28, %32 fastmath<contract> : f32
+          memref.store %33, %0[%26] : memref<512xf32>
           %34 = arith.maximumf %25, %33 : f32
           scf.yield %34 : f32
         }
         %35 = scf.for %36 = %2 to %18 step %4 iter_args(%37 = %12) -> (f32) {
           %38 = arith.addi %20, %36 : index
-          %39 = memref.load %1[%38] : memref<512xf32>
-          %40 = arith.mulf %39, %11 fastmath<contract> : f32
-          %41 = arith.index_cast %36 : index to i64
-          %42 = arith.trunci %41 : i64 to i32
-          %43 = arith.cmpi sge, %22, %42 : i32
-          %44 = arith.select %43, %12, %6 : f32
-          %45 = arith.addf %40, %44 fastmath<contract> : f32
-          %46 = arith.subf %45, %23 fastmath<contract> : f32
-          %47 = func.call @kinac_expf(%46) : (f32) -> f32
-          memref.store %47, %0[%38] : memref<512xf32>
-          %48 = arith.addf %37, %47 fastmath<reassoc,contract> : f32
-          scf.yield %48 : f32
+          %39 = memref.load %0[%38] : memref<512xf32>
+          %40 = arith.subf %39, %23 fastmath<contract> : f32
+          %41 = func.call @kinac_expf(%40) : (f32) -> f32
+          memref.store %41, %0[%38] : memref<512xf32>
+          %42 = arith.addf %37, %41 fastmath<reassoc,contract> : f32
+          scf.yield %42 : f32
         }
-        %49 = arith.divf %10, %35 fastmath<contract> : f32
-        scf.for %50 = %2 to %18 step %4 {
-          %51 = arith.addi %20, %50 : index
-          %52 = memref.load %0[%51] : memref<512xf32>
-          %53 = arith.mulf %52, %49 fastmath<contract> : f32
-          memref.store %53, %0[%51] : memref<512xf32>
+        %43 = arith.divf %10, %35 fastmath<contract> : f32
+        scf.for %44 = %2 to %18 step %4 {
+          %45 = arith.addi %20, %44 : index
+          %46 = memref.load %0[%45] : memref<512xf32>
+          %47 = arith.mulf %46, %43 fastmath<contract> : f32
+          memref.store %47, %0[%45] : memref<512xf32>
         }
-        %54 = arith.mulf %12, %49 fastmath<contract> : f32
-        scf.for %55 = %18 to %5 step %4 {
-          %56 = arith.addi %20, %55 : index
-          memref.store %54, %0[%56] : memref<512xf32>
+        %48 = arith.mulf %12, %43 fastmath<contract> : f32
+        scf.for %49 = %18 to %5 step %4 {
+          %50 = arith.addi %20, %49 : index
+          memref.store %48, %0[%50] : memref<512xf32>
         }
       }
     }

@@ -184,196 +184,193 @@ builtin.module {
     %155 = llvm.icmp "sge" %146, %154 : i32
     %156 = llvm.select %155, %135, %129 : i1, f32
     %157 = llvm.fadd %153, %156 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %158 = llvm.call_intrinsic "llvm.maximum.f32"(%148, %157) : (f32, f32) -> f32
-    %159 = llvm.add %147, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb5(%159, %158 : i64, f32)
+    %158 = llvm.getelementptr inbounds %123[%150] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %157, %158 : f32, !llvm.ptr
+    %159 = llvm.call_intrinsic "llvm.maximum.f32"(%148, %157) : (f32, f32) -> f32
+    %160 = llvm.add %147, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb5(%160, %159 : i64, f32)
   ^bb7:
     llvm.br ^bb8(%125, %135 : i64, f32)
-  ^bb8(%160: i64, %161: f32):
-    %162 = llvm.icmp "slt" %160, %143 : i64
-    llvm.cond_br %162, ^bb9, ^bb10
+  ^bb8(%161: i64, %162: f32):
+    %163 = llvm.icmp "slt" %161, %143 : i64
+    llvm.cond_br %163, ^bb9, ^bb10
   ^bb9:
-    %163 = llvm.add %145, %160 overflow<nsw,nuw> : i64
-    %164 = llvm.getelementptr inbounds %124[%163] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %165 = llvm.load %164 : !llvm.ptr -> f32
-    %166 = llvm.fmul %165, %134 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %167 = llvm.trunc %160 : i64 to i32
-    %168 = llvm.icmp "sge" %146, %167 : i32
-    %169 = llvm.select %168, %135, %129 : i1, f32
-    %170 = llvm.fadd %166, %169 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %171 = llvm.fsub %170, %148 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %172 = llvm.call @kinac_expf(%171) : (f32) -> f32
-    %173 = llvm.getelementptr inbounds %123[%163] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %172, %173 : f32, !llvm.ptr
-    %174 = llvm.fadd %161, %172 {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
-    %175 = llvm.add %160, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb8(%175, %174 : i64, f32)
+    %164 = llvm.add %145, %161 overflow<nsw,nuw> : i64
+    %165 = llvm.getelementptr inbounds %123[%164] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %166 = llvm.load %165 : !llvm.ptr -> f32
+    %167 = llvm.fsub %166, %148 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %168 = llvm.call @kinac_expf(%167) : (f32) -> f32
+    %169 = llvm.getelementptr inbounds %123[%164] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %168, %169 : f32, !llvm.ptr
+    %170 = llvm.fadd %162, %168 {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
+    %171 = llvm.add %161, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb8(%171, %170 : i64, f32)
   ^bb10:
-    %176 = llvm.fdiv %133, %161 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %172 = llvm.fdiv %133, %162 {fastmathFlags = #llvm.fastmath<contract>} : f32
     llvm.br ^bb11(%125 : i64)
-  ^bb11(%177: i64):
-    %178 = llvm.icmp "slt" %177, %143 : i64
-    llvm.cond_br %178, ^bb12, ^bb13
+  ^bb11(%173: i64):
+    %174 = llvm.icmp "slt" %173, %143 : i64
+    llvm.cond_br %174, ^bb12, ^bb13
   ^bb12:
-    %179 = llvm.add %145, %177 overflow<nsw,nuw> : i64
-    %180 = llvm.getelementptr inbounds %123[%179] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %181 = llvm.load %180 : !llvm.ptr -> f32
-    %182 = llvm.fmul %181, %176 {fastmathFlags = #llvm.fastmath<contract>} : f32
-    %183 = llvm.getelementptr inbounds %123[%179] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %182, %183 : f32, !llvm.ptr
-    %184 = llvm.add %177, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb11(%184 : i64)
+    %175 = llvm.add %145, %173 overflow<nsw,nuw> : i64
+    %176 = llvm.getelementptr inbounds %123[%175] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %177 = llvm.load %176 : !llvm.ptr -> f32
+    %178 = llvm.fmul %177, %172 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %179 = llvm.getelementptr inbounds %123[%175] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %178, %179 : f32, !llvm.ptr
+    %180 = llvm.add %173, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb11(%180 : i64)
   ^bb13:
-    %185 = llvm.fmul %135, %176 {fastmathFlags = #llvm.fastmath<contract>} : f32
+    %181 = llvm.fmul %135, %172 {fastmathFlags = #llvm.fastmath<contract>} : f32
     llvm.br ^bb14(%143 : i64)
-  ^bb14(%186: i64):
-    %187 = llvm.icmp "slt" %186, %128 : i64
-    llvm.cond_br %187, ^bb15, ^bb16
+  ^bb14(%182: i64):
+    %183 = llvm.icmp "slt" %182, %128 : i64
+    llvm.cond_br %183, ^bb15, ^bb16
   ^bb15:
-    %188 = llvm.add %145, %186 overflow<nsw,nuw> : i64
-    %189 = llvm.getelementptr inbounds %123[%188] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %185, %189 : f32, !llvm.ptr
-    %190 = llvm.add %186, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb14(%190 : i64)
+    %184 = llvm.add %145, %182 overflow<nsw,nuw> : i64
+    %185 = llvm.getelementptr inbounds %123[%184] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %181, %185 : f32, !llvm.ptr
+    %186 = llvm.add %182, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb14(%186 : i64)
   ^bb16:
-    %191 = llvm.add %139, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%191 : i64)
+    %187 = llvm.add %139, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%187 : i64)
   ^bb17:
-    %192 = llvm.add %136, %127 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%192 : i64)
+    %188 = llvm.add %136, %127 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%188 : i64)
   ^bb18:
     llvm.return
   }
-  llvm.func internal @k5_matmul(%193: !llvm.ptr {llvm.noalias}, %194: !llvm.ptr {llvm.noalias}, %195: !llvm.ptr {llvm.noalias}) {
-    %196 = llvm.mlir.constant(0) : i64
-    %197 = llvm.mlir.constant(2) : i64
-    %198 = llvm.mlir.constant(1) : i64
-    %199 = llvm.mlir.constant(256) : i64
-    llvm.br ^bb1(%196 : i64)
-  ^bb1(%200: i64):
-    %201 = llvm.icmp "slt" %200, %197 : i64
-    llvm.cond_br %201, ^bb2, ^bb3
+  llvm.func internal @k5_matmul(%189: !llvm.ptr {llvm.noalias}, %190: !llvm.ptr {llvm.noalias}, %191: !llvm.ptr {llvm.noalias}) {
+    %192 = llvm.mlir.constant(0) : i64
+    %193 = llvm.mlir.constant(2) : i64
+    %194 = llvm.mlir.constant(1) : i64
+    %195 = llvm.mlir.constant(256) : i64
+    llvm.br ^bb1(%192 : i64)
+  ^bb1(%196: i64):
+    %197 = llvm.icmp "slt" %196, %193 : i64
+    llvm.cond_br %197, ^bb2, ^bb3
   ^bb2:
-    %202 = llvm.mul %200, %199 overflow<nsw,nuw> : i64
-    %203 = llvm.getelementptr inbounds %194[%202] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %204 = llvm.getelementptr inbounds %195[%196] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %205 = llvm.getelementptr inbounds %193[%202] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %206 = llvm.mlir.constant(101 : i32) : i32
-    %207 = llvm.mlir.constant(111 : i32) : i32
-    %208 = llvm.mlir.constant(111 : i32) : i32
+    %198 = llvm.mul %196, %195 overflow<nsw,nuw> : i64
+    %199 = llvm.getelementptr inbounds %190[%198] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %200 = llvm.getelementptr inbounds %191[%192] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %201 = llvm.getelementptr inbounds %189[%198] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %202 = llvm.mlir.constant(101 : i32) : i32
+    %203 = llvm.mlir.constant(111 : i32) : i32
+    %204 = llvm.mlir.constant(111 : i32) : i32
+    %205 = llvm.mlir.constant(16) : i64
+    %206 = llvm.mlir.constant(16) : i64
+    %207 = llvm.mlir.constant(16) : i64
+    %208 = llvm.mlir.constant(1.000000e+00 : f32) : f32
     %209 = llvm.mlir.constant(16) : i64
     %210 = llvm.mlir.constant(16) : i64
-    %211 = llvm.mlir.constant(16) : i64
-    %212 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %213 = llvm.mlir.constant(16) : i64
-    %214 = llvm.mlir.constant(16) : i64
-    %215 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %216 = llvm.mlir.constant(16) : i64
-    llvm.call @kinac_sgemm(%206, %207, %208, %209, %210, %211, %212, %203, %213, %204, %214, %215, %205, %216) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
-    %217 = llvm.add %200, %198 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%217 : i64)
+    %211 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %212 = llvm.mlir.constant(16) : i64
+    llvm.call @kinac_sgemm(%202, %203, %204, %205, %206, %207, %208, %199, %209, %200, %210, %211, %201, %212) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+    %213 = llvm.add %196, %194 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%213 : i64)
   ^bb3:
     llvm.return
   }
-  llvm.func internal @k6_map(%218: !llvm.ptr {llvm.noalias}, %219: !llvm.ptr {llvm.noalias}) {
-    %220 = llvm.mlir.constant(0) : i64
-    %221 = llvm.mlir.constant(16) : i64
-    %222 = llvm.mlir.constant(1) : i64
-    %223 = llvm.mlir.constant(32) : i64
-    %224 = llvm.mlir.constant(256) : i64
-    llvm.br ^bb1(%220 : i64)
-  ^bb1(%225: i64):
-    %226 = llvm.icmp "slt" %225, %221 : i64
-    llvm.cond_br %226, ^bb2, ^bb6
+  llvm.func internal @k6_map(%214: !llvm.ptr {llvm.noalias}, %215: !llvm.ptr {llvm.noalias}) {
+    %216 = llvm.mlir.constant(0) : i64
+    %217 = llvm.mlir.constant(16) : i64
+    %218 = llvm.mlir.constant(1) : i64
+    %219 = llvm.mlir.constant(32) : i64
+    %220 = llvm.mlir.constant(256) : i64
+    llvm.br ^bb1(%216 : i64)
+  ^bb1(%221: i64):
+    %222 = llvm.icmp "slt" %221, %217 : i64
+    llvm.cond_br %222, ^bb2, ^bb6
   ^bb2:
-    %227 = llvm.mul %225, %221 overflow<nsw,nuw> : i64
-    %228 = llvm.mul %225, %223 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%220 : i64)
-  ^bb3(%229: i64):
-    %230 = llvm.icmp "slt" %229, %223 : i64
-    llvm.cond_br %230, ^bb4, ^bb5
+    %223 = llvm.mul %221, %217 overflow<nsw,nuw> : i64
+    %224 = llvm.mul %221, %219 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%216 : i64)
+  ^bb3(%225: i64):
+    %226 = llvm.icmp "slt" %225, %219 : i64
+    llvm.cond_br %226, ^bb4, ^bb5
   ^bb4:
-    %231 = llvm.udiv %229, %221 : i64
-    %232 = llvm.mul %231, %224 overflow<nsw,nuw> : i64
-    %233 = llvm.add %227, %232 overflow<nsw,nuw> : i64
-    %234 = llvm.urem %229, %221 : i64
-    %235 = llvm.add %233, %234 overflow<nsw,nuw> : i64
-    %236 = llvm.getelementptr inbounds %219[%235] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %237 = llvm.load %236 : !llvm.ptr -> f32
-    %238 = llvm.add %228, %229 overflow<nsw,nuw> : i64
-    %239 = llvm.getelementptr inbounds %218[%238] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    llvm.store %237, %239 : f32, !llvm.ptr
-    %240 = llvm.add %229, %222 overflow<nsw,nuw> : i64
-    llvm.br ^bb3(%240 : i64)
+    %227 = llvm.udiv %225, %217 : i64
+    %228 = llvm.mul %227, %220 overflow<nsw,nuw> : i64
+    %229 = llvm.add %223, %228 overflow<nsw,nuw> : i64
+    %230 = llvm.urem %225, %217 : i64
+    %231 = llvm.add %229, %230 overflow<nsw,nuw> : i64
+    %232 = llvm.getelementptr inbounds %215[%231] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %233 = llvm.load %232 : !llvm.ptr -> f32
+    %234 = llvm.add %224, %225 overflow<nsw,nuw> : i64
+    %235 = llvm.getelementptr inbounds %214[%234] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %233, %235 : f32, !llvm.ptr
+    %236 = llvm.add %225, %218 overflow<nsw,nuw> : i64
+    llvm.br ^bb3(%236 : i64)
   ^bb5:
-    %241 = llvm.add %225, %222 overflow<nsw,nuw> : i64
-    llvm.br ^bb1(%241 : i64)
+    %237 = llvm.add %221, %218 overflow<nsw,nuw> : i64
+    llvm.br ^bb1(%237 : i64)
   ^bb6:
     llvm.return
   }
-  llvm.func internal @k7_matmul(%242: !llvm.ptr {llvm.noalias}, %243: !llvm.ptr {llvm.noalias}, %244: !llvm.ptr {llvm.noalias}) {
-    %245 = llvm.mlir.constant(0) : i64
-    %246 = llvm.getelementptr inbounds %243[%245] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %247 = llvm.getelementptr inbounds %244[%245] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %248 = llvm.getelementptr inbounds %242[%245] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-    %249 = llvm.mlir.constant(101 : i32) : i32
-    %250 = llvm.mlir.constant(111 : i32) : i32
-    %251 = llvm.mlir.constant(111 : i32) : i32
-    %252 = llvm.mlir.constant(16) : i64
+  llvm.func internal @k7_matmul(%238: !llvm.ptr {llvm.noalias}, %239: !llvm.ptr {llvm.noalias}, %240: !llvm.ptr {llvm.noalias}) {
+    %241 = llvm.mlir.constant(0) : i64
+    %242 = llvm.getelementptr inbounds %239[%241] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %243 = llvm.getelementptr inbounds %240[%241] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %244 = llvm.getelementptr inbounds %238[%241] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %245 = llvm.mlir.constant(101 : i32) : i32
+    %246 = llvm.mlir.constant(111 : i32) : i32
+    %247 = llvm.mlir.constant(111 : i32) : i32
+    %248 = llvm.mlir.constant(16) : i64
+    %249 = llvm.mlir.constant(32) : i64
+    %250 = llvm.mlir.constant(32) : i64
+    %251 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+    %252 = llvm.mlir.constant(32) : i64
     %253 = llvm.mlir.constant(32) : i64
-    %254 = llvm.mlir.constant(32) : i64
-    %255 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %256 = llvm.mlir.constant(32) : i64
-    %257 = llvm.mlir.constant(32) : i64
-    %258 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %259 = llvm.mlir.constant(32) : i64
-    llvm.call @kinac_sgemm(%249, %250, %251, %252, %253, %254, %255, %246, %256, %247, %257, %258, %248, %259) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+    %254 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %255 = llvm.mlir.constant(32) : i64
+    llvm.call @kinac_sgemm(%245, %246, %247, %248, %249, %250, %251, %242, %252, %243, %253, %254, %244, %255) : (i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
     llvm.return
   }
-  llvm.func internal @kinac_expf(%260: f32) -> f32 {
-    %261 = llvm.mlir.constant(-8.700000e+01 : f32) : f32
-    %262 = llvm.mlir.constant(8.870000e+01 : f32) : f32
-    %263 = llvm.call_intrinsic "llvm.maximum.f32"(%260, %261) : (f32, f32) -> f32
-    %264 = llvm.call_intrinsic "llvm.minimum.f32"(%263, %262) : (f32, f32) -> f32
-    %265 = llvm.mlir.constant(1.44269502 : f32) : f32
-    %266 = llvm.mlir.constant(5.000000e-01 : f32) : f32
-    %267 = llvm.call_intrinsic "llvm.fma.f32"(%264, %265, %266) : (f32, f32, f32) -> f32
-    %268 = llvm.call_intrinsic "llvm.floor.f32"(%267) : (f32) -> f32
-    %269 = llvm.mlir.constant(-0.693359375 : f32) : f32
-    %270 = llvm.call_intrinsic "llvm.fma.f32"(%268, %269, %264) : (f32, f32, f32) -> f32
-    %271 = llvm.mlir.constant(0.000212194442 : f32) : f32
-    %272 = llvm.call_intrinsic "llvm.fma.f32"(%268, %271, %270) : (f32, f32, f32) -> f32
-    %273 = llvm.mlir.constant(0.000198756912 : f32) : f32
-    %274 = llvm.mlir.constant(0.00139819994 : f32) : f32
-    %275 = llvm.call_intrinsic "llvm.fma.f32"(%273, %272, %274) : (f32, f32, f32) -> f32
-    %276 = llvm.mlir.constant(0.00833345205 : f32) : f32
-    %277 = llvm.call_intrinsic "llvm.fma.f32"(%275, %272, %276) : (f32, f32, f32) -> f32
-    %278 = llvm.mlir.constant(0.0416657962 : f32) : f32
-    %279 = llvm.call_intrinsic "llvm.fma.f32"(%277, %272, %278) : (f32, f32, f32) -> f32
-    %280 = llvm.mlir.constant(0.166666657 : f32) : f32
-    %281 = llvm.call_intrinsic "llvm.fma.f32"(%279, %272, %280) : (f32, f32, f32) -> f32
-    %282 = llvm.mlir.constant(5.000000e-01 : f32) : f32
-    %283 = llvm.call_intrinsic "llvm.fma.f32"(%281, %272, %282) : (f32, f32, f32) -> f32
-    %284 = llvm.fmul %272, %272 : f32
-    %285 = llvm.call_intrinsic "llvm.fma.f32"(%283, %284, %272) : (f32, f32, f32) -> f32
-    %286 = llvm.mlir.constant(1.000000e+00 : f32) : f32
-    %287 = llvm.fadd %285, %286 : f32
-    %288 = llvm.mlir.constant(0x4B00007E : f32) : f32
-    %289 = llvm.fadd %268, %288 : f32
-    %290 = llvm.bitcast %289 : f32 to i32
-    %291 = llvm.mlir.constant(23 : i32) : i32
-    %292 = llvm.shl %290, %291 : i32
-    %293 = llvm.bitcast %292 : i32 to f32
-    %294 = llvm.fmul %287, %293 : f32
-    %295 = llvm.mlir.constant(2.000000e+00 : f32) : f32
-    %296 = llvm.fmul %294, %295 : f32
-    %297 = llvm.fcmp "olt" %260, %261 : f32
-    %298 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %299 = llvm.select %297, %298, %296 : i1, f32
-    %300 = llvm.fcmp "ogt" %260, %262 : f32
-    %301 = llvm.mlir.constant(0x7f800000 : f32) : f32
-    %302 = llvm.select %300, %301, %299 : i1, f32
-    llvm.return %302 : f32
+  llvm.func internal @kinac_expf(%256: f32) -> f32 {
+    %257 = llvm.mlir.constant(-8.700000e+01 : f32) : f32
+    %258 = llvm.mlir.constant(8.870000e+01 : f32) : f32
+    %259 = llvm.call_intrinsic "llvm.maximum.f32"(%256, %257) : (f32, f32) -> f32
+    %260 = llvm.call_intrinsic "llvm.minimum.f32"(%259, %258) : (f32, f32) -> f32
+    %261 = llvm.mlir.constant(1.44269502 : f32) : f32
+    %262 = llvm.mlir.constant(5.000000e-01 : f32) : f32
+    %263 = llvm.call_intrinsic "llvm.fma.f32"(%260, %261, %262) : (f32, f32, f32) -> f32
+    %264 = llvm.call_intrinsic "llvm.floor.f32"(%263) : (f32) -> f32
+    %265 = llvm.mlir.constant(-0.693359375 : f32) : f32
+    %266 = llvm.call_intrinsic "llvm.fma.f32"(%264, %265, %260) : (f32, f32, f32) -> f32
+    %267 = llvm.mlir.constant(0.000212194442 : f32) : f32
+    %268 = llvm.call_intrinsic "llvm.fma.f32"(%264, %267, %266) : (f32, f32, f32) -> f32
+    %269 = llvm.mlir.constant(0.000198756912 : f32) : f32
+    %270 = llvm.mlir.constant(0.00139819994 : f32) : f32
+    %271 = llvm.call_intrinsic "llvm.fma.f32"(%269, %268, %270) : (f32, f32, f32) -> f32
+    %272 = llvm.mlir.constant(0.00833345205 : f32) : f32
+    %273 = llvm.call_intrinsic "llvm.fma.f32"(%271, %268, %272) : (f32, f32, f32) -> f32
+    %274 = llvm.mlir.constant(0.0416657962 : f32) : f32
+    %275 = llvm.call_intrinsic "llvm.fma.f32"(%273, %268, %274) : (f32, f32, f32) -> f32
+    %276 = llvm.mlir.constant(0.166666657 : f32) : f32
+    %277 = llvm.call_intrinsic "llvm.fma.f32"(%275, %268, %276) : (f32, f32, f32) -> f32
+    %278 = llvm.mlir.constant(5.000000e-01 : f32) : f32
+    %279 = llvm.call_intrinsic "llvm.fma.f32"(%277, %268, %278) : (f32, f32, f32) -> f32
+    %280 = llvm.fmul %268, %268 : f32
+    %281 = llvm.call_intrinsic "llvm.fma.f32"(%279, %280, %268) : (f32, f32, f32) -> f32
+    %282 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+    %283 = llvm.fadd %281, %282 : f32
+    %284 = llvm.mlir.constant(0x4B00007E : f32) : f32
+    %285 = llvm.fadd %264, %284 : f32
+    %286 = llvm.bitcast %285 : f32 to i32
+    %287 = llvm.mlir.constant(23 : i32) : i32
+    %288 = llvm.shl %286, %287 : i32
+    %289 = llvm.bitcast %288 : i32 to f32
+    %290 = llvm.fmul %283, %289 : f32
+    %291 = llvm.mlir.constant(2.000000e+00 : f32) : f32
+    %292 = llvm.fmul %290, %291 : f32
+    %293 = llvm.fcmp "olt" %256, %257 : f32
+    %294 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %295 = llvm.select %293, %294, %292 : i1, f32
+    %296 = llvm.fcmp "ogt" %256, %258 : f32
+    %297 = llvm.mlir.constant(0x7f800000 : f32) : f32
+    %298 = llvm.select %296, %297, %295 : i1, f32
+    llvm.return %298 : f32
   }
   llvm.func @kinac_sgemm(i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
 }

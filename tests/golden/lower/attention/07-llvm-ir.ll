@@ -92,7 +92,7 @@ define internal void @"k3_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noal
   %".17" = getelementptr inbounds float, ptr %".1", i64 %".14"
   call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 112, i64 16, i64 16, i64 16, float 0x3ff0000000000000, ptr %".15", i64 32, ptr %".16", i64 16, float              0x0, ptr %".17", i64 16)
   %".19" = add nsw nuw i64 %".9", 1
-  br label %".6"
+  br label %".6", !llvm.loop !1000
 .8:
   ret void
 }
@@ -104,14 +104,14 @@ define internal void @"k4_softmax"(ptr noalias %".1", ptr noalias %".2") nounwin
   %".32" = fdiv contract float 0x3ff0000000000000, %".31"
   br label %".5"
 .5:
-  %".23" = phi  i64 [0, %".4"], [%".101", %".21"]
+  %".23" = phi  i64 [0, %".4"], [%".98", %".21"]
   %".34" = icmp slt i64 %".23", 2
   br i1 %".34", label %".6", label %".22"
 .6:
   %".36" = mul nsw nuw i64 %".23", 256
   br label %".7"
 .7:
-  %".24" = phi  i64 [0, %".6"], [%".99", %".20"]
+  %".24" = phi  i64 [0, %".6"], [%".96", %".20"]
   %".38" = icmp slt i64 %".24", 16
   br i1 %".38", label %".8", label %".21"
 .8:
@@ -123,8 +123,8 @@ define internal void @"k4_softmax"(ptr noalias %".1", ptr noalias %".2") nounwin
   %".45" = trunc i64 %".24" to i32
   br label %".9"
 .9:
-  %".25" = phi  i64 [0, %".8"], [%".58", %".10"]
-  %".26" = phi  float [0xfff0000000000000, %".8"], [%".57", %".10"]
+  %".25" = phi  i64 [0, %".8"], [%".60", %".10"]
+  %".26" = phi  float [0xfff0000000000000, %".8"], [%".59", %".10"]
   %".47" = icmp slt i64 %".25", %".42"
   br i1 %".47", label %".10", label %".11"
 .10:
@@ -136,67 +136,64 @@ define internal void @"k4_softmax"(ptr noalias %".1", ptr noalias %".2") nounwin
   %".54" = icmp sge i32 %".45", %".53"
   %".55" = select  i1 %".54", float              0x0, float 0xfff0000000000000
   %".56" = fadd contract float %".52", %".55"
-  %".57" = call float @"llvm.maximum.f32"(float %".26", float %".56")
-  %".58" = add nsw nuw i64 %".25", 1
-  br label %".9"
+  %".57" = getelementptr inbounds float, ptr %".1", i64 %".49"
+  store float %".56", ptr %".57"
+  %".59" = call float @"llvm.maximum.f32"(float %".26", float %".56")
+  %".60" = add nsw nuw i64 %".25", 1
+  br label %".9", !llvm.loop !1001
 .11:
   br label %".12"
 .12:
-  %".27" = phi  i64 [0, %".11"], [%".76", %".13"]
-  %".28" = phi  float [             0x0, %".11"], [%".75", %".13"]
-  %".61" = icmp slt i64 %".27", %".42"
-  br i1 %".61", label %".13", label %".14"
+  %".27" = phi  i64 [0, %".11"], [%".73", %".13"]
+  %".28" = phi  float [             0x0, %".11"], [%".72", %".13"]
+  %".63" = icmp slt i64 %".27", %".42"
+  br i1 %".63", label %".13", label %".14"
 .13:
-  %".63" = add nsw nuw i64 %".44", %".27"
-  %".64" = getelementptr inbounds float, ptr %".2", i64 %".63"
-  %".65" = load float, ptr %".64"
-  %".66" = fmul contract float %".65", %".32"
-  %".67" = trunc i64 %".27" to i32
-  %".68" = icmp sge i32 %".45", %".67"
-  %".69" = select  i1 %".68", float              0x0, float 0xfff0000000000000
-  %".70" = fadd contract float %".66", %".69"
-  %".71" = fsub contract float %".70", %".26"
-  %".72" = call ccc float @"kinac_expf"(float %".71")
-  %".73" = getelementptr inbounds float, ptr %".1", i64 %".63"
-  store float %".72", ptr %".73"
-  %".75" = fadd contract reassoc float %".28", %".72"
-  %".76" = add nsw nuw i64 %".27", 1
-  br label %".12"
+  %".65" = add nsw nuw i64 %".44", %".27"
+  %".66" = getelementptr inbounds float, ptr %".1", i64 %".65"
+  %".67" = load float, ptr %".66"
+  %".68" = fsub contract float %".67", %".26"
+  %".69" = call ccc float @"kinac_expf"(float %".68")
+  %".70" = getelementptr inbounds float, ptr %".1", i64 %".65"
+  store float %".69", ptr %".70"
+  %".72" = fadd contract reassoc float %".28", %".69"
+  %".73" = add nsw nuw i64 %".27", 1
+  br label %".12", !llvm.loop !1002
 .14:
-  %".78" = fdiv contract float 0x3ff0000000000000, %".28"
+  %".75" = fdiv contract float 0x3ff0000000000000, %".28"
   br label %".15"
 .15:
-  %".29" = phi  i64 [0, %".14"], [%".88", %".16"]
-  %".80" = icmp slt i64 %".29", %".42"
-  br i1 %".80", label %".16", label %".17"
+  %".29" = phi  i64 [0, %".14"], [%".85", %".16"]
+  %".77" = icmp slt i64 %".29", %".42"
+  br i1 %".77", label %".16", label %".17"
 .16:
-  %".82" = add nsw nuw i64 %".44", %".29"
-  %".83" = getelementptr inbounds float, ptr %".1", i64 %".82"
-  %".84" = load float, ptr %".83"
-  %".85" = fmul contract float %".84", %".78"
-  %".86" = getelementptr inbounds float, ptr %".1", i64 %".82"
-  store float %".85", ptr %".86"
-  %".88" = add nsw nuw i64 %".29", 1
-  br label %".15"
+  %".79" = add nsw nuw i64 %".44", %".29"
+  %".80" = getelementptr inbounds float, ptr %".1", i64 %".79"
+  %".81" = load float, ptr %".80"
+  %".82" = fmul contract float %".81", %".75"
+  %".83" = getelementptr inbounds float, ptr %".1", i64 %".79"
+  store float %".82", ptr %".83"
+  %".85" = add nsw nuw i64 %".29", 1
+  br label %".15", !llvm.loop !1003
 .17:
-  %".90" = fmul contract float              0x0, %".78"
+  %".87" = fmul contract float              0x0, %".75"
   br label %".18"
 .18:
-  %".30" = phi  i64 [%".42", %".17"], [%".97", %".19"]
-  %".92" = icmp slt i64 %".30", 16
-  br i1 %".92", label %".19", label %".20"
+  %".30" = phi  i64 [%".42", %".17"], [%".94", %".19"]
+  %".89" = icmp slt i64 %".30", 16
+  br i1 %".89", label %".19", label %".20"
 .19:
-  %".94" = add nsw nuw i64 %".44", %".30"
-  %".95" = getelementptr inbounds float, ptr %".1", i64 %".94"
-  store float %".90", ptr %".95"
-  %".97" = add nsw nuw i64 %".30", 1
-  br label %".18"
+  %".91" = add nsw nuw i64 %".44", %".30"
+  %".92" = getelementptr inbounds float, ptr %".1", i64 %".91"
+  store float %".87", ptr %".92"
+  %".94" = add nsw nuw i64 %".30", 1
+  br label %".18", !llvm.loop !1004
 .20:
-  %".99" = add nsw nuw i64 %".24", 1
-  br label %".7"
+  %".96" = add nsw nuw i64 %".24", 1
+  br label %".7", !llvm.loop !1005
 .21:
-  %".101" = add nsw nuw i64 %".23", 1
-  br label %".5"
+  %".98" = add nsw nuw i64 %".23", 1
+  br label %".5", !llvm.loop !1006
 .22:
   ret void
 }
@@ -216,7 +213,7 @@ define internal void @"k5_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noal
   %".16" = getelementptr inbounds float, ptr %".1", i64 %".13"
   call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 111, i64 16, i64 16, i64 16, float 0x3ff0000000000000, ptr %".14", i64 16, ptr %".15", i64 16, float              0x0, ptr %".16", i64 16)
   %".18" = add nsw nuw i64 %".9", 1
-  br label %".6"
+  br label %".6", !llvm.loop !1007
 .8:
   ret void
 }
@@ -249,10 +246,10 @@ define internal void @"k6_map"(ptr noalias %".1", ptr noalias %".2") nounwind
   %".29" = getelementptr inbounds float, ptr %".1", i64 %".28"
   store float %".27", ptr %".29"
   %".31" = add nsw nuw i64 %".12", 1
-  br label %".7"
+  br label %".7", !llvm.loop !1008
 .9:
   %".33" = add nsw nuw i64 %".11", 1
-  br label %".5"
+  br label %".5", !llvm.loop !1009
 .10:
   ret void
 }
@@ -308,3 +305,15 @@ declare float @"llvm.minimum.f32"(float %".1", float %".2")
 declare float @"llvm.fma.f32"(float %".1", float %".2", float %".3")
 
 declare float @"llvm.floor.f32"(float %".1")
+
+!1000 = distinct !{!1000, !999}
+!1001 = distinct !{!1001, !999}
+!1002 = distinct !{!1002, !999}
+!1003 = distinct !{!1003, !999}
+!1004 = distinct !{!1004, !999}
+!1005 = distinct !{!1005, !999}
+!1006 = distinct !{!1006, !999}
+!1007 = distinct !{!1007, !999}
+!1008 = distinct !{!1008, !999}
+!1009 = distinct !{!1009, !999}
+!999 = !{!"llvm.loop.interleave.count", i32 1}

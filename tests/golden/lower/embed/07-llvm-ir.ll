@@ -94,13 +94,13 @@ define internal void @"k0_gather"(ptr noalias %".1", ptr noalias %".2", ptr noal
   %".66" = getelementptr inbounds i16, ptr %".1", i64 %".62"
   store i16 %".65", ptr %".66"
   %".68" = add nsw nuw i64 %".20", 1
-  br label %".13"
+  br label %".13", !llvm.loop !1000
 .15:
   %".70" = add nsw nuw i64 %".19", 1
-  br label %".9"
+  br label %".9", !llvm.loop !1001
 .16:
   %".72" = add nsw nuw i64 %".18", 1
-  br label %".7"
+  br label %".7", !llvm.loop !1002
 .17:
   ret void
 }
@@ -145,13 +145,13 @@ define internal void @"k1_concat"(ptr noalias %".1", ptr noalias %".2") nounwind
   %".54" = getelementptr inbounds i16, ptr %".1", i64 %".50"
   store i16 %".53", ptr %".54"
   %".56" = add nsw nuw i64 %".25", 1
-  br label %".9"
+  br label %".9", !llvm.loop !1003
 .11:
   %".58" = add nsw nuw i64 %".24", 1
-  br label %".7"
+  br label %".7", !llvm.loop !1004
 .12:
   %".60" = add nsw nuw i64 %".23", 1
-  br label %".5"
+  br label %".5", !llvm.loop !1005
 .13:
   br label %".14"
 .14:
@@ -201,13 +201,13 @@ define internal void @"k1_concat"(ptr noalias %".1", ptr noalias %".2") nounwind
   %".98" = getelementptr inbounds i16, ptr %".1", i64 %".94"
   store i16 %".97", ptr %".98"
   %".100" = add nsw nuw i64 %".28", 1
-  br label %".18"
+  br label %".18", !llvm.loop !1006
 .20:
   %".102" = add nsw nuw i64 %".27", 1
-  br label %".16"
+  br label %".16", !llvm.loop !1007
 .21:
   %".104" = add nsw nuw i64 %".26", 1
-  br label %".14"
+  br label %".14", !llvm.loop !1008
 .22:
   ret void
 }
@@ -256,17 +256,17 @@ define internal void @"k2_reduce"(ptr noalias %".1", ptr noalias %".2") nounwind
   %".46" = select  i1 %".45", float 0x7ff8000000000000, float %".44"
   %".47" = fadd contract reassoc float %".17", %".46"
   %".48" = add nsw nuw i64 %".16", 1
-  br label %".9"
+  br label %".9", !llvm.loop !1009
 .11:
   %".50" = fdiv contract float %".17", 0x4020000000000000
   %".51" = add nsw nuw i64 %".22", %".15"
   %".52" = getelementptr inbounds float, ptr %".1", i64 %".51"
   store float %".50", ptr %".52"
   %".54" = add nsw nuw i64 %".15", 1
-  br label %".7"
+  br label %".7", !llvm.loop !1010
 .12:
   %".56" = add nsw nuw i64 %".14", 1
-  br label %".5"
+  br label %".5", !llvm.loop !1011
 .13:
   ret void
 }
@@ -302,10 +302,10 @@ define internal void @"k3_map"(ptr noalias %".1", ptr noalias %".2") nounwind
   %".32" = getelementptr inbounds float, ptr %".1", i64 %".20"
   store float %".31", ptr %".32"
   %".34" = add nsw nuw i64 %".12", 1
-  br label %".7"
+  br label %".7", !llvm.loop !1012
 .9:
   %".36" = add nsw nuw i64 %".11", 1
-  br label %".5"
+  br label %".5", !llvm.loop !1013
 .10:
   ret void
 }
@@ -347,3 +347,19 @@ declare float @"llvm.minimum.f32"(float %".1", float %".2")
 declare float @"llvm.fma.f32"(float %".1", float %".2", float %".3")
 
 declare float @"llvm.floor.f32"(float %".1")
+
+!1000 = distinct !{!1000, !999}
+!1001 = distinct !{!1001, !999}
+!1002 = distinct !{!1002, !999}
+!1003 = distinct !{!1003, !999}
+!1004 = distinct !{!1004, !999}
+!1005 = distinct !{!1005, !999}
+!1006 = distinct !{!1006, !999}
+!1007 = distinct !{!1007, !999}
+!1008 = distinct !{!1008, !999}
+!1009 = distinct !{!1009, !999}
+!1010 = distinct !{!1010, !999}
+!1011 = distinct !{!1011, !999}
+!1012 = distinct !{!1012, !999}
+!1013 = distinct !{!1013, !999}
+!999 = !{!"llvm.loop.interleave.count", i32 1}

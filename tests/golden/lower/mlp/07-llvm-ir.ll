@@ -86,13 +86,13 @@ define internal void @"k1_map"(ptr noalias %".1", ptr noalias %".2", ptr noalias
   %".41" = getelementptr inbounds float, ptr %".1", i64 %".30"
   store float %".40", ptr %".41"
   %".43" = add nsw nuw i64 %".17", 1
-  br label %".10"
+  br label %".10", !llvm.loop !1000
 .12:
   %".45" = add nsw nuw i64 %".16", 1
-  br label %".8"
+  br label %".8", !llvm.loop !1001
 .13:
   %".47" = add nsw nuw i64 %".15", 1
-  br label %".6"
+  br label %".6", !llvm.loop !1002
 .14:
   ret void
 }
@@ -140,13 +140,13 @@ define internal void @"k3_map"(ptr noalias %".1", ptr noalias %".2", ptr noalias
   %".36" = getelementptr inbounds float, ptr %".1", i64 %".30"
   store float %".35", ptr %".36"
   %".38" = add nsw nuw i64 %".17", 1
-  br label %".10"
+  br label %".10", !llvm.loop !1003
 .12:
   %".40" = add nsw nuw i64 %".16", 1
-  br label %".8"
+  br label %".8", !llvm.loop !1004
 .13:
   %".42" = add nsw nuw i64 %".15", 1
-  br label %".6"
+  br label %".6", !llvm.loop !1005
 .14:
   ret void
 }
@@ -179,3 +179,11 @@ declare float @"llvm.maximum.f32"(float %".1", float %".2")
 declare float @"llvm.minimum.f32"(float %".1", float %".2")
 
 declare float @"llvm.fma.f32"(float %".1", float %".2", float %".3")
+
+!1000 = distinct !{!1000, !999}
+!1001 = distinct !{!1001, !999}
+!1002 = distinct !{!1002, !999}
+!1003 = distinct !{!1003, !999}
+!1004 = distinct !{!1004, !999}
+!1005 = distinct !{!1005, !999}
+!999 = !{!"llvm.loop.interleave.count", i32 1}
