@@ -113,6 +113,15 @@ _OPEN_SESSIONS: list[Any] = []  # opened by this call of ``main``, closed when i
 _SESSION_HOOK: Any = None  # set by kinac.server while it runs a request: its resident session
 
 
+def _command_words(args: argparse.Namespace) -> str:
+    """The command as typed before its path (``check``, ``cache stats``), for messages that
+    say what to run instead."""
+    words = [getattr(args, "command", None) or "check"]
+    if words[0] == "cache" and getattr(args, "action", None):
+        words.append(args.action)
+    return " ".join(words)
+
+
 def _session(args: argparse.Namespace) -> Any:
     if _SESSION_HOOK is not None:
         resident = _SESSION_HOOK(args)
@@ -125,7 +134,7 @@ def _session(args: argparse.Namespace) -> Any:
         cache_dir=args.cache_dir,
         no_cache=args.no_cache,
         target=getattr(args, "target", None),
-        command=getattr(args, "command", None) or "check",
+        command=_command_words(args),
     )
     _OPEN_SESSIONS.append(sess)
     return sess
@@ -262,7 +271,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from kinac.session import Session
 
     return serve(
-        Session(args.path, cache_dir=args.cache_dir, target=args.target), args.idle_timeout
+        Session(args.path, cache_dir=args.cache_dir, target=args.target, command="serve"),
+        args.idle_timeout,
     )
 
 

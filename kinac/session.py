@@ -100,12 +100,14 @@ def cache_size_limit(ws: Workspace) -> int:
     )
 
 
-def not_a_workspace(path: str | os.PathLike[str], root: Path, command: str = "check") -> str:
+def not_a_workspace(path: str | os.PathLike[str], root: Path, command: str | None = None) -> str:
     """Why ``path`` (a folder without ``kina.toml`` whose listing is empty) is no workspace.
 
     When its ``.kina`` files sit in nested workspaces (folders below it with their own
     ``kina.toml``, which a listing skips), "no .kina files" was untrue and left the user
-    guessing: the message names each nested workspace and the command to run on it."""
+    guessing: the message names each nested workspace and the command to run on it
+    (``command``: the words typed before the path, ``check`` or ``cache stats``; None, from
+    the Python API or ``kinac run``: the path to give instead)."""
     from kinac.pipeline_support import nested_workspaces
 
     nested = nested_workspaces(root)
@@ -117,17 +119,21 @@ def not_a_workspace(path: str | os.PathLike[str], root: Path, command: str = "ch
     shown = [os.path.join(str(path), d) for d in sorted(nested)]
     n = sum(len(fs) for fs in nested.values())
     files = f"its {n} .kina file belongs" if n == 1 else f"its {n} .kina files belong"
-    runs = ", ".join(f"`kinac {command} {d}`" for d in shown[:3])
+    more = ", ..." if len(shown) > 3 else ""
+    if command is None:
+        todo = f"give {shown[0]} instead" if len(shown) == 1 else "give one of them instead"
+    else:
+        runs = ", ".join(f"`kinac {command} {d}`" for d in shown[:3])
+        todo = f"run {runs}{more}" + ("" if len(shown) == 1 else " (one per workspace)")
     if len(shown) == 1:
         where = f"the nested workspace {shown[0]}, which has its own kina.toml"
-        rest = f"run {runs}, or remove its kina.toml to read its files as {path}'s"
+        rest = f"{todo}, or remove its kina.toml to read its files as {path}'s"
     else:
-        more = ", ..." if len(shown) > 3 else ""
-        where = f"{len(shown)} nested workspaces ({', '.join(shown[:3])}{more}), each with its own kina.toml"
-        rest = (
-            f"run {runs}{more} (one per workspace), or remove a nested kina.toml to read that "
-            f"workspace's files as {path}'s"
+        where = (
+            f"{len(shown)} nested workspaces ({', '.join(shown[:3])}{more}), each with its "
+            "own kina.toml"
         )
+        rest = f"{todo}, or remove a nested kina.toml to read that workspace's files as {path}'s"
     return f"{path} is not a kinac workspace: it has no kina.toml, and {files} to {where}; {rest}"
 
 
@@ -140,7 +146,7 @@ class Session:
         cache_dir: str | None = None,
         no_cache: bool = False,
         target: str | None = None,
-        command: str = "check",
+        command: str | None = None,
     ) -> None:
         self.ws = locate(path)
         if self.ws.config_path is None and self.ws.single_file is None:

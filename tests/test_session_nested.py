@@ -65,3 +65,20 @@ def test_a_folder_with_nothing_keeps_the_plain_message(
         f"kinac: error: {tmp_path} is not a kinac workspace: it has no kina.toml and no .kina "
         "files (give a workspace directory or a .kina file)"
     )
+
+
+def test_the_suggestion_fits_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kinac cache stats d`` suggests ``kinac cache stats d/sub``; ``kinac run`` and the
+    Python API (which take more than a path) name the folder to give instead."""
+    import kinac
+    from kinac.errors import KinaUsageError
+
+    monkeypatch.chdir(tmp_path)
+    _nested(tmp_path / "d", "sub")
+    assert "run `kinac cache stats d/sub`, or" in _error(capsys, "cache", "stats", "d")
+    assert "; give d/sub instead, or remove its kina.toml" in _error(capsys, "run", "d", "f")
+    with pytest.raises(KinaUsageError, match="give d/sub instead"):
+        kinac.compile("d", "f", no_cache=True)
+    assert sorted(os.listdir(tmp_path / "d")) == ["sub"]
