@@ -103,6 +103,36 @@ class KinaFn:
         return out
 
 
+def check_hyper(
+    what: str, x: float, low: float, high: float = float("inf"), hi_open: bool = True
+) -> None:
+    """``x`` is a number in ``[low, high)`` (``[low, high]`` when not ``hi_open``), else a
+    usage error naming ``what`` (torch.optim's ValueError; out of range, a step divides by
+    zero or grows without bound: NaN or infinite weights after the first step)."""
+    ok = isinstance(x, int | float) and low <= x and (x < high if hi_open else x <= high)
+    if not ok:
+        rng = f"[{low:g}, {high:g}{')' if hi_open else ']'}"
+        raise KinaUsageError(f"{what} must be a number in {rng}, got {x!r}")
+
+
+_DTYPE_NAMES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
+
+
+def dtype_name(x: Any) -> str | None:
+    """The numpy-style dtype name of a numpy array, torch tensor or kinac device tensor
+    (``float32``); None for an object without a dtype."""
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        return None
+    name = getattr(dt, "name", None)
+    return str(name if isinstance(name, str) else dt).removeprefix("torch.")
+
+
+def kina_type(dt: str | None, shape: tuple[int, ...]) -> str:
+    """``f32[2 3]``: a dtype name and a shape as kinac's messages write them."""
+    return f"{_DTYPE_NAMES.get(dt or '', dt)}[{' '.join(map(str, shape))}]"
+
+
 def mode_of(target: str, donate: bool | str | None) -> str:
     """How results are written: ``pingpong`` (host default: two host buffers each),
     ``inplace`` (GPU default: one device buffer each, overwritten), ``calls`` (new arrays)."""
@@ -138,6 +168,7 @@ class Optimizer:
 
         from kinac.train.flat import DeviceStore, HostStore, layout
 
+        check_hyper("the learning rate", lr, low=0.0)
         self.lr = float(lr)
         self.t = 0
         self.target = target
@@ -147,6 +178,7 @@ class Optimizer:
         self.donate = self.mode != "calls"
         self._fns = {n: KinaFn(n, target, options, donate=self.mode) for n in self.defns}
         self._np = {k: np.dtype(np.asarray(to_numpy(v)).dtype) for k, v in params.items()}
+        self._shapes = {k: tuple(np.shape(to_numpy(v))) for k, v in params.items()}
         for k, dt in self._np.items():
             if dt not in (np.float32, np.float64):
                 raise KinaUsageError(f"parameter `{k}` is {dt}: optimizers update f32 or f64")
@@ -255,6 +287,8 @@ class Optimizer:
         missing = sorted(set(self._np) - set(grads))
         if missing:
             raise KinaUsageError(f"no gradient for {', '.join(missing)}")
+        for k, dt in self._np.items():
+            self._check_grad(k, dt, grads[k])
         self.t += 1
         if not self.donate:
             for k in self._np:
@@ -265,6 +299,19 @@ class Optimizer:
             self._update(unit, self._grad[unit])
         if self.mode == "pingpong":
             self._cur = 1 - self._cur
+
+    def _check_grad(self, k: str, dt: Any, g: Any) -> None:
+        """A gradient must have its parameter's shape and dtype (as torch requires of
+        ``p.grad``): the flat buffers would broadcast or cast it silently, the per-tensor
+        calls would report a mismatch inside ``std/optim.kina``."""
+        shape = self._shapes[k]
+        gshape = tuple(getattr(g, "shape", ()))
+        gdt = dtype_name(g)
+        if gshape != shape or (gdt is not None and gdt != dt.name):
+            raise KinaUsageError(
+                f"the gradient of `{k}` is {kina_type(gdt, gshape)}, but its parameter is "
+                f"{kina_type(dt.name, shape)}: a gradient has its parameter's shape and dtype"
+            )
 
     def gather(self, grads: dict[str, Any]) -> dict[str, Any]:
         """When donating: copy each gradient not already in its slice of the flat gradient
@@ -297,6 +344,10 @@ class SGD(Optimizer):
         target: str = "cpu",
         **options: Any,
     ) -> None:
+        check_hyper("momentum", momentum, 0.0)
+        check_hyper("weight decay", weight_decay, 0.0)
+        if nesterov and momentum <= 0:
+            raise KinaUsageError("Nesterov momentum needs momentum > 0 (torch.optim.SGD's rule)")
         super().__init__(params, lr=lr, target=target, **options)
         self.momentum, self.weight_decay, self.nesterov = momentum, weight_decay, nesterov
 
@@ -334,6 +385,12 @@ class AdamW(Optimizer):
         **options: Any,
     ) -> None:
         fused = options.pop("fused", None)
+        if not (isinstance(betas, tuple | list) and len(betas) == 2):
+            raise KinaUsageError(f"betas must be a pair (b1, b2), got {betas!r}")
+        check_hyper("betas[0]", betas[0], 0.0, 1.0)
+        check_hyper("betas[1]", betas[1], 0.0, 1.0)
+        check_hyper("eps", eps, 0.0)
+        check_hyper("weight decay", weight_decay, 0.0)
         super().__init__(params, lr=lr, target=target, **options)
         self.betas, self.eps, self.weight_decay = betas, eps, weight_decay
         # on a GPU, in place: one fused kernel for the three formulas (kinac.train.fused)
