@@ -37,7 +37,7 @@ def _unmatched_sources(sess: Any, cfg: Any) -> list[str]:
     if cfg is None or sess.ws.single_file is not None:
         return []
     from kinac import pipeline
-    from kinac.pipeline_support import glob_match
+    from kinac.workspace.globs import glob_match
 
     listing = pipeline.source_listing(sess.db, ())
     if not listing:

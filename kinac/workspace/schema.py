@@ -241,7 +241,7 @@ def _unread_entry_file(
     "except where an entry says otherwise" (docs/language.md, "Workspace sources")."""
     import posixpath
 
-    from kinac.pipeline_support import glob_match
+    from kinac.workspace.globs import glob_match
 
     path = posixpath.normpath(file.replace("\\", "/"))
     key = f"entry[{i}].file"
