@@ -58,13 +58,25 @@ def _unmatched_sources(sess: Any, cfg: Any) -> list[str]:
         inside = [d for d, fs in nested.items() if any(glob_match(p, pat) for p in fs)]
         out.append(
             f"kina.toml: workspace.sources[{i}] = {pat!r} matches none of the {files} "
-            f"({shown}); patterns are relative to the workspace root"
+            f"({shown}); patterns are relative to the workspace root" + _deeper_hint(pat, listing)
             if not inside
             else f"kina.toml: workspace.sources[{i}] = {pat!r} names files of the nested "
             f"workspace {inside[0]} (it has its own kina.toml), which its parent does not "
             "read: build it on its own, or remove its kina.toml to make its files the parent's"
         )
     return out
+
+
+def _deeper_hint(pat: str, listing: tuple[str, ...]) -> str:
+    """A hint for a pattern that ``fnmatch`` (kinac's globs before) matched through folders:
+    ``*.kina`` where every file is in a subfolder now matches nothing."""
+    from fnmatch import fnmatchcase
+
+    if "*" not in pat or not any(fnmatchcase(p, pat) for p in listing):
+        return ""
+    head, _, tail = pat.rpartition("/")
+    deeper = f"{head}/**/{tail}" if head else f"**/{tail}"
+    return f", and `*` stays within one folder (for files at any depth: {deeper!r})"
 
 
 def _config_error_json(sess: Any, e: Any) -> dict[str, Any]:

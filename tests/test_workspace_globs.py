@@ -104,3 +104,20 @@ def test_star_kina_reads_the_top_folder_only(
     toml.write_text('[workspace]\nname = "w"\nexclude = ["old"]\n')
     rc, text = _check(capsys, tmp_path)
     assert rc == 0 and "checked 1 file: no errors" in text, text
+
+
+def test_a_star_pattern_that_only_fnmatch_matched_is_warned_with_the_deeper_pattern(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workspace written for the old ``fnmatch`` globs (``src/*.kina`` with every file in
+    ``src/a/``) reads nothing now: the warning says why and what to write."""
+    (tmp_path / "src" / "a").mkdir(parents=True)
+    (tmp_path / "src" / "a" / "m.kina").write_text(IDENTITY)
+    (tmp_path / "kina.toml").write_text('[workspace]\nname = "w"\nsources = ["src/*.kina"]\n')
+    rc, text = _check(capsys, tmp_path)
+    assert rc == 0 and "checked 0 files" in text, text
+    assert (
+        "kinac: warning: kina.toml: workspace.sources[0] = 'src/*.kina' matches none of the 1 "
+        f".kina file under {tmp_path} (src/a/m.kina); patterns are relative to the workspace "
+        "root, and `*` stays within one folder (for files at any depth: 'src/**/*.kina')"
+    ) in text, text
