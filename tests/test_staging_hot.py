@@ -23,6 +23,7 @@ import pytest
 from staging_fakes import W, X, mul_entry
 from test_pinned import FakeDriver, HostMemory
 
+from kinac.errors import KinaCallError
 from kinac.rt.cuda import device, pinned, staging_hot, staging_nt
 from kinac.rt.cuda import graph as graph_mod
 from kinac.rt.cuda.pinned import PinnedPool
@@ -674,4 +675,112 @@ def test_the_compute_by_driver_calls_after_the_copy_graph(
                      "wait", "compute", "record"]  # fmt: skip
     assert fake.log[8] == ("wait", 0, t.copied.handle)
     assert fake.log[10] == ("record", t.consumed.handle, 0)
+    check_reuse_order(fake.log, st.copy_stream.handle)
+
+
+def test_the_bound_calls_turn_path_sees_every_change_between_calls(
+    entry: Any, fake: FakeDriver, copies_logged: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound call repeats a turn as its last call ran it (no plan, graph or output lookup:
+    ``staging_hot._turn_call``) only while nothing it skipped could differ: ``x`` refilled in
+    place is copied each call; ``x`` reshaped or retyped in place, a caller's pinned array, the
+    caller still holding the last output, a closed graph, a moved weight or graphs turned off
+    each take the checked path, and every result is right."""
+    e, w, dev = entry
+    rng = np.random.default_rng(11)
+    wv = np.arange(1, 5, dtype=np.float32)
+    x = rng.standard_normal(X).astype(np.float32)
+    e(x, w)
+    st, g = _graphed(e, fake)
+    e._ctx_get, e._ctx_ref, e._ctx_cur, e._ctx_mine = (lambda r: 0), None, SimpleNamespace(value=5), 5  # fmt: skip
+    e(x, w)
+    call = e.hot_path((x, w))
+    assert call is not None
+    turned: list[int] = []
+    turn_call = staging_hot._turn_call
+
+    def counted(*a: Any) -> Any:
+        turned.append(1)
+        return turn_call(*a)
+
+    monkeypatch.setattr(staging_hot, "_turn_call", counted)
+
+    def check(what: str, arr: Any = None, weights: Any = wv, keep: bool = False) -> Any:
+        a = x if arr is None else arr
+        y = call(a, w)
+        np.testing.assert_array_equal(
+            view(y.ptr, X), np.asarray(a).reshape(X) * weights, err_msg=what
+        )
+        return y if keep else None
+
+    def warm(what: str, weights: Any = wv) -> int:
+        """Calls until both turns are recorded and repeated; the count of repeated turns."""
+        n = len(turned)
+        for k in range(6):
+            x[...] = rng.standard_normal(X)
+            check(f"{what} {k}", weights=weights)
+        assert len(turned) >= n + 2, what
+        return len(turned)
+
+    n = warm("refilled")
+    x.shape = (4, 3)  # reshaped in place: the general path refuses it (the API memo re-binds)
+    with pytest.raises(KinaCallError, match=r"argument `x` has shape \[4, 3\], expected \[3, 4\]"):
+        call(x, w)
+    x.shape = X
+    assert len(turned) == n
+    n = warm("shape back")
+    x.dtype = np.int32  # type: ignore[misc,assignment]  # retyped in place: its int32 values
+    y = call(x, w)
+    np.testing.assert_array_equal(view(y.ptr, X), x.astype(np.float32) * wv)
+    del y
+    x.dtype = np.float32  # type: ignore[misc,assignment]
+    assert len(turned) == n
+    n = warm("dtype back")
+    kept = check("holding the output", keep=True)
+    n = len(turned)
+    check("while the last output is held")  # the next output is another block
+    assert len(turned) == n
+    warm("the first output held")  # both turns recorded with the second block
+    del kept
+    n = len(turned)
+    check("the first output dropped")  # taken back first: not at the recorded address
+    assert len(turned) == n
+    n = warm("output dropped")
+    buf = pinned.pinned_empty(X, np.float32)  # a caller's pinned array alive: DMA'd in place
+    buf[...] = rng.standard_normal(X)
+    check("pinned array", buf)
+    x[...] = rng.standard_normal(X)
+    check("numpy while a pinned array lives")
+    assert len(turned) == n
+    del buf
+    gc.collect()
+    n = warm("pinned array gone")
+    from kinac.rt.cuda import staging_graphs
+
+    staging_graphs._drop_compute(st)  # the compute wrappers destroyed (the entry let go 16)
+    since = len(fake.log)
+    n = warm("compute wrappers rebuilt")
+    launched = {ev[1] for ev in fake.log[since:] if ev[0] == "graph"}
+    assert launched and not launched & set(g.destroyed)
+    st.use_graphs = False
+    for k in range(3):
+        x[...] = rng.standard_normal(X)
+        check(f"driver calls {k}")
+    assert len(turned) == n
+    st.use_graphs = True
+    n = warm("graphs again")
+    for _, _, cg in list(e._bound.values()):  # closed graphs (an eviction): never launched
+        cg.fast_launch = None
+    for k in range(3):
+        x[...] = rng.standard_normal(X)
+        check(f"graph closed {k}")
+    assert len(turned) == n
+    moved = Weight(dev, 3 * wv)
+    w.ptr = moved.ptr  # torch's x.data = y: moved without a new object
+    inp = e._input
+    e._input = lambda a, i: (
+        Tensor(a.ptr, W, "float32", device=(KDL_CUDA, 0)) if i == 1 else inp(a, i)
+    )
+    for k in range(3):
+        check(f"moved weight {k}", weights=3 * wv)
     check_reuse_order(fake.log, st.copy_stream.handle)
