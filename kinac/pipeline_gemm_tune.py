@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 TIMER_KEY = "gemm_timer"
 # candidates or binding changed: a new key, re-timed (2: grouped calls strided once bound;
-# 3: candidates timed as graphs, interleaved after a warm-up, top-32 asked)
+# 3: candidates timed as graphs, interleaved after a warm-up, top-32 asked, a grouped lt
+# choice's alternative kept)
 GEMM_TUNE_VERSION = 3
 TIE = 0.01  # a candidate must beat today's binding by more than 1% (timings repeat to ~1%)
 # cuBLASLt heuristic answers asked per GEMM (for the 45M block's products cuBLAS 13.1 gives 8
@@ -126,7 +127,9 @@ def tunable(g: GpuGemm) -> bool:
 
 def pick(res: tuple[tuple[GemmAlgo, float], ...]) -> GemmTuned:
     """The fastest candidate, if it beats today's (``res[0]``) by more than ``TIE``; else
-    today's. Either way the choice carries its time and today's."""
+    today's. Either way the choice carries its time and today's. A grouped call's strided
+    ``lt`` choice also carries the fastest ``split``/``split-lt`` that beats today's, for
+    callers whose tensors lie at no common stride (:attr:`GemmAlgo.alt_how`)."""
     from kinac.artifacts.gemm_algo import GemmAlgo, GemmTuned
 
     times = tuple((c.label, ms) for c, ms in res)
@@ -134,9 +137,14 @@ def pick(res: tuple[tuple[GemmAlgo, float], ...]) -> GemmTuned:
     if not math.isfinite(base):  # today's did not run: nothing to compare with
         return GemmTuned("timed", None, times)
     best, best_ms = GemmAlgo("today"), base
+    alt, alt_ms = GemmAlgo("today"), base  # the best that binds at any addresses
     for c, ms in res[1:]:
         if ms < base * (1.0 - TIE) and ms < best_ms:
             best, best_ms = c, ms
+        if c.how in ("split", "split-lt") and ms < base * (1.0 - TIE) and ms < alt_ms:
+            alt, alt_ms = c, ms
+    if best.how == "lt" and alt.how != "today":  # a grouped call's strided form: see alt_how
+        best = replace(best, alt_how=alt.how, alt_algo=alt.algo, alt_index=alt.index)
     return GemmTuned("timed", replace(best, ms=best_ms, base_ms=base), times)
 
 

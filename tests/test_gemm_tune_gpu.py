@@ -2,7 +2,7 @@
 residual product are timed once (today's binding finite, the choice no slower than it), a
 second database on the same store times nothing, and an entry bound with its tuned choices
 computes what the same entry with today's binding computes (bf16, random data), with no
-stored algorithm refused at bind."""
+stored algorithm refused at bind, its grouped weights in either order."""
 
 from __future__ import annotations
 
@@ -117,3 +117,15 @@ def test_tuned_entry_equals_todays_binding(monkeypatch: pytest.MonkeyPatch) -> N
     assert tuned.blas.fallbacks == [], tuned.blas.fallbacks
     err = float((y1 - y0).abs().max()) / max(1.0, float(y0.abs().max()))
     assert err < 2e-2, err
+    # the gate and up weights at one stride in either order (where PyTorch's allocator puts
+    # them varies): a grouped lt choice binds as such or as its stored alternative, never
+    # falling back (kinac/artifacts/gemm_algo.py, alt_how)
+    both = torch.randn(2, 1024, 2048, device="cuda", dtype=torch.bfloat16) * 0.1
+    for gate, up in ((0, 1), (1, 0)):
+        ins2 = [ins[0], both[gate], both[up], ins[3]]
+        y1 = torch.from_dlpack(tuned(*ins2)).float()
+        y0 = torch.from_dlpack(today(*ins2)).float()
+        torch.cuda.synchronize()
+        err = float((y1 - y0).abs().max()) / max(1.0, float(y0.abs().max()))
+        assert err < 2e-2 and tuned.blas.fallbacks == [], (err, tuned.blas.fallbacks)
+    print(tuned.blas.bound_forms)

@@ -9,7 +9,10 @@ A :class:`~kinac.artifacts.gpu.GpuGemm` without an ``algo`` is bound as it alway
 - ``lt``: one ``cublasLtMatmul`` (batched through strided layouts where the GEMM has a batch)
   with the stored algorithm;
 - ``split``: a grouped ``pointers`` call as one ``cublasGemmEx`` per member, on the stream;
-- ``split-lt``: the same, each member a ``cublasLtMatmul`` with the stored algorithm.
+- ``split-lt``: the same, each member a ``cublasLtMatmul`` with the stored algorithm;
+
+and, for a grouped ``lt`` choice, ``alt_*``: what to issue where the caller's tensors do not
+lie at one stride (:attr:`GemmAlgo.alt`).
 
 ``algo`` is cuBLASLt's ``cublasLtMatmulAlgo_t`` (64 opaque bytes) as its heuristic returned
 it, at position ``index`` of the top-N list. The runtime re-validates it with
@@ -34,11 +37,24 @@ class GemmAlgo:
     index: int = -1  # position in cuBLASLt's heuristic list (-1: none)
     ms: float = 0.0
     base_ms: float = 0.0
+    # a grouped ``pointers`` call chosen as ``lt`` is one strided batch only where the caller's
+    # tensors happen to lie at one stride in the order of the outputs (the gate and up weights
+    # were allocated in either order on the H200, 2026-12-02); elsewhere the runtime issues
+    # this, the fastest way that does not depend on addresses (``split``/``split-lt``), rather
+    # than today's pointer-array call; "" when none beat today's
+    alt_how: str = ""
+    alt_algo: bytes = b""
+    alt_index: int = -1
 
     @property
     def label(self) -> str:
         """A short name for tables: ``lt#3``, ``split-lt#0``, ``split``, ``today``."""
         return f"{self.how}#{self.index}" if self.index >= 0 else self.how
+
+    @property
+    def alt(self) -> GemmAlgo | None:
+        """The stored alternative (see ``alt_how``) as a choice of its own, or None."""
+        return GemmAlgo(self.alt_how, self.alt_algo, self.alt_index) if self.alt_how else None
 
 
 @record

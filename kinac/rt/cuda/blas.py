@@ -24,7 +24,9 @@ kernels and library calls can be captured into one CUDA graph.
 - an autotuned ``GpuGemm.algo`` (:mod:`kinac.artifacts.gemm_algo`, chosen by
   :mod:`kinac.pipeline_gemm_tune`, timed by :mod:`kinac.rt.cuda.blas_tune`): a stored
   cuBLASLt algorithm (re-checked by ``cublasLtMatmulAlgoCheck`` here; refused: today's
-  binding), or a grouped call split into one call per member.
+  binding), or a grouped call split into one call per member; a grouped call chosen as one
+  strided cuBLASLt call, bound where the caller's tensors lie at no common stride, takes the
+  choice's stored alternative (``GemmAlgo.alt``: split, at any addresses) instead.
 
 f32 products use ``CUBLAS_COMPUTE_32F`` (no TF32) unless ``allow_tf32``; bf16 and f16 products
 read and write their dtype and accumulate in f32; f64 uses ``CUBLAS_COMPUTE_64F``.
@@ -142,11 +144,18 @@ class Blas:
         """A closure issuing ``g`` on a stream, with buffers resolved by ``ptr(name)``;
         ``upload`` copies host bytes to new device memory (pointer arrays, ones vectors).
         An autotuned ``g.algo`` is used when cuBLASLt still accepts it here (else today's)."""
-        if g.algo is not None and g.algo.how != "today":
+        algo = g.algo
+        if algo is not None and algo.alt is not None and algo.how == "lt" and g.mode == "pointers":
+            sz, osz = ITEMSIZE[g.dtype], ITEMSIZE[g.out_dtype]
+            if strided_form(bound_addresses(colmajor(g), g.batch, ptr, (sz, sz, osz)), (sz, sz, osz)) is None:  # fmt: skip
+                # the caller's tensors lie at no common stride: the choice's alternative
+                self.bound_forms.append(f"{algo.alt.label} (for {algo.label}: no common stride)")
+                algo = algo.alt
+        if algo is not None and algo.how != "today":
             try:
-                return self.bind_algo(g, g.algo, ptr, upload)
+                return self.bind_algo(g, algo, ptr, upload)
             except Exception as e:  # noqa: BLE001 - a stale or refused choice: today's binding
-                self.fallbacks.append(f"{g.algo.label}: {e}")
+                self.fallbacks.append(f"{algo.label}: {e}")
         return self.bind_today(g, ptr, upload)
 
     def bind_today(self, g: GpuGemm, ptr: Callable[[str], int], upload: Callable[[bytes], int]) -> Call:  # fmt: skip
