@@ -9,6 +9,8 @@ keys ``spin_ticks`` (how long pool waiters spin before they sleep, in TSC ticks;
 once), ``spin_yield`` (1: the spin yields the core every 64 pauses), ``min_rows`` (the thinnest block of a split BLAS product), ``min_flops`` (below this
 ``m*n*k`` a product is not split), ``balanced`` (0: the block rule until 2026-12-02, blocks
 of at least ``min_rows`` and a thinner last one, instead of equal shares per thread) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
+``sides`` (0: every pool thread takes a job's next block from the bottom, as before
+2026-12-02d; 1: the caller from the bottom, the workers from the top, ``pool.SIDES``);
 ``causal`` (0: attention's products compute every key, as before 2026-12-02 03:50 UTC),
 ``causal_rows`` (the rows of a causal product's blocks, ``causal_blocks.CAUSAL_ROWS``),
 ``par_min`` (kernels with fewer elements run whole, ``kina_to_loops.PAR_MIN_ELEMENTS``);
@@ -50,7 +52,7 @@ from kinac.rt.host.blas import _loaded_openblas, _thread_control, raw_gemms  # n
 from kinac.rt.host.entry import HostEntry  # noqa: E402
 
 _EXPORTS = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
-_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield", "balanced")
+_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield", "balanced", "sides")
 _OTHER_KEYS: tuple[str, ...] = (
     "narrow",
     "blas_threads",

@@ -357,3 +357,74 @@ def test_causal_softmax_reads_visible_keys_and_keeps_fully_masked_rows_nan(s: in
     ok = ~np.isnan(want)
     np.testing.assert_allclose(got[ok], want[ok], rtol=2e-6, atol=1e-7)
     assert (got[0][np.triu_indices(s, 1)] == 0).all()
+
+
+_WHO_TASK = """
+declare void @kinac_parallel(ptr, ptr, i64)
+declare i64 @syscall(i64, ...)
+declare i64 @llvm.readcyclecounter()
+
+; task i: c[i] = the id of the thread that ran it, then busy ~100 us (so both threads take some)
+define void @who(ptr %c, i64 %i) {
+entry:
+  %tid = call i64 (i64, ...) @syscall(i64 186)
+  %p = getelementptr i64, ptr %c, i64 %i
+  store atomic i64 %tid, ptr %p monotonic, align 8
+  %t0 = call i64 @llvm.readcyclecounter()
+  br label %busy
+busy:
+  %t = call i64 @llvm.readcyclecounter()
+  %dt = sub i64 %t, %t0
+  %more = icmp ult i64 %dt, 200000
+  br i1 %more, label %busy, label %out
+out:
+  ret void
+}
+
+define void @job(ptr %c, i64 %tasks) {
+entry:
+  call void @kinac_parallel(ptr @who, ptr %c, i64 %tasks)
+  ret void
+}
+"""
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or not _X86, reason="the pool: Linux x86-64")
+@pytest.mark.parametrize("sides", [True, False])
+def test_pool_caller_takes_the_bottom_blocks_and_workers_the_top(sides: bool) -> None:
+    """With ``sides`` (pool.SIDES, 2026-12-02d) the caller runs a prefix of a job's blocks and
+    the worker the rest from the top, so consecutive jobs over the same rows give each thread
+    the same rows; every block runs once either way (without ``sides`` both take from the
+    bottom: the worker's blocks need not be a suffix)."""
+    from kinac.rt.host.blas import raw_gemms
+
+    raw = raw_gemms()
+    blas = {"kinac_blas_sgemm": raw["kinac_sgemm"], "kinac_blas_dgemm": raw["kinac_dgemm"]}
+    ir = pool.pool_ir(202, sides=sides)
+    image = jit_load(
+        compile_object(ir, host_target()), blas, ("kinac_pool_worker", "kinac_parallel")
+    )
+    worker = ctypes.CFUNCTYPE(None)(image.addresses["kinac_pool_worker"])
+    threading.Thread(target=worker, daemon=True).start()
+    time.sleep(0.05)  # the worker registers itself (until then jobs run inline)
+    tasks = jit_load(
+        compile_object(_WHO_TASK, host_target()),
+        {"kinac_parallel": image.addresses["kinac_parallel"]},
+        ("job",),
+    )
+    job = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(tasks.addresses["job"])
+    caller = threading.get_native_id()
+    shared = 0
+    for _ in range(40):
+        who = np.zeros(16, np.int64)
+        job(who.ctypes.data, 16)
+        assert (who != 0).all(), "a block did not run"
+        mine = who == caller
+        if sides:  # the caller's blocks are a prefix, the worker's the suffix
+            first_other = int(np.argmin(mine)) if not mine.all() else 16
+            assert mine[:first_other].all() and not mine[first_other:].any(), who
+        shared += int(0 < mine.sum() < 16)
+        if shared >= 3:
+            break
+    assert shared > 0, "the worker never took a block"
+    _IMAGES_KEPT.extend((image, tasks))

@@ -81,28 +81,36 @@ done:
   ret void
 }}
 
-; claim and run blocks of job %g until none is left
-define internal void @kp_run(i64 %g) {{
+; claim and run blocks of job %g until none is left. The control word is
+; gen << 32 | hi << 16 | lo: the blocks [lo, hi) are left. The caller (%top false) takes them
+; from the bottom, the workers from the top, so with two threads the caller runs the first
+; half of every job and the worker the second (SIDES), and a row block's data stays in the
+; cache of the core that wrote it (a product's row block, then the map over the same rows).
+define internal void @kp_run(i64 %g, i1 %top) {{
 entry:
   %sl = and i64 %g, 1
   %fnp = getelementptr [2 x {{ ptr, ptr, i64 }}], ptr @kp_ring, i64 0, i64 %sl, i32 0
   %ctxp = getelementptr [2 x {{ ptr, ptr, i64 }}], ptr @kp_ring, i64 0, i64 %sl, i32 1
-  %np = getelementptr [2 x {{ ptr, ptr, i64 }}], ptr @kp_ring, i64 0, i64 %sl, i32 2
   br label %claim
 claim:
   %fn = load atomic ptr, ptr %fnp monotonic, align 8
   %ctx = load atomic ptr, ptr %ctxp monotonic, align 8
-  %n = load atomic i64, ptr %np monotonic, align 8
   %c = load atomic i64, ptr @kp_ctl acquire, align 8
   %cg = lshr i64 %c, 32
   %same = icmp eq i64 %cg, %g
   br i1 %same, label %idx, label %out
 idx:
-  %i = and i64 %c, 4294967295
-  %more = icmp ult i64 %i, %n
+  %lo = and i64 %c, 65535
+  %hi0 = lshr i64 %c, 16
+  %hi = and i64 %hi0, 65535
+  %more = icmp ult i64 %lo, %hi
   br i1 %more, label %cas, label %out
 cas:
-  %c1 = add i64 %c, 1
+  %fromtop = and i1 %top, {sides}
+  %hi1 = sub i64 %hi, 1
+  %i = select i1 %fromtop, i64 %hi1, i64 %lo
+  %step = select i1 %fromtop, i64 -65536, i64 1
+  %c1 = add i64 %c, %step
   %pair = cmpxchg ptr @kp_ctl, i64 %c, i64 %c1 acq_rel acquire
   %ok = extractvalue {{ i64, i1 }} %pair, 1
   br i1 %ok, label %work, label %claim
@@ -133,7 +141,7 @@ sleep:
 run:
   %c = load atomic i64, ptr @kp_ctl acquire, align 8
   %g = lshr i64 %c, 32
-  call void @kp_run(i64 %g)
+  call void @kp_run(i64 %g, i1 true)
   br label %loop
 }}
 
@@ -143,7 +151,9 @@ entry:
   %workers = load atomic i32, ptr @kp_workers monotonic, align 4
   %none = icmp eq i32 %workers, 0
   %one = icmp ule i64 %n, 1
-  %serial = or i1 %none, %one
+  %huge = icmp ugt i64 %n, 65535
+  %few = or i1 %none, %one
+  %serial = or i1 %few, %huge
   br i1 %serial, label %inline, label %lock
 lock:
   %pair = cmpxchg ptr @kp_busy, i32 0, i32 1 acquire monotonic
@@ -163,10 +173,12 @@ publish:
   %n32 = trunc i64 %n to i32
   store atomic i32 %n32, ptr @kp_left monotonic, align 4
   %c = shl i64 %g, 32
-  store atomic i64 %c, ptr @kp_ctl release, align 8
+  %nhi = shl i64 %n, 16
+  %cn = or i64 %c, %nhi
+  store atomic i64 %cn, ptr @kp_ctl release, align 8
   %old = atomicrmw add ptr @kp_gen, i32 1 seq_cst
   call void @kp_wake(ptr @kp_gen, i64 2147483647, ptr @kp_gen_sleepers)
-  call void @kp_run(i64 %g)
+  call void @kp_run(i64 %g, i1 false)
   br label %wait
 wait:
   %l = load atomic i32, ptr @kp_left acquire, align 4
@@ -238,6 +250,11 @@ give:
 """
 _SPIN_DECLS = "declare i64 @llvm.readcyclecounter()\ndeclare void @llvm.x86.sse2.pause()\n"
 SPIN_YIELD = False
+# Blocks from both ends of a job (kp_run): the small block's kernels split the same rows the
+# same way one after the other (a product's two row blocks, then the map's four tasks of the
+# same rows), so the caller's half of each job reads what it wrote itself. False: every
+# thread takes the next block from the bottom (as before 2026-12-02d).
+SIDES = True
 
 
 def pool_ir(
@@ -248,18 +265,24 @@ def pool_ir(
     spin_yield: bool | None = None,
     balanced: bool | None = None,
     threads: int | None = None,
+    sides: bool | None = None,
 ) -> str:
     """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
     ``spin_ticks``: waiters spin that many TSC ticks before they sleep, x86-64 only;
     ``spin_yield``: the spin calls ``sched_yield`` every 64 pauses; ``balanced``: the block
     rule (``BALANCED``); ``threads``: split as for that many threads whatever the pool has,
-    for tests; the others default to the module's constants)."""
+    for tests; ``sides``: the caller takes a job's blocks from the bottom and the workers from
+    the top (``SIDES``), else all from the bottom; the others default to the module's
+    constants)."""
     x86 = platform.machine() == "x86_64"  # the spin reads the TSC and pauses: x86-64 only
     ticks = (SPIN_TICKS if x86 else 0) if spin_ticks is None else spin_ticks
     yielding = SPIN_YIELD if spin_yield is None else spin_yield
     head = (_SPIN_YIELD_X86 if yielding else _SPIN_X86).format(ticks=ticks)
     head = head if ticks else "  br label %sleep"
-    text = _POOL.format(futex=futex, wait=_WAIT, wake=_WAKE, spin=head)
+    two = SIDES if sides is None else sides
+    text = _POOL.format(
+        futex=futex, wait=_WAIT, wake=_WAKE, spin=head, sides="true" if two else "false"
+    )
     text += _SPIN_DECLS if ticks else ""
     text += gemm_ir(
         MIN_BLOCK_ROWS if min_rows is None else min_rows,
