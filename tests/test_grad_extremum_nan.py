@@ -157,3 +157,36 @@ def test_gpu_lowering_of_the_nan_gradients_runs_emulated() -> None:
             capture_output=True,
         )
         assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f16", "f64"])
+def test_other_float_dtypes_on_host_and_emulated_gpu(dt: str) -> None:
+    """``max(min(x, axis 1), o)``: row 0's min is NaN (two NaNs share it, and it beats o);
+    row 1's min is a tie at 0 and o is NaN (o takes it all). Exact values, bit-identical on
+    the interpreter, the host and the emulated GPU."""
+    from gpu_support import run_emulated
+
+    from kinac.tir.interp import f32_to_bf16
+
+    def cast(a: np.ndarray) -> np.ndarray:
+        return f32_to_bf16(a) if dt == "bf16" else a.astype("float16" if dt == "f16" else "float64")
+
+    g = GraphBuilder("mm")
+    x, o = g.param("x", dt, (2, 4)), g.param("o", dt, (2, 1))
+    y = g.binary("max", g.reduce("reduce_min", x, 1, True), o)
+    graph = value_and_grad(with_loss(g, y), ("x", "o"))
+    nan = np.nan
+    xs = [
+        cast(np.ones((2, 1), np.float32)),
+        cast(np.array([[1, nan, nan, 0], [2, 0, 0, 3]], np.float32)),
+        cast(np.array([[5], [nan]], np.float32)),
+    ]
+    _, gx, go = evaluate(graph, *xs)
+    as_f32 = (
+        (lambda a: (a.astype(np.uint32) << 16).view(np.float32)) if dt == "bf16" else np.float32
+    )
+    np.testing.assert_array_equal(as_f32(gx), [[0, 0.5, 0.5, 0], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(as_f32(go), [[0], [1]])
+    for got in (_host(graph, *xs), run_emulated(graph, *xs)):
+        for a, b in zip(got[1:], (gx, go), strict=True):
+            assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
