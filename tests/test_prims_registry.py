@@ -161,7 +161,8 @@ def test_reshape_to_rank_zero_is_rank_zero_in_the_interpreter() -> None:
     import numpy as np
     from check_support import Workspace
 
-    from kinac.check.specialise import DefnRef, specialise
+    from kinac.check.sig import DefnRef
+    from kinac.check.specialise import specialise
     from kinac.tir.interp import evaluate
 
     src = "(defn f [(x : (tensor bf16 [1 1]))] -> bf16 (reshape x []))\n"
