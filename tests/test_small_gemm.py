@@ -88,6 +88,6 @@ def test_small_block_kernels_through_ptxas() -> None:
 
 def test_kernel_parameters_shared_memory() -> None:
     p = SmallGemmParams("bf16", 512, 256, (704, 704), 64, "swiglu", True, 1e-6, (0, 1, 2, 3), 4)
-    assert smem_bytes(p) == 2 * 256 * (64 + 128)
+    assert smem_bytes(p) == 2 * 256 * (64 + 128 + 1)  # A, gate and up tiles, the norm weight
     decls, body = kernel_ir(p, "k")
     assert "griddepcontrol.wait" in "".join(decls) and "@k_smem" in body

@@ -101,8 +101,9 @@ def n_weights_per_block(p: SmallGemmParams) -> int:
 
 
 def smem_bytes(p: SmallGemmParams) -> int:
-    """The whole ``A`` slice and each weight's ``[K, 64]`` tile, all staged at once."""
-    return 2 * p.k * (p.block_m + BLOCK_N * n_weights_per_block(p))
+    """The whole ``A`` slice and each weight's ``[K, 64]`` tile, all staged at once (and the
+    norm's weight vector)."""
+    return 2 * p.k * (p.block_m + BLOCK_N * n_weights_per_block(p) + (1 if p.norm else 0))
 
 
 def grid(p: SmallGemmParams) -> tuple[int, int, int]:
@@ -246,15 +247,23 @@ class _GemmEmitter(_Emitter):
         per = p.k // 8 // 2
         c0 = f.v(f"mul i32 {half}, {per}")
 
+        unroll = 4  # chunks an iteration: their loads in flight together
+
         def sumsq(i: str, cur: list[str]) -> list[str]:
-            x = self.vec8(self.sptr(self.swz(row, f.v(f"add i32 {c0}, {i}"), 2 * p.k, 0)), 3)
-            sq = f.v(f"fmul <8 x float> {x}, {x}")
             acc = cur[0]
-            for j in range(8):
-                acc = f.v(f"fadd float {acc}, {f.v(f'extractelement <8 x float> {sq}, i32 {j}')}")
+            xs = []
+            for u in range(unroll):
+                i4 = f.v(f"shl i32 {i}, 2")
+                lc = f.v(f"add i32 {c0}, {f.v(f'add i32 {i4}, {u}')}")
+                xs.append(self.vec8(self.sptr(self.swz(row, lc, 2 * p.k, 0)), 3))
+            for x in xs:
+                sq = f.v(f"fmul <8 x float> {x}, {x}")
+                for j in range(8):
+                    e = f.v(f"extractelement <8 x float> {sq}, i32 {j}")
+                    acc = f.v(f"fadd float {acc}, {e}")
             return [acc]
 
-        (acc,) = self.loop("nsq", per, ["0.0"], sumsq)
+        (acc,) = self.loop("nsq", per // unroll, ["0.0"], sumsq)
         o = f.v(f"call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float {acc}, i32 1, i32 31)")
         tot = f.v(f"fadd float {acc}, {o}")
         mean = f.v(f"fmul float {tot}, {float_literal(1.0 / p.k, 'float')}")
@@ -265,20 +274,40 @@ class _GemmEmitter(_Emitter):
         invv = f.v(
             f"shufflevector <8 x float> {invv}, <8 x float> poison, <8 x i32> zeroinitializer"
         )
-        wn = f"%in{p.args[len(p.ns) + 1]}"
 
         def scale(i: str, cur: list[str]) -> list[str]:
-            lc = f.v(f"add i32 {c0}, {i}")
-            sp = self.sptr(self.swz(row, lc, 2 * p.k, 0))
-            x = self.vec8(sp, 3)
-            wo = f.v(f"shl i64 {f.v(f'zext i32 {lc} to i64')}, 4")
-            w = self.vec8(f.v(f"getelementptr i8, ptr addrspace(1) {wn}, i64 {wo}"), 1)
-            y = f.v(f"fmul <8 x float> {f.v(f'fmul <8 x float> {x}, {invv}')}, {w}")
-            yt = f.v(f"fptrunc <8 x float> {y} to <8 x {self.elty}>")
-            f.do(f"store <8 x {self.elty}> {yt}, ptr addrspace(3) {sp}, align 16")
+            for u in range(unroll):
+                i4 = f.v(f"shl i32 {i}, 2")
+                lc = f.v(f"add i32 {c0}, {f.v(f'add i32 {i4}, {u}')}")
+                sp = self.sptr(self.swz(row, lc, 2 * p.k, 0))
+                x = self.vec8(sp, 3)
+                wo = f.v(f"add i32 {f.v(f'shl i32 {lc}, 4')}, {self.wn_base}")
+                w = self.vec8(self.sptr(wo), 3)
+                y = f.v(f"fmul <8 x float> {f.v(f'fmul <8 x float> {x}, {invv}')}, {w}")
+                yt = f.v(f"fptrunc <8 x float> {y} to <8 x {self.elty}>")
+                f.do(f"store <8 x {self.elty}> {yt}, ptr addrspace(3) {sp}, align 16")
             return []
 
-        self.loop("nsc", per, [], scale)
+        self.loop("nsc", per // unroll, [], scale)
+
+    def stage_norm_weight(self) -> None:
+        """The norm's weight vector into shared memory (after the tiles), in the first group."""
+        f, p = self.f, self.gp
+        self.wn_base = self.a_bytes + len(self.w_ptrs) * self.b_bytes
+        wn = f"%in{p.args[len(p.ns) + 1]}"
+        nch = p.k // 8
+        for i in range(-(-nch // self.nt)):
+            c = f.v(f"add i32 {self.tid}, {i * self.nt}")
+            ok = f.v(f"icmp ult i32 {c}, {nch}")
+            f.do(f"br i1 {ok}, label %wn{i}, label %wn{i}_c")
+            self.lab(f"wn{i}")
+            c16 = f.v(f"shl i32 {c}, 4")
+            gp = f.v(
+                f"getelementptr i8, ptr addrspace(1) {wn}, i64 {f.v(f'zext i32 {c16} to i64')}"
+            )
+            self.cp_async(f.v(f"add i32 {c16}, {self.wn_base}"), gp)
+            f.do(f"br label %wn{i}_c")
+            self.lab(f"wn{i}_c")
 
     # ---- the products ---------------------------------------------------------------------
     def products(self, g: str, acc: list[list[str]]) -> None:
@@ -384,6 +413,8 @@ class _GemmEmitter(_Emitter):
             self.load_group(i)
             return []
 
+        if p.norm:
+            self.stage_norm_weight()
         self.loop("ld", groups, [], load)
         lane = self.lane
         l7 = f.v(f"and i32 {lane}, 7")
