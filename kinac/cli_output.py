@@ -41,7 +41,7 @@ def _unmatched_sources(sess: Any, cfg: Any) -> list[str]:
 
     listing = pipeline.source_listing(sess.db, ())
     if not listing:
-        return []
+        return _all_in_nested(sess.ws.root)
     shown = ", ".join(listing[:3]) + (", ..." if len(listing) > 3 else "")
     files = f"{len(listing)} .kina file{'s' if len(listing) != 1 else ''} under {sess.ws.root}"
     if not cfg.sources:
@@ -65,6 +65,34 @@ def _unmatched_sources(sess: Any, cfg: Any) -> list[str]:
             "read: build it on its own, or remove its kina.toml to make its files the parent's"
         )
     return out
+
+
+def _all_in_nested(root: Any) -> list[str]:
+    """A workspace whose listing is empty while nested workspaces below it hold ``.kina``
+    files: "checked 0 files: no errors" alone hid where the files went."""
+    import os
+
+    from kinac.pipeline_support import nested_workspaces
+
+    nested = {d: fs for d, fs in nested_workspaces(root).items() if fs}
+    if not nested:
+        return []
+    n = sum(len(fs) for fs in nested.values())
+    shown = []
+    for d in sorted(nested):
+        rel = os.path.relpath(os.path.join(root, d))
+        shown.append(os.path.join(root, d) if rel.startswith("..") else rel)
+    listed = ", ".join(shown[:3]) + (", ..." if len(shown) > 3 else "")
+    whose = (
+        f"the nested workspace {listed}, which has"
+        if len(shown) == 1
+        else f"the nested workspaces {listed}, each with"
+    )
+    return [
+        f"this workspace reads no .kina file: the {n} .kina file{'s' if n != 1 else ''} below "
+        f"it belong{'' if n != 1 else 's'} to {whose} its own kina.toml; give "
+        f"{'that folder' if len(shown) == 1 else 'one of those folders'} to kinac instead"
+    ]
 
 
 def _deeper_hint(pat: str, listing: tuple[str, ...]) -> str:

@@ -82,3 +82,26 @@ def test_the_suggestion_fits_the_command(
     with pytest.raises(KinaUsageError, match="give d/sub instead"):
         kinac.compile("d", "f", no_cache=True)
     assert sorted(os.listdir(tmp_path / "d")) == ["sub"]
+
+
+def test_a_workspace_whose_files_all_sit_in_nested_workspaces_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its own kina.toml the folder is a workspace, and it read nothing: "checked 0
+    files: no errors" alone hid where the files went."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "kina.toml").write_text('[workspace]\nname = "e"\n')
+    _nested(tmp_path / "e", "sub", files=2)
+    for command in ("check", "build"):
+        assert main([command, "e", "--no-cache", "--no-server"]) == 0
+        err = capsys.readouterr().err
+        assert (
+            "kinac: warning: this workspace reads no .kina file: the 2 .kina files below it "
+            "belong to the nested workspace e/sub, which has its own kina.toml; give that "
+            "folder to kinac instead"
+        ) in err, err
+    for f in (tmp_path / "e" / "sub").glob("*.kina"):
+        f.unlink()
+    assert main(["check", "e", "--no-cache"]) == 0
+    assert "warning" not in capsys.readouterr().err  # an empty new workspace: nothing to say
