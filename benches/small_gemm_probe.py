@@ -6,7 +6,9 @@
    ``kinac.compile(workspaces/transformer, "block", target="cuda")`` called ``f(H, KV,
    *arrays)`` with torch CUDA tensors, as ``benches/latency_probe.py`` measures it (its method,
    copied): variants ``cublas`` (``KINAC_SMALL_GEMM=0`` while it compiles: today's lowering),
-   ``tc`` (``gpu-small-gemm``: 5 kernels), ``tc+pdl`` (the same, ``pdl=True``), each compiled
+   ``tc`` (``gpu-small-gemm``: 5 kernels), ``tc+pdl`` (the same, ``pdl=True``),
+   ``tc-norm-only`` (``KINAC_SMALL_GEMM=norm``: the norm-prologue kernels, the other products
+   cuBLAS), ``tc-alone-only`` (``=alone``: the residual products only), each compiled
    without a disk cache; per call with a sync, pipelined, GPU per call (events, 20 back to
    back), host time; rounds interleaved. Each output against a float64 reference.
 2. The crossover: ``[M, K] x [K, K]`` bf16 products with the residual epilogue, a chain of
@@ -38,6 +40,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "cublas": {"pdl": False, "env": "0"},
     "tc": {"pdl": False, "env": "1"},
     "tc+pdl": {"pdl": True, "env": "1"},
+    "tc-norm-only": {"pdl": False, "env": "norm"},
+    "tc-alone-only": {"pdl": False, "env": "alone"},
 }
 SIZES = [(256, 256), (512, 256), (1024, 256), (512, 512), (1024, 512), (2048, 512),
          (4096, 512), (2048, 768), (4096, 768)]  # (M, N = K)  # fmt: skip

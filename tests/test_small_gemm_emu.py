@@ -125,8 +125,12 @@ def reference(p: SmallGemmParams, ins: list[np.ndarray]) -> np.ndarray:
 
 CASES = {
     # two weights side by side from one launch (q and k, say), the norm as prologue
-    "norm-qk": SmallGemmParams("bf16", 32, 128, (64, 64), 32, "", True, 1e-6, (0, 1, 2, 3), 4),
-    "residual": SmallGemmParams("bf16", 64, 192, (64,), 64, "residual", False, 0.0, (0, 1, 2), 3),
+    "norm-qk": SmallGemmParams(
+        "bf16", 32, 128, (64, 64), 32, "", True, 1e-6, (0, 1, 2, 3), 4, ksplit=2
+    ),
+    "residual": SmallGemmParams(
+        "bf16", 32, 192, (64,), 32, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2
+    ),  # 3 groups over 2 warps: the last round has one
     "norm-swiglu": SmallGemmParams(
         "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4
     ),

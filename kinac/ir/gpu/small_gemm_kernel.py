@@ -58,6 +58,7 @@ class SmallGemmParams:
     eps: float = 0.0
     args: tuple[int, ...] = ()
     n_inputs: int = 0
+    ksplit: int = 1  # warps sharing a row block, each over every ksplit-th group of 64 k
 
     @property
     def n_out(self) -> int:
@@ -66,7 +67,7 @@ class SmallGemmParams:
 
     @property
     def warps(self) -> int:
-        return self.block_m // 16
+        return self.block_m // 16 * self.ksplit
 
     @property
     def threads(self) -> int:
@@ -85,6 +86,10 @@ def check_params(p: SmallGemmParams) -> str | None:
         p.epilogue == "swiglu" and (len(p.ns) != 2 or p.ns[0] != p.ns[1])
     ):
         return f"epilogue {p.epilogue!r} over weights {p.ns}"
+    if p.ksplit not in (1, 2, 4) or p.warps > 8 or p.ksplit > p.k // GROUP_K:
+        return f"k split {p.ksplit} over {p.warps} warps"
+    if (p.block_m * 8) % p.threads or (GROUP_K * 8) % p.threads:
+        return f"{p.threads} threads do not share a group's copies evenly"
     if smem_bytes(p) > 200 * 1024:
         return f"{smem_bytes(p)} bytes of shared memory"
     return None
@@ -103,7 +108,13 @@ def n_weights_per_block(p: SmallGemmParams) -> int:
 def smem_bytes(p: SmallGemmParams) -> int:
     """The whole ``A`` slice and each weight's ``[K, 64]`` tile, all staged at once (and the
     norm's weight vector)."""
-    return 2 * p.k * (p.block_m + BLOCK_N * n_weights_per_block(p) + (1 if p.norm else 0))
+    tiles = 2 * p.k * (p.block_m + BLOCK_N * n_weights_per_block(p) + (1 if p.norm else 0))
+    return tiles + partials_bytes(p)
+
+
+def partials_bytes(p: SmallGemmParams) -> int:
+    """f32 accumulators of the warps past the first of each row block (the k split's sum)."""
+    return (p.ksplit - 1) * p.block_m * BLOCK_N * 4 * n_weights_per_block(p)
 
 
 def grid(p: SmallGemmParams) -> tuple[int, int, int]:
@@ -149,7 +160,7 @@ class _GemmEmitter(_Emitter):
         self.f.label(name)
         self.block = name
 
-    def loop(
+    def rolled(
         self, lab: str, n: int, inits: list[str], body: Callable[[str, list[str]], list[str]]
     ) -> list[str]:
         """``for i in [0, n)`` as a rolled loop (straight-line code of every step was the
@@ -238,22 +249,22 @@ class _GemmEmitter(_Emitter):
         return f.v(f"fpext <8 x {self.elty}> {x} to <8 x float>")
 
     def norm(self) -> None:
-        """Each row's two threads (lanes ``2r``, ``2r + 1``) sum the squares of their halves
-        of the staged row, combine them by a shuffle, and rewrite their chunks as
-        ``x * rsqrt-scale * w``, rounded to the dtype."""
+        """Each row's ``tpr`` threads (adjacent lanes) sum the squares of their parts of the
+        staged row, combine them by shuffles, and rewrite their chunks as ``x * rsqrt-scale
+        * w``, rounded to the dtype."""
         f, p = self.f, self.gp
-        row = f.v(f"lshr i32 {self.tid}, 1")
-        half = f.v(f"and i32 {self.tid}, 1")
-        per = p.k // 8 // 2
-        c0 = f.v(f"mul i32 {half}, {per}")
-
-        unroll = 4  # chunks an iteration: their loads in flight together
+        tpr = self.nt // p.block_m
+        row = f.v(f"udiv i32 {self.tid}, {tpr}")
+        part = f.v(f"urem i32 {self.tid}, {tpr}")
+        per = p.k // 8 // tpr
+        c0 = f.v(f"mul i32 {part}, {per}")
+        unroll = 4 if per % 4 == 0 else 1  # chunks an iteration: their loads in flight together
 
         def sumsq(i: str, cur: list[str]) -> list[str]:
             acc = cur[0]
             xs = []
             for u in range(unroll):
-                i4 = f.v(f"shl i32 {i}, 2")
+                i4 = f.v(f"mul i32 {i}, {unroll}")
                 lc = f.v(f"add i32 {c0}, {f.v(f'add i32 {i4}, {u}')}")
                 xs.append(self.vec8(self.sptr(self.swz(row, lc, 2 * p.k, 0)), 3))
             for x in xs:
@@ -263,9 +274,14 @@ class _GemmEmitter(_Emitter):
                     acc = f.v(f"fadd float {acc}, {e}")
             return [acc]
 
-        (acc,) = self.loop("nsq", per // unroll, ["0.0"], sumsq)
-        o = f.v(f"call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float {acc}, i32 1, i32 31)")
-        tot = f.v(f"fadd float {acc}, {o}")
+        (tot,) = self.rolled("nsq", per // unroll, ["0.0"], sumsq)
+        m = 1
+        while m < tpr:
+            o = f.v(
+                f"call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float {tot}, i32 {m}, i32 31)"
+            )
+            tot = f.v(f"fadd float {tot}, {o}")
+            m *= 2
         mean = f.v(f"fmul float {tot}, {float_literal(1.0 / p.k, 'float')}")
         ms = f.v(f"fadd float {mean}, {float_literal(p.eps, 'float')}")
         sq = f.v(f"call float @llvm.sqrt.f32(float {ms})")
@@ -277,7 +293,7 @@ class _GemmEmitter(_Emitter):
 
         def scale(i: str, cur: list[str]) -> list[str]:
             for u in range(unroll):
-                i4 = f.v(f"shl i32 {i}, 2")
+                i4 = f.v(f"mul i32 {i}, {unroll}")
                 lc = f.v(f"add i32 {c0}, {f.v(f'add i32 {i4}, {u}')}")
                 sp = self.sptr(self.swz(row, lc, 2 * p.k, 0))
                 x = self.vec8(sp, 3)
@@ -288,7 +304,7 @@ class _GemmEmitter(_Emitter):
                 f.do(f"store <8 x {self.elty}> {yt}, ptr addrspace(3) {sp}, align 16")
             return []
 
-        self.loop("nsc", per // unroll, [], scale)
+        self.rolled("nsc", per // unroll, [], scale)
 
     def stage_norm_weight(self) -> None:
         """The norm's weight vector into shared memory (after the tiles), in the first group."""
@@ -320,7 +336,7 @@ class _GemmEmitter(_Emitter):
         for kk in range(GROUP_K // 16):
             self.row_bytes = 2 * p.k
             ch = f.v(f"add i32 {g8}, {2 * kk}")  # chunk 2 ks, ks = 4 g + kk
-            a = self.ldmatrix(self.chunk_addr(0, self.arow, ch, self.xa, p.block_m), False)
+            a = self.ldmatrix(self.chunk_addr(0, self.arow, ch, self.xa, p.block_m), False)  # type: ignore[arg-type]
             self.row_bytes = 2 * BLOCK_N
             krow = f.v(f"add i32 {self.ra}, {f.v(f'add i32 {g64}, {16 * kk}')}")
             for wi in range(len(self.w_ptrs)):
@@ -348,12 +364,45 @@ class _GemmEmitter(_Emitter):
         den = f.v(f"fadd float {ex}, 1.0")
         return f.v(f"fmul float {f.v(f'fdiv float {g}, {den}')}, {u}")
 
+    def k_sum(self, acc: list[str]) -> list[str]:
+        """The k split's partial sums: warps past the first of a row block write theirs to
+        shared memory, the first adds them in order (deterministic) and alone goes on to
+        store; the others leave."""
+        f, p = self.f, self.gp
+        na, rbs = len(acc), p.block_m // 16
+        base = smem_bytes(p) - partials_bytes(p)
+        is0 = f.v(f"icmp eq i32 {self.kp}, 0")
+
+        def slot(kp: str | int, j: int) -> str:
+            w = f.v(f"add i32 {f.v(f'mul i32 {kp}, {rbs}')}, {self.rb}")  # (kp - 1) rbs + rb
+            w = f.v(f"sub i32 {w}, {rbs}")
+            idx = f.v(
+                f"add i32 {f.v(f'mul i32 {w}, {32 * na}')}, {f.v(f'add i32 {self.lane}, {32 * j}')}"
+            )
+            return self.sptr(f.v(f"add i32 {f.v(f'shl i32 {idx}, 2')}, {base}"))
+
+        f.do(f"br i1 {is0}, label %ks_join, label %ks_put")
+        self.lab("ks_put")
+        for j, x in enumerate(acc):
+            f.do(f"store float {x}, ptr addrspace(3) {slot(self.kp, j)}, align 4")
+        f.do("br label %ks_join")
+        self.lab("ks_join")
+        f.do("call void @llvm.nvvm.barrier0()")
+        f.do(f"br i1 {is0}, label %ks_sum, label %done")
+        self.lab("ks_sum")
+        out = list(acc)
+        for kp in range(1, p.ksplit):
+            for j in range(na):
+                v = f.v(f"load float, ptr addrspace(3) {slot(kp, j)}, align 4")
+                out[j] = f.v(f"fadd float {out[j]}, {v}")
+        return out
+
     def store(self, acc: list[list[str]]) -> None:
         f, p = self.f, self.gp
         lane = self.lane
         g = f.v(f"lshr i32 {lane}, 2")
         t2 = f.v(f"shl i32 {f.v(f'and i32 {lane}, 3')}, 1")
-        w16 = f.v(f"shl i32 {self.warp}, 4")
+        w16 = f.v(f"shl i32 {self.rb}, 4")
         r0 = f.v(f"add i32 {f.v(f'add i32 {self.m0}, {w16}')}, {g}")
         colb = f.v(f"add i32 {self.n0}, {t2}")
         for half in range(2):
@@ -415,14 +464,17 @@ class _GemmEmitter(_Emitter):
 
         if p.norm:
             self.stage_norm_weight()
-        self.loop("ld", groups, [], load)
+        self.rolled("ld", groups, [], load)
         lane = self.lane
         l7 = f.v(f"and i32 {lane}, 7")
         b3 = f.v(f"and i32 {f.v(f'lshr i32 {lane}, 3')}, 1")
         b4 = f.v(f"lshr i32 {lane}, 4")
         self.ra = f.v(f"add i32 {l7}, {f.v(f'shl i32 {b3}, 3')}")
         self.xa = f.v(f"xor i32 {b4}, {l7}")
-        self.arow = f.v(f"add i32 {f.v(f'shl i32 {self.warp}, 4')}, {self.ra}")
+        rbs = p.block_m // 16
+        self.rb = f.v(f"urem i32 {self.warp}, {rbs}")
+        self.kp = f.v(f"udiv i32 {self.warp}, {rbs}")
+        self.arow = f.v(f"add i32 {f.v(f'shl i32 {self.rb}, 4')}, {self.ra}")
         nacc = BLOCK_N // 2
         if p.norm:  # every group first: the norm needs whole rows
             f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
@@ -430,15 +482,41 @@ class _GemmEmitter(_Emitter):
             self.norm()
             f.do("call void @llvm.nvvm.barrier0()")
 
-        def step(g: str, cur: list[str]) -> list[str]:
-            if not p.norm:
-                self.wait_for(g, groups)
-            acc = [cur[nacc * w : nacc * (w + 1)] for w in range(len(self.w_ptrs))]
-            self.products(g, acc)
-            return [x for a in acc for x in a]
+        ks, nw = p.ksplit, len(self.w_ptrs)
+        rounds = -(-groups // ks)
 
-        flat = self.loop("mm", groups, ["0.0"] * (nacc * len(self.w_ptrs)), step)
-        self.store([flat[nacc * w : nacc * (w + 1)] for w in range(len(self.w_ptrs))])
+        def step(rr: str, cur: list[str]) -> list[str]:
+            r0 = f.v(f"mul i32 {rr}, {ks}")
+            g = f.v(f"add i32 {r0}, {self.kp}")
+            if not p.norm:  # every group any warp reads this round: landed, for every thread
+                last = f.v(f"add i32 {r0}, {ks - 1}")
+                self.wait_for(f.v(f"call i32 @llvm.umin.i32(i32 {last}, i32 {groups - 1})"), groups)
+            acc = [cur[nacc * w : nacc * (w + 1)] for w in range(nw)]
+            if groups % ks == 0:
+                self.products(g, acc)
+                return [x for a in acc for x in a]
+            pre, tag = self.block, g[1:]
+            ok = f.v(f"icmp ult i32 {g}, {groups}")
+            f.do(f"br i1 {ok}, label %pp_{tag}, label %pm_{tag}")
+            self.lab(f"pp_{tag}")
+            old = [x for a in acc for x in a]
+            self.products(g, acc)
+            new = [x for a in acc for x in a]
+            done = self.block
+            f.do(f"br label %pm_{tag}")
+            self.lab(f"pm_{tag}")
+            return [
+                f.v(f"phi float [{n}, %{done}], [{o}, %{pre}]")
+                for n, o in zip(new, old, strict=True)
+            ]
+
+        flat = self.rolled("mm", rounds, ["0.0"] * (nacc * nw), step)
+        if ks > 1:
+            flat = self.k_sum(flat)
+        self.store([flat[nacc * w : nacc * (w + 1)] for w in range(nw)])
+        if ks > 1:
+            f.do("br label %done")
+            self.lab("done")
         f.do("ret void")
         glob, pdl_lines, _ = pdl_prologue(self.name)
         names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
@@ -478,6 +556,7 @@ def lower_small_gemm(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKernelCode
         + (" rms" if p.norm else "")
         + (f" {p.epilogue}" if p.epilogue else "")
     )
+    tag += f" k/{p.ksplit}" if p.ksplit > 1 else ""
     note = f"{tag} grid {gx}x{gy} smem {smem_bytes(p)}"
     launch = GpuLaunch(kernel.symbol, gx, p.threads, (), 1, note, (gy, 1), smem_bytes(p))
     return GpuKernelCode(kernel.symbol, (launch,), False, decls, body)

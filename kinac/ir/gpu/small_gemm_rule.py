@@ -12,8 +12,8 @@ The rule (docs/gpu.md, "Small products: the generated tensor-core GEMM"): a bf16
 ``[M, K] x [K, N]`` (weights side by side count their total ``N``) is taken when ``2 M N K <=
 SMALL_FLOPS``, ``M`` is a multiple of 32, ``K`` and every ``N`` of 64, and its tiles fit the
 shared memory (:func:`kinac.ir.gpu.small_gemm_kernel.check_params`). ``KINAC_SMALL_GEMM=0``
-turns the pass off (a measuring switch: use a fresh cache directory with it, the lowering's
-cache does not know it).
+turns the pass off, ``=norm`` or ``=alone`` keeps one kind of rewrite (measuring switches: use
+a fresh cache directory with them, the lowering's cache does not know them).
 """
 
 from __future__ import annotations
@@ -27,8 +27,16 @@ SMS = 132  # H200: a sizing heuristic only
 DTYPES = ("bf16", "f16")
 
 
-def enabled() -> bool:
-    return os.environ.get("KINAC_SMALL_GEMM", "").strip() != "0"
+PARTS = ("norm", "alone")  # the fusions with a norm prologue; products on their own
+
+
+def enabled(part: str) -> bool:
+    """``KINAC_SMALL_GEMM``: unset or ``1``: every rewrite; ``0``: none; a comma list of
+    :data:`PARTS`: those (a measuring switch, see the module doc)."""
+    v = os.environ.get("KINAC_SMALL_GEMM", "").strip()
+    if v in ("", "1"):
+        return True
+    return part in {x.strip() for x in v.split(",")}
 
 
 def block_m(m: int, n_out: int) -> int:
@@ -47,5 +55,8 @@ def choose(
     n_out = ns[0] if epilogue == "swiglu" else sum(ns)
     if 2 * m * k * sum(ns) > SMALL_FLOPS or m % 32 or n_out % BLOCK_N:
         return None
-    p = SmallGemmParams(dtype, m, k, ns, block_m(m, n_out), epilogue, norm)
-    return p if check_params(p) is None else None
+    for ks in (4, 2, 1):  # the most warps (up to 8) a row block's k is split over
+        p = SmallGemmParams(dtype, m, k, ns, block_m(m, n_out), epilogue, norm, ksplit=ks)
+        if check_params(p) is None:
+            return p
+    return None
