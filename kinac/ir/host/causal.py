@@ -40,6 +40,7 @@ from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, shape_of
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.host.causal_blocks import causal_rows
+from kinac.ir.host.gemm_out import fold_output_views
 
 CAUSAL = "causal"  # the attribute on a kernel's kina.matmul
 ENABLED = True  # False: no product is marked (benches/cpu_ab.py ``causal=0``, the A/B's before)
@@ -111,10 +112,13 @@ def mark_causal(fn: func.FuncOp) -> None:
 
 
 class FuseKernelsHost(FuseKernels):
-    """The shared ``fuse-kernels``, then :func:`mark_causal` (same name: one stage)."""
+    """The shared ``fuse-kernels``, then :func:`mark_causal` and
+    :func:`~kinac.ir.host.gemm_out.fold_output_views` (same name: one stage)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         super().apply(ctx, op)
-        for f in op.ops if ENABLED else ():
+        for f in op.ops:
             if isinstance(f, func.FuncOp) and f.body.blocks:
-                mark_causal(f)
+                if ENABLED:
+                    mark_causal(f)
+                fold_output_views(f)

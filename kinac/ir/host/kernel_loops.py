@@ -36,6 +36,7 @@ from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kbuf import GemmOp
 from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
 from kinac.ir.host.causal_blocks import CAUSAL_STEP, causal_roles, causal_rows, gemm_blocks
+from kinac.ir.host.gemm_out import gemm_output
 from kinac.ir.host.loopgen import INDEX, Emitter, Ix
 from kinac.ir.host.scalar import Scalars
 from kinac.ir.layout import Layout, as_blas_matrix, cstrides
@@ -93,7 +94,7 @@ def parallel_extent(k: st.KernelOp) -> int | None:
             return None
         dims = [n for d, n in enumerate(xs) if d != ax]
     elif kind == "matmul":
-        op = root.owner
+        op = view_base(root)[0].owner  # the product, or the product under its output views
         assert isinstance(op, st.MatmulOp)
         return _matmul_extent(k, op)
     else:
@@ -129,6 +130,7 @@ class KernelLowering:
         y = blk.last_op
         assert isinstance(y, st.YieldOp)
         self.root = y.value
+        self.kernel = kernel
         self.kind = kernel.kind.data
         self.impl = kernel.impl.data
 
@@ -231,6 +233,8 @@ class KernelLowering:
     # kernels ------------------------------------------------------------------------------
     def lower(self) -> None:
         root = self.root
+        if self.kind == "matmul" and not isinstance(root.owner, st.MatmulOp):
+            root = view_base(root)[0]  # a product written through views (gemm_out)
         getattr(self, "_" + self.kind)(root.owner if self.kind != "map" else root)
 
     def _store_out(self, v: SSAValue, idx: Sequence[Ix]) -> None:
@@ -414,7 +418,9 @@ class KernelLowering:
         a_s, b_s, o_s = shape_of(op.lhs.type), shape_of(op.rhs.type), shape_of(op.result.type)
         m, k, n = a_s[-2], a_s[-1], b_s[-1]
         merged = merged_rows(alay, a_s, b_s)
+        out = gemm_output(self.kernel)  # the product's result dims' strides, if viewed
         if merged is not None:
+            assert out is None, "gemm_out folds only batched products"
             rows = math.prod(a_s[:-1])
             a, b = self.buf[abuf], self.buf[bbuf]
             self._call(a, merged, merged.offset, b, blay, blay.offset, 0, rows, n, k)
@@ -423,14 +429,18 @@ class KernelLowering:
         abat, bbat = bcast_index(bivs, a_s[:-2]), bcast_index(bivs, b_s[:-2])
         a_off0 = self.offset(alay, [*abat, 0, 0])
         b_off = self.offset(blay, [*bbat, 0, 0])
-        c_off = em.imul(em.linear(bivs, cstrides(o_s[:-2])), m * n)
+        if out is None:
+            c_off: Ix = em.imul(em.linear(bivs, cstrides(o_s[:-2])), m * n)
+            ldc = n
+        else:  # written in place in the reader's layout: rows ldc apart (gemm_out)
+            c_off, ldc = em.linear(bivs, out[1][:-2]), out[1][-2]
         roles = op.attributes.get("causal")
         a, b = self.buf[abuf], self.buf[bbuf]
         for row, col, mm, nn, kk in gemm_blocks(m, n, k, causal_roles(roles)):
             a_off = self.offset(alay, [*abat, row, 0]) if row else a_off0
             b_blk = self.offset(blay, [*bbat, 0, col]) if col else b_off
-            c_blk = em.iadd(c_off, row * n + col) if row or col else c_off
-            self._call(a, alay, a_off, b, blay, b_blk, c_blk, mm, nn, kk, ldc=n)
+            c_blk = em.iadd(c_off, row * ldc + col) if row or col else c_off
+            self._call(a, alay, a_off, b, blay, b_blk, c_blk, mm, nn, kk, ldc=ldc)
         em.close_nest(bivs)
 
     def _call(self, a: SSAValue, alay: Layout, a_off: Ix, b: SSAValue, blay: Layout, b_off: Ix, c_off: Ix, m: int, n: int, k: int, ldc: int | None = None) -> None:  # fmt: skip

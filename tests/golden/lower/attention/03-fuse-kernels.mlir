@@ -47,19 +47,15 @@ builtin.module {
       %39 = kina.transpose %38 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x16x1x16xf32> -> tensor<1x1x16x16xf32>
       %40 = kina.repeat_interleave %39 {axis = 1 : i64, repeats = 2 : i64} : tensor<1x1x16x16xf32> -> tensor<1x2x16x16xf32>
       %41 = kina.matmul %36, %40 {causal = "weights", impl = "blas"} : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32> -> tensor<1x2x16x16xf32>
-      kina.yield %41 : tensor<1x2x16x16xf32>
-    }) : (tensor<1x2x16x16xf32>, tensor<1x16x16xf32>) -> tensor<1x2x16x16xf32>
-    %42 = "kina.kernel"(%35) <{kind = "map", impl = "loops", sym = "k6_map"}> ({
-    ^bb0(%43: tensor<1x2x16x16xf32>):
-      %44 = kina.transpose %43 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x16x16xf32> -> tensor<1x16x2x16xf32>
-      %45 = kina.reshape %44 : tensor<1x16x2x16xf32> -> tensor<1x16x32xf32>
-      kina.yield %45 : tensor<1x16x32xf32>
-    }) : (tensor<1x2x16x16xf32>) -> tensor<1x16x32xf32>
-    %46 = "kina.kernel"(%42, %wo) <{kind = "matmul", impl = "blas", sym = "k7_matmul"}> ({
-    ^bb0(%47: tensor<1x16x32xf32>, %48: tensor<32x32xf32>):
-      %49 = kina.matmul %47, %48 {impl = "blas"} : tensor<1x16x32xf32>, tensor<32x32xf32> -> tensor<1x16x32xf32>
-      kina.yield %49 : tensor<1x16x32xf32>
+      %42 = kina.transpose %41 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x16x16xf32> -> tensor<1x16x2x16xf32>
+      %43 = kina.reshape %42 : tensor<1x16x2x16xf32> -> tensor<1x16x32xf32>
+      kina.yield %43 : tensor<1x16x32xf32>
+    }) : (tensor<1x2x16x16xf32>, tensor<1x16x16xf32>) -> tensor<1x16x32xf32>
+    %44 = "kina.kernel"(%35, %wo) <{kind = "matmul", impl = "blas", sym = "k7_matmul"}> ({
+    ^bb0(%45: tensor<1x16x32xf32>, %46: tensor<32x32xf32>):
+      %47 = kina.matmul %45, %46 {impl = "blas"} : tensor<1x16x32xf32>, tensor<32x32xf32> -> tensor<1x16x32xf32>
+      kina.yield %47 : tensor<1x16x32xf32>
     }) : (tensor<1x16x32xf32>, tensor<32x32xf32>) -> tensor<1x16x32xf32>
-    func.return %46 : tensor<1x16x32xf32>
+    func.return %44 : tensor<1x16x32xf32>
   }
 }

@@ -18,10 +18,7 @@ builtin.module {
     %13 = arith.constant 4096 : index
     %14 = memref.view %1[%13][] : memref<6144xi8> to memref<512xf32>
     func.call @k5_matmul(%14, %12, %8) {kind = "matmul", impl = "blas"} : (memref<512xf32>, memref<512xf32>, memref<256xf32>) -> ()
-    %15 = arith.constant 0 : index
-    %16 = memref.view %1[%15][] : memref<6144xi8> to memref<512xf32>
-    func.call @k6_map(%16, %14) {kind = "map", impl = "loops"} : (memref<512xf32>, memref<512xf32>) -> ()
-    func.call @k7_matmul(%0, %16, %wo) {kind = "matmul", impl = "blas"} : (memref<512xf32>, memref<512xf32>, memref<1024xf32>) -> ()
+    func.call @k7_matmul(%0, %14, %wo) {kind = "matmul", impl = "blas"} : (memref<512xf32>, memref<512xf32>, memref<1024xf32>) -> ()
     func.return
   }
   func.func private @k0_matmul(%0: memref<512xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}, %2: memref<1024xf32> {llvm.noalias}) {
@@ -117,31 +114,11 @@ builtin.module {
     %4 = arith.constant 2 : index
     %5 = arith.constant 1 : index
     %6 = arith.constant 256 : index
-    scf.for %7 = %3 to %4 step %5 {
-      %8 = arith.muli %7, %6 : index
-      kbuf.gemm %1[%8], %2[%3], %0[%8] {m = 16 : i64, n = 16 : i64, k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldc = 16 : i64, trans_a = 0 : i64, trans_b = 0 : i64} : memref<512xf32>, memref<256xf32>, memref<512xf32>
-    }
-    func.return
-  }
-  func.func private @k6_map(%0: memref<512xf32> {llvm.noalias}, %1: memref<512xf32> {llvm.noalias}) {
-    %2 = arith.constant 0 : index
-    %3 = arith.constant 16 : index
-    %4 = arith.constant 1 : index
-    %5 = arith.constant 32 : index
-    %6 = arith.constant 256 : index
-    scf.for %7 = %2 to %3 step %4 {
-      %8 = arith.muli %7, %3 : index
-      %9 = arith.muli %7, %5 : index
-      scf.for %10 = %2 to %5 step %4 {
-        %11 = arith.divui %10, %3 : index
-        %12 = arith.muli %11, %6 : index
-        %13 = arith.addi %8, %12 : index
-        %14 = arith.remui %10, %3 : index
-        %15 = arith.addi %13, %14 : index
-        %16 = memref.load %1[%15] : memref<512xf32>
-        %17 = arith.addi %9, %10 : index
-        memref.store %16, %0[%17] : memref<512xf32>
-      }
+    %7 = arith.constant 16 : index
+    scf.for %8 = %3 to %4 step %5 {
+      %9 = arith.muli %8, %6 : index
+      %10 = arith.muli %8, %7 : index
+      kbuf.gemm %1[%9], %2[%3], %0[%10] {m = 16 : i64, n = 16 : i64, k = 16 : i64, lda = 16 : i64, ldb = 16 : i64, ldc = 32 : i64, trans_a = 0 : i64, trans_b = 0 : i64} : memref<512xf32>, memref<256xf32>, memref<512xf32>
     }
     func.return
   }

@@ -17,9 +17,7 @@ define internal void @"attention"(ptr %".1", ptr %".2", ptr %".3", ptr %".4", pt
   call ccc void @"k4_softmax"(ptr %".19", ptr %".17")
   %".21" = getelementptr inbounds i8, ptr %".7", i64 4096
   call ccc void @"k5_matmul"(ptr %".21", ptr %".19", ptr %".15")
-  %".23" = getelementptr inbounds i8, ptr %".7", i64 0
-  call ccc void @"k6_map"(ptr %".23", ptr %".21")
-  call ccc void @"k7_matmul"(ptr %".6", ptr %".23", ptr %".5")
+  call ccc void @"k7_matmul"(ptr %".6", ptr %".21", ptr %".5")
   ret void
 }
 
@@ -203,54 +201,19 @@ define internal void @"k5_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noal
 .5:
   br label %".6"
 .6:
-  %".9" = phi  i64 [0, %".5"], [%".18", %".7"]
+  %".9" = phi  i64 [0, %".5"], [%".19", %".7"]
   %".11" = icmp slt i64 %".9", 2
   br i1 %".11", label %".7", label %".8"
 .7:
   %".13" = mul nsw nuw i64 %".9", 256
-  %".14" = getelementptr inbounds float, ptr %".2", i64 %".13"
-  %".15" = getelementptr inbounds float, ptr %".3", i64 0
-  %".16" = getelementptr inbounds float, ptr %".1", i64 %".13"
-  call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 111, i64 16, i64 16, i64 16, float 0x3ff0000000000000, ptr %".14", i64 16, ptr %".15", i64 16, float              0x0, ptr %".16", i64 16)
-  %".18" = add nsw nuw i64 %".9", 1
+  %".14" = mul nsw nuw i64 %".9", 16
+  %".15" = getelementptr inbounds float, ptr %".2", i64 %".13"
+  %".16" = getelementptr inbounds float, ptr %".3", i64 0
+  %".17" = getelementptr inbounds float, ptr %".1", i64 %".14"
+  call ccc void @"kinac_sgemm"(i32 101, i32 111, i32 111, i64 16, i64 16, i64 16, float 0x3ff0000000000000, ptr %".15", i64 16, ptr %".16", i64 16, float              0x0, ptr %".17", i64 32)
+  %".19" = add nsw nuw i64 %".9", 1
   br label %".6", !llvm.loop !1007
 .8:
-  ret void
-}
-
-define internal void @"k6_map"(ptr noalias %".1", ptr noalias %".2") nounwind
-{
-.4:
-  br label %".5"
-.5:
-  %".11" = phi  i64 [0, %".4"], [%".33", %".9"]
-  %".14" = icmp slt i64 %".11", 16
-  br i1 %".14", label %".6", label %".10"
-.6:
-  %".16" = mul nsw nuw i64 %".11", 16
-  %".17" = mul nsw nuw i64 %".11", 32
-  br label %".7"
-.7:
-  %".12" = phi  i64 [0, %".6"], [%".31", %".8"]
-  %".19" = icmp slt i64 %".12", 32
-  br i1 %".19", label %".8", label %".9"
-.8:
-  %".21" = udiv i64 %".12", 16
-  %".22" = mul nsw nuw i64 %".21", 256
-  %".23" = add nsw nuw i64 %".16", %".22"
-  %".24" = urem i64 %".12", 16
-  %".25" = add nsw nuw i64 %".23", %".24"
-  %".26" = getelementptr inbounds float, ptr %".2", i64 %".25"
-  %".27" = load float, ptr %".26"
-  %".28" = add nsw nuw i64 %".17", %".12"
-  %".29" = getelementptr inbounds float, ptr %".1", i64 %".28"
-  store float %".27", ptr %".29"
-  %".31" = add nsw nuw i64 %".12", 1
-  br label %".7", !llvm.loop !1008
-.9:
-  %".33" = add nsw nuw i64 %".11", 1
-  br label %".5", !llvm.loop !1009
-.10:
   ret void
 }
 
@@ -314,6 +277,4 @@ declare float @"llvm.floor.f32"(float %".1")
 !1005 = distinct !{!1005, !999}
 !1006 = distinct !{!1006, !999}
 !1007 = distinct !{!1007, !999}
-!1008 = distinct !{!1008, !999}
-!1009 = distinct !{!1009, !999}
 !999 = !{!"llvm.loop.interleave.count", i32 1}
