@@ -13,10 +13,11 @@ from __future__ import annotations
 import operator
 import os
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from kinac.errors import KinaCallError, KinaCompileError, KinaConfigError, KinaUsageError
+from kinac.rt.hot import MISS  # a bound call's "not run: an array it checks changed form"
 
 _DTYPES = {
     "float64": "f64",
@@ -114,14 +115,30 @@ _VERSION = operator.attrgetter("_version")
 _SHAPE_DTYPE = operator.attrgetter("shape", "dtype")
 
 
-def _state_reader(arrays: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+def _state_reader(
+    arrays: Sequence[Any], skip: Collection[int] = ()
+) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     """How the hot path reads what the arrays at these positions may change in place: a torch
-    tensor's ``_version``, any other array's shape and dtype, each position by its own kind."""
+    tensor's ``_version``, any other array's shape and dtype, each position by its own kind;
+    none of the positions in ``skip`` (the entry's bound call checks their form itself and
+    answers :data:`MISS` when it changed)."""
+    pos = [i for i in range(len(arrays)) if i not in skip]
+    if len(pos) < len(arrays):
+        if not pos:
+            return lambda xs: ()
+        get = operator.itemgetter(*pos) if len(pos) > 1 else (lambda xs: (xs[pos[0]],))
+        inner = _state_reader([arrays[i] for i in pos])
+        return lambda xs: inner(get(xs))
     if all(hasattr(a, "_version") for a in arrays):
         return lambda xs: tuple(map(_VERSION, xs))
     getters = tuple(_VERSION if hasattr(a, "_version") else _SHAPE_DTYPE for a in arrays)
     if _VERSION not in getters:
         return lambda xs: tuple(map(_SHAPE_DTYPE, xs))
+    vpos = [i for i, g in enumerate(getters) if g is _VERSION]
+    spos = [i for i, g in enumerate(getters) if g is not _VERSION]
+    if len(vpos) > 1 and len(spos) == 1:  # (a numpy x among torch tensors, the usual mix)
+        vget, j = operator.itemgetter(*vpos), spos[0]
+        return lambda xs: (*map(_VERSION, vget(xs)), _SHAPE_DTYPE(xs[j]))
     return lambda xs: tuple(map(operator.call, getters, xs))
 
 
@@ -231,12 +248,18 @@ class CompiledDefn:
         self._entries: dict[Any, Any] = {}
         # per-call fast path: the form of each argument -> (loaded entry, array positions)
         self._fast: dict[tuple[Any, ...], tuple[Any, tuple[int, ...] | None]] = {}
-        self.fast_calls = 0  # calls that took the fast path (tests observe these counters)
-        self.hot_calls = 0  # of those, calls that took the hot path (the same objects again)
+        self._fast_only = 0  # fast calls that were not hot (fast_calls counts both)
+        self.hot_calls = 0  # calls that took the hot path (the same objects again)
         # the hot path's memo (see _remember), in a box the weak references' callbacks empty
         self._memo: list[Any] = [None]
         self._memo_next: tuple[int, ...] | None = None
         self.slow_calls = 0  # calls that bound types from the arguments (first of each form)
+
+    @property
+    def fast_calls(self) -> int:
+        """Calls that took the fast path, the hot ones included (tests observe these
+        counters; the hot path counts one of them only)."""
+        return self._fast_only + self.hot_calls
 
     def _not_in_readable_files(
         self, name: str, defn_name: str, entry: Any, path: Any, cfg: Any, unread: dict[str, Any]
@@ -368,9 +391,11 @@ class CompiledDefn:
             where = memo[4]
             arrays = args if where is None else args[where]
             if memo[6](arrays) == memo[7]:
-                self.fast_calls += 1
-                self.hot_calls += 1
-                return memo[3](*arrays)
+                out = memo[3](*arrays)
+                if out is not MISS:
+                    self.hot_calls += 1
+                    return out
+                self._memo[0] = None  # an array the entry checks changed form: the full path
         # Fast path: every argument seen before in this form (an array's type, dtype, shape and
         # device; a dim's type and value): the specialisation, and which arguments are its
         # arrays, are known without building Kina types (a few attribute reads per array; the
@@ -383,7 +408,7 @@ class CompiledDefn:
         except (AttributeError, TypeError):  # no .dtype/.device, or unhashable parts
             fkey, hit = None, None
         if hit is not None:
-            self.fast_calls += 1
+            self._fast_only += 1
             entry, where = hit
             self._remember(args, dims, entry, where)
             if where is None:
@@ -458,14 +483,15 @@ class CompiledDefn:
         # a numpy array's shape and dtype are assignable. Each array by its own kind, so a call
         # mixing numpy and torch arrays reads one counter per tensor, not its shape and dtype
         # (~0.5 us per tensor on the H200's host)
-        state = _state_reader(arrays)
+        # a GPU entry's pre-bound launch, valid while its own memo is of these arrays; it
+        # checks the form of some arrays itself (host arrays it stages): not read here
+        hot = getattr(entry, "hot_path", None)
+        call = (hot(tuple(arrays)) if hot is not None else None) or entry
+        state = _state_reader(arrays, getattr(call, "vouched", ()))
         try:
             now = state(arrays)
         except AttributeError:
             return
-        # a GPU entry's pre-bound launch, valid while its own memo is of these arrays
-        hot = getattr(entry, "hot_path", None)
-        call = (hot(tuple(arrays)) if hot is not None else None) or entry
         box[0] = (ids, dict(dims), tuple(map(type, dims.values())), call, span, held, state, now)
 
     def specialisation(

@@ -182,3 +182,58 @@ def test_an_array_refilled_in_place_each_call_keeps_its_memo(src: Path) -> None:
     hot = f.hot_calls
     torch.testing.assert_close(torch.from_dlpack(f(x, y)), x + y)
     assert f.hot_calls == hot + 1  # unchanged since the last call: hot again
+
+
+def test_a_bound_call_that_checks_some_forms_itself_answers_miss(src: Path) -> None:
+    """An entry's bound call may check the form of some arrays itself (a GPU entry's staged
+    host arrays): it lists them in ``vouched``, the hot path then reads only the others' state,
+    and the bound call answers ``MISS`` (nothing run) when a vouched array changed form, so the
+    full path decides: the same error as a fresh callable, then hot again once it is back."""
+    from kinac.rt.hot import MISS
+
+    f = kinac.compile(src, "g", no_cache=True)
+    r = np.random.default_rng(8)
+    x, y = _rand(r, 2, 4), _rand(r, 4)
+    f(x, y)
+    entry = next(iter(f._entries.values()))
+    answers: list[str] = []
+
+    class Bound:
+        vouched = frozenset({0})
+
+        def __init__(self, arrays: tuple[Any, ...]) -> None:
+            self.form = (arrays[0].shape, arrays[0].dtype)
+
+        def __call__(self, *a: Any) -> Any:
+            if (a[0].shape, a[0].dtype) != self.form:
+                answers.append("miss")
+                return MISS
+            answers.append("run")
+            return entry(*a)
+
+    f._entries = {k: _WithHotPath(e, Bound) for k, e in f._entries.items()}
+    f._fast.clear()
+    _hot(f, x, y)
+    hot = f.hot_calls
+    assert answers[-1] == "run" and f._memo[0][7] == ((y.shape, y.dtype),)  # x's not read
+    x.shape = (1, 8)  # type: ignore[misc]  # in place: D = 8 against y's 4
+    with pytest.raises(KinaCallError):
+        f(x, y)
+    assert answers[-1] == "miss" and f.hot_calls == hot
+    x.shape = (2, 4)  # type: ignore[misc]
+    _hot(f, x, y)
+    np.testing.assert_allclose(np.asarray(f(x, y)), x + y, rtol=1e-6)
+    assert f.hot_calls > hot and answers[-1] == "run"
+
+
+class _WithHotPath:
+    """An entry with a bound call of ``make``'s (a CPU entry has none)."""
+
+    def __init__(self, entry: Any, make: Any) -> None:
+        self.entry, self.make = entry, make
+
+    def __call__(self, *a: Any) -> Any:
+        return self.entry(*a)
+
+    def hot_path(self, arrays: tuple[Any, ...]) -> Any:
+        return self.make(arrays)

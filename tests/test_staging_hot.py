@@ -28,6 +28,7 @@ from kinac.rt.cuda import device, pinned, staging_hot, staging_nt
 from kinac.rt.cuda import graph as graph_mod
 from kinac.rt.cuda.pinned import PinnedPool
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
+from kinac.rt.hot import MISS
 
 
 class Weight:
@@ -723,14 +724,16 @@ def test_the_bound_calls_turn_path_sees_every_change_between_calls(
         return len(turned)
 
     n = warm("refilled")
-    x.shape = (4, 3)  # reshaped in place: the general path refuses it (the API memo re-binds)
+    x.shape = (4, 3)  # reshaped in place: not run, the caller's full path binds it again
+    assert call(x, w) is MISS and call.vouched == {0}
     with pytest.raises(KinaCallError, match=r"argument `x` has shape \[4, 3\], expected \[3, 4\]"):
-        call(x, w)
+        e(x, w)  # (what the entry itself says of it)
     x.shape = X
     assert len(turned) == n
     n = warm("shape back")
     x.dtype = np.int32  # type: ignore[misc,assignment]  # retyped in place: its int32 values
-    y = call(x, w)
+    assert call(x, w) is MISS
+    y = e(x, w)  # (the entry itself casts it)
     np.testing.assert_array_equal(view(y.ptr, X), x.astype(np.float32) * wv)
     del y
     x.dtype = np.float32  # type: ignore[misc,assignment]

@@ -50,6 +50,7 @@ from kinac.rt.cuda.entry_support import DL_NAMES, _dense
 from kinac.rt.cuda.pinned import _handed
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS, Param
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
+from kinac.rt.hot import MISS
 
 if TYPE_CHECKING:
     from kinac.rt.cuda.staging import HostStager
@@ -210,13 +211,22 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
     shape, dtype, nd = p0.shape, p0.dtype, m0.nd
     free_t, free_o, rc_of = FREE_T, FREE_O, _RC
 
+    forms0 = _forms(hostpos, arrays)
+
+    def plain(arrays: tuple[Any, ...]) -> Any:
+        """The entry's own call, or :data:`MISS` when a host array changed form since the bind
+        (the caller, which does not read their state, binds the call again)."""
+        if _forms(hostpos, arrays) != forms0:
+            return MISS
+        return entry(*arrays)
+
     def call(*arrays: Any) -> Any:
         m = box[0]
         if entry._stager is not st:  # replaced (closed): the entry's own path
-            return entry(*arrays)
+            return plain(arrays)
         if m is not bound[0]:
             if m is None or m.ids != ids or tuple([i for i, _ in m.host]) != hostpos:
-                return entry(*arrays)  # (the entry builds the memo again; the next is ours)
+                return plain(arrays)  # (the entry builds the memo again; the next is ours)
             bound[0] = m
             turns[:] = [None] * len(turns)  # (recorded for the memo before)
         if (
@@ -250,9 +260,18 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
             out = _steady(st, entry, m, arrays, turns)
             if out is not None:
                 return out
-        return entry(*arrays)
+        return plain(arrays)
 
+    call.vouched = frozenset(hostpos)  # type: ignore[attr-defined]  # (kinac.rt.hot)
     return call
+
+
+def _forms(pos: tuple[int, ...], arrays: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The type, shape and dtype of the arrays at ``pos`` (None where one has none)."""
+    try:
+        return tuple([(type(a), a.shape, a.dtype) for a in map(arrays.__getitem__, pos)])
+    except (AttributeError, IndexError):
+        return None
 
 
 def _turn_call(
