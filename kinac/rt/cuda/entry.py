@@ -643,10 +643,12 @@ def default_pdl() -> bool:
     return v == "1"
 
 
-# off: no win measured on the H200 (benches/latency_probe.py, 2026-12-02: the small bf16 block
-# 43.8 us per synced call with it, 43.9 without; the 45M one 659.0 / 659.4): every programmatic
-# edge of those blocks leaves a cuBLAS kernel, which never triggers early (docs/gpu.md)
-PDL_DEFAULT = False
+# on: with the small bf16 block's products generated (gpu-small-gemm) its edges join kinac's
+# own kernels: 24.6 us of GPU per call with PDL, 26.2 without, 37.3 / 39.0 per synced call
+# (benches/small_gemm_probe.py on the H200, docs/measurements/small_gemm_2026-12-02d.md).
+# Before: no win (benches/latency_probe.py: every programmatic edge left a cuBLAS kernel; the
+# 45M block 659.0 / 659.4 us, bit-identical either way)
+PDL_DEFAULT = True
 
 DEFAULT_SHARED = 48 * 1024  # dynamic shared memory a launch may ask for without opting in
 
