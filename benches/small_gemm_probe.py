@@ -135,8 +135,8 @@ def crossover(torch: Any) -> None:
         "| M x N x K | GFLOP | cuBLASLt | generated (tc) | tc / cuBLASLt | tc launch | max abs diff (chain output) |"
     )
     emit("|---|---|---|---|---|---|---|")
-    old = small_gemm_rule.SMALL_FLOPS
-    small_gemm_rule.SMALL_FLOPS = 2**40
+    old = small_gemm_rule.SMALL_FLOPS, small_gemm_rule.ALONE_FLOPS
+    small_gemm_rule.SMALL_FLOPS = small_gemm_rule.ALONE_FLOPS = 2**40
     RES["crossover"] = []
     try:
         for m, k in SIZES:
@@ -185,7 +185,7 @@ def crossover(torch: Any) -> None:
             emit(f"| {m}x{nn}x{k} | {2 * m * nn * k / 1e9:.3f} | {row.get('cublas', float('nan')):.1f} | {row.get('tc', float('nan')):.1f} | "
                  f"{row.get('tc', float('nan')) / row.get('cublas', float('nan')):.2f} | {row.get('launch', row.get('error', ''))} | {diff:.3g} |")  # fmt: skip
     finally:
-        small_gemm_rule.SMALL_FLOPS = old
+        small_gemm_rule.SMALL_FLOPS, small_gemm_rule.ALONE_FLOPS = old
         os.environ.pop("KINAC_SMALL_GEMM", None)
 
 

@@ -44,10 +44,12 @@ def test_switch_off_and_f32_and_large_products_keep_cublas(monkeypatch: pytest.M
 
 
 def test_size_rule_boundaries() -> None:
-    # the largest product taken: 2 M N K == SMALL_FLOPS; one more row block is not
+    # the largest products taken: 2 M N K == ALONE_FLOPS alone, SMALL_FLOPS with a norm
     assert rule.choose("bf16", 512, 512, (512,)) is not None  # 2^28 flops
-    assert rule.choose("bf16", 1024, 512, (512,)) is not None  # 2^29 == SMALL_FLOPS
-    assert rule.choose("bf16", 1056, 512, (512,)) is None
+    assert rule.choose("bf16", 544, 512, (512,)) is None
+    assert rule.choose("bf16", 1024, 512, (512,), norm=True) is not None  # 2^29
+    assert rule.choose("bf16", 1024, 512, (256, 256), norm=True) is not None
+    assert rule.choose("bf16", 1056, 512, (512,), norm=True) is None
     assert rule.choose("f16", 64, 64, (64,)) is not None
     assert rule.choose("f32", 64, 64, (64,)) is None  # f32/f64: cuBLAS
     assert rule.choose("bf16", 80, 64, (64,)) is None  # M not a multiple of 32

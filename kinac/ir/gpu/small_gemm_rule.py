@@ -8,9 +8,13 @@ residual or ``silu(gate) * up`` after it removes whole launches. Large products 
 whose kernels are faster per flop (wgmma, multi-stage pipelines; this kernel stages its whole
 ``A`` slice once and uses mma.sync).
 
-The rule (docs/gpu.md, "Small products: the generated tensor-core GEMM"): a bf16/f16 product
-``[M, K] x [K, N]`` (weights side by side count their total ``N``) is taken when ``2 M N K <=
-SMALL_FLOPS``, ``M`` is a multiple of 32, ``K`` and every ``N`` of 64, and its tiles fit the
+The rule (docs/gpu.md, "Small products: the generated tensor-core GEMM"), from the H200's
+crossover (benches/small_gemm_probe.py): a bf16/f16 product ``[M, K] x [K, N]`` (weights side
+by side count their total ``N``) is taken when ``2 M N K <= ALONE_FLOPS`` (2^28, ~0.27 GFLOP:
+the kernel alone is 1.03-1.10x of cuBLASLt's time up to there, 1.27x at 0.54 GFLOP, 2-4x past
+1 GFLOP), or ``<= SMALL_FLOPS`` (2^29) when it absorbs an RMSNorm (a row kernel of ~2.3 us
+saved, and the ``silu * mul`` map with gate/up), ``M`` is a multiple of 32, ``K`` and every
+``N`` of 64, and its tiles fit the
 shared memory (:func:`kinac.ir.gpu.small_gemm_kernel.check_params`). ``KINAC_SMALL_GEMM=0``
 turns the pass off, ``=norm`` or ``=alone`` keeps one kind of rewrite (measuring switches: use
 a fresh cache directory with them, the lowering's cache does not know them).
@@ -22,7 +26,8 @@ import os
 
 from kinac.ir.gpu.small_gemm_kernel import BLOCK_N, SmallGemmParams, check_params
 
-SMALL_FLOPS = 2 * 2**28  # ~0.54 GFLOP: the small block's largest product is 0.37 GFLOP
+SMALL_FLOPS = 2**29  # ~0.54 GFLOP, with a norm prologue (the small block's gate/up: 0.37)
+ALONE_FLOPS = 2**28  # ~0.27 GFLOP, a product on its own (its residual at most)
 SMS = 132  # H200: a sizing heuristic only
 DTYPES = ("bf16", "f16")
 
@@ -53,7 +58,8 @@ def choose(
     if dtype not in DTYPES or not ns or m <= 0:
         return None
     n_out = ns[0] if epilogue == "swiglu" else sum(ns)
-    if 2 * m * k * sum(ns) > SMALL_FLOPS or m % 32 or n_out % BLOCK_N:
+    limit = SMALL_FLOPS if norm else ALONE_FLOPS
+    if 2 * m * k * sum(ns) > limit or m % 32 or n_out % BLOCK_N:
         return None
     for ks in (4, 2, 1):  # the most warps (up to 8) a row block's k is split over
         p = SmallGemmParams(dtype, m, k, ns, block_m(m, n_out), epilogue, norm, ksplit=ks)
