@@ -465,6 +465,7 @@ def main() -> int:
     from gpu_gemm_ab import gemm_forms
     from gpu_map_ab import map_variants
     from latency_probe import latency_levers
+    from small_gemm_probe import small_gemm_ab
 
     t_start = time.perf_counter()
     ws: list[dict[str, Any]] = []
@@ -482,6 +483,7 @@ def main() -> int:
         ("map variants", lambda: map_variants(emit, RESULTS, bw)),
         ("grouped GEMM forms", lambda: gemm_forms(emit, RESULTS)),
         ("latency levers", lambda: latency_levers(emit, RESULTS)),  # PDL off/on, the waits
+        ("small GEMM A/B", lambda: small_gemm_ab(emit, RESULTS)),  # cuBLAS or generated
     ):
         t0 = time.perf_counter()
         section(name, body)

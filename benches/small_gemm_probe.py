@@ -49,8 +49,37 @@ CHAIN = 16  # products per entry call: y <- y @ w + x, so the GPU, not the host,
 
 
 def emit(line: str = "") -> None:
+    if SINK:  # benches/gpu.py's own emit (small_gemm_ab)
+        SINK[0](line)
+        return
     LINES.append(line)
     print(line, flush=True)
+
+
+SINK: list[Any] = []
+
+
+def small_gemm_ab(emit_to: Any, results: dict[str, Any]) -> None:
+    """``benches/gpu.py``'s section: the block's cuBLAS / generated / generated + PDL variants,
+    fewer rounds, and five crossover sizes."""
+    import torch
+
+    SINK[:] = [emit_to]
+    RES.clear()
+    results["small_gemm_ab"] = RES
+    saved_v, saved_s = dict(VARIANTS), list(SIZES)
+    try:
+        emit("\n## Small products: cuBLAS or the generated tensor-core GEMM (benches/small_gemm_probe.py, short)\n")  # fmt: skip
+        for k in ("tc-norm-only", "tc-alone-only"):
+            VARIANTS.pop(k, None)
+        SIZES[:] = [(512, 256), (512, 512), (1024, 512), (2048, 512), (4096, 768)]
+        block_part(torch, 5, 100)
+        crossover(torch)
+    finally:
+        VARIANTS.clear()
+        VARIANTS.update(saved_v)
+        SIZES[:] = saved_s
+        SINK.clear()
 
 
 def build(torch: Any, ins: list[Any], h: int, kv: int) -> dict[str, dict[str, Any]]:
