@@ -97,22 +97,19 @@ def cpu_as_cuda_import(x: Any) -> Any:
                   strides=tuple(x.stride()), owner=x.untyped_storage())  # fmt: skip
 
 
-def mlp_host_input(reps: int) -> int:
-    """The MLP fed a numpy ``x`` each call (issue 17's host-input call) through
-    ``kinac.compile``, its four weights torch CPU tensors standing for CUDA ones, over the
-    tests' fake driver and the stand-in libcuda of ``benches/runtime_hostcost.py`` (graph
-    launches return at once, the copy graph's memcpy nodes run as ``memmove``): the staged
-    steady state's Python and ctypes per call, a tiny ``x`` (the staging copy ~0)."""
+def install_fake_cuda(tmp: Path) -> bool:
+    """Stand the runtime on the tests' fake driver and the stand-in libcuda of
+    ``benches/runtime_hostcost.py`` (graph launches return at once, the copy graphs' memcpy
+    nodes run as ``memmove``, device memory is host memory); GPU entries load without a
+    driver, and torch CPU tensors stand for CUDA ones. False without a C compiler."""
     import os
     import types
 
-    import numpy as np
     import torch
     from runtime_hostcost import C
     from staging_fakes import compile_stand_in
     from test_pinned import FakeDriver, HostMemory
 
-    import kinac
     from kinac.rt.cuda import device, driver, pinned, staging_calls
     from kinac.rt.cuda import entry as E
     from kinac.rt.cuda import graph as G
@@ -120,12 +117,9 @@ def mlp_host_input(reps: int) -> int:
     from kinac.rt.cuda.pinned import PinnedPool
     from kinac.rt.cuda.tensor import DTYPES, contiguous_strides
 
-    tmpd = tempfile.TemporaryDirectory()
-    tmp = Path(tmpd.name)
     so = compile_stand_in(C, tmp, "libfake.so")
     if so is None:
-        print("no C compiler for the stand-in libcuda")
-        return 1
+        return False
     fake = FakeDriver()
     mod = types.ModuleType("fake_cuda")
     for name in dir(fake):
@@ -177,6 +171,24 @@ def mlp_host_input(reps: int) -> int:
     E.entry_hot.torch_import = lambda a: (  # type: ignore[assignment]
         cpu_as_cuda_import(a) if isinstance(a, torch.Tensor) else None
     )
+    return True
+
+
+def mlp_host_input(reps: int) -> int:
+    """The MLP fed a numpy ``x`` each call (issue 17's host-input call) through
+    ``kinac.compile``, its four weights torch CPU tensors standing for CUDA ones, over
+    :func:`install_fake_cuda`: the staged steady state's Python and ctypes per call, a tiny
+    ``x`` (the staging copy ~0)."""
+    import numpy as np
+    import torch
+
+    import kinac
+
+    tmpd = tempfile.TemporaryDirectory()
+    tmp = Path(tmpd.name)
+    if not install_fake_cuda(tmp):
+        print("no C compiler for the stand-in libcuda")
+        return 1
     b, s, d, f = 2, 4, 8, 16
     g = torch.Generator().manual_seed(0)
     ws = [torch.randn(sh, generator=g) for sh in ((d, f), (f,), (f, d), (d,))]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from kinac.errors import KinaCallError, KinaCompileError, KinaConfigError, KinaUsageError
+from kinac.rt import hot as hot_mod
 from kinac.rt.hot import MISS  # a bound call's "not run: an array it checks changed form"
 
 _DTYPES = {
@@ -487,7 +488,7 @@ class CompiledDefn:
         # checks the form of some arrays itself (host arrays it stages): not read here
         hot = getattr(entry, "hot_path", None)
         call = (hot(tuple(arrays)) if hot is not None else None) or entry
-        state = _state_reader(arrays, getattr(call, "vouched", ()))
+        state = _state_reader(arrays, getattr(call, "vouched", ()) if hot_mod.LEAN else ())
         try:
             now = state(arrays)
         except AttributeError:

@@ -15,6 +15,14 @@ call again (a reshaped array may be another specialisation, or an error naming i
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 MISS: Any = object()
+
+# The lean call paths of 2026-12-02d (docs/runtime.md "What a hot call costs"): returned outputs
+# nobody holds reused as they are, the bound calls' records of their last launch (a device
+# call's graph, a staged call's turn), host arrays vouched for by the staged bound call. Off
+# (KINAC_LEAN_CALLS=0, or False here before the calls are bound again) is the path before them,
+# for the benches' same-run A/B; both are correct.
+LEAN = os.environ.get("KINAC_LEAN_CALLS", "1") != "0"

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kinac.rt import hot
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Allocation, Tensor
 
@@ -126,7 +127,7 @@ def take(kept: list[Tensor]) -> Tensor | None:
     return None
 
 
-def _new_output(entry: GpuEntry, k: int) -> Tensor:
+def _new_output(entry: GpuEntry, k: int, keep: bool = True) -> Tensor:
     """A new output tensor for output ``k`` (a dropped output's block, else one from the pool).
     Its spec was checked once, at load, so the fields are set directly (``Tensor.__init__``
     re-validates shape and dtype: ~1 us per output)."""
@@ -144,10 +145,11 @@ def _new_output(entry: GpuEntry, k: int) -> Tensor:
     t = Tensor.__new__(Tensor)
     t.ptr, t.shape, t.dtype, t.strides, t.device = a.ptr, shape, dt, st, (KDL_CUDA, entry.ordinal)
     t.owner, t.stream, t.readonly = a, 0, False
-    kept = kept_lists(entry)[k]
-    if len(kept) >= KEEP:  # the oldest kept one is the caller's now (or goes to the spares)
-        del kept[0]
-    kept.append(t)
+    if keep:
+        kept = kept_lists(entry)[k]
+        if len(kept) >= KEEP:  # the oldest kept one is the caller's now (or goes to the spares)
+            del kept[0]
+        kept.append(t)
     return t
 
 
@@ -164,6 +166,10 @@ def outputs(entry: GpuEntry) -> list[Tensor]:
     holds any more (:func:`take`: no allocation, no new object, and the same address, so the
     same captured graph), else a new one (:func:`_new_output`)."""
     kept = kept_lists(entry)
+    if not hot.LEAN:  # (the A/B's path before: a new tensor each call, dropped ones' blocks)
+        if any(kept):
+            entry._kept = None
+        return [_new_output(entry, k, False) for k in range(len(entry._out_specs))]
     return [take(c) or _new_output(entry, k) for k, c in enumerate(kept)]
 
 
@@ -279,7 +285,7 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
     box, in_ptrs = entry._last_box, token[2]
     get, ref, cur, mine = entry._ctx_get, entry._ctx_ref, entry._ctx_cur, entry._ctx_mine
     kept = kept_lists(entry)
-    one = len(kept) == 1 and not entry._host_outputs
+    one = len(kept) == 1 and not entry._host_outputs and hot.LEAN
     kept0 = kept[0] if one else []
     last: list[Any] = [None, None, None]  # the last launch: output address, graph, fast launch
     cvp = entry.stream.cvp

@@ -44,6 +44,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kinac.rt import hot
 from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import _RC, FREE_O, FREE_T, hot_key, kept_lists, outputs
 from kinac.rt.cuda.entry_support import DL_NAMES, _dense
@@ -205,7 +206,8 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
     # the common case, one numpy input and one output, per turn as the last call of that turn
     # ran it (:func:`_steady` records it in ``turns``): see :func:`_turn_call`
     kept = kept_lists(entry)
-    turns: list[Any] = [None] * SLOTS if len(m0.host) == 1 and len(kept) == 1 else []
+    one = len(m0.host) == 1 and len(kept) == 1 and hot.LEAN
+    turns: list[Any] = [None] * SLOTS if one else []
     kept0 = kept[0] if turns else []
     xi, p0 = m0.host[0]
     shape, dtype, nd = p0.shape, p0.dtype, m0.nd
@@ -262,7 +264,8 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
                 return out
         return plain(arrays)
 
-    call.vouched = frozenset(hostpos)  # type: ignore[attr-defined]  # (kinac.rt.hot)
+    if hot.LEAN:
+        call.vouched = frozenset(hostpos)  # type: ignore[attr-defined]  # (kinac.rt.hot)
     return call
 
 
