@@ -51,7 +51,20 @@ class Piece:
     outputs: tuple[int, ...]
 
 
-def surely_materialised(g: Graph, readers: list[int], by_matmul: list[bool]) -> list[bool]:
+# The host's fuse-kernels also folds a reduction read once (into its reader's map kernel,
+# kinac/ir/host/row_fuse.py) and a product read once through a transpose or reshape (into its
+# own kernel, kinac/ir/host/gemm_out.py): neither is surely materialised.
+REDUCES = frozenset({"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"})
+VIEWS = frozenset({"transpose", "reshape"})
+
+
+def _host_may_fuse(op: str, readers: int, by_view: bool) -> bool:
+    return readers == 1 and (op in REDUCES or (op == "matmul" and by_view))
+
+
+def surely_materialised(
+    g: Graph, readers: list[int], by_matmul: list[bool], by_view: list[bool] | None = None
+) -> list[bool]:
     """For each node, whether ``fuse-kernels`` gives it a buffer in the whole graph whatever
     the rest of the graph is (a sufficient condition: a False only costs a cut).
 
@@ -73,7 +86,8 @@ def surely_materialised(g: Graph, readers: list[int], by_matmul: list[bool]) -> 
             and any(g.nodes[a].type.dtype in LOW for a in node.args)
         )
         if op in NOT_FUSED and not low_cast:
-            out[i] = True
+            view = by_view is not None and by_view[i]
+            out[i] = out[i] or by_view is None or not _host_may_fuse(op, readers[i], view)
         elif op in ARITH or low_cast:  # elementwise arithmetic (or a cast of a result)
             if readers[i] >= 2:
                 out[i] = True
@@ -87,18 +101,22 @@ def cut_points(g: Graph, calls: tuple[tuple[int, int], ...]) -> list[int]:
     n, nparams = len(g.nodes), len(g.params)
     readers = [0] * n  # how many nodes read each value (counted, not collected: 1,800 sets)
     by_matmul = [False] * n  # whether a matmul reads it
+    by_view = [False] * n  # whether a transpose or reshape reads it
     last = list(range(n))  # last node reading each value (itself if none)
     for i, node in enumerate(g.nodes):
         mm = node.op == "matmul"
+        view = node.op in VIEWS
         for a in node.args:
             if last[a] != i:  # readers come in order: a repeated argument counts once
                 readers[a] += 1
                 last[a] = i
             if mm:
                 by_matmul[a] = True
+            if view:
+                by_view[a] = True
     for o in g.outputs:
         last[o] = n  # read after the last node
-    mat = surely_materialised(g, readers, by_matmul)
+    mat = surely_materialised(g, readers, by_matmul, by_view)
     # a cut at p is safe when no value made before p (past the params) and read at or after p
     # is one the whole graph would recompute in its reader: count those per position
     bad = [0] * (n + 2)
