@@ -16,7 +16,8 @@ of at least ``min_rows`` and a thinner last one, instead of equal shares per thr
 ``par_min`` (kernels with fewer elements run whole, ``kina_to_loops.PAR_MIN_ELEMENTS``);
 ``interleave`` (1: LLVM interleaves vector loops as it likes, as before 2026-12-02d; 0: one
 vector per iteration, ``llvm_to_text.INTERLEAVE_ONCE``); ``fold`` (0: attention's ``P @ V`` is transposed to ``[B, S, H*Dh]`` by a map kernel, as
-before 2026-12-02d, ``gemm_out.ENABLED``); ``softmax_keep`` (0: the softmax
+before 2026-12-02d, ``gemm_out.ENABLED``); ``rowfuse`` (0: a row reduction stays a kernel of its own before the map reading it, as
+before 2026-12-02d, ``row_fuse.ENABLED``); ``softmax_keep`` (0: the softmax
 computes a scaled/masked input in both passes, as before 2026-12-02d,
 ``kernel_loops.KEEP_SOFTMAX_INPUT``);
 ``blas_threads=N`` (N > 1: the products call OpenBLAS directly with its own N threads instead
@@ -51,6 +52,7 @@ from kinac.ir.host import (  # noqa: E402
     kernel_loops,
     kina_to_loops,
     llvm_to_text,
+    row_fuse,
 )
 from kinac.ir.host.causal_blocks import CAUSAL_ROWS  # noqa: E402
 from kinac.ir.host.kina_to_loops import PAR_MIN_ELEMENTS  # noqa: E402
@@ -69,7 +71,7 @@ _OTHER_KEYS: tuple[str, ...] = (
     "par_min",
     "interleave",
 )
-_OTHER_KEYS += ("softmax_keep", "fold")
+_OTHER_KEYS += ("softmax_keep", "fold", "rowfuse")
 
 
 def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
@@ -110,7 +112,7 @@ def main() -> None:
         g = attention_graph(*(BLOCK[k] for k in ("b", "s", "d", "h", "kv")))
     else:
         g = block_graph(**BLOCK) if args.workload == "block" else mlp_graph(4, 128, 256, 1024)
-    lowered: dict[tuple[bool, int, int, bool, bool, bool], Any] = {}
+    lowered: dict[tuple[bool, int, int, bool, bool, bool, bool], Any] = {}
     entries: dict[str, Any] = {}
     blas_threads: dict[str, int] = {}
     for spec in args.variants:
@@ -122,16 +124,17 @@ def main() -> None:
             not settings.get("interleave", 0),
             bool(settings.get("softmax_keep", 1)),
             bool(settings.get("fold", 1)),
+            bool(settings.get("rowfuse", 1)),
         )
         if key not in lowered:
             causal.ENABLED, causal_blocks.CAUSAL_ROWS, kina_to_loops.PAR_MIN_ELEMENTS = key[:3]
             llvm_to_text.INTERLEAVE_ONCE, kernel_loops.KEEP_SOFTMAX_INPUT = key[3:5]
-            gemm_out.ENABLED = key[5]
+            gemm_out.ENABLED, row_fuse.ENABLED = key[5:]
             lowered[key] = lower_graph(g)
             causal.ENABLED, causal_blocks.CAUSAL_ROWS = True, CAUSAL_ROWS
             kina_to_loops.PAR_MIN_ELEMENTS = PAR_MIN_ELEMENTS
             llvm_to_text.INTERLEAVE_ONCE = kernel_loops.KEEP_SOFTMAX_INPUT = True
-            gemm_out.ENABLED = True
+            gemm_out.ENABLED = row_fuse.ENABLED = True
         lw = lowered[key]
         syms = make_pool(settings)
         if settings.get("blas_threads", 1) > 1:

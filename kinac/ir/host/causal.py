@@ -41,6 +41,7 @@ from kinac.ir.dialects.kina import _int, shape_of
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.host.causal_blocks import causal_rows
 from kinac.ir.host.gemm_out import fold_output_views
+from kinac.ir.host.row_fuse import fuse_row_reductions
 
 CAUSAL = "causal"  # the attribute on a kernel's kina.matmul
 ENABLED = True  # False: no product is marked (benches/cpu_ab.py ``causal=0``, the A/B's before)
@@ -112,8 +113,9 @@ def mark_causal(fn: func.FuncOp) -> None:
 
 
 class FuseKernelsHost(FuseKernels):
-    """The shared ``fuse-kernels``, then :func:`mark_causal` and
-    :func:`~kinac.ir.host.gemm_out.fold_output_views` (same name: one stage)."""
+    """The shared ``fuse-kernels``, then :func:`mark_causal`,
+    :func:`~kinac.ir.host.gemm_out.fold_output_views` and
+    :func:`~kinac.ir.host.row_fuse.fuse_row_reductions` (same name: one stage)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         super().apply(ctx, op)
@@ -122,3 +124,4 @@ class FuseKernelsHost(FuseKernels):
                 if ENABLED:
                     mark_causal(f)
                 fold_output_views(f)
+                fuse_row_reductions(f)

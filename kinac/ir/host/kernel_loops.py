@@ -243,9 +243,34 @@ class KernelLowering:
         self.sc.store(v, self.out, off, dtype_name(self.root.type))
 
     def _map(self, v: SSAValue) -> None:
-        ivs = self.em.loop_nest(shape_of(v.type))
-        self._store_out(self.read(v, ivs), ivs)
-        self.em.close_nest(ivs)
+        reds = [o for o in self.kernel.body.block.ops if isinstance(o, st.ReduceOp)]
+        if not reds:
+            ivs = self.em.loop_nest(shape_of(v.type))
+            self._store_out(self.read(v, ivs), ivs)
+            self.em.close_nest(ivs)
+            return
+        # a row reduction fused in (row_fuse): per row, the reduction, then the row's map
+        em, shape = self.em, shape_of(v.type)
+        rows = em.loop_nest(shape[:-1])
+        for red in reds:
+            em.remember(("read", red.result, *rows, 0), self._row_reduce(red, rows))
+        iv, _ = em.open_loop(shape[-1])
+        idx = [*rows, iv]
+        self._store_out(self.read(v, idx), idx)
+        em.close_loop()
+        em.close_nest(rows)
+
+    def _row_reduce(self, op: st.ReduceOp, rows: Sequence[Ix]) -> SSAValue:
+        """Row ``rows``'s reduction over the last axis (as :meth:`_reduce` computes it)."""
+        em, sc = self.em, self.sc
+        kind = op.name.removeprefix("kina.reduce_")
+        dt, n = dtype_name(op.x.type), shape_of(op.x.type)[-1]
+        if n > 1:
+            iv, (acc,) = em.open_loop(n, [sc.identity(kind, dt)])
+            (res,) = em.close_loop([sc.combine(kind, acc, self.read(op.x, [*rows, iv]), dt)])
+        else:
+            res = self.read(op.x, [*rows, 0])
+        return sc.binary("div", res, sc.c(n, dt), dt) if kind == "mean" else res
 
     def _reduce(self, op: st.ReduceOp) -> None:
         em, sc = self.em, self.sc
