@@ -28,3 +28,13 @@ def norm_swiglu(m: int, k: int, f: int, dt: str = "bf16") -> Graph:
     wg, wu = g.param("wg", dt, (k, f)), g.param("wu", dt, (k, f))
     n = rms_norm(g, x, wn)
     return g.build(g.binary("mul", g.unary("silu", g.matmul(n, wg)), g.matmul(n, wu)))
+
+
+def norm_two_multiplied(m: int, k: int, n: int, dt: str = "bf16") -> Graph:
+    """``(n @ w1) * (n @ w2)``: two products side by side in one output, a map reading them as
+    slices (an add would be one product's residual epilogue instead)."""
+    g = GraphBuilder("norm_two_multiplied")
+    x, wn = g.param("x", dt, (m, k)), g.param("wn", dt, (k,))
+    w1, w2 = g.param("w1", dt, (k, n)), g.param("w2", dt, (k, n))
+    nx = rms_norm(g, x, wn)
+    return g.build(g.binary("mul", g.matmul(nx, w1), g.matmul(nx, w2)))

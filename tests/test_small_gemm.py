@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from goldens import compare
-from small_gemm_cases import norm_product, norm_swiglu, residual
+from small_gemm_cases import norm_product, norm_swiglu, norm_two_multiplied, residual
 
 from kinac.codegen.ptx import compile_ptx, ptx_resources
 from kinac.ir.gpu import small_gemm_rule as rule
@@ -93,3 +93,9 @@ def test_kernel_parameters_shared_memory() -> None:
     assert smem_bytes(p) == 2 * 256 * (64 + 128 + 1)  # A, gate and up tiles, the norm weight
     decls, body = kernel_ir(p, "k")
     assert "griddepcontrol.wait" in "".join(decls) and "@k_smem" in body
+
+
+def test_products_side_by_side_read_as_slices_by_a_map() -> None:
+    text = print_ir(gpu_module(norm_two_multiplied(64, 128, 64)))
+    assert text.count('"kina.kernel"') == 2 and "kina.concat" in text
+    assert text.count("kina.slice") == 2 and 'kind = "map"' in text

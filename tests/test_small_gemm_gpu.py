@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from gpu_refs import SMALL, block_inputs, block_torch, causal_mask, rel_l2
-from small_gemm_cases import norm_product, norm_swiglu, residual
+from small_gemm_cases import norm_product, norm_swiglu, norm_two_multiplied, residual
 
 from kinac.codegen.ptx import compile_ptx
 from kinac.ir.gpu.pipeline import lower_graph_gpu
@@ -88,6 +88,17 @@ def test_norm_swiglu_against_float64(m: int, k: int, f: int) -> None:
     n = _rms(x.double(), wn.double())
     ref = F.silu(n @ wg.double()) * (n @ wu.double())
     assert rel_l2(out, ref) < 1e-2
+
+
+def test_side_by_side_products_read_as_slices_against_float64() -> None:
+    torch.manual_seed(3)
+    x, wn = _rand(64, 128, dt="bf16"), (1 + 0.1 * torch.randn(128, device="cuda")).bfloat16()
+    w1, w2 = (_rand(128, 64, dt="bf16", scale=1 / math.sqrt(128)) for _ in range(2))
+    e, notes = _entry(norm_two_multiplied(64, 128, 64))
+    assert any(x.startswith("tc ") and " rms" in x for x in notes), notes
+    out = torch.from_dlpack(e(x, wn, w1, w2))
+    n = _rms(x.double(), wn.double())
+    assert rel_l2(out, (n @ w1.double()) * (n @ w2.double())) < 1e-2
 
 
 def test_small_block_through_kinac_compile_against_float64() -> None:

@@ -229,48 +229,89 @@ def _reads_sliceable(consumer: Operation) -> bool:
     return isinstance(consumer, st.KernelOp) and consumer.impl.data not in ("blas", "tc")
 
 
-def _slice_readers(fused: st.KernelOp, parts: list[st.KernelOp]) -> None:
-    """Each reader of a part now reads its columns of ``fused``'s output, as a slice."""
-    starts = []
+def _starts(parts: list[st.KernelOp]) -> dict[SSAValue, int]:
+    """Each part's first column in the side-by-side output."""
+    out: dict[SSAValue, int] = {}
     s = 0
     for k in parts:
-        starts.append(s)
+        out[k.result] = s
         s += shape_of(k.result.type)[-1]
-    for k, start in zip(parts, starts, strict=True):
-        for c in _users(k.result):
-            assert isinstance(c, st.KernelOp)
-            _reread(c, k.result, fused.result, start)
+    return out
 
 
-def _reread(c: st.KernelOp, old: SSAValue, new: SSAValue, start: int) -> None:
-    """Kernel ``c`` reads ``new[..., start:start + n]`` where it read ``old``: rebuilt over
-    its inputs with ``old`` replaced by ``new``, sliced at the top of its body."""
-    inputs = list(dict.fromkeys(new if u is old else u for u in c.inputs))
+def _readers(parts: list[st.KernelOp]) -> list[st.KernelOp]:
+    rs = dict.fromkeys(c for k in parts for c in _users(k.result))
+    return [c for c in rs if isinstance(c, st.KernelOp)]
+
+
+def _rebuilt(c: st.KernelOp, new: SSAValue, starts: dict[SSAValue, int]) -> st.KernelOp:
+    """Kernel ``c`` (not inserted anywhere) reading ``new[..., start:start + n]`` where it read
+    a part (``starts``: each part's first column): its other inputs kept, each part a slice of
+    ``new`` at the top of its body."""
+    inputs = list(dict.fromkeys(new if u in starts else u for u in c.inputs))
     body = Block(arg_types=[u.type for u in inputs])
     arg_of = dict(zip(inputs, body.args, strict=True))
-    shp = shape_of(old.type)
-    sl = st.SliceOp.create(
-        operands=[arg_of[new]], result_types=[old.type],
-        properties={"axis": IntegerAttr(len(shp) - 1, i64), "start": IntegerAttr(start, i64),
-                    "stop": IntegerAttr(start + shp[-1], i64)},
-    )  # fmt: skip
-    body.add_op(sl)
+    sliced: dict[SSAValue, SSAValue] = {}
     vmap: dict[SSAValue, SSAValue] = {}
     for a, u in zip(c.body.block.args, c.inputs, strict=True):
-        vmap[a] = sl.results[0] if u is old else arg_of[u]
+        if u not in starts:
+            vmap[a] = arg_of[u]
+            continue
+        if u not in sliced:
+            shp, start = shape_of(u.type), starts[u]
+            sl = st.SliceOp.create(
+                operands=[arg_of[new]], result_types=[u.type],
+                properties={"axis": IntegerAttr(len(shp) - 1, i64),
+                            "start": IntegerAttr(start, i64),
+                            "stop": IntegerAttr(start + shp[-1], i64)},
+            )  # fmt: skip
+            body.add_op(sl)
+            sliced[u] = sl.results[0]
+        vmap[a] = sliced[u]
     for op in _body_ops(c):
         copy_op(op, body, vmap)
     body.add_op(st.YieldOp.create(operands=[vmap[yielded(c)]]))
-    k = st.KernelOp.create(
+    return st.KernelOp.create(
         operands=inputs, result_types=[c.result.type], properties=dict(c.properties),
         attributes=dict(c.attributes), regions=[Region(body)],
     )  # fmt: skip
-    parent = c.parent_block()
-    assert parent is not None
-    parent.insert_op_before(k, c)
-    c.result.replace_all_uses_with(k.result)
-    c.detach()
-    c.erase()
+
+
+def _readers_take_slices(parts: list[st.KernelOp], rtype: TensorType) -> bool:  # type: ignore[type-arg]
+    """Every reader of the parts is a generated kernel that still lowers when it reads slices:
+    a fused attention kernel's parameters are derived again from a trial copy (its operands
+    must stay views it takes: 16-byte rows, affine heads)."""
+    from kinac.ir.gpu.attention import merged_params
+
+    starts = _starts(parts)
+    readers = _readers(parts)
+    if not all(_reads_sliceable(c) for k in parts for c in _users(k.result)):
+        return False
+    stand_in = Block(arg_types=[rtype]).args[0]
+    for c in readers:
+        if c.kind.data != "attention":
+            continue
+        trial = _rebuilt(c, stand_in, starts)
+        try:
+            merged_params(trial)
+        except AssertionError:
+            return False
+        finally:
+            trial.erase()
+    return True
+
+
+def _slice_readers(fused: st.KernelOp, parts: list[st.KernelOp]) -> None:
+    """Each reader of a part now reads its columns of ``fused``'s output, as a slice."""
+    starts = _starts(parts)
+    for c in _readers(parts):
+        k = _rebuilt(c, fused.result, starts)
+        parent = c.parent_block()
+        assert parent is not None
+        parent.insert_op_before(k, c)
+        c.result.replace_all_uses_with(k.result)
+        c.detach()
+        c.erase()
 
 
 def _swiglu_tail(parts: list[st.KernelOp]) -> tuple[st.KernelOp, int] | None:
@@ -333,9 +374,9 @@ def _fuse_norm(norm: st.KernelOp) -> bool:
             o.detach()
             o.erase()
         return True
-    if len(parts_k) > 1 and not all(_reads_sliceable(c) for k in parts_k for c in _users(k.result)):
-        return False
     ns = tuple(shape_of(k.result.type)[-1] for k in parts_k)
+    if len(parts_k) > 1 and not _readers_take_slices(parts_k, _tensor((*lead, sum(ns)), x)):
+        return False
     p = choose(dt, m, kdim, ns, "", True)
     if p is None:
         return False

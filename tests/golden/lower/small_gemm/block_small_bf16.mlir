@@ -17,12 +17,12 @@ builtin.module {
     }) {prologue = "rms", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2,3,4],\22block_m\22:32,\22dtype\22:\22bf16\22,\22epilogue\22:\22\22,\22eps\22:9.98377799987793e-07,\22k\22:256,\22ksplit\22:4,\22m\22:512,\22n_inputs\22:5,\22norm\22:true,\22ns\22:[256,128,128]}"} : (tensor<4x128x256xbf16>, tensor<256x256xbf16>, tensor<256x128xbf16>, tensor<256x128xbf16>, tensor<256xbf16>) -> tensor<4x128x512xbf16>
     %17 = "kina.kernel"(%0) <{kind = "attention", impl = "flash", sym = "k7_attention"}> ({
     ^bb0(%18: tensor<4x128x512xbf16>):
-      %19 = kina.slice %18 {axis = 2 : i64, start = 384 : i64, stop = 512 : i64} : tensor<4x128x512xbf16> -> tensor<4x128x128xbf16>
-      %20 = kina.slice %18 {axis = 2 : i64, start = 256 : i64, stop = 384 : i64} : tensor<4x128x512xbf16> -> tensor<4x128x128xbf16>
-      %21 = kina.slice %18 {axis = 2 : i64, start = 0 : i64, stop = 256 : i64} : tensor<4x128x512xbf16> -> tensor<4x128x256xbf16>
-      %22 = kina.reshape %21 : tensor<4x128x256xbf16> -> tensor<4x128x4x64xbf16>
+      %19 = kina.slice %18 {axis = 2 : i64, start = 256 : i64, stop = 384 : i64} : tensor<4x128x512xbf16> -> tensor<4x128x128xbf16>
+      %20 = kina.slice %18 {axis = 2 : i64, start = 0 : i64, stop = 256 : i64} : tensor<4x128x512xbf16> -> tensor<4x128x256xbf16>
+      %21 = kina.slice %18 {axis = 2 : i64, start = 384 : i64, stop = 512 : i64} : tensor<4x128x512xbf16> -> tensor<4x128x128xbf16>
+      %22 = kina.reshape %20 : tensor<4x128x256xbf16> -> tensor<4x128x4x64xbf16>
       %23 = kina.transpose %22 {perm = array<i64: 0, 2, 1, 3>} : tensor<4x128x4x64xbf16> -> tensor<4x4x128x64xbf16>
-      %24 = kina.reshape %20 : tensor<4x128x128xbf16> -> tensor<4x128x2x64xbf16>
+      %24 = kina.reshape %19 : tensor<4x128x128xbf16> -> tensor<4x128x2x64xbf16>
       %25 = kina.transpose %24 {perm = array<i64: 0, 2, 1, 3>} : tensor<4x128x2x64xbf16> -> tensor<4x2x128x64xbf16>
       %26 = kina.repeat_interleave %25 {axis = 1 : i64, repeats = 2 : i64} : tensor<4x2x128x64xbf16> -> tensor<4x4x128x64xbf16>
       %27 = kina.transpose %26 {perm = array<i64: 0, 1, 3, 2>} : tensor<4x4x128x64xbf16> -> tensor<4x4x64x128xbf16>
@@ -38,7 +38,7 @@ builtin.module {
       %37 = kina.where %34, %35, %36 : tensor<128x128xi1>, tensor<128x128xbf16>, tensor<128x128xbf16> -> tensor<128x128xbf16>
       %38 = kina.add %31, %37 : tensor<4x4x128x128xbf16>, tensor<128x128xbf16> -> tensor<4x4x128x128xbf16>
       %39 = kina.softmax %38 {axis = 3 : i64} : tensor<4x4x128x128xbf16>
-      %40 = kina.reshape %19 : tensor<4x128x128xbf16> -> tensor<4x128x2x64xbf16>
+      %40 = kina.reshape %21 : tensor<4x128x128xbf16> -> tensor<4x128x2x64xbf16>
       %41 = kina.transpose %40 {perm = array<i64: 0, 2, 1, 3>} : tensor<4x128x2x64xbf16> -> tensor<4x2x128x64xbf16>
       %42 = kina.repeat_interleave %41 {axis = 1 : i64, repeats = 2 : i64} : tensor<4x2x128x64xbf16> -> tensor<4x4x128x64xbf16>
       %43 = kina.matmul %39, %42 {impl = "blas"} : tensor<4x4x128x128xbf16>, tensor<4x4x128x64xbf16> -> tensor<4x4x128x64xbf16>
