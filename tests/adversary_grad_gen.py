@@ -33,40 +33,58 @@ class GradProg(Prog):
 
     ties: bool = False
     loss_kind: str = "dot"
+    index_bound: dict[str, int] | None = None  # an i32 parameter used as gather indices
+    wrt_subset: tuple[str, ...] | None = None  # differentiate only these (None: every one)
 
     def inputs(self, seed: int) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
         out = []
-        for _, s, dt in self.params:
+        for n, s, dt in self.params:
             shape = tuple(d.val for d in s)
             if dt == "bool":
                 out.append(np.asarray(rng.random(shape) < 0.6))
+            elif dt == "i32" and self.index_bound and n in self.index_bound:
+                out.append(rng.integers(0, self.index_bound[n], shape).astype(np.int32))
             elif dt == "i32":
                 out.append(rng.integers(-3, 4, shape).astype(np.int32))
             else:
                 x = rng.choice(TIE_VALUES, shape) if self.ties else rng.standard_normal(shape)
-                out.append(torch.from_numpy(np.asarray(x)).to(TD[self.dtype]).numpy())
+                t = torch.from_numpy(np.asarray(x)).to(TD[self.dtype])
+                bf = self.dtype == "bf16"  # as uint16 bit patterns (numpy has no bf16)
+                out.append(t.view(torch.int16).numpy().view(np.uint16) if bf else t.numpy())
         return out
 
     def env(self, inputs: list[np.ndarray]) -> dict[str, torch.Tensor]:
         e = {}
         for (n, _, dt), a in zip(self.params, inputs, strict=True):
             t = torch.from_numpy(np.array(a, copy=True))
+            if dt == "T" and self.dtype == "bf16":
+                t = t.view(torch.bfloat16)
             e[n] = t if dt == "bool" else t.to(torch.float64)
         return e
 
+    def call_args(self, inputs: list[np.ndarray]) -> list[Any]:
+        """``inputs`` as kinac takes them: bf16 bit patterns as torch bf16 tensors."""
+        if self.dtype != "bf16":
+            return inputs
+        return [
+            torch.from_numpy(a).view(torch.bfloat16) if dt == "T" else a
+            for a, (_, _, dt) in zip(inputs, self.params, strict=True)
+        ]
+
     def wrt(self) -> list[str]:
-        return [n for n, _, dt in self.params if dt == "T"]
+        every = [n for n, _, dt in self.params if dt == "T"]
+        return [n for n in every if self.wrt_subset is None or n in self.wrt_subset] or every
 
 
 class GradGen(Gen):
     """:class:`adversary_gen.Gen` with the reverse-mode ops (float programs only)."""
 
-    EXTRA = ("norm", "reuse", "nograd", "stablemax", "bcast", "leaky", "redmax")
+    EXTRA = ("norm", "reuse", "nograd", "stablemax", "bcast", "leaky", "redmax", "gather")
 
     def __init__(self, draw: Any, dtype: str, var_mode: bool, dtype_var: bool) -> None:
         super().__init__(draw, dtype, var_mode, dtype_var)
-        self.p = GradProg(dtype, dtype_var, var_mode=var_mode)
+        self.p: GradProg = GradProg(dtype, dtype_var, var_mode=var_mode)
 
     def node(self, depth: int) -> Node:
         if depth == 0:
@@ -216,6 +234,35 @@ class GradGen(Gen):
             lambda e: x.ev(e).expand(vals),
         )
 
+    def op_gather(self, x: Node) -> Node:
+        """Rows of ``x`` itself (rank 2: its gradient is a scatter-add over repeated
+        indices), or of a new table added to ``x`` (rank >= 1)."""
+        if not x.shape:
+            return x
+        name = f"p{len(self.p.params)}"
+        if self.p.index_bound is None:
+            self.p.index_bound = {}
+        if len(x.shape) == 2:
+            v = x.shape[0]
+            k = self.dim(self.draw(st.sampled_from((1, 3, 5))))
+            self.p.params.append((name, (k,), "i32"))
+            self.p.index_bound[name] = v.val
+            return Node(
+                f"(gather {x.src} {name})",
+                (k, x.shape[1]),
+                lambda e: x.ev(e)[e[name].long()],
+            )
+        v = self.dim(self.draw(st.sampled_from((1, 2, 4))))
+        table = self.param((v, x.shape[-1]))
+        name = f"p{len(self.p.params)}"
+        self.p.params.append((name, x.shape[:-1], "i32"))
+        self.p.index_bound[name] = v.val
+        return Node(
+            f"(add {x.src} (gather {table.src} {name}))",
+            x.shape,
+            lambda e: self.rd(x.ev(e) + e[table.src][e[name].long()]),
+        )
+
     def op_leaky(self, x: Node) -> Node:
         """``where(x > 0, x, x * 0.125)``: the condition is the value's own sign."""
         rd = self.rd
@@ -276,15 +323,27 @@ def grad_programs(
     p.body = g.node(draw(st.integers(1, max_depth)))
     p.via_call = draw(st.integers(0, 3)) == 0
     p.ties = draw(st.booleans())
+    if draw(st.integers(0, 4)) == 0:  # a float parameter the loss never reads: zeros
+        p.params.append((f"p{len(p.params)}", g.new_shape(draw(st.integers(0, 2))), "T"))
+    floats = [n for n, _, dt in p.params if dt == "T"]
+    if draw(st.booleans()):
+        p.wrt_subset = tuple(draw(st.lists(st.sampled_from(floats), min_size=1, unique=True)))
     return add_loss(p, draw(st.sampled_from(["dot", "dot", "meansq", "max", "lse"])))
 
 
-def sharded_source(p: Prog, chosen: list[tuple[int, int]]) -> str:
-    """``p``'s source on a 2-device mesh ``m`` with parameter ``i`` split on axis ``a`` for
-    each ``(i, a)`` in ``chosen`` (as ``test_adversary_programs.sharded_source``)."""
+def sharded_source(p: Prog, chosen: list[tuple[int, int | str, str]], mesh: str) -> str:
+    """``p``'s source on mesh ``m`` (``mesh``: ``(mesh m [2])`` or a 2x2 ``(mesh m [2 2]
+    :axes [a b])``) with, for each ``(i, a, over)`` of ``chosen``, parameter ``i`` split on
+    its axis ``a`` (``a == "partial"``: ``@partial(sum)``) over mesh axis ``over`` (``""``:
+    the whole mesh); a parameter may be chosen twice (two mesh axes)."""
     src = p.source()
-    for i, a in chosen:
+    notes: dict[int, list[str]] = {}
+    for i, a, over in chosen:
+        o = f", over={over}" if over else ""
+        ann = f"@partial(sum, mesh=m{o})" if a == "partial" else f"@sharded(axis={a}, mesh=m{o})"
+        notes.setdefault(i, []).append(ann)
+    for i, anns in notes.items():
         n, s, dt = p.params[i]
         ty = f"(tensor {p.tname if dt == 'T' else dt} [{' '.join(d.expr for d in s)}]"
-        src = src.replace(f"({n} : {ty}))", f"({n} : {ty} @sharded(axis={a}, mesh=m)))", 1)
-    return "(mesh m [2])\n" + src
+        src = src.replace(f"({n} : {ty}))", f"({n} : {ty} {' '.join(anns)}))", 1)
+    return mesh + "\n" + src
