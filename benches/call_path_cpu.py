@@ -200,7 +200,7 @@ def mlp_host_input(reps: int) -> int:
         fn(x, *ws)
     entry = next(iter(fn._entries.values()))
     st = entry._stager
-    bound = fn._memo[0][3] if fn._memo[0] is not None else None
+    bound = entry.hot_path(tuple([x, *ws]))
     args = (x, *ws)
     rows = [
         ("kinac.compile callable (hot path)", lambda: fn(*args)),

@@ -182,11 +182,12 @@ def python_rows(
     if bound is not None:
         v["py: bound call alone"] = pipelined(lambda: bound(*args), n) * 1e3
     memo = fn._memo[0]
-    if memo is not None and len(memo) == 8:  # the API memo without its per-array state reads
+    if memo is not None and len(memo) == 9:  # the API memo without its per-array state reads
         fn._memo[0] = (
             *memo[:6],
             type,
             tuple(map(type, args if memo[4] is None else args[memo[4]])),
+            memo[8],
         )
         try:
             v["py: fn(...), API memo without state reads (bound)"] = (
@@ -198,7 +199,7 @@ def python_rows(
                 return a._version if type(a) is tt else (a.shape, a.dtype)
 
             arrays = args if memo[4] is None else args[memo[4]]
-            fn._memo[0] = (*memo[:6], mixed, tuple(map(mixed, arrays)))
+            fn._memo[0] = (*memo[:6], mixed, tuple(map(mixed, arrays)), memo[8])
             v["py: fn(...), API memo state by _version for torch (patch)"] = (
                 pipelined(lambda: fn(*args), n) * 1e3
             )

@@ -131,7 +131,11 @@ def _state_reader(
         inner = _state_reader([arrays[i] for i in pos])
         return lambda xs: inner(get(xs))
     if all(hasattr(a, "_version") for a in arrays):
-        return lambda xs: tuple(map(_VERSION, xs))
+
+        def versions(xs: Sequence[Any]) -> tuple[Any, ...]:
+            return tuple(map(_VERSION, xs))
+
+        return versions
     getters = tuple(_VERSION if hasattr(a, "_version") else _SHAPE_DTYPE for a in arrays)
     if _VERSION not in getters:
         return lambda xs: tuple(map(_SHAPE_DTYPE, xs))
@@ -391,8 +395,9 @@ class CompiledDefn:
         ):
             where = memo[4]
             arrays = args if where is None else args[where]
-            if memo[6](arrays) == memo[7]:
-                out = memo[3](*arrays)
+            state = memo[6]
+            if (tuple(map(_VERSION, arrays)) if state is None else state(arrays)) == memo[7]:
+                out = memo[3](arrays) if memo[8] else memo[3](*arrays)
                 if out is not MISS:
                     self.hot_calls += 1
                     return out
@@ -454,7 +459,9 @@ class CompiledDefn:
             # (rebuilding would cost weak references on every call of that pattern)
             if tuple(map(type, dims.values())) == memo[2]:
                 arrays = args if memo[4] is None else args[memo[4]]
-                box[0] = (*memo[:7], memo[6](arrays))
+                reader = memo[6]
+                now = tuple(map(_VERSION, arrays)) if reader is None else reader(arrays)
+                box[0] = (*memo[:7], now, memo[8])
             return
         if ids != self._memo_next:
             self._memo_next = ids  # seen once: memoise if the next call repeats it
@@ -488,12 +495,18 @@ class CompiledDefn:
         # checks the form of some arrays itself (host arrays it stages): not read here
         hot = getattr(entry, "hot_path", None)
         call = (hot(tuple(arrays)) if hot is not None else None) or entry
-        state = _state_reader(arrays, getattr(call, "vouched", ()) if hot_mod.LEAN else ())
+        state: Any = _state_reader(arrays, getattr(call, "vouched", ()) if hot_mod.LEAN else ())
         try:
             now = state(arrays)
         except AttributeError:
             return
-        box[0] = (ids, dict(dims), tuple(map(type, dims.values())), call, span, held, state, now)
+        if state.__name__ == "versions":  # every array a torch tensor: read inline (no frame)
+            state = None
+        run = getattr(call, "run", None) if hot_mod.LEAN else None  # (the arrays as one tuple)
+        box[0] = (
+            ids, dict(dims), tuple(map(type, dims.values())), run or call, span, held, state, now,
+            run is not None,
+        )  # fmt: skip
 
     def specialisation(
         self, args: tuple[Any, ...], dims: dict[str, int]

@@ -62,6 +62,7 @@ class GpuEntry:
     _ctx_ref: Any = None
     _ctx_mine = 0
     hot_calls = 0
+    _replays = 0  # replays that were not hot calls (every hot call is one: replays counts both)
     _spares: list[Any] | None = None  # entry_hot.Spares per output, made at the first call
     _kept: list[list[Tensor]] | None = None  # entry_hot.outputs: returned outputs, reused
     _hot_keys: dict[tuple[int, ...], None] | None = None  # entry_hot.hot_key: never evicted
@@ -170,6 +171,16 @@ class GpuEntry:
         self._ctx_mine = self.device.context_handle
 
     # ---- memory ---------------------------------------------------------------------------
+    @property
+    def replays(self) -> int:
+        """Calls run by a graph replay (metrics: graph hit rate): the hot calls, which count
+        only themselves (one attribute write less per call), and the others."""
+        return self._replays + self.hot_calls
+
+    @replays.setter
+    def replays(self, value: int) -> None:
+        self._replays = value - self.hot_calls
+
     def _alloc(self, nbytes: int) -> int:
         a = Allocation(self.resource, max(nbytes, 16), 0)
         self._allocs.append(a)

@@ -222,7 +222,7 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
             return MISS
         return entry(*arrays)
 
-    def call(*arrays: Any) -> Any:
+    def run(arrays: tuple[Any, ...]) -> Any:
         m = box[0]
         if entry._stager is not st:  # replaced (closed): the entry's own path
             return plain(arrays)
@@ -264,6 +264,10 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
                 return out
         return plain(arrays)
 
+    def call(*arrays: Any) -> Any:
+        return run(arrays)
+
+    call.run = run  # type: ignore[attr-defined]  # (kinac.compile calls it with the tuple)
     if hot.LEAN:
         call.vouched = frozenset(hostpos)  # type: ignore[attr-defined]  # (kinac.rt.hot)
     return call
@@ -311,8 +315,7 @@ def _turn_call(
     st.copies += 1
     st.bytes += m.nbytes
     st.hot_calls += 1
-    entry.replays += 1
-    entry.hot_calls += 1
+    entry.hot_calls += 1  # (a replay too: GpuEntry.replays counts it)
     return out
 
 
@@ -460,8 +463,7 @@ def _done(st: HostStager, entry: Any, m: Memo, outs: list[Tensor]) -> Any:
     st.copies += len(m.host)
     st.bytes += m.nbytes
     st.hot_calls += 1
-    entry.replays += 1
-    entry.hot_calls += 1
+    entry.hot_calls += 1  # (a replay too: GpuEntry.replays counts it)
     if entry._host_outputs:
         return entry._host_results(outs)
     return outs[0] if len(outs) == 1 else tuple(outs)
