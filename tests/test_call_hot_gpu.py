@@ -8,6 +8,7 @@ require a gradient are read right."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,46 @@ def test_fresh_torch_tensors_each_call_are_read_right() -> None:
     c = torch.randn(4, dtype=torch.complex64, device="cuda").conj()
     with pytest.raises(KinaCallError):
         f(h, kv, c, *ins[1:])
+
+
+def test_the_lean_paths_keep_held_outputs_and_see_every_change() -> None:
+    """The lean call paths on a GPU (docs/runtime.md "What a hot call costs"): the MLP fed a
+    numpy ``x`` through ``kinac.compile``, refilled in place each call, equals the device
+    input's result bit for bit; an output the caller holds (or a torch tensor made from it)
+    keeps its values while later calls run; ``x`` reshaped in place is bound again."""
+    _need_gpu()
+    import tempfile
+
+    import numpy as np
+    import torch
+
+    import kinac
+    from kinac.rt import hot
+
+    assert hot.LEAN
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "mlp.kina"  # outside the workspace: dims free
+        src.write_text((ROOT / "workspaces/mlp/mlp.kina").read_text(encoding="utf-8"))
+        f = kinac.compile(src, "mlp", target="cuda", no_cache=True)
+        g = torch.Generator().manual_seed(0)
+        d, hid = 64, 128
+        ws = [(torch.randn(s, generator=g) * 0.1).cuda() for s in ((d, hid), (hid,), (hid, d), (d,))]  # fmt: skip
+        rng = np.random.default_rng(0)
+        x = np.empty((2, 8, d), np.float32)
+        held: list[tuple[Any, Any]] = []
+        for k in range(12):
+            x[...] = rng.standard_normal(x.shape)
+            want = torch.from_dlpack(f(torch.from_numpy(x).cuda(), *ws)).clone()
+            y = f(x, *ws)
+            torch.cuda.synchronize()
+            assert torch.equal(torch.from_dlpack(y), want), k
+            if k in (5, 8):
+                held.append((torch.from_dlpack(y) if k == 5 else y, want))
+            del y
+        entry = next(e for e in f._entries.values() if e._stager is not None)
+        assert entry._stager.hot_calls >= 5 and f.hot_calls >= 5
+        for y, want in held:  # later calls did not write into an output still held
+            assert torch.equal(torch.from_dlpack(y) if not torch.is_tensor(y) else y, want)
+        x.shape = (4, 4, d)  # type: ignore[misc]  # in place: another specialisation
+        want = torch.from_dlpack(f(torch.from_numpy(x).cuda(), *ws)).clone()
+        assert torch.equal(torch.from_dlpack(f(x, *ws)), want)
