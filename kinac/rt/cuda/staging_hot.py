@@ -308,13 +308,11 @@ def _turn_call(
     if rc:
         _refused(st, "the compute wrapper", rc)
         _compute_by_calls(st, entry, m, turn, fast)
-    else:
-        st.graph_calls += 1
+        st.graph_calls -= 1  # (turn_calls counts it as one)
     turn.read_pending = True
     st.turn = (j + 1) % SLOTS
-    st.copies += 1
-    st.bytes += m.nbytes
-    st.hot_calls += 1
+    st.turn_calls += 1  # (a hot call, a graph call, one host array staged: HostStager)
+    st.turn_bytes += m.nbytes
     entry.hot_calls += 1  # (a replay too: GpuEntry.replays counts it)
     return out
 
