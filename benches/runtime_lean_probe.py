@@ -234,10 +234,10 @@ def block_table(r: dict[str, Any]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="lean-out")
-    ap.add_argument("--sizes", type=float, nargs="*", default=[1.0, 0.5, 2.0])
+    ap.add_argument("--plan", nargs="*", default=["mlp:1", "mlp:0.5", "block", "mlp:2"],
+                    help="parts in order: mlp:MiB (0.5, 1, 2) or block")  # fmt: skip
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--skip-block", action="store_true")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -251,21 +251,23 @@ def main() -> int:
     emit("# benches/runtime_lean_probe.py: the lean call paths vs the path before, same run\n")
     emit(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, "
          f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, rounds {a.rounds}")  # fmt: skip
-    if not a.skip_block:
-        try:
-            RES["block"] = r = block(a.rounds, 100 if a.quick else 200)
-            block_table(r)
-        except Exception:  # noqa: BLE001 - the MLP part still runs
-            emit(f"\n**block failed:**\n```\n{traceback.format_exc()[-3000:]}\n```")
-        write()
     with tempfile.TemporaryDirectory() as tmp:
-        fn, _ = _mlp_fns(Path(tmp))
-        for mib in a.sizes:
+        fn = None
+        for part in a.plan:
+            t0 = time.perf_counter()
             try:
-                RES[f"mlp_{mib:g}"] = r = mlp(fn, mib, a.rounds, a.quick)
-                mlp_table(r)
-            except Exception:  # noqa: BLE001 - the other sizes still run
-                emit(f"\n**MLP {mib:g} MiB failed:**\n```\n{traceback.format_exc()[-3000:]}\n```")
+                if part == "block":
+                    RES["block"] = r = block(a.rounds, 100 if a.quick else 200)
+                    block_table(r)
+                else:
+                    mib = float(part.split(":")[1])
+                    if fn is None:
+                        fn, _ = _mlp_fns(Path(tmp))
+                    RES[f"mlp_{mib:g}"] = r = mlp(fn, mib, a.rounds, a.quick)
+                    mlp_table(r)
+            except Exception:  # noqa: BLE001 - the other parts still run
+                emit(f"\n**{part} failed:**\n```\n{traceback.format_exc()[-3000:]}\n```")
+            emit(f"\n({part}: {time.perf_counter() - t0:.1f} s)")
             write()
     return 0
 

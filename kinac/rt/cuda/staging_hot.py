@@ -245,7 +245,7 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
             if (
                 tc is not None
                 and type(x) is nd
-                and not _handed
+                and id(x) not in _handed  # (not a caller's pinned array: DMA'd where it is)
                 and x.shape == shape
                 and (x.dtype is dtype or x.dtype == dtype)
                 and m.plans[tc[0]] is tc[1]
@@ -359,8 +359,8 @@ def _steady(
         if plan is None or plan[0] is not graph:
             plan = m.plans[j] = staging_graphs.plan(st, m.host, j, graph)
         fills = plan[3]
-        if len(fills) == 1 and not _handed and type(arrays[fills[0][0]]) is nd:
-            f = fills[0]  # one numpy input, no caller's pinned array alive: its copy, inline
+        if len(fills) == 1 and type(a := arrays[fills[0][0]]) is nd and id(a) not in _handed:
+            f = fills[0]  # one numpy input, not a caller's pinned array: its copy, inline
             f[2](f[3], arrays[f[0]])
             srcs: tuple[int, ...] | None = None
         else:
