@@ -216,12 +216,12 @@ class GradGen(Gen):
         return Node(f"({op} {x.src} :axis {written})", shape, lambda e: f(x.ev(e), ax))
 
     def op_bcast(self, x: Node) -> Node:
-        """``broadcast-to``: a new leading axis, and each 1 of ``x`` maybe widened."""
-        lead = self.dim(self.draw(st.sampled_from((1, 2, 3))))
+        """``broadcast-to``: a new leading axis, and each 1 of ``x`` maybe widened (literal
+        sizes: a dim variable must come from a parameter)."""
+        lit = [Dim(v, str(v)) for v in (1, 2, 3)]
+        lead = self.draw(st.sampled_from(lit))
         body = tuple(
-            self.dim(self.draw(st.sampled_from((2, 3))))
-            if d.val == 1 and self.draw(st.booleans())
-            else d
+            self.draw(st.sampled_from(lit[1:])) if d.val == 1 and self.draw(st.booleans()) else d
             for d in x.shape
         )
         new = ((lead,) if self.draw(st.booleans()) else ()) + body
