@@ -128,6 +128,10 @@ def _state_reader(
         if not pos:
             return lambda xs: ()
         get = operator.itemgetter(*pos) if len(pos) > 1 else (lambda xs: (xs[pos[0]],))
+        if len(pos) > 1 and all(hasattr(arrays[i], "_version") for i in pos):
+            # torch tensors besides the vouched arrays (a staged x and its weights): the hot
+            # path reads their versions inline through this getter (kinac.compile's __call__)
+            return get  # type: ignore[return-value]
         inner = _state_reader([arrays[i] for i in pos])
         return lambda xs: inner(get(xs))
     if all(hasattr(a, "_version") for a in arrays):
@@ -145,6 +149,19 @@ def _state_reader(
         vget, j = operator.itemgetter(*vpos), spos[0]
         return lambda xs: (*map(_VERSION, vget(xs)), _SHAPE_DTYPE(xs[j]))
     return lambda xs: tuple(map(operator.call, getters, xs))
+
+
+_ITEMS = operator.itemgetter
+
+
+def _read_state(state: Any, arrays: Sequence[Any]) -> tuple[Any, ...]:
+    """What the hot path compares, read by the memo's ``state``: None, every array's torch
+    version; an itemgetter, the versions of the arrays it picks; else ``state(arrays)``."""
+    if state is None:
+        return tuple(map(_VERSION, arrays))
+    if type(state) is _ITEMS:
+        return tuple(map(_VERSION, state(arrays)))
+    return state(arrays)  # type: ignore[no-any-return]
 
 
 def _fast_key(args: tuple[Any, ...], dims: dict[str, Any]) -> tuple[Any, ...]:
@@ -396,7 +413,13 @@ class CompiledDefn:
             where = memo[4]
             arrays = args if where is None else args[where]
             state = memo[6]
-            if (tuple(map(_VERSION, arrays)) if state is None else state(arrays)) == memo[7]:
+            if (
+                tuple(map(_VERSION, arrays))
+                if state is None
+                else tuple(map(_VERSION, state(arrays)))
+                if type(state) is _ITEMS
+                else state(arrays)
+            ) == memo[7]:
                 out = memo[3](arrays) if memo[8] else memo[3](*arrays)
                 if out is not MISS:
                     self.hot_calls += 1
@@ -459,9 +482,7 @@ class CompiledDefn:
             # (rebuilding would cost weak references on every call of that pattern)
             if tuple(map(type, dims.values())) == memo[2]:
                 arrays = args if memo[4] is None else args[memo[4]]
-                reader = memo[6]
-                now = tuple(map(_VERSION, arrays)) if reader is None else reader(arrays)
-                box[0] = (*memo[:7], now, memo[8])
+                box[0] = (*memo[:7], _read_state(memo[6], arrays), memo[8])
             return
         if ids != self._memo_next:
             self._memo_next = ids  # seen once: memoise if the next call repeats it
@@ -496,12 +517,12 @@ class CompiledDefn:
         hot = getattr(entry, "hot_path", None)
         call = (hot(tuple(arrays)) if hot is not None else None) or entry
         state: Any = _state_reader(arrays, getattr(call, "vouched", ()) if hot_mod.LEAN else ())
+        if getattr(state, "__name__", "") == "versions":  # all torch tensors: read inline
+            state = None
         try:
-            now = state(arrays)
+            now = _read_state(state, arrays)
         except AttributeError:
             return
-        if state.__name__ == "versions":  # every array a torch tensor: read inline (no frame)
-            state = None
         run = getattr(call, "run", None) if hot_mod.LEAN else None  # (the arrays as one tuple)
         box[0] = (
             ids, dict(dims), tuple(map(type, dims.values())), run or call, span, held, state, now,

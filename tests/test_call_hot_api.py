@@ -26,6 +26,9 @@ SRC = """(module t)
   (add (mul x y) x))
 (defn g [(x : (tensor f32 [B D])) (y : (tensor f32 [D]))] -> (tensor f32 [B D])
   (add x y))
+(defn h [(x : (tensor f32 [B D])) (y : (tensor f32 [D])) (z : (tensor f32 [D]))]
+  -> (tensor f32 [B D])
+  (add (add x y) z))
 """
 
 
@@ -237,3 +240,43 @@ class _WithHotPath:
 
     def hot_path(self, arrays: tuple[Any, ...]) -> Any:
         return self.make(arrays)
+
+
+def test_torch_tensors_beside_a_vouched_array_are_read_by_version(src: Path) -> None:
+    """A vouched numpy ``x`` beside torch tensors (a staged MLP's weights): the hot path reads
+    the tensors' versions only (through one getter, inline), and sees each in-place change."""
+    torch = pytest.importorskip("torch")
+    import operator
+
+    from kinac.rt.hot import MISS
+
+    f = kinac.compile(src, "h", no_cache=True)
+    x = _rand(np.random.default_rng(9), 2, 4)
+    y, z = torch.randn(4), torch.randn(4)
+    f(x, y, z)
+
+    class Bound:
+        vouched = frozenset({0})
+
+        def __init__(self, arrays: tuple[Any, ...]) -> None:
+            self.form = (arrays[0].shape, arrays[0].dtype)
+
+        def __call__(self, *a: Any) -> Any:
+            return MISS if (a[0].shape, a[0].dtype) != self.form else entry(*a)
+
+    entry = next(iter(f._entries.values()))
+    f._entries = {k: _WithHotPath(e, Bound) for k, e in f._entries.items()}
+    f._fast.clear()
+    _hot(f, x, y, z)
+    assert type(f._memo[0][6]) is operator.itemgetter
+    assert f._memo[0][7] == (y._version, z._version)
+    hot = f.hot_calls
+    z.add_(1.0)  # a data write: the version moves, the fast path serves, the new data read
+    np.testing.assert_allclose(np.asarray(f(x, y, z)), x + y.numpy() + z.numpy(), rtol=1e-6)
+    assert f.hot_calls == hot
+    np.testing.assert_allclose(np.asarray(f(x, y, z)), x + y.numpy() + z.numpy(), rtol=1e-6)
+    assert f.hot_calls == hot + 1  # renewed: hot again
+    y.unsqueeze_(0)  # in place: [1, 4] where [D] is declared
+    with pytest.raises(KinaCallError):
+        f(x, y, z)
+    assert f.hot_calls == hot + 1
