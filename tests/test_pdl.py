@@ -90,6 +90,16 @@ PTX = """
         ("\tst.global.f32 [%rd1], %f0;", False),
         ("\tcp.async.ca.shared.global [%r1], [%rd1], 16;", False),
         ("\tcall.uni f, (%rd1);", False),
+        # an L2 prefetch (plain or evict_last, predicated or not) is the one access allowed
+        ("\tprefetch.global.L2 [%rd2];", True),
+        ("\tprefetch.global.L2::evict_last [%rd2+128];\n\t@%p1 prefetch.global.L2 [%rd1];", True),
+        ("\tprefetch.global.L1 [%rd2];", False),
+        ("\tprefetch.L2 [%rd2];", False),  # generic address: not the global L2 form
+        ("\tprefetchu.L1 [%rd2];", False),
+        ("\tprefetch.global.L2 [%rd2]; ld.global.f32 %f0, [%rd1];", False),  # two on a line
+        ("\tprefetch.global.L2 [%rd2];\n\tld.global.nc.f32 %f0, [%rd1];", False),
+        ("\tprefetch.global.L2 [%rd2];\n\tst.global.f32 [%rd1], %f0;", False),
+        ("\tprefetch.global.L2 [%rd2];\n\tcp.async.cg.shared.global [%r1], [%rd1], 16;", False),
     ],
 )
 def test_waiting_kernels_refuses_a_memory_access_before_the_wait(before: str, waits: bool) -> None:

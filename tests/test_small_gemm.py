@@ -17,6 +17,7 @@ from kinac.ir.gpu.pipeline import gpu_module, lower_graph_gpu, print_ir
 from kinac.ir.gpu.small_gemm_kernel import SmallGemmParams, kernel_ir, lower_small_gemm, smem_bytes
 from kinac.ir.gpu.stitch import kernel_module
 from kinac.ir.testing import block_graph
+from kinac.rt.cuda.module import waiting_kernels
 from kinac.tir.graph import Graph
 
 GOLDEN = Path(__file__).parent / "golden" / "lower" / "small_gemm"
@@ -39,6 +40,10 @@ def test_switch_off_and_f32_and_large_products_keep_cublas(monkeypatch: pytest.M
     assert 'impl = "tc"' not in print_ir(gpu_module(block_graph(dtype="f32")))
     big = gpu_module(block_graph(4, 1024, 2048, 16, 4, 5632, "bf16"), verify=False)
     assert 'impl = "tc"' not in print_ir(big)
+    monkeypatch.setenv("KINAC_SMALL_GEMM_PREFETCH", "0")  # the kernels, without prefetches
+    text = print_ir(gpu_module(block_graph(dtype="bf16")))
+    assert text.count('impl = "tc", sym') == 4 and "prefetch\\22:[]" in text
+    assert "prefetch\\22:[\\22" not in text
     monkeypatch.setenv("KINAC_SMALL_GEMM", "0")
     assert 'impl = "tc"' not in print_ir(gpu_module(block_graph(dtype="bf16")))
 
@@ -81,6 +86,12 @@ def test_small_block_kernels_through_ptxas() -> None:
     codes = [c for c in codes if "swiglu" not in c.launches[0].note]
     codes = [c for c in codes if c.launches[0].shared < 100_000]  # not the K = 704 one
     ptx = compile_ptx(kernel_module(codes), "sm_90")
+    # the entry's own operands prefetched into L2 before the wait (weights, x, the norm
+    # weight), and every kernel still launched with PDL (waiting_kernels accepts them)
+    assert waiting_kernels(ptx) == {c.symbol for c in codes}
+    for c in codes:
+        body = ptx.split(f".entry {c.symbol}(", 1)[1].split("griddepcontrol.wait", 1)[0]
+        assert "prefetch.global.L2::evict_last" in body, c.launches[0].note
     res = ptx_resources(ptx, "sm_90")
     for name in (c.symbol for c in codes):
         r = res.get(name, {})

@@ -20,7 +20,7 @@ import pytest
 import test_attention_emu as emu
 
 from kinac.codegen.llvm import compile_object, host_target, jit_load
-from kinac.ir.gpu.emit import NVPTX_TRIPLE
+from kinac.ir.gpu.emit import NVPTX_TRIPLE, PDL_MIN_ARCH
 from kinac.ir.gpu.small_gemm_kernel import (
     SmallGemmParams,
     check_params,
@@ -33,12 +33,15 @@ from kinac.tir.interp import bf16_to_f32, f32_to_bf16
 
 
 def host_ir(p: SmallGemmParams) -> str:
-    """The kernel's IR for the host: the attention emulation's rewrite, no PDL prologue."""
+    """The kernel's IR for the host: the attention emulation's rewrite; the PDL prologue runs
+    (as on sm_90) without its ``griddepcontrol`` calls, its L2 prefetches recorded."""
     _, body = kernel_ir(p)
     name = kernel_name(p)
     ir = re.sub(r"@\S+\.cuda_arch = .*\n", "", body)
-    ir = re.sub(r"%pdl\.arch = call i32 @__nvvm_reflect\(.*\)", "%pdl.arch = add i32 0, 0", ir)
-    ir = re.sub(r"  call void @llvm\.nvvm\.griddepcontrol\.\w+\(\)\n", "", ir)
+    ir = re.sub(r"%pdl\.arch = call i32 @__nvvm_reflect\(.*\)",
+                f"%pdl.arch = add i32 0, {PDL_MIN_ARCH}", ir)  # fmt: skip
+    ir = ir.replace("@llvm.nvvm.prefetch.global.L2.evict.last(", "@kemu_prefetch(")
+    ir = re.sub(r"  call void @llvm\.nvvm\.griddepcontrol\.[\w.]+\(\)\n", "", ir)
     ir = re.sub(
         rf"(@{name}_smem) = external addrspace\(3\) global \[0 x i8\], align \d+",
         rf"\1 = global [{smem_bytes(p)} x i8] zeroinitializer, align 1024",
@@ -61,13 +64,22 @@ def host_ir(p: SmallGemmParams) -> str:
                 r"@emu_ldsm(\1, i32 1)", ir)  # fmt: skip
     ir = re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
     assert NVPTX_TRIPLE not in ir
-    return "declare float @llvm.sqrt.f32(float)\n" + emu._EMU_DEFS + ir
+    return (
+        "declare float @llvm.sqrt.f32(float)\ndeclare void @kemu_prefetch(ptr)\n"
+        + emu._EMU_DEFS
+        + ir
+    )
+
+
+PREFETCHED: list[int] = []  # the addresses the kernel prefetched (kemu_prefetch)
+_PREFETCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda a: PREFETCHED.append(a or 0))
 
 
 def run_kernel(p: SmallGemmParams, *inputs: np.ndarray) -> np.ndarray:
     """Run the kernel on bf16 bit patterns (``inputs`` in its parameter order): [M, n_out]."""
     name = kernel_name(p)
-    image = jit_load(compile_object(host_ir(p), host_target(), 1), emu._SYMS, (name,))
+    syms = {**emu._SYMS, "kemu_prefetch": ctypes.cast(_PREFETCH, ctypes.c_void_p).value or 0}
+    image = jit_load(compile_object(host_ir(p), host_target(), 1), syms, (name,))
     fn = ctypes.CFUNCTYPE(None, *([emu._P] * (1 + p.n_inputs)))(image.addresses[name])
     o = np.full((p.m, p.n_out), 0x7FC0, dtype=np.uint16)
     bufs = [np.ascontiguousarray(x) for x in inputs]
@@ -126,15 +138,18 @@ def reference(p: SmallGemmParams, ins: list[np.ndarray]) -> np.ndarray:
 CASES = {
     # two weights side by side from one launch (q and k, say), the norm as prologue
     "norm-qk": SmallGemmParams(
-        "bf16", 32, 128, (64, 64), 32, "", True, 1e-6, (0, 1, 2, 3), 4, ksplit=2
+        "bf16", 32, 128, (64, 64), 32, "", True, 1e-6, (0, 1, 2, 3), 4, ksplit=2,
+        prefetch=("a", "w", "wn"),
     ),
     "residual": SmallGemmParams(
-        "bf16", 32, 192, (64,), 32, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2
-    ),  # 3 groups over 2 warps: the last round has one
+        "bf16", 96, 192, (64,), 32, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2,
+        prefetch=("a", "w", "res"),
+    ),  # 3 groups over 2 warps: the last round has one; 3 row blocks share the weight's lines
     "norm-swiglu": SmallGemmParams(
-        "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4
+        "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4,
+        prefetch=("w", "wn"),
     ),
-}
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -148,8 +163,22 @@ def test_small_gemm_on_cpu(case: str) -> None:
         ins.append(bf(1 + 0.1 * rng.standard_normal(p.k)))
     if p.epilogue == "residual":
         ins.append(bf(rng.standard_normal((p.m, p.n_out))))
+    PREFETCHED.clear()
     out = val(run_kernel(p, *ins))
     ref = reference(p, ins)
+    # the grid prefetched every 128-byte line of each true input it reads, and nothing else
+    nw = len(p.ns)
+    roles = {"a": p.args[:1], "w": p.args[1 : 1 + nw], "wn": p.args[1 + nw : 2 + nw],
+             "res": p.args[-1:]}  # fmt: skip
+    lines = {(i, o) for r in p.prefetch for i in roles[r] for o in range(0, ins[i].nbytes, 128)}
+    got = set()
+    for a in PREFETCHED:
+        hit = [
+            (i, a - x.ctypes.data) for i, x in enumerate(ins) if 0 <= a - x.ctypes.data < x.nbytes
+        ]
+        assert len(hit) == 1 and hit[0][1] % 128 == 0, (hex(a), hit)
+        got.add(hit[0])
+    assert got == lines and len(PREFETCHED) <= 2 * len(lines)
     err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
     assert err < 8e-3, err
     assert np.abs(out - ref).max() < 0.05 * np.abs(ref).max() + 0.02

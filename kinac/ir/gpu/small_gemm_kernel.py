@@ -59,6 +59,9 @@ class SmallGemmParams:
     args: tuple[int, ...] = ()
     n_inputs: int = 0
     ksplit: int = 1  # warps sharing a row block, each over every ksplit-th group of 64 k
+    # operands prefetched into L2 before the PDL wait: true inputs of the entry (never written
+    # by any of its kernels): "a", "w" (every weight), "wn" (the norm weight), "res"
+    prefetch: tuple[str, ...] = ()
 
     @property
     def n_out(self) -> int:
@@ -428,6 +431,89 @@ class _GemmEmitter(_Emitter):
                 op = f.v(f"getelementptr i8, ptr addrspace(1) %out, i64 {off}")
                 f.do(f"store {self.opty} {v}, ptr addrspace(1) {op}, align 4")
 
+    # ---- L2 prefetches before the PDL wait ---------------------------------------------------
+    def prefetches(self) -> list[str]:
+        """The ``pdl.wait`` block's prefetches (lines of their own, emitted apart from the body).
+
+        The blocks of the grid share the lines each needs, so L2 is asked for each line about
+        once: the weight tile's ``K`` rows (128 bytes: the block's 64 columns) split over the
+        ``gy`` row blocks, ``A``'s rows (``2K`` bytes each) over the ``gx`` column blocks, the
+        residual's ``block_m x 64`` tile by its own block, the norm weight (a few lines) by
+        every block. ``evict_last``: the next call reads the weights again."""
+        f, p = self.f, self.gp
+        saved, f.lines = f.lines, []
+        gx, gy, _ = grid(p)
+        tid = f.v("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
+        bx = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()")
+        by = f.v("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()")
+        n0 = f.v(f"mul i32 {bx}, {BLOCK_N}")
+        m0 = f.v(f"mul i32 {by}, {p.block_m}")
+        labels = iter(range(1 << 20))
+
+        def i64(x: str) -> str:
+            return f.v(f"zext i32 {x} to i64")
+
+        def lines(ptr: str, most: int, count: str, line_of: Callable[[str], str]) -> None:
+            """Lines ``i < count`` (at most ``most``) of ``ptr`` over the block's threads; line
+            ``i``'s byte offset is ``line_of(i)`` (an i64 value)."""
+            for r in range(-(-most // p.threads)):
+                i = f.v(f"add i32 {tid}, {r * p.threads}")
+                ok = f.v(f"icmp ult i32 {i}, {count}")
+                lab = f"pf{next(labels)}"
+                f.do(f"br i1 {ok}, label %{lab}, label %{lab}_c")
+                f.label(lab)
+                gp = f.v(f"getelementptr i8, ptr addrspace(1) {ptr}, i64 {line_of(i)}")
+                f.do(f"call void @llvm.nvvm.prefetch.global.L2.evict.last(ptr addrspace(1) {gp})")
+                f.do(f"br label %{lab}_c")
+                f.label(f"{lab}_c")
+
+        if "w" in p.prefetch:
+            # rows by, by + gy, ... of K: ceil((K - by) / gy) of them
+            rows = f.v(f"udiv i32 {f.v(f'sub i32 {p.k + gy - 1}, {by}')}, {gy}")
+            start = 0
+            for i, n in enumerate(p.ns):
+                if p.epilogue == "swiglu":  # gate and up: the block's columns of each
+                    col, cnt = n0, rows
+                else:  # only the weight that holds the block's columns
+                    inw = f.v(
+                        f"and i1 {f.v(f'icmp uge i32 {n0}, {start}')}, "
+                        f"{f.v(f'icmp ult i32 {n0}, {start + n}')}"
+                    )
+                    col = f.v(f"sub i32 {n0}, {start}")
+                    cnt = f.v(f"select i1 {inw}, i32 {rows}, i32 0")
+                    start += n
+
+                def w_line(i: str, col: str = col, n: int = n) -> str:
+                    k = f.v(f"add i32 {by}, {f.v(f'mul i32 {i}, {gy}')}")
+                    e = f.v(f"add i64 {f.v(f'mul i64 {i64(k)}, {n}')}, {i64(col)}")
+                    return f.v(f"shl i64 {e}, 1")
+
+                lines(f"%in{p.args[1 + i]}", -(-p.k // gy), cnt, w_line)
+        if "a" in p.prefetch:  # the block's rows, line j of them by column block j % gx
+            total = p.block_m * (2 * p.k // 128)
+            cnt = f.v(f"udiv i32 {f.v(f'sub i32 {total + gx - 1}, {bx}')}, {gx}")
+
+            def a_line(i: str) -> str:
+                j = f.v(f"add i32 {bx}, {f.v(f'mul i32 {i}, {gx}')}")
+                return f.v(
+                    f"add i64 {f.v(f'mul i64 {i64(m0)}, {2 * p.k}')}, {f.v(f'shl i64 {i64(j)}, 7')}"
+                )
+
+            lines(f"%in{p.args[0]}", -(-total // gx), cnt, a_line)
+        if "wn" in p.prefetch:
+            nl = -(-2 * p.k // 128)
+            lines(f"%in{p.args[1 + len(p.ns)]}", nl, str(nl), lambda i: f.v(f"shl i64 {i64(i)}, 7"))
+        if "res" in p.prefetch:
+
+            def r_line(i: str) -> str:
+                r = i64(f.v(f"add i32 {m0}, {i}"))
+                e = f.v(f"add i64 {f.v(f'mul i64 {r}, {p.n_out}')}, {i64(n0)}")
+                return f.v(f"shl i64 {e}, 1")
+
+            lines(f"%in{p.args[-1]}", p.block_m, str(p.block_m), r_line)
+        out, f.lines = f.lines, saved
+        return out
+
     # ---- the kernel -------------------------------------------------------------------------
     def emit(self) -> str:
         f, p = self.f, self.gp
@@ -519,6 +605,9 @@ class _GemmEmitter(_Emitter):
             self.lab("done")
         f.do("ret void")
         glob, pdl_lines, _ = pdl_prologue(self.name)
+        if p.prefetch:  # before the wait: L2 prefetches only (waiting_kernels accepts them)
+            at = pdl_lines.index("  call void @llvm.nvvm.griddepcontrol.wait()")
+            pdl_lines[at:at] = self.prefetches()
         names = ["out", *(f"in{i}" for i in range(p.n_inputs))]
         sig = ", ".join(f"ptr addrspace(1) noalias %{x}" for x in names)
         body = "\n".join(f.lines)
@@ -533,7 +622,9 @@ class _GemmEmitter(_Emitter):
 
 def declarations(p: SmallGemmParams) -> tuple[str, ...]:
     _, _, pdl = pdl_prologue("x")
-    extra = ("declare float @llvm.sqrt.f32(float)",)
+    extra: tuple[str, ...] = ("declare float @llvm.sqrt.f32(float)",)
+    if p.prefetch:
+        extra += ("declare void @llvm.nvvm.prefetch.global.L2.evict.last(ptr addrspace(1))",)
     return tuple(dict.fromkeys([*_decls(p), *extra, *pdl]))  # type: ignore[arg-type]
 
 

@@ -103,13 +103,28 @@ _TOUCH = re.compile(
 )
 
 
+# the one memory instruction allowed before the wait: an L2 prefetch (``prefetch.global.L2``
+# or ``prefetch.global.L2::evict_last``, nothing else: not L1, not ``prefetchu``, not a load)
+_L2_PREFETCH = re.compile(
+    r"^\s*(?:@!?%\w+\s+)?prefetch\.global\.L2(?:::evict_last)?\s+\[[^\]]*\]\s*;\s*$"
+)
+
+
 def waiting_kernels(ptx: str) -> frozenset[str]:
     """The ``.entry`` functions of ``ptx`` that run ``griddepcontrol.wait`` before any
     instruction that touches memory (or calls, returns, exits): those that may be launched with
     programmatic dependent launch (:func:`~kinac.rt.cuda.kernel_graph.pdl_call`), since nothing
     they read or write is touched before the grids they depend on have completed. Read from
     the PTX the driver loads, so a kernel compiled without the wait (sm_80 code, hand-written
-    PTX, an attention variant without it) is launched plainly."""
+    PTX, an attention variant without it) is launched plainly.
+
+    One exception: ``prefetch.global.L2`` (and its ``::evict_last`` form) of any address may
+    come before the wait. L2 is the GPU's point of coherence, so a line fetched into it early is
+    the line every later access sees (a write by the grid still running goes to L2 too), and a
+    prefetch has no value, writes nothing and cannot fault: it changes timing only. An L1
+    prefetch (``prefetch.global.L1``), ``prefetchu`` (the uniform cache), a load or
+    ``cp.async`` could hold a stale copy outside L2, so they still disqualify the kernel
+    (``docs/gpu.md``, "Small products": the small GEMM prefetches its weights this way)."""
     out = set()
     starts = [(m.start(), m.group(1)) for m in _ENTRY.finditer(ptx)]
     for i, (at, name) in enumerate(starts):
@@ -120,8 +135,10 @@ def waiting_kernels(ptx: str) -> frozenset[str]:
         if open_ < 0 or wait < 0:
             continue
         before = "\n".join(
-            ln.split("//")[0] for ln in body[open_ + 1 : wait].splitlines()
-        )  # comments aside
+            ln
+            for ln in (x.split("//")[0] for x in body[open_ + 1 : wait].splitlines())
+            if not _L2_PREFETCH.match(ln)
+        )  # comments and L2 prefetches aside
         if not _TOUCH.search(before):
             out.add(name)
     return frozenset(out)
