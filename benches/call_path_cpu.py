@@ -1,6 +1,6 @@
 """The host cost of a GPU call's Python, measured without a GPU (issue 14 item 1).
 
-    PYTHONPATH=. python3 benches/call_path_cpu.py [--reps N]
+    PYTHONPATH=. python3 benches/call_path_cpu.py [--reps N] [--mlp]
 
 ``kinac.compile(workspaces/transformer, "block", target="cuda")`` is compiled for real (the
 small bf16 block's lowered entry and PTX), but its :class:`~kinac.rt.cuda.entry.GpuEntry` is
@@ -10,7 +10,9 @@ own addresses). What is timed is therefore everything a call does in Python up t
 argument checks, the memo, output tensors, the binding lookup. Add ~1.5-2 us of driver time
 for ``cuGraphLaunch`` on the H200. CPU time of this thread (``thread_time_ns``), best of
 rounds, so a loaded machine disturbs it less; the reference is one eager ``torch.add`` on the
-CPU, in the same run.
+CPU, in the same run. ``--mlp``: the MLP's host-input call instead (a numpy ``x`` staged through
+the stager's graphs over a stand-in libcuda: :func:`mlp_host_input`). Same-run A/B of two
+trees: run each tree's copy of this file in turn (docs/runtime.md "What a hot call costs").
 """
 
 from __future__ import annotations
