@@ -65,6 +65,28 @@ def test_size_rule_boundaries() -> None:
     assert rule.block_m(512, 256) == 32 and rule.block_m(512, 704) == 64
 
 
+def test_variant_switches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """KINAC_SMALL_GEMM_FOLD / _M16: the folded norm and 16-row blocks for small grids, only
+    where asked (and the defaults the rule names)."""
+    for name, default in (("FOLD", rule.FOLD), ("M16", rule.M16)):
+        monkeypatch.delenv(f"KINAC_SMALL_GEMM_{name}", raising=False)
+        assert rule.switch(name, default) is default
+    monkeypatch.setenv("KINAC_SMALL_GEMM_M16", "1")
+    assert rule.block_m(512, 256) == 16 and rule.block_m(512, 512) == 32  # 64 -> 128 blocks
+    assert rule.block_m(512, 704) == 64
+    monkeypatch.setenv("KINAC_SMALL_GEMM_FOLD", "1")
+    notes = [s.launches[0].note for s in lower_graph_gpu(block_graph(dtype="bf16")).steps]
+    assert [n.split(" grid")[0] for n in notes if n.startswith("tc")] == [
+        "tc 32x64 rms fold k/4", "tc 16x64 residual k/4",
+        "tc 64x64 rms fold swiglu k/2", "tc 16x64 residual k/4",
+    ]  # fmt: skip
+    monkeypatch.setenv("KINAC_SMALL_GEMM_FOLD", "0")
+    monkeypatch.setenv("KINAC_SMALL_GEMM_M16", "0")
+    assert rule.block_m(512, 256) == 32
+    p = rule.choose("bf16", 512, 256, (256,), "", True)
+    assert p is not None and not p.fold
+
+
 @pytest.mark.parametrize(("graph", "tc"), [
     (residual(512, 256, 256), "tc 32x64 residual"), (residual(100, 200, 72), None),
     (norm_product(2, 48, 128, 64), "tc 32x64 rms"), (norm_product(3, 50, 256, 64), None),

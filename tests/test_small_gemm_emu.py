@@ -149,6 +149,20 @@ CASES = {
         "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4,
         prefetch=("w", "wn"),
     ),
+    # the norm folded into the products: the k split's partial sums of squares, a ragged round
+    "fold-qk": SmallGemmParams(
+        "bf16", 32, 192, (64, 64), 32, "", True, 1e-6, (0, 1, 2, 3), 4, ksplit=2, fold=True,
+    ),
+    "fold-swiglu": SmallGemmParams(
+        "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4, fold=True,
+    ),
+    # 16-row blocks (more blocks for a small grid): one warp row, the k split over 4 / 2 warps
+    "m16-norm": SmallGemmParams(
+        "bf16", 32, 256, (64,), 16, "", True, 1e-6, (0, 1, 2), 3, ksplit=4, prefetch=("a", "wn"),
+    ),
+    "m16-residual": SmallGemmParams(
+        "bf16", 32, 192, (64,), 16, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2,
+    ),
 }  # fmt: skip
 
 

@@ -62,6 +62,10 @@ class SmallGemmParams:
     # operands prefetched into L2 before the PDL wait: true inputs of the entry (never written
     # by any of its kernels): "a", "w" (every weight), "wn" (the norm weight), "res"
     prefetch: tuple[str, ...] = ()
+    # the norm folded into the products: A's fragments scaled by the norm weight as they are
+    # read, each row's sum of squares taken from them, 1/rms applied to the accumulators (no
+    # wait for the whole tile, no pass over it; rounding: round(x w) / rms, not round(x / rms w))
+    fold: bool = False
 
     @property
     def n_out(self) -> int:
@@ -81,7 +85,7 @@ def check_params(p: SmallGemmParams) -> str | None:
     """Why the kernel cannot take ``p`` (None when it can)."""
     if p.dtype not in ("bf16", "f16"):
         return f"dtype {p.dtype}"
-    if p.block_m not in (32, 64) or p.m % p.block_m:
+    if p.block_m not in (16, 32, 64) or p.m % p.block_m:
         return f"M {p.m} is not a multiple of block_m {p.block_m}"
     if p.k % GROUP_K or any(n % BLOCK_N for n in p.ns) or not p.ns:
         return f"K {p.k} or N {p.ns} is not a multiple of 64"
@@ -93,6 +97,8 @@ def check_params(p: SmallGemmParams) -> str | None:
         return f"k split {p.ksplit} over {p.warps} warps"
     if (p.block_m * 8) % p.threads or (GROUP_K * 8) % p.threads:
         return f"{p.threads} threads do not share a group's copies evenly"
+    if p.fold and not p.norm:
+        return "a folded norm without a norm"
     if smem_bytes(p) > 200 * 1024:
         return f"{smem_bytes(p)} bytes of shared memory"
     return None
@@ -100,7 +106,9 @@ def check_params(p: SmallGemmParams) -> str | None:
 
 def kernel_name(p: SmallGemmParams) -> str:
     h = hashlib.sha256(repr(p).encode()).hexdigest()[:10]
-    tag = ("n" if p.norm else "") + {"": "", "residual": "r", "swiglu": "s"}[p.epilogue]
+    tag = ("f" if p.fold else "n" if p.norm else "") + {"": "", "residual": "r", "swiglu": "s"}[
+        p.epilogue
+    ]
     return f"tcgemm_{p.dtype}_m{p.block_m}{tag}_{h}"
 
 
@@ -116,8 +124,10 @@ def smem_bytes(p: SmallGemmParams) -> int:
 
 
 def partials_bytes(p: SmallGemmParams) -> int:
-    """f32 accumulators of the warps past the first of each row block (the k split's sum)."""
-    return (p.ksplit - 1) * p.block_m * BLOCK_N * 4 * n_weights_per_block(p)
+    """f32 accumulators of the warps past the first of each row block (the k split's sum),
+    with the folded norm's two partial sums of squares a lane."""
+    per_lane = BLOCK_N // 2 * n_weights_per_block(p) + (2 if p.fold else 0)
+    return (p.ksplit - 1) * (p.block_m // 16) * 32 * per_lane * 4
 
 
 def grid(p: SmallGemmParams) -> tuple[int, int, int]:
@@ -329,9 +339,10 @@ class _GemmEmitter(_Emitter):
             self.lab(f"wn{i}_c")
 
     # ---- the products ---------------------------------------------------------------------
-    def products(self, g: str, acc: list[list[str]]) -> None:
+    def products(self, g: str, acc: list[list[str]], ss: list[str]) -> None:
         """The 64 ``k`` of group ``g``: per 16, this warp's A fragment and each weight's
-        eight n8 tiles."""
+        eight n8 tiles (the fragment scaled by the norm weight first when the norm is folded,
+        ``ss`` its rows' sums of squares)."""
         p = self.gp
         f = self.f
         g8 = f.v(f"shl i32 {g}, 3")
@@ -340,6 +351,8 @@ class _GemmEmitter(_Emitter):
             self.row_bytes = 2 * p.k
             ch = f.v(f"add i32 {g8}, {2 * kk}")  # chunk 2 ks, ks = 4 g + kk
             a = self.ldmatrix(self.chunk_addr(0, self.arow, ch, self.xa, p.block_m), False)  # type: ignore[arg-type]
+            if p.fold:
+                a = self.fold_fragment(a, f.v(f"add i32 {g64}, {16 * kk}"), ss)
             self.row_bytes = 2 * BLOCK_N
             krow = f.v(f"add i32 {self.ra}, {f.v(f'add i32 {g64}, {16 * kk}')}")
             for wi in range(len(self.w_ptrs)):
@@ -351,6 +364,50 @@ class _GemmEmitter(_Emitter):
                         acc[wi][4 * dn : 4 * dn + 4] = self.mma_op(
                             a, fr[2 * h : 2 * h + 2], acc[wi][4 * dn : 4 * dn + 4]
                         )
+
+    def fold_fragment(self, a: list[str], kb: str, ss: list[str]) -> list[str]:
+        """A fragment of rows ``g``, ``g + 8`` (registers 0/2 and 1/3) and ``k`` = ``kb + 2t
+        (+1)`` (registers 0, 1) and ``kb + 8 + 2t (+1)`` (2, 3), ``t = lane % 4``: its squares
+        added to ``ss`` (one sum a row), its values times the norm weight, rounded."""
+        f = self.f
+        two = f"<2 x {self.elty}>"
+        out = []
+        ws = []
+        for dk in (0, 8):
+            k = f.v(f"add i32 {kb}, {f.v(f'add i32 {self.t2}, {dk}')}")
+            sp = self.sptr(f.v(f"add i32 {f.v(f'shl i32 {k}, 1')}, {self.wn_base}"))
+            wv = f.v(f"load {two}, ptr addrspace(3) {sp}, align 4")
+            ws.append(f.v(f"fpext {two} {wv} to <2 x float>"))
+        for j, x in enumerate(a):
+            xv = x if self.opty != "i32" else f.v(f"bitcast i32 {x} to {two}")
+            xf = f.v(f"fpext {two} {xv} to <2 x float>")
+            sq = f.v(f"fmul <2 x float> {xf}, {xf}")
+            for e in range(2):
+                ss[j % 2] = f.v(
+                    f"fadd float {ss[j % 2]}, {f.v(f'extractelement <2 x float> {sq}, i32 {e}')}"
+                )
+            y = f.v(f"fptrunc <2 x float> {f.v(f'fmul <2 x float> {xf}, {ws[j // 2]}')} to {two}")
+            out.append(y if self.opty != "i32" else f.v(f"bitcast {two} {y} to i32"))
+        return out
+
+    def unfold(self, flat: list[str]) -> list[str]:
+        """The folded norm's end: each row's sum of squares over its quad of lanes, then
+        ``1 / sqrt(mean + eps)`` times the accumulators of the row (``flat``: the
+        accumulators, then the two sums)."""
+        f, p = self.f, self.gp
+        acc, ss = flat[:-2], list(flat[-2:])
+        inv = []
+        for h in range(2):
+            for m in (1, 2):
+                o = f.v(
+                    f"call float @llvm.nvvm.shfl.sync.bfly.f32(i32 -1, float {ss[h]}, i32 {m}, i32 31)"
+                )
+                ss[h] = f.v(f"fadd float {ss[h]}, {o}")
+            mean = f.v(f"fmul float {ss[h]}, {float_literal(1.0 / p.k, 'float')}")
+            ms = f.v(f"fadd float {mean}, {float_literal(p.eps, 'float')}")
+            sq = f.v(f"call float @llvm.sqrt.f32(float {ms})")
+            inv.append(f.v(f"fdiv float 1.0, {sq}"))
+        return [f.v(f"fmul float {x}, {inv[(i % 4) // 2]}") for i, x in enumerate(acc)]
 
     # ---- the epilogue ---------------------------------------------------------------------
     def rounded(self, x: str) -> str:
@@ -562,7 +619,8 @@ class _GemmEmitter(_Emitter):
         self.kp = f.v(f"udiv i32 {self.warp}, {rbs}")
         self.arow = f.v(f"add i32 {f.v(f'shl i32 {self.rb}, 4')}, {self.ra}")
         nacc = BLOCK_N // 2
-        if p.norm:  # every group first: the norm needs whole rows
+        self.t2 = f.v(f"shl i32 {f.v(f'and i32 {lane}, 3')}, 1")
+        if p.norm and not p.fold:  # every group first: the norm needs whole rows
             f.do("call void @llvm.nvvm.cp.async.wait.group(i32 0)")
             f.do("call void @llvm.nvvm.barrier0()")
             self.norm()
@@ -574,20 +632,21 @@ class _GemmEmitter(_Emitter):
         def step(rr: str, cur: list[str]) -> list[str]:
             r0 = f.v(f"mul i32 {rr}, {ks}")
             g = f.v(f"add i32 {r0}, {self.kp}")
-            if not p.norm:  # every group any warp reads this round: landed, for every thread
+            if not p.norm or p.fold:  # every group any warp reads this round: landed
                 last = f.v(f"add i32 {r0}, {ks - 1}")
                 self.wait_for(f.v(f"call i32 @llvm.umin.i32(i32 {last}, i32 {groups - 1})"), groups)
             acc = [cur[nacc * w : nacc * (w + 1)] for w in range(nw)]
+            ss = list(cur[nacc * nw :])
             if groups % ks == 0:
-                self.products(g, acc)
-                return [x for a in acc for x in a]
+                self.products(g, acc, ss)
+                return [x for a in acc for x in a] + ss
             pre, tag = self.block, g[1:]
             ok = f.v(f"icmp ult i32 {g}, {groups}")
             f.do(f"br i1 {ok}, label %pp_{tag}, label %pm_{tag}")
             self.lab(f"pp_{tag}")
-            old = [x for a in acc for x in a]
-            self.products(g, acc)
-            new = [x for a in acc for x in a]
+            old = [x for a in acc for x in a] + ss
+            self.products(g, acc, ss)
+            new = [x for a in acc for x in a] + ss
             done = self.block
             f.do(f"br label %pm_{tag}")
             self.lab(f"pm_{tag}")
@@ -596,9 +655,11 @@ class _GemmEmitter(_Emitter):
                 for n, o in zip(new, old, strict=True)
             ]
 
-        flat = self.rolled("mm", rounds, ["0.0"] * (nacc * nw), step)
+        flat = self.rolled("mm", rounds, ["0.0"] * (nacc * nw + (2 if p.fold else 0)), step)
         if ks > 1:
             flat = self.k_sum(flat)
+        if p.fold:
+            flat = self.unfold(flat)
         self.store([flat[nacc * w : nacc * (w + 1)] for w in range(nw)])
         if ks > 1:
             f.do("br label %done")
@@ -645,6 +706,7 @@ def lower_small_gemm(kernel: GpuKernel, flavour: str = "nvptx") -> GpuKernelCode
     tag = (
         f"tc {p.block_m}x{BLOCK_N}"
         + (" rms" if p.norm else "")
+        + (" fold" if p.fold else "")
         + (f" {p.epilogue}" if p.epilogue else "")
     )
     tag += f" k/{p.ksplit}" if p.ksplit > 1 else ""

@@ -32,6 +32,10 @@ SMS = 132  # H200: a sizing heuristic only
 DTYPES = ("bf16", "f16")
 
 
+# the variants' defaults (docs/gpu.md, "Small products"; each measured against the other in
+# benches/small_gemm_probe.py): the norm folded into the products, 16-row blocks for small grids
+FOLD = False
+M16 = False
 PARTS = ("norm", "alone")  # the fusions with a norm prologue; products on their own
 
 
@@ -44,10 +48,20 @@ def enabled(part: str) -> bool:
     return part in {x.strip() for x in v.split(",")}
 
 
+def switch(name: str, default: bool) -> bool:
+    """A measuring switch ``KINAC_SMALL_GEMM_<name>`` (``0`` or ``1``; unset: ``default``)."""
+    v = os.environ.get(f"KINAC_SMALL_GEMM_{name}", "").strip()
+    return default if v not in ("0", "1") else v == "1"
+
+
 def block_m(m: int, n_out: int) -> int:
-    """64 rows a block when that still gives half the SMs a block, else 32."""
+    """64 rows a block when that still gives half the SMs a block, else 32; with
+    ``KINAC_SMALL_GEMM_M16=1``, 16 when 32 gives fewer than half the SMs a block (the small
+    block's 512 x 256 products: 128 blocks of 4 warps instead of 64 of 8)."""
     if m % 64 == 0 and (m // 64) * (n_out // BLOCK_N) >= SMS // 2:
         return 64
+    if switch("M16", M16) and m % 16 == 0 and (m // 32) * (n_out // BLOCK_N) < SMS // 2:
+        return 16
     return 32
 
 
@@ -61,8 +75,11 @@ def choose(
     limit = SMALL_FLOPS if norm else ALONE_FLOPS
     if 2 * m * k * sum(ns) > limit or m % 32 or n_out % BLOCK_N:
         return None
+    fold = norm and switch("FOLD", FOLD)
     for ks in (4, 2, 1):  # the most warps (up to 8) a row block's k is split over
-        p = SmallGemmParams(dtype, m, k, ns, block_m(m, n_out), epilogue, norm, ksplit=ks)
+        p = SmallGemmParams(
+            dtype, m, k, ns, block_m(m, n_out), epilogue, norm, ksplit=ks, fold=fold
+        )
         if check_params(p) is None:
             return p
     return None
