@@ -103,3 +103,21 @@ def test_streaming_split_copies_are_one_copyto() -> None:
     unaligned = mem[off + 64 : off + 64 + 4 * n].view(np.float32).reshape(37, 1001)
     copy(unaligned, src)
     assert unaligned.tobytes() == src.tobytes() and copier.splits == 3  # (2 plain splits)
+
+
+def test_the_plans_copyto_without_its_dispatcher_copies_as_numpy_does() -> None:
+    """``staging_graphs.raw_copyto`` (``numpy.copyto``'s C function, no ``__array_function__``
+    dispatch): the same bytes, casts and errors as ``numpy.copyto`` on plain arrays."""
+    from kinac.rt.cuda.staging_graphs import raw_copyto
+
+    cp = raw_copyto()
+    rng = np.random.default_rng(3)
+    src = rng.standard_normal((3, 5)).astype(np.float32)
+    a, b = np.empty_like(src), np.empty_like(src)
+    cp(a, src)
+    np.copyto(b, src)
+    assert a.tobytes() == b.tobytes() == src.tobytes()
+    cp(a, src[:, ::-1])  # strided: read as strided
+    np.testing.assert_array_equal(a, src[:, ::-1])
+    with pytest.raises(ValueError):
+        cp(a, src.T)  # (5, 3) into (3, 5), as numpy.copyto refuses it

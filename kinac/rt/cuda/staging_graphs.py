@@ -292,7 +292,6 @@ def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: 
     ``numpy.copyto`` below the copier's threshold (the dtype and shape were checked: no cast),
     the streaming-store copy (:mod:`~kinac.rt.cuda.staging_nt`) from ``st.stream_min`` bytes.
     """
-    import numpy as np
 
     pr = pair(st, j, host, captured)
     if pr is None:
@@ -300,7 +299,7 @@ def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: 
     fills = []
     for i, p in host:
         blk = st.block(p, j).array
-        fn: Any = st.copier if p.nbytes >= st.copier.min_bytes else np.copyto
+        fn: Any = st.copier if p.nbytes >= st.copier.min_bytes else raw_copyto()
         if p.nbytes >= st.stream_min:  # streaming stores (staging_nt), where they can be made
             from kinac.rt.cuda.staging_nt import raw_copy, stream_copier
 
@@ -313,6 +312,23 @@ def plan(st: HostStager, host: tuple[tuple[int, Param], ...], j: int, captured: 
                 fn = stream_copier(blk, st, st.stream_width) or fn
         fills.append((i, p, fn, blk, j))
     return (captured, pr[0], pr[1], tuple(fills))
+
+
+def raw_copyto() -> Any:
+    """``numpy.copyto`` without its ``__array_function__`` dispatcher (the plan's copies are of
+    plain ndarrays, checked by the caller: the same C function, ~0.15 us a call less), or
+    ``numpy.copyto`` where this numpy keeps it elsewhere."""
+    import numpy as np
+
+    try:
+        from numpy._core import _multiarray_umath as mu  # type: ignore[attr-defined]  # numpy 2
+    except ImportError:  # numpy 1
+        try:
+            from numpy.core import _multiarray_umath as mu  # type: ignore[no-redef]
+        except ImportError:
+            return np.copyto
+    fn = getattr(mu, "copyto", None)
+    return fn if callable(fn) else np.copyto
 
 
 def fill(
