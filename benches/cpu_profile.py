@@ -50,13 +50,14 @@ def profile(runs: int, calls: int) -> dict[str, object]:
         for i, n in enumerate(names)
     ]  # fmt: skip
     return {"threads": thread_count(), "steps": steps, "whole_best_ms": min(whole),
-            "whole_median_ms": statistics.median(whole)}  # fmt: skip
+            "whole_median_ms": statistics.median(whole), "load": load_average(),
+            "at": time.strftime("%H:%M UTC", time.gmtime())}  # fmt: skip
 
 
 def show(t: dict[str, object]) -> None:
     steps = t["steps"]
     assert isinstance(steps, list)
-    print(f"{t['threads']} threads, load {load_average()}")
+    print(f"{t['threads']} threads, {t.get('at', '?')}, load {t.get('load', '?')}")
     for s in steps:
         print(f"  {s['step']:58} min {s['min_us']:7.0f} us   median {s['median_us']:7.0f} us")
     print(f"  sum of steps: min {sum(s['min_us'] for s in steps):.0f} us, "

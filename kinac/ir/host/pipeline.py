@@ -22,11 +22,12 @@ from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.from_graph import graph_to_module, symbol_name
 from kinac.ir.host.causal import FuseKernelsHost
 from kinac.ir.host.expand_math import ExpandMath
-from kinac.ir.host.kina_to_loops import STATUS_SLOTS, KinaToLoops, plan_buffers
+from kinac.ir.host.kina_to_loops import KinaToLoops, plan_buffers
 from kinac.ir.host.legalize_dtypes import LegalizeDtypes
 from kinac.ir.host.llvm_to_text import module_to_llvm_ir
-from kinac.ir.host.loops_to_llvm import LoopsToLLVM, wrapper_name
+from kinac.ir.host.loops_to_llvm import LoopsToLLVM
 from kinac.ir.host.select_impl import SelectImpl
+from kinac.ir.host.stitch import STATUS_SLOTS, wrapper_name
 from kinac.tir.graph import Graph
 
 # Past this many kernels an entry keeps them out of line (``noinline``): inlined, they form one
