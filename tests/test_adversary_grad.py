@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 from adversary_grad_gen import GradProg, grad_programs, sharded_source
+from check_support import Workspace
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -140,3 +141,27 @@ def test_sharded_gradients_equal_unsharded(
     close(val, np.asarray(pval, np.float64), TOL[p.dtype], "value " + info)
     for n in p.wrt():
         close(grads[n], np.asarray(pgrads[n], np.float64), TOL[p.dtype], f"d/d{n} " + info)
+
+
+@_settings(2)
+@given(grad_programs(dtypes=DTYPES, max_depth=3), seeds)
+def test_gradient_graph_gpu_lowering_emulated_equals_torch(p: GradProg, seed: int) -> None:
+    """The gradient graph (the transform of the specialised forward) through the GPU
+    lowering, run on the CPU emulator: value and gradients against torch autograd."""
+    from gpu_support import run_emulated
+
+    from kinac.check import DefnRef, specialise
+    from kinac.grad.transform import value_and_grad
+
+    ws = Workspace({"p.kina": p.source()})
+    dims = {d.expr: d.val for _, s, _ in p.params for d in s if re.fullmatch(r"N\d+", d.expr)}
+    sp = specialise(DefnRef("p.kina", "f"), dims, {"T": p.dtype} if p.dtype_var else {}, ws.env)
+    assert not sp.diagnostics and sp.graph is not None, (p.source(), sp.diagnostics)
+    ins = p.inputs(seed)
+    val, *grads = run_emulated(value_and_grad(sp.graph, p.wrt()), *ins)
+    w, want = torch_grads(p, ins)
+    info = f"{p.source()}ties={p.ties} seed={seed} (GPU lowering, emulated)"
+    close(val, np.asarray(w), TOL[p.dtype], "value " + info)
+    if np.isfinite(w):
+        for n, g in zip(p.wrt(), grads, strict=True):
+            close(g, want[n], TOL[p.dtype], f"d/d{n} " + info)

@@ -10,10 +10,14 @@ flat buffers only."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kinac.errors import KinaUsageError
 from kinac.train.optim import SGD, AdamW
@@ -54,3 +58,65 @@ def test_a_gradient_of_another_shape_or_dtype_is_a_usage_error(donate: Any) -> N
     opt.step({"w": np.ones((2, 3), np.float32), "b": np.ones(3, np.float32)})
     assert opt.t == 1
     np.testing.assert_allclose(opt.params["w"], 1 - 1e-3 * (1 + 1e-2), rtol=1e-5)
+
+
+def _settings(n: int) -> Any:
+    return settings(
+        max_examples=int(os.environ.get("ADV_EXAMPLES", n)),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+SHAPE = st.lists(st.sampled_from([1, 2, 3, 17, 65]), min_size=0, max_size=3).map(tuple)
+
+
+@_settings(3)
+@given(
+    st.dictionaries(st.sampled_from("abcde"), st.tuples(SHAPE, st.sampled_from(["f32", "f64"])),
+                    min_size=1, max_size=4),
+    st.sampled_from(["adamw", "sgd"]),
+    st.sampled_from([None, False, "inplace"]),
+    st.data(),
+)  # fmt: skip
+def test_random_optimizer_steps_equal_torch_optim(
+    params: dict[str, tuple[tuple[int, ...], str]], kind: str, donate: Any, data: st.DataObject
+) -> None:
+    """Random parameter sets (rank 0 to 3, sizes across the flat layout's 64-element
+    alignment, f32 beside f64), hyperparameters and optimizer modes, a learning rate changed
+    between steps (a schedule): every parameter after every step against ``torch.optim``."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    np_dt = {"f32": np.float32, "f64": np.float64}
+    init = {k: rng.standard_normal(s).astype(np_dt[d]) for k, (s, d) in params.items()}
+    lr = data.draw(st.sampled_from([1e-3, 0.05, 0.3]))
+    wd = data.draw(st.sampled_from([0.0, 0.01, 0.2]))
+    tp = {k: torch.tensor(v.copy(), requires_grad=True) for k, v in init.items()}
+    if kind == "adamw":
+        betas = data.draw(st.sampled_from([(0.9, 0.999), (0.0, 0.5), (0.5, 0.0), (0.99, 0.9999)]))
+        eps = data.draw(st.sampled_from([1e-8, 1e-3, 0.0]))
+        kw: dict[str, Any] = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": wd}
+        opt: Any = AdamW(dict(init), donate=donate, **kw)
+        topt: torch.optim.Optimizer = torch.optim.AdamW(list(tp.values()), **kw)
+    else:
+        mom = data.draw(st.sampled_from([0.0, 0.5, 0.9]))
+        nest = mom > 0 and data.draw(st.booleans())
+        kw = {"lr": lr, "momentum": mom, "weight_decay": wd, "nesterov": nest}
+        opt = SGD(dict(init), donate=donate, **kw)
+        topt = torch.optim.SGD(list(tp.values()), **kw)
+    for step in range(3):
+        if step == 2:  # a schedule: the next step's learning rate
+            opt.lr = lr / 2
+            for g in topt.param_groups:
+                g["lr"] = lr / 2
+        grads = {k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in init.items()}
+        opt.step(grads)
+        for k, p in tp.items():
+            p.grad = torch.tensor(grads[k])
+        topt.step()
+        for k, p in tp.items():
+            tol = 2e-5 if params[k][1] == "f32" else 1e-12
+            got, want = np.asarray(opt.params[k]), p.detach().numpy()
+            assert got.dtype == want.dtype and got.shape == want.shape, k
+            np.testing.assert_allclose(
+                got, want, rtol=tol, atol=tol, err_msg=f"{k} step {step} {kind} {kw} {donate}"
+            )
