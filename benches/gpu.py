@@ -483,7 +483,7 @@ def main() -> int:
         ("map variants", lambda: map_variants(emit, RESULTS, bw)),
         ("grouped GEMM forms", lambda: gemm_forms(emit, RESULTS)),
         ("latency levers", lambda: latency_levers(emit, RESULTS)),  # PDL off/on, the waits
-        ("small GEMM A/B", lambda: small_gemm_ab(emit, RESULTS)),  # cuBLAS or generated
+        ("small GEMM A/B", lambda: small_gemm_ab(emit, RESULTS)),  # round 1 / round 2 kernels
     ):
         t0 = time.perf_counter()
         section(name, body)

@@ -6,7 +6,10 @@
    ``kinac.compile(workspaces/transformer, "block", target="cuda")`` called ``f(H, KV,
    *arrays)`` with torch CUDA tensors, as ``benches/latency_probe.py`` measures it (its method,
    copied): variants ``cublas`` (``KINAC_SMALL_GEMM=0`` while it compiles: today's lowering),
-   ``tc`` (``gpu-small-gemm``: 5 kernels), ``tc+pdl`` (the same, ``pdl=True``),
+   ``tc`` (``gpu-small-gemm``: 5 kernels, round 1's), ``tc+pdl-nopf`` (the same,
+   ``pdl=True``), round 2's: ``tc+pdl+pf`` (the entry's own operands prefetched into L2
+   before the PDL wait), ``+fold`` (the norm folded into the products), ``+m16`` (16-row
+   blocks for the 512 x 256 products), ``+fold+m16``,
    ``tc-norm-only`` (``KINAC_SMALL_GEMM=norm``: the norm-prologue kernels, the other products
    cuBLAS), ``tc-alone-only`` (``=alone``: the residual products only), each compiled
    without a disk cache; per call with a sync, pipelined, GPU per call (events, 20 back to
@@ -36,13 +39,22 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benches")]
 
 LINES: list[str] = []
 RES: dict[str, Any] = {}
+# round 2 (the kernels' own cost): every variant names each of its switches, so a changed
+# default cannot change what a row measures. "tc+pdl-nopf" is round 1's kernels exactly.
+_R1 = {"KINAC_SMALL_GEMM_PREFETCH": "0", "KINAC_SMALL_GEMM_FOLD": "0", "KINAC_SMALL_GEMM_M16": "0"}
+_PF = {**_R1, "KINAC_SMALL_GEMM_PREFETCH": "1"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "cublas": {"pdl": False, "env": "0"},
-    "tc": {"pdl": False, "env": "1"},
-    "tc+pdl": {"pdl": True, "env": "1"},
-    "tc-norm-only": {"pdl": False, "env": "norm"},
-    "tc-alone-only": {"pdl": False, "env": "alone"},
-}
+    "tc": {"pdl": False, "env": "1", "more": _R1},
+    "tc+pdl-nopf": {"pdl": True, "env": "1", "more": _R1},
+    "tc+pdl+pf": {"pdl": True, "env": "1", "more": _PF},
+    "tc+pdl+pf+fold": {"pdl": True, "env": "1", "more": {**_PF, "KINAC_SMALL_GEMM_FOLD": "1"}},
+    "tc+pdl+pf+m16": {"pdl": True, "env": "1", "more": {**_PF, "KINAC_SMALL_GEMM_M16": "1"}},
+    "tc+pdl+pf+fold+m16": {"pdl": True, "env": "1",
+                           "more": {**_PF, "KINAC_SMALL_GEMM_FOLD": "1", "KINAC_SMALL_GEMM_M16": "1"}},
+    "tc-norm-only": {"pdl": False, "env": "norm", "more": _R1},
+    "tc-alone-only": {"pdl": False, "env": "alone", "more": _R1},
+}  # fmt: skip
 SIZES = [(256, 256), (512, 256), (1024, 256), (512, 512), (1024, 512), (2048, 512),
          (4096, 512), (2048, 768), (4096, 768)]  # (M, N = K)  # fmt: skip
 CHAIN = 16  # products per entry call: y <- y @ w + x, so the GPU, not the host, sets the pace
@@ -60,8 +72,8 @@ SINK: list[Any] = []
 
 
 def small_gemm_ab(emit_to: Any, results: dict[str, Any]) -> None:
-    """``benches/gpu.py``'s section: the block's cuBLAS / generated / generated + PDL variants,
-    fewer rounds, and five crossover sizes."""
+    """``benches/gpu.py``'s section: the block's round-1 kernels (``tc+pdl-nopf``) against
+    round 2's variants (prefetch, fold, m16), fewer rounds, and two crossover sizes."""
     import torch
 
     SINK[:] = [emit_to]
@@ -69,10 +81,13 @@ def small_gemm_ab(emit_to: Any, results: dict[str, Any]) -> None:
     results["small_gemm_ab"] = RES
     saved_v, saved_s = dict(VARIANTS), list(SIZES)
     try:
-        emit("\n## Small products: cuBLAS or the generated tensor-core GEMM (benches/small_gemm_probe.py, short)\n")  # fmt: skip
-        for k in ("tc-norm-only", "tc-alone-only"):
+        emit("\n## Small products: the generated tensor-core GEMM, round 1 against round 2's variants (benches/small_gemm_probe.py, short)\n")  # fmt: skip
+        # round 2's variants against round 1's kernels (cuBLAS and the crossover: round 1's
+        # runs, docs/measurements/small_gemm_2026-12-02d.md), the section kept short: gpu.py
+        # runs under a time cap and this section is its last
+        for k in ("cublas", "tc", "tc-norm-only", "tc-alone-only"):
             VARIANTS.pop(k, None)
-        SIZES[:] = [(512, 256), (512, 512), (1024, 512), (2048, 512), (4096, 768)]
+        SIZES[:] = [(512, 256), (512, 512)]
         block_part(torch, 5, 100)
         crossover(torch)
     finally:
@@ -89,6 +104,9 @@ def build(torch: Any, ins: list[Any], h: int, kv: int) -> dict[str, dict[str, An
     for name, opts in VARIANTS.items():
         try:
             os.environ["KINAC_SMALL_GEMM"] = opts["env"]
+            for ek in _R1:
+                os.environ.pop(ek, None)
+            os.environ.update(opts.get("more", {}))
             t0 = time.perf_counter()
             f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda",
                               pdl=opts["pdl"], no_cache=True)  # fmt: skip
@@ -106,7 +124,8 @@ def build(torch: Any, ins: list[Any], h: int, kv: int) -> dict[str, dict[str, An
             out[name] = {"f": f, "y": y, "first_call_s": first, "steps": steps}
         except Exception:  # noqa: BLE001 - report and go on
             emit(f"variant {name} failed:\n```\n{traceback.format_exc()}```")
-    os.environ.pop("KINAC_SMALL_GEMM", None)
+    for ek in ("KINAC_SMALL_GEMM", *_R1):
+        os.environ.pop(ek, None)
     return out
 
 
@@ -119,12 +138,14 @@ def block_part(torch: Any, rounds: int, n: int) -> None:
     vs = build(torch, ins, h, kv)
     ref = block_torch(*(t.double() for t in ins), h, kv, causal_mask(SMALL["s"], torch.float64, "cuda"))  # type: ignore[call-arg]  # fmt: skip
     emit("## The small bf16 block through kinac.compile\n")
-    emit("| variant | first call (s) | rel L2 vs f64 | bit-identical to cublas | steps |")
-    emit("|---|---|---|---|---|")
+    emit("| variant | first call (s) | rel L2 vs f64 | bit-identical to cublas | to tc+pdl-nopf (round 1) | steps |")  # fmt: skip
+    emit("|---|---|---|---|---|---|")
+    r1 = vs.get("tc+pdl-nopf")
     for name, v in vs.items():
-        same = "cublas" in vs and bool(torch.equal(v["y"], vs["cublas"]["y"]))
+        same = "-" if "cublas" not in vs else bool(torch.equal(v["y"], vs["cublas"]["y"]))
+        same1 = "-" if r1 is None else bool(torch.equal(v["y"], r1["y"]))
         v["err"] = rel_l2(v["y"], ref)
-        emit(f"| {name} | {v['first_call_s']:.2f} | {v['err']:.2e} | {same} | {len(v['steps'])}: {'; '.join(v['steps'])} |")  # fmt: skip
+        emit(f"| {name} | {v['first_call_s']:.2f} | {v['err']:.2e} | {same} | {same1} | {len(v['steps'])}: {'; '.join(v['steps'])} |")  # fmt: skip
     RES["variants"] = {k: {"err": v["err"], "first_call_s": v["first_call_s"], "steps": v["steps"]} for k, v in vs.items()}  # fmt: skip
     sync = torch.cuda.synchronize
     cols = ("sync_us", "pipe_us", "events_us", "host_us")
