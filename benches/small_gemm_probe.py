@@ -169,6 +169,29 @@ def block_part(torch: Any, rounds: int, n: int) -> None:
         emit(f"| {name} | {m['sync_us']:.1f} | {m['pipe_us']:.1f} | {m['events_us']:.1f} | {m['host_us']:.2f} | {min(s['sync_us']):.1f}..{max(s['sync_us']):.1f} |")  # fmt: skip
     RES["per_call"] = med
     RES["samples"] = samples
+    per_kernel(vs, ins)
+
+
+def per_kernel(vs: dict[str, dict[str, Any]], ins: list[Any]) -> None:
+    """Each variant's steps, each replayed alone (``GpuEntry.profile``: 20 runs in a CUDA
+    graph, no neighbour to overlap): which kernel a variant made cheaper."""
+    emit("\n## Per kernel (us; each step replayed alone, 20 times in a CUDA graph; median of 3)\n")
+    rows: dict[str, list[float]] = {}
+    for name, v in vs.items():
+        try:
+            entry = next(iter(v["f"]._entries.values()))
+            runs = [[t * 1000 for _, t in entry.profile(*ins)] for _ in range(3)]
+            rows[name] = [statistics.median(x) for x in zip(*runs, strict=True)]
+        except Exception as ex:  # noqa: BLE001 - a diagnostic only
+            emit(f"{name}: not profiled ({type(ex).__name__}: {ex})")
+    if not rows:
+        return
+    width = max(len(r) for r in rows.values())
+    emit("| variant | " + " | ".join(f"step {i}" for i in range(width)) + " | sum |")
+    emit("|---|" + "---|" * (width + 1))
+    for name, r in rows.items():
+        emit(f"| {name} | " + " | ".join(f"{x:.2f}" for x in r) + f" | {sum(r):.1f} |")
+    RES["per_kernel_us"] = rows
 
 
 def crossover(torch: Any) -> None:
