@@ -1,0 +1,73 @@
+"""Findings of the reverse-mode adversary (2026-12-02d) outside its owner's files, kept as
+expected failures with their reproducer until the owning passes are fixed (the report lists
+them); each asserts the right answer, so a fix turns it into a pass.
+
+A row reduction fused into the map kernel that reads it (the host's ``row_fuse``, the GPU's
+``gpu-fuse-rows``) only compares shapes: the map's output must have the reduction's rows.
+When the map transposes its result (``(transpose (mul x (sum x :axis 1 :keepdims true)))``)
+the shapes agree exactly when the matrix is square, and the fusion is taken although the
+rows do not line up: the host lowering then stops with an internal compiler error ("reduce_sum
+cannot be recomputed inside a kernel"), the GPU lowering (on the CPU emulator) returns
+``x^T * rowsum(x)`` instead of ``(x * rowsum(x))^T``. Found by
+``test_adversary_grad.py::test_gradient_graph_gpu_lowering_emulated_equals_torch``: the
+gradient of an RMSNorm of a transposed parameter transposes a row-broadcast product back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from check_support import Workspace
+from gpu_support import run_emulated
+
+import kinac
+from kinac.check import DefnRef, specialise
+
+SRC = """(defn h [(x : (tensor f32 [2 2]))] -> (tensor f32 [2 2])
+  (transpose (mul x (sum x :axis 1 :keepdims true)) :perm [1 0]))
+(defn n [(x : (tensor f64 [2 2])) (w : (tensor f64 [2]))] -> f64
+  (sum (sum (rms-norm (transpose x :perm [1 0]) w) :axis 0) :axis 0))
+"""
+X = np.array([[1, 2], [3, 4]], np.float32)
+WANT = (X * X.sum(1, keepdims=True)).T  # [[3 21] [6 28]]; the GPU lowering gives [[3 9] [14 28]]
+
+
+@pytest.mark.xfail(reason="kinac/ir/host/row_fuse.py fuses a transposed row map (square): ICE")
+def test_host_transposed_row_map_square(tmp_path: Path) -> None:
+    (tmp_path / "t.kina").write_text(SRC)
+    np.testing.assert_array_equal(kinac.compile(tmp_path / "t.kina", "h")(X), WANT)
+
+
+@pytest.mark.xfail(reason="kinac/ir/gpu/fuse_rows.py fuses a transposed row map (square)")
+def test_gpu_transposed_row_map_square_emulated() -> None:
+    ws = Workspace({"t.kina": SRC})
+    g = specialise(DefnRef("t.kina", "h"), {}, {}, ws.env).graph
+    assert g is not None
+    np.testing.assert_array_equal(run_emulated(g, X)[0], WANT)
+
+
+@pytest.mark.xfail(reason="kinac/ir/gpu/fuse_rows.py: the gradient's transposed row map")
+def test_gpu_gradient_of_rms_norm_of_a_transpose_emulated() -> None:
+    from kinac.grad.transform import value_and_grad
+
+    ws = Workspace({"t.kina": '(import "std/nn.kina")\n' + SRC})
+    g = specialise(DefnRef("t.kina", "n"), {}, {}, ws.env).graph
+    assert g is not None
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((2, 2)), rng.standard_normal(2)
+    _, gx = run_emulated(value_and_grad(g, ["x"]), x, w)
+    h = 1e-6
+    want = np.zeros_like(x)
+    for i in np.ndindex(2, 2):  # central differences of the float64 loss
+        d = np.zeros_like(x)
+        d[i] = h
+        f = [
+            float(
+                ((t := (x + s * d).T) / np.sqrt((t * t).mean(-1, keepdims=True) + 1e-6) * w).sum()
+            )
+            for s in (1, -1)
+        ]
+        want[i] = (f[0] - f[1]) / (2 * h)
+    np.testing.assert_allclose(gx, want, rtol=1e-6, atol=1e-8)
