@@ -8,8 +8,9 @@
    copied): variants ``cublas`` (``KINAC_SMALL_GEMM=0`` while it compiles: today's lowering),
    ``tc`` (``gpu-small-gemm``: 5 kernels, round 1's), ``tc+pdl-nopf`` (the same,
    ``pdl=True``), round 2's: ``tc+pdl+pf`` (the entry's own operands prefetched into L2
-   before the PDL wait), ``+fold`` (the norm folded into the products), ``+m16`` (16-row
-   blocks for the 512 x 256 products), ``+fold+m16``,
+   before the PDL wait), ``+early`` (the residual loaded with the tile copies: round 2's
+   defaults), then on top of those ``+fold`` (the norm folded into the products), ``+m16``
+   (16-row blocks for the 512 x 256 products), ``+fold+m16``,
    ``tc-norm-only`` (``KINAC_SMALL_GEMM=norm``: the norm-prologue kernels, the other products
    cuBLAS), ``tc-alone-only`` (``=alone``: the residual products only), each compiled
    without a disk cache; per call with a sync, pipelined, GPU per call (events, 20 back to
@@ -41,16 +42,19 @@ LINES: list[str] = []
 RES: dict[str, Any] = {}
 # round 2 (the kernels' own cost): every variant names each of its switches, so a changed
 # default cannot change what a row measures. "tc+pdl-nopf" is round 1's kernels exactly.
-_R1 = {"KINAC_SMALL_GEMM_PREFETCH": "0", "KINAC_SMALL_GEMM_FOLD": "0", "KINAC_SMALL_GEMM_M16": "0"}
-_PF = {**_R1, "KINAC_SMALL_GEMM_PREFETCH": "1"}
+_R1 = {"KINAC_SMALL_GEMM_PREFETCH": "0", "KINAC_SMALL_GEMM_EARLY": "0",
+       "KINAC_SMALL_GEMM_FOLD": "0", "KINAC_SMALL_GEMM_M16": "0"}  # fmt: skip
+_PF0 = {**_R1, "KINAC_SMALL_GEMM_PREFETCH": "1"}
+_PF = {**_PF0, "KINAC_SMALL_GEMM_EARLY": "1"}  # round 2's defaults
 VARIANTS: dict[str, dict[str, Any]] = {
     "cublas": {"pdl": False, "env": "0"},
     "tc": {"pdl": False, "env": "1", "more": _R1},
     "tc+pdl-nopf": {"pdl": True, "env": "1", "more": _R1},
-    "tc+pdl+pf": {"pdl": True, "env": "1", "more": _PF},
-    "tc+pdl+pf+fold": {"pdl": True, "env": "1", "more": {**_PF, "KINAC_SMALL_GEMM_FOLD": "1"}},
-    "tc+pdl+pf+m16": {"pdl": True, "env": "1", "more": {**_PF, "KINAC_SMALL_GEMM_M16": "1"}},
-    "tc+pdl+pf+fold+m16": {"pdl": True, "env": "1",
+    "tc+pdl+pf": {"pdl": True, "env": "1", "more": _PF0},
+    "tc+pdl+pf+early": {"pdl": True, "env": "1", "more": _PF},
+    "tc+pdl+pf+early+fold": {"pdl": True, "env": "1", "more": {**_PF, "KINAC_SMALL_GEMM_FOLD": "1"}},
+    "tc+pdl+pf+early+m16": {"pdl": True, "env": "1", "more": {**_PF, "KINAC_SMALL_GEMM_M16": "1"}},
+    "tc+pdl+pf+early+fold+m16": {"pdl": True, "env": "1",
                            "more": {**_PF, "KINAC_SMALL_GEMM_FOLD": "1", "KINAC_SMALL_GEMM_M16": "1"}},
     "tc-norm-only": {"pdl": False, "env": "norm", "more": _R1},
     "tc-alone-only": {"pdl": False, "env": "alone", "more": _R1},

@@ -5,6 +5,7 @@ boundaries, odd shapes left to cuBLAS, and each kernel through ``ptxas`` (no spi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,7 @@ def test_size_rule_boundaries() -> None:
 def test_variant_switches(monkeypatch: pytest.MonkeyPatch) -> None:
     """KINAC_SMALL_GEMM_FOLD / _M16: the folded norm and 16-row blocks for small grids, only
     where asked (and the defaults the rule names)."""
-    for name, default in (("FOLD", rule.FOLD), ("M16", rule.M16)):
+    for name, default in (("FOLD", rule.FOLD), ("M16", rule.M16), ("EARLY", rule.EARLY)):
         monkeypatch.delenv(f"KINAC_SMALL_GEMM_{name}", raising=False)
         assert rule.switch(name, default) is default
     monkeypatch.setenv("KINAC_SMALL_GEMM_M16", "1")
@@ -85,6 +86,17 @@ def test_variant_switches(monkeypatch: pytest.MonkeyPatch) -> None:
     assert rule.block_m(512, 256) == 32
     p = rule.choose("bf16", 512, 256, (256,), "", True)
     assert p is not None and not p.fold
+    early = rule.choose("bf16", 512, 256, (256,), "residual")
+    assert early is not None and early.early_res is rule.EARLY
+    monkeypatch.setenv("KINAC_SMALL_GEMM_EARLY", "0")
+    assert not rule.choose("bf16", 512, 256, (256,), "residual").early_res  # type: ignore[union-attr]
+    placed = replace(early, args=(0, 1, 2), n_inputs=3)
+    _, body = kernel_ir(replace(placed, early_res=True), "k")
+    _, late = kernel_ir(replace(placed, early_res=False), "k")
+    # the residual's 16 loads a lane: before the products' loop (early) or after it
+    for text, before in ((body, 16), (late, 0)):
+        head = text.split("mm:", 1)[0]
+        assert head.count("load <2 x bfloat>, ptr addrspace(1)") == before
 
 
 @pytest.mark.parametrize(("graph", "tc"), [

@@ -138,13 +138,13 @@ def reference(p: SmallGemmParams, ins: list[np.ndarray]) -> np.ndarray:
 CASES = {
     # two weights side by side from one launch (q and k, say), the norm as prologue
     "norm-qk": SmallGemmParams(
-        "bf16", 32, 128, (64, 64), 32, "", True, 1e-6, (0, 1, 2, 3), 4, ksplit=2,
+        "bf16", 32, 128, (64, 64), 16, "", True, 1e-6, (0, 1, 2, 3), 4, ksplit=2,
         prefetch=("a", "w", "wn"),
-    ),
+    ),  # 16-row blocks: a warp's row block, 8 threads a row in the norm
     "residual": SmallGemmParams(
-        "bf16", 96, 192, (64,), 32, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2,
-        prefetch=("a", "w", "res"),
-    ),  # 3 groups over 2 warps: the last round has one; 3 row blocks share the weight's lines
+        "bf16", 64, 192, (64,), 32, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2,
+        prefetch=("a", "w", "res"), early_res=True,
+    ),  # 3 groups over 2 warps: the last round has one; 2 row blocks share the weight's lines
     "norm-swiglu": SmallGemmParams(
         "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4,
         prefetch=("w", "wn"),
@@ -156,13 +156,11 @@ CASES = {
     "fold-swiglu": SmallGemmParams(
         "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4, fold=True,
     ),
-    # 16-row blocks (more blocks for a small grid): one warp row, the k split over 4 / 2 warps
-    "m16-norm": SmallGemmParams(
-        "bf16", 32, 256, (64,), 16, "", True, 1e-6, (0, 1, 2), 3, ksplit=4, prefetch=("a", "wn"),
-    ),
+    # 16-row blocks sharing the weight's lines unevenly
     "m16-residual": SmallGemmParams(
-        "bf16", 32, 192, (64,), 16, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2,
-    ),
+        "bf16", 48, 128, (64,), 16, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2,
+        prefetch=("w",),
+    ),  # 3 row blocks share the weight's 128 lines: 43, 43, 42
 }  # fmt: skip
 
 

@@ -117,8 +117,9 @@ def test_small_block_through_kinac_compile_against_float64() -> None:
 
 
 def test_round_two_variants_of_the_small_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The L2 prefetches and 16-row blocks change no bit of the block's output (round 1's
-    kernels, KINAC_SMALL_GEMM_PREFETCH=0, are the reference); the folded norm rounds
+    """The L2 prefetches, the early residual loads and 16-row blocks change no bit of the
+    block's output (round 1's kernels, KINAC_SMALL_GEMM_PREFETCH=0 and _EARLY=0, are the
+    reference); the folded norm rounds
     ``x w`` instead of ``x / rms w``: within 1e-2 of float64 and near round 1's output."""
     from kinac.ir.testing import block_graph
 
@@ -129,6 +130,7 @@ def test_round_two_variants_of_the_small_block(monkeypatch: pytest.MonkeyPatch) 
                 "fold": ("1", "1", "0"), "fold+m16": ("1", "1", "1")}  # fmt: skip
     for name, (pf, fold, m16) in variants.items():
         monkeypatch.setenv("KINAC_SMALL_GEMM_PREFETCH", pf)
+        monkeypatch.setenv("KINAC_SMALL_GEMM_EARLY", pf)  # with the prefetches: round 2's
         monkeypatch.setenv("KINAC_SMALL_GEMM_FOLD", fold)
         monkeypatch.setenv("KINAC_SMALL_GEMM_M16", m16)
         lw = lower_graph_gpu(block_graph(dtype="bf16"))

@@ -66,6 +66,9 @@ class SmallGemmParams:
     # read, each row's sum of squares taken from them, 1/rms applied to the accumulators (no
     # wait for the whole tile, no pass over it; rounding: round(x w) / rms, not round(x / rms w))
     fold: bool = False
+    # the residual's loads issued right after the tile copies (their L2 round trip under the
+    # copies and the products), not in the epilogue after the k split's sum
+    early_res: bool = False
 
     @property
     def n_out(self) -> int:
@@ -457,7 +460,9 @@ class _GemmEmitter(_Emitter):
                 out[j] = f.v(f"fadd float {out[j]}, {v}")
         return out
 
-    def store(self, acc: list[list[str]]) -> None:
+    def out_offsets(self) -> list[tuple[int, int, str]]:
+        """``(half, dn, byte offset)`` of each output pair this lane stores (rows ``g`` and
+        ``g + 8`` of its warp's 16, columns ``8 dn + 2t``, ``+1``)."""
         f, p = self.f, self.gp
         lane = self.lane
         g = f.v(f"lshr i32 {lane}, 2")
@@ -465,28 +470,46 @@ class _GemmEmitter(_Emitter):
         w16 = f.v(f"shl i32 {self.rb}, 4")
         r0 = f.v(f"add i32 {f.v(f'add i32 {self.m0}, {w16}')}, {g}")
         colb = f.v(f"add i32 {self.n0}, {t2}")
+        out = []
         for half in range(2):
             r = f.v(f"add i32 {r0}, {8 * half}")
             rb = f.v(f"mul i64 {f.v(f'zext i32 {r} to i64')}, {p.n_out}")
             for dn in range(BLOCK_N // 8):
                 col = f.v(f"add i32 {colb}, {8 * dn}")
                 e = f.v(f"add i64 {rb}, {f.v(f'zext i32 {col} to i64')}")
-                off = f.v(f"shl i64 {e}, 1")
-                i0, i1 = 4 * dn + 2 * half, 4 * dn + 2 * half + 1
-                if p.epilogue == "swiglu":
-                    y0 = self.silu_mul(acc[0][i0], acc[1][i0])
-                    y1 = self.silu_mul(acc[0][i1], acc[1][i1])
-                else:
-                    y0, y1 = acc[0][i0], acc[0][i1]
-                if p.epilogue == "residual":
+                out.append((half, dn, f.v(f"shl i64 {e}, 1")))
+        return out
+
+    def residual_loads(self) -> dict[tuple[int, int], str]:
+        """The residual's pairs this lane adds, loaded now (``early_res``)."""
+        f, p = self.f, self.gp
+        out = {}
+        for half, dn, off in self.out_offsets():
+            rp = f.v(f"getelementptr i8, ptr addrspace(1) %in{p.args[-1]}, i64 {off}")
+            out[half, dn] = f.v(f"load {self.vecty}, ptr addrspace(1) {rp}, align 4")
+        return out
+
+    def store(self, acc: list[list[str]]) -> None:
+        f, p = self.f, self.gp
+        early: dict[tuple[int, int], str] = getattr(self, "res_early", {})
+        for half, dn, off in self.out_offsets():
+            i0, i1 = 4 * dn + 2 * half, 4 * dn + 2 * half + 1
+            if p.epilogue == "swiglu":
+                y0 = self.silu_mul(acc[0][i0], acc[1][i0])
+                y1 = self.silu_mul(acc[0][i1], acc[1][i1])
+            else:
+                y0, y1 = acc[0][i0], acc[0][i1]
+            if p.epilogue == "residual":
+                rv = early.get((half, dn))
+                if rv is None:
                     rp = f.v(f"getelementptr i8, ptr addrspace(1) %in{p.args[-1]}, i64 {off}")
                     rv = f.v(f"load {self.vecty}, ptr addrspace(1) {rp}, align 4")
-                    rf = f.v(f"fpext {self.vecty} {rv} to <2 x float>")
-                    y0 = f.v(f"fadd float {y0}, {f.v(f'extractelement <2 x float> {rf}, i32 0')}")
-                    y1 = f.v(f"fadd float {y1}, {f.v(f'extractelement <2 x float> {rf}, i32 1')}")
-                v = self.pack(y0, y1)
-                op = f.v(f"getelementptr i8, ptr addrspace(1) %out, i64 {off}")
-                f.do(f"store {self.opty} {v}, ptr addrspace(1) {op}, align 4")
+                rf = f.v(f"fpext {self.vecty} {rv} to <2 x float>")
+                y0 = f.v(f"fadd float {y0}, {f.v(f'extractelement <2 x float> {rf}, i32 0')}")
+                y1 = f.v(f"fadd float {y1}, {f.v(f'extractelement <2 x float> {rf}, i32 1')}")
+            v = self.pack(y0, y1)
+            op = f.v(f"getelementptr i8, ptr addrspace(1) %out, i64 {off}")
+            f.do(f"store {self.opty} {v}, ptr addrspace(1) {op}, align 4")
 
     # ---- L2 prefetches before the PDL wait ---------------------------------------------------
     def prefetches(self) -> list[str]:
@@ -618,6 +641,8 @@ class _GemmEmitter(_Emitter):
         self.rb = f.v(f"urem i32 {self.warp}, {rbs}")
         self.kp = f.v(f"udiv i32 {self.warp}, {rbs}")
         self.arow = f.v(f"add i32 {f.v(f'shl i32 {self.rb}, 4')}, {self.ra}")
+        if p.early_res and p.epilogue == "residual":
+            self.res_early = self.residual_loads()
         nacc = BLOCK_N // 2
         self.t2 = f.v(f"shl i32 {f.v(f'and i32 {lane}, 3')}, 1")
         if p.norm and not p.fold:  # every group first: the norm needs whole rows

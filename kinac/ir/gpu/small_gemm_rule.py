@@ -36,6 +36,7 @@ DTYPES = ("bf16", "f16")
 # benches/small_gemm_probe.py): the norm folded into the products, 16-row blocks for small grids
 FOLD = False
 M16 = False
+EARLY = True  # the residual loaded with the tile copies (bit-identical; KINAC_SMALL_GEMM_EARLY)
 PARTS = ("norm", "alone")  # the fusions with a norm prologue; products on their own
 
 
@@ -76,10 +77,12 @@ def choose(
     if 2 * m * k * sum(ns) > limit or m % 32 or n_out % BLOCK_N:
         return None
     fold = norm and switch("FOLD", FOLD)
+    early = epilogue == "residual" and switch("EARLY", EARLY)
     for ks in (4, 2, 1):  # the most warps (up to 8) a row block's k is split over
         p = SmallGemmParams(
-            dtype, m, k, ns, block_m(m, n_out), epilogue, norm, ksplit=ks, fold=fold
-        )
+            dtype, m, k, ns, block_m(m, n_out), epilogue, norm, ksplit=ks, fold=fold,
+            early_res=early,
+        )  # fmt: skip
         if check_params(p) is None:
             return p
     return None
