@@ -12,6 +12,7 @@ import pytest
 from goldens import compare
 from small_gemm_cases import norm_product, norm_swiglu, norm_two_multiplied, residual
 
+from kinac.artifacts.gpu import GpuKernel
 from kinac.codegen.ptx import compile_ptx, ptx_resources
 from kinac.ir.gpu import small_gemm_rule as rule
 from kinac.ir.gpu.pipeline import gpu_module, lower_graph_gpu, print_ir
@@ -19,6 +20,7 @@ from kinac.ir.gpu.small_gemm_kernel import SmallGemmParams, kernel_ir, lower_sma
 from kinac.ir.gpu.stitch import kernel_module
 from kinac.ir.testing import block_graph
 from kinac.rt.cuda.module import waiting_kernels
+from kinac.rules.codec import encode
 from kinac.tir.graph import Graph
 
 GOLDEN = Path(__file__).parent / "golden" / "lower" / "small_gemm"
@@ -131,6 +133,27 @@ def test_small_block_kernels_through_ptxas() -> None:
         r = res.get(name, {})
         if res:  # ptxas installed
             assert r["spill_stores"] == 0 and r["stack"] == 0 and r["registers"] <= 128, (name, r)
+
+
+def test_round_two_variants_through_ptxas() -> None:
+    """The folded norm (bf16 q/k/v-like and f16 swiglu) and a 16-row residual kernel with the
+    early residual and every prefetch: ptxas takes them, no spills, sane registers."""
+    qkv = SmallGemmParams("bf16", 512, 256, (256, 128, 128), 32, "", True, 1e-6,
+                          (0, 1, 2, 3, 4), 5, 4, ("a", "w", "wn"), fold=True)  # fmt: skip
+    sw = SmallGemmParams("f16", 512, 256, (704, 704), 64, "swiglu", True, 1e-6, (0, 1, 2, 3), 4,
+                         2, ("w", "wn"), fold=True)  # fmt: skip
+    res = SmallGemmParams("bf16", 512, 256, (256,), 16, "residual", False, 0.0, (0, 1, 2), 3,
+                          4, ("a", "w", "res"), early_res=True)  # fmt: skip
+    codes = [
+        lower_small_gemm(GpuKernel(f"k{i}", encode(p).decode(), 0, "small_gemm"))
+        for i, p in enumerate((qkv, sw, res))
+    ]
+    ir = kernel_module(codes)
+    ptx = compile_ptx(ir, "sm_90")
+    res_ = ptx_resources(ptx, "sm_90")
+    assert len(waiting_kernels(ptx)) == 3  # the prefetches keep PDL
+    for r in res_.values():
+        assert r["spill_stores"] == 0 and r["stack"] == 0 and r["registers"] <= 128, r
 
 
 def test_kernel_parameters_shared_memory() -> None:
