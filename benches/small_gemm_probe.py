@@ -7,8 +7,8 @@
    *arrays)`` with torch CUDA tensors, as ``benches/latency_probe.py`` measures it (its method,
    copied): variants ``cublas`` (``KINAC_SMALL_GEMM=0`` while it compiles: today's lowering),
    ``tc`` (``gpu-small-gemm``: 5 kernels, round 1's), ``tc+pdl-nopf`` (the same,
-   ``pdl=True``), round 2's: ``tc+pdl+pf`` (the entry's own operands prefetched into L2
-   before the PDL wait), ``+early`` (the residual loaded with the tile copies: round 2's
+   ``pdl=True``), round 2's: ``tc+pdl+pf`` (the weights prefetched into L2 before the PDL
+   wait), ``+early`` (the residual loaded with the tile copies: round 2's
    defaults), then on top of those ``+fold`` (the norm folded into the products), ``+m16``
    (16-row blocks for the 512 x 256 products), ``+fold+m16``,
    ``tc-norm-only`` (``KINAC_SMALL_GEMM=norm``: the norm-prologue kernels, the other products

@@ -220,9 +220,9 @@ def _place(p: SmallGemmParams, inputs: list[SSAValue], a: SSAValue, ws: list[SSA
         pos.append(inputs.index(wn))
     if res is not None:
         pos.append(inputs.index(res))
-    roles = {"a": [a], "w": ws, "wn": [wn] if wn is not None else [],
-             "res": [res] if res is not None else []}  # fmt: skip
-    pf = tuple(r for r, vs in roles.items() if vs and all(_true_input(v) for v in vs))
+    # the weights and the norm weight: prefetched into L2 before the PDL wait (see
+    # prefetch_enabled for why by role and not by where an operand comes from)
+    pf = ("w", "wn") if wn is not None else ("w",)
     if not prefetch_enabled():
         pf = ()
     return replace(p, eps=eps, args=tuple(pos), n_inputs=len(inputs), prefetch=pf)
@@ -230,15 +230,15 @@ def _place(p: SmallGemmParams, inputs: list[SSAValue], a: SSAValue, ws: list[SSA
 
 def prefetch_enabled() -> bool:
     """``KINAC_SMALL_GEMM_PREFETCH=0``: no L2 prefetch before the PDL wait (a measuring
-    switch, as ``KINAC_SMALL_GEMM``: compile without the disk cache)."""
+    switch, as ``KINAC_SMALL_GEMM``: compile without the disk cache).
+
+    Which operands: the weights (and the norm weight), by their role in the product, not by
+    whether they are arguments of the function being lowered: an entry cut into pieces lowers
+    each piece as a function of its own, whose arguments include the whole entry's
+    intermediates, and a piece must lower to exactly what the whole entry does
+    (``tests/test_gpu_kernels_incremental.py``). A prefetch changes no value, so one of a
+    weight some earlier kernel computes is only wasted, never wrong (docs/gpu.md)."""
     return os.environ.get("KINAC_SMALL_GEMM_PREFETCH", "").strip() != "0"
-
-
-def _true_input(v: SSAValue) -> bool:
-    """``v`` is an argument of the entry: no kernel of the entry writes it (kernels define new
-    values; the in-place optimizer kernels are a separate function, never rewritten here), so
-    its lines may be fetched into L2 before the wait and still be what the kernel reads."""
-    return isinstance(v, BlockArgument) and isinstance(v.owner.parent_op(), func.FuncOp)
 
 
 def _reads_sliceable(consumer: Operation) -> bool:
