@@ -17,7 +17,9 @@ saved, and the ``silu * mul`` map with gate/up), ``M`` is a multiple of 32, ``K`
 ``N`` of 64, and its tiles fit the
 shared memory (:func:`kinac.ir.gpu.small_gemm_kernel.check_params`). ``KINAC_SMALL_GEMM=0``
 turns the pass off, ``=norm`` or ``=alone`` keeps one kind of rewrite (measuring switches: use
-a fresh cache directory with them, the lowering's cache does not know them).
+a fresh cache directory with them, the lowering's cache does not know them). Round 2's kernel
+variants have switches of their own, the same kind (``KINAC_SMALL_GEMM_PREFETCH``, ``_EARLY``,
+``_FOLD``, ``_M16``: :func:`switch`, the defaults below; docs/gpu.md, "Round 2").
 """
 
 from __future__ import annotations
