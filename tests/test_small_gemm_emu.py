@@ -109,11 +109,19 @@ def run_kernel(p: SmallGemmParams, *inputs: np.ndarray) -> np.ndarray:
     return o
 
 
+DTYPE = ["bf16"]  # the dtype bf/val round to (the case's: set by the test)
+
+
 def bf(x: np.ndarray) -> np.ndarray:
+    """``x`` rounded to the case's dtype, as its bit patterns."""
+    if DTYPE[0] == "f16":
+        return np.asarray(x, dtype=np.float16).view(np.uint16)
     return f32_to_bf16(x.astype(np.float32))
 
 
 def val(h: np.ndarray) -> np.ndarray:
+    if DTYPE[0] == "f16":
+        return h.view(np.float16).astype(np.float64)
     return bf16_to_f32(h).astype(np.float64)
 
 
@@ -153,9 +161,9 @@ CASES = {
     "fold-qk": SmallGemmParams(
         "bf16", 32, 192, (64, 64), 32, "", True, 1e-6, (0, 1, 2, 3), 4, ksplit=2, fold=True,
     ),
-    "fold-swiglu": SmallGemmParams(
-        "bf16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4, fold=True,
-    ),
+    "fold-swiglu-f16": SmallGemmParams(
+        "f16", 32, 128, (64, 64), 32, "swiglu", True, 1e-6, (0, 1, 2, 3), 4, fold=True,
+    ),  # f16 fragments are <2 x half>, not i32
     # 16-row blocks sharing the weight's lines unevenly
     "m16-residual": SmallGemmParams(
         "bf16", 48, 128, (64,), 16, "residual", False, 0.0, (0, 1, 2), 3, ksplit=2,
@@ -168,6 +176,7 @@ CASES = {
 def test_small_gemm_on_cpu(case: str) -> None:
     p = CASES[case]
     assert check_params(p) is None
+    DTYPE[0] = p.dtype
     rng = np.random.default_rng(7)
     ins = [bf(rng.standard_normal((p.m, p.k)))]
     ins += [bf(rng.standard_normal((p.k, n)) / np.sqrt(p.k)) for n in p.ns]
