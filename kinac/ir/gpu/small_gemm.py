@@ -222,7 +222,7 @@ def _place(p: SmallGemmParams, inputs: list[SSAValue], a: SSAValue, ws: list[SSA
         pos.append(inputs.index(res))
     # the weights and the norm weight: prefetched into L2 before the PDL wait (see
     # prefetch_enabled for why by role and not by where an operand comes from)
-    pf = ("w", "wn") if wn is not None else ("w",)
+    pf: tuple[str, ...] = ("w", "wn") if wn is not None else ("w",)
     if not prefetch_enabled():
         pf = ()
     return replace(p, eps=eps, args=tuple(pos), n_inputs=len(inputs), prefetch=pf)
