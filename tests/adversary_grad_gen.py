@@ -73,8 +73,10 @@ class GradProg(Prog):
         ]
 
     def wrt(self) -> list[str]:
+        """The parameters to differentiate: every float one, or the drawn subset in its drawn
+        order (the gradients come back in ``wrt``'s order, not the signature's)."""
         every = [n for n, _, dt in self.params if dt == "T"]
-        return [n for n in every if self.wrt_subset is None or n in self.wrt_subset] or every
+        return list(self.wrt_subset) if self.wrt_subset else every
 
 
 class GradGen(Gen):

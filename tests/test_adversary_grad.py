@@ -27,6 +27,10 @@ from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 TOL = {"f64": 1e-6, "f32": 2e-3, "f16": 5e-2, "bf16": 0.3}
 # the hunt may widen the dtypes: ADV_GRAD_DTYPES=f16,bf16 (kinac computes the backward in them)
 DTYPES = tuple(os.environ.get("ADV_GRAD_DTYPES", "f64,f32").split(","))
+DEPTH = int(os.environ.get("ADV_GRAD_DEPTH", "4"))  # the hunt may draw deeper programs
+# ops the emulated-GPU hunt leaves out past a known finding (ADV_GRAD_SKIP=transpose: the
+# transposed row map of tests/test_adversary_grad_findings.py)
+SKIP = set(filter(None, os.environ.get("ADV_GRAD_SKIP", "").split(",")))
 
 
 def _settings(n: int) -> Any:
@@ -74,7 +78,7 @@ def torch_grads(p: GradProg, ins: list[np.ndarray]) -> tuple[float, dict[str, np
 
 
 @_settings(4)
-@given(grad_programs(dtypes=DTYPES), seeds)
+@given(grad_programs(dtypes=DTYPES, max_depth=DEPTH), seeds)
 def test_value_and_grad_equals_torch_autograd(
     tmp_path_factory: Any, p: GradProg, seed: int
 ) -> None:
@@ -153,6 +157,7 @@ def test_gradient_graph_gpu_lowering_emulated_equals_torch(p: GradProg, seed: in
     from kinac.check import DefnRef, specialise
     from kinac.grad.transform import value_and_grad
 
+    assume(not SKIP.intersection(p.ops))
     ws = Workspace({"p.kina": p.source()})
     dims = {d.expr: d.val for _, s, _ in p.params for d in s if re.fullmatch(r"N\d+", d.expr)}
     sp = specialise(DefnRef("p.kina", "f"), dims, {"T": p.dtype} if p.dtype_var else {}, ws.env)
