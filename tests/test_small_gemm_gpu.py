@@ -126,8 +126,9 @@ def test_round_two_variants_of_the_small_block(monkeypatch: pytest.MonkeyPatch) 
     ins = block_inputs(SMALL, torch.bfloat16)
     ref = block_torch(*(t.double() for t in ins), SMALL["h"], SMALL["kv"], causal_mask(SMALL["s"], torch.float64, "cuda"))  # type: ignore[call-arg]  # fmt: skip
     outs: dict[str, Any] = {}
-    variants = {"r1": ("0", "0", "0"), "pf": ("1", "0", "0"), "m16": ("1", "0", "1"),
-                "fold": ("1", "1", "0"), "fold+m16": ("1", "1", "1")}  # fmt: skip
+    # three lowerings (the GPU suite runs under a time limit): the bit-identical changes
+    # together, then the fold on top of them
+    variants = {"r1": ("0", "0", "0"), "pf+early+m16": ("1", "0", "1"), "fold+m16": ("1", "1", "1")}
     for name, (pf, fold, m16) in variants.items():
         monkeypatch.setenv("KINAC_SMALL_GEMM_PREFETCH", pf)
         monkeypatch.setenv("KINAC_SMALL_GEMM_EARLY", pf)  # with the prefetches: round 2's
