@@ -23,6 +23,9 @@ for the weights), 16-byte chunks XOR-swizzled by ``row % 8``. The tile helpers (
 ``mma``, packing, swizzled addresses) are the attention kernel's (:mod:`attention_kernel`).
 Shapes are compile-time constants: ``M % block_m == 0``, ``K % 64 == 0``, each ``N_i % 64 ==
 0`` (the selection rule, :mod:`kinac.ir.gpu.small_gemm_rule`, takes no other product).
+Round 2's variants (docs/gpu.md): the weights prefetched into L2 before the PDL wait, the
+residual loaded early, the norm folded into the products (:mod:`small_gemm_prologue`), and
+16-row blocks.
 """
 
 from __future__ import annotations
