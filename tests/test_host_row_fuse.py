@@ -94,3 +94,15 @@ def test_a_reduction_read_twice_or_over_columns_stays_a_kernel() -> None:
     np.testing.assert_allclose(
         compiled(cols)(xs), xs - xs.sum(0, keepdims=True), rtol=1e-5, atol=1e-5
     )
+
+
+def test_a_reduction_read_through_a_view_stays_a_kernel() -> None:
+    """``x + reshape(sum(x, -1, keepdims), [n])`` reads row ``j``'s sum in row ``i``: not a
+    row's own reduction, so the kernels stay apart (fused, it raised an internal error)."""
+    g = GraphBuilder("view")
+    x = g.param("x", "f32", (6, 6))
+    r = g.reduce("reduce_sum", x, -1, keepdims=True)
+    graph = g.build(g.binary("add", x, g.reshape(r, (6,))))
+    assert _kernels(graph).count('"kina.kernel"') == 2
+    xs = np.random.default_rng(8).standard_normal((6, 6)).astype(np.float32)
+    np.testing.assert_allclose(compiled(graph)(xs), xs + xs.sum(-1), rtol=1e-5, atol=1e-5)

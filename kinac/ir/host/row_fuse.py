@@ -20,6 +20,7 @@ from xdsl.ir import Block, Region, SSAValue
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, shape_of
 from kinac.ir.fuse_kernels import copy_op
+from kinac.ir.views import VIEWS
 
 ENABLED = True  # False: the two kernels stay (as before 2026-12-02d; benches/cpu_ab.py rows=0)
 
@@ -57,7 +58,28 @@ def _fusable(r: st.KernelOp, m: st.KernelOp) -> bool:
         return False  # one reduction a kernel
     rows = shape_of(red.result.type)[:-1]
     out = shape_of(_root(m).type)
-    return len(out) == len(rows) + 1 and tuple(out[:-1]) == tuple(rows) and out[-1] > 1
+    if len(out) != len(rows) + 1 or tuple(out[:-1]) != tuple(rows) or out[-1] == 1:
+        return False
+    arg = m.body.block.args[list(m.inputs).index(r.results[0])]
+    return _elementwise_only(arg)
+
+
+def _elementwise_only(v: SSAValue) -> bool:
+    """Whether every op reading ``v`` (and what is computed from it) in the map's body is
+    elementwise: each reads the reduced value at its own row (index ``[*row, 0]``), where the
+    fused lowering keeps it. A view (a reshape, a transpose) would read another row's."""
+    todo, seen = [v], set()
+    while todo:
+        x = todo.pop()
+        for use in x.uses:
+            op = use.operation
+            if isinstance(op, st.YieldOp) or op in seen:
+                continue
+            if isinstance(op, VIEWS) or not op.results:
+                return False
+            seen.add(op)
+            todo.extend(op.results)
+    return True
 
 
 def fuse_row_reductions(fn: func.FuncOp) -> None:
