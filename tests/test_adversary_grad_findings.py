@@ -40,7 +40,6 @@ def test_host_transposed_row_map_square(tmp_path: Path) -> None:
     np.testing.assert_array_equal(kinac.compile(tmp_path / "t.kina", "h")(X), WANT)
 
 
-@pytest.mark.xfail(reason="kinac/ir/gpu/fuse_rows.py fuses a transposed row map (square)")
 def test_gpu_transposed_row_map_square_emulated() -> None:
     ws = Workspace({"t.kina": SRC})
     g = specialise(DefnRef("t.kina", "h"), {}, {}, ws.env).graph
@@ -48,7 +47,6 @@ def test_gpu_transposed_row_map_square_emulated() -> None:
     np.testing.assert_array_equal(run_emulated(g, X)[0], WANT)
 
 
-@pytest.mark.xfail(reason="kinac/ir/gpu/fuse_rows.py: the gradient's transposed row map")
 def test_gpu_gradient_of_rms_norm_of_a_transpose_emulated() -> None:
     from kinac.grad.transform import value_and_grad
 

@@ -124,8 +124,28 @@ def can_fuse(a: st.KernelOp, b: st.KernelOp) -> bool:
             continue
         if shape_of(blk_arg.type) not in (rows, (*lead, 1)):
             return False
-        if any(not isinstance(use.operation, ELEMENTWISE) for use in blk_arg.uses):
+        if not elementwise_to_yield(blk_arg):
             return False
+    return True
+
+
+def elementwise_to_yield(v: SSAValue) -> bool:
+    """Whether every op between ``v`` and the kernel's yield is elementwise, so the map's
+    output at an index reads ``v`` at that same index (up to the row broadcast). A view on the
+    way (a transpose of the result) would move the reduced rows: with a square matrix the
+    shapes still agree, and the fused row kernel would pair row ``i`` of the reduction with
+    row ``i`` of a transposed output (x^T * rowsum instead of (x * rowsum)^T)."""
+    seen: set[int] = set()
+    todo = [v]
+    while todo:
+        for use in todo.pop().uses:
+            o = use.operation
+            if isinstance(o, st.YieldOp) or id(o) in seen:
+                continue
+            if not isinstance(o, ELEMENTWISE):
+                return False
+            seen.add(id(o))
+            todo.extend(o.results)
     return True
 
 
