@@ -106,3 +106,15 @@ def test_a_reduction_read_through_a_view_stays_a_kernel() -> None:
     assert _kernels(graph).count('"kina.kernel"') == 2
     xs = np.random.default_rng(8).standard_normal((6, 6)).astype(np.float32)
     np.testing.assert_allclose(compiled(graph)(xs), xs + xs.sum(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_single_long_row_stays_two_kernels() -> None:
+    """One row of 40000: the pool splits a large map over its first dim above 1, here the
+    columns, which would split the row's reduction too; so the kernels stay apart."""
+    graph = _norm((1, 40000), "f32", "reduce_mean")
+    assert _kernels(graph).count('"kina.kernel"') == 2
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 40000)).astype(np.float32)
+    w = np.ones(40000, np.float32)
+    got = compiled(graph)(x, w)
+    np.testing.assert_allclose(got, _torch_norm(x, w, "reduce_mean"), rtol=1e-5, atol=1e-5)

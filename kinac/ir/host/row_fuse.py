@@ -60,6 +60,8 @@ def _fusable(r: st.KernelOp, m: st.KernelOp) -> bool:
     out = shape_of(_root(m).type)
     if len(out) != len(rows) + 1 or tuple(out[:-1]) != tuple(rows) or out[-1] == 1:
         return False
+    if all(d == 1 for d in rows):
+        return False  # one row: the pool would split its columns, the reduction with them
     arg = m.body.block.args[list(m.inputs).index(r.results[0])]
     return _elementwise_only(arg)
 
