@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from adversary_gen import INTS, TD, Dim, Gen, Node, Prog
+from adversary_gen import INTS, SIZES, TD, Dim, Gen, Node, Prog
 from hypothesis import strategies as st
 
 TIE_VALUES = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
@@ -84,8 +84,10 @@ class GradGen(Gen):
 
     EXTRA = ("norm", "reuse", "nograd", "stablemax", "bcast", "leaky", "redmax", "gather")
 
-    def __init__(self, draw: Any, dtype: str, var_mode: bool, dtype_var: bool) -> None:
-        super().__init__(draw, dtype, var_mode, dtype_var)
+    def __init__(
+        self, draw: Any, dtype: str, var_mode: bool, dtype_var: bool, sizes: tuple[int, ...]
+    ) -> None:
+        super().__init__(draw, dtype, var_mode, dtype_var, sizes)
         self.p: GradProg = GradProg(dtype, dtype_var, var_mode=var_mode)
 
     def node(self, depth: int) -> Node:
@@ -315,11 +317,14 @@ def add_loss(p: GradProg, kind: str) -> GradProg:
 
 @st.composite
 def grad_programs(
-    draw: st.DrawFn, dtypes: tuple[str, ...] = ("f64", "f32"), max_depth: int = 4
+    draw: st.DrawFn,
+    dtypes: tuple[str, ...] = ("f64", "f32"),
+    max_depth: int = 4,
+    sizes: tuple[int, ...] = SIZES,
 ) -> GradProg:
     dtype = draw(st.sampled_from(dtypes))
     assert dtype not in INTS
-    g = GradGen(draw, dtype, draw(st.booleans()), draw(st.integers(0, 3)) == 0)
+    g = GradGen(draw, dtype, draw(st.booleans()), draw(st.integers(0, 3)) == 0, sizes)
     p = g.p
     assert isinstance(p, GradProg)
     p.body = g.node(draw(st.integers(1, max_depth)))

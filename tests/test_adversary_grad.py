@@ -31,6 +31,9 @@ DEPTH = int(os.environ.get("ADV_GRAD_DEPTH", "4"))  # the hunt may draw deeper p
 # ops the emulated-GPU hunt leaves out past a known finding (ADV_GRAD_SKIP=transpose: the
 # transposed row map of tests/test_adversary_grad_findings.py)
 SKIP = set(filter(None, os.environ.get("ADV_GRAD_SKIP", "").split(",")))
+# the hunt may draw larger dims (ADV_GRAD_SIZES=1,3,32,33,128: the GPU's row and
+# vector paths change with the row length)
+SIZES = tuple(int(v) for v in os.environ.get("ADV_GRAD_SIZES", "1,2,3,4,5,17").split(","))
 
 
 def _settings(n: int) -> Any:
@@ -78,7 +81,7 @@ def torch_grads(p: GradProg, ins: list[np.ndarray]) -> tuple[float, dict[str, np
 
 
 @_settings(4)
-@given(grad_programs(dtypes=DTYPES, max_depth=DEPTH), seeds)
+@given(grad_programs(dtypes=DTYPES, max_depth=DEPTH, sizes=SIZES), seeds)
 def test_value_and_grad_equals_torch_autograd(
     tmp_path_factory: Any, p: GradProg, seed: int
 ) -> None:
@@ -161,7 +164,7 @@ def test_sharded_gradients_equal_unsharded(
 
 
 @_settings(2)
-@given(grad_programs(dtypes=DTYPES, max_depth=3), seeds)
+@given(grad_programs(dtypes=DTYPES, max_depth=3, sizes=SIZES), seeds)
 def test_gradient_graph_gpu_lowering_emulated_equals_torch(p: GradProg, seed: int) -> None:
     """The gradient graph (the transform of the specialised forward) through the GPU
     lowering, run on the CPU emulator: value and gradients against torch autograd."""
