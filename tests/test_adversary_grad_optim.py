@@ -71,7 +71,7 @@ def _settings(n: int) -> Any:
 SHAPE = st.lists(st.sampled_from([1, 2, 3, 17, 65]), min_size=0, max_size=3).map(tuple)
 
 
-@_settings(3)
+@_settings(2)
 @given(
     st.dictionaries(st.sampled_from("abcde"), st.tuples(SHAPE, st.sampled_from(["f32", "f64"])),
                     min_size=1, max_size=4),
