@@ -11,6 +11,8 @@ cannot be recomputed inside a kernel"), the GPU lowering (on the CPU emulator) r
 ``x^T * rowsum(x)`` instead of ``(x * rowsum(x))^T``. Found by
 ``test_adversary_grad.py::test_gradient_graph_gpu_lowering_emulated_equals_torch``: the
 gradient of an RMSNorm of a transposed parameter transposes a row-broadcast product back.
+The GPU pass was fixed in e66f148 (its two tests pass); the host's is still an expected
+failure.
 """
 
 from __future__ import annotations
