@@ -21,7 +21,20 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.pipeline_support import EntryKey
-from kinac.rules import Database, query
+from kinac.rules import Database, input_query, query
+
+SWITCH_PREFIX = "KINAC_SMALL_GEMM"  # the GPU lowering's measuring switches (docs/gpu.md)
+
+
+@input_query("gpu_lowering_switches")
+def gpu_lowering_switches(db: Database, _: tuple[()]) -> tuple[tuple[str, str], ...]:
+    """The environment's ``KINAC_SMALL_GEMM*`` switches, sorted: the GPU passes and the small
+    GEMM's emitter read them (:mod:`kinac.ir.gpu.small_gemm_rule`), so the lowering queries
+    depend on this input and a changed switch re-lowers instead of reusing a memo made under
+    another one (only input queries read the environment)."""
+    import os
+
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(SWITCH_PREFIX)))
 
 
 @query("gpu_lowered", stage="lower", tools=("xdsl",))
@@ -72,6 +85,7 @@ def gpu_piece(db: Database, piece: Any) -> Any:
     piece, so identical layers are fused once."""
     from kinac.ir.gpu.pipeline import lower_gpu_piece
 
+    gpu_lowering_switches(db, ())  # a dependency: the passes read these switches
     return lower_gpu_piece(piece)
 
 
@@ -82,6 +96,7 @@ def gpu_kernel_llvm(db: Database, kernel: Any) -> Any:
     from kinac.ir.gpu.kernel_split import lower_gpu_kernel
     from kinac.pipeline_autotune import tuned_kernel
 
+    gpu_lowering_switches(db, ())  # a dependency: the small GEMM's emitter reads them
     return lower_gpu_kernel(tuned_kernel(db, kernel))  # fused attention: its tuned variant
 
 

@@ -64,8 +64,10 @@ def test_size_rule_boundaries() -> None:
     assert rule.choose("bf16", 64, 96, (64,)) is None  # K not a multiple of 64
     assert rule.choose("bf16", 64, 64, (64, 96)) is None  # an N not a multiple of 64
     assert rule.choose("bf16", 64, 1024, (64,)) is not None  # 192 KiB of tiles
-    assert rule.choose("bf16", 128, 1280, (64,)) is None  # past the shared memory
-    assert rule.block_m(512, 256) == 32 and rule.block_m(512, 704) == 64
+    assert rule.choose("bf16", 128, 1280, (64,)) is None  # past the shared memory (in 32 rows,
+    # although 16-row blocks would fit: which products are taken does not depend on M16)
+    assert rule.block_m(512, 256, m16=False) == 32 and rule.block_m(512, 704) == 64
+    assert rule.block_m(512, 256) == 16  # the default: 16-row blocks where 32 fill few SMs
 
 
 def test_variant_switches(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,9 +104,9 @@ def test_variant_switches(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(("graph", "tc"), [
-    (residual(512, 256, 256), "tc 32x64 residual"), (residual(100, 200, 72), None),
-    (norm_product(2, 48, 128, 64), "tc 32x64 rms"), (norm_product(3, 50, 256, 64), None),
-    (norm_swiglu(64, 128, 192), "tc 32x64 rms swiglu"),
+    (residual(512, 256, 256), "tc 16x64 residual"), (residual(100, 200, 72), None),
+    (norm_product(2, 48, 128, 64), "tc 16x64 rms fold"), (norm_product(3, 50, 256, 64), None),
+    (norm_swiglu(64, 128, 192), "tc 16x64 rms fold swiglu"),
 ])  # fmt: skip
 def test_which_kernels(graph: Graph, tc: str | None) -> None:
     got = _impls(graph)

@@ -16,8 +16,8 @@ the kernel alone is 1.03-1.10x of cuBLASLt's time up to there, 1.27x at 0.54 GFL
 saved, and the ``silu * mul`` map with gate/up), ``M`` is a multiple of 32, ``K`` and every
 ``N`` of 64, and its tiles fit the
 shared memory (:func:`kinac.ir.gpu.small_gemm_kernel.check_params`). ``KINAC_SMALL_GEMM=0``
-turns the pass off, ``=norm`` or ``=alone`` keeps one kind of rewrite (measuring switches: use
-a fresh cache directory with them, the lowering's cache does not know them). Round 2's kernel
+turns the pass off, ``=norm`` or ``=alone`` keeps one kind of rewrite (measuring switches; the
+lowering queries depend on them through the input query ``gpu_lowering_switches``). Round 2's kernel
 variants have switches of their own, the same kind (``KINAC_SMALL_GEMM_PREFETCH``, ``_EARLY``,
 ``_FOLD``, ``_M16``: :func:`switch`, the defaults below; docs/gpu.md, "Round 2").
 """
@@ -36,8 +36,8 @@ DTYPES = ("bf16", "f16")
 
 # the variants' defaults (docs/gpu.md, "Small products"; each measured against the other in
 # benches/small_gemm_probe.py): the norm folded into the products, 16-row blocks for small grids
-FOLD = False
-M16 = False
+FOLD = True
+M16 = True
 EARLY = True  # the residual loaded with the tile copies (bit-identical; KINAC_SMALL_GEMM_EARLY)
 PARTS = ("norm", "alone")  # the fusions with a norm prologue; products on their own
 
@@ -57,13 +57,15 @@ def switch(name: str, default: bool) -> bool:
     return default if v not in ("0", "1") else v == "1"
 
 
-def block_m(m: int, n_out: int) -> int:
-    """64 rows a block when that still gives half the SMs a block, else 32; with
-    ``KINAC_SMALL_GEMM_M16=1``, 16 when 32 gives fewer than half the SMs a block (the small
-    block's 512 x 256 products: 128 blocks of 4 warps instead of 64 of 8)."""
+def block_m(m: int, n_out: int, m16: bool | None = None) -> int:
+    """64 rows a block when that still gives half the SMs a block, else 32; with ``m16``
+    (default: ``KINAC_SMALL_GEMM_M16``, on), 16 when 32 gives fewer than half the SMs a block
+    (the small block's 512 x 256 products: 128 blocks of 4 warps instead of 64 of 8)."""
     if m % 64 == 0 and (m // 64) * (n_out // BLOCK_N) >= SMS // 2:
         return 64
-    if switch("M16", M16) and m % 16 == 0 and (m // 32) * (n_out // BLOCK_N) < SMS // 2:
+    if m16 is None:
+        m16 = switch("M16", M16)
+    if m16 and m % 16 == 0 and (m // 32) * (n_out // BLOCK_N) < SMS // 2:
         return 16
     return 32
 
@@ -80,11 +82,21 @@ def choose(
         return None
     fold = norm and switch("FOLD", FOLD)
     early = epilogue == "residual" and switch("EARLY", EARLY)
-    for ks in (4, 2, 1):  # the most warps (up to 8) a row block's k is split over
-        p = SmallGemmParams(
-            dtype, m, k, ns, block_m(m, n_out), epilogue, norm, ksplit=ks, fold=fold,
-            early_res=early,
-        )  # fmt: skip
-        if check_params(p) is None:
-            return p
-    return None
+
+    def fitting(bm: int) -> SmallGemmParams | None:
+        for ks in (4, 2, 1):  # the most warps (up to 8) a row block's k is split over
+            p = SmallGemmParams(
+                dtype, m, k, ns, bm, epilogue, norm, ksplit=ks, fold=fold, early_res=early
+            )
+            if check_params(p) is None:
+                return p
+        return None
+
+    # which products are taken is decided with 32/64-row blocks, as measured against cuBLAS;
+    # 16-row blocks only change how a taken product is cut (the smaller tiles would otherwise
+    # let products past the shared memory in, never measured)
+    base = fitting(block_m(m, n_out, m16=False))
+    bm = block_m(m, n_out)
+    if base is None or bm == base.block_m:
+        return base
+    return fitting(bm) or base

@@ -14,7 +14,7 @@ builtin.module {
       %15 = kina.matmul %12, %4 {impl = "tc"} : tensor<4x128x256xbf16>, tensor<256x128xbf16> -> tensor<4x128x128xbf16>
       %16 = kina.concat %13, %14, %15 {axis = 2 : i64} : tensor<4x128x256xbf16>, tensor<4x128x128xbf16>, tensor<4x128x128xbf16> -> tensor<4x128x512xbf16>
       kina.yield %16 : tensor<4x128x512xbf16>
-    }) {prologue = "rms", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2,3,4],\22block_m\22:32,\22dtype\22:\22bf16\22,\22early_res\22:false,\22epilogue\22:\22\22,\22eps\22:9.98377799987793e-07,\22fold\22:false,\22k\22:256,\22ksplit\22:4,\22m\22:512,\22n_inputs\22:5,\22norm\22:true,\22ns\22:[256,128,128],\22prefetch\22:[\22w\22,\22wn\22]}"} : (tensor<4x128x256xbf16>, tensor<256x256xbf16>, tensor<256x128xbf16>, tensor<256x128xbf16>, tensor<256xbf16>) -> tensor<4x128x512xbf16>
+    }) {prologue = "rms", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2,3,4],\22block_m\22:32,\22dtype\22:\22bf16\22,\22early_res\22:false,\22epilogue\22:\22\22,\22eps\22:9.98377799987793e-07,\22fold\22:true,\22k\22:256,\22ksplit\22:4,\22m\22:512,\22n_inputs\22:5,\22norm\22:true,\22ns\22:[256,128,128],\22prefetch\22:[\22w\22,\22wn\22]}"} : (tensor<4x128x256xbf16>, tensor<256x256xbf16>, tensor<256x128xbf16>, tensor<256x128xbf16>, tensor<256xbf16>) -> tensor<4x128x512xbf16>
     %17 = "kina.kernel"(%0) <{kind = "attention", impl = "flash", sym = "k7_attention"}> ({
     ^bb0(%18: tensor<4x128x512xbf16>):
       %19 = kina.slice %18 {axis = 2 : i64, start = 256 : i64, stop = 384 : i64} : tensor<4x128x512xbf16> -> tensor<4x128x128xbf16>
@@ -51,7 +51,7 @@ builtin.module {
       %50 = kina.matmul %47, %48 {impl = "tc"} : tensor<4x128x256xbf16>, tensor<256x256xbf16> -> tensor<4x128x256xbf16>
       %51 = kina.add %49, %50 : tensor<4x128x256xbf16>, tensor<4x128x256xbf16> -> tensor<4x128x256xbf16>
       kina.yield %51 : tensor<4x128x256xbf16>
-    }) {epilogue = "residual", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2],\22block_m\22:32,\22dtype\22:\22bf16\22,\22early_res\22:true,\22epilogue\22:\22residual\22,\22eps\22:0.0,\22fold\22:false,\22k\22:256,\22ksplit\22:4,\22m\22:512,\22n_inputs\22:3,\22norm\22:false,\22ns\22:[256],\22prefetch\22:[\22w\22]}"} : (tensor<4x128x256xbf16>, tensor<256x256xbf16>, tensor<4x128x256xbf16>) -> tensor<4x128x256xbf16>
+    }) {epilogue = "residual", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2],\22block_m\22:16,\22dtype\22:\22bf16\22,\22early_res\22:true,\22epilogue\22:\22residual\22,\22eps\22:0.0,\22fold\22:false,\22k\22:256,\22ksplit\22:4,\22m\22:512,\22n_inputs\22:3,\22norm\22:false,\22ns\22:[256],\22prefetch\22:[\22w\22]}"} : (tensor<4x128x256xbf16>, tensor<256x256xbf16>, tensor<4x128x256xbf16>) -> tensor<4x128x256xbf16>
     %52 = "kina.kernel"(%46, %wg, %wu, %wn2) <{kind = "matmul", impl = "tc", sym = "k15_matmul"}> ({
     ^bb0(%53: tensor<4x128x256xbf16>, %54: tensor<256x704xbf16>, %55: tensor<256x704xbf16>, %56: tensor<256xbf16>):
       %57 = kina.square %53 : tensor<4x128x256xbf16>
@@ -66,13 +66,13 @@ builtin.module {
       %66 = kina.silu %64 : tensor<4x128x704xbf16>
       %67 = kina.mul %66, %65 : tensor<4x128x704xbf16>, tensor<4x128x704xbf16> -> tensor<4x128x704xbf16>
       kina.yield %67 : tensor<4x128x704xbf16>
-    }) {prologue = "rms", epilogue = "swiglu", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2,3],\22block_m\22:64,\22dtype\22:\22bf16\22,\22early_res\22:false,\22epilogue\22:\22swiglu\22,\22eps\22:9.98377799987793e-07,\22fold\22:false,\22k\22:256,\22ksplit\22:2,\22m\22:512,\22n_inputs\22:4,\22norm\22:true,\22ns\22:[704,704],\22prefetch\22:[\22w\22,\22wn\22]}"} : (tensor<4x128x256xbf16>, tensor<256x704xbf16>, tensor<256x704xbf16>, tensor<256xbf16>) -> tensor<4x128x704xbf16>
+    }) {prologue = "rms", epilogue = "swiglu", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2,3],\22block_m\22:64,\22dtype\22:\22bf16\22,\22early_res\22:false,\22epilogue\22:\22swiglu\22,\22eps\22:9.98377799987793e-07,\22fold\22:true,\22k\22:256,\22ksplit\22:2,\22m\22:512,\22n_inputs\22:4,\22norm\22:true,\22ns\22:[704,704],\22prefetch\22:[\22w\22,\22wn\22]}"} : (tensor<4x128x256xbf16>, tensor<256x704xbf16>, tensor<256x704xbf16>, tensor<256xbf16>) -> tensor<4x128x704xbf16>
     %68 = "kina.kernel"(%52, %wd, %46) <{kind = "matmul", impl = "tc", sym = "k16_matmul"}> ({
     ^bb0(%69: tensor<4x128x704xbf16>, %70: tensor<704x256xbf16>, %71: tensor<4x128x256xbf16>):
       %72 = kina.matmul %69, %70 {impl = "tc"} : tensor<4x128x704xbf16>, tensor<704x256xbf16> -> tensor<4x128x256xbf16>
       %73 = kina.add %71, %72 : tensor<4x128x256xbf16>, tensor<4x128x256xbf16> -> tensor<4x128x256xbf16>
       kina.yield %73 : tensor<4x128x256xbf16>
-    }) {epilogue = "residual", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2],\22block_m\22:32,\22dtype\22:\22bf16\22,\22early_res\22:true,\22epilogue\22:\22residual\22,\22eps\22:0.0,\22fold\22:false,\22k\22:704,\22ksplit\22:4,\22m\22:512,\22n_inputs\22:3,\22norm\22:false,\22ns\22:[256],\22prefetch\22:[\22w\22]}"} : (tensor<4x128x704xbf16>, tensor<704x256xbf16>, tensor<4x128x256xbf16>) -> tensor<4x128x256xbf16>
+    }) {epilogue = "residual", tc = "{\22$t\22:\22ir.gpu.small_gemm_kernel.SmallGemmParams\22,\22args\22:[0,1,2],\22block_m\22:16,\22dtype\22:\22bf16\22,\22early_res\22:true,\22epilogue\22:\22residual\22,\22eps\22:0.0,\22fold\22:false,\22k\22:704,\22ksplit\22:4,\22m\22:512,\22n_inputs\22:3,\22norm\22:false,\22ns\22:[256],\22prefetch\22:[\22w\22]}"} : (tensor<4x128x704xbf16>, tensor<704x256xbf16>, tensor<4x128x256xbf16>) -> tensor<4x128x256xbf16>
     func.return %68 : tensor<4x128x256xbf16>
   }
 }
