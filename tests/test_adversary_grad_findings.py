@@ -1,6 +1,5 @@
-"""Findings of the reverse-mode adversary (2026-12-02d) outside its owner's files, kept as
-expected failures with their reproducer until the owning passes are fixed (the report lists
-them); each asserts the right answer, so a fix turns it into a pass.
+"""Findings of the reverse-mode adversary (2026-12-02d) outside its owner's files, with their
+reproducers; each asserts the right answer (all fixed now: regression tests).
 
 A row reduction fused into the map kernel that reads it (the host's ``row_fuse``, the GPU's
 ``gpu-fuse-rows``) only compares shapes: the map's output must have the reduction's rows.
@@ -11,8 +10,8 @@ cannot be recomputed inside a kernel"), the GPU lowering (on the CPU emulator) r
 ``x^T * rowsum(x)`` instead of ``(x * rowsum(x))^T``. Found by
 ``test_adversary_grad.py::test_gradient_graph_gpu_lowering_emulated_equals_torch``: the
 gradient of an RMSNorm of a transposed parameter transposes a row-broadcast product back.
-The GPU pass was fixed in e66f148 (its two tests pass); the host's is still an expected
-failure.
+The GPU pass was fixed in e66f148; the host's ``row_fuse`` in 48d514a (its test here had
+called ``rms-norm`` without importing ``std/nn.kina``, so it failed on that, not on the fusion).
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 from check_support import Workspace
 from gpu_support import run_emulated
 
@@ -36,9 +34,8 @@ X = np.array([[1, 2], [3, 4]], np.float32)
 WANT = (X * X.sum(1, keepdims=True)).T  # [[3 21] [6 28]]; the GPU lowering gives [[3 9] [14 28]]
 
 
-@pytest.mark.xfail(reason="kinac/ir/host/row_fuse.py fuses a transposed row map (square): ICE")
 def test_host_transposed_row_map_square(tmp_path: Path) -> None:
-    (tmp_path / "t.kina").write_text(SRC)
+    (tmp_path / "t.kina").write_text('(import "std/nn.kina")\n' + SRC)
     np.testing.assert_array_equal(kinac.compile(tmp_path / "t.kina", "h")(X), WANT)
 
 
