@@ -294,25 +294,12 @@ def search(g: Any, n: int = 32) -> list[dict[str, Any]]:
     from kinac.rt.cuda.kernel_timer import time_calls
 
     d = driver.api()
-    mine: list[int] = []
-
-    def alloc(nb: int) -> int:
-        p = int(driver.check("cuMemAlloc", d.cuMemAlloc(max(nb, 16))))
-        mine.append(p)
-        return p
-
-    def upload(data: bytes) -> int:
-        p = alloc(len(data))
-        buf = ctypes.create_string_buffer(data, len(data))
-        driver.check("cuMemcpyHtoD", d.cuMemcpyHtoD(p, ctypes.addressof(buf), len(data)))
-        return p
+    mem = bt.Scratch()  # the tuner's device buffers: alloc, upload, freed together
+    alloc, upload = mem.alloc, mem.upload
 
     stream = Stream()
     need, outs = bt.buffer_elems(g), bt.outputs(g)
-    names = {}
-    for seed, (name, (elems, dt)) in enumerate(sorted(need.items())):
-        nb = elems * ITEMSIZE[dt]
-        names[name] = upload(bytes(nb) if name in outs else bt._random_bytes(elems, dt, seed))
+    names = mem.buffers(need, outs)
     ptr = names.__getitem__
     blas = Blas(alloc)
     lt = blas.lt_mod
@@ -392,8 +379,7 @@ def search(g: Any, n: int = 32) -> list[dict[str, Any]]:
         del c["graph"]
     stream.synchronize()
     blas.close()
-    for p in mine:
-        d.cuMemFree(p)
+    mem.free()
     stream.close()
     return cands
 
@@ -521,18 +507,8 @@ def part_e(b: dict[str, Any]) -> None:
 
     emit("\n## E. q and k/v as one grouped launch (cublasGemmGroupedBatchedEx) vs today's two calls\n")  # fmt: skip
     d = driver.api()
-    mine: list[int] = []
-
-    def alloc(nb: int) -> int:
-        p = int(driver.check("cuMemAlloc", d.cuMemAlloc(max(nb, 16))))
-        mine.append(p)
-        return p
-
-    def upload(data: bytes) -> int:
-        p = alloc(len(data))
-        buf = ctypes.create_string_buffer(data, len(data))
-        driver.check("cuMemcpyHtoD", d.cuMemcpyHtoD(p, ctypes.addressof(buf), len(data)))
-        return p
+    mem = bt.Scratch()  # the tuner's device buffers: alloc, upload, freed together
+    alloc, upload = mem.alloc, mem.upload
 
     M, K, NQ, NK = 4096, 2048, 2048, 512
     x = upload(bt._random_bytes(M * K, "bf16", 1))
@@ -598,8 +574,7 @@ def part_e(b: dict[str, Any]) -> None:
         emit(f"grouped: {type(e).__name__}: {str(e)[:300]}")
     stream.synchronize()
     blas.close()
-    for p in mine:
-        d.cuMemFree(p)
+    mem.free()
 
 
 # ---- F: the tuner's choices, old and new -----------------------------------------------------

@@ -159,6 +159,44 @@ def time_interleaved(
     return [statistics.median(times[i]) if i in times else math.inf for i in range(len(issues))]
 
 
+class Scratch:
+    """Device buffers a GEMM timing allocates (cuMemAlloc, 256-byte aligned as an entry's arena
+    is) and frees together: the tuner's :func:`time_gemm` and ``benches/gemm_45m_probe.py``
+    share it, so what the probe measures is laid out as what the tuner timed."""
+
+    def __init__(self) -> None:
+        self._d = driver.api()
+        self.ptrs: list[int] = []
+
+    def alloc(self, nbytes: int) -> int:
+        """A fresh device buffer of at least ``nbytes`` (16 at least: cuMemAlloc(0) fails)."""
+        p = int(driver.check("cuMemAlloc", self._d.cuMemAlloc(max(nbytes, 16))))
+        self.ptrs.append(p)
+        return p
+
+    def upload(self, data: bytes) -> int:
+        """A fresh device buffer holding ``data``."""
+        p = self.alloc(len(data))
+        buf = ctypes.create_string_buffer(data, len(data))
+        driver.check("cuMemcpyHtoD", self._d.cuMemcpyHtoD(p, ctypes.addressof(buf), len(data)))
+        return p
+
+    def buffers(self, need: dict[str, tuple[int, str]], outs: Sequence[str]) -> dict[str, int]:
+        """A device buffer per name of ``need`` (:func:`buffer_elems`): outputs zeroed,
+        inputs random of their dtype (seeded by the name's rank, so reruns match)."""
+        names = {}
+        for seed, (name, (elems, dt)) in enumerate(sorted(need.items())):
+            nbytes = elems * ITEMSIZE[dt]
+            names[name] = self.upload(bytes(nbytes) if name in outs else _random_bytes(elems, dt, seed))  # fmt: skip
+        return names
+
+    def free(self) -> None:
+        """Frees every buffer allocated here (the caller has synchronized)."""
+        for p in self.ptrs:
+            self._d.cuMemFree(p)
+        self.ptrs.clear()
+
+
 def time_gemm(
     g: GpuGemm, n: int = 8, round_ms: float = 2.0, rounds: int = 5
 ) -> tuple[tuple[GemmAlgo, float], ...]:
@@ -168,31 +206,16 @@ def time_gemm(
     from kinac.rt.cuda.graph import capture
 
     current_device()  # a context current on this thread (device 0 if none was)
-    d = driver.api()
-    mine: list[int] = []
-
-    def alloc(nbytes: int) -> int:
-        p = int(driver.check("cuMemAlloc", d.cuMemAlloc(max(nbytes, 16))))
-        mine.append(p)
-        return p
-
-    def upload(data: bytes) -> int:
-        p = alloc(len(data))
-        buf = ctypes.create_string_buffer(data, len(data))
-        driver.check("cuMemcpyHtoD", d.cuMemcpyHtoD(p, ctypes.addressof(buf), len(data)))
-        return p
-
+    mem = Scratch()
+    upload = mem.upload
     stream = Stream()
     blas: Blas | None = None
     graphs: list[Any] = []
     try:
         need = buffer_elems(g)
         outs = outputs(g)
-        names = {}
-        for seed, (name, (elems, dt)) in enumerate(sorted(need.items())):
-            nbytes = elems * ITEMSIZE[dt]
-            names[name] = upload(bytes(nbytes) if name in outs else _random_bytes(elems, dt, seed))  # fmt: skip
-        blas = Blas(alloc)
+        names = mem.buffers(need, outs)
+        blas = Blas(mem.alloc)
         ptr = names.__getitem__
         cands = candidates(blas, g, ptr, n)
         ref: list[object] = []
@@ -224,8 +247,7 @@ def time_gemm(
             gr.close()
         if blas is not None:
             blas.close()
-        for p in mine:
-            d.cuMemFree(p)
+        mem.free()
         stream.close()
 
 
