@@ -20,6 +20,7 @@ from kinac.check.prims import Prim, find
 from kinac.check.prims.base import PRIMS, REQ
 from kinac.check.protocol import CheckEnv
 from kinac.check.shard import mesh_names
+from kinac.check.shard_even import impossible_splits
 from kinac.check.sig import analyse
 from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
 from kinac.check.typed_ir import (
@@ -98,6 +99,8 @@ class _Checker:
         body: TExpr | None = None
         if self.sig.ok:
             self._check_meshes()
+            sp, solve = self.defn.signature.params, self.env.solve
+            self.diags.extend(impossible_splits(self.sig, sp, solve, self.label))
             try:
                 body = self.expr(self.defn.body)
                 if body.type.is_weak:

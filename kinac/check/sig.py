@@ -18,6 +18,7 @@ from kinac.check.convert import TypeConv
 from kinac.check.dims import Poly
 from kinac.check.formula import Rel
 from kinac.check.shard import shard_divs as shard_divs_of
+from kinac.check.shard_even import concrete_diag, concrete_uneven
 from kinac.check.types import SType, is_dtype_var
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
@@ -162,9 +163,13 @@ def analyse(file: str, sig: ast.Signature, meshes: tuple[ast.Mesh, ...] = ()) ->
                 (i, axis, size, f"dim {axis} of `{info.name}` split over {mesh}")
                 for axis, size, mesh in gaxes
             )
-            shard_divs.extend(
-                (i, r, f"dim {axis} of `{info.name}` split over {mesh}") for r, axis, mesh in rels
-            )
+            for r, axis, mesh in rels:
+                what = f"dim {axis} of `{info.name}` split over {mesh}"
+                shard_divs.append((i, r, what))
+                if concrete_uneven(r):  # [3] over 2 devices: no call could pass it (K0413)
+                    t = sig.params[i].type
+                    nid = t.nid if t is not None else info.nid
+                    diags.append(concrete_diag(r, what, at(file, sig.name, nid)))
             diags.extend(_bad_shard(file, sig.name, info.nid, m) for m in problems)
     ret_rels, ret_problems = shard_divs_of(ret, meshes)
     diags.extend(_bad_shard(file, sig.name, sig.ret.nid, m) for m in ret_problems)
