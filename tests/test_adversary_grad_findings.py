@@ -1,6 +1,6 @@
 """Findings of the reverse-mode adversary (2026-12-02d) outside its owner's files, with their
-reproducers; each asserts the right answer (the row-fusion ones fixed: regression tests; the
-f16 NaN after ``rematerialize`` at the end is open, an expected failure).
+reproducers; each asserts the right answer (all fixed: regression tests; the f16 NaN after
+``rematerialize`` at the end in ``kinac.ir.gpu.scalar``).
 
 A row reduction fused into the map kernel that reads it (the host's ``row_fuse``, the GPU's
 ``gpu-fuse-rows``) only compares shapes: the map's output must have the reduction's rows.
@@ -20,7 +20,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 from check_support import Workspace
 from gpu_support import run_emulated
 
@@ -82,14 +81,16 @@ N2 = """(import "std/nn.kina")
 """
 
 
-@pytest.mark.xfail(reason="GPU lowering of the rewritten f16 gradient graph: NaN (not owned)")
 def test_gpu_f16_gradient_after_rematerialize_emulated() -> None:
     """The GPU gradient's graph after ``kinac.grad.remat.rematerialize`` (free elementwise
     values recomputed, then the memory order) computes the right gradients in the
-    interpreter, but its GPU lowering on the CPU emulator returns NaN for q0, q1 and q2 at
-    almost every input (299 of 300 seeds); the graph before the rewrite, or after either
-    rewrite alone, lowers right. Found by the f16 hunt of
-    ``test_gradient_graph_gpu_lowering_emulated_equals_torch``."""
+    interpreter, but its GPU lowering on the CPU emulator returned NaN for q0, q1 and q2 at
+    almost every input (299 of 300 seeds). Found by the f16 hunt of
+    ``test_gradient_graph_gpu_lowering_emulated_equals_torch``. Cause: the gradient of ``max``
+    is ``where(eq(y, max y), ...) / count``; ``y`` recomputed in the backward's map kernel
+    stayed in f32 (unrounded) and never equalled the stored f16 maximum: count 0, NaN. Fixed
+    in ``kinac.ir.gpu.scalar`` (comparison operands are rounded to f16/bf16 first;
+    tests/test_gpu_compare_round_regress.py)."""
     from kinac.grad.remat import rematerialize
     from kinac.grad.transform import value_and_grad
     from kinac.tir.interp import evaluate

@@ -68,6 +68,9 @@ class Builder:
         # fmul results by register: (the product, its two factors), for Scalars.fbin's
         # explicit contraction (kinac.ir.gpu.scalar: which multiply an add fuses is ours)
         self.products: dict[str, tuple[Val, Val, Val]] = {}
+        # (register, dtype) pairs known to hold a value exact in that f16/bf16 dtype (loads,
+        # roundings): Scalars.round skips them (the bf16 rounding is ~10 instructions)
+        self.exact: set[tuple[str, str]] = set()
 
     # ---- basics -------------------------------------------------------------------------
     @property

@@ -6,7 +6,13 @@ is ``i1``), buffers the *storage* type (bf16 as its ``i16`` bit pattern, bool as
 division floors with ``x // 0 == 0``; float max/min propagate NaN; float-to-int casts truncate,
 saturate and map NaN to 0 (``llvm.fptosi.sat``). One difference from the host: inside one fused
 kernel, f16/bf16 intermediates stay in f32 and are rounded where they are stored (or cast), as
-``torch.compile`` does; PyTorch eager rounds after every op.
+``torch.compile`` does; PyTorch eager rounds after every op. Except where the extra precision
+would change a discrete decision: the operands of a comparison and the source of a cast to an
+integer or ``bool`` are rounded to their f16/bf16 dtype first. Why: a value recomputed in a
+kernel (fusion, ``kinac.grad.remat``) must compare equal to the same value stored by another
+kernel; unrounded, ``(eq y (max y))`` was false for the maximum itself (its stored copy was
+rounded), and the gradient of ``max`` divided by a zero count (NaN), and ``(cast y :to i32)``
+truncated ``2.9999`` where the f16 value is ``3`` (docs/gpu-precision.md).
 
 f32 ``exp`` is ``ex2.approx`` of ``x log2 e`` with that product's rounding error put back
 (about 2 ulp, one MUFU op instead of a polynomial: the bf16 kernels are otherwise ALU-bound);
@@ -140,11 +146,15 @@ class Scalars:
     # ---- storage <-> registers --------------------------------------------------------------
     def widen(self, raw: Val, dt: str) -> Val:
         if dt == "f16":
-            return self.op(f"fpext half {raw.ref} to float", "float")
+            r = self.op(f"fpext half {raw.ref} to float", "float")
+            self.b.exact.add((r.ref, dt))
+            return r
         if dt == "bf16":
             w = self.op(f"zext i16 {raw.ref} to i32", "i32")
             w = self.op(f"shl i32 {w.ref}, 16", "i32")
-            return self.op(f"bitcast i32 {w.ref} to float", "float")
+            r = self.op(f"bitcast i32 {w.ref} to float", "float")
+            self.b.exact.add((r.ref, dt))
+            return r
         if dt == "bool":
             return self.op(f"icmp ne i8 {raw.ref}, 0", "i1")
         return raw
@@ -172,8 +182,9 @@ class Scalars:
         return v
 
     def round(self, v: Val, dt: str) -> Val:
-        """An f32 register rounded to f16/bf16 precision (no-op for other dtypes)."""
-        if dt in ("f16", "bf16"):
+        """An f32 register rounded to f16/bf16 precision (no-op for other dtypes, and for a
+        register already exact in ``dt``)."""
+        if dt in ("f16", "bf16") and (v.ref, dt) not in self.b.exact:
             return self.widen(self.narrow(v, dt), dt)
         return v
 
@@ -185,8 +196,9 @@ class Scalars:
         return self.elementwise(op, [a, b], dt)
 
     def compare(self, op: str, a: Val, b: Val, dt: str) -> Val:
-        """``op`` on two ``dt`` registers: an ``i1``."""
-        return self.elementwise(op, [a, b], dt)
+        """``op`` on two ``dt`` registers: an ``i1``, of the operands rounded to ``dt`` (f16
+        and bf16: the values the program stores, not their f32 excess; see the module doc)."""
+        return self.elementwise(op, [self.round(a, dt), self.round(b, dt)], dt)
 
     def elementwise(self, op: str, args: list[Val], dt: str) -> Val:
         """The primitive ``op`` on ``dt`` registers (not rounded: stores round)."""
@@ -236,6 +248,8 @@ class Scalars:
         ct = COMPUTE[dst]
         if src == dst:
             return x
+        if dst not in FLOAT:  # a discrete result: of the f16/bf16 value, not its f32 excess
+            x = self.round(x, src)
         if dst == "bool":
             if src in FLOAT:
                 return self.op(f"fcmp une {x.ty} {x.ref}, 0.0", "i1")
