@@ -104,15 +104,14 @@ def install_fake_cuda(tmp: Path) -> bool:
     ``benches/runtime_hostcost.py`` (graph launches return at once, the copy graphs' memcpy
     nodes run as ``memmove``, device memory is host memory); GPU entries load without a
     driver, and torch CPU tensors stand for CUDA ones. False without a C compiler."""
-    import os
     import types
 
     import torch
-    from runtime_hostcost import C
+    from runtime_hostcost import C, install_stand_in
     from staging_fakes import compile_stand_in
-    from test_pinned import FakeDriver, HostMemory
+    from test_pinned import HostMemory
 
-    from kinac.rt.cuda import device, driver, pinned, staging_calls
+    from kinac.rt.cuda import device, pinned
     from kinac.rt.cuda import entry as E
     from kinac.rt.cuda import graph as G
     from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
@@ -122,32 +121,7 @@ def install_fake_cuda(tmp: Path) -> bool:
     so = compile_stand_in(C, tmp, "libfake.so")
     if so is None:
         return False
-    fake = FakeDriver()
-    mod = types.ModuleType("fake_cuda")
-    for name in dir(fake):
-        if name.startswith("cu") or name.startswith("CU"):
-            setattr(mod, name, getattr(fake, name))
-    os.environ["KINAC_LIBCUDA"] = str(so)
-    driver._api, driver.OK, driver._initialised, driver._libs = mod, 0, True, {}  # type: ignore[assignment]
-    device._devices = {0: object()}  # type: ignore[dict-item]
-    staging_calls._native = None
-    lib = ctypes.PyDLL(str(so))
-    launch = lib["cuGraphLaunch"]
-    launch.restype, launch.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]
-
-    class Graph:  # a captured compute graph: its launch is the stand-in's cuGraphLaunch
-        captured = True
-        _graph = 0x1234
-
-        def __init__(self, seq: Any, stream: Any, name: str = "") -> None:
-            self.fast_launch = (launch, ctypes.c_void_p(9))
-
-        def replay(self, stream: Any) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
+    Graph = install_stand_in(so, run_replays=False)
     G.capture = Graph  # type: ignore[assignment,misc]
     mem = HostMemory()
     pinned._pool = PinnedPool(alloc=mem.alloc, free=lambda p: None)

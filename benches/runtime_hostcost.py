@@ -81,17 +81,15 @@ def _lib(tmp: Path) -> Path:
     return so
 
 
-def _entry(so: Path) -> tuple[Any, Any, Any]:
-    """The tests' ``y = x * w`` entry (x on the host) over the fake driver, its driver calls
-    through the stand-in libcuda (a fake driver that is a module: the native paths are used)."""
-    import numpy as np
-    from staging_fakes import W, X, mul_entry
-    from test_pinned import FakeDriver, HostMemory
+def install_stand_in(so: Path, run_replays: bool = True) -> Any:
+    """Stand ``kinac.rt.cuda.driver`` on the tests' fake driver as a module (so the native
+    paths are taken) and the stand-in libcuda ``so``; returns the ``Graph`` class a caller
+    installs as ``graph.capture``: a captured graph whose launch is the stand-in's
+    ``cuGraphLaunch`` (``run_replays``: its Python ``replay`` runs the captured sequence, else
+    does nothing). Shared with ``benches/call_path_cpu.py``."""
+    from test_pinned import FakeDriver
 
-    from kinac.rt.cuda import device, driver, pinned, staging_calls
-    from kinac.rt.cuda import graph as graph_mod
-    from kinac.rt.cuda.pinned import PinnedPool
-    from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
+    from kinac.rt.cuda import device, driver, staging_calls
 
     fake = FakeDriver()
     mod = types.ModuleType("fake_cuda")
@@ -100,7 +98,7 @@ def _entry(so: Path) -> tuple[Any, Any, Any]:
             setattr(mod, name, getattr(fake, name))
     os.environ["KINAC_LIBCUDA"] = str(so)
     driver._api, driver.OK, driver._initialised, driver._libs = mod, 0, True, {}
-    device._devices = {0: object()}
+    device._devices = {0: object()}  # type: ignore[dict-item]
     staging_calls._native = None
     lib = ctypes.PyDLL(str(so))
     launch = lib["cuGraphLaunch"]
@@ -115,11 +113,28 @@ def _entry(so: Path) -> tuple[Any, Any, Any]:
             self.fast_launch = (launch, ctypes.c_void_p(9))
 
         def replay(self, stream: Any) -> None:
-            self.seq(stream)
+            if run_replays:
+                self.seq(stream)
 
         def close(self) -> None:
             pass
 
+    return Graph
+
+
+def _entry(so: Path) -> tuple[Any, Any, Any]:
+    """The tests' ``y = x * w`` entry (x on the host) over the fake driver, its driver calls
+    through the stand-in libcuda (a fake driver that is a module: the native paths are used)."""
+    import numpy as np
+    from staging_fakes import W, X, mul_entry
+    from test_pinned import HostMemory
+
+    from kinac.rt.cuda import graph as graph_mod
+    from kinac.rt.cuda import pinned
+    from kinac.rt.cuda.pinned import PinnedPool
+    from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
+
+    Graph = install_stand_in(so)
     graph_mod.capture = Graph  # type: ignore[assignment]
     pinned._pool = PinnedPool(alloc=HostMemory().alloc, free=lambda p: None)
     mem = HostMemory()
