@@ -188,6 +188,22 @@ def build(torch: Any, ins: list[Any], h: int, kv: int, variants: dict[str, dict[
     return out
 
 
+def report_writer(
+    out_dir: str, stem: str, lines: list[str], res: dict[str, Any]
+) -> Callable[[], None]:
+    """Makes ``out_dir`` and returns what (re)writes a probe's report there: ``stem.md`` (the
+    emitted ``lines``) and ``stem.json`` (``res``), UTF-8. The probes call it after each part, so
+    a part that crashes keeps what the earlier ones measured (shared by the GPU probes)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def write() -> None:
+        (out / f"{stem}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (out / f"{stem}.json").write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")  # fmt: skip
+
+    return write
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="latency-out")
@@ -195,12 +211,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--big", action="store_true", help="also the 45M block, PDL off and on")
     a = ap.parse_args()
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def write() -> None:
-        (out / "latency_probe.md").write_text("\n".join(LINES) + "\n")
-        (out / "latency_probe.json").write_text(json.dumps(RES, indent=1, default=str))
+    write = report_writer(a.out, "latency_probe", LINES, RES)
 
     return probe(VARIANTS, a.rounds, a.n, write, big=a.big)
 

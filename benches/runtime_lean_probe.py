@@ -26,7 +26,6 @@ Writes ``DIR/lean_probe.{md,json}`` after each part and prints the markdown.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from benches.latency_probe import host_us, report_writer, sync_each_us  # noqa: E402
 from benches.runtime_modes import _mlp_fns, _pipelined_ms, _weights  # noqa: E402
 
 MiB = 1 << 20
@@ -66,17 +66,6 @@ def set_lean(fn: Any, lean: bool) -> None:
         st = getattr(e, "_stager", None)
         if st is not None:
             st.memo[0] = None
-
-
-def host_burst_us(call: Callable[[], Any], sync: Callable[[], Any], n: int = 20) -> float:
-    """Host us per call of a burst of ``n`` calls (the GPU busy); the wait is not timed."""
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        call()
-    t = time.perf_counter() - t0
-    sync()
-    return t / n * 1e6
 
 
 def mlp(
@@ -119,7 +108,7 @@ def mlp(
                 )
                 if rnd == 0:  # (the pipelined loop: 3 warm-up calls, 5 rounds of n)
                     paths[key] = f"hot {fn.hot_calls - h0} of {3 + 5 * n}"
-                host.setdefault(key, []).append(host_burst_us(lambda a=arr: fn(a, *ws), sync, 20))
+                host.setdefault(key, []).append(host_us(lambda a=arr: fn(a, *ws), sync, 20))
                 if rnd == 0:
                     y = torch.from_dlpack(fn(arr, *ws)).cpu().numpy()
                     same[key] = bool(np.array_equal(y, want))
@@ -176,7 +165,7 @@ def block(rounds: int, n: int) -> dict[str, Any]:
     entry = next(iter(f._entries.values()))
     g = [x for _, _, x in entry._bound.values() if x is not None][-1]
     fast = g.fast_launch
-    bare = [statistics.median(host_burst_us(lambda: fast[0](fast[1], entry.stream.cvp), sync)
+    bare = [statistics.median(host_us(lambda: fast[0](fast[1], entry.stream.cvp), sync)
                               for _ in range(5)) for _ in range(rounds)]  # fmt: skip
     set_lean(f, True)
     med = {k: statistics.median(v) for k, v in samples.items()}
@@ -197,7 +186,7 @@ def block_round(f: Any, h: int, kv: int, ins: list[Any], n: int) -> dict[str, fl
         return f(h, kv, *ins)
 
     def burst(c: Callable[[], Any]) -> float:
-        return statistics.median(host_burst_us(c, sync) for _ in range(5))
+        return statistics.median(host_us(c, sync) for _ in range(5))
 
     return {
         "f(H, KV, *arrays): host us (burst of 20)": burst(call),
@@ -210,12 +199,9 @@ def block_round(f: Any, h: int, kv: int, ins: list[Any], n: int) -> dict[str, fl
 
 
 def _each(call: Callable[[], Any], wait: Callable[[], Any], n: int) -> float:
+    """``latency_probe.sync_each_us`` from an idle GPU (a wait before the first call)."""
     wait()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        call()
-        wait()
-    return (time.perf_counter() - t0) / n * 1e6
+    return sync_each_us(call, wait, n)
 
 
 def block_table(r: dict[str, Any]) -> None:
@@ -239,12 +225,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def write() -> None:
-        (out / "lean_probe.md").write_text("\n".join(LINES) + "\n", encoding="utf-8")
-        (out / "lean_probe.json").write_text(json.dumps(RES, indent=1, default=str), encoding="utf-8")  # fmt: skip
+    write = report_writer(a.out, "lean_probe", LINES, RES)
 
     import torch
 

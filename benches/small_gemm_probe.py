@@ -26,7 +26,6 @@ Writes ``small_gemm_probe.md`` and ``small_gemm_probe.json`` to ``--out``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -274,13 +273,9 @@ def main() -> int:
     ap.add_argument("--skip-block", action="store_true")
     a = ap.parse_args()
     import torch
+    from latency_probe import report_writer
 
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def write() -> None:
-        (out / "small_gemm_probe.md").write_text("\n".join(LINES) + "\n")
-        (out / "small_gemm_probe.json").write_text(json.dumps(RES, indent=1, default=str))
+    write = report_writer(a.out, "small_gemm_probe", LINES, RES)
 
     emit("# benches/small_gemm_probe.py: the generated small tensor-core GEMM against cuBLAS\n")
     emit(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n")  # fmt: skip
