@@ -20,6 +20,8 @@ import _thread
 import ctypes
 import functools
 import re
+import shutil
+import subprocess
 import threading
 from typing import Any
 
@@ -258,3 +260,21 @@ def run_emulated(graph: Graph, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
         if status[0]:
             raise IndexError(f"gather index {status[3]} out of range in step {k} ({step.sym})")
     return tuple(raw.view(NP_DTYPES[o.dtype]).reshape(o.shape).copy() for raw, o in outs)
+
+
+def assert_ptxas_accepts(graph: Graph, arch: str = "sm_90") -> None:
+    """``graph``'s GPU lowering through LLVM's PTX back end and ``ptxas`` (when installed): the
+    emulator runs the kernels' LLVM IR, this checks the real assembler takes the PTX a GPU
+    would run (a NaN or extremum path can emit what LLVM accepts and ptxas does not)."""
+    if shutil.which("ptxas") is None:
+        return
+    from kinac.codegen.ptx import compile_ptx
+
+    ptx = compile_ptx(lower_graph_gpu(graph).llvm_ir, arch)
+    run = subprocess.run(
+        ["ptxas", f"-arch={arch}", "-o", "/dev/null", "-"],
+        input=ptx,
+        text=True,
+        capture_output=True,
+    )
+    assert run.returncode == 0, run.stderr
