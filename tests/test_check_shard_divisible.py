@@ -34,9 +34,12 @@ def test_golden(path: Path) -> None:
     golden_compare(path, out)
 
 
-@pytest.mark.parametrize(("case", "solved"), [("bad_concrete", set()), ("good", {"bounded"})])
+@pytest.mark.parametrize(
+    ("case", "solved"), [("bad_concrete", set()), ("bad_written", set()), ("good", {"bounded"})]
+)
 def test_no_solver_when_normal_forms_decide(case: str, solved: set[str]) -> None:
-    """Concrete dims, and symbolic dims nothing else constrains, never reach Z3."""
+    """Concrete dims, splits written in a body, and symbolic dims nothing else constrains
+    never reach Z3."""
     ws = Workspace({f"{case}.kina": (GOLDEN / f"{case}.kina").read_text()}, solve_cache={})
     pf = ws.env.file(f"{case}.kina")
     assert pf is not None

@@ -20,7 +20,7 @@ from kinac.check.prims import Prim, find
 from kinac.check.prims.base import PRIMS, REQ
 from kinac.check.protocol import CheckEnv
 from kinac.check.shard import mesh_names
-from kinac.check.shard_even import impossible_splits
+from kinac.check.shard_even import impossible_splits, uneven_written
 from kinac.check.sig import analyse
 from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
 from kinac.check.typed_ir import (
@@ -237,6 +237,7 @@ class _Checker:
             "the ascribed expression",
             (self.label(e.type.nid, "ascribed type"),),
         )
+        self._uneven(want, "the ascribed type has", e.type.nid)
         return inner
 
     def require(
@@ -353,7 +354,14 @@ class _Checker:
         t = read_prim(self, p, e)
         if isinstance(t, TPrim):
             check_prim_literals(self, t, e)
+            if p.op == "reshard":  # reshard and the collectives write the layout
+                self._uneven(t.type, f"`{p.name}` gives", e.nid)
         return t
+
+    def _uneven(self, ty: SType, what: str, nid: int) -> None:
+        """K0413 for a layout written in the body whose split is ground and uneven."""
+        meshes, subst = self.env.meshes(self.file), self.prover.facts.subst
+        self.diags.extend(uneven_written(ty, meshes, subst, what, self.label(nid)))
 
     def defn_call(self, e: ast.Call, ref: Any, sig_ast: ast.Signature) -> TExpr:
         from kinac.check.callsite import check_call

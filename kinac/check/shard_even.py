@@ -16,12 +16,14 @@ mesh"), reported at the parameter's type:
   and the split can hold together; when they cannot, the counterexample is a model of the other
   assumptions (every such model breaks the split).
 
-A split that only *some* dims break (``[D]`` over 2) stays an assumption, as before.
+A split that only *some* dims break (``[D]`` over 2) stays an assumption, as before. Layouts
+written in a body (an ascription, ``reshard``, the collectives) are checked by arithmetic
+only (:func:`uneven_written`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from math import gcd
 from typing import TYPE_CHECKING
 
@@ -39,6 +41,8 @@ from kinac.check.formula import (
     rel_vars,
 )
 from kinac.check.oblig import Prover, explain
+from kinac.check.shard import shard_divs
+from kinac.check.types import SType
 from kinac.diag.model import Diagnostic, Label
 from kinac.reader import ast
 
@@ -181,3 +185,37 @@ def _contradicts(g: Rel, residual: Sequence[Rel], solve: Callable[[Formula], Sol
     false = Rel("eq", D.const(1), D.ZERO)
     formula, _ = make_formula(false, [*residual, g], rel_vars(g))
     return solve(formula).status == "proved"
+
+
+def uneven_written(
+    ty: SType,
+    meshes: Sequence[ast.Mesh],
+    subst: Mapping[str, D.Poly],
+    what: str,
+    primary: Label,
+) -> list[Diagnostic]:
+    """K0413 for each split of a layout written in a body (``(the T e)``, ``(reshard x …)``
+    and the collectives' annotations) whose dim, under the defn's ``where`` equalities
+    (``subst``), is a constant the mesh does not divide. Arithmetic only: a symbolic split
+    there is not an obligation (a generic defn may reshard a dim that each entry's dims
+    split evenly; the shard plan checks it at concrete dims), only a ground one is certain
+    to fail."""
+    rels, _problems = shard_divs(ty, meshes)  # malformed annotations: K0702 elsewhere
+    out: list[Diagnostic] = []
+    for rel, axis, mesh in rels:
+        g = rel_subst(rel, subst)
+        if decide_cheap(canon_rel(g)) is False:
+            out.append(
+                error(
+                    "K0413",
+                    f"{what} dim {axis} split over {mesh}, which cannot be even: {explain(g, {})}",
+                    Label(
+                        primary.loc,
+                        f"{D.fmt_infix(g.rhs)} is not a multiple of {D.fmt_infix(g.lhs)}",
+                    ),
+                    notes=(_NOTE,),
+                    help="split another dim, or over a mesh (or `over=` axes) whose size "
+                    "divides it",
+                )
+            )
+    return out
