@@ -15,6 +15,7 @@ the rounding of one op.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 TD = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -580,3 +582,30 @@ def compare(got: np.ndarray, want: torch.Tensor, dtype: str, what: str = "") -> 
     scale = max(1.0, float(fin.max()) if fin.size else 1.0)
     tol = TOL[dtype]
     np.testing.assert_allclose(g64, w, rtol=tol, atol=tol * scale, equal_nan=True, err_msg=what)
+
+
+def hunt_settings(n: int) -> Any:
+    """The adversary tests' hypothesis settings: ``n`` examples (``ADV_EXAMPLES`` overrides it:
+    a hunt draws many), no deadline (a compile takes seconds), no health checks (a program is a
+    large draw)."""
+    return settings(
+        max_examples=int(os.environ.get("ADV_EXAMPLES", n)),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+seeds = st.integers(0, 2**31)  # the seed of a drawn program's random inputs
+
+
+def dot_loss(p: Prog) -> None:
+    """Makes ``p``'s body ``sum(body * w)`` over every axis, ``w`` a new parameter (a
+    non-uniform cotangent: each output element's gradient is its own)."""
+    b = p.body
+    assert b is not None
+    w = f"p{len(p.params)}"
+    p.params.append((w, b.shape, "T"))
+    src = f"(mul {b.src} {w})"
+    for _ in b.shape:
+        src = f"(sum {src} :axis 0)"
+    p.body = Node(src, (), lambda e: (b.ev(e) * e[w]).sum())

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from adversary_gen import INTS, SIZES, TD, Dim, Gen, Node, Prog
+from adversary_gen import INTS, SIZES, TD, Dim, Gen, Node, Prog, dot_loss
 from hypothesis import strategies as st
 
 TIE_VALUES = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
@@ -292,12 +292,7 @@ def add_loss(p: GradProg, kind: str) -> GradProg:
     flat = f"(reshape {b.src} [{product(b.shape)}])"
     p.loss_kind = kind
     if kind == "dot":
-        w = f"p{len(p.params)}"
-        p.params.append((w, b.shape, "T"))
-        src = f"(mul {b.src} {w})"
-        for _ in b.shape:
-            src = f"(sum {src} :axis 0)"
-        p.body = Node(src, (), lambda e: (b.ev(e) * e[w]).sum())
+        dot_loss(p)
     elif kind == "meansq":
         src = f"(mean (square {flat}) :axis 0)"
         p.body = Node(src, (), lambda e: rd(rd(b.ev(e).reshape(-1) ** 2).mean()))

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from adversary_gen import hunt_settings, seeds
 from adversary_grad_gen import GradProg, grad_programs, sharded_source
 from check_support import Workspace
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 import kinac
@@ -34,17 +35,6 @@ SKIP = set(filter(None, os.environ.get("ADV_GRAD_SKIP", "").split(",")))
 # the hunt may draw larger dims (ADV_GRAD_SIZES=1,3,32,33,128: the GPU's row and
 # vector paths change with the row length)
 SIZES = tuple(int(v) for v in os.environ.get("ADV_GRAD_SIZES", "1,2,3,4,5,17").split(","))
-
-
-def _settings(n: int) -> Any:
-    return settings(
-        max_examples=int(os.environ.get("ADV_EXAMPLES", n)),
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-
-
-seeds = st.integers(0, 2**31)
 
 
 def _file(tmp: Path, src: str) -> Path:
@@ -88,7 +78,7 @@ def torch_grads(p: GradProg, ins: list[np.ndarray]) -> tuple[float, dict[str, np
     return float(ref.detach()), out
 
 
-@_settings(3)
+@hunt_settings(3)
 @given(grad_programs(dtypes=DTYPES, max_depth=DEPTH, sizes=SIZES), seeds)
 def test_value_and_grad_equals_torch_autograd(
     tmp_path_factory: Any, p: GradProg, seed: int
@@ -110,7 +100,7 @@ def test_value_and_grad_equals_torch_autograd(
 MESHES = {"1d": "(mesh m [2])", "2d": "(mesh m [2 2] :axes [a b])"}
 
 
-@_settings(3)
+@hunt_settings(3)
 @given(grad_programs(dtypes=("f64",), max_depth=3), seeds, st.data())
 def test_sharded_gradients_equal_unsharded(
     tmp_path_factory: Any, p: GradProg, seed: int, data: st.DataObject
@@ -171,7 +161,7 @@ def test_sharded_gradients_equal_unsharded(
         close(grads[n], np.asarray(pgrads[n], np.float64), TOL[p.dtype], f"d/d{n} " + info)
 
 
-@_settings(2)
+@hunt_settings(2)
 @given(grad_programs(dtypes=DTYPES, max_depth=3, sizes=SIZES), seeds)
 def test_gradient_graph_gpu_lowering_emulated_equals_torch(p: GradProg, seed: int) -> None:
     """The gradient graph (the transform of the specialised forward) through the GPU
@@ -198,7 +188,7 @@ def test_gradient_graph_gpu_lowering_emulated_equals_torch(p: GradProg, seed: in
             close(g, want[n], tolerance(p), f"d/d{n} " + info)
 
 
-@_settings(3)
+@hunt_settings(3)
 @given(grad_programs(dtypes=("f64", "f32"), max_depth=DEPTH, sizes=SIZES), seeds)
 def test_recomputed_gradient_graph_is_bit_identical(p: GradProg, seed: int) -> None:
     """The GPU gradient's graph rewrites (``kinac.grad.remat``: every softmax cone recomputed

@@ -9,33 +9,22 @@ The suite runs a few examples per property (each test about 2 s); hunting runs m
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from adversary_gen import TOL, Node, Prog, compare, programs
+from adversary_gen import TOL, Prog, compare, dot_loss, hunt_settings, programs, seeds
 from check_support import Workspace
 from gpu_support import run_emulated
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import kinac
 from kinac.check import DefnRef, specialise
 from kinac.tir.graph import Graph
 
-
-def _settings(n: int) -> Any:
-    return settings(
-        max_examples=int(os.environ.get("ADV_EXAMPLES", n)),
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-
-
-seeds = st.integers(0, 2**31)
 ALL = ("f32", "f64", "f16", "bf16", "i32", "i64")
 
 
@@ -65,7 +54,7 @@ def graph_of(p: Prog) -> Graph:
     return sp.graph
 
 
-@_settings(2)
+@hunt_settings(2)
 @given(programs(dtypes=ALL), seeds)
 def test_host_build_equals_float64(tmp_path_factory: Any, p: Prog, seed: int) -> None:
     src = p.source()
@@ -74,7 +63,7 @@ def test_host_build_equals_float64(tmp_path_factory: Any, p: Prog, seed: int) ->
     compare(_call(fn, p, ins), p.reference(ins), p.dtype, src)
 
 
-@_settings(3)
+@hunt_settings(3)
 @given(programs(dtypes=ALL, max_depth=3), seeds)
 def test_gpu_lowering_emulated_equals_float64(p: Prog, seed: int) -> None:
     ins = p.inputs(seed)
@@ -84,18 +73,11 @@ def test_gpu_lowering_emulated_equals_float64(p: Prog, seed: int) -> None:
 
 def with_loss(p: Prog) -> Prog:
     """``sum(body * w)`` over every axis, ``w`` a new parameter (a non-uniform cotangent)."""
-    b = p.body
-    assert b is not None
-    name = f"p{len(p.params)}"
-    p.params.append((name, b.shape, "T"))
-    src = f"(mul {b.src} {name})"
-    for _ in b.shape:
-        src = f"(sum {src} :axis 0)"
-    p.body = Node(src, (), lambda e: (b.ev(e) * e[name]).sum())
+    dot_loss(p)
     return p
 
 
-@_settings(3)
+@hunt_settings(3)
 @given(programs(dtypes=("f32", "f64"), max_depth=3), seeds)
 def test_value_and_grad_equals_torch_autograd(tmp_path_factory: Any, p: Prog, seed: int) -> None:
     p = with_loss(p)
@@ -142,7 +124,7 @@ def sharded_source(p: Prog, chosen: list[tuple[int, int]], result_axis: int | No
     return "(mesh m [2])\n" + src
 
 
-@_settings(3)
+@hunt_settings(3)
 @given(programs(dtypes=("f32", "f64"), max_depth=3), seeds, st.data())
 def test_sharded_run_equals_unsharded(
     tmp_path_factory: Any, p: Prog, seed: int, data: st.DataObject
