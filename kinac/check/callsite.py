@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kinac.check import dims as D
-from kinac.check.calls import instantiate
+from kinac.check.calls import instantiate as instantiate  # re-exported: tests patch it here
 from kinac.check.formula import Rel
 from kinac.check.infer import _Checker
 from kinac.check.infer import _Fail as Fail
