@@ -285,14 +285,14 @@ define {float, float, float, float} @emu_mma(i32 %a0, i32 %a1, i32 %a2, i32 %a3,
 """
 
 
-def host_ir(p: AttnParams) -> str:
-    """The kernel's NVPTX IR rewritten for the host (see the module doc)."""
-    ir = attention_llvm_ir((p,))
-    ir = ir.replace('target triple = "nvptx64-nvidia-cuda"\n', "")
-    ir = "\n".join(x for x in ir.splitlines() if not x.startswith("declare"))
+def host_threads(ir: str, smem: str, nbytes: int) -> str:
+    """NVPTX IR's thread-level intrinsics for the host emulation: the shared array (``smem``: a
+    regex of its global's name) a ``nbytes`` global, address spaces dropped, special registers,
+    butterfly shuffles and barriers as ``kemu_*`` calls, ``ex2.approx`` as ``llvm.exp2``.
+    Shared by the attention and small-GEMM emulations (``tests/test_small_gemm_emu.py``)."""
     ir = re.sub(
-        r"(@\w+_smem) = external addrspace\(3\) global \[0 x i8\], align \d+",
-        rf"\1 = global [{smem_bytes(p)} x i8] zeroinitializer, align 1024",
+        rf"({smem}) = external addrspace\(3\) global \[0 x i8\], align \d+",
+        rf"\1 = global [{nbytes} x i8] zeroinitializer, align 1024",
         ir,
     )
     ir = ir.replace(" addrspace(3)", "").replace(" addrspace(1)", "").replace("ptx_kernel ", "")
@@ -305,12 +305,13 @@ def host_ir(p: AttnParams) -> str:
     ir = re.sub(r"@llvm\.nvvm\.shfl\.sync\.bfly\.f32\(i32 -1, (float [^,]+), (i32 \d+), i32 31\)",
                 r"@kemu_shfl(\1, \2)", ir)  # fmt: skip
     ir = ir.replace("@llvm.nvvm.barrier0()", "@kemu_barrier()")
-    ir = ir.replace("@llvm.nvvm.ex2.approx.ftz.f32", "@llvm.exp2.f32")
-    if p.mbar:  # copies pending until a wait (attention_emu_mbar.py)
-        ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@kemu_cp")
-        ir = re.sub(r"@llvm\.nvvm\.cp\.async\.wait\.group\(i32 \d+\)", "@kemu_cp_wait()", ir)
-        ir = re.sub(r"define internal void @\w+_[mn]b_\w+\(.*?\n\}\n", "", ir, flags=re.S)
-        ir = mbemu.DECLS + mbemu.host_defs(kernel_name(p)) + ir
+    return ir.replace("@llvm.nvvm.ex2.approx.ftz.f32", "@llvm.exp2.f32")
+
+
+def host_mma(ir: str) -> str:
+    """NVPTX IR's tensor-core path for the host emulation: ``cp.async`` as ``emu_cp`` (its
+    commit and wait dropped: the copy is done at once), ``ldmatrix`` and ``mma.sync`` as the
+    emulation's warp functions (shared with ``tests/test_small_gemm_emu.py``)."""
     ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@emu_cp")
     ir = re.sub(
         r"  call void @llvm\.nvvm\.cp\.async\.(commit\.group\(\)|wait\.group\(i32 \d+\))\n", "", ir
@@ -325,7 +326,21 @@ def host_ir(p: AttnParams) -> str:
         r"@emu_ldsm(\1, i32 1)",
         ir,
     )
-    ir = re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
+    return re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
+
+
+def host_ir(p: AttnParams) -> str:
+    """The kernel's NVPTX IR rewritten for the host (see the module doc)."""
+    ir = attention_llvm_ir((p,))
+    ir = ir.replace('target triple = "nvptx64-nvidia-cuda"\n', "")
+    ir = "\n".join(x for x in ir.splitlines() if not x.startswith("declare"))
+    ir = host_threads(ir, r"@\w+_smem", smem_bytes(p))
+    if p.mbar:  # copies pending until a wait (attention_emu_mbar.py)
+        ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@kemu_cp")
+        ir = re.sub(r"@llvm\.nvvm\.cp\.async\.wait\.group\(i32 \d+\)", "@kemu_cp_wait()", ir)
+        ir = re.sub(r"define internal void @\w+_[mn]b_\w+\(.*?\n\}\n", "", ir, flags=re.S)
+        ir = mbemu.DECLS + mbemu.host_defs(kernel_name(p)) + ir
+    ir = host_mma(ir)
     ir = re.sub(r'  call void asm sideeffect "[^"]*", "~\{memory\}"\(\)\n', "", ir)
     # an opaque constant (the ws producer's chunk count): the constant itself
     ir = re.sub(r'(%\w+) = call i32 asm sideeffect "mov\.u32 \$0, (\d+);", "=r"\(\)',

@@ -42,27 +42,7 @@ def host_ir(p: SmallGemmParams) -> str:
                 f"%pdl.arch = add i32 0, {PDL_MIN_ARCH}", ir)  # fmt: skip
     ir = ir.replace("@llvm.nvvm.prefetch.global.L2.evict.last(", "@kemu_prefetch(")
     ir = re.sub(r"  call void @llvm\.nvvm\.griddepcontrol\.[\w.]+\(\)\n", "", ir)
-    ir = re.sub(
-        rf"(@{name}_smem) = external addrspace\(3\) global \[0 x i8\], align \d+",
-        rf"\1 = global [{smem_bytes(p)} x i8] zeroinitializer, align 1024",
-        ir,
-    )
-    ir = ir.replace(" addrspace(3)", "").replace(" addrspace(1)", "").replace("ptx_kernel ", "")
-    sreg = {"tid.x": 0, "ctaid.x": 1, "ctaid.y": 2, "ctaid.z": 3}
-    ir = re.sub(r"@llvm\.nvvm\.read\.ptx\.sreg\.(\w+\.\w)\(\)",
-                lambda m: f"@kemu_sreg(i32 {sreg[m[1]]})", ir)  # fmt: skip
-    ir = re.sub(r"@llvm\.nvvm\.shfl\.sync\.bfly\.f32\(i32 -1, (float [^,]+), (i32 \d+), i32 31\)",
-                r"@kemu_shfl(\1, \2)", ir)  # fmt: skip
-    ir = ir.replace("@llvm.nvvm.barrier0()", "@kemu_barrier()")
-    ir = ir.replace("@llvm.nvvm.ex2.approx.ftz.f32", "@llvm.exp2.f32")
-    ir = ir.replace("@llvm.nvvm.cp.async.cg.shared.global.16.s", "@emu_cp")
-    ir = re.sub(r"  call void @llvm\.nvvm\.cp\.async\.(commit\.group\(\)|wait\.group\(i32 \d+\))\n",
-                "", ir)  # fmt: skip
-    ir = re.sub(r"@llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x4\.b16\((ptr [^)]+)\)",
-                r"@emu_ldsm(\1, i32 0)", ir)  # fmt: skip
-    ir = re.sub(r"@llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.b16\((ptr [^)]+)\)",
-                r"@emu_ldsm(\1, i32 1)", ir)  # fmt: skip
-    ir = re.sub(r"@llvm\.nvvm\.mma\.m16n8k16\.row\.col\.[\w.]+\(", "@emu_mma(", ir)
+    ir = emu.host_mma(emu.host_threads(ir, f"@{name}_smem", smem_bytes(p)))
     assert NVPTX_TRIPLE not in ir
     return (
         "declare float @llvm.sqrt.f32(float)\ndeclare void @kemu_prefetch(ptr)\n"
