@@ -415,6 +415,15 @@ class LoggedFlags:
         self.flags[k] = v
 
 
+def _cheap_context(e: Any) -> SimpleNamespace:
+    """Gives ``e`` the cheap context check a bound call needs (``mul_entry`` has none): context
+    5 is current and is the entry's own. Returns the current-context cell: a test sets its
+    ``value`` to make another context current."""
+    cur = SimpleNamespace(value=5)
+    e._ctx_get, e._ctx_ref, e._ctx_cur, e._ctx_mine = (lambda r: 0), None, cur, 5
+    return cur
+
+
 def _graphed(e: Any, fake: FakeDriver, set_flags: bool = True) -> tuple[Any, FakeGraphs]:
     from kinac.rt.cuda import staging_graphs
 
@@ -606,8 +615,7 @@ def test_the_bound_call_for_the_api_memo_goes_hot_and_falls_back_right(
     st, g = _graphed(e, fake)
     e(x, w)  # (the memo)
     assert e.hot_path((x, w)) is None  # mul_entry has no cheap context check
-    cur = SimpleNamespace(value=5)
-    e._ctx_get, e._ctx_ref, e._ctx_cur, e._ctx_mine = (lambda r: 0), None, cur, 5
+    cur = _cheap_context(e)
     assert e.hot_path((np.ones(X, np.float32), w)) is not None  # (host arrays: any, same form)
     call = e.hot_path((x, w))
     assert call is not None
@@ -693,7 +701,7 @@ def test_the_bound_calls_turn_path_sees_every_change_between_calls(
     x = rng.standard_normal(X).astype(np.float32)
     e(x, w)
     st, g = _graphed(e, fake)
-    e._ctx_get, e._ctx_ref, e._ctx_cur, e._ctx_mine = (lambda r: 0), None, SimpleNamespace(value=5), 5  # fmt: skip
+    _cheap_context(e)
     e(x, w)
     call = e.hot_path((x, w))
     assert call is not None
