@@ -173,7 +173,7 @@ def rematerialize_elementwise(graph: Graph, forward_end: int | None = None) -> G
         late = [u for u in users[i] if u >= end]
         if n.op not in ops or not late or i in graph.outputs:
             continue
-        if any(nodes[u].op == "matmul" for u in late):
+        if any(nodes[u].op in KEEP_FOR for u in late):
             continue
         at = min(late)
         c = cone(i, at)
@@ -190,6 +190,17 @@ def rematerialize_elementwise(graph: Graph, forward_end: int | None = None) -> G
 
 
 VIEWS = frozenset({"reshape", "transpose"})
+
+KEEP_FOR = frozenset({"matmul", "eq", "ne"})
+"""Backward readers for which a forward elementwise value is kept, not recomputed. ``matmul``:
+cuBLAS reads memory (the copy would be a kernel of its own). ``eq``/``ne``: an equality needs
+the very bits the forward computed (the gradient of ``max`` is ``eq(y, max y) / count``), and
+on the GPU the copy is not bit-identical in f16/bf16: a kernel rounds its intermediates only
+where it stores them, so the copy (``x / rms * w`` recomputed from ``x`` in one kernel) and the
+forward's value (``x / rms`` stored, then ``* w`` in the max's kernel) can differ by an ulp; the
+gradient was NaN at about 1 of 100 f16 inputs (tests/test_adversary_grad_findings.py,
+docs/gpu-precision.md). In f32, a vectorised kernel's division by a row value is a reciprocal
+multiply, a scalar one's is not: the same hazard, rarer."""
 
 
 def _feeds_matmul(nodes: tuple[Node, ...], users: list[list[int]], i: int, end: int) -> bool:
