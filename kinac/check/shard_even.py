@@ -12,7 +12,7 @@ mesh"), reported at the parameter's type:
   (:func:`concrete_uneven`, no solver), so a caller sees a signature error;
 * a symbolic dim (:func:`impossible_splits`, in the defn's check): decided without the solver
   when normal forms settle it (the ``where`` equalities substituted; a gcd argument; a dim whose
-  variables nothing else constrains), else the solver is asked whether the other assumptions
+  variables nothing else constrains; a small witness), else the solver is asked whether the other assumptions
   and the split can hold together; when they cannot, the counterexample is a model of the other
   assumptions (every such model breaks the split).
 
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from kinac.check import dims as D
 from kinac.check.codes import error
+from kinac.check.dims import DimEvalError
 from kinac.check.formula import (
     Facts,
     Formula,
@@ -36,9 +37,11 @@ from kinac.check.formula import (
     SolveResult,
     canon_rel,
     decide_cheap,
+    holds,
     make_formula,
     rel_subst,
     rel_vars,
+    relevant,
 )
 from kinac.check.oblig import Prover, explain
 from kinac.check.shard import shard_divs
@@ -103,7 +106,9 @@ def impossible_splits(
             env = prover.complete({}, rel)
         else:
             if not _never(g) and (
-                _free(g, facts.residual) or not _contradicts(g, facts.residual, solve)
+                _free(g, facts.residual)
+                or _witness(g, facts.residual)
+                or not _contradicts(g, facts.residual, solve)
             ):
                 continue
             r = prover.check(rel)
@@ -175,6 +180,27 @@ def _free(g: Rel, residual: Sequence[Rel]) -> bool:
         terms = [(m, c) for m, c in g.rhs.terms if any(a == v for a, _e in m)]
         if len(terms) == 1 and terms[0][0] == ((v, 1),) and gcd(terms[0][1], size) == 1:
             return True
+    return False
+
+
+def _witness(g: Rel, residual: Sequence[Rel]) -> bool:
+    """Satisfiable without the solver when one value for every variable connected to the
+    split (``size * m`` for a few small ``m``) satisfies it and every assumption sharing those
+    variables: the Megatron block's splits ``2 | Dh*G*KV`` beside ``2 | Dh*KV``."""
+    size = D.as_const(g.lhs)
+    if size is None or size <= 0:
+        return False
+    rels = [g, *relevant(rel_vars(g), residual)]
+    names: set[str] = set()
+    for r in rels:
+        names |= rel_vars(r)
+    for m in (1, 2, 3, 4, 6, 12):
+        env = dict.fromkeys(names, size * m)
+        try:
+            if all(holds(r, env) for r in rels):
+                return True
+        except DimEvalError:
+            continue
     return False
 
 
