@@ -394,6 +394,44 @@ def test_candidates_and_output_check() -> None:
     assert not blas_tune.close(np.full(1000, np.nan), ref, "bf16")
 
 
+def test_scratch_fills_inputs_seeded_zeroes_outputs_and_frees_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``blas_tune.Scratch`` (the tuner's and ``benches/gemm_45m_probe.py``'s device buffers)
+    over a host-memory driver: each input holds its seeded random bytes, each output zeros,
+    every buffer is at least 16 bytes, and ``free`` frees exactly what was allocated."""
+    from kinac.rt.cuda import driver
+
+    live: dict[int, Any] = {}
+    freed: list[int] = []
+
+    def mem_alloc(n: int) -> tuple[int, int]:
+        buf = ctypes.create_string_buffer(n)
+        live[ctypes.addressof(buf)] = buf
+        return 0, ctypes.addressof(buf)
+
+    def htod(dst: int, src: int, n: int) -> tuple[int]:
+        assert len(live[dst]) >= n
+        ctypes.memmove(dst, src, n)
+        return (0,)
+
+    fake = SimpleNamespace(cuMemAlloc=mem_alloc, cuMemcpyHtoD=htod, cuMemFree=freed.append)
+    monkeypatch.setattr(driver, "_api", fake)
+    monkeypatch.setattr(driver, "OK", 0)
+    g = _plain("bias", 4, 8, 16)
+    need, outs = blas_tune.buffer_elems(g), blas_tune.outputs(g)
+    mem = blas_tune.Scratch()
+    names = mem.buffers(need, outs)
+    assert sorted(names) == ["out0", "param0", "param1", "param2"] and outs == ("out0",)
+    for seed, (name, (elems, dt)) in enumerate(sorted(need.items())):
+        got = ctypes.string_at(names[name], elems * 2)
+        want = bytes(elems * 2) if name in outs else blas_tune._random_bytes(elems, dt, seed)
+        assert got == want and (name in outs or any(want)), name
+    assert len(live[mem.alloc(0)]) == 16  # cuMemAlloc(0) fails on a GPU
+    mem.free()
+    assert sorted(freed) == sorted(live) and mem.ptrs == []
+
+
 def test_off_and_no_gpu_leave_the_entry_as_today(monkeypatch: pytest.MonkeyPatch) -> None:
     t = FakeTimer()
     monkeypatch.setattr(pipeline_gemm_tune, "MIN_TUNE_FLOPS", 0)
