@@ -285,15 +285,12 @@ def heur(blas: Any, s: Any, n: int) -> list[tuple[bytes, int, int, float]]:
 def search(g: Any, n: int = 32) -> list[dict[str, Any]]:
     """Every candidate for canonical GEMM ``g``, graph-captured and timed interleaved."""
     from kinac.artifacts.gemm_algo import GemmAlgo
-    from kinac.dtypes import ITEMSIZE
     from kinac.rt.cuda import blas_tune as bt
-    from kinac.rt.cuda import driver
     from kinac.rt.cuda.blas import Blas, members
     from kinac.rt.cuda.device import Stream
     from kinac.rt.cuda.graph import capture
     from kinac.rt.cuda.kernel_timer import time_calls
 
-    d = driver.api()
     mem = bt.Scratch()  # the tuner's device buffers: alloc, upload, freed together
     alloc, upload = mem.alloc, mem.upload
 
@@ -339,18 +336,7 @@ def search(g: Any, n: int = 32) -> list[dict[str, Any]]:
         if "err" in c:  # a variant that could not be built
             continue
         try:
-            call = blas.bind_today(g, ptr, upload) if c["algo"].how == "today" else blas.bind_algo(g, c["algo"], ptr, upload)  # fmt: skip
-            for name in outs:
-                nb = need[name][0] * ITEMSIZE[need[name][1]]
-                driver.check("cuMemsetD8Async", d.cuMemsetD8Async(ptr(name), 0, nb, stream.cu))
-            call(stream.handle)
-            stream.synchronize()
-            got = []
-            for name in outs:
-                nb = need[name][0] * ITEMSIZE[need[name][1]]
-                host = ctypes.create_string_buffer(nb)
-                driver.check("cuMemcpyDtoH", d.cuMemcpyDtoH(ctypes.addressof(host), ptr(name), nb))  # fmt: skip
-                got.append(bt._as_f32(host.raw, g.out_dtype))
+            call, got = bt.run_once(blas, g, c["algo"], ptr, upload, stream, need, outs)
             if not ref:
                 ref.extend(got)
             elif not all(bt.close(x, r, g.out_dtype) for x, r in zip(got, ref, strict=True)):

@@ -35,7 +35,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kinac.artifacts.gemm_algo import GemmAlgo
 from kinac.artifacts.gpu import GemmOperand, GpuGemm
@@ -43,6 +43,9 @@ from kinac.dtypes import ITEMSIZE
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.device import Stream, current_device
 from kinac.rt.cuda.kernel_timer import time_calls
+
+if TYPE_CHECKING:
+    from kinac.rt.cuda.blas import Blas
 
 SAMPLE = 1 << 22  # output elements compared per candidate
 F = TypeVar("F")  # what time_interleaved's timer times (the tuner: a graph's replay)
@@ -265,6 +268,35 @@ def _keep_busy(issue: Callable[[], None], stream: Stream, ms: float) -> None:
         stream.synchronize()
 
 
+def run_once(
+    blas: Blas,
+    g: GpuGemm,
+    c: GemmAlgo,
+    ptr: Callable[[str], int],
+    upload: Callable[[bytes], int],
+    stream: Stream,
+    need: dict[str, tuple[int, str]],
+    outs: tuple[str, ...],
+) -> tuple[Callable[[int], None], list[object]]:
+    """Candidate ``c`` bound and run once into zeroed outputs (one that writes nothing cannot
+    match): the bound call and its outputs as float32; raises if it cannot bind or run.
+    Shared by :func:`_checked` and ``benches/gemm_45m_probe.py``."""
+    d = driver.api()
+    call = blas.bind_today(g, ptr, upload) if c.how == "today" else blas.bind_algo(g, c, ptr, upload)  # fmt: skip
+    for name in outs:  # zeroed: a candidate that writes nothing cannot pass
+        nbytes = need[name][0] * ITEMSIZE[need[name][1]]
+        driver.check("cuMemsetD8Async", d.cuMemsetD8Async(ptr(name), 0, nbytes, stream.cu))
+    call(stream.handle)
+    stream.synchronize()
+    got = []
+    for name in outs:
+        nbytes = need[name][0] * ITEMSIZE[need[name][1]]
+        host = ctypes.create_string_buffer(nbytes)
+        driver.check("cuMemcpyDtoH", d.cuMemcpyDtoH(ctypes.addressof(host), ptr(name), nbytes))  # fmt: skip
+        got.append(_as_f32(host.raw, g.out_dtype))
+    return call, got
+
+
 def _checked(
     blas: object,
     g: GpuGemm,
@@ -282,20 +314,8 @@ def _checked(
     from kinac.rt.cuda.blas import Blas
 
     assert isinstance(blas, Blas)
-    d = driver.api()
     try:
-        call = blas.bind_today(g, ptr, upload) if c.how == "today" else blas.bind_algo(g, c, ptr, upload)  # fmt: skip
-        for name in outs:  # zeroed: a candidate that writes nothing cannot pass
-            nbytes = need[name][0] * ITEMSIZE[need[name][1]]
-            driver.check("cuMemsetD8Async", d.cuMemsetD8Async(ptr(name), 0, nbytes, stream.cu))
-        call(stream.handle)
-        stream.synchronize()
-        got = []
-        for name in outs:
-            nbytes = need[name][0] * ITEMSIZE[need[name][1]]
-            host = ctypes.create_string_buffer(nbytes)
-            driver.check("cuMemcpyDtoH", d.cuMemcpyDtoH(ctypes.addressof(host), ptr(name), nbytes))  # fmt: skip
-            got.append(_as_f32(host.raw, g.out_dtype))
+        call, got = run_once(blas, g, c, ptr, upload, stream, need, outs)
         if not ref:
             ref.extend(got)  # today's output: the reference
         elif not all(close(x, r, g.out_dtype) for x, r in zip(got, ref, strict=True)):
