@@ -54,15 +54,23 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def emit(line: str = "") -> None:
-    if SINK:  # benches/gpu.py's own emit (latency_levers)
-        SINK[0](line)
-        return
-    LINES.append(line)
-    print(line, flush=True)
+def sunk_emit(lines: list[str], sink: list[Callable[[str], None]]) -> Callable[..., None]:
+    """A probe's ``emit``: a line to ``sink[0]`` while a caller has put its own emit there
+    (``benches/gpu.py``'s sections run a probe part into its report), else kept in ``lines``
+    and printed. Shared by the GPU probes (``benches/small_gemm_probe.py``)."""
+
+    def emit(line: str = "") -> None:
+        if sink:
+            sink[0](line)
+            return
+        lines.append(line)
+        print(line, flush=True)
+
+    return emit
 
 
-SINK: list[Callable[[str], None]] = []
+SINK: list[Callable[[str], None]] = []  # benches/gpu.py's own emit (latency_levers)
+emit = sunk_emit(LINES, SINK)
 
 
 def median_rounds(fn: Callable[[], float], rounds: int) -> float:

@@ -31,11 +31,14 @@ import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benches")]
+
+from latency_probe import sunk_emit  # noqa: E402
 
 LINES: list[str] = []
 RES: dict[str, Any] = {}
@@ -63,15 +66,8 @@ SIZES = [(256, 256), (512, 256), (1024, 256), (512, 512), (1024, 512), (2048, 51
 CHAIN = 16  # products per entry call: y <- y @ w + x, so the GPU, not the host, sets the pace
 
 
-def emit(line: str = "") -> None:
-    if SINK:  # benches/gpu.py's own emit (small_gemm_ab)
-        SINK[0](line)
-        return
-    LINES.append(line)
-    print(line, flush=True)
-
-
-SINK: list[Any] = []
+SINK: list[Callable[[str], None]] = []  # benches/gpu.py's own emit (small_gemm_ab)
+emit = sunk_emit(LINES, SINK)
 
 
 def small_gemm_ab(emit_to: Any, results: dict[str, Any]) -> None:
