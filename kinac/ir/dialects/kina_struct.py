@@ -10,7 +10,7 @@ import math
 from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, TensorType
-from xdsl.ir import Dialect
+from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -365,6 +365,13 @@ class KernelOp(IRDLOperation):
     impl = prop_def(StringAttr)
     sym = prop_def(StringAttr)
     body = region_def("single_block")
+
+    def yielded(self) -> SSAValue:
+        """The value the body yields: the kernel's result as computed inside it (what every
+        fusion pass matches on; the verifier below guarantees the body ends in ``kina.yield``)."""
+        y = self.body.block.last_op
+        assert isinstance(y, YieldOp)
+        return y.value
 
     def verify_(self) -> None:
         blk = self.body.block

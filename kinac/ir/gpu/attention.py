@@ -45,7 +45,7 @@ from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
 from kinac.ir.gpu.attention_params import MASK_DTYPES, AttnParams, AttnTiles, check_params
-from kinac.ir.gpu.fuse_rows import merge_kernels, only_user, yielded
+from kinac.ir.gpu.fuse_rows import merge_kernels, only_user
 from kinac.ir.gpu.gemm import find_matmul
 from kinac.ir.layout import Layout
 from kinac.ir.views import chain_layout, view_base
@@ -406,7 +406,7 @@ def merged_params(k: st.KernelOp) -> AttnParams:
     mms = [o for o in k.body.block.ops if isinstance(o, st.MatmulOp)]
     sm = next(o for o in k.body.block.ops if isinstance(o, st.SoftmaxOp))
     p = attention_params(
-        mms[0], sm, mms[1], mms[0].result, sm.result, lambda a: a.index, len(k.inputs), yielded(k)
+        mms[0], sm, mms[1], mms[0].result, sm.result, lambda a: a.index, len(k.inputs), k.yielded()
     )
     if p is None:
         raise AssertionError(f"{k.sym.data}: not an attention kernel")
@@ -423,12 +423,12 @@ def match(k3: st.KernelOp) -> tuple[st.KernelOp, st.KernelOp, AttnParams] | None
     if k3.kind.data != "matmul":  # blas, or loops past cuBLAS's 2^31 elements (long S)
         return None
     mm2 = find_matmul(k3)
-    if yielded(k3) is not mm2.result or not isinstance(mm2.lhs, BlockArgument):
+    if k3.yielded() is not mm2.result or not isinstance(mm2.lhs, BlockArgument):
         return None
     k2 = k3.inputs[mm2.lhs.index].owner
     if not isinstance(k2, st.KernelOp) or k2.kind.data != "softmax" or only_user(k2) is not k3:
         return None
-    sm = yielded(k2).owner
+    sm = k2.yielded().owner
     if not isinstance(sm, st.SoftmaxOp):
         return None
     prods = [u.owner for u in k2.inputs if isinstance(u.owner, st.KernelOp)]
@@ -438,7 +438,7 @@ def match(k3: st.KernelOp) -> tuple[st.KernelOp, st.KernelOp, AttnParams] | None
     k1 = prods[0]
     assert isinstance(k1, st.KernelOp)
     mm1 = find_matmul(k1)
-    if yielded(k1) is not mm1.result or only_user(k1) is not k2:
+    if k1.yielded() is not mm1.result or only_user(k1) is not k2:
         return None
     s_arg, p_arg = _arg_for(k2, k1), _arg_for(k3, k2)
     if s_arg is None or p_arg is None:
@@ -495,7 +495,7 @@ def absorb_output_view(k: st.KernelOp) -> st.KernelOp:
     if len(shape_of(m.result.type)) != len(shape_of(k.result.type)) - 1:
         return k  # heads merged into the row ([.., S, H*Dh]): cost.py reads the step's shape
     p = merged_params(k)
-    lay = output_layout(yielded(m), m.body.block.args[0])
+    lay = output_layout(m.yielded(), m.body.block.args[0])
     n = len(shape_of(k.result.type))
     ost = None if lay is None else _strides(lay, p.batch, p.heads, 1, n - 2)
     if ost is None or ost[3] != 0:

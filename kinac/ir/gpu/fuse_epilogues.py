@@ -21,7 +21,7 @@ from xdsl.passes import ModulePass
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import dtype_name, shape_of
-from kinac.ir.gpu.fuse_rows import merge_kernels, only_user, yielded
+from kinac.ir.gpu.fuse_rows import merge_kernels, only_user
 from kinac.ir.gpu.gemm import plan_gemm
 
 EPILOGUE_DTYPES = ("f32", "f16", "bf16")
@@ -36,7 +36,7 @@ def epilogue_kind(m: st.KernelOp, e: st.KernelOp) -> str | None:
     ops = [o for o in e.body.block.ops if not isinstance(o, st.YieldOp)]
     if len(ops) != 1 or not isinstance(ops[0], el.AddOp):
         return None
-    if yielded(e) is not ops[-1].results[0]:
+    if e.yielded() is not ops[-1].results[0]:
         return None
     add = ops[0]
     m_arg = [a for a, u in zip(e.body.block.args, e.inputs, strict=True) if u is m.result]

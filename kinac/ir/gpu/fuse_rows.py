@@ -31,12 +31,6 @@ ELEMENTWISE = (el.UnaryOp, el.CastOp, el.BinaryOp, el.WhereOp)
 ROWLIKE = ("reduce", "softmax", "row")
 
 
-def yielded(k: st.KernelOp) -> SSAValue:
-    y = k.body.block.last_op
-    assert isinstance(y, st.YieldOp)
-    return y.value
-
-
 def only_user(k: st.KernelOp) -> Operation | None:
     """The one op using ``k``'s result (``None`` if several, none, or the return)."""
     users = {u.operation for u in k.result.uses}
@@ -63,10 +57,10 @@ def merge_kernels(a: st.KernelOp, b: st.KernelOp, kind: str) -> st.KernelOp:
                 continue
             copy_op(op, body, vmap)
         if src is a:
-            a_val = vmap[yielded(a)]
+            a_val = vmap[a.yielded()]
             for blk_arg, u in zip(b.body.block.args, b.inputs, strict=True):
                 vmap[blk_arg] = a_val if u is a.result else arg_of[u]
-    body.add_op(st.YieldOp.create(operands=[vmap[yielded(b)]]))
+    body.add_op(st.YieldOp.create(operands=[vmap[b.yielded()]]))
     new_k = st.KernelOp.create(
         operands=inputs,
         result_types=[b.result.type],
@@ -93,7 +87,7 @@ def merge_kernels(a: st.KernelOp, b: st.KernelOp, kind: str) -> st.KernelOp:
 
 def row_shape(k: st.KernelOp) -> tuple[int, ...] | None:
     """The shape whose rows a ``reduce``/``softmax``/``row`` kernel walks (last axis), or None."""
-    root = yielded(k)
+    root = k.yielded()
     op = root.owner
     if k.kind.data == "row":
         return shape_of(root.type)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import BlockArgument
 
 from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina_struct as st
@@ -48,12 +48,6 @@ class InPlacePart:
     writes: int
 
 
-def _root(k: st.KernelOp) -> SSAValue:
-    y = k.body.block.last_op
-    assert isinstance(y, st.YieldOp)
-    return y.value
-
-
 def _given(lanes: Lanes) -> Special:
     """A read of an earlier part's result: its lanes, from registers."""
 
@@ -71,11 +65,11 @@ def fuse_inplace_maps(
     operands are either that full shape or rank 0 (broadcast scalars)."""
     if not parts:
         raise ValueError("nothing to fuse")
-    root0 = _root(parts[0].kernel)
+    root0 = parts[0].kernel.yielded()
     shape, dt = shape_of(root0.type), dtype_name(root0.type)
     written = {p.writes for p in parts}
     for p in parts:
-        k, root = p.kernel, _root(p.kernel)
+        k, root = p.kernel, p.kernel.yielded()
         if k.kind.data != "map" or (shape_of(root.type), dtype_name(root.type)) != (shape, dt):
             raise ValueError(f"{k.sym.data}: not a {dt}{list(shape)} map kernel")
         if len(p.inputs) != len(k.inputs) or not 0 <= p.writes < nbuf:
@@ -120,7 +114,7 @@ def fuse_inplace_maps(
                 if i in latest:
                     assert isinstance(v, BlockArgument)
                     r.special[v] = _given(latest[i])
-            vals = r.read(_root(p.kernel), idx, lax)
+            vals = r.read(p.kernel.yielded(), idx, lax)
             stores.append((p.writes, vals))
             latest[p.writes] = [r.sc.round(x, dt) for x in vals]
         pending.append((ok, r0.linear(idx, strides), stores))

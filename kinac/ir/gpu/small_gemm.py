@@ -38,7 +38,6 @@ from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, dtype_name, shape_of
 from kinac.ir.fuse_kernels import copy_op
-from kinac.ir.gpu.fuse_rows import yielded
 from kinac.ir.gpu.small_gemm_kernel import SmallGemmParams
 from kinac.ir.gpu.small_gemm_rule import choose, enabled
 from kinac.ir.gpu.stitch import gpu_kernel_symbol
@@ -82,10 +81,10 @@ def product(k: st.KernelOp) -> tuple[SSAValue, SSAValue, SSAValue | None] | None
         if (
             res is None
             or shape_of(res.type) != shape_of(k.result.type)
-            or yielded(k) is not add.results[0]
+            or k.yielded() is not add.results[0]
         ):
             return None
-    elif yielded(k) is not mm.result:
+    elif k.yielded() is not mm.result:
         return None
     if len({dtype_name(v.type) for v in (a, w, k.result, *((res,) if res else ()))}) != 1:
         return None
@@ -127,7 +126,7 @@ def rms_norm(k: st.KernelOp) -> tuple[SSAValue, SSAValue, float] | None:
     if div.results[0] not in mul.operands or shape_of(w.type) != (xs[-1],):
         return None
     win = _arg_input(k, w)
-    if win is None or yielded(k) is not mul.results[0]:
+    if win is None or k.yielded() is not mul.results[0]:
         return None
     return _arg_input(k, x), win, eps  # type: ignore[return-value]
 
@@ -159,7 +158,7 @@ def _build(
             vmap[a] = arg_of[u]
         for op in _body_ops(norm):
             copy_op(op, body, vmap)
-        normed = vmap[yielded(norm)]
+        normed = vmap[norm.yielded()]
     outs = []
     for k in parts:
         for a, u in zip(k.body.block.args, k.inputs, strict=True):
@@ -172,13 +171,13 @@ def _build(
             copy_op(op, body, vmap)
             if isinstance(op, st.MatmulOp):
                 vmap[op.result].owner.properties["impl"] = StringAttr("tc")  # type: ignore[union-attr]
-        outs.append(vmap[yielded(k)])
+        outs.append(vmap[k.yielded()])
     if tail is not None:
         for a, u in zip(tail.body.block.args, tail.inputs, strict=True):
             vmap[a] = outs[parts.index(u.owner)] if u.owner in parts else arg_of[u]  # type: ignore[arg-type]
         for op in _body_ops(tail):
             copy_op(op, body, vmap)
-        out = vmap[yielded(tail)]
+        out = vmap[tail.yielded()]
     elif concat and len(outs) > 1:
         axis = len(shape_of(result_type)) - 1
         c = st.ConcatOp.create(operands=outs, result_types=[result_type],
@@ -288,7 +287,7 @@ def _rebuilt(c: st.KernelOp, new: SSAValue, starts: dict[SSAValue, int]) -> st.K
         vmap[a] = sliced[u]
     for op in _body_ops(c):
         copy_op(op, body, vmap)
-    body.add_op(st.YieldOp.create(operands=[vmap[yielded(c)]]))
+    body.add_op(st.YieldOp.create(operands=[vmap[c.yielded()]]))
     return st.KernelOp.create(
         operands=inputs, result_types=[c.result.type], properties=dict(c.properties),
         attributes=dict(c.attributes), regions=[Region(body)],
@@ -346,7 +345,7 @@ def _swiglu_tail(parts: list[st.KernelOp]) -> tuple[st.KernelOp, int] | None:
     if [o.name for o in ops] != ["kina.silu", "kina.mul"] or len(m.inputs) != 2:
         return None
     silu, mul = ops
-    if silu.results[0] not in mul.operands or yielded(m) is not mul.results[0]:
+    if silu.results[0] not in mul.operands or m.yielded() is not mul.results[0]:
         return None
     other = mul.operands[1] if mul.operands[0] is silu.results[0] else mul.operands[0]
     g, u = _arg_input(m, silu.operands[0]), _arg_input(m, other)

@@ -41,7 +41,7 @@ from kinac.ir.dialects.kina import _int, shape_of
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.host.causal_blocks import causal_rows
 from kinac.ir.host.gemm_out import fold_output_views
-from kinac.ir.host.row_fuse import fuse_row_reductions, kernel_root
+from kinac.ir.host.row_fuse import fuse_row_reductions
 
 CAUSAL = "causal"  # the attribute on a kernel's kina.matmul
 ENABLED = True  # False: no product is marked (benches/cpu_ab.py ``causal=0``, the A/B's before)
@@ -50,7 +50,7 @@ _ROW_PRESERVING = (el.UnaryOp, el.CastOp, el.BinaryOp, el.WhereOp)
 
 def causal_softmax_kernel(k: st.KernelOp) -> st.SoftmaxOp | None:
     """The root of softmax kernel ``k`` when its lowering skips each row's masked keys."""
-    op = kernel_root(k).owner
+    op = k.yielded().owner
     if k.kind.data != "softmax" or not isinstance(op, st.SoftmaxOp):
         return None
     return op if causal_rows(op, shape_of(op.x.type), _int(op, "axis")) else None
@@ -75,7 +75,7 @@ def _only_softmax_reads(v: SSAValue, softmax: st.SoftmaxOp) -> bool:
 
 
 def _product(k: st.KernelOp) -> st.MatmulOp | None:
-    op = kernel_root(k).owner
+    op = k.yielded().owner
     if k.kind.data != "matmul" or k.impl.data != "blas" or not isinstance(op, st.MatmulOp):
         return None
     return op

@@ -25,16 +25,9 @@ from kinac.ir.views import VIEWS
 ENABLED = True  # False: the two kernels stay (as before 2026-12-02d; benches/cpu_ab.py rows=0)
 
 
-def kernel_root(k: st.KernelOp) -> SSAValue:
-    """The value kernel ``k`` yields (what its kind's checks look at; shared with causal.py)."""
-    y = k.body.block.last_op
-    assert isinstance(y, st.YieldOp)
-    return y.value
-
-
 def row_reduction(k: st.KernelOp) -> st.ReduceOp | None:
     """The root of reduce kernel ``k`` when it reduces each row's last axis, keeping it."""
-    op = kernel_root(k).owner
+    op = k.yielded().owner
     if k.kind.data != "reduce" or not isinstance(op, st.ReduceOp):
         return None
     xs = shape_of(op.x.type)
@@ -55,10 +48,10 @@ def _fusable(r: st.KernelOp, m: st.KernelOp) -> bool:
     red = row_reduction(r)
     if red is None or m.kind.data != "map" or len(list(r.results[0].uses)) != 1:
         return False
-    if row_reductions(kernel_root(m)):
+    if row_reductions(m.yielded()):
         return False  # one reduction a kernel
     rows = shape_of(red.result.type)[:-1]
-    out = shape_of(kernel_root(m).type)
+    out = shape_of(m.yielded().type)
     if len(out) != len(rows) + 1 or tuple(out[:-1]) != tuple(rows) or out[-1] == 1:
         return False
     if all(d == 1 for d in rows):
@@ -103,13 +96,13 @@ def fuse_row_reductions(fn: func.FuncOp) -> None:
         vmap: dict[SSAValue, SSAValue] = {a: where[u] for a, u in rargs}
         for op in list(r.body.block.ops)[:-1]:
             copy_op(op, body, vmap)
-        reduced = vmap[kernel_root(r)]
+        reduced = vmap[r.yielded()]
         mmap: dict[SSAValue, SSAValue] = {}
         for a, u in zip(m.body.block.args, m.inputs, strict=True):
             mmap[a] = reduced if u is r.results[0] else where[u]
         for op in list(m.body.block.ops)[:-1]:
             copy_op(op, body, mmap)
-        body.add_op(st.YieldOp.create(operands=[mmap[kernel_root(m)]]))
+        body.add_op(st.YieldOp.create(operands=[mmap[m.yielded()]]))
         new = st.KernelOp.create(
             operands=inputs,
             result_types=[m.result.type],
