@@ -50,11 +50,10 @@ def find_matmul(k: st.KernelOp) -> st.MatmulOp:
 def epilogue_of(k: st.KernelOp) -> tuple[str, SSAValue | None]:
     """The epilogue a fused matmul kernel computes after its product, and its operand."""
     mm = find_matmul(k)
-    y = k.body.block.last_op
-    assert isinstance(y, st.YieldOp)
-    if y.value is mm.result:
+    root = k.yielded()
+    if root is mm.result:
         return "", None
-    add = y.value.owner
+    add = root.owner
     assert isinstance(add, el.AddOp)
     other = add.rhs if add.lhs is mm.result else add.lhs
     if shape_of(other.type) == shape_of(mm.result.type):

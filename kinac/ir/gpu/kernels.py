@@ -75,9 +75,7 @@ class KernelGen:
 
     def __init__(self, k: st.KernelOp, index: int, flavour: str) -> None:
         self.k, self.index, self.flavour = k, index, flavour
-        y = k.body.block.last_op
-        assert isinstance(y, st.YieldOp)
-        self.root = y.value
+        self.root = k.yielded()
         self.ix = index_type(*_numels(k))
         self.has_status = k.kind.data == "gather"
 

@@ -56,12 +56,11 @@ def output_strides(result: SSAValue, root: SSAValue) -> tuple[int, ...] | None:
 def gemm_output(k: st.KernelOp) -> tuple[st.MatmulOp, tuple[int, ...]] | None:
     """The product of matmul kernel ``k`` and the strides of its result's dims in ``k``'s
     output buffer, when ``k``'s root is views of the product (else None: contiguous)."""
-    y = k.body.block.last_op
-    assert isinstance(y, st.YieldOp)
-    base, chain = view_base(y.value)
+    root = k.yielded()
+    base, chain = view_base(root)
     if not chain or not isinstance(base.owner, st.MatmulOp):
         return None
-    strides = output_strides(base, y.value)
+    strides = output_strides(base, root)
     assert strides is not None, "fold_output_views checked the views"
     return base.owner, strides
 
@@ -79,9 +78,7 @@ def _views_only(m: st.KernelOp) -> bool:
 def _foldable(k: st.KernelOp, m: st.KernelOp) -> bool:
     """``k`` a batched BLAS product whose result only ``m`` reads, through views BLAS can
     write: each output matrix's rows contiguous, at a row stride of at least its width."""
-    y = k.body.block.last_op
-    assert isinstance(y, st.YieldOp)
-    mm = y.value.owner
+    mm = k.yielded().owner
     if k.kind.data != "matmul" or k.impl.data != "blas" or not isinstance(mm, st.MatmulOp):
         return False
     if len(shape_of(mm.result.type)) < 3 or len(list(k.results[0].uses)) != 1:
@@ -90,10 +87,8 @@ def _foldable(k: st.KernelOp, m: st.KernelOp) -> bool:
 
     if parallel_extent(k) is None:
         return False  # one call over merged rows: its output stays contiguous
-    my = m.body.block.last_op
-    assert isinstance(my, st.YieldOp)
     arg = m.body.block.args[0]
-    strides = output_strides(arg, my.value)
+    strides = output_strides(arg, m.yielded())
     n = shape_of(mm.result.type)[-1]
     return strides is not None and strides[-1] == 1 and strides[-2] >= n
 
@@ -108,19 +103,15 @@ def fold_output_views(fn: func.FuncOp) -> None:
             continue
         body = Block(arg_types=[a.type for a in k.body.block.args])
         vmap: dict[SSAValue, SSAValue] = dict(zip(k.body.block.args, body.args, strict=True))
-        ky = k.body.block.last_op
-        assert isinstance(ky, st.YieldOp)
         for op in list(k.body.block.ops)[:-1]:
             copy_op(op, body, vmap)
             copied = body.last_op
             assert copied is not None
             _copy_attributes(op, copied)  # the product's causal marking
-        vmap[m.body.block.args[0]] = vmap[ky.value]
-        my = m.body.block.last_op
-        assert isinstance(my, st.YieldOp)
+        vmap[m.body.block.args[0]] = vmap[k.yielded()]
         for op in list(m.body.block.ops)[:-1]:
             copy_op(op, body, vmap)
-        body.add_op(st.YieldOp.create(operands=[vmap[my.value]]))
+        body.add_op(st.YieldOp.create(operands=[vmap[m.yielded()]]))
         new = st.KernelOp.create(
             operands=list(k.inputs),
             result_types=[m.result.type],

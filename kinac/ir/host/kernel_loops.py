@@ -81,9 +81,7 @@ def parallel_extent(k: st.KernelOp) -> int | None:
     iteration, so that loop can be split into concurrent chunks; the others (column reductions
     accumulate across it, gathers share the status buffer) run whole.
     """
-    y = k.body.block.last_op
-    assert isinstance(y, st.YieldOp)
-    kind, root = k.kind.data, y.value
+    kind, root = k.kind.data, k.yielded()
     if kind == "map":
         dims = list(shape_of(root.type))
     elif kind in ("softmax", "reduce"):
