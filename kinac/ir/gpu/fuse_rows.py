@@ -19,6 +19,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina as el
@@ -74,12 +75,7 @@ def merge_kernels(a: st.KernelOp, b: st.KernelOp, kind: str) -> st.KernelOp:
         attributes=dict(b.attributes),
         regions=[Region(body)],
     )
-    parent = b.parent_block()
-    assert parent is not None
-    parent.insert_op_before(new_k, b)
-    b.result.replace_all_uses_with(new_k.result)
-    b.detach()
-    b.erase()
+    Rewriter.replace_op(b, new_k)
     a.detach()
     a.erase()
     return new_k

@@ -32,6 +32,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from kinac.artifacts.gpu import GpuKernel
 from kinac.ir.dialects import kina as el
@@ -322,13 +323,7 @@ def _slice_readers(fused: st.KernelOp, parts: list[st.KernelOp]) -> None:
     """Each reader of a part now reads its columns of ``fused``'s output, as a slice."""
     starts = _starts(parts)
     for c in _readers(parts):
-        k = _rebuilt(c, fused.result, starts)
-        parent = c.parent_block()
-        assert parent is not None
-        parent.insert_op_before(k, c)
-        c.result.replace_all_uses_with(k.result)
-        c.detach()
-        c.erase()
+        Rewriter.replace_op(c, _rebuilt(c, fused.result, starts))
 
 
 def _swiglu_tail(parts: list[st.KernelOp]) -> tuple[st.KernelOp, int] | None:
