@@ -19,9 +19,12 @@ if ! command -v coqc >/dev/null 2>&1; then
 fi
 export KINAC_REQUIRE_COQ=1
 # The build backend is the locked setuptools already installed (no isolated build environment
-# downloaded for every run: ~3 s); a Python without setuptools gets the isolated build.
+# downloaded for every run: ~3 s). A Python without setuptools, or with one older than 70.1
+# (pyproject.toml asks for >= 68, and before 70.1 `bdist_wheel` needs the separate `wheel`
+# package: a fresh Python 3.11 ships 65.5 without it), gets the isolated build.
 isolation=()
-python3 -c "import setuptools" 2>/dev/null && isolation=(--no-build-isolation)
+python3 -c "import setuptools, sys; v = tuple(int(p) for p in setuptools.__version__.split('.')[:2]); sys.exit(v < (70, 1))" \
+  2>/dev/null && isolation=(--no-build-isolation)
 python3 -m pip install -q --disable-pip-version-check ${isolation[@]+"${isolation[@]}"} -c constraints.txt -e '.[test]'
 python3 scripts/lock.py --check
 python3 -m ruff check kinac tests benches scripts
