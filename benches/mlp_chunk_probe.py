@@ -1,0 +1,278 @@
+"""The 45M block's MLP row-chunked so its intermediate stays in L2 (issue 14; run by hand on
+the GPU machine: ``python3 benches/mlp_chunk_probe.py --out DIR``, about 40 s).
+
+The 45M bf16 block (B4 S1024) and the S=4096 block (B1 S4096) both run their MLP on M = 4096
+rows: ``x + (silu(n @ wg) * (n @ wu)) @ wd`` with ``n = rms_norm(x, wn)``, D = 2048, F = 5632.
+Today that is four steps: the norm, gate and up as one grouped cuBLAS call (92 MB written),
+the ``silu * mul`` map (reads the 92 MB back from HBM, writes 46 MB), the down GEMM with the
+residual epilogue. The idea measured here: do it in chunks of R rows, the intermediate buffer
+reused across chunks, so that the map (and the down GEMM's left operand) read it from the
+H200's L2 instead of HBM.
+
+Everything is kinac's own lowering: the MLP is built as a Graph at M = R and lowered by
+``lower_graph_gpu`` (the block's own kernels and cuBLAS binding, GEMMs untuned: today's
+binding for every R), loaded once, and its launch sequence bound 4096 / R times at row offsets
+of the same 4096-row input and output (one entry: one arena, so every chunk's intermediate
+lies at the same addresses), all captured in ONE CUDA graph; against the M = 4096 entry's
+graph. Rounds interleaved (the order rotating) after a warm-up, CUDA events, medians.
+
+A. whole MLP, M = 4096 against chunked R = 2048 / 1024 / 512 (and R = 1024 with a separate
+   entry per chunk, i.e. separate arenas: whether reusing the lines matters);
+B. each step alone at each R (``GpuEntry.profile``: the step replayed 20 times, inputs hot);
+C. the map alone: M = 4096 in one launch, against 4 launches of R = 1024 at 4 row offsets
+   (cold: what today's map sees) and 4 launches at the same rows (hot in L2);
+D. the map kernel's own rate at the block's shape (``benches/gpu_map_ab.py``'s variants).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benches")]
+
+M, D, F = 4096, 2048, 5632
+LINES: list[str] = []
+RES: dict[str, Any] = {}
+OUT = [Path(".")]
+T0 = time.perf_counter()
+
+
+def emit(s: str = "") -> None:
+    LINES.append(s)
+    print(s, flush=True)
+    (OUT[0] / "probe.md").write_text("\n".join(LINES) + "\n")
+    (OUT[0] / "probe.json").write_text(json.dumps(RES, indent=1, default=str))
+
+
+def smi() -> str:
+    q = "clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
+    try:
+        r = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=5)  # fmt: skip
+        return r.stdout.strip()
+    except Exception as e:  # noqa: BLE001
+        return f"nvidia-smi: {e}"
+
+
+def mlp_graph(m: int, dt: str = "bf16") -> Any:
+    """``x + (silu(rms_norm(x, wn) @ wg) * (rms_norm(x, wn) @ wu)) @ wd`` at M = ``m`` rows."""
+    from kinac.ir.testing import GraphBuilder, rms_norm
+
+    g = GraphBuilder(f"mlp_res_{m}")
+    x = g.param("x", dt, (m, D))
+    wn = g.param("wn", dt, (D,))
+    wg, wu, wd = g.param("wg", dt, (D, F)), g.param("wu", dt, (D, F)), g.param("wd", dt, (F, D))
+    n = rms_norm(g, x, wn)
+    ff = g.binary("mul", g.unary("silu", g.matmul(n, wg)), g.matmul(n, wu))
+    return g.build(g.binary("add", x, g.matmul(ff, wd)))
+
+
+def load(graph: Any) -> Any:
+    from kinac.codegen.ptx import compile_ptx
+    from kinac.ir.gpu.pipeline import lower_graph_gpu
+    from kinac.rt.cuda.entry import load_gpu_entry
+
+    lo = lower_graph_gpu(graph)
+    return load_gpu_entry(lo, compile_ptx(lo.llvm_ir))
+
+
+def chunked(ents: list[Any], rows: int, ins: list[Any], out: Any, name: str, same: bool = False, rowed: int = 1) -> Any:  # fmt: skip
+    """One CUDA graph running ``ents[i % len(ents)]``'s launch sequence on rows
+    ``[i R, (i + 1) R)`` of the first ``rowed`` inputs and ``out`` for each chunk ``i`` (the
+    other inputs whole: weights); ``same``: every chunk on rows ``[0, R)`` (the map's hot-L2
+    control)."""
+    from kinac.rt.cuda.graph import capture
+
+    n = ins[0].shape[0] // rows
+    seqs = []
+    for i in range(n):
+        e = ents[i % len(ents)]
+        ptrs = [t.data_ptr() + (0 if same or j >= rowed else i * rows * t.stride(0) * t.element_size()) for j, t in enumerate(ins)]  # fmt: skip
+        ooff = 0 if same else i * rows * out.shape[1] * out.element_size()
+        key = (*ptrs, out.data_ptr() + ooff)
+        seq, _ = e._bind(key)
+        seq(e.stream)  # library initialisation outside capture
+        seqs.append(seq)
+    ents[0].stream.synchronize()
+
+    def all_chunks(stream: Any) -> None:
+        for s in seqs:
+            s(stream)
+
+    g = capture(all_chunks, ents[0].capture_stream, name=name)
+    return lambda: g.replay(ents[0].stream), g
+
+
+def interleave(fns: dict[str, Callable[[], Any]], rounds: int, calls: int, warm_s: float = 1.0) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Median / min ms per call of each variant (events), rounds interleaved, order rotating."""
+    import torch
+
+    names = list(fns)
+    t = time.perf_counter() + warm_s
+    while time.perf_counter() < t:
+        for n in names:
+            for _ in range(5):
+                fns[n]()
+        torch.cuda.synchronize()
+    ts: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for n in names[r % len(names) :] + names[: r % len(names)]:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(calls):
+                fns[n]()
+            b.record()
+            b.synchronize()
+            ts[n].append(a.elapsed_time(b) / calls)
+    return {n: {"med": statistics.median(v), "min": min(v)} for n, v in ts.items()}
+
+
+def inputs() -> list[Any]:
+    import torch
+
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(M, D, generator=g)
+    wn = 1.0 + 0.1 * torch.randn(D, generator=g)
+    ws = [torch.randn(D, F, generator=g) / D**0.5 for _ in range(2)]
+    wd = torch.randn(F, D, generator=g) / F**0.5
+    return [t.to("cuda", torch.bfloat16) for t in (x, wn, *ws, wd)]
+
+
+def part_a(ins: list[Any]) -> dict[int, Any]:
+    import torch
+
+    ents = {r: load(mlp_graph(r)) for r in (4096, 2048, 1024, 512)}
+    ents_sep = [ents[1024], *(load(mlp_graph(1024)) for _ in range(3))]
+    emit(f"Built 8 entries in {time.perf_counter() - T0:.1f} s; GPU: {smi()}")
+    for r, e in ents.items():
+        emit(f"- R={r}: " + "; ".join(f"{s.sym} {s.gemm.mode} b={s.gemm.batch} {s.gemm.m}x{s.gemm.n}x{s.gemm.k}" if s.gemm else f"{s.sym} {[(ln.grid, ln.note) for ln in s.launches]}" for s in e.lowered.steps) + f"; arena {e.lowered.arena_bytes / 1e6:.1f} MB")  # fmt: skip
+    outs = {k: torch.empty(M, D, device="cuda", dtype=torch.bfloat16) for k in ("4096", "2048", "1024", "512", "1024 sep")}  # fmt: skip
+    fns: dict[str, Callable[[], Any]] = {}
+    graphs: dict[str, Any] = {}
+    for r in (4096, 2048, 1024, 512):
+        fns[str(r)], graphs[str(r)] = chunked([ents[r]], r, ins, outs[str(r)], f"mlp{r}")
+    fns["1024 sep"], graphs["1024 sep"] = chunked(ents_sep, 1024, ins, outs["1024 sep"], "mlp1024sep")  # fmt: skip
+    for f in fns.values():
+        f()
+    torch.cuda.synchronize()
+    ref = outs["4096"].double()
+    t64 = None
+    try:
+        x, wn, wg, wu, wd = (t.double() for t in ins)
+        n = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * wn
+        t64 = x + (torch.nn.functional.silu(n @ wg) * (n @ wu)) @ wd
+    except Exception as e:  # noqa: BLE001
+        emit(f"f64 reference failed: {e}")
+    for k, o in outs.items():
+        same = bool(torch.equal(o, outs["4096"]))
+        d = float((o.double() - ref).abs().max())
+        e64 = float((o.double() - t64).norm() / t64.norm()) if t64 is not None else float("nan")
+        emit(f"- {k}: bit-identical to M=4096: {same}; max |diff| {d:.3g}; rel L2 vs f64 {e64:.3g}; graph nodes {graphs[k].num_nodes}")  # fmt: skip
+        RES.setdefault("check", {})[k] = dict(identical=same, maxdiff=d, rel64=e64)
+    emit(f"\n### A. Whole MLP (M = 4096), one CUDA graph each, 12 interleaved rounds of 20 replays (ms per MLP)\n")  # fmt: skip
+    for rep in range(2):
+        res = interleave(fns, 12, 20)
+        RES[f"a{rep}"] = res
+        base = res["4096"]["med"]
+        emit(f"run {rep + 1}: " + "; ".join(f"{k}: {v['med'] * 1e3:.1f} / {v['min'] * 1e3:.1f} us ({v['med'] / base:.3f}x)" for k, v in res.items()) + f"; GPU after: {smi()}")  # fmt: skip
+    return ents
+
+
+def part_b(ents: dict[int, Any], ins: list[Any]) -> None:
+    import torch
+
+    emit("\n### B. Each step alone (GpuEntry.profile: 20 back-to-back replays, inputs hot; us; x 4096/R = per 4096 rows)\n")  # fmt: skip
+    emit("| R | step | what | us | x 4096/R |")
+    emit("|---|---|---|---|---|")
+    for r, e in ents.items():
+        xs = [ins[0][:r].contiguous(), *ins[1:]]
+        for s, t in e.profile(*xs):
+            what = f"{s.gemm.mode} b={s.gemm.batch} {s.gemm.m}x{s.gemm.n}x{s.gemm.k} {s.gemm.epilogue}" if s.gemm else "; ".join(f"{ln.grid}x{ln.block} {ln.note}" for ln in s.launches)  # fmt: skip
+            emit(f"| {r} | {s.sym} | {what} | {t * 1e3:.1f} | {t * 1e3 * 4096 / r:.1f} |")
+            RES.setdefault("steps", []).append((r, s.sym, t * 1e3))
+        torch.cuda.synchronize()
+
+
+def part_c() -> None:
+    import torch
+
+    from gpu_map_ab import _build
+    from kinac.rt.cuda.entry import load_gpu_entry
+
+    emit("\n### C. The map silu(a) * b alone, in place (ms per 4096 x 5632; 12 interleaved rounds of 20)\n")  # fmt: skip
+    full = load_gpu_entry(*_build(None, False, True, (4096, F)))
+    part = load_gpu_entry(*_build(None, False, True, (1024, F)))
+    a, b = (torch.randn(4096, F, device="cuda").to(torch.bfloat16) for _ in range(2))
+    fns: dict[str, Callable[[], Any]] = {}
+    fns["M=4096, one launch"], _ = chunked([full], 4096, [a, b], a, "map4096", rowed=2)
+    fns["4 x R=1024, 4 row blocks (cold)"], _ = chunked([part], 1024, [a, b], a, "map1024", rowed=2)
+    fns["4 x R=1024, same rows (hot L2)"], _ = chunked([part], 1024, [a, b], a, "map1024hot", same=True, rowed=2)  # fmt: skip
+    res = interleave(fns, 12, 20)
+    RES["map"] = res
+    mb = 3 * 4096 * F * 2 / 1e6
+    for k, v in res.items():
+        emit(f"- {k}: {v['med'] * 1e3:.1f} / {v['min'] * 1e3:.1f} us ({mb / (v['med'] * 1e-3) / 1e6:.2f} TB/s effective for {mb:.0f} MB)")  # fmt: skip
+
+
+def part_d() -> None:
+    import torch
+
+    from gpu_map_ab import map_variants
+
+    a = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    for _ in range(3):
+        b.copy_(a)
+    torch.cuda.synchronize()
+    ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ev0.record()
+    for _ in range(10):
+        b.copy_(a)
+    ev1.record()
+    ev1.synchronize()
+    bw = 2 * a.numel() * 10 / (ev0.elapsed_time(ev1) * 1e-3) / 1e12
+    emit(f"\n### D. Map variants (copy bandwidth {bw:.2f} TB/s, 256 MiB copy_)")
+    del a, b
+    map_variants(emit, RES, bw)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--parts", default="abcd")
+    a = ap.parse_args()
+    OUT[0] = Path(a.out)
+    OUT[0].mkdir(parents=True, exist_ok=True)
+    import torch
+
+    emit(f"# MLP row-chunking probe (issue 14), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {torch.cuda.get_device_name()}, torch {torch.__version__}\n")  # fmt: skip
+    ins = inputs()
+    ents: dict[int, Any] = {}
+    for part in a.parts:
+        t = time.perf_counter()
+        try:
+            if part == "a":
+                ents = part_a(ins)
+            elif part == "b" and ents:
+                part_b(ents, ins)
+            elif part == "c":
+                part_c()
+            elif part == "d":
+                part_d()
+        except Exception:  # noqa: BLE001 - a failed part leaves the others' results
+            emit(f"part {part} failed:\n```\n{traceback.format_exc()}```")
+        emit(f"\n(part {part}: {time.perf_counter() - t:.1f} s; {time.perf_counter() - T0:.0f} s in all)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
