@@ -179,7 +179,7 @@ def part_a(ins: list[Any]) -> dict[int, Any]:
         e64 = float((o.double() - t64).norm() / t64.norm()) if t64 is not None else float("nan")
         emit(f"- {k}: bit-identical to M=4096: {same}; max |diff| {d:.3g}; rel L2 vs f64 {e64:.3g}; graph nodes {graphs[k].num_nodes}")  # fmt: skip
         RES.setdefault("check", {})[k] = dict(identical=same, maxdiff=d, rel64=e64)
-    emit(f"\n### A. Whole MLP (M = 4096), one CUDA graph each, 12 interleaved rounds of 20 replays (ms per MLP)\n")  # fmt: skip
+    emit("\n### A. Whole MLP (M = 4096), one CUDA graph each, 12 interleaved rounds of 20 replays (ms per MLP)\n")  # fmt: skip
     for rep in range(2):
         res = interleave(fns, 12, 20)
         RES[f"a{rep}"] = res
@@ -205,8 +205,8 @@ def part_b(ents: dict[int, Any], ins: list[Any]) -> None:
 
 def part_c() -> None:
     import torch
-
     from gpu_map_ab import _build
+
     from kinac.rt.cuda.entry import load_gpu_entry
 
     emit("\n### C. The map silu(a) * b alone, in place (ms per 4096 x 5632; 12 interleaved rounds of 20)\n")  # fmt: skip
@@ -226,7 +226,6 @@ def part_c() -> None:
 
 def part_d() -> None:
     import torch
-
     from gpu_map_ab import map_variants
 
     a = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
