@@ -17,15 +17,16 @@ change bumps the revision. Across processes, traces and values come from a :clas
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kinac.rules import summaries
 from kinac.rules.codec import CodecError, decode, digest, encode, fingerprint, pack
 from kinac.rules.events import EventLog
+from kinac.rules.memo import CycleError, Memo, _Frame, _locked
 from kinac.rules.query import MISSING as _MISSING
 from kinac.rules.query import Query, lookup
 
@@ -34,36 +35,17 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class CycleError(RuntimeError):
-    """A query depends on itself: an internal error (stages must detect cycles themselves)."""
-
-
-@dataclass(slots=True)
-class Memo:
-    """What the engine knows about one (query, key)."""
-
-    name: str
-    key_json: bytes
-    fp: str
-    deps: list[tuple[str, str]]
-    value: Any = _MISSING
-    verified_rev: int = -1
-    dirty: bool = False  # executed in this process and not yet written to the store
-    volatile: bool = False  # never stored, re-run each revision (see Database.volatile)
-
-
-@dataclass(slots=True)
-class _Frame:
-    qid: str
-    deps: list[tuple[str, str]] = field(default_factory=list)
-    volatile: bool = False
-
-
 class Database:
     """A query database. ``store`` (optional) makes it persistent across processes.
 
     ``context`` holds explicit, non-query configuration that input queries may read (the
     workspace root, for instance); it never enters a key.
+
+    One database may be used from several threads (``kinac.compile``'s first calls from a
+    thread pool share one): each public method holds the database's re-entrant lock, so the
+    threads' queries run one at a time and a value computed by one is reused by the others.
+    The running queries' stack is the database's, not a thread's: before the lock, a second
+    thread saw the first one's running query as a cycle, and a commit met a changing table.
     """
 
     def __init__(self, store: Any | None = None, context: dict[str, Any] | None = None) -> None:
@@ -90,11 +72,16 @@ class Database:
         self._code_seeded = store is None
         # Values known by fingerprint before the store is asked (:meth:`adopt_values`).
         self._known_values: dict[str, Any] = {}
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ public API
 
     def get(self, q: Query[K, V], key: K) -> V:
         """The value of ``q`` at ``key``, reusing or recomputing as needed."""
+        with self._lock:
+            return self._get(q, key)
+
+    def _get(self, q: Query[K, V], key: K) -> V:
         if not self._code_seeded:
             self._seed_code()
         qid = q.qid(key)
@@ -122,6 +109,7 @@ class Database:
         if self._stack:
             self._stack[-1].volatile = True
 
+    @_locked
     def invalidate(self, inputs: Iterable[tuple[Query[Any, Any], Any]] | None = None) -> None:
         """Tell the engine the world changed: these inputs (or all, with ``None``) must be re-read.
 
@@ -135,6 +123,7 @@ class Database:
         self.rev += 1
         self._by_summary.clear()
 
+    @_locked
     def commit(self) -> None:
         """Write what this process computed to the store (no-op without one)."""
         if self.store is None:
@@ -158,6 +147,7 @@ class Database:
         for m in dirty.values():
             m.dirty = False
 
+    @_locked
     def adopt_values(self, other: Database) -> int:
         """Take the values ``other`` computed, by fingerprint, as values this database would
         otherwise load from its store: a memo whose fingerprint is one of them gets that object
@@ -170,6 +160,7 @@ class Database:
                 self._known_values.setdefault(m.fp, m.value)
         return len(self._known_values)
 
+    @_locked
     def close(self) -> None:
         """Release the store's files (a later ``get`` or ``commit`` opens them again); callers
         that run in-process (the CLI's ``main``, ``kinac.compile``) close after each build."""
