@@ -111,3 +111,64 @@ def test_commit_and_close_beside_a_running_query(tmp_path: Path) -> None:
     assert [_count(fresh, k) for k in texts] == list(range(40))
     assert RUNS == []
     fresh.close()
+
+
+def _value_store_with(tmp_path: Path, key: str, value: object) -> tuple[Path, list[str]]:
+    """A cache whose value store's diskcache Settings table holds one foreign row, and the
+    warnings of a build over it (the test values are then read back through it)."""
+    import sqlite3
+
+    from kinac.rules.store import Store
+
+    texts = {"a": "one two three"}
+    db = Database(Store(tmp_path / "cache"), {"texts": texts})
+    assert _count(db, "a") == 3
+    db.commit()
+    db.close()
+    con = sqlite3.connect(tmp_path / "cache" / "blobs" / "cache.db")
+    con.execute("INSERT OR REPLACE INTO Settings VALUES (?, ?)", (key, value))
+    con.commit()
+    con.close()
+    warnings: list[str] = []
+    RUNS.clear()
+    db = Database(Store(tmp_path / "cache", warn=warnings.append), {"texts": texts})
+    assert _count(db, "a") == 3  # the build goes on
+    db.commit()
+    db.close()
+    return tmp_path / "cache", warnings
+
+
+def test_foreign_value_store_settings_are_quarantined(tmp_path: Path) -> None:
+    """A value store whose diskcache settings kinac never writes (another program's
+    ``JSONDisk`` store: ``disk_compress_level``; a hand edit: an ``sqlite_*`` row, which
+    diskcache formats into a PRAGMA statement) is moved aside with one warning and a fresh
+    one started; before, the first was an internal ``TypeError`` and the second ran the SQL
+    the file held (then turned the cache off on every build)."""
+    for i, (key, value) in enumerate(
+        [("disk_compress_level", 1), ("sqlite_foo", "1; select 1"), ("_disk", "x")]
+    ):
+        cache, warnings = _value_store_with(tmp_path / str(i), key, value)
+        assert len(warnings) == 1, warnings
+        assert "settings are not a kinac value store's" in warnings[0] and key in warnings[0]
+        assert "moved it aside" in warnings[0]
+        assert [p.name.startswith("blobs.corrupt-") for p in sorted(cache.iterdir())] == [
+            False,
+            True,
+            False,
+        ]  # blobs, blobs.corrupt-..., index.db
+        # and the fresh store works: a new process reuses everything, silently
+        warnings2: list[str] = []
+        RUNS.clear()
+        from kinac.rules.store import Store
+
+        db = Database(Store(cache, warn=warnings2.append), {"texts": {"a": "one two three"}})
+        assert _count(db, "a") == 3
+        db.close()
+        assert RUNS == [] and warnings2 == []
+
+
+def test_value_store_own_settings_are_accepted(tmp_path: Path) -> None:
+    """The check is not a false alarm: diskcache's own rows, with other values of the same
+    kind (a user's bigger size limit, another journal mode), open silently."""
+    cache, warnings = _value_store_with(tmp_path, "sqlite_journal_mode", "delete")
+    assert warnings == [] and not any(p.name.startswith("blobs.") for p in cache.iterdir())

@@ -24,7 +24,7 @@ from typing import Self
 
 import diskcache
 
-from kinac.rules.disk import Damaged, SafeDisk, check_header, damage_kind
+from kinac.rules.disk import Damaged, SafeDisk, check_header, check_value_settings, damage_kind
 
 # 5: the index keeps the count of its reverse edges (meta ``rdep_n``), checked before an edit
 # trusts them (see Store.load_cone); a format-4 index has none, so it starts afresh.
@@ -67,12 +67,15 @@ def _opened(path: Path, delta: int) -> None:
             _OPEN.pop(key, None)
 
 
-def _check_header(path: Path) -> None:
-    """:func:`check_header`, skipped for a file this process already has open (see ``_OPEN``)."""
+def _check_header(path: Path, settings: bool = False) -> None:
+    """:func:`check_header` (and for the value store, :func:`check_value_settings`), skipped
+    for a file this process already has open (see ``_OPEN``)."""
     with _OPEN_LOCK:
         if os.path.realpath(path) in _OPEN:
             return
     check_header(path)
+    if settings:
+        check_value_settings(path)
 
 
 def _warn_stderr(msg: str) -> None:
@@ -188,7 +191,7 @@ class CacheFiles:
             try:
                 if path.exists() and not (path / "cache.db").is_file() and any(path.iterdir()):
                     raise Damaged("its index is missing or not a file")
-                _check_header(path / "cache.db")
+                _check_header(path / "cache.db", settings=True)
                 self._blobs = diskcache.Cache(
                     str(path),
                     disk=SafeDisk,

@@ -99,3 +99,49 @@ def check_header(path: Path) -> None:
         return  # a live WAL: another process may be checkpointing (page 1 is written first)
     if header_valid and pages and path.stat().st_size < pages * page_size:
         raise Damaged(f"truncated: {path.stat().st_size} bytes of {pages * page_size}")
+
+
+# What diskcache itself writes in a value store's Settings table. diskcache's Cache() applies
+# every stored row: ``sqlite_*`` rows are formatted into PRAGMA statements, ``disk_*`` rows
+# become keyword arguments of the Disk, and every row becomes an attribute of the Cache. A
+# value store written by another program (a ``JSONDisk``'s ``disk_compress_level``) or edited
+# by hand was an internal error (``TypeError``), and its file chose what SQL kinac ran.
+_KNOWN_SETTINGS = frozenset(
+    {
+        *("statistics", "tag_index", "eviction_policy", "size_limit", "cull_limit"),
+        *("sqlite_auto_vacuum", "sqlite_cache_size", "sqlite_journal_mode", "sqlite_mmap_size"),
+        *("sqlite_synchronous", "disk_min_file_size", "disk_pickle_protocol"),
+        *("count", "size", "hits", "misses"),
+    }
+)
+
+
+def check_value_settings(path: Path) -> None:
+    """:class:`Damaged` (quarantined by the caller) unless the value store's Settings rows are
+    the ones diskcache writes, each an integer or a plain word: checked before diskcache opens
+    the file and applies them (see ``_KNOWN_SETTINGS``)."""
+    import re
+    import sqlite3
+    from urllib.parse import quote
+
+    if not path.is_file():
+        return
+    uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
+    try:
+        con = sqlite3.connect(uri, uri=True, timeout=30)
+    except sqlite3.Error:
+        return  # cannot open it read-only: diskcache's own open reports what is wrong
+    try:
+        rows = con.execute("SELECT key, value FROM Settings").fetchall()
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):
+            return  # a fresh or foreign file: diskcache creates the table, or SQLite refuses
+        raise
+    finally:
+        con.close()
+    for key, value in rows:
+        word = isinstance(value, str) and re.fullmatch(r"[A-Za-z-]{1,40}", value) is not None
+        if key not in _KNOWN_SETTINGS or not (type(value) is int or word):
+            raise Damaged(
+                f"its settings are not a kinac value store's: {str(key)[:40]!r} = {value!r:.40}"
+            )
