@@ -177,7 +177,11 @@ def _bucket_bytes(bucket_mb: float | None) -> int:
     """``bucket_mb`` (None or 0: no bucketing) in bytes, or a usage error."""
     if bucket_mb is None or bucket_mb == 0:
         return 0
-    if isinstance(bucket_mb, bool) or not isinstance(bucket_mb, int | float) or bucket_mb < 0:
+    if (
+        isinstance(bucket_mb, bool)
+        or not isinstance(bucket_mb, int | float)
+        or not 0 <= bucket_mb < float("inf")  # NaN too (int() of it was a ValueError)
+    ):
         raise KinaUsageError(f"bucket_mb takes a size in MB (e.g. 25), got {bucket_mb!r}")
     return max(1, int(bucket_mb * 1024 * 1024))
 

@@ -101,11 +101,15 @@ class Trainer:
         from kinac.api_grad import value_and_grad
         from kinac.train.amp import LossScaler
         from kinac.train.optim import OPTIMIZERS
+        from kinac.train.options import check_fixed_scale, check_options
 
-        if not 0 < lr < float("inf"):
-            raise KinaUsageError(f"the learning rate must be a positive number, got {lr}")
-        if not 0 <= weight_decay < float("inf"):
-            raise KinaUsageError(f"weight decay must be a number >= 0, got {weight_decay}")
+        check_options(
+            lr=lr,
+            seed=seed,
+            weight_decay=weight_decay,
+            growth_interval=growth_interval,
+            simulate=simulate,
+        )
         if optimizer not in OPTIMIZERS:
             raise KinaUsageError(
                 f"unknown optimizer {optimizer!r}: use {' or '.join(sorted(OPTIMIZERS))}"
@@ -148,10 +152,8 @@ class Trainer:
                 f"entry `{entry}` takes no `scale` parameter: loss scaling needs a mixed-"
                 "precision loss (e.g. workspaces/decoder's decoder-loss-f16)"
             )
-        if loss_scale != "dynamic" and (
-            not isinstance(loss_scale, int | float) or not 0 < float(loss_scale) < float("inf")
-        ):
-            raise KinaUsageError(f"loss scale {loss_scale!r}: 'dynamic' or a positive number")
+        if loss_scale != "dynamic":
+            loss_scale = check_fixed_scale(loss_scale)
         self.scaler: LossScaler | None = None
         self.fixed_scale = 1.0
         if loss_scale == "dynamic" or loss_scale != 1.0:
