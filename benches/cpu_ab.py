@@ -11,6 +11,8 @@ once), ``spin_yield`` (1: the spin yields the core every 64 pauses), ``min_rows`
 of at least ``min_rows`` and a thinner last one, instead of equal shares per thread) and ``narrow`` (1: 256-bit vector loops, as before issue 14);
 ``sides`` (0: every pool thread takes a job's next block from the bottom, as before
 2026-12-02d; 1: the caller from the bottom, the workers from the top, ``pool.SIDES``);
+``avoid`` (0: a worker stays wherever the scheduler put it, as before 2026-12-02e; 1: a worker
+that starts a job on the caller's CPU moves off it, ``pool_place.AVOID``);
 ``causal`` (0: attention's products compute every key, as before 2026-12-02 03:50 UTC),
 ``causal_rows`` (the rows of a causal product's blocks, ``causal_blocks.CAUSAL_ROWS``),
 ``par_min`` (kernels with fewer elements run whole, ``kina_to_loops.PAR_MIN_ELEMENTS``);
@@ -24,6 +26,8 @@ computes a scaled/masked input in both passes, as before 2026-12-02d,
 of splitting them on the pool); a key left out takes this tree's setting. Default: ``before:spin_ticks=0`` (waiters sleep at
 once, as until 2026-12-02) against ``now:`` (this tree). Prints the best, 25th-percentile and
 median wall time per call, and the CPU time per call (both threads), which load disturbs less.
+``--settle S`` pauses S seconds and makes one untimed call before each batch, as
+``benches/cpu.py`` does (pool workers asleep at the start of each batch).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from kinac.rt.host.blas import _loaded_openblas, _thread_control, raw_gemms  # n
 from kinac.rt.host.entry import HostEntry  # noqa: E402
 
 _EXPORTS = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
-_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield", "balanced", "sides")
+_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield", "balanced", "sides", "avoid")
 _OTHER_KEYS: tuple[str, ...] = (
     "narrow",
     "blas_threads",
@@ -103,6 +107,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", choices=("block", "mlp", "attention"), default="block")
     ap.add_argument("--reps", type=int, default=60)
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds of pause, then one untimed call, before each batch (as benches/cpu.py)",
+    )
     ap.add_argument("variants", nargs="*", default=["before:spin_ticks=0", "now:"])
     args = ap.parse_args()
     pool.runtime_symbols()  # OpenBLAS single-threaded, as in a kinac call
@@ -158,6 +168,9 @@ def main() -> None:
             if first is None:
                 first = got
             assert np.allclose(got, first, rtol=1e-4, atol=1e-4), name
+            if args.settle > 0:
+                time.sleep(args.settle)
+                e(*ins)
             t, c = time.perf_counter(), time.process_time()
             for _ in range(3):
                 e(*ins)

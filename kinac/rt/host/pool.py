@@ -26,6 +26,7 @@ import os
 import platform
 import threading
 
+from kinac.rt.host.pool_place import AVOID, place_ir
 from kinac.rt.host.pool_split import gemm_ir
 
 _FUTEX = {"x86_64": 202, "aarch64": 98}
@@ -50,8 +51,10 @@ _POOL = """
 @kp_ring = internal global [2 x {{ ptr, ptr, i64 }}] zeroinitializer
 @kp_gen_sleepers = internal global i32 0
 @kp_left_sleepers = internal global i32 0
+@kp_caller_cpu = internal global i32 -1
 
 declare i64 @syscall(i64, ...)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 
 ; wait while *word == val; *sleepers counts the threads asleep on word, so that a waker
 ; makes the wake syscall only when one is (seq_cst on both sides: either the waker sees the
@@ -128,6 +131,10 @@ out:
 
 define void @kinac_pool_worker() {{
 entry:
+  %allowed = alloca [16 x i64], align 8
+  %mask = alloca [16 x i64], align 8
+  call void @llvm.memset.p0.i64(ptr %allowed, i8 0, i64 128, i1 false)
+  %ga = call i64 (i64, ...) @syscall(i64 204, i64 0, i64 128, ptr %allowed)
   %w = atomicrmw add ptr @kp_workers, i32 1 acq_rel
   br label %loop
 loop:
@@ -141,6 +148,7 @@ sleep:
 run:
   %c = load atomic i64, ptr @kp_ctl acquire, align 8
   %g = lshr i64 %c, 32
+  call void @kp_place(ptr %allowed, ptr %mask)
   call void @kp_run(i64 %g, i1 true)
   br label %loop
 }}
@@ -176,6 +184,7 @@ publish:
   %nhi = shl i64 %n, 16
   %cn = or i64 %c, %nhi
   store atomic i64 %cn, ptr @kp_ctl release, align 8
+  call void @kp_note_caller()
   %old = atomicrmw add ptr @kp_gen, i32 1 seq_cst
   call void @kp_wake(ptr @kp_gen, i64 2147483647, ptr @kp_gen_sleepers)
   call void @kp_run(i64 %g, i1 false)
@@ -266,13 +275,15 @@ def pool_ir(
     balanced: bool | None = None,
     threads: int | None = None,
     sides: bool | None = None,
+    avoid: bool | None = None,
 ) -> str:
     """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
     ``spin_ticks``: waiters spin that many TSC ticks before they sleep, x86-64 only;
     ``spin_yield``: the spin calls ``sched_yield`` every 64 pauses; ``balanced``: the block
     rule (``BALANCED``); ``threads``: split as for that many threads whatever the pool has,
     for tests; ``sides``: the caller takes a job's blocks from the bottom and the workers from
-    the top (``SIDES``), else all from the bottom; the others default to the module's
+    the top (``SIDES``), else all from the bottom; ``avoid``: a worker that starts a job on
+    the caller's CPU moves off it (``AVOID``, x86-64); the others default to the module's
     constants)."""
     x86 = platform.machine() == "x86_64"  # the spin reads the TSC and pauses: x86-64 only
     ticks = (SPIN_TICKS if x86 else 0) if spin_ticks is None else spin_ticks
@@ -284,6 +295,7 @@ def pool_ir(
         futex=futex, wait=_WAIT, wake=_WAKE, spin=head, sides="true" if two else "false"
     )
     text += _SPIN_DECLS if ticks else ""
+    text += place_ir((AVOID if avoid is None else avoid) and x86)
     text += gemm_ir(
         MIN_BLOCK_ROWS if min_rows is None else min_rows,
         MIN_SPLIT_FLOPS if min_flops is None else min_flops,
