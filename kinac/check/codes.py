@@ -35,6 +35,7 @@ CODES: dict[str, str] = {
     "K0411": "type does not match the declared type",
     "K0412": "gather operand shapes",
     "K0413": "a sharded dim is not divisible by its mesh",
+    "K0414": "the where clauses contradict each other",
     "K0501": "obligation could not be decided",
     "K0601": "dtype mismatch",
     "K0602": "dtype not allowed here",

@@ -13,14 +13,14 @@ from typing import Any
 
 from kinac.check import dims as D
 from kinac.check.codes import at, error
+from kinac.check.consistent import before_body
 from kinac.check.formula import Rel
 from kinac.check.literals import check_call_literals, check_fit, check_prim_literals
 from kinac.check.oblig import Prover, fmt_rel
 from kinac.check.prims import Prim, find
 from kinac.check.prims.base import PRIMS, REQ
 from kinac.check.protocol import CheckEnv
-from kinac.check.shard import mesh_names
-from kinac.check.shard_even import impossible_splits, uneven_written
+from kinac.check.shard_even import uneven_written
 from kinac.check.sig import analyse
 from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
 from kinac.check.typed_ir import (
@@ -98,9 +98,7 @@ class _Checker:
     def run(self) -> CheckedDefn:
         body: TExpr | None = None
         if self.sig.ok:
-            self._check_meshes()
-            sp, solve = self.defn.signature.params, self.env.solve
-            self.diags.extend(impossible_splits(self.sig, sp, solve, self.label))
+            self.diags.extend(before_body(self.file, self.defn, self.sig, self.env, self.label))
             try:
                 body = self.expr(self.defn.body)
                 if body.type.is_weak:
@@ -131,14 +129,6 @@ class _Checker:
             self.prover.stats(),
             tuple(self.prover.deferred),
         )
-
-    def _check_meshes(self) -> None:
-        typed = [
-            (p.type, ap.nid)
-            for p, ap in zip(self.sig.params, self.defn.signature.params, strict=True)
-        ]
-        typed.append((self.sig.ret, self.defn.signature.ret.nid))
-        self.diags.extend(mesh_names(typed, self.env.meshes(self.file), self.name, self.label))
 
     # ------------------------------------------------------------ expressions
 

@@ -1,0 +1,38 @@
+"""A new user's bug round on the checker (2026-12-02e): snapshot cases under
+``tests/golden/newuser`` (ill-typed ones render their diagnostics, well-typed ones their
+types), and what every diagnostic a user sees must carry: a code, a primary span, a help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from check_golden import golden_compare, run_case
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "newuser"
+CASES = sorted(GOLDEN.glob("*.kina"))
+_CACHE: dict = {}
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_newuser_case(path: Path) -> None:
+    out, diags, _ws = run_case(path, _CACHE)
+    for d in diags:
+        assert d.code.startswith("K") and len(d.code) == 5, d
+        assert d.primary is not None and d.primary.loc is not None, d
+        assert d.help, f"{path.name}: {d.code} {d.message!r} has no help"
+    golden_compare(path, out)
+
+
+def test_where_contradiction_is_reported_at_a_minimal_core() -> None:
+    _out, diags, _ws = run_case(GOLDEN / "where_contradiction.kina", _CACHE)
+    by_defn = {d.primary.loc.defn: d for d in diags if d.code == "K0414"}  # type: ignore[union-attr]
+    assert set(by_defn) == {"between", "none", "parity", "odd", "core", "quotient"}
+    # core: (< M 3) and (divides 7 M) contradict; (< N M) and (> N 1) are not needed
+    assert len(by_defn["core"].secondary) == 1
+    assert by_defn["none"].secondary == ()
+
+
+def test_consistent_where_clauses_are_not_reported() -> None:
+    _out, diags, _ws = run_case(GOLDEN / "where_consistent.kina", _CACHE)
+    assert diags == []
