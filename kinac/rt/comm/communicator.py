@@ -170,6 +170,10 @@ def checked_recv(
             f"{where}: the receive buffer is {dtype_name(recv)}{list(recv.shape)}, "
             f"expected {dtype_name(send)}{list(shape)}"
         )
+    if not recv.flags.writeable:  # numpy's own "assignment destination is read-only" otherwise
+        raise KinaRuntimeError(
+            f"{where}: the receive buffer is read-only (a broadcast view or a frozen array)"
+        )
     return span, recv
 
 
