@@ -40,7 +40,7 @@ def test_in_place_reduce_scatter_and_all_gather_on_three_ranks() -> None:
         return b[2 * c.rank : 2 * c.rank + 2].copy()
 
     got = simulate(MESH3, rs, timeout_s=10)
-    total = sum(np.arange(6, dtype=np.float32) + r for r in range(3))
+    total = np.sum([np.arange(6, dtype=np.float32) + r for r in range(3)], axis=0)
     for r in range(3):
         np.testing.assert_array_equal(got[r], total[2 * r : 2 * r + 2])
 
