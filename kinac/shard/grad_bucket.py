@@ -50,6 +50,8 @@ def bucket_all_reduces(program: DeviceProgram, cap_bytes: int) -> DeviceProgram:
     steps: list[RunSegment | Collective] = []
     segments = list(program.segments)
     next_slot = max(types) + 1
+    packed = 0  # buckets emitted (the step count alone cannot tell: 6 all-reduces in 2
+    # buckets are 6 steps too, and the program came back unbucketed)
     k = 0
     while k < len(program.steps):
         run: list[Collective] = []
@@ -83,8 +85,9 @@ def bucket_all_reduces(program: DeviceProgram, cap_bytes: int) -> DeviceProgram:
                 steps.append(b[0])
                 continue
             next_slot = _emit_bucket(b, types, steps, segments, next_slot, program.mesh.name)
+            packed += 1
         steps.extend(later)
-    if len(steps) == len(program.steps):
+    if not packed:
         return program
     return replace(program, steps=tuple(steps), segments=tuple(segments))
 
