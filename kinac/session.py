@@ -203,18 +203,47 @@ class Session:
         return pipeline.display_source(self.db, path)
 
     def invalidate_paths(self, paths: list[Path]) -> None:
-        """Map changed filesystem paths to the inputs that read them (watch mode)."""
+        """Map changed filesystem paths to the inputs that read them (watch mode).
+
+        A path is taken below the root as the watcher names it (a source that is a symlink is
+        its own input, not its target's). A folder moved in, out or replaced (a watcher names
+        the folder, not its files) re-reads every input; a source read through a symlink is
+        re-read on every batch (the path that changed may be its target)."""
+        listed = pipeline.source_listing(self.db, ())  # what the last build read
+        cfg = self.ws.config_path
         inputs: list[tuple[Any, Any]] = [(pipeline.source_listing, ())]
+        if cfg is not None and cfg.is_symlink():
+            inputs.append((pipeline.config_text, ()))
         for p in paths:
-            if self.ws.config_path is not None and p.resolve() == self.ws.config_path:
+            if cfg is not None and (p == cfg or p.resolve() == cfg):
                 inputs.append((pipeline.config_text, ()))
                 continue
+            rel = self.relative(p)
+            if rel is None:
+                continue
+            if p.is_dir() or self.reads_folder(rel, listed):
+                self.db.invalidate(None)
+                return
+            inputs.append((pipeline.source_text, rel))
+        root = self.ws.root
+        inputs.extend((pipeline.source_text, s) for s in listed if (root / s).is_symlink())
+        self.db.invalidate(inputs)
+
+    def relative(self, p: Path) -> str | None:
+        """``p`` relative to the workspace root (as named, else resolved), or None if outside."""
+        for path in (p, p.resolve()):
             try:
-                rel = p.resolve().relative_to(self.ws.root).as_posix()
+                return path.relative_to(self.ws.root).as_posix()
             except ValueError:
                 continue
-            inputs.append((pipeline.source_text, rel))
-        self.db.invalidate(inputs)
+        return None
+
+    def reads_folder(self, rel: str, listed: tuple[str, ...] | None = None) -> bool:
+        """Whether the last build read a source below the folder ``rel`` (a deleted path is
+        a folder of the workspace's sources if so)."""
+        prefix = rel.rstrip("/") + "/"
+        listed = pipeline.source_listing(self.db, ()) if listed is None else listed
+        return any(s.startswith(prefix) for s in listed)
 
     def close(self) -> None:
         if self.store is not None:

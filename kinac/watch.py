@@ -112,10 +112,14 @@ def _stop_on_sigterm() -> None:
 
 
 def _relevant(sess: Any, path: Path) -> bool:
-    """Whether a changed path is one a build reads: ``kina.toml``, or a ``.kina`` file outside
-    the workspace's hidden folders, ``__pycache__`` and the cache (as ``list_sources`` skips
-    them). Only the components below the workspace root count: a workspace that itself lies
-    under a hidden folder (``~/.work/ws``) is watched like any other."""
+    """Whether a changed path is one a build reads: ``kina.toml``, a ``.kina`` file, or a
+    folder (moved in, or one the last build read sources from: a folder's rename names the
+    folder only), outside the workspace's hidden folders, ``__pycache__`` and the cache (as
+    ``list_sources`` skips them). Only the components below the workspace root count: a
+    workspace that itself lies under a hidden folder (``~/.work/ws``) is watched like any
+    other."""
+    from kinac.pipeline_support import SKIP_DIRS
+
     try:
         full = path.resolve()
         if full == sess.cache_dir or sess.cache_dir in full.parents:
@@ -125,11 +129,15 @@ def _relevant(sess: Any, path: Path) -> bool:
     rel = _below(path, Path(sess.ws.root))
     if rel is None:
         rel = _below(full, Path(sess.ws.root).resolve())
-    if rel is None:
+    if rel is None or not rel.parts:
         return False
     if any(part.startswith(".") or part == "__pycache__" for part in rel.parts[:-1]):
         return False
-    return path.suffix == ".kina" or path.name == "kina.toml"
+    if path.suffix == ".kina" or path.name == "kina.toml":
+        return True
+    if path.name.startswith(".") or path.name in SKIP_DIRS:
+        return False
+    return path.is_dir() or bool(sess.reads_folder(rel.as_posix()))
 
 
 def _below(path: Path, root: Path) -> Path | None:

@@ -52,6 +52,7 @@ def test_watch_sees_edits_of_a_workspace_under_a_hidden_directory(tmp_path: Path
     sess = SimpleNamespace(
         ws=SimpleNamespace(root=root, config_path=root / "kina.toml"),
         cache_dir=root / ".kinac-cache",
+        reads_folder=lambda rel: rel == "models",  # the folder the last build read from
     )
     assert _relevant(sess, root / "mlp.kina")
     assert _relevant(sess, root / "kina.toml")
@@ -62,6 +63,7 @@ def test_watch_sees_edits_of_a_workspace_under_a_hidden_directory(tmp_path: Path
     assert not _relevant(sess, root / "__pycache__" / "a.kina")
     assert not _relevant(sess, root / ".kinac-cache" / "x.kina")
     assert not _relevant(sess, root / "notes.txt")
+    assert _relevant(sess, root / "models")  # a folder of sources moved away
 
 
 # ---------------------------------------------------------------- kina.toml
