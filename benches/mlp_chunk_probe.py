@@ -17,16 +17,21 @@ lies at the same addresses), all captured in ONE CUDA graph; against the M = 409
 graph. Rounds interleaved (the order rotating) after a warm-up, CUDA events, medians.
 
 A. whole MLP, M = 4096 against chunked R = 2048 / 1024 / 512 (and R = 1024 with a separate
-   entry per chunk, i.e. separate arenas: whether reusing the lines matters);
+   entry per chunk, i.e. separate arenas: whether reusing the lines matters); the chunked
+   Graph (slices, chunks, a concat with the residual: ``R concat``) and ``gpu-chunk-mlp``'s
+   own lowering of the whole MLP (``0 concat``);
 B. each step alone at each R (``GpuEntry.profile``: the step replayed 20 times, inputs hot);
 C. the map alone: M = 4096 in one launch, against 4 launches of R = 1024 at 4 row offsets
    (cold: what today's map sees) and 4 launches at the same rows (hot in L2);
-D. the map kernel's own rate at the block's shape (``benches/gpu_map_ab.py``'s variants).
+D. the map kernel's own rate at the block's shape (``benches/gpu_map_ab.py``'s variants);
+E. the 45M and S=4096 blocks through ``kinac.compile`` with and without ``gpu-chunk-mlp``,
+   against the best PyTorch, in one process.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -78,7 +83,7 @@ def mlp_graph(m: int, dt: str = "bf16") -> Any:
 
 
 def mlp_chunked_graph(r: int, dt: str = "bf16") -> Any:
-    """The same MLP on M = 4096 rows as the Graph a chunking rewrite gives: per chunk of ``r``
+    """The same MLP on M = 4096 rows as a Graph a chunking rewrite gives: per chunk of ``r``
     rows a slice of ``x``, the chunk's MLP and residual, then one concat of the chunks."""
     from kinac.ir.testing import GraphBuilder, rms_norm
 
@@ -172,10 +177,13 @@ def part_a(ins: list[Any]) -> dict[int, Any]:
     ents = {r: load(mlp_graph(r)) for r in (4096, 2048, 1024, 512)}
     ents_sep = [ents[1024], *(load(mlp_graph(1024)) for _ in range(3))]
     cat = {r: load(mlp_chunked_graph(r)) for r in (2048, 1024)}
+    chunk_pass(True)
+    cat[0] = load(mlp_graph(M))  # gpu-chunk-mlp's own lowering of the whole MLP
+    chunk_pass(False)
     emit(f"Built 10 entries in {time.perf_counter() - T0:.1f} s; GPU: {smi()}")
     for r, e in ents.items():
         emit(f"- R={r}: " + "; ".join(f"{s.sym} {s.gemm.mode} b={s.gemm.batch} {s.gemm.m}x{s.gemm.n}x{s.gemm.k}" if s.gemm else f"{s.sym} {[(ln.grid, ln.note) for ln in s.launches]}" for s in e.lowered.steps) + f"; arena {e.lowered.arena_bytes / 1e6:.1f} MB")  # fmt: skip
-    names = ("4096", "2048", "1024", "512", "1024 sep", "2048 concat", "1024 concat")
+    names = ("4096", "2048", "1024", "512", "1024 sep", "2048 concat", "1024 concat", "0 concat")
     outs = {k: torch.empty(M, D, device="cuda", dtype=torch.bfloat16) for k in names}
     fns: dict[str, Callable[[], Any]] = {}
     graphs: dict[str, Any] = {}
@@ -268,10 +276,94 @@ def part_d() -> None:
     map_variants(emit, RES, bw)
 
 
+def chunk_pass(on: bool) -> None:
+    """Put ``gpu-chunk-mlp`` into the GPU passes (after ``gpu-fuse-epilogues``) or take it out
+    (the lowering reads the tuple at each call: this process only)."""
+    from kinac.ir.gpu import pipeline as gp
+    from kinac.ir.gpu.fuse_epilogues import GpuFuseEpilogues
+    from kinac.ir.gpu.mlp_chunks import GpuChunkMlp
+
+    ps = [p for p in gp.GPU_PASSES if p is not GpuChunkMlp]
+    if on:
+        ps.insert(ps.index(GpuFuseEpilogues) + 1, GpuChunkMlp)
+    gp.GPU_PASSES = tuple(ps)
+
+
+def part_e(quick: bool) -> None:
+    """The 45M and S=4096 bf16 blocks through ``kinac.compile`` (no disk cache, GEMMs tuned,
+    attention fixed to the H200's variant), with and without ``gpu-chunk-mlp``, and the best
+    PyTorch (SDPA + reduce-overhead), pipelined, rounds interleaved."""
+    import torch
+    from gemm_45m_probe import FixedAttention
+    from gpu_api_blocks import LONG
+    from gpu_api_blocks import block_sdpa as _sdpa
+    from gpu_refs import BIG, block_inputs, block_torch, causal_mask, rel_l2
+
+    import kinac
+    import kinac.pipeline_autotune as pa
+    from kinac.rt.cuda.kernel_timer import device_name
+
+    sdpa: Any = _sdpa
+    pa._GPU[:] = [FixedAttention(device_name())]
+    emit("\n### E. The blocks through kinac.compile: without / with gpu-chunk-mlp, best PyTorch (ms per call, pipelined: 30 calls then a sync; 8 interleaved rounds, medians)\n")  # fmt: skip
+    for name, dims in (("45M B4 S1024", BIG), ("S=4096 B1 S4096", LONG)):
+        ins = block_inputs(dims, torch.bfloat16)
+        h, kv = dims["h"], dims["kv"]
+        fns: dict[str, Callable[[], Any]] = {}
+        outs = {}
+        for on in (False, True):
+            chunk_pass(on)
+            t = time.perf_counter()
+            f = kinac.compile(
+                ROOT / "workspaces/transformer", "block", target="cuda", no_cache=True
+            )
+            outs[on] = torch.from_dlpack(f(h, kv, *ins)).clone()
+            torch.cuda.synchronize()
+            ent = next(iter(f._entries.values()))
+            steps = [s.sym for s in ent.lowered.steps]
+            emit(f"- {name} chunks {'on' if on else 'off'}: built in {time.perf_counter() - t:.1f} s, {len(steps)} steps: {' '.join(steps)}")  # fmt: skip
+            fns["kinac chunked" if on else "kinac today"] = functools.partial(f, h, kv, *ins)
+        chunk_pass(False)
+        ref = block_torch(*(t.double() for t in ins), h, kv, causal_mask(dims["s"], torch.float64, "cuda"))  # fmt: skip
+        same = bool(torch.equal(outs[False], outs[True]))
+        emit(f"- {name}: rel L2 vs f64: today {rel_l2(outs[False], ref):.3g}, chunked {rel_l2(outs[True], ref):.3g}; bit-identical {same}; max |diff| {float((outs[False].double() - outs[True].double()).abs().max()):.3g}")  # fmt: skip
+        del ref
+        try:
+            ro = torch.compile(lambda *a, h=h, kv=kv: sdpa(*a, h, kv), mode="reduce-overhead")
+            for _ in range(3):
+                ro(*ins)
+            fns["torch reduce-overhead"] = functools.partial(ro, *ins)
+        except Exception as e:  # noqa: BLE001
+            emit(f"- torch.compile failed: {type(e).__name__}: {str(e)[:200]}")
+        for f_ in fns.values():
+            f_()
+        torch.cuda.synchronize()
+        ts: dict[str, list[float]] = {k: [] for k in fns}
+        names = list(fns)
+        heat_end = time.perf_counter() + 1.0
+        while time.perf_counter() < heat_end:
+            for k in names:
+                fns[k]()
+            torch.cuda.synchronize()
+        for r in range(8):
+            for k in names[r % len(names) :] + names[: r % len(names)]:
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(30):
+                    fns[k]()
+                torch.cuda.synchronize()
+                ts[k].append((time.perf_counter() - t0) * 1e3 / 30)
+        med = {k: statistics.median(v) for k, v in ts.items()}
+        best = med.get("torch reduce-overhead", float("nan"))
+        RES[f"api {name}"] = ts
+        emit(f"- {name}: " + "; ".join(f"{k} {v:.4f} ms ({v / best:.3f}x of PyTorch)" for k, v in med.items()) + f"; GPU: {smi()}")  # fmt: skip
+        del fns, outs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
-    ap.add_argument("--parts", default="abcd")
+    ap.add_argument("--parts", default="acebd")
     a = ap.parse_args()
     OUT[0] = Path(a.out)
     OUT[0].mkdir(parents=True, exist_ok=True)
@@ -291,6 +383,8 @@ def main() -> None:
                 part_c()
             elif part == "d":
                 part_d()
+            elif part == "e":
+                part_e(False)
         except Exception:  # noqa: BLE001 - a failed part leaves the others' results
             emit(f"part {part} failed:\n```\n{traceback.format_exc()}```")
         emit(f"\n(part {part}: {time.perf_counter() - t:.1f} s; {time.perf_counter() - T0:.0f} s in all)")  # fmt: skip
