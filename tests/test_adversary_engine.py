@@ -172,3 +172,43 @@ def test_value_store_own_settings_are_accepted(tmp_path: Path) -> None:
     kind (a user's bigger size limit, another journal mode), open silently."""
     cache, warnings = _value_store_with(tmp_path, "sqlite_journal_mode", "delete")
     assert warnings == [] and not any(p.name.startswith("blobs.") for p in cache.iterdir())
+
+
+def test_a_record_tag_never_imports_a_module_without_records() -> None:
+    """A value in the cache names its record classes by tag, and the decoder imports the
+    tag's kinac module when a fresh process has not loaded it. A crafted or damaged value
+    tagged ``__main__.X`` imported ``kinac.__main__``: the command line ran with the
+    process's own argv and exited it (``SystemExit`` from inside a cache read). Now only a
+    kinac source file that defines ``@record`` classes is imported; in a fresh process a real
+    tag of a module not yet loaded still decodes."""
+    import subprocess
+    import sys
+
+    probe = """
+import sys
+sys.argv = ["probe", "--version"]
+from kinac.rules.codec import CodecError, decode
+for tag in ("__main__.X", "__main__.X.Y", "cli.X", "rt.cuda.kernel_timer_child.X"):
+    try:
+        decode(('{"$t":"%s"}' % tag).encode())
+        print("decoded", tag)
+    except CodecError:
+        print("refused", tag)
+assert "kinac.artifacts.host" not in sys.modules
+value = decode(b'{"$t":"artifacts.host.BufferSpec","dtype":"f32","name":"x","shape":[4]}')
+print(type(value).__name__, value.shape)
+print("alive")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n") == [
+        "refused __main__.X",
+        "refused __main__.X.Y",
+        "refused cli.X",
+        "refused rt.cuda.kernel_timer_child.X",
+        "BufferSpec (4,)",
+        "alive",
+        "",
+    ]

@@ -114,7 +114,7 @@ def _record_class(tag: str) -> type | None:
 
     module = tag.rpartition(".")[0]
     while module:  # the longest prefix that is a module (a class may be nested)
-        if all(p.isidentifier() for p in module.split(".")):
+        if all(p.isidentifier() for p in module.split(".")) and _defines_records(module):
             try:
                 importlib.import_module("kinac." + module)
                 break
@@ -122,6 +122,25 @@ def _record_class(tag: str) -> type | None:
                 pass
         module = module.rpartition(".")[0]
     return _RECORDS.get(tag)
+
+
+def _defines_records(module: str) -> bool:
+    """Whether ``kinac.<module>`` is a source file of kinac's that defines ``@record`` classes,
+    read from the file before anything is imported: a tag of a damaged or crafted cache must
+    not run a module's top level (``__main__.X`` imported ``kinac.__main__``, which ran the
+    command line with the process's argv and exited it), nor a parent module's (finding
+    ``a.b`` imports ``a``)."""
+    import pathlib
+
+    base = pathlib.Path(__file__).resolve().parent.parent  # the kinac package
+    path = base.joinpath(*module.split("."))
+    for source in (path.with_name(path.name + ".py"), path / "__init__.py"):
+        try:
+            if source.is_file():
+                return "@record" in source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+    return False
 
 
 def _from_plain(v: Any) -> Any:
