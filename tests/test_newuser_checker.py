@@ -36,3 +36,17 @@ def test_where_contradiction_is_reported_at_a_minimal_core() -> None:
 def test_consistent_where_clauses_are_not_reported() -> None:
     _out, diags, _ws = run_case(GOLDEN / "where_consistent.kina", _CACHE)
     assert diags == []
+
+
+def test_every_checker_error_has_help() -> None:
+    """The whole snapshot corpus of the checker: every error says what to do (a specific help
+    at its site, else its code's ``DEFAULT_HELP``)."""
+    root = GOLDEN.parent / "check"
+    cases = sorted((root / "bad").glob("*.kina")) + CASES
+    missing = []
+    for path in cases:
+        _out, diags, _ws = run_case(path, _CACHE)
+        missing += [
+            f"{path.name}: {d.code} {d.message}" for d in diags if d.is_error and not d.help
+        ]
+    assert missing == []

@@ -154,7 +154,12 @@ def read_prim(ck: _Checker, p: Prim, e: ast.Call) -> TExpr:
                 exprs.append(a)
             elif kind == "tensors":
                 if not isinstance(a, ast.ListLit):
-                    raise ck.err("K0207", f"`{e.head}` takes a list of tensors `[x y …]`", a.nid)
+                    raise ck.err(
+                        "K0207",
+                        f"`{e.head}` takes a list of tensors `[x y …]`",
+                        a.nid,
+                        help=f"write the tensors in brackets: ({e.head} [x y] :axis 0)",
+                    )
                 for it in a.items:
                     try:
                         texprs.append(ck.expr(it))
@@ -169,15 +174,19 @@ def read_prim(ck: _Checker, p: Prim, e: ast.Call) -> TExpr:
     known = {k: (kind, d) for k, kind, d in p.kwargs}
     for k in e.kwargs:
         if k.key not in known:
-            hint = ", ".join(f":{x}" for x in known) or "none"
+            hint = ", ".join(f":{x}" for x in known)
             raise ck.err(
                 "K0206",
                 f"`{e.head}` has no keyword `:{k.key}`",
                 k.nid,
-                help=f"its keywords: {hint}",
+                help=f"its keywords: {hint}"
+                if hint
+                else f"`{e.head}` takes no keywords: remove it",
             )
         if k.key in kw_nids:
-            raise ck.err("K0206", f"keyword `:{k.key}` given twice", k.nid)
+            raise ck.err(
+                "K0206", f"keyword `:{k.key}` given twice", k.nid, help=f"keep one `:{k.key}`"
+            )
         kw_nids[k.key] = k.nid
         try:
             vals[k.key] = _static(ck, known[k.key][0], k.value)

@@ -89,18 +89,30 @@ class Statics:
             "expected a dimension (an integer, a dimension variable, or "
             "(+ …), (* …), (/ a b) of those)",
             e.nid,
+            help="dimensions are static: write a positive integer or a dim of the signature "
+            "(a `(D : dim)` parameter passes one); a tensor's value cannot be a dimension",
         )
 
     def shape(self, e: ast.Expr) -> SShape:
         if not isinstance(e, ast.ListLit):
-            raise self.bad("K0207", "expected a shape `[DIM …]`", e.nid)
+            raise self.bad(
+                "K0207",
+                "expected a shape `[DIM …]`",
+                e.nid,
+                help="write the shape as a list of dims: `[B S (* H Dh)]`",
+            )
         group: str | None = None
         out: list[Poly] = []
         for i, it in enumerate(e.items):
             if isinstance(it, ast.Var) and it.name.startswith(".."):
                 g = it.name
                 if i != 0:
-                    raise self.bad("K0303", "a variadic group may only lead a shape", it.nid)
+                    raise self.bad(
+                        "K0303",
+                        "a variadic group may only lead a shape",
+                        it.nid,
+                        help=f"a group stands for leading dims: write it first, `[{g} S D]`",
+                    )
                 if g != "..." and g not in self.groups:
                     raise self.bad(
                         "K0302",
@@ -116,19 +128,29 @@ class Statics:
     def int_(self, e: ast.Expr) -> int:
         if isinstance(e, ast.Num) and not e.is_float:
             return int(e.value)
-        raise self.bad("K0207", "expected an integer", e.nid)
+        raise self.bad(
+            "K0207",
+            "expected an integer",
+            e.nid,
+            help="write a literal integer here (axes count from 0, or from -1 at the end)",
+        )
 
     def ints(self, e: ast.Expr) -> tuple[int, ...]:
         if isinstance(e, ast.ListLit):
             return tuple(self.int_(x) for x in e.items)
-        raise self.bad("K0207", "expected a list of integers `[0 2 1 3]`", e.nid)
+        raise self.bad(
+            "K0207",
+            "expected a list of integers `[0 2 1 3]`",
+            e.nid,
+            help="write the integers in brackets, one per axis: `:perm [1 0]`",
+        )
 
     def bool_(self, e: ast.Expr) -> bool:
         if isinstance(e, ast.Var) and e.name in ("true", "false"):
             return e.name == "true"
         if isinstance(e, ast.Num) and not e.is_float and e.value in (0, 1):
             return bool(e.value)
-        raise self.bad("K0207", "expected `true` or `false`", e.nid)
+        raise self.bad("K0207", "expected `true` or `false`", e.nid, help="write `true` or `false`")
 
     def dtype(self, e: ast.Expr) -> str:
         if isinstance(e, ast.Var):
@@ -141,7 +163,12 @@ class Statics:
                 help="dtypes are f64 f32 f16 bf16 i64 i32 bool, or a dtype variable "
                 "of the signature",
             )
-        raise self.bad("K0207", "expected a dtype", e.nid)
+        raise self.bad(
+            "K0207",
+            "expected a dtype",
+            e.nid,
+            help="dtypes are f64 f32 f16 bf16 i64 i32 bool, or a dtype variable of the signature",
+        )
 
     def scalar(self, e: ast.Expr) -> Any:
         if isinstance(e, ast.Num):
@@ -151,7 +178,11 @@ class Statics:
         if isinstance(e, ast.Var) and e.name in self.dims:
             return D.var(e.name)
         raise self.bad(
-            "K0207", "expected a literal value (a number, inf, -inf, nan, or a dimension)", e.nid
+            "K0207",
+            "expected a literal value (a number, inf, -inf, nan, or a dimension)",
+            e.nid,
+            help="the value is static; to fill with a tensor's values, broadcast it: "
+            "(broadcast-to x [DIM …])",
         )
 
     def device(self, e: ast.Expr) -> str:
@@ -166,7 +197,12 @@ class Statics:
                     help="write `@cuda(N)` with a device number N",
                 )
             return device_of(((a.name, args),))
-        raise self.bad("K0207", "expected a placement `@cpu` or `@cuda(N)`", e.nid)
+        raise self.bad(
+            "K0207",
+            "expected a placement `@cpu` or `@cuda(N)`",
+            e.nid,
+            help="write `@cpu` or `@cuda(N)` with a device number N",
+        )
 
     def shards(self, es: tuple[ast.Expr, ...]) -> tuple[Shard, ...]:
         out: list[Shard] = []
@@ -183,5 +219,7 @@ class Statics:
                     "K0702",
                     "expected a sharding annotation (@replicated, @sharded(…), @partial(…))",
                     e.nid,
+                    help="write @replicated, @sharded(axis=I, mesh=M) or @partial(sum, mesh=M); "
+                    "placements move with to-device / to-host",
                 )
         return tuple(out)

@@ -30,12 +30,22 @@ T1 = (("x", "tensor"),)
 def _concat_rule(rc: RuleCtx, a: Args) -> SType | None:
     ts = a.t
     if not ts:
-        rc.fail("K0203", "`concat` needs at least one tensor", None)
+        rc.fail(
+            "K0203",
+            "`concat` needs at least one tensor",
+            None,
+            help="list the tensors to join: (concat [x y] :axis 0)",
+        )
         return None
     idx = list(range(len(ts)))
     for t, i in zip(ts, idx, strict=True):
         if t.is_weak:
-            rc.fail("K0402", "`concat` needs tensors, not scalars", i)
+            rc.fail(
+                "K0402",
+                "`concat` needs tensors, not scalars",
+                i,
+                help="make a tensor of the value first: (full DT [DIM …] v)",
+            )
             return None
     dt = join_dtype(rc, ts, idx)
     dev = join_device(rc, ts, idx)
@@ -173,6 +183,8 @@ def _gather_rule(rc: RuleCtx, a: Args) -> SType | None:
             f"the table {rc.name(0)} of `gather` must have shape [V D], not "
             f"{fmt_dims(table.shape) if not table.is_weak else 'a scalar'}",
             0,
+            help="gather reads rows of a 2-D table: reshape the table to [V D] (a vector "
+            "[V] as [V 1])",
         )
         return None
     if idx.dtype not in ("i32", "i64"):

@@ -26,13 +26,20 @@ T1 = (("x", "tensor"),)
 
 def _static_rank(rc: RuleCtx, t: SType, op: str, i: int = 0) -> bool:
     if t.is_weak:
-        rc.fail("K0402", f"`{op}` needs a tensor, not a scalar", i)
+        rc.fail(
+            "K0402",
+            f"`{op}` needs a tensor, not a scalar",
+            i,
+            help="make a tensor of the value first: (full DT [DIM …] v)",
+        )
         return False
     if t.shape.group is not None:
         rc.fail(
             "K0402",
             f"`{op}` needs a static rank but {rc.name(i)} has the variadic group `{t.shape.group}`",
             i,
+            help=f"give `{op}` fixed dims: reshape `{t.shape.group}` away first, or write the "
+            "defn over fixed dims",
         )
         return False
     return True
@@ -95,6 +102,7 @@ def _target_group(rc: RuleCtx, t: SType, target: SShape, op: str) -> tuple[bool,
             f"`{target.group}` in the target of `{op}` stands for the leading group "
             f"of {rc.name(0)}, which has {t.shape.group or 'none'}",
             0,
+            help="write the target's dims in full, or give the operand the group the target names",
         )
         return False, None
     return True, t.shape.group
@@ -180,6 +188,7 @@ def _bto_rule(rc: RuleCtx, a: Args) -> SType | None:
             "K0402",
             f"cannot broadcast {rc.name(0)} of rank {len(xs.dims)} to rank {len(target.dims)}",
             0,
+            help="broadcasting adds leading axes, never removes them: reduce or slice first",
         )
         return None
     ok = True
