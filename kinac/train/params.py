@@ -130,5 +130,7 @@ def init_weights(info: EntryInfo, seed: int) -> dict[str, Any]:
             w = np.ones(p.shape)
         else:
             w = rng.standard_normal(p.shape) / math.sqrt(p.shape[0])
-        out[p.name] = np.ascontiguousarray(w, dtype=np.float32 if p.dtype == "f32" else np.float64)
+        # np.array, not np.ascontiguousarray: that one makes a rank-0 weight (a learned
+        # temperature, a scalar gain) [1], and every step's call then refused its shape
+        out[p.name] = np.array(w, dtype=np.float32 if p.dtype == "f32" else np.float64, order="C")
     return out
