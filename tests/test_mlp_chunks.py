@@ -101,8 +101,8 @@ def _inputs(lead: tuple[int, ...], d: int, f: int) -> list[np.ndarray]:
 def test_chunked_lowering_equals_the_whole_on_the_emulator(
     small_rule: None, monkeypatch: pytest.MonkeyPatch, lead: tuple[int, ...], residual: bool
 ) -> None:
-    from kinac.tir.interp import bf16_to_f32
     from kinac.ir.gpu import pipeline as gp
+    from kinac.tir.interp import bf16_to_f32
 
     graph = mlp(lead, 16, 48, residual=residual)
     ins = _inputs(lead, 16, 48)
