@@ -24,7 +24,7 @@ from staging_fakes import W, X, mul_entry
 from test_pinned import FakeDriver, HostMemory
 
 from kinac.errors import KinaCallError
-from kinac.rt.cuda import device, pinned, staging_hot, staging_nt
+from kinac.rt.cuda import device, pinned, staging_bound, staging_hot, staging_nt
 from kinac.rt.cuda import graph as graph_mod
 from kinac.rt.cuda.pinned import PinnedPool
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
@@ -691,7 +691,7 @@ def test_the_bound_calls_turn_path_sees_every_change_between_calls(
     entry: Any, fake: FakeDriver, copies_logged: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bound call repeats a turn as its last call ran it (no plan, graph or output lookup:
-    ``staging_hot._turn_call``) only while nothing it skipped could differ: ``x`` refilled in
+    ``staging_bound._turn_call``) only while nothing it skipped could differ: ``x`` refilled in
     place is copied each call; ``x`` reshaped or retyped in place, a caller's pinned array, the
     caller still holding the last output, a closed graph, a moved weight or graphs turned off
     each take the checked path, and every result is right."""
@@ -706,13 +706,13 @@ def test_the_bound_calls_turn_path_sees_every_change_between_calls(
     call = e.hot_path((x, w))
     assert call is not None
     turned: list[int] = []
-    turn_call = staging_hot._turn_call
+    turn_call = staging_bound._turn_call
 
     def counted(*a: Any) -> Any:
         turned.append(1)
         return turn_call(*a)
 
-    monkeypatch.setattr(staging_hot, "_turn_call", counted)
+    monkeypatch.setattr(staging_bound, "_turn_call", counted)
 
     def check(what: str, arr: Any = None, weights: Any = wv, keep: bool = False) -> Any:
         a = x if arr is None else arr

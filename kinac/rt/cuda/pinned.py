@@ -262,6 +262,44 @@ def handed_out(array: Any) -> tuple[int, int]:
     return hit[1], hit[2]
 
 
+# ---- a torch CPU tensor's pinnedness, remembered per storage (2026-12-02e) ---------------------
+# data address -> (weak reference to the storage object, pinned): the answer of ``is_pinned()``
+# (a dispatcher call, and a driver query on CUDA builds: the H200 measured a pin_memory() x at
+# 1.53x of device input against 1.28x for a pinned_empty one, asking it every call).
+_pins: dict[int, tuple[Any, bool]] = {}
+PIN_CACHE_MAX = 64  # entries (the cache is emptied when full: stale ones never answer)
+
+
+def torch_pinned(t: Any, cache: bool = True) -> bool:
+    """``t.is_pinned()`` for a CPU torch tensor, asked once per (storage, data address).
+
+    Safe because a live storage's memory at a given address keeps its pinnedness: the entry is
+    used only while the very storage object it was asked for is ``t``'s storage and alive (a
+    weak reference, so the cache holds no memory), and for the same data address. A freed
+    storage's address reused by another allocation has another storage object (the dead
+    reference never matches); a storage whose memory is replaced while it lives
+    (``share_memory_()``, ``resize_()``) gets it at another address, allocated while the old
+    memory still lived, so it is asked again. ``cache=False``: asked every call (the A/B)."""
+    if not cache:
+        return bool(t.is_pinned())
+    ptr = t.data_ptr()
+    s = t.untyped_storage()
+    hit = _pins.get(ptr)
+    if hit is not None and hit[0]() is s:
+        return hit[1]
+    pinned = bool(t.is_pinned())
+    import weakref
+
+    try:
+        ref = weakref.ref(s)
+    except TypeError:  # (a storage without weak references: asked every call)
+        return pinned
+    if len(_pins) >= PIN_CACHE_MAX:
+        _pins.clear()
+    _pins[ptr] = (ref, pinned)
+    return pinned
+
+
 _pool: PinnedPool | None = None
 _wc_pool: PinnedPool | None = None
 

@@ -41,14 +41,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.device import Event, Stream
-from kinac.rt.cuda.pinned import PinnedBuffer, PinnedPool, default_pool, handed_out
+from kinac.rt.cuda.device import Stream
+from kinac.rt.cuda.pinned import PinnedBuffer, PinnedPool, default_pool, handed_out, torch_pinned
 from kinac.rt.cuda.staging_calls import Calls, driver_calls, priority_range
 from kinac.rt.cuda.staging_copy import HostCopier, default_copier
+from kinac.rt.cuda.staging_slots import SLOTS, Param, Turn, close_stager
 
 __all__ = ["SLOTS", "FLAG_STRIDE", "Calls", "HostStager", "Param", "Turn", "priority_range"]
 
-SLOTS = 2
 FLAG_STRIDE = 16  # uint32 words between two turns' flags (a cache line each)
 # A caller's pinned array (pinned_empty, pin_memory()) of at least this many bytes is DMA'd
 # where it is and the call waits for that DMA (the caller may refill it once the call
@@ -115,85 +115,6 @@ _hot: list[Callable[..., Any]] = []  # staging_hot.hot_call, once imported (it i
 def _ok(name: str, rc: int) -> None:
     if rc:
         driver.fail(name, rc)
-
-
-class Param:
-    """One host parameter's slots: a device buffer per turn (and its call argument), and a
-    pinned block per turn, made when a staging copy first needs it."""
-
-    __slots__ = ("i", "shape", "dtype", "nbytes", "n_arg", "dev", "dev_arg", "host", "host_arg")
-
-    def __init__(self, i: int, shape: tuple[int, ...], dtype: Any, c: Calls) -> None:
-        import math
-
-        import numpy as np
-
-        self.i = i
-        self.shape = shape
-        self.dtype = np.dtype(dtype)
-        self.nbytes = math.prod(shape) * self.dtype.itemsize
-        self.n_arg = c.size(self.nbytes)
-        self.dev: list[int] = []
-        self.dev_arg: list[Any] = []
-        self.host: list[PinnedBuffer | None] = [None] * SLOTS
-        self.host_arg: list[Any] = [None] * SLOTS
-
-
-class Turn:
-    """The events of one turn: *copied* (its DMAs are done, on the copy stream), *consumed*
-    (its compute is done with the device buffers, on the compute stream) and *done* (the copy
-    graph's flag write landed, after its DMAs), with whether each has been recorded since it
-    was last waited for."""
-
-    __slots__ = (
-        "index", "copied", "consumed", "done", "copied_arg", "consumed_arg", "done_arg",
-        "copy_pending", "read_pending", "flagged",
-    )  # fmt: skip
-
-    def __init__(self, c: Calls, index: int) -> None:
-        self.index = index
-        self.copied = Event(timing=False)
-        self.consumed = Event(timing=False)
-        self.done = Event(timing=False)
-        self.copied_arg = c.handle(self.copied.handle)
-        self.consumed_arg = c.handle(self.consumed.handle)
-        self.done_arg = c.handle(self.done.handle)
-        self.copy_pending = False  # DMAs out of this turn's pinned blocks were queued
-        self.read_pending = False  # a compute reading this turn's device buffers was queued
-        self.flagged = False  # those DMAs were the copy graph's: its flag says when they end
-
-
-def _close(
-    copy_stream: Stream, params: dict[int, Param], turns: list[Turn], extra: list[Any]
-) -> None:
-    """Wait for queued copies, then give the pinned blocks back (the pool may hand them out)
-    and destroy the graphs (an executable graph still running is freed when it ends)."""
-    try:
-        copy_stream.synchronize()
-    except Exception:  # noqa: BLE001 - at shutdown the driver may be gone: nothing to wait for
-        pass
-    for p in params.values():
-        for b in p.host:
-            if b is not None:
-                b.free()
-    for x in extra:  # the flag block, and (api, built graph) pairs
-        try:
-            if isinstance(x, PinnedBuffer):
-                x.free()
-            else:
-                x[0].destroy(x[1].graph, x[1].exec)
-        except Exception:  # noqa: BLE001 - at shutdown the driver may be gone
-            pass
-    for t in turns:
-        for ev in (t.copied, t.consumed, t.done):
-            try:
-                ev.close()
-            except Exception:  # noqa: BLE001
-                pass
-    try:
-        copy_stream.close()
-    except Exception:  # noqa: BLE001
-        pass
 
 
 class HostStager:
@@ -279,6 +200,13 @@ class HostStager:
         self.copy_flag = os.environ.get("KINAC_STAGING_FLAG", "1" if COPY_FLAG else "0") != "0"
         env = os.environ.get("KINAC_STAGING_DIRECT_FLAG")
         self.direct_flag = env != "0" if env else DIRECT_FLAG  # see COPY_FLAG, DIRECT_FLAG
+        # 2026-12-02e: a caller's pinned array's DMA queued first in the bound call
+        # (staging_direct), and a torch tensor's pinnedness remembered per storage
+        # (pinned.torch_pinned); off: the paths before, for the bench's same-process A/B
+        self.early_dma = os.environ.get("KINAC_STAGING_EARLY_DMA", "1") != "0"
+        self.pin_cache = os.environ.get("KINAC_STAGING_PIN_CACHE", "1") != "0"
+        # that DMA as driver calls instead of the copy graph (the bench's A/B)
+        self.direct_by_calls = os.environ.get("KINAC_STAGING_DIRECT_CALLS", "0") == "1"
         self.streamed = 0  # host arrays copied with streaming stores
         self.staged_positions: tuple[int, ...] = ()  # the last general call's host params
         self.copies = 0  # host arrays staged (tests and metrics)
@@ -304,13 +232,13 @@ class HostStager:
         self._copy_built: dict[tuple[int, tuple[int, ...], int, bool], Any] = {}
         self._compute_built: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._direct_built: dict[Any, Any] = {}  # copy graphs reading a caller's pinned arrays
-        self._extra: list[Any] = []  # what _close frees: the flag block, built graphs
+        self._extra: list[Any] = []  # what close_stager frees: the flag block, built graphs
         if not _hot:
             from kinac.rt.cuda.staging_hot import hot_call
 
             _hot.append(hot_call)
         self._finalizer = weakref.finalize(
-            self, _close, self.copy_stream, self.params, self.turns, self._extra
+            self, close_stager, self.copy_stream, self.params, self.turns, self._extra
         )
 
     # ---- the general path --------------------------------------------------------------------
@@ -377,7 +305,7 @@ class HostStager:
         caller checked it): a pinned one (``pin_memory()``) is DMA'd where it is, as a
         ``pinned_empty`` array; another is copied into the pinned block."""
         ptr = t.data_ptr()
-        if p.nbytes >= self.direct_min and t.is_pinned():
+        if p.nbytes >= self.direct_min and torch_pinned(t, self.pin_cache):
             self._direct = True
             self.direct += 1
             return self.calls.handle(ptr)
@@ -461,8 +389,8 @@ class HostStager:
 
     def bind_hot(self, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., Any] | None:
         """The steady state bound for ``kinac.compile``'s memo, or None:
-        :func:`kinac.rt.cuda.staging_hot.bind`."""
-        from kinac.rt.cuda.staging_hot import bind
+        :func:`kinac.rt.cuda.staging_bound.bind`."""
+        from kinac.rt.cuda.staging_bound import bind
 
         return bind(self, entry, arrays)
 

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.pinned import PinnedBuffer, _handed, default_pool, handed_out
+from kinac.rt.cuda.pinned import PinnedBuffer, _handed, default_pool, handed_out, torch_pinned
 from kinac.rt.cuda.staging import DMA_PIECE_MIN, FLAG_STRIDE, SLOTS
 
 if TYPE_CHECKING:
@@ -190,11 +190,12 @@ def native_graphs() -> Graphs | None:
 class Built:
     """One executable graph: what :meth:`launch` takes, and the handles to destroy."""
 
-    __slots__ = ("launch", "exec", "graph", "flag")
+    __slots__ = ("launch", "exec", "graph", "flag", "alive")
 
     def __init__(self, launch: Any, ex: Any, graph: int, flag: bool = False) -> None:
         self.launch, self.exec, self.graph = launch, ex, graph
         self.flag = flag  # (a copy graph) it sets the turn's flag and records *done*
+        self.alive = True  # False once destroyed (a record of it is never launched again)
 
 
 def pieces_of(
@@ -348,7 +349,7 @@ def fill(
                 src = handed_out(a)[0]
             if not src:
                 fn(dst, a)
-        elif p.nbytes >= least and a.is_pinned():
+        elif p.nbytes >= least and torch_pinned(a, st.pin_cache):
             src = a.data_ptr()
         else:
             st.fill_torch(p, a, j)
@@ -406,6 +407,7 @@ def _destroy(st: HostStager, gone: set[int]) -> None:
     """Destroy the built graphs whose ids are ``gone`` (a running one is freed when it ends)."""
     for x in [x for x in st._extra if not isinstance(x, PinnedBuffer) and id(x[1]) in gone]:
         st._extra.remove(x)
+        x[1].alive = False
         x[0].destroy(x[1].graph, x[1].exec)
 
 

@@ -31,9 +31,9 @@ by the weak reference of any device argument that dies, before its id can name a
 
 The copy into the pinned block is the plan's: ``numpy.copyto`` below ``stager.stream_min`` (a
 third of the core's L2), streaming stores from there (:mod:`~kinac.rt.cuda.staging_nt`), split
-across the copier's threads from its threshold. ``kinac.compile``'s memo calls :func:`bind`'s
-call, which skips the entry's layers and the checks the memo made (2026-12-02c round 2,
-``docs/runtime.md``).
+across the copier's threads from its threshold. ``kinac.compile``'s memo calls the bound call of
+:mod:`~kinac.rt.cuda.staging_bound`, which skips the entry's layers and the checks the memo made
+(2026-12-02c round 2, ``docs/runtime.md``).
 """
 
 from __future__ import annotations
@@ -44,14 +44,12 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kinac.rt import hot
 from kinac.rt.cuda import driver, staging_graphs
-from kinac.rt.cuda.entry_hot import _RC, FREE_O, FREE_T, hot_key, kept_lists, outputs
+from kinac.rt.cuda.entry_hot import hot_key, outputs
 from kinac.rt.cuda.entry_support import DL_NAMES, _dense
 from kinac.rt.cuda.pinned import _handed
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS, Param
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
-from kinac.rt.hot import MISS
 
 if TYPE_CHECKING:
     from kinac.rt.cuda.staging import HostStager
@@ -186,142 +184,19 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
     return _steady(st, entry, m, arrays)
 
 
-def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., Any] | None:
-    """A call of ``entry`` for ``kinac.compile``'s memo, which checks that its arrays are the
-    very objects of this call, unchanged in place (:func:`~kinac.rt.cuda.entry_hot.bind_hot`'s
-    contract): it skips the entry's layers (``__call__``, ``_call``, ``hot_call``) and the
-    identity check, and keeps what the caller cannot see: the stager's memo still one of these
-    device arrays, each still at its address (torch's ``x.data = y`` moves a tensor without
-    counting a change), the entry's state, its context current, and the host arrays' form.
-    Anything else is a plain call. None unless the stager's memo is of ``arrays``."""
-    m0 = st.memo[0]
-    if m0 is None or len(arrays) != m0.n or entry._ctx_get is None or entry.updates_inputs:
-        return None  # (no cheap context check: every call would be a plain one anyway)
-    devs = m0.get(arrays)
-    if tuple(map(id, devs)) != m0.ids or (m0.dp is not None and tuple(map(m0.dp, devs)) != m0.dps):
-        return None
-    box, ids, hostpos = st.memo, m0.ids, tuple([i for i, _ in m0.host])
-    get, ref, cur, mine = entry._ctx_get, entry._ctx_ref, entry._ctx_cur, entry._ctx_mine
-    bound = [m0]
-    # the common case, one numpy input and one output, per turn as the last call of that turn
-    # ran it (:func:`_steady` records it in ``turns``): see :func:`_turn_call`
-    kept = kept_lists(entry)
-    one = len(m0.host) == 1 and len(kept) == 1 and hot.LEAN
-    turns: list[Any] = [None] * SLOTS if one else []
-    kept0 = kept[0] if turns else []
-    xi, p0 = m0.host[0]
-    shape, dtype, nd = p0.shape, p0.dtype, m0.nd
-    free_t, free_o, rc_of = FREE_T, FREE_O, _RC
-
-    forms0 = _forms(hostpos, arrays)
-
-    def plain(arrays: tuple[Any, ...]) -> Any:
-        """The entry's own call, or :data:`MISS` when a host array changed form since the bind
-        (the caller, which does not read their state, binds the call again)."""
-        if _forms(hostpos, arrays) != forms0:
-            return MISS
-        return entry(*arrays)
-
-    def run(arrays: tuple[Any, ...]) -> Any:
-        m = box[0]
-        if entry._stager is not st:  # replaced (closed): the entry's own path
-            return plain(arrays)
-        if m is not bound[0]:
-            if m is None or m.ids != ids or tuple([i for i, _ in m.host]) != hostpos:
-                return plain(arrays)  # (the entry builds the memo again; the next is ours)
-            bound[0] = m
-            turns[:] = [None] * len(turns)  # (recorded for the memo before)
-        if (
-            (m.dp is None or tuple(map(m.dp, m.get(arrays))) == m.dps)
-            and entry.use_graphs
-            and not entry.volatile
-            and not entry.status
-            and not st._pending
-            and not get(ref)
-            and cur.value == mine
-        ):
-            x = arrays[xi]
-            tc = turns[st.turn] if turns else None
-            if (
-                tc is not None
-                and type(x) is nd
-                and id(x) not in _handed  # (not a caller's pinned array: DMA'd where it is)
-                and x.shape == shape
-                and (x.dtype is dtype or x.dtype == dtype)
-                and m.plans[tc[0]] is tc[1]
-                and tc[3].fast_launch is tc[4]
-                and st.use_graphs
-                and st.compute_wrapper
-            ):
-                for t in kept0:  # (entry_hot.take, inline)
-                    if rc_of(t) == free_t and rc_of(t.owner) == free_o and t.__weakref__ is None:
-                        if t.ptr == tc[2]:
-                            return _turn_call(st, entry, m, tc, arrays, t)
-                        break
-                t = None  # type: ignore[assignment]  # (not held while _steady takes it)
-            out = _steady(st, entry, m, arrays, turns)
-            if out is not None:
-                return out
-        return plain(arrays)
-
-    def call(*arrays: Any) -> Any:
-        return run(arrays)
-
-    call.run = run  # type: ignore[attr-defined]  # (kinac.compile calls it with the tuple)
-    if hot.LEAN:
-        call.vouched = frozenset(hostpos)  # type: ignore[attr-defined]  # (kinac.rt.hot)
-    return call
-
-
-def _forms(pos: tuple[int, ...], arrays: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The type, shape and dtype of the arrays at ``pos`` (None where one has none)."""
-    try:
-        return tuple([(type(a), a.shape, a.dtype) for a in map(arrays.__getitem__, pos)])
-    except (AttributeError, IndexError):
-        return None
-
-
-def _turn_call(
-    st: HostStager, entry: Any, m: Memo, tc: tuple[Any, ...], arrays: tuple[Any, ...], out: Tensor
-) -> Any:
-    """:func:`_steady`'s common case as the last call of this turn ran it (``tc``, recorded
-    there: the plan, the output's address, the captured graph), its checks made by the bound
-    call: the host's wait for the turn's last DMAs (none when its flag is set), the numpy input
-    copied into the turn's pinned block, the copy graph and the compute wrapper launched."""
-    j, _, _, _, fast, turn, fi, xi, copy, blk, cp, cw = tc
-    if turn.copy_pending:
-        if turn.flagged and st.flags[fi]:
-            turn.copy_pending = turn.flagged = False
-        else:
-            st.begin_host(turn)
-    copy(blk, arrays[xi])
-    flagged = cp.flag
-    if flagged:
-        st.flags[fi] = 0
-    rc = cp.launch(cp.exec, st.cs_arg)
-    if rc:  # nothing queued: this call (and the next ones) by driver calls
-        _refused(st, "the copy graph", rc)
-        _driver_calls(st, entry, m, arrays, j, turn, fast)
-        return _done(st, entry, m, [out])
-    turn.copy_pending, turn.flagged = True, flagged
-    rc = cw.launch(cw.exec, m.stream)
-    if rc:
-        _refused(st, "the compute wrapper", rc)
-        _compute_by_calls(st, entry, m, turn, fast)
-        st.graph_calls -= 1  # (turn_calls counts it as one)
-    turn.read_pending = True
-    st.turn = (j + 1) % SLOTS
-    st.turn_calls += 1  # (a hot call, a graph call, one host array staged: HostStager)
-    st.turn_bytes += m.nbytes
-    entry.hot_calls += 1  # (a replay too: GpuEntry.replays counts it)
-    return out
-
-
 def _steady(
-    st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...], turns: list[Any] | None = None
+    st: HostStager,
+    entry: Any,
+    m: Memo,
+    arrays: tuple[Any, ...],
+    turns: list[Any] | None = None,
+    direct: list[Any] | None = None,
 ) -> Any:
     """The call once the device arguments are known to be the memo's: the host arguments'
-    form checked, then queued (see the module docstring); None (nothing queued) else."""
+    form checked, then queued (see the module docstring); None (nothing queued) else. The bound
+    call's records of this turn go to ``turns`` (a numpy input copied into the turn's block:
+    :func:`~kinac.rt.cuda.staging_bound._turn_call`) and ``direct`` (a caller's pinned array:
+    :func:`~kinac.rt.cuda.staging_direct.direct_call`)."""
     nd, tt = m.nd, m.torch
     for i, p, tdt in m.checks:
         a = arrays[i]
@@ -388,6 +263,10 @@ def _steady(
                         f = fills[0]
                         fi = j * FLAG_STRIDE
                         turns[j] = (j, plan, outs[0].ptr, graph, fast, t, fi, f[0], f[2], f[3], cp, cw)  # fmt: skip
+                        hot_key(entry, ptrs)
+                    elif direct and srcs and len(srcs) == 1 and len(outs) == 1:
+                        src = srcs[0]
+                        direct[j] = (j, plan, graph, fast, t, cp, cw, src, outs[0].ptr, st.calls.handle(src))  # fmt: skip
                         hot_key(entry, ptrs)
                 t.read_pending = True
                 st.turn = (j + 1) % SLOTS

@@ -1,0 +1,65 @@
+"""A caller's pinned ``x`` with its DMA queued first (``staging_direct``, 2026-12-02e) on a GPU:
+the MLP through ``kinac.compile``, ``x`` a ``pinned_empty`` array and a ``pin_memory()`` tensor
+refilled in place right after each call returns (the contract: the call returned once its DMA
+read the array), gives the device-input call's result bit for bit, with the early DMA and
+without it. The CPU tests (``tests/test_staging_direct.py``) check the order of each call's
+driver work over the fake driver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from mlp_sweep_support import sweep_mlp
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_pinned_inputs_refilled_after_each_call_equal_device_inputs(
+    early: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kinac.rt import cuda
+
+    if not cuda.available():
+        pytest.skip(f"no CUDA GPU ({cuda.unavailable_reason()})")
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no PyTorch CUDA")
+    from kinac.rt.cuda import pinned_empty, staging_direct
+
+    taken: list[int] = []
+    direct_call = staging_direct.direct_call
+
+    def counted(*a: Any) -> Any:
+        out = direct_call(*a)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(staging_direct, "direct_call", counted)
+    with sweep_mlp(0, seed=3 if early else 4) as m:  # x 0.5 MiB
+        fn, ws, x, rng = m.fn, m.ws, m.x, m.rng
+        fn(x, *ws)
+        st = next(e for key, e in fn._entries.items() if key[0][0].device == "cpu")._stager
+        st.early_dma = st.pin_cache = early
+        buf = pinned_empty(x.shape, np.float32)
+        xt = torch.empty(x.shape).pin_memory()
+        xs, outs = [], []
+        d0 = st.direct
+        for k in range(24):
+            a: Any = buf if (k // 8) % 2 == 0 else xt  # eight calls of each in turn
+            if a is buf:
+                buf[...] = rng.standard_normal(x.shape, dtype=np.float32)
+                xs.append(buf.copy())
+            else:
+                xt.copy_(torch.from_numpy(rng.standard_normal(x.shape, dtype=np.float32)))
+                xs.append(xt.numpy().copy())
+            outs.append(torch.from_dlpack(fn(a, *ws)).clone())
+        torch.cuda.synchronize()
+        assert st.graph_error is None and st.direct - d0 == 24
+        assert (sum(taken) >= 12) if early else not taken
+        for k, (xk, o) in enumerate(zip(xs, outs, strict=True)):
+            want = torch.from_dlpack(fn(torch.from_numpy(xk).cuda(), *ws)).cpu()
+            assert torch.equal(o.cpu(), want), f"early {early}, call {k}"
