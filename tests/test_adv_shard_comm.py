@@ -52,3 +52,18 @@ def test_in_place_reduce_scatter_and_all_gather_on_three_ranks() -> None:
 
     for b in simulate(MESH3, ag, timeout_s=10):
         np.testing.assert_array_equal(b, [1, 1, 2, 2, 3, 3])
+
+
+def test_rank_0_all_reduce_in_place_over_the_process_group() -> None:
+    """The TCP process group made a 0-d send ``[1]`` (``np.ascontiguousarray``), so an in-place
+    all-reduce of a rank-0 buffer, a launched trainer's gradient of a scalar weight, failed
+    ("the receive buffer is f32[], expected f32[1]") on every rank; the simulator took it."""
+    from test_comm_tcp import on_processes
+
+    def body(c: Any) -> Any:
+        b = np.array(c.rank + 1.5, np.float32)
+        c.all_reduce(b, b, op="avg", tag=("all-reduce", "data-parallel gradient"))
+        return b
+
+    for got in (on_processes(MESH3, body), simulate(MESH3, body, timeout_s=10)):
+        assert all(isinstance(b, np.ndarray) and b.shape == () and b == 2.5 for b in got), got

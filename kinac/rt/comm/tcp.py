@@ -103,7 +103,9 @@ class TcpComm(CollectivesByKind):
     def _run(
         self, kind: str, send: Any, recv: np.ndarray | None, op: str, tag: Tag | None
     ) -> np.ndarray:
-        send = np.ascontiguousarray(send)
+        # rank 0 kept: ascontiguousarray makes a 0-d send [1], which a 0-d receive buffer
+        # (a rank-0 weight's gradient, all-reduced in place by a launched trainer) refused
+        send = np.ascontiguousarray(send).reshape(np.shape(send))
         span, recv = checked_recv(kind, send, recv, op, tag, self.size, self.global_rank, self.axis)
         t0 = time.perf_counter()
         head = {
