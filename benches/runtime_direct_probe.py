@@ -10,8 +10,10 @@ pipelined us per call, rounds interleaved, medians of the rounds:
 * ``numpy``: a numpy ``x`` (staged through the turn's pinned block);
 * ``pe``: ``x`` in a ``pinned_empty`` array (DMA'd where it is, the call waits for it), with the
   early DMA (``staging_direct``) and without (``stager.early_dma = False``: ``_steady``);
-* ``pt``: ``x`` a ``pin_memory()`` torch CPU tensor, early DMA and pinnedness cached, and the
-  path before (no early DMA, ``is_pinned()`` every call);
+* ``pe_calls``: the early DMA as driver calls (``stager.direct_by_calls``) instead of the copy
+  graph;
+* ``pt``: ``x`` a ``pin_memory()`` torch CPU tensor, early DMA and pinnedness cached, early DMA
+  with ``is_pinned()`` every call (``pt_nocache``), and the path before (neither);
 
 each output compared bit for bit with the device ``x``'s; the DMA alone (CUDA events, torch's
 copy from pinned memory). At 0.5 MiB also the host's own time per call of the pinned ``x``
@@ -38,7 +40,18 @@ from benches.runtime_modes import _copy_ms, _mlp_fns, _weights  # noqa: E402
 from benches.runtime_sweep import SWEEP, _stager  # noqa: E402
 
 SIZES = {0.5: SWEEP[0], 1.0: SWEEP[1], 2.0: SWEEP[2], 4.0: SWEEP[3], 8.0: SWEEP[4], 16.0: SWEEP[5]}
-MODES = ("dev", "numpy", "pe_early", "pe_before", "pt_early", "pt_before")
+MODES = ("dev", "numpy", "pe_early", "pe_calls", "pe_before", "pt_early", "pt_nocache", "pt_before")
+# mode -> (input, early DMA, pinnedness cached, the early DMA as driver calls)
+SETTINGS = {
+    "dev": ("dev", False, False, False),
+    "numpy": ("numpy", True, True, False),
+    "pe_early": ("pe", True, True, False),
+    "pe_calls": ("pe", True, True, True),
+    "pe_before": ("pe", False, False, False),
+    "pt_early": ("pt", True, True, False),
+    "pt_nocache": ("pt", True, False, False),
+    "pt_before": ("pt", False, False, False),
+}
 
 
 def _per_call_us(call: Any, n: int, sync: Any) -> float:
@@ -100,9 +113,8 @@ def probe(fn: Any, size: float, rounds: int) -> dict[str, Any]:
     same: dict[str, bool] = {}
 
     def setmode(mode: str) -> Any:
-        early = mode.endswith("early")
-        st.early_dma, st.pin_cache = early, early
-        return ins[mode.split("_")[0]]
+        what, st.early_dma, st.pin_cache, st.direct_by_calls = SETTINGS[mode]
+        return ins[what]
 
     for mode in MODES:  # warm-up, and each path's result bit for bit
         xx = setmode(mode)
@@ -128,15 +140,17 @@ def probe(fn: Any, size: float, rounds: int) -> dict[str, Any]:
             xx = setmode(mode)
             r[f"host_{mode}"] = _stamps(fn, (xx, *ws), st, 400)
         sync()
-    st.early_dma = st.pin_cache = True
+    st.early_dma, st.pin_cache, st.direct_by_calls = True, True, False
     return r
 
 
 def table(res: list[dict[str, Any]]) -> list[str]:
     out = [
-        "| x MiB | DMA us | device x us | numpy x | pinned_empty, DMA first | pinned_empty, before "
-        "| pin_memory(), DMA first + cached | pin_memory(), before | all bit-identical |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| x MiB | DMA us | device x us | numpy x | pinned_empty, DMA first (graph) | "
+        "pinned_empty, DMA first (driver calls) | pinned_empty, before | pin_memory(), DMA "
+        "first + cached | pin_memory(), DMA first, is_pinned() each call | pin_memory(), before "
+        "| all bit-identical |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res:
         u, q = r["us"], r["ratio"]
