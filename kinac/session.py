@@ -41,6 +41,14 @@ def locate(path: str | os.PathLike[str]) -> Workspace:
     p = Path(path)
     if not p.exists():
         raise UsageError(f"no such file or directory: {path}")
+    if not p.is_absolute():
+        try:
+            os.getcwd()
+        except FileNotFoundError:  # `.` still stats, but no absolute path leads to it
+            raise UsageError(
+                f"cannot find {path}: the current directory was deleted; cd to an existing "
+                "directory, or give an absolute path"
+            ) from None
     if p.is_dir():
         root = p.resolve()
         cfg = root / "kina.toml"
