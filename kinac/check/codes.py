@@ -22,6 +22,7 @@ CODES: dict[str, str] = {
     "K0301": "undetermined dimension variable",
     "K0302": "unknown dimension variable",
     "K0303": "malformed type",
+    "K0304": "a dtype variable named like a dtype",
     "K0401": "shapes do not broadcast",
     "K0402": "rank mismatch",
     "K0403": "matmul contraction mismatch",
@@ -69,6 +70,8 @@ DEFAULT_HELP: dict[str, str] = {
     "it by a where equality",
     "K0302": "dims, groups and dtype variables of a body must appear in the defn's signature",
     "K0303": "a type is (tensor DTYPE [DIM …] ANNOTATION …), a variadic group only leading",
+    "K0304": "write one of f64 f32 f16 bf16 i64 i32 bool for a dtype; name dtype variables "
+    "like `T`",
     "K0401": "make the dims equal (reshape/broadcast-to), or give one a literal 1 there",
     "K0402": "make the ranks agree: reshape adds or drops axes, (full DT [DIM …] v) makes a "
     "tensor of a scalar; variadic groups meet only the same group",

@@ -16,6 +16,7 @@ from kinac.check import dims as D
 from kinac.check.codes import at, error
 from kinac.check.convert import TypeConv
 from kinac.check.dims import Poly
+from kinac.check.dtypenames import dtype_lookalikes
 from kinac.check.formula import Rel
 from kinac.check.shard import shard_divs as shard_divs_of
 from kinac.check.shard_even import concrete_diag, concrete_uneven
@@ -123,6 +124,7 @@ def analyse(file: str, sig: ast.Signature, meshes: tuple[ast.Mesh, ...] = ()) ->
         else:
             params.append(PInfo(p.name, p.nid, False, conv.type(p.type)))
     ret = conv.type(sig.ret)
+    diags.extend(dtype_lookalikes(file, sig))
     where: list[tuple[int, Rel]] = []
     for c in sig.where:
         op = _RELS.get(c.rel)
