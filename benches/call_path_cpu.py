@@ -43,60 +43,7 @@ def best_us(fn: Callable[[], Any], n: int, rounds: int = 9) -> float:
     return best
 
 
-class _Graph:
-    """A captured graph whose launch does nothing (returns CUDA_SUCCESS)."""
-
-    captured = True
-
-    def __init__(self) -> None:
-        self.fast_launch = (lambda ex, stream: 0, None)
-
-    def replay(self, stream: Any) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def driverless(ins: list[Any]) -> Callable[..., Any]:
-    """A ``load_gpu_entry`` that builds the entry without a driver, importing ``ins``."""
-    from kinac.rt.cuda import entry as E
-    from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
-    from kinac.rt.cuda.pool import PoolResource
-    from kinac.rt.cuda.resources import VirtualResource
-    from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
-
-    def load(lowered: Any, ptx: str, **_: Any) -> Any:
-        e = E.GpuEntry.__new__(E.GpuEntry)
-        e.lowered, e.ordinal, e.pinned = lowered, 0, True
-        e.resource = PoolResource(VirtualResource())
-        e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
-                         contiguous_strides(o.shape)) for o in lowered.outputs]  # fmt: skip
-        e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
-        stream = type("S", (), {"cu": 0, "handle": 0, "cvp": None, "synchronize": lambda s: None})()
-        e.stream = e.capture_stream = stream
-        e._imports, e._last_box, e._stager = {}, [None], None
-        n = len(lowered.params) + len(lowered.outputs)
-        e._seen, e.volatile, e._stage, e._bound = [set() for _ in range(n)], set(), {}, OrderedDict()  # fmt: skip
-        e.captures = e.replays = 0
-        e._bind = lambda key: ((lambda s: None), [])
-        e._ctx_get, e._ctx_cur, e._ctx_ref, e._ctx_mine = (lambda r: 0), ctypes.c_void_p(), None, None  # fmt: skip
-        for i, (a, p) in enumerate(zip(ins, lowered.params, strict=True)):
-            t = Tensor(a.data_ptr(), p.shape, DL_NAMES[p.dtype], device=(KDL_CUDA, 0))
-            e._remember(i, a, t)
-        return e
-
-    return load
-
-
-def cpu_as_cuda_import(x: Any) -> Any:
-    """What :func:`kinac.rt.cuda.entry_hot.torch_import` makes of a CUDA tensor, for a CPU one
-    (the same attribute reads; its stream check aside)."""
-    from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor
-
-    dt = DTYPES[str(x.dtype).removeprefix("torch.")]
-    return Tensor(x.data_ptr(), tuple(x.shape), dt, device=(KDL_CUDA, 0),
-                  strides=tuple(x.stride()), owner=x.untyped_storage())  # fmt: skip
+from latency_fakes import LAUNCHED, _Graph, cpu_as_cuda_import, driverless  # noqa: E402
 
 
 def install_fake_cuda(tmp: Path) -> bool:
@@ -240,7 +187,49 @@ def main() -> int:
     for name, fn in rows:
         print(f"| {name} | {best_us(fn, a.reps):.2f} |")
     print(f"\nhot calls: callable {f.hot_calls}, entry {entry.hot_calls}")
+    order_ab(f, h, kv, ins, a.reps)
     return 0
+
+
+def before_launch_us(call: Callable[[], Any], n: int) -> float:
+    """Median wall time (us) from a call's start to its (fake) graph launch."""
+    import statistics
+
+    call()
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        call()
+        ts.append((LAUNCHED[0] - t0) / 1e3)
+    return statistics.median(ts)
+
+
+def order_ab(f: Any, h: int, kv: int, ins: list[Any], reps: int, rounds: int = 5) -> None:
+    """The hot call with every check before the launch (``KINAC_LAUNCH_FIRST=0``, the order
+    before 2026-12-02e) against launch first (addresses and versions compared after it):
+    the whole call and the part before the launch, rounds interleaved, each order bound anew."""
+    from kinac.rt import hot
+
+    was = hot.LAUNCH_FIRST
+    res: dict[str, dict[str, list[float]]] = {}
+    try:
+        for _ in range(rounds):
+            for name, on in (("checks first (before)", False), ("launch first", True)):
+                hot.LAUNCH_FIRST = on
+                f._memo[0] = None  # bound again under this order
+                for _ in range(4):
+                    f(h, kv, *ins)
+                assert f._memo[0] is not None and f._memo[0][9] is on
+                r = res.setdefault(name, {"call": [], "before": []})
+                r["call"].append(best_us(lambda: f(h, kv, *ins), reps, 3))
+                r["before"].append(before_launch_us(lambda: f(h, kv, *ins), reps))
+    finally:
+        hot.LAUNCH_FIRST = was
+        f._memo[0] = None
+    print("\n| order of the hot call (dims positional) | host us per call (best) | us before the launch (median) |")  # fmt: skip
+    print("|---|---|---|")
+    for name, r in res.items():
+        print(f"| {name} | {min(r['call']):.2f} | {min(r['before']):.2f} |")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "pdl+split": {"pdl": True, "split_grouped": True},
     "pdl+split-lt": {"pdl": True, "split_grouped": "lt"},
 }
+# --order: the hot call's order (kinac.rt.hot.LAUNCH_FIRST, read when a call is bound), today's
+# defaults otherwise; "base" is the order before 2026-12-02e (every check before the launch)
+ORDERS: dict[str, dict[str, Any]] = {
+    "base": {"launch_first": False},
+    "launch-first": {"launch_first": True},
+}
 
 
 def sunk_emit(lines: list[str], sink: list[Callable[[str], None]]) -> Callable[..., None]:
@@ -168,14 +174,20 @@ def build(torch: Any, ins: list[Any], h: int, kv: int, variants: dict[str, dict[
     import kinac
 
     out: dict[str, dict[str, Any]] = {}
+    from kinac.rt import hot
+
     for name, opts in variants.items():
+        was = hot.LAUNCH_FIRST
         try:
             t0 = time.perf_counter()
+            opts = dict(opts)
+            hot.LAUNCH_FIRST = opts.pop("launch_first", was)  # (the hot call binds it below)
             f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda", **opts)
             y = torch.from_dlpack(f(h, kv, *ins)).clone()
             for _ in range(3):
                 f(h, kv, *ins)
             torch.cuda.synchronize()
+            hot.LAUNCH_FIRST = was
             entry = next(iter(f._entries.values()))
             graphs = [g for _, _, g in entry._bound.values() if g is not None]
             g = graphs[-1] if graphs else None
@@ -193,6 +205,11 @@ def build(torch: Any, ins: list[Any], h: int, kv: int, variants: dict[str, dict[
             }
         except Exception:  # noqa: BLE001 - the other variants are still measured
             emit(f"\n**variant {name} failed:**\n```\n{traceback.format_exc()[-2500:]}\n```")
+        finally:
+            hot.LAUNCH_FIRST = was
+        memo = out[name]["f"]._memo[0] if name in out else None
+        if memo is not None:
+            out[name]["launch_first"] = bool(memo[9])
     return out
 
 
@@ -218,10 +235,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--big", action="store_true", help="also the 45M block, PDL off and on")
+    ap.add_argument("--order", action="store_true", help="the hot call's order A/B instead")
     a = ap.parse_args()
     write = report_writer(a.out, "latency_probe", LINES, RES)
 
-    return probe(VARIANTS, a.rounds, a.n, write, big=a.big)
+    return probe(ORDERS if a.order else VARIANTS, a.rounds, a.n, write, big=a.big)
 
 
 def latency_levers(emit_to: Callable[[str], None], results: dict[str, Any]) -> None:

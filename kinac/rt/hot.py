@@ -26,3 +26,12 @@ MISS: Any = object()
 # (KINAC_LEAN_CALLS=0, or False here before the calls are bound again) is the path before them,
 # for the benches' same-run A/B; both are correct.
 LEAN = os.environ.get("KINAC_LEAN_CALLS", "1") != "0"
+
+# Launch first (issue 14, 2026-12-02e: docs/call_path.md "Launch first"): a hot call of a GPU
+# entry's bound graph launches as soon as it knows which graph and output block (the same
+# argument objects, the entry's memo, the context, a free output), and compares the arrays'
+# addresses and torch versions after the launch, while the GPU runs it; a mismatch found then
+# redoes the call on the general path (the launch read memory the imports still hold into an
+# output nobody holds). Off (KINAC_LAUNCH_FIRST=0, or False here before the calls are bound):
+# every check before the launch, as before; both are correct.
+LAUNCH_FIRST = os.environ.get("KINAC_LAUNCH_FIRST", "1") != "0"

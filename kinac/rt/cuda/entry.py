@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from kinac.artifacts.gpu import GpuLoweredEntry, GpuStep
 from kinac.errors import KinaCallError
-from kinac.rt.cuda import driver, entry_hot
+from kinac.rt.cuda import driver, entry_hot, entry_imports
 from kinac.rt.cuda.entry_support import (
     DL_NAMES,
     GATHER_OOB,
@@ -149,7 +148,7 @@ class GpuEntry:
             from kinac.rt.cuda.blas import Blas
 
             self.blas = Blas(self._alloc, allow_tf32=allow_tf32)
-        self._imports: dict[tuple[int, int], tuple[Any, Tensor]] = {}
+        self._imports: dict[tuple[int, int], tuple[Any, Tensor, int | None]] = {}
         # the last call's argument ids and imports, when every argument was a remembered CUDA
         # array: the same arrays again (weights and activations reused) skip the per-argument
         # lookups. Emptied by the weakref callback of any of them, before its id can be reused.
@@ -194,22 +193,9 @@ class GpuEntry:
         return p
 
     def _known(self, i: int, x: Any) -> Tensor | None:
-        """The remembered import of ``x`` at position ``i``, if ``x`` is the array imported
-        and (where it has a ``data_ptr``, as torch tensors do) still at that address: a tensor
-        whose memory was replaced in place (``set_``, ``resize_``) is imported again."""
-        hit = self._imports.get((i, id(x)))
-        if hit is None or hit[0]() is not x:
-            return None
-        dp = getattr(x, "data_ptr", None)
-        if dp is not None and not isinstance(x, Tensor):
-            try:
-                moved = dp() != hit[1].ptr
-            except Exception:  # noqa: BLE001 - a data_ptr that is not torch's: not used
-                moved = False
-            if moved:
-                del self._imports[(i, id(x))]
-                return None
-        return hit[1]
+        """The remembered import of ``x`` at position ``i`` while it is still ``x`` as imported
+        (address and form: :func:`kinac.rt.cuda.entry_imports.known`)."""
+        return entry_imports.known(self, i, x)
 
     def _input(self, x: Any, i: int) -> Tensor:
         known = self._known(i, x)
@@ -274,19 +260,7 @@ class GpuEntry:
 
     def _remember(self, i: int, x: Any, t: Tensor) -> None:
         """Reuse the import of a CUDA array passed again (weights, most often) until it dies."""
-        key = (i, id(x))
-        imports = self._imports
-        box = self._last_box
-
-        def gone(_: Any) -> None:
-            imports.pop(key, None)
-            box[0] = None
-
-        try:
-            ref = weakref.ref(x, gone)
-        except TypeError:
-            return
-        imports[key] = (ref, t)
+        entry_imports.remember(self, i, x, t)
 
     # ---- binding and running ------------------------------------------------------------------
     def _key(self, ptrs: tuple[int, ...]) -> tuple[int, ...]:
@@ -442,7 +416,8 @@ class GpuEntry:
             last is not None
             and last[0] == ids
             and (last[3] is None or tuple(map(last[3], arrays)) == last[4])
-        ):  # the same arrays as the last call, at the same addresses
+            and entry_hot.same_versions(last, arrays)
+        ):  # the same arrays as the last call, at the same addresses, of the same forms
             ins = last[1]
         else:
             ins = []
@@ -455,15 +430,22 @@ class GpuEntry:
             dps = entry_hot.addresses(dp, arrays) if dp is not None else None
             for i, a in enumerate(arrays):  # a CUDA array passed before (weights): its import
                 hit = imports.get((i, id(a)))
-                if (
-                    hit is not None
+                if hit is None:
+                    t = None
+                elif (  # (the usual case inline: the same object, address and version)
+                    dps is not None
                     and hit[0]() is a
-                    and (dps[i] == hit[1].ptr if dps is not None else self._known(i, a))
+                    and dps[i] == hit[1].ptr
+                    and getattr(a, "_version", None) == hit[2]
                 ):
-                    ins.append(hit[1])
+                    t = hit[1]
+                else:  # a moved, reshaped or written tensor, or no data_ptr to read at once
+                    t = entry_imports.known(self, i, a, dps[i] if dps is not None else None)
+                if t is not None:
+                    ins.append(t)
                     hits += 1
-                else:
-                    ins.append(self._input(a, i))  # (a moved one is forgotten there, re-imported)
+                else:  # (a moved or reshaped one is forgotten there, imported again)
+                    ins.append(self._input(a, i))
             self._last_box[0] = entry_hot.memo(arrays, ids, ins) if hits == len(arrays) else None
         stager = self._stager
         if stager is not None and stager._pending:  # the compute waits, on the device, for copies

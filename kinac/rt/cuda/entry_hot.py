@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kinac.rt import hot
-from kinac.rt.cuda import driver
+from kinac.rt.cuda import driver, entry_imports
 from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Allocation, Tensor
 
 if TYPE_CHECKING:
@@ -186,7 +186,9 @@ def memo(arrays: tuple[Any, ...], ids: tuple[int, ...], ins: list[Tensor]) -> tu
     """What :func:`hot_call` compares a later call with: the arrays' ids, their imports and
     addresses, and (when every array is of one type with a ``data_ptr`` method, as torch
     tensors are) that method and each array's address by it, so a tensor whose memory was
-    replaced in place is noticed."""
+    replaced in place is noticed; last, in a one-element list (renewed in place, so a bound
+    call's token stays the memo), every array's torch ``_version`` (None when some array has
+    none), so a tensor reshaped or transposed in place is noticed (:func:`same_versions`)."""
     kind = type(arrays[0]) if arrays else None
     dp = getattr(kind, "data_ptr", None)
     dps: tuple[int, ...] | None = None
@@ -197,7 +199,24 @@ def memo(arrays: tuple[Any, ...], ids: tuple[int, ...], ins: list[Tensor]) -> tu
             dp = None
     else:
         dp = None
-    return (ids, ins, tuple([t.ptr for t in ins]), dp, dps)
+    return (ids, ins, tuple([t.ptr for t in ins]), dp, dps, [entry_imports.versions(arrays)])
+
+
+def same_versions(last: tuple[Any, ...], arrays: tuple[Any, ...]) -> bool:
+    """Whether the memo's arrays (the same objects, at the same addresses) still have their
+    imports' forms: no version moved, or every array whose version moved (a data write, or a
+    ``t_``) kept its import's shape, strides and dtype; the memo's versions are then renewed."""
+    box = last[5]
+    was = box[0]
+    if was is None:
+        return True
+    now = entry_imports.versions(arrays)
+    if now == was:
+        return True
+    if now is None or not entry_imports.changed_forms_same(arrays, last[1], was, now):
+        return False
+    box[0] = now
+    return True
 
 
 def _launch(entry: GpuEntry, in_ptrs: tuple[int, ...], last: list[Any] | None = None) -> Any:
@@ -254,8 +273,10 @@ def hot_call(entry: GpuEntry, arrays: tuple[Any, ...]) -> Any:
     last = entry._last_box[0]
     if last is None or not _plain(entry):
         return None
-    ids, _, in_ptrs, dp, dps = last
+    ids, _, in_ptrs, dp, dps, _ = last
     if tuple(map(id, arrays)) != ids or (dp is not None and tuple(map(dp, arrays)) != dps):
+        return None
+    if not same_versions(last, arrays):
         return None
     return _launch(entry, in_ptrs)
 
@@ -291,10 +312,12 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
     free_t, free_o = FREE_T, FREE_O
     rc_of = _RC
 
+    first = hot.LAUNCH_FIRST  # the addresses compared after the launch (below)
+
     def run(arrays: tuple[Any, ...]) -> Any:
         if (
             box[0] is token
-            and (dp is None or tuple(map(dp, arrays)) == dps)
+            and (first or dp is None or tuple(map(dp, arrays)) == dps)
             and entry.use_graphs
             and not entry.volatile
             and entry._stager is None
@@ -310,19 +333,33 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
                         rc = fast[0](fast[1], cvp)
                         if rc:
                             driver.fail("cuGraphLaunch", rc)
-                        entry.hot_calls += 1  # (a replay too: GpuEntry.replays)
-                        return t
+                        if not first or dp is None or tuple(map(dp, arrays)) == dps:
+                            entry.hot_calls += 1  # (a replay too: GpuEntry.replays)
+                            return t
+                        # launched first, and a tensor has moved since the memo (x.data = y):
+                        # the launch read its old storage, which its import still holds, into
+                        # t, which nobody holds; the general path imports it again and runs
+                        # after that launch on the stream
+                        entry._replays += 1
+                        t = None  # type: ignore[assignment]
+                        return entry(*arrays)
                     break
             t = None  # type: ignore[assignment]  # (not held while _launch takes the kept outputs)
-            out = _launch(entry, in_ptrs, last if one else None)
-            if out is not None:
-                return out
+            if not first or dp is None or tuple(map(dp, arrays)) == dps:
+                out = _launch(entry, in_ptrs, last if one else None)
+                if out is not None:
+                    return out
         return entry(*arrays)
 
     def call(*arrays: Any) -> Any:
         return run(arrays)
 
     call.run = run  # type: ignore[attr-defined]  # (kinac.compile calls it with the tuple)
+    # launched before the addresses are compared (hot.LAUNCH_FIRST): the caller may compare
+    # the arrays' versions after it too, and check the forms of those that moved against
+    # these imports (kinac.compile's hot path)
+    call.launch_first = first  # type: ignore[attr-defined]
+    call.ins = token[1]  # type: ignore[attr-defined]
     return call
 
 
