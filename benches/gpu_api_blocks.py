@@ -284,7 +284,6 @@ def render(rows: list[dict[str, Any]]) -> list[str]:
 
 def api_blocks(emit: Callable[[str], None], results: dict[str, Any], quick: bool) -> None:
     """Measure every workload (each in its own try: one failure does not hide the others)."""
-    import traceback
 
     emit("\n## Transformer blocks through the public API (headline)\n")
     emit(
@@ -295,13 +294,24 @@ def api_blocks(emit: Callable[[str], None], results: dict[str, Any], quick: bool
         + (" (--quick: not compiled for the 45M f32 block, compute-bound)" if quick else "")
         + ".\n"
     )  # fmt: skip
+    results["api_blocks"] = api_blocks_rows(emit, WORKLOADS, quick)
+
+
+def api_blocks_rows(
+    emit: Callable[[str], None],
+    workloads: list[tuple[str, dict[str, int], str, dict[str, Any]]],
+    quick: bool,
+) -> list[dict[str, Any]]:
+    """Measure ``workloads`` (each in its own try: one failure does not hide the others) and
+    emit their tables; ``benches/latency_probe.py --headline`` runs the small bf16 row alone."""
+    import traceback
+
     rows: list[dict[str, Any]] = []
-    for name, dims, dt, goals in WORKLOADS:
+    for name, dims, dt, goals in workloads:
         try:
             rows.append(measure(name, dims, dt, goals, quick))
         except Exception:  # noqa: BLE001
             emit(f"\n**{name} failed:**\n```\n{traceback.format_exc()[-2000:]}\n```")
-        results["api_blocks"] = rows
     for line in render(rows):
         emit(line)
     for r in rows:
@@ -314,3 +324,4 @@ def api_blocks(emit: Callable[[str], None], results: dict[str, Any], quick: bool
             )  # fmt: skip
     for line in render_inside(rows):
         emit(line)
+    return rows

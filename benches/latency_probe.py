@@ -236,10 +236,27 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--big", action="store_true", help="also the 45M block, PDL off and on")
     ap.add_argument("--order", action="store_true", help="the hot call's order A/B instead")
+    ap.add_argument("--headline", action="store_true", help="only benches/gpu.py's small bf16 row")
     a = ap.parse_args()
     write = report_writer(a.out, "latency_probe", LINES, RES)
+    if a.headline:
+        return headline(write)
 
     return probe(ORDERS if a.order else VARIANTS, a.rounds, a.n, write, big=a.big)
+
+
+def headline(write: Callable[[], None]) -> int:
+    """``benches/gpu.py``'s headline row of the small bf16 block alone (``gpu_api_blocks``:
+    kinac through ``kinac.compile``, eager SDPA, reduce-overhead; the 1 s warm-up; the cold
+    figure measured before it), for a short GPU call."""
+    from gpu_api_blocks import SMALL as S
+    from gpu_api_blocks import api_blocks_rows
+
+    RES["headline"] = rows = api_blocks_rows(
+        emit, [("small B4 S128 D256 bf16", S, "bf16", {"sync_ms": 0.03})], False
+    )
+    write()
+    return 0 if rows else 1
 
 
 def latency_levers(emit_to: Callable[[str], None], results: dict[str, Any]) -> None:
