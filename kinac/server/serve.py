@@ -14,8 +14,6 @@ clear``).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
 import os
 import signal
@@ -23,19 +21,16 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kinac.server.address import (
-    PROTOCOL,
-    REQUEST_ENV,
-    read_argv,
     socket_path,
     starting_marker,
     version_fingerprint,
 )
 from kinac.server.protocol import Channel, ProtocolError
+from kinac.server.request import Stream, refusal, request_context
 
 IDLE_S = 15 * 60.0
 BEAT_S = 1.0
@@ -54,26 +49,6 @@ PREWARM = (
     "kinac.codegen.ptx",
     "kinac.cli",
 )
-_ENV_KEYS = (*REQUEST_ENV, "COLUMNS", "LINES", "TERM")
-
-
-class _Stream(io.TextIOBase):
-    """A request's stdout or stderr: each write becomes a frame (the client's ``isatty``)."""
-
-    def __init__(self, send: Any, tag: str, tty: bool) -> None:
-        self._send, self._tag, self._tty = send, tag, tty
-
-    def write(self, s: str) -> int:
-        if s:
-            self._send({self._tag: s})
-        return len(s)
-
-    def isatty(self) -> bool:
-        return self._tty
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
 
 
 class Server:
@@ -198,7 +173,7 @@ class Server:
                 req = ch.recv()
             except (OSError, ProtocolError):
                 return
-            why = self._refusal(req)
+            why = refusal(req, self.version)
             if why is not None:
                 send({"refused": why})
                 return
@@ -225,26 +200,6 @@ class Server:
             with open(self.cpu_log, "a", encoding="utf-8") as f:
                 f.write(f"{time.process_time():.6f}\n")
 
-    def _refusal(self, req: dict[str, Any] | None) -> str | None:
-        if req is None or req.get("kinac_server") != PROTOCOL:
-            return (
-                f"protocol {req.get('kinac_server') if req else None!r}, server speaks {PROTOCOL}"
-            )
-        if req.get("version") != self.version:
-            return "another kinac version (this server is stale)"
-        argv, cwd, env, tty = req.get("argv"), req.get("cwd"), req.get("env"), req.get("tty")
-        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
-            return "bad argv"
-        if read_argv(argv) is None:  # `watch`/`serve` would hold the build lock for ever
-            return "not a command a client forwards (build and check are)"
-        if not isinstance(cwd, str) or not os.path.isdir(cwd):
-            return "bad cwd"
-        if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
-            return "bad env"
-        if not (isinstance(tty, list) and len(tty) == 2):
-            return "bad tty"
-        return None
-
     def _run(self, req: dict[str, Any], send: Any, dead: threading.Event) -> int:
         """``kinac.cli.main(argv)`` as the client would have run it, output to the client."""
         from kinac import cli
@@ -257,9 +212,9 @@ class Server:
 
         beater = threading.Thread(target=beat, daemon=True)
         beater.start()
-        out, err = _Stream(send, "o", bool(req["tty"][0])), _Stream(send, "e", bool(req["tty"][1]))
+        out, err = Stream(send, "o", bool(req["tty"][0])), Stream(send, "e", bool(req["tty"][1]))
         try:
-            with _request_context(req, out, err):
+            with request_context(req, out, err):
                 cli._SESSION_HOOK = self.session_for
                 outer = cli._OPEN_SESSIONS[:]  # `kinac watch`'s own: main closes what it lists
                 cli._OPEN_SESSIONS.clear()
@@ -298,35 +253,6 @@ class Server:
         ws = sess.ws
         key = (str(ws.root), str(ws.config_path), str(ws.single_file), str(sess.cache_dir))
         self.sessions[(*key, str(target))] = sess
-
-
-@contextlib.contextmanager
-def _request_context(req: dict[str, Any], out: Any, err: Any) -> Iterator[None]:
-    """The client's cwd, environment, terminal size and streams, for one request."""
-    saved_env = {k: os.environ.get(k) for k in _ENV_KEYS}
-    saved_cwd = os.getcwd()
-    saved_streams = sys.stdout, sys.stderr
-    env: dict[str, str] = req["env"]
-    size = req.get("size")
-    try:
-        for k in _ENV_KEYS:
-            os.environ.pop(k, None)
-            if k in env:
-                os.environ[k] = env[k]
-        if isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) for v in size):
-            os.environ.setdefault("COLUMNS", str(size[0]))
-            os.environ.setdefault("LINES", str(size[1]))
-        os.chdir(req["cwd"])
-        sys.stdout, sys.stderr = out, err
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved_streams
-        os.chdir(saved_cwd)
-        for k, v in saved_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 WARM_SOURCE = """(module warm)
