@@ -11,10 +11,10 @@ need.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from kinac.check import dims as D
 from kinac.check.blame import binding_sites, pick_majority
+from kinac.check.callrecords import Bound, Inst, Issue, Need
 from kinac.check.dims import Poly
 from kinac.check.formula import Rel, canon_rel, decide_cheap, rel_subst
 from kinac.check.sig import SigInfo
@@ -29,60 +29,8 @@ from kinac.check.types import (
     is_float,
     subst_shape,
 )
-from kinac.rules.codec import record
 
-
-@record
-class Inst:
-    """A callee's variables in the caller's terms."""
-
-    dims: tuple[tuple[str, Poly], ...]
-    groups: tuple[tuple[str, SShape], ...]
-    dtypes: tuple[tuple[str, str], ...]
-
-
-@dataclass
-class Need:
-    """An obligation a call creates: ``rel`` (caller's terms), what it means, where it comes
-    from (parameter index or where-clause index)."""
-
-    rel: Rel
-    code: str
-    what: str
-    param: int | None = None
-    where: int | None = None
-    shown: tuple[Poly, ...] = ()
-    whole_clause: bool = False  # ``rel`` is where clause ``where`` itself, instantiated
-    bound_by: tuple[int, str] | None = None  # the argument that fixed the dim, what it says
-
-
-@dataclass
-class Issue:
-    """A failure that needs no proof (rank, dtype, placement)."""
-
-    code: str
-    message: str
-    param: int | None
-    help: str | None = None
-
-
-@dataclass
-class Bound:
-    """The result of :func:`instantiate`."""
-
-    dims: dict[str, Poly] = field(default_factory=dict)
-    groups: dict[str, SShape] = field(default_factory=dict)
-    dtypes: dict[str, str] = field(default_factory=dict)
-    needs: list[Need] = field(default_factory=list)
-    issues: list[Issue] = field(default_factory=list)
-    result: SType | None = None
-
-    def inst(self) -> Inst:
-        return Inst(
-            tuple(sorted(self.dims.items())),
-            tuple(sorted(self.groups.items())),
-            tuple(sorted(self.dtypes.items())),
-        )
+__all__ = ["Bound", "Inst", "Issue", "Need", "fmt_rel", "instantiate"]
 
 
 def _strong(dt: str) -> str:
@@ -334,7 +282,10 @@ def instantiate(
                 i,
             )
         )
+    stated = {r for _nid, r in sig.where}
     for r in sig.type_divs:
+        if r in stated:  # `(where (divides 4 N))` beside `[(/ N 4)]`: one need (K0409), not two
+            continue
         b.needs.append(
             Need(
                 rel_subst(r, b.dims),
