@@ -50,3 +50,19 @@ def test_every_checker_error_has_help() -> None:
             f"{path.name}: {d.code} {d.message}" for d in diags if d.is_error and not d.help
         ]
     assert missing == []
+
+
+def test_python_call_of_a_lookalike_dtype_variable_names_the_dtype(tmp_path: Path) -> None:
+    """From Python the warning is not shown, so the call error's help says it (it said to
+    convert the array to float32)."""
+    import numpy as np
+
+    import kinac
+
+    src = tmp_path / "m.kina"
+    src.write_text("(defn h [(x : (tensor int32 [N]))] -> (tensor int32 [N]) (add x x))\n")
+    f = kinac.compile(str(src), "h", target="cpu")
+    with pytest.raises(kinac.KinaCallError) as e:
+        f(np.arange(3, dtype=np.int32))
+    assert "write `i32` in the signature of `h`" in str(e.value)
+    assert "float32" not in str(e.value)

@@ -16,6 +16,7 @@ from kinac.check import dims as D
 from kinac.check.blame import binding_sites, pick_majority
 from kinac.check.callrecords import Bound, Inst, Issue, Need
 from kinac.check.dims import Poly
+from kinac.check.dtypenames import lookalike
 from kinac.check.formula import Rel, canon_rel, decide_cheap, rel_subst
 from kinac.check.sig import SigInfo
 from kinac.check.types import (
@@ -90,13 +91,17 @@ def instantiate(
             if a.is_weak:
                 weak_vars.append(pt.dtype)  # a literal takes the dtype a tensor fixes (spec §4)
             elif not is_float(ad):
+                meant = lookalike(pt.dtype)
                 b.issues.append(
                     Issue(
                         "K0602",
                         f"`{p.name}` of `{callee}` has dtype `{pt.dtype}`, a "
                         f"float dtype variable, but the argument is {ad}",
                         i,
-                        "cast the argument: (cast … :to f32)",
+                        f"`{pt.dtype}` is a dtype variable (K0304): write `{meant}` in the "
+                        f"signature of `{callee}` for the dtype"
+                        if meant
+                        else "cast the argument: (cast … :to f32)",
                     )
                 )
             elif pt.dtype in b.dtypes and b.dtypes[pt.dtype] != ad:
