@@ -177,3 +177,21 @@ def test_other_float_dtypes_on_host_and_emulated_gpu(dt: str) -> None:
     for got in (_host(graph, *xs), run_emulated(graph, *xs)):
         for a, b in zip(got[1:], (gx, go), strict=True):
             assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def test_relu_gradient_at_nan_zero_and_ties_is_torchs() -> None:
+    """relu passes the cotangent through at a NaN input (torch's ``threshold_backward``: ``x <= 0``
+    is false for NaN), like the binary ``max`` above; 0 and negatives get none."""
+    import torch
+
+    x = np.array([np.nan, 0.0, -0.0, -1.5, 2.0, np.inf, -np.inf], np.float32)
+    r = np.arange(1, 8, dtype=np.float32)
+    g = GraphBuilder("relu")
+    graph = value_and_grad(with_loss(g, g.unary("relu", g.param("x", "f32", x.shape))), ("x",))
+    t = torch.tensor(x, requires_grad=True)
+    torch.relu(t).backward(torch.tensor(r))
+    assert t.grad is not None
+    want = t.grad.numpy()
+    assert want[0] == r[0]  # the NaN input's cotangent passes
+    for got in (evaluate(graph, r, x)[1], _host(graph, r, x)[1]):
+        np.testing.assert_array_equal(got, want)

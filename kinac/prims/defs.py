@@ -47,7 +47,8 @@ def _sigmoid(x: S) -> S:
 
 # VJPs given here (the rest are derived from the formula, kinac.prims.dual): sigmoid and silu
 # through ``out`` / a fresh sigmoid (the derived quotient rule overflows in exp(-x) for x << 0);
-# relu as torch (no gradient at 0; the derived max would split it).
+# relu as torch (no gradient at 0; the derived max would split it; a NaN input passes its
+# gradient through, as torch's threshold_backward and kinac's binary max do).
 define(
     "sigmoid",
     "float",
@@ -61,7 +62,7 @@ define(
     "numeric",
     lambda x: maximum(x, 0),
     doc="``max(x, 0)``",
-    vjp=lambda x, out, g: (where(x > 0, g, 0),),
+    vjp=lambda x, out, g: (where(x <= 0, 0, g),),
 )
 define(
     "gelu",

@@ -217,7 +217,7 @@ class CudaOps:
 
     def upload(self, array: np.ndarray) -> Any:
         """A device copy (bf16, the host's ``uint16``, becomes a ``bfloat16`` tensor)."""
-        a = np.ascontiguousarray(array)
+        a = np.require(array, requirements="C")  # not ascontiguousarray: it makes a 0-d array [1]
         t = self.empty(tuple(a.shape), a.dtype)
         t.copy_from_host(a)
         return t
