@@ -212,3 +212,17 @@ print("alive")
         "alive",
         "",
     ]
+
+
+def test_strings_with_lone_surrogates_encode() -> None:
+    """A name the file system gave back with lone surrogates (not UTF-8) is a value like any
+    other: it encodes, decodes to itself, and its bytes are nobody else's; every string that
+    encoded before encodes to the same bytes (caches stay valid)."""
+    from kinac.rules.codec import decode, encode
+
+    odd = ("n\udcffame.kina", "\ud800", "\ud83d\ude00")  # the last: a pair, as two code points
+    for s in odd:
+        assert decode(encode(s)) == s
+        assert decode(encode((s, {"k": s}))) == (s, {"k": s})
+    assert len({encode(s) for s in (*odd, "\U0001f600", "name.kina")}) == 5
+    assert encode("café \U0001f600") == b'"caf\xc3\xa9 \xf0\x9f\x98\x80"'

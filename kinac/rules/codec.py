@@ -364,17 +364,25 @@ def _remember(v: Any, t: type, out: list[str], start: int) -> None:
     _keep(v, text)
 
 
+# A str may hold lone surrogates: a file or folder name that is not UTF-8 comes back from the
+# file system that way (os.fsdecode's surrogateescape), and a workspace's name or a source's
+# path is a value. Strict UTF-8 refused them (an internal error naming no file); "surrogatepass"
+# writes each as its three bytes, so every str that encoded before encodes to the same bytes,
+# and distinct strs still give distinct bytes.
+_SURROGATES = "surrogatepass"
+
+
 def encode(value: Any) -> bytes:
     """Canonical bytes of ``value`` (sorted keys, no whitespace, UTF-8)."""
     out: list[str] = []
     _encode_into(value, out)
-    return "".join(out).encode("utf-8")
+    return "".join(out).encode("utf-8", _SURROGATES)
 
 
 def decode(data: bytes) -> Any:
     """Inverse of :func:`encode`; raises :class:`CodecError` on anything malformed."""
     try:
-        plain = json.loads(data.decode("utf-8"))
+        plain = json.loads(data.decode("utf-8", _SURROGATES))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise CodecError(f"not canonical JSON: {e}") from None
     try:

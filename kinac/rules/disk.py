@@ -6,6 +6,7 @@ quarantine) and this as mechanism.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ def check_value_settings(path: Path) -> None:
 
     if not path.is_file():
         return
-    uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
+    uri = "file:" + quote(os.fsencode(path.resolve())) + "?mode=ro"  # bytes: any name
     try:
         con = sqlite3.connect(uri, uri=True, timeout=30)
     except sqlite3.Error:

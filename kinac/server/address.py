@@ -36,7 +36,7 @@ def version_fingerprint(fresh: bool = False) -> str:
     three times as long); computed once per process unless ``fresh``."""
     global _FINGERPRINT
     if _FINGERPRINT is None or fresh:
-        h = _blake2b(f"{PROTOCOL}\0{sys.version}\0{sys.executable}\0".encode(), digest_size=12)
+        h = _blake2b(_bytes(f"{PROTOCOL}\0{sys.version}\0{sys.executable}\0"), digest_size=12)
         _fingerprint_dir(str(KINAC_DIR), "", h)
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT
@@ -57,9 +57,16 @@ def _fingerprint_dir(path: str, rel: str, h: Any) -> None:
                     _fingerprint_dir(e.path, f"{rel}{name}/", h)
             elif name.endswith((".py", ".kina", ".md")):
                 st = e.stat()
-                h.update(f"{rel}{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+                h.update(_bytes(f"{rel}{name}\0{st.st_size}\0{st.st_mtime_ns}\0"))
         except OSError:
             continue
+
+
+def _bytes(text: str) -> bytes:
+    """``text`` as the file system gives it back: a path that is not UTF-8 (a Latin-1 folder
+    name) holds lone surrogates, which ``str.encode()`` refuses (the client died with a bare
+    ``UnicodeEncodeError`` before any command ran)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def process_env(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
@@ -75,7 +82,7 @@ def socket_path(root: Path, cache_dir: Path, environ: dict[str, str] | os._Envir
     """``<cache>/server-<digest>.sock``; a per-user temp folder when that path is too long."""
     h = _blake2b(digest_size=8)
     for part in (str(root), str(cache_dir), version_fingerprint(), repr(process_env(environ))):
-        h.update(part.encode() + b"\0")
+        h.update(_bytes(part) + b"\0")
     name = f"server-{h.hexdigest()}.sock"
     path = cache_dir / name
     if len(os.fsencode(path)) <= SOCKET_MAX:
