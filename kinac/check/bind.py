@@ -22,7 +22,7 @@ from kinac.check.types import SShape, SType
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
 from kinac.rules.codec import record
-from kinac.tir.graph import TType
+from kinac.tir.graph import FLOAT_DTYPES, TType
 
 DimValue = int | tuple[int, ...]
 
@@ -305,3 +305,33 @@ def holds_at(r: Rel, env: Mapping[str, int]) -> bool:
         return holds(r, env)
     except DimEvalError:
         return False
+
+
+def dtype_errors(sig: SigInfo, dtypes: Mapping[str, str]) -> list[Diagnostic]:
+    """K0802 for each dtype variable of ``sig`` that an entry leaves without a value or gives
+    a non-float dtype (dtype variables range over the float dtypes), at the first parameter
+    typed with it (it was the defn's first character, and the help spoke of dims)."""
+    file, name = sig.ref.file, sig.ref.name
+    out: list[Diagnostic] = []
+    for v in sig.dtype_vars:
+        where = next((p.nid for p in sig.params if p.type is not None and p.type.dtype == v), 0)
+        if v not in dtypes:
+            out.append(
+                error(
+                    "K0802",
+                    f"dtype variable `{v}` of `{name}` has no value",
+                    at(file, name, where, f"typed `{v}`"),
+                    help=f"give `{v}` in kina.toml's entry dtypes",
+                )
+            )
+        elif dtypes[v] not in FLOAT_DTYPES:
+            out.append(
+                error(
+                    "K0802",
+                    f"dtype variable `{v}` ranges over float dtypes, not {dtypes[v]}",
+                    at(file, name, where, f"typed `{v}`"),
+                    help=f"give `{v}` one of {' '.join(FLOAT_DTYPES)}; for {dtypes[v]} tensors "
+                    f"write the defn with {dtypes[v]} in place of `{v}`",
+                )
+            )
+    return out

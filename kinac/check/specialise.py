@@ -15,7 +15,7 @@ from typing import Any
 
 from kinac.check import dims as D
 from kinac.check import fold
-from kinac.check.bind import DimValue, complete_dims
+from kinac.check.bind import DimValue, complete_dims, dtype_errors
 from kinac.check.codes import at, error
 from kinac.check.deferred import (
     CheckerBug,
@@ -103,24 +103,7 @@ def specialise(
             or (error("K0802", f"`{ref.name}` does not type-check", at(ref.file, ref.name, 0)),),
         )
     denv, groups, diags = complete_dims(cd.sig, dims)
-    for v in cd.sig.dtype_vars:
-        if v not in dtypes:
-            diags.append(
-                error(
-                    "K0802",
-                    f"dtype variable `{v}` of `{ref.name}` has no value",
-                    at(ref.file, ref.name, cd.sig.nid_of(v)),
-                    help=f"give `{v}` in kina.toml's entry dtypes",
-                )
-            )
-        elif dtypes[v] not in FLOAT_DTYPES:
-            diags.append(
-                error(
-                    "K0802",
-                    f"dtype variable `{v}` ranges over float dtypes, not {dtypes[v]}",
-                    at(ref.file, ref.name, cd.sig.nid_of(v)),
-                )
-            )
+    diags.extend(dtype_errors(cd.sig, dtypes))
     late = check_deferred(cd, denv)
     if late is not None:
         diags.append(late)
