@@ -222,7 +222,12 @@ class Session:
         inputs: list[tuple[Any, Any]] = [(pipeline.source_listing, ())]
         if cfg is not None and cfg.is_symlink():
             inputs.append((pipeline.config_text, ()))
+        root_toml = self.ws.root / "kina.toml"
         for p in paths:
+            if p == root_toml and self.ws.single_file is None:  # created or deleted, too
+                self._relocate_config()
+                inputs.append((pipeline.config_text, ()))
+                continue
             if cfg is not None and (p == cfg or p.resolve() == cfg):
                 inputs.append((pipeline.config_text, ()))
                 continue
@@ -236,6 +241,14 @@ class Session:
         root = self.ws.root
         inputs.extend((pipeline.source_text, s) for s in listed if (root / s).is_symlink())
         self.db.invalidate(inputs)
+
+    def _relocate_config(self) -> None:
+        """The root's ``kina.toml`` appeared or went while watching: read the folder as a
+        fresh process would (with it, or as a folder without one: before, a new one was read
+        as a source, and a deleted one was "cannot read it" on every save)."""
+        cfg = self.ws.root / "kina.toml"
+        self.ws.config_path = cfg if os.path.lexists(cfg) else None
+        self.db.context["config_path"] = str(cfg) if self.ws.config_path else None
 
     def relative(self, p: Path) -> str | None:
         """``p`` relative to the workspace root (as named, else resolved), or None if outside."""

@@ -160,3 +160,28 @@ def test_watch_sees_a_folder_moved_out(
     stop.set()
     t.join(timeout=10)
     assert not t.is_alive()
+
+
+TOML = '[workspace]\nname = "w"\n\n[[entry]]\nname = "e"\ndefn = "f"\ndims = {{ N = {n} }}\n'
+
+
+def test_a_kina_toml_created_or_deleted_while_watching(tmp_path: Path) -> None:
+    """A folder watched without ``kina.toml`` gains one (``kinac init``, a checkout): before,
+    the watcher read it as a source and never as the configuration, so an entry with a bad
+    dim was no error until the watch restarted. Deleting it again reads the folder as one
+    without (before: "kina.toml: cannot read it: No such file or directory" on every save,
+    which no fresh build says)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f"))
+    sess = Session(ws, cache_dir=str(tmp_path / "cache"))
+    assert _errors(sess) == [] and sess.config_errors() == []
+    (ws / "kina.toml").write_text(TOML.format(n=-4))
+    _batch(sess, ws / "kina.toml")
+    fresh = Session(ws, no_cache=True)
+    assert sess.config_errors() == fresh.config_errors() != []
+    (ws / "kina.toml").unlink()
+    _batch(sess, ws / "kina.toml")
+    assert sess.config_errors() == [] == Session(ws, no_cache=True).config_errors()
+    assert _errors(sess) == []
+    sess.close()
