@@ -12,7 +12,8 @@ of at least ``min_rows`` and a thinner last one, instead of equal shares per thr
 ``sides`` (0: every pool thread takes a job's next block from the bottom, as before
 2026-12-02d; 1: the caller from the bottom, the workers from the top, ``pool.SIDES``);
 ``avoid`` (0: a worker stays wherever the scheduler put it, as before 2026-12-02e; 1: a worker
-that starts a job on the caller's CPU moves off it, ``pool_place.AVOID``);
+that starts a job on the caller's CPU moves off it, ``pool_place.AVOID``); ``hint`` (0: an
+entry call does not tell the pool it is coming, as before 2026-12-02e, ``pool.HINT``);
 ``causal`` (0: attention's products compute every key, as before 2026-12-02 03:50 UTC),
 ``causal_rows`` (the rows of a causal product's blocks, ``causal_blocks.CAUSAL_ROWS``),
 ``par_min`` (kernels with fewer elements run whole, ``kina_to_loops.PAR_MIN_ELEMENTS``);
@@ -75,7 +76,7 @@ _OTHER_KEYS: tuple[str, ...] = (
     "par_min",
     "interleave",
 )
-_OTHER_KEYS += ("softmax_keep", "fold", "rowfuse")
+_OTHER_KEYS += ("softmax_keep", "fold", "rowfuse", "hint")
 
 
 def parse_variant(spec: str) -> tuple[str, dict[str, int]]:
@@ -95,12 +96,12 @@ def make_pool(settings: dict[str, int]) -> dict[str, int]:
     raw = raw_gemms()
     blas = {"kinac_blas_sgemm": raw["kinac_sgemm"], "kinac_blas_dgemm": raw["kinac_dgemm"]}
     ir = pool.pool_ir(202, **{k: v for k, v in settings.items() if k in _POOL_KEYS})
-    image = jit_load(compile_object(ir, host_target()), blas, _EXPORTS)
+    image = jit_load(compile_object(ir, host_target()), blas, (*_EXPORTS, "kinac_pool_hint"))
     pool._IMAGES.append(image)
     worker = ctypes.CFUNCTYPE(None)(image.addresses["kinac_pool_worker"])
     for _ in range(pool.thread_count() - 1):
         threading.Thread(target=worker, daemon=True).start()
-    return {n: image.addresses[n] for n in _EXPORTS}
+    return {n: image.addresses[n] for n in (*_EXPORTS, "kinac_pool_hint")}
 
 
 def main() -> None:
@@ -153,7 +154,8 @@ def main() -> None:
         bound = {n: a for n, a in syms.items() if n in lw.library_calls}
         target = narrow if settings.get("narrow") else now
         image = jit_load(compile_object(lw.llvm_ir, target), bound, (lw.symbol,))
-        entries[name] = HostEntry(lw, image)
+        hint = pool.hint_function(syms["kinac_pool_hint"]) if settings.get("hint", 1) else None
+        entries[name] = HostEntry(lw, image, hint=hint)
         if name in blas_threads:
             entries[name]._blas = False  # not inside single_threaded_blas: its own threads
     control = _thread_control(_loaded_openblas())  # type: ignore[arg-type]

@@ -97,3 +97,85 @@ def test_without_the_rule_or_another_cpu_the_worker_stays() -> None:
     cpu = allowed[0]
     assert _worker_affinity_after_a_job(False, set(allowed), cpu) == {cpu}
     assert _worker_affinity_after_a_job(True, {cpu}, cpu) == {cpu}
+
+
+_COUNT_TASK = """
+declare void @kinac_parallel(ptr, ptr, i64)
+
+define void @count(ptr %c, i64 %i) {
+entry:
+  %p = getelementptr i64, ptr %c, i64 %i
+  %old = atomicrmw add ptr %p, i64 1 seq_cst
+  ret void
+}
+
+define void @job(ptr %c, i64 %tasks) {
+entry:
+  call void @kinac_parallel(ptr @count, ptr %c, i64 %tasks)
+  ret void
+}
+"""
+
+
+@pytest.mark.skipif(not _LINUX_X86, reason="the pool: Linux x86-64")
+def test_hints_between_jobs_leave_every_block_run_once() -> None:
+    """``kinac_pool_hint`` (``pool.HINT``) starts a generation with no job: a worker woken by
+    it finds the last job's blocks all taken, and the jobs after it still run each block once,
+    whether the worker was asleep (a pause) or spinning when the hint came."""
+    import numpy as np
+
+    from kinac.rt.host.blas import raw_gemms
+
+    raw = raw_gemms()
+    blas = {"kinac_blas_sgemm": raw["kinac_sgemm"], "kinac_blas_dgemm": raw["kinac_dgemm"]}
+    exports = ("kinac_pool_worker", "kinac_parallel", "kinac_pool_hint")
+    image = jit_load(compile_object(pool.pool_ir(202), host_target()), blas, exports)
+    tasks = jit_load(
+        compile_object(_COUNT_TASK, host_target()),
+        {"kinac_parallel": image.addresses["kinac_parallel"]},
+        ("job",),
+    )
+    _KEPT.extend((image, tasks))
+    worker = ctypes.CFUNCTYPE(None)(image.addresses["kinac_pool_worker"])
+    threading.Thread(target=worker, daemon=True).start()
+    time.sleep(0.05)
+    hint = pool.hint_function(image.addresses["kinac_pool_hint"])
+    job = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(tasks.addresses["job"])
+    for k in range(60):
+        counts = np.zeros(64, np.int64)
+        for _ in range(k % 3):
+            hint()
+        if k % 10 == 0:
+            time.sleep(0.002)  # past the spin window: the worker sleeps, the hint wakes it
+            hint()
+        job(counts.ctypes.data, 64)
+        assert (counts == 1).all(), counts
+
+
+def test_an_entry_calls_its_pool_hint_once_per_call() -> None:
+    """``HostEntry`` calls the hint it was given first in each call (an entry bound to a pool
+    of its own passes that pool's); an entry with no BLAS or pool call gets none by default."""
+    import numpy as np
+
+    from kinac.codegen.llvm import jit_load as load
+    from kinac.ir import lower_graph
+    from kinac.ir.testing import GraphBuilder
+    from kinac.rt.host.entry import HostEntry
+    from kinac.rt.host.pool import runtime_symbols
+
+    g = GraphBuilder("mm")
+    a, b = g.param("a", "f32", (8, 8)), g.param("b", "f32", (8, 8))
+    lw = lower_graph(g.build(g.matmul(a, b)))
+    syms = {n: v for n, v in runtime_symbols().items() if n in lw.library_calls}
+    calls: list[int] = []
+    e = HostEntry(lw, load(compile_object(lw.llvm_ir, host_target()), syms, (lw.symbol,)),
+                  hint=lambda: calls.append(1))  # fmt: skip
+    x = np.eye(8, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(e(x, x), x)
+    assert len(calls) == 3
+    h = GraphBuilder("add")
+    c = h.param("c", "f32", (8,))
+    lw2 = lower_graph(h.build(h.binary("add", c, c)))
+    e2 = HostEntry(lw2, load(compile_object(lw2.llvm_ir, host_target()), {}, (lw2.symbol,)))
+    assert e2._hint is None

@@ -20,7 +20,7 @@ from kinac.artifacts.host import GATHER_OOB, LoweredEntry
 from kinac.rt.host.arrays import OUTPUT_STATS, as_host_array, given_output, new_output
 from kinac.rt.host.blas import single_threaded_blas
 from kinac.rt.host.errors import KinaRuntimeError
-from kinac.rt.host.pool import runtime_symbols
+from kinac.rt.host.pool import pool_hint, runtime_symbols
 
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
@@ -46,10 +46,18 @@ def _give_back(free: list[Any], lock: threading.Lock, scratch: Any) -> None:
         free.append(scratch)
 
 
-class HostEntry:
-    """A compiled entry: ``entry(*arrays)`` returns its output (a tuple if several)."""
+_POOL_CALLS = ("kinac_sgemm", "kinac_dgemm", "kinac_parallel")
+_DEFAULT: Any = object()
 
-    def __init__(self, lowered: LoweredEntry, image: Any) -> None:
+
+class HostEntry:
+    """A compiled entry: ``entry(*arrays)`` returns its output (a tuple if several).
+
+    ``hint``: called first in every call of an entry that uses the task pool, so the pool's
+    workers are awake when its first step starts (``pool.HINT``); by default the running
+    pool's, ``None`` for none (an entry bound to a pool of its own passes that pool's)."""
+
+    def __init__(self, lowered: LoweredEntry, image: Any, hint: Any = _DEFAULT) -> None:
         self.lowered = lowered
         self._image = image  # keeps the code mapped
         self._fn = _PROTO(image.addresses[lowered.symbol])
@@ -58,6 +66,8 @@ class HostEntry:
         self._free_lock = threading.Lock()
         self._nargs = len(lowered.params) + len(lowered.outputs) + 2
         self._blas = any(c in lowered.library_calls for c in ("kinac_sgemm", "kinac_dgemm"))
+        uses_pool = any(c in lowered.library_calls for c in _POOL_CALLS)
+        self._hint = (pool_hint() if uses_pool else None) if hint is _DEFAULT else hint
 
     @property
     def name(self) -> str:
@@ -88,6 +98,8 @@ class HostEntry:
     def __call__(self, *arrays: Any, out: tuple[Any, ...] | list[Any] | None = None) -> Any:
         """Run on ``arrays``; ``out``, one array per output, receives the results (no buffer
         is allocated: a training step reuses its buffers) and is returned as a call would."""
+        if self._hint is not None:
+            self._hint()
         lw = self.lowered
         if len(arrays) != len(lw.params):
             raise KinaRuntimeError(

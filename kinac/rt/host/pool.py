@@ -25,6 +25,7 @@ import functools
 import os
 import platform
 import threading
+from collections.abc import Callable
 
 from kinac.rt.host.pool_place import AVOID, place_ir
 from kinac.rt.host.pool_split import gemm_ir
@@ -151,6 +152,16 @@ run:
   call void @kp_place(ptr %allowed, ptr %mask)
   call void @kp_run(i64 %g, i1 true)
   br label %loop
+}}
+
+; an entry call is coming (kinac.rt.host.entry, HINT): the workers start a new spin window,
+; and sleeping ones are woken now, while the caller still checks its arrays (a new generation
+; with no new job: kp_run finds the last job's blocks all taken and returns)
+define void @kinac_pool_hint() {{
+entry:
+  %old = atomicrmw add ptr @kp_gen, i32 1 seq_cst
+  call void @kp_wake(ptr @kp_gen, i64 2147483647, ptr @kp_gen_sleepers)
+  ret void
 }}
 
 ; run fn(ctx, i) for i in [0, n), on the pool when it is free, else inline
@@ -329,8 +340,11 @@ def start_pool(blas: tuple[tuple[str, int], ...]) -> dict[str, int] | None:
     from kinac.codegen.llvm import compile_object, host_target, jit_load
 
     exports = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
-    image = jit_load(compile_object(pool_ir(futex), host_target()), dict(blas), exports)
+    image = jit_load(
+        compile_object(pool_ir(futex), host_target()), dict(blas), (*exports, "kinac_pool_hint")
+    )
     _IMAGES.append(image)
+    _HINTS.append(hint_function(image.addresses["kinac_pool_hint"]))
     worker = ctypes.CFUNCTYPE(None)(image.addresses["kinac_pool_worker"])
     for i in range(thread_count() - 1):
         threading.Thread(target=worker, name=f"kinac-pool-{i}", daemon=True).start()
@@ -338,6 +352,28 @@ def start_pool(blas: tuple[tuple[str, int], ...]) -> dict[str, int] | None:
 
 
 _IMAGES: list[object] = []  # the pool's code stays mapped for the life of the process
+_HINTS: list[Callable[[], None]] = []  # the running pool's kinac_pool_hint, once started
+
+# An entry call tells the pool it is coming before it checks its arrays (HostEntry calls
+# ``pool_hint()``): between two calls of the small block the caller spends ~35-55 us in Python
+# (slower than the same code alone: the call just evicted the interpreter's data), about the
+# workers' spin window, so the worker slept before nearly every call (390 of 400 calls at
+# real-time priority) and the first step waited for its wake (the first RMSNorm 64 us, the
+# same kernel later in the call 15 us). The hint gives it a new spin window, or wakes it, while
+# the Python part runs. False: no hint (as before 2026-12-02e; benches/cpu_ab.py hint=0).
+HINT = True
+
+
+def hint_function(address: int) -> Callable[[], None]:
+    """``kinac_pool_hint`` of a pool image at ``address`` as a Python callable."""
+    return ctypes.CFUNCTYPE(None)(address)  # type: ignore[no-any-return]
+
+
+def pool_hint() -> Callable[[], None] | None:
+    """The running pool's hint (a call is coming), if the pool runs and ``HINT`` is on."""
+    return _HINTS[0] if _HINTS and HINT else None
+
+
 _KEEP: list[object] = []
 
 
