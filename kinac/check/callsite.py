@@ -46,13 +46,23 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
     cref = NodeRef(ref.file, ref.name, 0)
     if len(e.args) != len(callee.params) or e.kwargs:
         names = " ".join(p.name for p in callee.params)
+        n = len(callee.params)
+        dim_params = [p.name for p in callee.params if p.is_dim]
+        help = "pass arguments in declared order, dim parameters included"
+        if dim_params and len(e.args) == n - len(dim_params) and not e.kwargs:
+            shown = ", ".join(f"`{d}`" for d in dim_params)
+            help = (
+                f"{shown} {'is a `dim` parameter' if len(dim_params) == 1 else 'are `dim` parameters'}"
+                f": pass {'its value' if len(dim_params) == 1 else 'their values'} too, in declared "
+                f"order: ({e.head} {names})"
+            )
         raise ck.err(
             "K0203",
-            f"`{e.head}` takes {len(callee.params)} arguments "
+            f"`{e.head}` takes {n} argument{'s' * (n != 1)} "
             f"({names}), got {len(e.args)}" + (" and keyword arguments" if e.kwargs else ""),
             e.nid,
             secondary=(Label(cref, "defined here"),),
-            help="pass arguments in declared order, dim parameters included",
+            help=help,
         )
     args: list[Any] = []
     texprs: list[TExpr] = []
