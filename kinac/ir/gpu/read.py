@@ -26,7 +26,6 @@ from typing import Any
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from kinac.dtypes import FLOAT_DTYPES as FLOAT
 from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
@@ -143,9 +142,8 @@ class BodyReader:
             name, src = op.name[5:], dtype_name(op.lhs.type)
             if isinstance(op, el.CompareOp):
                 return self.lanewise(lambda x, y: sc.compare(name, x, y, src), a, b)
-            if name == "div" and dt in FLOAT and all(y is b[0] for y in b) and len(set(a)) > 1:
-                inv = sc.fbin("fdiv", sc.f(1.0, b[0].ty), b[0])  # one division per row
-                return [sc.fbin("fmul", x, inv) for x in a]
+            # ``div`` is IEEE (correctly rounded) at every vector width, even when the divisor
+            # is uniform over the lanes: ``x * (1 / b)`` is not ``x / b`` (docs/gpu-precision.md)
             return self.lanewise(lambda x, y: sc.binary(name, x, y, dt), a, b)
         if isinstance(op, el.WhereOp):
             got: list[Lanes] = []

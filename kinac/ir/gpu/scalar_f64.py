@@ -233,11 +233,19 @@ class F64Math:
         half = self.mul(b, 0.5)
         odd = self.b.and1(is_int, self.cmp("one", self.floor(half), half))
         neg_r = self.sel(odd, self.neg(r), r)
-        neg = self.sel(is_int, neg_r, math.nan)
+        # a negative base: NaN for a non-integral exponent, except -0 and -inf (C99: +0 or
+        # +inf as for +0 and +inf, which the magnitude ``r`` already is)
+        edge = self.b.emit(
+            f"or i1 {self.cmp('oeq', a, 0.0).ref}, {self.cmp('oeq', self.fabs(a), math.inf).ref}",
+            "i1",
+        )
+        real = self.b.emit(f"or i1 {is_int.ref}, {edge.ref}", "i1")
+        neg = self.sel(real, neg_r, math.nan)
         signbit = self.sc.op(f"bitcast double {a.ref} to i64", "i64")
         signbit = self.sc.op(f"icmp slt i64 {signbit.ref}, 0", "i1")
         negative = self.b.and1(signbit, self.cmp("oeq", a, a))
         r = self.sel(negative, neg, r)
+        r = self.sel(self.cmp("uno", a, b), math.nan, r)  # a NaN operand (log_dd(NaN) is not)
         one = self.b.and1(
             self.cmp("oeq", self.fabs(a), 1.0), self.cmp("oeq", self.fabs(b), math.inf)
         )
