@@ -8,7 +8,6 @@ every obligation goes through the :class:`Prover` (normalisation, then the solve
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from kinac.check import dims as D
@@ -23,6 +22,7 @@ from kinac.check.protocol import CheckEnv
 from kinac.check.shard_even import uneven_written
 from kinac.check.sig import analyse
 from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
+from kinac.check.suggest import nearest, unknown_function
 from kinac.check.typed_ir import (
     CheckedDefn,
     TBind,
@@ -176,7 +176,7 @@ class _Checker:
             "K0202",
             f"unknown name `{e.name}`",
             e.nid,
-            help=_nearest(e.name, cands),
+            help=nearest(e.name, cands),
             label="not defined here",
         )
 
@@ -334,7 +334,7 @@ class _Checker:
             "K0202",
             f"unknown function `{e.head}`",
             e.head_nid,
-            help=_nearest(e.head, cands),
+            help=unknown_function(e.head, cands),
             label="neither a primitive nor a defn",
         )
 
@@ -386,11 +386,6 @@ class _Checker:
 
 def is_bad_dtype(dt: str, dtype_vars: tuple[str, ...]) -> bool:
     return dt not in DTYPES and dt not in dtype_vars and dt != ERR
-
-
-def _nearest(name: str, cands: list[str]) -> str | None:
-    m = difflib.get_close_matches(name, sorted(set(cands)), n=1, cutoff=0.6)
-    return f"did you mean `{m[0]}`?" if m else None
 
 
 _ = REQ
