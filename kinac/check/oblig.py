@@ -260,7 +260,9 @@ def explain(rel: Rel, env: dict[str, int]) -> str:
     (lt, lv), (rt, rv) = _side(rel.lhs, env), _side(rel.rhs, env)
     ls = lt if lt == lv else f"{lt} = {lv}"
     rs = rt if rt == rv else f"{rt} = {rv}"
-    if rel.op == "eq":
+    if rel.op == "eq" and (lt == lv) != (rt == rv):  # one side a number: "N = 2, not 1"
+        body = f"{rs}, not {lv}" if lt == lv else f"{ls}, not {rv}"
+    elif rel.op == "eq":
         body = f"{ls} but {rs}" if (lt != lv or rt != rv) else f"{lv} is not {rv}"
     elif rel.op == "le":
         body = f"{ls} exceeds {rs}"
