@@ -50,6 +50,15 @@ class Statics:
 
     def dim(self, e: ast.Expr, allow_zero: bool = False) -> Poly:
         if isinstance(e, ast.Num) and not e.is_float and isinstance(e.value, int):
+            if e.value < 0 and allow_zero:  # a slice bound: a position, from 0
+                raise self.bad(
+                    "K0207",
+                    f"position {e.value} is negative",
+                    e.nid,
+                    help="slice positions count from 0 (a negative one does not count from the "
+                    "end); to slice the last k of a dim, write the dim as a sum, `[(+ M k)]`, "
+                    "and start at M",
+                )
             if e.value < (0 if allow_zero else 1):
                 raise self.bad(
                     "K0207",
