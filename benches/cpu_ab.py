@@ -14,6 +14,7 @@ of at least ``min_rows`` and a thinner last one, instead of equal shares per thr
 ``avoid`` (0: a worker stays wherever the scheduler put it, as before 2026-12-02e; 1: a worker
 that starts a job on the caller's CPU moves off it, ``pool_place.AVOID``); ``hint`` (0: an
 entry call does not tell the pool it is coming, as before 2026-12-02e, ``pool.HINT``);
+``hint_wakes`` (1: the hint wakes sleeping workers too, ``pool.HINT_WAKES``);
 ``causal`` (0: attention's products compute every key, as before 2026-12-02 03:50 UTC),
 ``causal_rows`` (the rows of a causal product's blocks, ``causal_blocks.CAUSAL_ROWS``),
 ``par_min`` (kernels with fewer elements run whole, ``kina_to_loops.PAR_MIN_ELEMENTS``);
@@ -67,7 +68,16 @@ from kinac.rt.host.blas import _loaded_openblas, _thread_control, raw_gemms  # n
 from kinac.rt.host.entry import HostEntry  # noqa: E402
 
 _EXPORTS = ("kinac_pool_worker", "kinac_parallel", "kinac_sgemm", "kinac_dgemm")
-_POOL_KEYS = ("spin_ticks", "min_rows", "min_flops", "spin_yield", "balanced", "sides", "avoid")
+_POOL_KEYS = (
+    "spin_ticks",
+    "min_rows",
+    "min_flops",
+    "spin_yield",
+    "balanced",
+    "sides",
+    "avoid",
+    "hint_wakes",
+)
 _OTHER_KEYS: tuple[str, ...] = (
     "narrow",
     "blas_threads",

@@ -118,10 +118,12 @@ entry:
 
 
 @pytest.mark.skipif(not _LINUX_X86, reason="the pool: Linux x86-64")
-def test_hints_between_jobs_leave_every_block_run_once() -> None:
-    """``kinac_pool_hint`` (``pool.HINT``) starts a generation with no job: a worker woken by
+@pytest.mark.parametrize("wakes", [False, True])
+def test_hints_between_jobs_leave_every_block_run_once(wakes: bool) -> None:
+    """``kinac_pool_hint`` (``pool.HINT``) starts a generation with no job: a worker that sees
     it finds the last job's blocks all taken, and the jobs after it still run each block once,
-    whether the worker was asleep (a pause) or spinning when the hint came."""
+    whether the worker was asleep (a pause; woken by the hint with ``hint_wakes``, else by the
+    job) or spinning when the hint came."""
     import numpy as np
 
     from kinac.rt.host.blas import raw_gemms
@@ -129,7 +131,8 @@ def test_hints_between_jobs_leave_every_block_run_once() -> None:
     raw = raw_gemms()
     blas = {"kinac_blas_sgemm": raw["kinac_sgemm"], "kinac_blas_dgemm": raw["kinac_dgemm"]}
     exports = ("kinac_pool_worker", "kinac_parallel", "kinac_pool_hint")
-    image = jit_load(compile_object(pool.pool_ir(202), host_target()), blas, exports)
+    ir = pool.pool_ir(202, hint_wakes=wakes)
+    image = jit_load(compile_object(ir, host_target()), blas, exports)
     tasks = jit_load(
         compile_object(_COUNT_TASK, host_target()),
         {"kinac_parallel": image.addresses["kinac_parallel"]},
@@ -146,7 +149,7 @@ def test_hints_between_jobs_leave_every_block_run_once() -> None:
         for _ in range(k % 3):
             hint()
         if k % 10 == 0:
-            time.sleep(0.002)  # past the spin window: the worker sleeps, the hint wakes it
+            time.sleep(0.002)  # past the spin window: the worker sleeps
             hint()
         job(counts.ctypes.data, 64)
         assert (counts == 1).all(), counts

@@ -154,13 +154,13 @@ run:
   br label %loop
 }}
 
-; an entry call is coming (kinac.rt.host.entry, HINT): the workers start a new spin window,
-; and sleeping ones are woken now, while the caller still checks its arrays (a new generation
-; with no new job: kp_run finds the last job's blocks all taken and returns)
+; an entry call is coming (kinac.rt.host.entry, HINT): spinning workers start a new spin
+; window (a new generation with no new job: kp_run finds the last job's blocks all taken and
+; returns); with HINT_WAKES sleeping ones are woken too, while the caller checks its arrays
 define void @kinac_pool_hint() {{
 entry:
   %old = atomicrmw add ptr @kp_gen, i32 1 seq_cst
-  call void @kp_wake(ptr @kp_gen, i64 2147483647, ptr @kp_gen_sleepers)
+{hint_wake}
   ret void
 }}
 
@@ -287,6 +287,7 @@ def pool_ir(
     threads: int | None = None,
     sides: bool | None = None,
     avoid: bool | None = None,
+    hint_wakes: bool | None = None,
 ) -> str:
     """The pool and the split ``sgemm``/``dgemm`` as LLVM IR (``futex``: the syscall number;
     ``spin_ticks``: waiters spin that many TSC ticks before they sleep, x86-64 only;
@@ -294,16 +295,22 @@ def pool_ir(
     rule (``BALANCED``); ``threads``: split as for that many threads whatever the pool has,
     for tests; ``sides``: the caller takes a job's blocks from the bottom and the workers from
     the top (``SIDES``), else all from the bottom; ``avoid``: a worker that starts a job on
-    the caller's CPU moves off it (``AVOID``, x86-64); the others default to the module's
-    constants)."""
+    the caller's CPU moves off it (``AVOID``, x86-64); ``hint_wakes``: the hint wakes sleeping
+    workers too (``HINT_WAKES``); the others default to the module's constants)."""
     x86 = platform.machine() == "x86_64"  # the spin reads the TSC and pauses: x86-64 only
     ticks = (SPIN_TICKS if x86 else 0) if spin_ticks is None else spin_ticks
     yielding = SPIN_YIELD if spin_yield is None else spin_yield
     head = (_SPIN_YIELD_X86 if yielding else _SPIN_X86).format(ticks=ticks)
     head = head if ticks else "  br label %sleep"
     two = SIDES if sides is None else sides
+    wakes = HINT_WAKES if hint_wakes is None else hint_wakes
     text = _POOL.format(
-        futex=futex, wait=_WAIT, wake=_WAKE, spin=head, sides="true" if two else "false"
+        futex=futex,
+        wait=_WAIT,
+        wake=_WAKE,
+        spin=head,
+        sides="true" if two else "false",
+        hint_wake=_HINT_WAKE if wakes else "",
     )
     text += _SPIN_DECLS if ticks else ""
     text += place_ir((AVOID if avoid is None else avoid) and x86)
@@ -362,6 +369,12 @@ _HINTS: list[Callable[[], None]] = []  # the running pool's kinac_pool_hint, onc
 # same kernel later in the call 15 us). The hint gives it a new spin window, or wakes it, while
 # the Python part runs. False: no hint (as before 2026-12-02e; benches/cpu_ab.py hint=0).
 HINT = True
+# The hint wakes sleeping workers too (a call after a pause, or after the caller's own work,
+# gets its workers ~40 us sooner), or only restarts the spin of those still spinning (calls back
+# to back). False: under load the woken worker spun on a core another process needed
+# (docs/host.md).
+HINT_WAKES = False
+_HINT_WAKE = "  call void @kp_wake(ptr @kp_gen, i64 2147483647, ptr @kp_gen_sleepers)"
 
 
 def hint_function(address: int) -> Callable[[], None]:
