@@ -132,12 +132,22 @@ def gc(store: Store, keep_generations: int = KEEP_GENERATIONS) -> dict[str, int]
         con, blobs = _ready(store)
         gen = 0
     before = con.execute("SELECT COUNT(*) FROM memo").fetchone()[0]
-    con.execute("DELETE FROM memo WHERE gen < ?", (gen - keep_generations,))
+    used = used_memos(con, gen - keep_generations)
+    con.execute("BEGIN IMMEDIATE")
+    try:  # one transaction: a build committing meanwhile sees all of it or none
+        con.executemany(
+            "DELETE FROM memo WHERE qid = ?",
+            [(q,) for (q,) in con.execute("SELECT qid FROM memo").fetchall() if q not in used],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
     con.execute("DELETE FROM rdep WHERE qid NOT IN (SELECT qid FROM memo)")
     con.execute(  # the count the reverse edges are checked against (store.load_cone)
         "INSERT OR REPLACE INTO meta SELECT 'rdep_n', CAST(CAST(COUNT(*) AS TEXT) AS BLOB) FROM rdep"
     )
-    live: set[str] = set()
+    live: set[str] = set()  # the values the kept memos name
     for _qid, rec in con.execute("SELECT qid, rec FROM memo").fetchall():
         try:
             live.add(str(unseal(rec)[2]))
@@ -158,6 +168,35 @@ def gc(store: Store, keep_generations: int = KEEP_GENERATIONS) -> dict[str, int]
         "values_dropped": dropped_values,
         "quarantined_removed": len(copies),
     }
+
+
+def used_memos(con: sqlite3.Connection, cutoff: int) -> set[str]:
+    """Every memo used at generation ``cutoff`` or later: those written since, the roots whose
+    summaries were, and everything their traces read (transitively). A memo's generation is
+    when it was last *written*, and a memo every build reuses is never rewritten: before, gc
+    took "written long ago" for "unused" and dropped every file no edit had touched."""
+    records = dict(con.execute("SELECT qid, rec FROM memo").fetchall())
+    todo = [q for q, g in con.execute("SELECT qid, gen FROM memo").fetchall() if g >= cutoff]
+    for qid, rec in con.execute("SELECT qid, rec FROM root").fetchall():
+        try:
+            if int(unseal(rec)[2]) >= cutoff:
+                todo.append(qid)
+        except (CodecError, IndexError, TypeError, ValueError):
+            continue  # a damaged summary protects nothing (it is replaced on the next build)
+    seen: set[str] = set()
+    while todo:
+        qid = todo.pop()
+        if qid in seen:
+            continue
+        seen.add(qid)
+        rec = records.get(qid)
+        if rec is None:
+            continue
+        try:
+            todo.extend(str(d[0]) for d in unseal(rec)[3])
+        except (CodecError, IndexError, TypeError):
+            continue
+    return seen
 
 
 def clear(store: Store) -> None:
