@@ -100,7 +100,8 @@ DEFAULT_HELP: dict[str, str] = {
     "K0701": "move one operand with (to-device x @cuda(N)) or (to-host x)",
     "K0702": "annotations are @cpu, @cuda(N), @replicated, @sharded(axis=I, mesh=M) and "
     "@partial(sum, mesh=M), naming a declared mesh",
-    "K0801": "pass arrays of the parameters' shapes, dtypes and devices",
+    "K0801": "pass arrays that fit the parameters' types (shapes, dtypes, devices) and the "
+    "defn's `where` clauses",
     "K0802": "give dims that satisfy the defn's `where` clauses and exact divisions",
     "K0803": "keep every tensor of the entry on the target's devices; move with to-device",
     "K0804": "use dims that satisfy the check, or state it in a `where` clause to have it "
