@@ -90,7 +90,14 @@ def test_attention_spec_section_8() -> None:
 
 
 @pytest.mark.parametrize(
-    "dims", [SMALL | {"f": 704}, {"b": 2, "s": 8, "d": 16, "h": 4, "kv": 1, "f": 24}]
+    "dims",
+    [
+        SMALL | {"f": 704},
+        {"b": 2, "s": 8, "d": 16, "h": 4, "kv": 1, "f": 24},
+        # odd shapes on the pool's split products and causal blocks: S not a multiple of 16 or
+        # 32, head dim 50 and D not powers of two (2026-12-02e)
+        {"b": 2, "s": 100, "d": 200, "h": 4, "kv": 2, "f": 344},
+    ],
 )
 def test_transformer_block(dims: dict[str, int]) -> None:
     g = block_graph(**dims)  # type: ignore[arg-type]
