@@ -14,6 +14,7 @@ import pytest
 
 from kinac.codegen.llvm import compile_object, host_target, jit_load
 from kinac.rt.host import pool
+from kinac.rt.host.pool_place import has_rdtscp
 
 _NOOP_TASK = """
 declare void @kinac_parallel(ptr, ptr, i64)
@@ -80,7 +81,9 @@ def _worker_affinity_after_a_job(avoid: bool, start: set[int], cpu: int) -> set[
 _LINUX_X86 = platform.system() == "Linux" and platform.machine() == "x86_64"
 
 
-@pytest.mark.skipif(not _LINUX_X86, reason="the pool's placement: Linux x86-64")
+@pytest.mark.skipif(
+    not _LINUX_X86 or not has_rdtscp(), reason="the pool's placement: Linux x86-64, rdtscp"
+)
 def test_a_worker_on_the_callers_cpu_moves_to_the_others() -> None:
     allowed = sorted(os.sched_getaffinity(0))
     cpu = allowed[0]

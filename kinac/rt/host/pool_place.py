@@ -7,6 +7,8 @@ answers them (docs/host.md, "The pool's worker kept off the caller's CPU").
 
 from __future__ import annotations
 
+import functools
+
 # A worker on the caller's CPU (AVOID, 2026-12-02e): the caller notes its CPU when it
 # publishes a job; a worker that starts the job on that same CPU narrows its affinity to the
 # CPUs it started with minus that one (sched_setaffinity moves it at once; a mask with no
@@ -77,7 +79,21 @@ entry:
 """
 
 
+@functools.cache
+def has_rdtscp() -> bool:
+    """Whether this x86-64 CPU has ``rdtscp`` (some hypervisors hide it: it would fault)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return "rdtscp" in line.split()
+    except OSError:
+        pass
+    return False
+
+
 def place_ir(avoid: bool) -> str:
     """``kp_note_caller`` (the caller, when it publishes a job) and ``kp_place`` (a worker,
-    when it starts one) for the pool's IR: the placement above with ``avoid``, else no-ops."""
-    return _PLACE_X86 if avoid else _PLACE_NONE
+    when it starts one) for the pool's x86-64 IR: the placement above with ``avoid`` where the
+    CPU has ``rdtscp``, else no-ops."""
+    return _PLACE_X86 if avoid and has_rdtscp() else _PLACE_NONE
