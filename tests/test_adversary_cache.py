@@ -50,3 +50,90 @@ def test_gc_keeps_what_every_build_reuses(tmp_path: Path) -> None:
     files = {str(e.key) for e in sess.db.events.executed_events if e.query == "source_text"}
     sess.close()
     assert files <= {"b.kina"}
+
+
+def _user_files(d: Path) -> dict[str, str]:
+    """The user's own files in a folder used as a cache directory."""
+    (d / "meta").mkdir(parents=True)
+    (d / "blobs").mkdir()
+    files = {
+        "meta/notes.txt": "precious notes",
+        "blobs/photo.jpg": "precious photo",
+        "report.corrupt-draft.txt": "a draft about corrupt data",
+        "index.db-journal-notes.txt": "not sqlite's",
+    }
+    for name, text in files.items():
+        (d / name).write_text(text)
+    return files
+
+
+def test_a_cache_directory_that_holds_the_users_files(tmp_path: Path) -> None:
+    """``[workspace] cache_dir = "."`` (or ``KINAC_CACHE_DIR`` / ``--cache-dir`` naming a
+    folder of one's own): kinac must never delete what it did not write. Before, the first
+    build deleted a ``meta/`` folder outright (taken for the index of cache format 2), moved a
+    ``blobs/`` folder aside as a "damaged" value store (which ``kinac cache gc`` then
+    deleted), and ``gc``/``clear`` deleted any file whose name held ``.corrupt-``."""
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f"))
+    (ws / "kina.toml").write_text('[workspace]\nname = "w"\ncache_dir = "."\n')
+    files = _user_files(ws)
+    results = []
+    for argv in (["build"], ["build"], ["cache", "gc"], ["cache", "clear"], ["build"]):
+        results.append(
+            subprocess.run(
+                [sys.executable, "-m", "kinac", *argv, str(ws)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+                env={"PATH": "/usr/bin:/bin", "KINAC_SERVER": "0"},
+            )
+        )
+        for name, text in files.items():
+            assert (ws / name).read_text() == text, (argv, name)
+    assert not list(ws.glob("*.corrupt-2*"))  # nothing of the user's was moved aside
+    first = results[0]
+    assert first.returncode == 0, first.stderr
+    assert "not kinac's" in first.stderr and "blobs" in first.stderr  # said once, plainly
+    assert "internal error" not in "".join(r.stderr for r in results)
+
+
+def test_a_users_own_index_db_in_the_cache_directory(tmp_path: Path) -> None:
+    """A folder of one's own used as the cache directory holds an SQLite ``index.db`` of
+    another program: kinac neither writes into it (before: its tables created there, WAL
+    mode switched on, and a ``meta`` table with another 'format' row dropped with the
+    others), nor moves it aside, nor deletes it (``kinac cache clear`` did)."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f"))
+    (ws / "kina.toml").write_text('[workspace]\nname = "w"\ncache_dir = "."\n')
+    con = sqlite3.connect(ws / "index.db")
+    con.execute("CREATE TABLE photos(name TEXT)")
+    con.execute("CREATE TABLE meta(k TEXT, v BLOB)")
+    con.execute("INSERT INTO photos VALUES ('holiday')")
+    con.execute("INSERT INTO meta VALUES ('format', 'theirs')")
+    con.commit()
+    con.close()
+    before = (ws / "index.db").read_bytes()
+    for argv in (["build"], ["cache", "gc"], ["cache", "clear"], ["check"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "kinac", *argv, str(ws)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={"PATH": "/usr/bin:/bin", "KINAC_SERVER": "0"},
+        )
+        assert "internal error" not in out.stderr, out.stderr
+        assert (ws / "index.db").read_bytes() == before, argv
+        if argv == ["build"]:
+            assert out.returncode == 0 and "is not kinac's" in out.stderr, out.stderr
+    assert sorted(p.name for p in ws.iterdir()) == ["a.kina", "index.db", "kina.toml"]

@@ -6,14 +6,15 @@ store quarantines what it cannot read while opening, and these report it.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from kinac.rules.cache_files import _gen
+from kinac.rules.cache_files import _gen, store_folder
 from kinac.rules.codec import CodecError, digest
-from kinac.rules.disk import Damaged
+from kinac.rules.disk import Damaged, index_is_foreign
 from kinac.rules.store import (
     BLOBS,
     INDEX,
@@ -38,12 +39,19 @@ def _ready(store: Store) -> tuple[sqlite3.Connection, Any]:
     return con, blobs
 
 
+# The names CacheFiles.quarantine gives (with SQLite's side files): only these are removed by
+# gc and clear (any name holding ".corrupt-" was: a user's `report.corrupt-draft.txt` too).
+_QUARANTINED = re.compile(
+    rf"(?:{re.escape(INDEX)}|{re.escape(BLOBS)})\.corrupt-\d{{8}}T\d{{6}}(?:-\d+)?(?:-wal|-shm)?"
+)
+
+
 def quarantined_copies(store: Store) -> list[Path]:
     """Damaged files moved aside in this cache directory (oldest first)."""
     d = store.directory
     if not d.is_dir():
         return []
-    return sorted((p for p in d.iterdir() if QUARANTINE_MARK in p.name), key=lambda p: p.name)
+    return sorted((p for p in d.iterdir() if _QUARANTINED.fullmatch(p.name)), key=lambda p: p.name)
 
 
 def stats(store: Store) -> dict[str, Any]:
@@ -204,11 +212,18 @@ def clear(store: Store) -> None:
     if store.directory.exists() and not store.directory.is_dir():
         raise CacheUnusable(f"cache directory {store.directory} is not a directory")
     store.close()
+    folders = [store.directory / BLOBS, store.directory / "meta"]
+    index = store.directory / INDEX
     for p in [
-        store.directory / INDEX,
-        *store.directory.glob(INDEX + "-*"),
-        store.directory / BLOBS,
-        store.directory / "meta",
+        *(
+            ()
+            if index_is_foreign(index)  # a user's own database: not kinac's to delete
+            else (
+                index,
+                *(store.directory / f"{INDEX}{side}" for side in ("-wal", "-shm", "-journal")),
+            )
+        ),
+        *(f for f in folders if f.is_dir() and store_folder(f)),  # not a user's folders
         *quarantined_copies(store),
     ]:
         try:

@@ -24,7 +24,15 @@ from typing import Self
 
 import diskcache
 
-from kinac.rules.disk import Damaged, SafeDisk, check_header, check_value_settings, damage_kind
+from kinac.rules.disk import (
+    Damaged,
+    Foreign,
+    SafeDisk,
+    check_header,
+    check_value_settings,
+    damage_kind,
+    foreign_table,
+)
 
 # 5: the index keeps the count of its reverse edges (meta ``rdep_n``), checked before an edit
 # trusts them (see Store.load_cone); a format-4 index has none, so it starts afresh.
@@ -76,6 +84,27 @@ def _check_header(path: Path, settings: bool = False) -> None:
     check_header(path)
     if settings:
         check_value_settings(path)
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def store_folder(path: Path) -> bool:
+    """Whether a folder holds only what diskcache writes for kinac (its SQLite file and the
+    two-hex-digit folders of values stored as files): one that holds anything else is a
+    user's folder in a cache directory shared with other files (``cache_dir = "."``), which
+    kinac never deletes nor moves aside."""
+    try:
+        with os.scandir(path) as entries:
+            for e in entries:
+                if e.name in ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal"):
+                    continue
+                if len(e.name) == 2 and set(e.name) <= _HEX and e.is_dir(follow_symlinks=False):
+                    continue
+                return False
+    except OSError:
+        return False
+    return True
 
 
 def _warn_stderr(msg: str) -> None:
@@ -161,7 +190,7 @@ class CacheFiles:
             return None
         path = self.directory / INDEX
         old = self.directory / "meta"  # the graph of cache format 2: replaced by index.db
-        if old.is_dir() and not path.exists():
+        if old.is_dir() and not path.exists() and store_folder(old):  # not a user's `meta/`
             shutil.rmtree(old, ignore_errors=True)
         for attempt in (0, 1):
             try:
@@ -170,6 +199,12 @@ class CacheFiles:
                 if self.base_gen is None:
                     self.base_gen = _gen(self._con)
                 return self._con
+            except Foreign as e:
+                self._disable(
+                    f"cache index {path} is not kinac's ({e}; left as it is); give kinac a "
+                    "cache directory of its own"
+                )
+                return None
             except (sqlite3.Error, Damaged, OSError) as e:
                 kind = damage_kind(e)
                 if kind == "damaged" and attempt == 0:
@@ -187,6 +222,12 @@ class CacheFiles:
         if not self._usable_dir():
             return None
         path = self.directory / BLOBS
+        if path.is_dir() and not store_folder(path):  # never moved aside, nor written into
+            self._disable(
+                f"cache directory {self.directory} holds a folder `{BLOBS}` that is not kinac's "
+                "value store (left as it is); give kinac a cache directory of its own"
+            )
+            return None
         for attempt in (0, 1):
             try:
                 if path.exists() and not (path / "cache.db").is_file() and any(path.iterdir()):
@@ -269,6 +310,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     _check_header(path)
     con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
     try:
+        other = foreign_table(con)  # before anything is written to it (WAL mode included)
+        if other is not None:
+            raise Foreign(f"an SQLite database of another program, with a table {other!r}")
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
         for stmt in _SCHEMA:

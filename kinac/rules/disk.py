@@ -43,6 +43,41 @@ class Damaged(Exception):
     """A cache file is not a usable SQLite database (internal: handled by quarantine)."""
 
 
+class Foreign(Exception):
+    """A file at a cache file's name that another program wrote (a user's own ``index.db``
+    in a cache directory shared with other files): never moved aside, changed or deleted."""
+
+
+_OWN_TABLES = frozenset({"memo", "root", "meta", "rdep"})  # every index format's, and no other
+
+
+def foreign_table(con: Any) -> str | None:
+    """A table (or view) of an SQLite database that no kinac index has, or None."""
+    names = {
+        str(r[0])
+        for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    }
+    other = sorted(names - _OWN_TABLES)
+    return other[0] if other else None
+
+
+def index_is_foreign(path: Path) -> bool:
+    """Whether ``path`` is an SQLite database of another program (read-only look)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    if not path.is_file():
+        return False
+    try:
+        con = sqlite3.connect("file:" + quote(os.fsencode(path.resolve())) + "?mode=ro", uri=True)
+        try:
+            return foreign_table(con) is not None
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False  # not a database at all: a damaged index, kinac's to replace
+
+
 def damage_kind(e: BaseException) -> str:
     """``damaged`` (quarantine it), ``unusable`` (cache off: read-only, cannot open) or ``other``."""
     if isinstance(e, Damaged):
