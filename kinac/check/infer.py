@@ -13,6 +13,7 @@ from typing import Any
 from kinac.check import dims as D
 from kinac.check.codes import at, error
 from kinac.check.consistent import before_body
+from kinac.check.declared import match_declared
 from kinac.check.formula import Rel
 from kinac.check.literals import check_call_literals, check_fit, check_prim_literals
 from kinac.check.oblig import Prover, fmt_rel
@@ -35,7 +36,7 @@ from kinac.check.typed_ir import (
     TParam,
     TPrim,
 )
-from kinac.check.types import ERR, SCALAR, WEAK_F, WEAK_I, SType, fmt_type
+from kinac.check.types import ERR, SCALAR, WEAK_F, WEAK_I, SType
 from kinac.diag.model import Label
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES
@@ -250,64 +251,7 @@ class _Checker:
         self, want: SType, got: SType, nid: int, what: str, secondary: tuple[Label, ...]
     ) -> None:
         """``got`` must be provably ``want`` (declared result, ``the``): K0411."""
-        if got.is_weak and (got.shape.dims or got.shape.group is not None):
-            # a weak `where`: its literals take the declared dtype if they can, else f32
-            fits_want = want.dtype not in ("i32", "i64", "bool") or got.dtype == WEAK_I
-            got = SType(want.dtype if fits_want else "f32", got.shape, got.device, got.shards)
-        wt, gt = fmt_type(want), fmt_type(got)
-        if got.is_weak:
-            ok = (
-                not want.shape.dims
-                and want.shape.group is None
-                and (want.dtype not in ("i32", "i64", "bool") or got.dtype == WEAK_I)
-            )
-            if not ok:
-                raise self.err(
-                    "K0411",
-                    f"{what} is a scalar literal but the declared type is {wt}",
-                    nid,
-                    secondary=secondary,
-                )
-            return
-        if want.dtype != got.dtype:
-            raise self.err(
-                "K0411",
-                f"{what} has dtype {got.dtype} but the declared type is {wt}",
-                nid,
-                help=f"cast it: (cast … :to {want.dtype})",
-                secondary=secondary,
-            )
-        if want.device and got.device and want.device != got.device:
-            raise self.err(
-                "K0411",
-                f"{what} is on {got.device} but the declared type is {wt}",
-                nid,
-                secondary=secondary,
-            )
-        ws, gs = want.shape, got.shape
-        if ws.group != gs.group or len(ws.dims) != len(gs.dims):
-            raise self.err(
-                "K0411",
-                f"{what} has type {gt} but the declared type is {wt}",
-                nid,
-                secondary=secondary,
-                label=f"has type {gt}",
-            )
-        ok = True
-        for j, (x, y) in enumerate(zip(gs.dims, ws.dims, strict=True)):
-            if x != y:
-                ok = ok and (
-                    self.require(
-                        Rel("eq", x, y),
-                        "K0411",
-                        f"{what} has type {gt} but the declared type is {wt}; dim {j} differs",
-                        nid,
-                        secondary,
-                    )
-                    and ok
-                )
-        if not ok:
-            raise _Fail()
+        match_declared(self, want, got, nid, what, secondary)
 
     # ------------------------------------------------------------ calls
 

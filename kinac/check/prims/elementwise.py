@@ -85,13 +85,18 @@ register(
 )
 
 
-def _binary_rule(op: str, result_bool: bool) -> Any:
+def _binary_rule(op: str, result_bool: bool, weak_float: bool = False) -> Any:
+    """``weak_float``: two weak integers make a weak float (``div``, ``pow``), as the folder
+    computes them: ``(div 8 2)`` is 4.0, so it meets an i32 tensor as a float literal does."""
+
     def rule(rc: RuleCtx, a: Args) -> SType | None:
         ts = a.t
         idx = list(range(len(ts)))
         dt = join_dtype(rc, ts, idx)
         if dt is None:
             return None
+        if weak_float and dt == WEAK_I:
+            dt = WEAK_F
         if dt == "bool" and op != "eq":
             rc.fail(
                 "K0602",
@@ -124,9 +129,11 @@ def _binary_rule(op: str, result_bool: bool) -> Any:
     return rule
 
 
-def _binary_concrete(op: str, result_bool: bool) -> Any:
+def _binary_concrete(op: str, result_bool: bool, weak_float: bool = False) -> Any:
     def concrete(a: CArgs) -> tuple[TType, dict[str, Any]]:
         dt = c_dtype(a.t)
+        if weak_float and dt == WEAK_I:
+            dt = WEAK_F
         if dt == "bool" and op != "eq":
             raise ShapeError(f"{op} on bool")
         if op == "pow" and dt not in FLOAT_DTYPES and dt != WEAK_F:
@@ -155,8 +162,9 @@ def _register(d: Elementwise) -> None:
     if d.arity == 1:
         rule, concrete = _unary_rule(d.name), _unary_concrete(d.name)
     else:
-        rule = _binary_rule(d.name, d.kind == "compare")
-        concrete = _binary_concrete(d.name, d.kind == "compare")
+        weak_float = "weak_int_to_float" in d.traits
+        rule = _binary_rule(d.name, d.kind == "compare", weak_float)
+        concrete = _binary_concrete(d.name, d.kind == "compare", weak_float)
     register(
         Prim(
             d.name,
