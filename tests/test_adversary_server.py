@@ -80,3 +80,31 @@ def test_a_request_the_server_cannot_apply_is_refused(
     assert answer == [{"refused": why}]
     assert unhandled == []
     assert served[0] == {"accepted": True} and served[-1] == {"exit": 0}
+
+
+def test_cache_clear_stops_the_server_of_that_cache(tmp_path: Path) -> None:
+    """``kinac cache clear`` is not forwarded; it deleted the index but left the server's
+    socket, so the server went on serving from an index it held open but that no longer had
+    a name: every build not forwarded to it (``kinac run``, ``kinac.compile``,
+    ``--no-server``) was a cold one while it lived (up to 15 idle minutes, or for ever while
+    used). The socket goes with the cache now, and the server, seeing it gone, stops."""
+    import time
+
+    from kinac.rules import cache_admin
+    from kinac.rules.store import Store
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    srv = Server(ws, tmp_path / "cache")
+    assert srv.bind()
+    t = threading.Thread(target=srv.serve_forever, args=(False,), daemon=True)
+    t.start()
+    (tmp_path / "cache" / "notes.sock.txt").write_text("a user's file, not a socket")
+    store = Store(tmp_path / "cache")
+    store.save({})  # an index to clear
+    cache_admin.clear(store)
+    deadline = time.monotonic() + 10
+    while t.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not t.is_alive() and not srv.path.exists()
+    assert (tmp_path / "cache" / "notes.sock.txt").exists()

@@ -207,6 +207,26 @@ def used_memos(con: sqlite3.Connection, cutoff: int) -> set[str]:
     return seen
 
 
+_SOCKET = re.compile(r"server-[0-9a-f]{16}\.sock")  # kinac.server.address.socket_path's names
+
+
+def server_sockets(directory: Path) -> list[Path]:
+    """The sockets of build servers of this cache (``kinac serve``, ``kinac watch``): a
+    server serves from the index it opened, so one left running after ``clear`` went on
+    writing to an index no longer in the directory, and every build it did not answer was
+    cold. Only sockets of kinac's names are listed."""
+    import stat
+
+    out = []
+    for p in directory.glob("server-*.sock") if directory.is_dir() else ():
+        try:
+            if _SOCKET.fullmatch(p.name) and stat.S_ISSOCK(p.lstat().st_mode):
+                out.append(p)
+        except OSError:
+            continue
+    return out
+
+
 def clear(store: Store) -> None:
     """Delete everything kinac keeps in the cache directory (quarantined copies included)."""
     if store.directory.exists() and not store.directory.is_dir():
@@ -225,6 +245,7 @@ def clear(store: Store) -> None:
         ),
         *(f for f in folders if f.is_dir() and store_folder(f)),  # not a user's folders
         *quarantined_copies(store),
+        *server_sockets(store.directory),  # its server stops when it sees its socket gone
     ]:
         try:
             shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
