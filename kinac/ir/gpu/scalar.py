@@ -335,9 +335,10 @@ class Scalars:
         return self.op(f"fcmp {pred} float {a.ref}, {b.ref}", "i1")
 
     def ex2(self, t: Val) -> Val:
-        """``2 ** t``: the GPU's ``ex2.approx.ftz`` (one MUFU op); libm's on the host."""
+        """``2 ** t``: the GPU's ``ex2.approx`` (a MUFU op); libm's on the host. Not the
+        ``.ftz`` form: it flushed subnormal results, so ``exp(-100)`` was 0, not 3.7e-44."""
         if self.b.flavour == "nvptx":
-            return self.b.call("llvm.nvvm.ex2.approx.ftz.f", "float", [t])
+            return self.b.call("llvm.nvvm.ex2.approx.f", "float", [t])
         return self.intr("exp2", t)
 
     def exp_f32(self, x: Val) -> Val:

@@ -68,6 +68,9 @@ class GpuAlgebra:
 
     def approx_div(self, a: Val, b: Val) -> Val:
         self._float("approx_div", a)
+        if b.ty == "float":  # ``a * rcp.approx(b)``: PTX's ``div.approx.f32`` is 0 for
+            # 2^126 < |b| < 2^128 (silu(-88) was -0, not -1.3e-36); ``rcp.approx`` is full-range
+            return self.sc.fbin("fmul", a, self.sc.fbin("fdiv", self.sc.f(1.0), b, "afn"))
         return self.sc.fbin("fdiv", a, b, "afn")
 
     def fma(self, a: Val, b: Val, c: Val) -> Val:
