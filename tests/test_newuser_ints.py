@@ -65,3 +65,31 @@ def test_float_to_integer_cast_truncates_and_saturates(src: Path) -> None:
     np.testing.assert_array_equal(_f(src, "to-int")(x), want)
     y = np.array([0.0, -0.0, np.nan, 1.0, 1e-30], np.float32)
     np.testing.assert_array_equal(_f(src, "to-bool")(y), np.array([0, 0, 1, 1, 1], bool))
+
+
+BOOL_SRC = """
+(defn keep [(x : (tensor bool [N]))] -> (tensor bool [N]) (where x x 1))
+(defn pick [(c : (tensor bool [N])) (x : (tensor bool [N]))] -> (tensor bool [N]) (where c 0 x))
+(defn is-one [(x : (tensor bool [N]))] -> (tensor bool [N]) (eq x 1))
+(defn mask [(c : (tensor bool [N]))] -> (tensor bool [N]) (where c 1 0))
+"""
+
+
+def test_bool_literals_meet_bool_tensors(tmp_path: Path) -> None:
+    """A literal 0/1 meeting a bool tensor was built as an f32 constant: `where` and `eq` of a
+    bool tensor and a literal were an internal error (CheckerBug, exit 3) after a clean
+    `kinac check`, and `(where c 1 0)` declared bool returned float32."""
+    src = tmp_path / "b.kina"
+    src.write_text(BOOL_SRC)
+    c = np.array([True, False, True, False])
+    x = np.array([False, False, True, True])
+    cases = {
+        "keep": ((x,), np.where(x, x, True)),
+        "pick": ((c, x), np.where(c, False, x)),
+        "is-one": ((x,), x == 1),
+        "mask": ((c,), c.copy()),
+    }
+    for name, (args, want) in cases.items():
+        got = kinac.compile(str(src), name, target="cpu")(*args)
+        assert got.dtype == np.bool_, (name, got.dtype)
+        np.testing.assert_array_equal(got, want, err_msg=name)

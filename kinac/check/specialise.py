@@ -502,6 +502,8 @@ class _Emitter:
             value = float(v.value)
         elif dtype in ("i32", "i64"):
             value = int(v.value)
+        elif dtype == "bool":  # 0 or 1 (K0604 judged the literal): it was built as f32
+            value = bool(v.value)
         else:
             dtype, value = "f32", float(v.value)
         self.nodes.append(make_node("const", (), TType(dtype, (), device), value=value))
