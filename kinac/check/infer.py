@@ -23,7 +23,7 @@ from kinac.check.protocol import CheckEnv
 from kinac.check.shard_even import uneven_written
 from kinac.check.sig import analyse
 from kinac.check.statics import FLOAT_CONSTS, Bad, Statics
-from kinac.check.suggest import nearest, unknown_function
+from kinac.check.suggest import unknown_function, unknown_name
 from kinac.check.typed_ir import (
     CheckedDefn,
     TBind,
@@ -177,7 +177,7 @@ class _Checker:
             "K0202",
             f"unknown name `{e.name}`",
             e.nid,
-            help=nearest(e.name, cands),
+            help=unknown_name(e.name, cands),
             label="not defined here",
         )
 

@@ -99,6 +99,17 @@ def unknown_function(name: str, candidates: list[str]) -> str | None:
     return nearest(name, candidates)
 
 
+def unknown_name(name: str, candidates: list[str]) -> str | None:
+    """The help for an unknown variable ``name`` (``candidates``: what is in scope)."""
+    if name in ("true", "false", "True", "False"):
+        one = name.lower() == "true"
+        return (
+            f"write the literal {int(one)} for {name.lower()} (a literal meeting a bool tensor is "
+            "a bool); `true`/`false` are only keyword values, as in `:keepdims true`"
+        )
+    return nearest(name, candidates)
+
+
 def nearest(name: str, cands: list[str]) -> str | None:
     """ "did you mean `x`?" for the closest candidate, if any is close."""
     m = difflib.get_close_matches(name, sorted(set(cands)), n=1, cutoff=0.6)
