@@ -137,3 +137,26 @@ def test_a_users_own_index_db_in_the_cache_directory(tmp_path: Path) -> None:
         if argv == ["build"]:
             assert out.returncode == 0 and "is not kinac's" in out.stderr, out.stderr
     assert sorted(p.name for p in ws.iterdir()) == ["a.kina", "index.db", "kina.toml"]
+
+
+def test_a_cache_deleted_under_a_long_lived_session(tmp_path: Path) -> None:
+    """``rm -rf .kinac-cache`` while ``kinac watch`` (or a server, or ``kinac.compile``) runs:
+    before, the session went on writing to the index it held open, which no longer had a
+    name, and every other process's build was a cold one for as long as it ran. Its next
+    commit now writes a fresh cache at the directory's name, with everything it holds."""
+    import shutil
+
+    ws, cache = tmp_path / "ws", tmp_path / "cache"
+    ws.mkdir()
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f"))
+    (ws / "b.kina").write_text(GOOD.format(m="b", f="g"))
+    live = Session(ws, cache_dir=str(cache))
+    live.build()
+    shutil.rmtree(cache)
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f") + "; edit\n")
+    live.invalidate_paths([ws / "a.kina"])
+    live.build()
+    assert (cache / "index.db").is_file()
+    ran, reused = _build(ws, cache)
+    assert (ran, reused > 0) == (0, True)
+    live.close()

@@ -130,6 +130,7 @@ class CacheFiles:
         self._con: sqlite3.Connection | None = None
         self._blobs: diskcache.Cache | None = None
         self.base_gen: int | None = None  # the generation this process first read
+        self._ino: tuple[int, int] | None = None  # the open index file's (device, inode)
 
     # ------------------------------------------------------------------ opening and damage
 
@@ -196,6 +197,7 @@ class CacheFiles:
             try:
                 self._con = _connect(path)
                 _opened(path, 1)
+                self._ino = _identity(path)
                 if self.base_gen is None:
                     self.base_gen = _gen(self._con)
                 return self._con
@@ -268,6 +270,20 @@ class CacheFiles:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def replaced(self) -> bool:
+        """Whether the index this process holds open is no longer the one at its name (the
+        cache directory deleted, ``kinac cache clear``, a quarantine by another process); if
+        so, its files are closed and forgotten, so the next use opens (or starts) the one
+        there: a long-lived session (``kinac watch``, a server, ``kinac.compile``) wrote on
+        into a file nobody else could see, and every other build was a cold one."""
+        if self._con is None or self._ino is None:
+            return False
+        if _identity(self.directory / INDEX) == self._ino:
+            return False
+        self.close()
+        self.base_gen = None
+        return True
+
     def close(self) -> None:
         """Release the SQLite connections now (not at garbage collection). The store stays
         usable: the next read or write opens them again."""
@@ -285,6 +301,14 @@ class CacheFiles:
             _opened(self.directory / BLOBS / "cache.db", -1)
         self._con = None
         self._blobs = None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 MAX_GEN = 2**62  # a generation is stored as an SQLite INTEGER (64-bit) in every memo row

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from kinac.rules import summaries
 from kinac.rules.codec import CodecError, decode, digest, encode, fingerprint, pack
 from kinac.rules.events import EventLog
-from kinac.rules.memo import CycleError, Memo, _Frame, _locked
+from kinac.rules.memo import CycleError, Memo, _Frame, _locked, restage
 from kinac.rules.query import MISSING as _MISSING
 from kinac.rules.query import Query, lookup
 
@@ -130,6 +130,9 @@ class Database:
             return
         from kinac.rules.codeid import CODE
 
+        replaced = getattr(self.store, "replaced", None)  # (a test's store may lack it)
+        if replaced is not None and replaced():  # the cache was deleted under this session
+            restage(self._memos, self.store)
         dirty = {qid: m for qid, m in self._memos.items() if m.dirty}
         settings: dict[str, Any] = {}
         if CODE.ids_changed:  # saved even by a build that ran nothing, or every process redoes it

@@ -61,3 +61,20 @@ def _locked(fn: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R
             return fn(self, *args, **kwargs)
 
     return held
+
+
+def restage(memos: dict[str, Memo], store: Any) -> None:
+    """Everything a session holds, to be written again: its store's index was replaced
+    under it (:meth:`~kinac.rules.cache_files.CacheFiles.replaced`). Each memo of a stored
+    query becomes dirty, its value (if this process holds it) staged; a value it does not
+    hold is recomputed by whichever process needs it."""
+    from kinac.rules.codec import pack
+    from kinac.rules.query import lookup
+
+    for memo in memos.values():
+        q = lookup(memo.name)
+        if q is None or memo.volatile or (not q.is_input and not q.persist):
+            continue
+        memo.dirty = True
+        if memo.value is not _MISSING and not q.by_trace and not q.is_input:
+            store.stage_blob(memo.fp, pack(memo.value))
