@@ -86,15 +86,24 @@ def _raw_setting(ws: Workspace, table: str, key: str) -> Any:
         return None
 
 
+def _absolute(p: Path) -> Path:
+    """``p`` resolved, or only made absolute where it cannot be (a symlink loop: the cache's
+    store then says it cannot use it, where ``resolve`` raised ``RuntimeError``)."""
+    try:
+        return p.resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.abspath(p))
+
+
 def choose_cache_dir(ws: Workspace, cli_dir: str | None) -> Path:
     if cli_dir:
-        return Path(cli_dir).resolve()
+        return _absolute(Path(cli_dir))
     env = os.environ.get("KINAC_CACHE_DIR")
     if env:
-        return Path(env).resolve()
+        return _absolute(Path(env))
     cdir = _raw_setting(ws, "workspace", "cache_dir")
     if isinstance(cdir, str) and cdir:
-        return (ws.root / cdir).resolve()
+        return _absolute(ws.root / cdir)
     return ws.root / ".kinac-cache"
 
 

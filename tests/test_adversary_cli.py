@@ -96,3 +96,34 @@ def test_a_source_whose_name_is_not_utf8(tmp_path: Path) -> None:
     assert out.returncode == 1, out.stderr
     assert "internal error" not in out.stderr
     assert "--> n\\u{dcff}ame.kina:2:" in out.stdout and "unknown name `q`" in out.stdout
+
+
+@pytest.mark.parametrize("server", ["0", ""])
+def test_a_cache_directory_that_is_a_symlink_loop(tmp_path: Path, server: str) -> None:
+    """``KINAC_CACHE_DIR`` (or ``--cache-dir``, or ``cache_dir`` in kina.toml) naming a symlink
+    loop: before, a bare ``RuntimeError: Symlink loop`` traceback from the client looking for
+    a server (or an internal error without one); now the build runs without a cache, with
+    the store's one warning."""
+    import os
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.kina").write_text("(module a)\n(defn f [(x : f32)] -> f32 (add x x))\n")
+    os.symlink(tmp_path / "loop2", tmp_path / "loop1")
+    os.symlink(tmp_path / "loop1", tmp_path / "loop2")
+    env = {"PATH": "/usr/bin:/bin", "KINAC_SERVER": server}
+    for extra in (
+        {"KINAC_CACHE_DIR": str(tmp_path / "loop1")},
+        {"KINAC_CACHE_DIR": str(tmp_path / "loop1" / "sub")},
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "kinac", "check", str(ws)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**env, **extra},
+        )
+        assert out.returncode == 0, out.stderr
+        assert "Traceback" not in out.stderr and "internal error" not in out.stderr
+        assert "building without a cache" in out.stderr and "no errors" in out.stderr

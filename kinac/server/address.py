@@ -119,15 +119,24 @@ def locate_root(path: str) -> tuple[Path, Path | None] | None:
         return None
 
 
+def _absolute(p: Path) -> Path:
+    """``p`` resolved, or only made absolute where it cannot be (a symlink loop: the cache's
+    store then says it cannot use it, where ``resolve`` raised ``RuntimeError``)."""
+    try:
+        return p.resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.abspath(p))
+
+
 def cache_dir_of(
     root: Path, config: Path | None, cli_dir: str | None, environ: dict[str, str] | os._Environ[str]
 ) -> Path:
     """``kinac.session.choose_cache_dir`` without importing it (the test compares them)."""
     if cli_dir:
-        return Path(cli_dir).resolve()
+        return _absolute(Path(cli_dir))
     env = environ.get("KINAC_CACHE_DIR")
     if env:
-        return Path(env).resolve()
+        return _absolute(Path(env))
     if config is not None:
         try:  # not a pipe (it would block): the local build reports what is wrong
             text = config.read_text(encoding="utf-8") if config.is_file() else ""
@@ -142,7 +151,7 @@ def cache_dir_of(
             except (tomllib.TOMLDecodeError, AttributeError):
                 cdir = None
         if isinstance(cdir, str) and cdir:
-            return (root / cdir).resolve()
+            return _absolute(root / cdir)
     return root / ".kinac-cache"
 
 
