@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kinac.rules import cache_admin
 from kinac.session import Session
 
@@ -160,3 +162,48 @@ def test_a_cache_deleted_under_a_long_lived_session(tmp_path: Path) -> None:
     ran, reused = _build(ws, cache)
     assert (ran, reused > 0) == (0, True)
     live.close()
+
+
+def test_gc_beside_a_build_that_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kinac cache gc`` while another process commits: what gc found used and what it
+    deletes are one snapshot, so a memo the build commits meanwhile is never deleted (the
+    build is made to commit exactly between the two)."""
+    import threading
+    import time
+
+    from kinac.rules import Database
+    from kinac.rules.store import Store
+
+    ws, cache = tmp_path / "ws", tmp_path / "cache"
+    ws.mkdir()
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f"))
+    _build(ws, cache)
+    real = cache_admin.used_memos
+    done: list[str] = []
+
+    def commit_elsewhere() -> None:
+        other = Database(Store(cache))
+        from kinac.rules.engine import Memo
+
+        other._memos["late-memo"] = Memo("late", b'"k"', "0" * 32, [], dirty=True)
+        other.commit()
+        other.close()
+        done.append("committed")
+
+    def used_then_a_commit(con: object, cutoff: int) -> set[str]:
+        found = real(con, cutoff)  # type: ignore[arg-type]
+        t = threading.Thread(target=commit_elsewhere)
+        t.start()
+        t.join(0.5)  # a build committing now: before, it did, and gc deleted its memo
+        return found
+
+    monkeypatch.setattr(cache_admin, "used_memos", used_then_a_commit)
+    store = Store(cache)
+    cache_admin.gc(store, keep_generations=0)
+    store.close()
+    deadline = time.monotonic() + 30
+    while not done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    store = Store(cache)
+    assert done == ["committed"] and store.load_record("late-memo") is not None
+    store.close()

@@ -139,10 +139,10 @@ def gc(store: Store, keep_generations: int = KEEP_GENERATIONS) -> dict[str, int]
         store._failed(e, "index")
         con, blobs = _ready(store)
         gen = 0
-    before = con.execute("SELECT COUNT(*) FROM memo").fetchone()[0]
-    used = used_memos(con, gen - keep_generations)
     con.execute("BEGIN IMMEDIATE")
-    try:  # one transaction: a build committing meanwhile sees all of it or none
+    try:  # one transaction: no build commits between what is found used and what goes
+        before = con.execute("SELECT COUNT(*) FROM memo").fetchone()[0]
+        used = used_memos(con, gen - keep_generations)
         con.executemany(
             "DELETE FROM memo WHERE qid = ?",
             [(q,) for (q,) in con.execute("SELECT qid FROM memo").fetchall() if q not in used],
