@@ -123,8 +123,8 @@ class TypeConv:
         for a in anns:
             args = tuple((x.key, x.value) for x in a.args)
             if a.name in ("cpu", "cuda"):
-                if a.name == "cuda" and (
-                    len(args) > 1 or (args and not isinstance(args[0][1], int))
+                if a.name == "cuda" and (  # a bare `@cuda` too, as in a body (K0702's page)
+                    len(args) != 1 or not isinstance(args[0][1], int)
                 ):
                     self._err(
                         "K0702",
