@@ -9,8 +9,11 @@ EXPLAIN_DIR = Path(__file__).resolve().parent / "explain"
 
 
 def explanation(code: str) -> str | None:
-    """The page for ``code`` (case-insensitive), or None when there is none."""
+    """The page for ``code`` (case-insensitive; the digits alone, ``0203``, name K0203), or
+    None when there is none."""
     code = code.strip().upper()
+    if re.fullmatch(r"\d{4}", code):
+        code = "K" + code
     if not re.fullmatch(r"K\d{4}", code):
         return None
     page = EXPLAIN_DIR / f"{code}.md"
