@@ -25,20 +25,24 @@ C. the map alone: M = 4096 in one launch, against 4 launches of R = 1024 at 4 ro
    (cold: what today's map sees) and 4 launches at the same rows (hot in L2);
 D. the map kernel's own rate at the block's shape (``benches/gpu_map_ab.py``'s variants);
 E. the 45M and S=4096 blocks through ``kinac.compile`` with and without ``gpu-chunk-mlp``,
-   against the best PyTorch, in one process.
+   against the best PyTorch, in one process;
+F. the next lever (``--parts f``): the map's blocks in reverse order (:func:`reversed_maps`),
+   the whole MLP and both blocks.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
+import math
 import statistics
 import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -360,6 +364,97 @@ def part_e(quick: bool) -> None:
         del fns, outs
 
 
+@contextlib.contextmanager
+def reversed_maps() -> Iterator[None]:
+    """Map kernels generated with their blocks in reverse order (block ``i`` takes the
+    elements of block ``grid - 1 - i``): this process, while building. Why: the gate/up
+    product's last tiles (the bottom rows, if cuBLAS rasters along M) are still in L2 when
+    the map starts, and the map's last writes (then the top rows) when the down product
+    starts reading ``h`` from its first rows."""
+    from kinac.ir.gpu import kernels as kg
+
+    orig_tid, orig_body = kg.KernelGen._tid, kg.KernelGen._map_body
+
+    def body(self: Any, b: Any, r: Any, out: Any, shape: Any, vec: int, value: Any, out_shape: Any) -> None:  # fmt: skip
+        if out_shape is not None or self.k.kind.data != "map":
+            orig_body(self, b, r, out, shape, vec, value, out_shape)
+            return
+        groups = math.prod(shape) // vec
+        grid = kg.map_grid(groups, kg.map_unroll(groups))
+
+        def tid(self2: Any, b2: Any) -> Any:
+            t, bid = orig_tid(self2, b2)
+            return t, b2.iadd(b2.imul(bid, -1, self2.ix), grid - 1, self2.ix)
+
+        setattr(kg.KernelGen, "_tid", tid)  # noqa: B010
+        try:
+            orig_body(self, b, r, out, shape, vec, value, out_shape)
+        finally:
+            setattr(kg.KernelGen, "_tid", orig_tid)  # noqa: B010
+
+    kg.KernelGen._map_body = body  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        kg.KernelGen._map_body = orig_body  # type: ignore[method-assign]
+
+
+def part_f(ins: list[Any]) -> None:
+    """The map's blocks in reverse order: the whole MLP (M = 4096), and both blocks through
+    ``kinac.compile`` against the best PyTorch, rounds interleaved."""
+    import torch
+    from gemm_45m_probe import FixedAttention
+    from gpu_api_blocks import LONG
+    from gpu_api_blocks import block_sdpa as _sdpa
+    from gpu_refs import BIG, block_inputs
+
+    import kinac
+    import kinac.pipeline_autotune as pa
+    from kinac.rt.cuda.kernel_timer import device_name
+
+    sdpa: Any = _sdpa
+    pa._GPU[:] = [FixedAttention(device_name())]
+    emit("\n### F. The map's blocks in reverse order (us per MLP; ms per block call, pipelined)\n")
+    fwd = load(mlp_graph(M))
+    with reversed_maps():
+        rev = load(mlp_graph(M))
+    o1, o2 = (torch.empty(M, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    fns = {"today": chunked([fwd], M, ins, o1, "fwd")[0], "reversed map": chunked([rev], M, ins, o2, "rev")[0]}  # fmt: skip
+    for f_ in fns.values():
+        f_()
+    torch.cuda.synchronize()
+    emit(f"- MLP outputs bit-identical: {bool(torch.equal(o1, o2))}")
+    for rep in range(2):
+        res = interleave(fns, 12, 20)
+        RES[f"f{rep}"] = res
+        emit(f"- MLP run {rep + 1}: " + "; ".join(f"{k} {v['med'] * 1e3:.1f} / {v['min'] * 1e3:.1f} us" for k, v in res.items()) + f"; GPU: {smi()}")  # fmt: skip
+    for name, dims in (("45M B4 S1024", BIG), ("S=4096 B1 S4096", LONG)):
+        bi = block_inputs(dims, torch.bfloat16)
+        h, kv = dims["h"], dims["kv"]
+        bf: dict[str, Callable[[], Any]] = {}
+        outs = []
+        for rv in (False, True):
+            with reversed_maps() if rv else contextlib.nullcontext():
+                f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda", no_cache=True)  # fmt: skip
+                outs.append(torch.from_dlpack(f(h, kv, *bi)).clone())
+            bf["reversed map" if rv else "today"] = functools.partial(f, h, kv, *bi)
+        try:
+            ro = torch.compile(lambda *a, h=h, kv=kv: sdpa(*a, h, kv), mode="reduce-overhead")
+            for _ in range(3):
+                ro(*bi)
+            bf["torch reduce-overhead"] = functools.partial(ro, *bi)
+        except Exception as e:  # noqa: BLE001
+            emit(f"- torch.compile failed: {type(e).__name__}: {str(e)[:200]}")
+        torch.cuda.synchronize()
+        emit(f"- {name}: outputs bit-identical: {bool(torch.equal(outs[0], outs[1]))}")
+        for rep in range(2):
+            res = interleave(bf, 8, 30)
+            RES[f"f {name} {rep}"] = res
+            best = res.get("torch reduce-overhead", {"med": float("nan")})["med"]
+            emit(f"- {name} run {rep + 1} (events): " + "; ".join(f"{k} {v['med']:.4f} ms ({v['med'] / best:.3f}x)" for k, v in res.items()) + f"; GPU: {smi()}")  # fmt: skip
+        del bf, outs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
@@ -385,6 +480,8 @@ def main() -> None:
                 part_d()
             elif part == "e":
                 part_e(False)
+            elif part == "f":
+                part_f(ins)
         except Exception:  # noqa: BLE001 - a failed part leaves the others' results
             emit(f"part {part} failed:\n```\n{traceback.format_exc()}```")
         emit(f"\n(part {part}: {time.perf_counter() - t:.1f} s; {time.perf_counter() - T0:.0f} s in all)")  # fmt: skip
