@@ -15,6 +15,13 @@ depends only on the same row of ``n`` (and of ``r``). Matched strictly: plain cu
 (no epilogue) of one ``n`` by two 2-D weights, used only by a map kernel of elementwise ops
 on exactly those two, used only by a cuBLAS product with a 2-D weight (plain or with the
 residual epilogue). The chunks show in the IR (slices in the kernels' bodies, the concat).
+
+**Not in** :data:`kinac.ir.gpu.pipeline.GPU_PASSES`: measured slower on the H200 (2026-12-02,
+``benches/mlp_chunk_probe.py``, docs/gpu.md "The MLP in L2"). The map does read its chunk from
+L2 (4 x 6.8 us against 33.5 us), but cuBLAS at M = 1024 loses more (gate/up 4 x 73.2 us
+against 245.7, down 4 x 33.8 against 113.9): the whole MLP 517-527 us against 447-453, the 45M
+block through the API 0.728 ms against 0.639. Kept, with its tests, for the probe that
+measures it (``mlp_chunk_probe.chunk_pass``) and for a GEMM that keeps its rate at fewer rows.
 """
 
 from __future__ import annotations
