@@ -207,3 +207,25 @@ def test_gc_beside_a_build_that_commits(tmp_path: Path, monkeypatch: pytest.Monk
     store = Store(cache)
     assert done == ["committed"] and store.load_record("late-memo") is not None
     store.close()
+
+
+def test_a_cache_deleted_while_a_session_had_it_closed(tmp_path: Path) -> None:
+    """As above, for a session that closes the cache between builds (``kinac.compile`` does,
+    after each new shape): the cache it reopens is not the one it knew, so it writes
+    everything it holds there too (before: only what the next build ran)."""
+    import shutil
+
+    ws, cache = tmp_path / "ws", tmp_path / "cache"
+    ws.mkdir()
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f"))
+    (ws / "b.kina").write_text(GOOD.format(m="b", f="g"))
+    live = Session(ws, cache_dir=str(cache))
+    live.build()
+    live.db.close()
+    shutil.rmtree(cache)
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f") + "; edit\n")
+    live.invalidate_paths([ws / "a.kina"])
+    live.build()
+    live.close()
+    ran, reused = _build(ws, cache)
+    assert (ran, reused > 0) == (0, True)

@@ -130,7 +130,8 @@ class CacheFiles:
         self._con: sqlite3.Connection | None = None
         self._blobs: diskcache.Cache | None = None
         self.base_gen: int | None = None  # the generation this process first read
-        self._ino: tuple[int, int] | None = None  # the open index file's (device, inode)
+        self._ino: tuple[int, int] | None = None  # the index file's (device, inode)
+        self._swapped = False  # reopened another index than the one it had (see replaced)
 
     # ------------------------------------------------------------------ opening and damage
 
@@ -197,7 +198,10 @@ class CacheFiles:
             try:
                 self._con = _connect(path)
                 _opened(path, 1)
-                self._ino = _identity(path)
+                ino = _identity(path)
+                if self._ino is not None and ino != self._ino:  # not the index it had open
+                    self._swapped, self.base_gen = True, None
+                self._ino = ino
                 if self.base_gen is None:
                     self.base_gen = _gen(self._con)
                 return self._con
@@ -271,18 +275,17 @@ class CacheFiles:
         self.close()
 
     def replaced(self) -> bool:
-        """Whether the index this process holds open is no longer the one at its name (the
-        cache directory deleted, ``kinac cache clear``, a quarantine by another process); if
-        so, its files are closed and forgotten, so the next use opens (or starts) the one
-        there: a long-lived session (``kinac watch``, a server, ``kinac.compile``) wrote on
-        into a file nobody else could see, and every other build was a cold one."""
-        if self._con is None or self._ino is None:
-            return False
-        if _identity(self.directory / INDEX) == self._ino:
-            return False
-        self.close()
-        self.base_gen = None
-        return True
+        """Whether the index this process holds open (or held, and reopened since) is no
+        longer the one at its name (the cache directory deleted, ``kinac cache clear``, a
+        quarantine by another process); if so, its files are closed and forgotten, so the
+        next use opens (or starts) the one there, and the caller writes all it holds: a
+        long-lived session (``kinac watch``, a server, ``kinac.compile``) wrote on into a
+        file nobody else could see, and every other build was a cold one."""
+        if self._con is not None and _identity(self.directory / INDEX) != self._ino:
+            self.close()  # the next use opens the one at the name (noted as swapped there)
+            self._swapped, self.base_gen = True, None
+        swapped, self._swapped = self._swapped, False
+        return swapped
 
     def close(self) -> None:
         """Release the SQLite connections now (not at garbage collection). The store stays
