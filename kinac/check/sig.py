@@ -236,7 +236,8 @@ def _undetermined(file: str, defn: str, v: str, nid: int) -> Diagnostic:
         at(file, defn, nid, f"`{v}` first appears here"),
         notes=(
             "a dimension variable must stand alone as a dim of a parameter, be a `dim` "
-            "parameter, or be the one unknown left in a parameter dim or a where equality",
+            "parameter, or be the one unknown left in a parameter dim or a where equality, "
+            "appearing there linearly (`(* 2 E)`, `(+ N 1)`; not `(* N N)`)",
         ),
         help=f"add a parameter `({v} : dim)`, or a where equality that fixes `{v}`",
     )
