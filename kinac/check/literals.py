@@ -45,6 +45,14 @@ def fits(value: int | float | bool, dtype: str) -> bool:
     return limit is None or abs(value) < limit
 
 
+def _wider(value: int | float | bool, dtype: str) -> str:
+    """The narrowest dtype of ``dtype``'s kind wider than it that holds ``value`` (f16 -> f32
+    for 1e6, not f64 as before; bool -> i32 for 2)."""
+    order = ("bool", "i32", "i64") if dtype in _INT_RANGE else ("f16", "bf16", "f32", "f64")
+    later = order[order.index(dtype) + 1 :] if dtype in order else order
+    return next((d for d in later if fits(value, d) and d != "bf16"), order[-1])
+
+
 def dim_limit(dtype: str) -> int | None:
     """The largest dim value ``dtype`` holds when a dim is used as a value, or None when every
     dim fits (dims are positive and below 2^63)."""
@@ -89,8 +97,7 @@ def check_fit(ck: _Checker, e: TExpr, dtype: str) -> None:
             "K0604",
             f"the literal {e.value} does not fit {dtype} ({range_text(dtype)})",
             e.nid,
-            help=f"use a value in range, or a wider dtype: (cast … :to "
-            f"{'i64' if dtype in ('i32', 'bool') else 'f64'})",
+            help=f"use a value in range, or a wider dtype: (cast … :to {_wider(e.value, dtype)})",
             label=f"out of range for {dtype}",
         )
     if isinstance(e, TDim):
