@@ -237,10 +237,15 @@ def main() -> int:
     ap.add_argument("--big", action="store_true", help="also the 45M block, PDL off and on")
     ap.add_argument("--order", action="store_true", help="the hot call's order A/B instead")
     ap.add_argument("--headline", action="store_true", help="only benches/gpu.py's small bf16 row")
+    ap.add_argument(
+        "--stages", action="store_true", help="the synced call as PyTorch work piles up"
+    )
     a = ap.parse_args()
     write = report_writer(a.out, "latency_probe", LINES, RES)
     if a.headline:
         return headline(write)
+    if a.stages:
+        return stages(write)
 
     return probe(ORDERS if a.order else VARIANTS, a.rounds, a.n, write, big=a.big)
 
@@ -257,6 +262,79 @@ def headline(write: Callable[[], None]) -> int:
     )
     write()
     return 0 if rows else 1
+
+
+def stages(write: Callable[[], None]) -> int:
+    """Why the headline's process reads ~4 us more per synced call than this probe's (10:20
+    UTC call: 31.8 against 27.7 us, same code and host): the small bf16 block's synced call in
+    one process as it runs what the headline runs beside it (eager SDPA, then
+    ``torch.compile(mode="reduce-overhead")``), then with the collector frozen and off. At each
+    point: 0.5 s of calls, then per call + ``torch.cuda.synchronize()`` (median of 9 rounds of
+    200), the host time of a burst, the idle sync alone, live threads and tracked objects."""
+    import gc
+    import threading
+
+    import torch
+    from gpu_api_blocks import block_sdpa
+    from gpu_refs import SMALL, block_inputs
+
+    import kinac
+
+    h, kv = SMALL["h"], SMALL["kv"]
+    ins = block_inputs(SMALL, torch.bfloat16)
+    f = kinac.compile(ROOT / "workspaces/transformer", "block", target="cuda")
+
+    def call() -> Any:
+        return f(h, kv, *ins)
+
+    sync = torch.cuda.synchronize
+    emit("# benches/latency_probe.py --stages: the synced call as PyTorch work piles up\n")
+    emit(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n")  # fmt: skip
+    emit("| point | per call + torch sync (us) | min..max of rounds | host burst (us) | idle torch sync (us) | threads | gc objects |")  # fmt: skip
+    emit("|---|---|---|---|---|---|---|")
+    RES["stages"] = {}
+
+    def point(name: str) -> None:
+        end = time.perf_counter() + 0.5
+        while time.perf_counter() < end:
+            sync_each_us(call, sync, 50)
+        xs = [sync_each_us(call, sync, 200) for _ in range(9)]
+        hb = statistics.median(host_us(call, sync) for _ in range(9))
+        t0 = time.perf_counter()
+        for _ in range(200):
+            sync()
+        idle = (time.perf_counter() - t0) / 200 * 1e6
+        m = statistics.median(xs)
+        row = {"sync_us": m, "min": min(xs), "max": max(xs), "host_us": hb, "idle_sync_us": idle,
+               "threads": threading.active_count(), "gc_objects": len(gc.get_objects())}  # fmt: skip
+        RES["stages"][name] = row
+        emit(f"| {name} | {m:.1f} | {min(xs):.1f}..{max(xs):.1f} | {hb:.2f} | {idle:.2f} | {row['threads']} | {row['gc_objects']} |")  # fmt: skip
+        write()
+
+    for _ in range(4):
+        call()
+    point("kinac alone")
+    eager = lambda: block_sdpa(*ins, h, kv)  # noqa: E731
+    for _ in range(50):
+        eager()
+    sync()
+    point("after eager SDPA (50 calls)")
+    ro = torch.compile(lambda *a: block_sdpa(*a, h, kv), mode="reduce-overhead")
+    for _ in range(3):
+        ro(*ins)
+    sync()
+    point("after torch.compile reduce-overhead (3 calls)")
+    for _ in range(200):
+        ro(*ins)
+        sync()
+    point("after 200 more reduce-overhead calls")
+    gc.collect()
+    gc.freeze()
+    point("gc.collect() + gc.freeze()")
+    gc.disable()
+    point("gc disabled")
+    gc.enable()
+    return 0
 
 
 def latency_levers(emit_to: Callable[[str], None], results: dict[str, Any]) -> None:
