@@ -103,7 +103,7 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
                 and (dc := direct[st.turn]) is not None
                 and staging_direct.reads(st, m, x, p0, dc[7])
             ):  # a caller's pinned array as this turn last read it: its DMA first
-                out = staging_direct.direct_call(st, entry, m, dc, kept0, arrays)
+                out = staging_direct.direct_call(st, entry, m, dc, kept0, arrays, direct)
                 if out is not None:  # (the device arrays' addresses checked after the DMA)
                     return out if out is not staging_direct.MOVED else plain(arrays)
             if m.dp is not None and tuple(map(m.dp, m.get(arrays))) != m.dps:

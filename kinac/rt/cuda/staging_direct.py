@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kinac.rt.cuda import driver
-from kinac.rt.cuda.entry_hot import take
+from kinac.rt.cuda import driver, staging_graphs
+from kinac.rt.cuda.entry_hot import hot_key, outputs, take
 from kinac.rt.cuda.pinned import _handed, torch_pinned
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS
 
@@ -72,15 +72,19 @@ def direct_call(
     dc: tuple[Any, ...],
     kept: list[Any],
     arrays: tuple[Any, ...],
+    direct: list[Any],
 ) -> Any:
     """The call recorded in ``dc`` (``(turn, plan, captured graph, its fast launch, Turn, copy
     graph, compute wrapper, source, output address, source as the calls take it)``), the
     caller's checks made (the entry's state and context, ``x`` by :func:`reads`): the DMA first
     (the copy graph, or ``st.direct_by_calls``: the copy stream's wait, ``cuMemcpyHtoDAsync``
     and *copied* as driver calls), then the device arrays' addresses, the output, the compute
-    wrapper and the statistics, then the wait for the DMA. None when the record no longer holds
-    (the DMA, if queued, waited for: ``_steady`` queues it again); :data:`MOVED` when a device
-    array moved in place (the DMA waited for: the entry's own path)."""
+    wrapper and the statistics, then the wait for the DMA. The output is another than the
+    record's when the caller holds that one (or a DLPack consumer still does): that output's
+    captured graph is looked up after the DMA was queued, and recorded in ``direct`` for this
+    turn. None when the record no longer holds (the DMA, if queued, waited for: ``_steady``
+    queues it again: a graph not captured yet at these addresses, a graph gone); :data:`MOVED`
+    when a device array moved in place (the DMA waited for: the entry's own path)."""
     j, plan, graph, fast, t, cp, cw, _, optr, src_arg = dc
     if (
         m.plans[j] is not plan
@@ -106,8 +110,12 @@ def direct_call(
         return MOVED
     out = take(kept)
     if out is None or out.ptr != optr:  # (the caller holds the recorded output)
-        _wait(st, t, flagged)
-        return None
+        found = _other_output(st, entry, m, j)
+        if found is None:
+            _wait(st, t, flagged)
+            return None
+        out, plan, graph, fast, cw = found
+        direct[j] = (j, plan, graph, fast, t, cp, cw, dc[7], out.ptr, src_arg)
     rc = cw.launch(cw.exec, m.stream)
     if rc:
         from kinac.rt.cuda.staging_hot import _compute_by_calls, _refused
@@ -126,6 +134,29 @@ def direct_call(
     if host_outputs:
         return entry._host_results([out])
     return out
+
+
+def _other_output(st: HostStager, entry: Any, m: Memo, j: int) -> tuple[Any, ...] | None:
+    """``(output, plan, captured graph, its fast launch, compute wrapper)`` for this turn and
+    the output the entry hands out now (:func:`~kinac.rt.cuda.entry_hot.outputs`), as
+    ``_steady`` finds them; None where the graph is not captured at these addresses yet (the
+    entry's path captures it) or a wrapper could not be built."""
+    outs = outputs(entry)
+    if len(outs) != 1:
+        return None
+    ptrs = m.in_ptrs[j] + (outs[0].ptr,)
+    hit = entry._bound.get(ptrs)
+    graph = hit[2] if hit is not None else None
+    fast = graph.fast_launch if graph is not None else None
+    if fast is None:
+        return None
+    plan = m.plans[j]
+    if plan is None or plan[0] is not graph:
+        plan = m.plans[j] = staging_graphs.plan(st, m.host, j, graph)
+    if plan[2] is None:
+        return None
+    hot_key(entry, ptrs)
+    return outs[0], plan, graph, fast, plan[2]
 
 
 def _dma_by_calls(st: HostStager, m: Memo, j: int, t: Any, src_arg: Any) -> None:
