@@ -305,8 +305,21 @@ def stages(write: Callable[[], None]) -> int:
             sync()
         idle = (time.perf_counter() - t0) / 200 * 1e6
         m = statistics.median(xs)
+
+        def nop(a: Any) -> Any:
+            return a
+
+        t0 = time.perf_counter()
+        for i in range(20000):
+            nop(i)
+        frame = (time.perf_counter() - t0) / 20000 * 1e9
+        mon = getattr(sys, "monitoring", None)
+        tools = [n for n in (mon.get_tool(i) for i in range(6)) if n] if mon is not None else []
         row = {"sync_us": m, "min": min(xs), "max": max(xs), "host_us": hb, "idle_sync_us": idle,
-               "threads": threading.active_count(), "gc_objects": len(gc.get_objects())}  # fmt: skip
+               "threads": threading.active_count(), "gc_objects": len(gc.get_objects()),
+               "py_call_ns": frame, "trace": repr(sys.gettrace()), "profile": repr(sys.getprofile()),
+               "monitoring_tools": tools, "thread_names": [t.name for t in threading.enumerate()]}  # fmt: skip
+        emit(f"  ({name}: a Python call {frame:.0f} ns; trace {row['trace']}, profile {row['profile']}, sys.monitoring tools {tools}, threads {row['thread_names']})")  # fmt: skip
         RES["stages"][name] = row
         emit(f"| {name} | {m:.1f} | {min(xs):.1f}..{max(xs):.1f} | {hb:.2f} | {idle:.2f} | {row['threads']} | {row['gc_objects']} |")  # fmt: skip
         write()
