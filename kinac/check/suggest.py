@@ -65,10 +65,28 @@ ALIASES: dict[str, str] = {
     "layernorm": "layer-norm",
     "rms_norm": "rms-norm",
     "rmsnorm": "rms-norm",
-    "log_softmax": "softmax",
     "equal": "eq",
     "less": "lt",
     "greater": "gt",
+}
+
+
+# names Kina has no primitive for: how to write them
+MISSING: dict[str, str] = {
+    "argmax": "Kina has no argmax: compare with (max x :axis a :keepdims true) and pick the "
+    "index with where over (iota i32 [...] :axis a)",
+    "argmin": "Kina has no argmin: compare with (min x :axis a :keepdims true) and pick the "
+    "index with where over (iota i32 [...] :axis a)",
+    "clamp": "write (min (max x lo) hi)",
+    "clip": "write (min (max x lo) hi)",
+    "var": "write (mean (square (sub x (mean x :axis a :keepdims true))) :axis a)",
+    "std": "write (sqrt (mean (square (sub x (mean x :axis a :keepdims true))) :axis a))",
+    "log_softmax": "write it stably: (sub x (add m (log (sum (exp (sub x m)) :axis -1 "
+    ":keepdims true)))) with m = (max x :axis -1 :keepdims true)",
+    "logsumexp": "write (add m (log (sum (exp (sub x m)) :axis a :keepdims true))) with "
+    "m = (max x :axis a :keepdims true)",
+    "ne": "write (eq (eq a b) 0): `eq` of a bool with the literal 0 negates it",
+    "not": "write (eq c 0) for a bool c",
 }
 
 
@@ -91,6 +109,8 @@ def unknown_function(name: str, candidates: list[str]) -> str | None:
             f'`{name}` is defined in the prelude: add (import "{std}") to this file '
             "(imports are not transitive: a file sees its own imports only)"
         )
+    if name in MISSING:
+        return MISSING[name]
     meant = ALIASES.get(name) or ALIASES.get(name.lower())
     if meant is not None:
         where = prelude_defns().get(meant)
