@@ -73,10 +73,10 @@ ALIASES: dict[str, str] = {
 
 # names Kina has no primitive for: how to write them
 MISSING: dict[str, str] = {
-    "argmax": "Kina has no argmax: compare with (max x :axis a :keepdims true) and pick the "
-    "index with where over (iota i32 [...] :axis a)",
-    "argmin": "Kina has no argmin: compare with (min x :axis a :keepdims true) and pick the "
-    "index with where over (iota i32 [...] :axis a)",
+    "argmax": "Kina has no argmax; the first maximum's index along axis 1 of x : [N M] is "
+    "(min (where (eq x (max x :axis 1 :keepdims true)) (iota i32 [N M] :axis 1) M) :axis 1)",
+    "argmin": "Kina has no argmin; the first minimum's index along axis 1 of x : [N M] is "
+    "(min (where (eq x (min x :axis 1 :keepdims true)) (iota i32 [N M] :axis 1) M) :axis 1)",
     "clamp": "write (min (max x lo) hi)",
     "clip": "write (min (max x lo) hi)",
     "var": "write (mean (square (sub x (mean x :axis a :keepdims true))) :axis a)",
