@@ -182,6 +182,7 @@ class Session:
         }
         self.target_override = target
         self.db = Database(self.store, context)
+        self._folders: tuple[tuple[str, ...], frozenset[str]] | None = None  # reads_folder
 
     # ------------------------------------------------------------------ running
 
@@ -270,10 +271,13 @@ class Session:
 
     def reads_folder(self, rel: str, listed: tuple[str, ...] | None = None) -> bool:
         """Whether the last build read a source below the folder ``rel`` (a deleted path is
-        a folder of the workspace's sources if so)."""
-        prefix = rel.rstrip("/") + "/"
+        a folder of the workspace's sources if so). The listing's folders are computed once
+        per listing: a ``git checkout`` names thousands of paths at once."""
         listed = pipeline.source_listing(self.db, ()) if listed is None else listed
-        return any(s.startswith(prefix) for s in listed)
+        if self._folders is None or self._folders[0] is not listed:
+            folders = {f.rsplit("/", n)[0] for f in listed for n in range(1, f.count("/") + 1)}
+            self._folders = (listed, frozenset(folders))
+        return rel.rstrip("/") in self._folders[1]
 
     def close(self) -> None:
         if self.store is not None:

@@ -8,6 +8,7 @@ A file that does not parse mid-edit is just another diagnostic. Ctrl-C exits cle
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -137,7 +138,9 @@ def _relevant(sess: Any, path: Path) -> bool:
         return True
     if path.name.startswith(".") or path.name in SKIP_DIRS:
         return False
-    return path.is_dir() or bool(sess.reads_folder(rel.as_posix()))
+    if path.is_dir():
+        return True
+    return not os.path.lexists(path) and bool(sess.reads_folder(rel.as_posix()))
 
 
 def _below(path: Path, root: Path) -> Path | None:
