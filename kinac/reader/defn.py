@@ -126,6 +126,16 @@ class DefnParser(ExprParser):
             return None
         items = node.items
         name = sym(items[0]) if items else None
+        if name is not None and not NAME.match(name) and name != ":":
+            self.err(  # `x?`, `x.y`: a symbol, but not one a binder may use
+                "K0117",
+                f"`{name}` is not a valid parameter name",
+                items[0],
+                "not a name",
+                "parameter, let and dimension names start with a letter and use letters, "
+                "digits, `_` and `-` (`w_q`, `h-1`)",
+            )
+            return None
         if name is None or not NAME.match(name):
             at = items[0] if items else node
             self.err(

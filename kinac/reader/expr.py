@@ -243,7 +243,10 @@ class ExprParser(FormParser):
         name = sym(b.items[0]) if b.items else None
         if len(b.items) != 2 or name is None or not NAME.match(name):
             if name is not None and not NAME.match(name):
-                msg, help = f"cannot bind `{name}`", "binding names start with a letter or `_`"
+                msg, help = (
+                    f"cannot bind `{name}`",
+                    "binding names start with a letter and use letters, digits, `_` and `-`",
+                )
             elif name is None:
                 msg, help = "a binding must start with a name", "write `(name EXPR)`"
             else:
