@@ -132,7 +132,7 @@ class DefnParser(ExprParser):
                 f"`{name}` is not a valid parameter name",
                 items[0],
                 "not a name",
-                "parameter, let and dimension names start with a letter and use letters, "
+                "parameter, let and dimension names start with a letter or `_` and use letters, "
                 "digits, `_` and `-` (`w_q`, `h-1`)",
             )
             return None

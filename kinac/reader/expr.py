@@ -245,7 +245,7 @@ class ExprParser(FormParser):
             if name is not None and not NAME.match(name):
                 msg, help = (
                     f"cannot bind `{name}`",
-                    "binding names start with a letter and use letters, digits, `_` and `-`",
+                    "binding names start with a letter or `_` and use letters, digits, `_`, `-`",
                 )
             elif name is None:
                 msg, help = "a binding must start with a name", "write `(name EXPR)`"
