@@ -132,8 +132,8 @@ class DefnParser(ExprParser):
                 f"`{name}` is not a valid parameter name",
                 items[0],
                 "not a name",
-                "parameter, let and dimension names start with a letter or `_` and use letters, "
-                "digits, `_` and `-` (`w_q`, `h-1`)",
+                "names start with a letter or `_` and use letters, digits, `_` and `-` (`w_q`, "
+                "`h-1`; a dimension's name has no `-`)",
             )
             return None
         if name is None or not NAME.match(name):
