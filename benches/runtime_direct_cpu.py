@@ -10,7 +10,8 @@ times kinac's side of that without a GPU, over ``benches/call_path_cpu.py``'s st
 through ``kinac.compile``'s callable, the host time before the copy graph's launch, after it,
 and the stand-in driver calls, for ``x`` in a ``pinned_empty`` array and in a torch CPU tensor
 taken as pinned (``is_pinned`` patched: a CPU build cannot pin; its calls counted), with the
-early DMA (``stager.early_dma``) and the pinnedness cache (``stager.pin_cache``) on and off,
+early DMA (``stager.early_dma``, here as the copy graph, whose launch is stamped) and the
+pinnedness cache (``stager.pin_cache``) on and off,
 rounds interleaved in one process. Wall time (``perf_counter_ns``) of this thread, median of
 the rounds' medians; a loaded machine inflates every row alike.
 """
@@ -72,6 +73,7 @@ def main() -> int:
         fn(x, *ws)
     entry = next(iter(fn._entries.values()))
     st = entry._stager
+    st.direct_by_calls = False  # (the early DMA as the copy graph: its launch is stamped)
     stamp = [0]
     clock = time.perf_counter_ns
 

@@ -40,6 +40,7 @@ def _bound(e: Any, drv: FakeDriver, x: Any, w: Any) -> tuple[Any, Any, Any]:
     rng = np.random.default_rng(0)
     e(rng.standard_normal(X).astype(np.float32), w)
     st, g = _graphed(e, drv)
+    st.direct_by_calls, st.pin_cache = False, True  # (the copy graph; each case sets its own)
     _cheap_context(e)
     e(x, w)
     call = e.hot_path((x, w))

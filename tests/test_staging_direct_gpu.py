@@ -16,10 +16,12 @@ from mlp_sweep_support import sweep_mlp
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("early", [True, False])
+@pytest.mark.parametrize("how", ["calls", "graph", "off"])
 def test_pinned_inputs_refilled_after_each_call_equal_device_inputs(
-    early: bool, monkeypatch: pytest.MonkeyPatch
+    how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """``how``: the early DMA as driver calls (the default), as the copy graph, or off."""
+    early = how != "off"
     from kinac.rt import cuda
 
     if not cuda.available():
@@ -39,11 +41,12 @@ def test_pinned_inputs_refilled_after_each_call_equal_device_inputs(
         return out
 
     monkeypatch.setattr(staging_direct, "direct_call", counted)
-    with sweep_mlp(0, seed=3 if early else 4) as m:  # x 0.5 MiB
+    with sweep_mlp(0, seed=len(how)) as m:  # x 0.5 MiB
         fn, ws, x, rng = m.fn, m.ws, m.x, m.rng
         fn(x, *ws)
         st = next(e for key, e in fn._entries.items() if key[0][0].device == "cpu")._stager
         st.early_dma = st.pin_cache = early
+        st.direct_by_calls = how == "calls"
         buf = pinned_empty(x.shape, np.float32)
         xt = torch.empty(x.shape).pin_memory()
         xs, outs = [], []
@@ -74,4 +77,4 @@ def test_pinned_inputs_refilled_after_each_call_equal_device_inputs(
         assert (sum(taken[n:]) >= 8) if early else not taken, why
         for k, (xk, o) in enumerate(zip(xs, outs, strict=True)):
             want = torch.from_dlpack(fn(torch.from_numpy(xk).cuda(), *ws)).cpu()
-            assert torch.equal(o.cpu(), want), f"early {early}, call {k}"
+            assert torch.equal(o.cpu(), want), f"{how}, call {k}"

@@ -200,13 +200,14 @@ class HostStager:
         self.copy_flag = os.environ.get("KINAC_STAGING_FLAG", "1" if COPY_FLAG else "0") != "0"
         env = os.environ.get("KINAC_STAGING_DIRECT_FLAG")
         self.direct_flag = env != "0" if env else DIRECT_FLAG  # see COPY_FLAG, DIRECT_FLAG
-        # 2026-12-02e: a caller's pinned array's DMA queued first in the bound call
-        # (staging_direct), and a torch tensor's pinnedness remembered per storage
-        # (pinned.torch_pinned); off: the paths before, for the bench's same-process A/B
+        # 2026-12-02e (docs/runtime.md, "Host-input calls from page-locked memory"): a caller's
+        # pinned array's DMA queued first in the bound call (staging_direct; off: _steady, the
+        # path before), as driver calls rather than the copy graph (the H200 measured them
+        # 2-4% faster a call on two hosts), and a torch tensor's pinnedness remembered per
+        # storage (pinned.torch_pinned: off, the H200 measured is_pinned() no slower)
         self.early_dma = os.environ.get("KINAC_STAGING_EARLY_DMA", "1") != "0"
-        self.pin_cache = os.environ.get("KINAC_STAGING_PIN_CACHE", "1") != "0"
-        # that DMA as driver calls instead of the copy graph (the bench's A/B)
-        self.direct_by_calls = os.environ.get("KINAC_STAGING_DIRECT_CALLS", "0") == "1"
+        self.direct_by_calls = os.environ.get("KINAC_STAGING_DIRECT_CALLS", "1") != "0"
+        self.pin_cache = os.environ.get("KINAC_STAGING_PIN_CACHE", "0") == "1"
         self.streamed = 0  # host arrays copied with streaming stores
         self.staged_positions: tuple[int, ...] = ()  # the last general call's host params
         self.copies = 0  # host arrays staged (tests and metrics)
