@@ -108,3 +108,37 @@ def test_cache_clear_stops_the_server_of_that_cache(tmp_path: Path) -> None:
         time.sleep(0.05)
     assert not t.is_alive() and not srv.path.exists()
     assert (tmp_path / "cache" / "notes.sock.txt").exists()
+
+
+def test_kinac_serve_where_it_cannot_listen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kinac serve`` on a cache directory where it cannot make its socket (a read-only
+    mount, here a link refused as it is there): before, an internal error (the start marker's
+    removal raised) or, past that, "a server already listens at ..." with exit 0, which was
+    untrue. Now one error that says why, exit 2, and nothing left behind."""
+    import os
+
+    from kinac.errors import EXIT_USAGE
+    from kinac.server import serve as serve_mod
+    from kinac.server.address import starting_marker
+    from kinac.session import Session
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.kina").write_text("(module a)\n(defn f [(x : f32)] -> f32 (add x x))\n")
+    sess = Session(ws, cache_dir=str(tmp_path / "cache"))
+    path = Server(sess.ws.root, sess.cache_dir).path
+    starting_marker(path).mkdir(parents=True)  # removing it raises IsADirectoryError
+
+    def refuse(src: object, dst: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(serve_mod, "prewarm", lambda: None)
+    monkeypatch.setattr(serve_mod, "warm_workspace", lambda s: True)
+    monkeypatch.setattr(os, "link", refuse)
+    code = serve_mod.serve(sess, idle_s=0.1)
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE, err
+    assert "cannot listen" in err and "Permission denied" in err and "already listens" not in err
+    assert not path.exists() and not list(path.parent.glob("s*.tmp"))

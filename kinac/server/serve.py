@@ -14,6 +14,7 @@ clear``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -65,6 +66,7 @@ class Server:
         self.active = 0
         self._sock: socket.socket | None = None
         self._ino = -1
+        self.bind_error: str | None = None  # why no socket could be made (see bind)
         # the process's CPU seconds after each request (and at start), one line each, for
         # benches/scaling.py: /proc's counters tick every 10 ms, a served edit is ~80 ms
         self.cpu_log = os.environ.get("KINAC_SERVER_CPU_LOG") or None
@@ -81,34 +83,42 @@ class Server:
             probe.connect(str(self.path))
             return True
         except OSError:
-            self.path.unlink(missing_ok=True)  # stale: its server died
+            with contextlib.suppress(OSError):  # (a directory there is no socket to remove)
+                self.path.unlink(missing_ok=True)  # stale: its server died
             return False
         finally:
             probe.close()
 
     def bind(self) -> bool:
-        """Listen at :attr:`path`; False when a live server already does."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self.live():
-            return False
+        """Listen at :attr:`path`; False when a live server already does, or when no socket
+        can be made there (then :attr:`bind_error` says why: a read-only cache directory)."""
         # Listen under a temporary name, then link it into place: a client that finds the path
         # may connect at once, and a refused connection means a dead server whose socket the
         # client removes (kinac.server.client._remove_stale). The link fails if another
         # server's is there already. The temporary name is shorter than the real one, so it
         # fits wherever the real one does (address.SOCKET_MAX).
         tmp = self.path.with_name(f"s{os.getpid()}-{next(_TMP_SEQ)}.tmp")
-        tmp.unlink(missing_ok=True)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if self.live():
+                sock.close()
+                return False
+            tmp.unlink(missing_ok=True)
             sock.bind(str(tmp))
             os.chmod(tmp, 0o600)
             sock.listen(16)
             os.link(tmp, self.path)
-        except OSError:
+        except FileExistsError:
             sock.close()
             return False  # another server linked its socket first
+        except OSError as e:
+            sock.close()
+            self.bind_error = e.strerror or str(e)
+            return False
         finally:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
         sock.settimeout(0.5)
         self._sock, self._ino = sock, os.stat(self.path).st_ino
         return True
@@ -360,7 +370,17 @@ def serve(sess: Any, idle_s: float) -> int:
         settle()
         bound = server.bind()
     finally:
-        marker.unlink(missing_ok=True)  # listening or not, this server is no longer starting
+        with contextlib.suppress(OSError):  # listening or not, it is no longer starting
+            marker.unlink(missing_ok=True)
+    if not bound and server.bind_error is not None:
+        from kinac.errors import EXIT_USAGE
+
+        print(
+            f"kinac: error: kinac serve cannot listen at {server.path} ({server.bind_error})",
+            file=sys.stderr,
+        )
+        sess.close()
+        return EXIT_USAGE
     if not bound:
         print(f"kinac serve: a server already listens at {server.path}", file=sys.stderr)
         return 0
