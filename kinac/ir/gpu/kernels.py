@@ -9,13 +9,11 @@
   computes its elementwise output from the registers: one read and one write per element.
 - ``reduce``/``softmax`` over another axis (or rows too long to unroll): a thread per output
   group, looping over the reduced axis (consecutive threads read consecutive addresses).
-- ``gather``: a map over the output with a bounds check that records the first bad index in
-  the status buffer (an atomic compare-and-swap), then reads row 0 instead of garbage.
+- ``gather`` (:mod:`kinac.ir.gpu.kernels_gather`): a map over the output with a bounds check
+  that records the first bad index in the status buffer, then reads row 0 instead of garbage.
 - ``concat``: one launch per operand, a map writing its slice of the output.
-- ``scatter_add`` (gather's VJP): a thread per (column, chunk of table rows) zeroes its rows,
-  then walks every index in order, adding the source element of the rows in its chunk: each
-  output element has one writer, which adds in index order, so results are deterministic (no
-  atomics). A bf16/f16 table is rounded after each add (the host rounds once).
+- ``scatter_add`` (gather's VJP, :mod:`kinac.ir.gpu.kernels_gather`): deterministic, one
+  writer per output element, adding in index order.
 - ``matmul`` with ``impl = "loops"`` (integers): a thread per output element.
 
 Every kernel takes ``(out, inputs..., [status])`` as global pointers.
@@ -29,11 +27,11 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from kinac.artifacts.host import GATHER_OOB
 from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kina import _int, dtype_name, shape_of
 from kinac.ir.gpu.emit import Builder, Ix, Val
+from kinac.ir.gpu.kernels_gather import gather_kernel, scatter_add_kernel
 from kinac.ir.gpu.plan import (
     BLOCK,
     RowConfig,
@@ -45,11 +43,7 @@ from kinac.ir.gpu.plan import (
 )
 from kinac.ir.gpu.read import BodyReader, Lanes, bcast
 from kinac.ir.gpu.rows import RowReducer
-from kinac.ir.gpu.scalar import COMPUTE
 from kinac.ir.layout import cstrides
-
-SCATTER_THREADS = 1 << 16
-"""Threads a scatter-add aims for (columns x row chunks): each walks every index once."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +83,9 @@ class KernelGen:
         if kind == "matmul":
             return [self._naive_matmul(sym)]
         if kind == "gather":
-            return [self._gather(sym)]
+            return [gather_kernel(self, sym)]
         if kind == "scatter_add":
-            return [self._scatter_add(sym)]
+            return [scatter_add_kernel(self, sym)]
         if kind in ("reduce", "softmax", "row"):
             cfg = self.row_plan()
             if cfg is not None:
@@ -255,7 +249,7 @@ class KernelGen:
             kind = op.name.removeprefix("kina.reduce_")
             accs = fold(kind, lambda i: r.read(op.x, i, lax))
             if kind == "mean":
-                accs = [sc.binary("div", a, sc.c(n, dt), dt) for a in accs]
+                accs = [sc.binary("div", a, sc.count(n, dt), dt) for a in accs]
             keep = _int(op, "keepdims")
             oidx = [*pos[:ax], 0, *pos[ax:]] if keep else pos
             off = r.linear(oidx, cstrides(shape_of(op.result.type)))
@@ -281,106 +275,7 @@ class KernelGen:
         grid = max(1, -(-groups // BLOCK))
         return self._finish(b, name, grid, BLOCK, vec, note=f"loop over axis {ax}, {n} steps")
 
-    # ---- gather, concat, integer matmul ---------------------------------------------------------
-    def _gather(self, name: str) -> KernelFn:
-        op = self.root.owner
-        assert isinstance(op, st.GatherOp)
-        shape, dt = shape_of(self.root.type), dtype_name(self.root.type)
-        vrows = shape_of(op.table.type)[0]
-        vec = vector_width(shape[-1], ITEMSIZE[dt])
-        b, r, out = self._start(vec)
-        ishape = shape_of(op.idx.type)
-        idt = dtype_name(op.idx.type)
-
-        def value(idx: list[Ix], lax: int | None) -> Lanes:
-            raw = r.read1(op.idx, idx[:-1])
-            ty = COMPUTE[idt]
-            bad = b.emit(f"icmp uge {ty} {raw.ref}, {vrows}", "i1")  # negative: huge unsigned
-            self._record_oob(b, r, bad, raw, idx[:-1], ishape, vrows)
-            safe = b.select(bad, b.ci(0, ty), raw)
-            if ty != self.ix:
-                conv = "trunc" if ty == "i64" else "sext"
-                safe = b.emit(f"{conv} {safe} to {self.ix}", self.ix)
-            return r.read(op.table, [safe, idx[-1]], 1 if lax is not None else None)
-
-        self._map_body(b, r, out, shape, vec, value, None)
-        groups = math.prod(shape) // vec
-        return self._finish(b, name, map_grid(groups, map_unroll(groups)), BLOCK, vec)
-
-    def _scatter_add(self, name: str) -> KernelFn:
-        op = self.root.owner
-        assert isinstance(op, st.ScatterAddOp)
-        (vrows, d), dt = shape_of(self.root.type), dtype_name(self.root.type)
-        ishape, idt = shape_of(op.idx.type), dtype_name(op.idx.type)
-        chunks = max(1, min(vrows, -(-SCATTER_THREADS // d)))
-        rows = -(-vrows // chunks)
-        b, r, out = self._start(1)
-        ix = self.ix
-        tid, bid = self._tid(b)
-        g = b.iadd(b.imul(bid, BLOCK, ix), tid, ix)
-        live = b.icmp("ult", g, chunks * d, ix)
-        g = b.select(live, b.ival(g, ix), b.ci(0, ix))
-        col, first = b.imod(g, d, ix), b.imul(b.idiv(g, d, ix), rows, ix)
-
-        def zero(k: Val, _: list[Val]) -> list[Val]:
-            row = b.iadd(first, k, ix)
-            ok = b.and1(live, b.icmp("ult", row, vrows, ix))
-            b.if_then(ok, lambda: r.store(out, r.linear([row, col], (d, 1)), [r.sc.c(0, dt)], dt))
-            return []
-
-        b.loop(rows, ix, [], zero)
-
-        def add(p: Val, _: list[Val]) -> list[Val]:
-            with r.scope():
-                pidx = r.unflatten(p, ishape)
-                raw = r.read1(op.idx, pidx)
-                ty = COMPUTE[idt]
-                if ty != ix:
-                    raw = b.emit(f"{'trunc' if ty == 'i64' else 'sext'} {raw} to {ix}", ix)
-                rel = b.emit(f"sub {ix} {raw.ref}, {b.ival(first, ix).ref}", ix)
-                mine = b.and1(b.icmp("ult", rel, rows, ix), b.icmp("ult", raw, vrows, ix))
-
-                def accumulate() -> None:
-                    off = r.linear([raw, col], (d, 1))
-                    cur = r.scalar_load(out, off, dt)
-                    val = r.read1(op.src, [*pidx, col])
-                    r.store(out, off, [r.sc.binary("add", cur, val, dt)], dt)
-
-                b.if_then(b.and1(live, mine), accumulate)
-            return []
-
-        b.loop(math.prod(ishape), ix, [], add)
-        grid = max(1, -(-(chunks * d) // BLOCK))
-        return self._finish(
-            b,
-            name,
-            grid,
-            BLOCK,
-            1,
-            note=f"{chunks} row chunks, in order, {rows + math.prod(ishape)} steps",
-        )
-
-    def _record_oob(self, b: Builder, r: BodyReader, bad: Val, raw: Val, bidx: list[Ix], ishape: tuple[int, ...], vrows: int) -> None:  # fmt: skip
-        g = b.gptr
-
-        def record() -> None:
-            res = b.emit(
-                f"cmpxchg {g} %status, i64 0, i64 {GATHER_OOB} monotonic monotonic", "{ i64, i1 }"
-            )
-            won = b.emit(f"extractvalue {{ i64, i1 }} {res.ref}, 1", "i1")
-
-            def fields() -> None:
-                pos = b.ival(r.linear(bidx, cstrides(ishape)), self.ix)
-                wide = [b.ci(self.index, "i64"), r.sc.index_to(pos, "i64")]
-                wide.append(raw if raw.ty == "i64" else b.emit(f"sext {raw} to i64", "i64"))
-                wide.append(b.ci(vrows, "i64"))
-                for k, v in enumerate(wide, start=1):
-                    b.store(v, b.gep("i64", Val("%status", g), k, "i32"), 8)
-
-            b.if_then(won, fields)
-
-        b.if_then(bad, record)
-
+    # ---- concat, integer matmul (gather, scatter_add: kinac/ir/gpu/kernels_gather.py) ---------
     def _concat_part(self, op: st.ConcatOp, i: int, name: str) -> KernelFn:
         ax = _int(op, "axis")
         full = shape_of(op.result.type)

@@ -73,7 +73,7 @@ class RowReducer:
         acc = self.fold(kind, dt, vals)
         length = shape_of(op.x.type)[-1]
         if kind == "mean":
-            acc = sc.binary("div", acc, sc.c(length, dt), dt)
+            acc = sc.binary("div", acc, sc.count(length, dt), dt)
         acc = sc.round(acc, dtype_name(op.result.type))
         r.special[op.result] = lambda idx, lax: r.uniform(acc)
 

@@ -60,7 +60,10 @@ def round_constant(value: float, dt: str) -> float:
     if dt == "f64":
         return float(value)
     if dt == "f16":
-        return float(struct.unpack("<e", struct.pack("<e", value))[0])
+        try:
+            return float(struct.unpack("<e", struct.pack("<e", value))[0])
+        except OverflowError:  # past 65520: IEEE rounds to infinity (it was a crash)
+            return math.copysign(math.inf, value)
     try:
         f = struct.unpack("<f", struct.pack("<f", value))[0]
     except OverflowError:
@@ -89,6 +92,14 @@ class Scalars:
         if dt in FLOAT:
             return self.b.cf(round_constant(float(value), dt), COMPUTE[dt])
         return self.b.ci(int(value), COMPUTE[dt])
+
+    def count(self, n: int, dt: str) -> Val:
+        """An element count as ``mean``'s divisor, in the compute type: f16/bf16 compute in f32,
+        where rounding it to the dtype (``c(n, dt)``) made the mean of 2049 f16 threes 3.002
+        (2049 is the f16 2048) and a count past 65504 an f16 overflow (a crash)."""
+        if dt in FLOAT:
+            return self.b.cf(round_constant(float(n), "f64" if dt == "f64" else "f32"), COMPUTE[dt])
+        return self.c(n, dt)
 
     def op(self, text: str, ty: str) -> Val:
         return self.b.emit(text, ty)
