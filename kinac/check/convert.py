@@ -11,6 +11,7 @@ from kinac.check import dims as D
 from kinac.check.codes import at, error
 from kinac.check.dims import Poly
 from kinac.check.formula import Rel
+from kinac.check.shard import annotation_problems
 from kinac.check.types import ERR, Shard, SShape, SType, device_of
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
@@ -150,6 +151,8 @@ class TypeConv:
                     )
                 place.append((a.name, args))
             elif a.name in SHARDINGS:
+                for msg, help in annotation_problems(a.name, args):
+                    self._err("K0702", msg, a.nid, help=help)
                 shards.append(Shard(a.name, args))
             else:
                 self._err(

@@ -221,6 +221,52 @@ def _signature_mesh_names(signatures: Sequence[ast.Signature]) -> set[str]:
     return out
 
 
+_KEYS = {
+    "sharded": ("axis", "mesh", "over"),
+    "partial": ("mesh", "over"),
+    "replicated": ("mesh", "over"),
+}
+
+
+def annotation_problems(
+    name: str, args: Sequence[tuple[str | None, int | str]]
+) -> list[tuple[str, str]]:
+    """``(message, help)`` for each way a sharding annotation is malformed beyond what
+    :func:`shard_divs` judges: an argument it does not take (``foo=3``), no mesh (``@sharded
+    (axis=0)`` was silently no split at all), a ``@partial`` reduction other than ``sum`` (the
+    planner read ``@partial(max, …)`` as a sum). Spec section 7 has ``@sharded(axis=I,
+    mesh=M)``, ``@partial(sum, mesh=M)`` and ``@replicated``."""
+    if name not in _KEYS:
+        return []
+    out: list[tuple[str, str]] = []
+    usage = {
+        "sharded": "`@sharded(axis=I, mesh=M)`, `over=A` repeatable on an N-D mesh",
+        "partial": "`@partial(sum, mesh=M)`, `over=A` repeatable on an N-D mesh",
+        "replicated": "`@replicated`, or `@replicated(mesh=M, over=A)`",
+    }[name]
+    for k, _v in args:
+        if k is not None and k not in _KEYS[name]:
+            out.append((f"`@{name}` has no argument `{k}=`", f"write {usage}"))
+    positional = [v for k, v in args if k is None]
+    if len(positional) > (2 if name != "replicated" else 1):
+        out.append((f"`@{name}` has too many positional arguments", f"write {usage}"))
+    if name == "partial":
+        op = positional[0] if positional else None
+        if op != "sum":
+            out.append(
+                (
+                    f"`@partial` sums over the devices; `{op}` is no partial reduction"
+                    if op is not None
+                    else "`@partial` needs its reduction, `sum`",
+                    f"write {usage}; a max or min over devices has no partial form (the planner "
+                    "gathers such a dim instead)",
+                )
+            )
+    if name in ("sharded", "partial") and mesh_of(name, args) is None:
+        out.append((f"`@{name}` names no mesh", f"write {usage}"))
+    return out
+
+
 def mesh_of(name: str, args: Sequence[tuple[str | None, int | str]]) -> str | None:
     """The mesh a sharding annotation names: ``mesh=M``, or its second positional argument
     (``@sharded(0, tp)``, ``@partial(sum, tp)``; the first of ``@replicated(tp)``), as

@@ -14,6 +14,7 @@ from kinac.check import dims as D
 from kinac.check.codes import at, error
 from kinac.check.dims import Poly
 from kinac.check.formula import Rel
+from kinac.check.shard import annotation_problems
 from kinac.check.types import Shard, SShape, device_of
 from kinac.diag.model import Diagnostic
 from kinac.reader import ast
@@ -222,7 +223,10 @@ class Statics:
                 "partial",
             ):
                 a = e.annotation
-                out.append(Shard(a.name, tuple((x.key, x.value) for x in a.args)))
+                args = tuple((x.key, x.value) for x in a.args)
+                for msg, help in annotation_problems(a.name, args):
+                    raise self.bad("K0702", msg, e.nid, help=help)
+                out.append(Shard(a.name, args))
             else:
                 raise self.bad(
                     "K0702",
