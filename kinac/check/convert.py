@@ -134,6 +134,14 @@ class TypeConv:
                         help="write `@cuda(N)` with a device number N",
                     )
                     args = ()
+                elif a.name == "cpu" and args:
+                    self._err(
+                        "K0702",
+                        "`@cpu` takes no argument",
+                        a.nid,
+                        help="write `@cpu` (the host), or `@cuda(N)` for GPU N",
+                    )
+                    args = ()
                 elif a.name == "cuda" and args and int(args[0][1]) < 0:
                     self._err(
                         "K0702",

@@ -206,6 +206,13 @@ class Statics:
                     e.nid,
                     help="write `@cuda(N)` with a device number N",
                 )
+            if a.name == "cpu" and args:
+                raise self.bad(
+                    "K0702",
+                    "`@cpu` takes no argument",
+                    e.nid,
+                    help="write `@cpu` (the host), or `@cuda(N)` for GPU N",
+                )
             return device_of(((a.name, args),))
         raise self.bad(
             "K0207",
