@@ -1,12 +1,13 @@
 """The hot call of a GPU entry through ``kinac.compile`` in both orders (issue 14, latency of a
 small call): every check before the graph launch (``KINAC_LAUNCH_FIRST=0``), or the launch as
-soon as the graph and output are known, the addresses and torch versions compared after it.
+soon as the graph, output and addresses are known, the torch versions compared after it.
 
 Both orders must give the same answers: a data write (``mul_``) keeps the call hot with one
 launch; a square tensor transposed in place (``t_``: same shape, same address) is imported again,
 which reports it (before 2026-12-02e the entry reused its row-major import: a silent wrong
 result, in either order); a tensor moved by ``x.data = y`` (no version counted) is imported at
-its new address. Without a GPU: a real lowering, a driverless entry (``tests/latency_fakes.py``),
+its new address, and one whose memory was freed in place is refused (before: address 0 was
+imported and launched). Without a GPU: a real lowering, a driverless entry (``tests/latency_fakes.py``),
 torch CPU tensors standing for CUDA ones; launches are counted, never timed.
 """
 
@@ -77,14 +78,24 @@ def test_a_square_tensor_transposed_in_place_is_imported_again(hot_fn: Any) -> N
 
 
 def test_a_tensor_moved_without_a_version_is_imported_at_its_new_address(hot_fn: Any) -> None:
-    f, ins, first = hot_fn
+    f, ins, _ = hot_fn
     entry = next(iter(f._entries.values()))
     before = LAUNCHES[0]
     ins[0].data = ins[0].clone()  # another address; torch counts no in-place change
     f(*ins)
-    # launch first: the launch read the old storage (its import holds it), then the general
-    # path imported x again and ran at the new address; checks first: that path only
-    assert LAUNCHES[0] == before + (2 if first else 1)
+    # the addresses are compared before the launch in both orders: one launch, at the new one
+    assert LAUNCHES[0] == before + 1
     assert list(entry._bound)[-1][0] == ins[0].data_ptr()
     hit = entry._imports[(0, id(ins[0]))]
     assert hit[1].ptr == ins[0].data_ptr()
+
+
+def test_a_tensor_whose_memory_was_freed_in_place_is_refused(hot_fn: Any) -> None:
+    """``untyped_storage().resize_(0)`` frees a tensor's memory in place (torch counts no
+    change; its ``data_ptr()`` reads 0): before, the entry imported address 0 and launched."""
+    f, ins, _ = hot_fn
+    before = LAUNCHES[0]
+    ins[1].untyped_storage().resize_(0)
+    with pytest.raises(KinaGpuError, match="`y` has no memory to read"):
+        f(*ins)
+    assert LAUNCHES[0] == before  # nothing launched, in either order

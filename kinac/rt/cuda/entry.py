@@ -206,7 +206,12 @@ class GpuEntry:
         if isinstance(x, Tensor) and x.is_cuda:
             t = x
         elif (t := entry_hot.torch_import(x)) is not None:
-            pass  # a torch CUDA tensor, read from its attributes (checked below like any)
+            gap = entry_imports.storage_gap(t)  # (then checked below like any)
+            if gap is not None:
+                raise KinaGpuError(
+                    f"{self.lowered.name}: argument `{spec.name}` has no memory to read ({gap}: "
+                    "freed or shrunk in place, e.g. by untyped_storage().resize_)"
+                )
         elif hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == KDL_CUDA:
             self._check_gpu(spec.name, int(x.__dlpack_device__()[1]))  # before the export
             try:

@@ -312,12 +312,15 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
     free_t, free_o = FREE_T, FREE_O
     rc_of = _RC
 
-    first = hot.LAUNCH_FIRST  # the addresses compared after the launch (below)
+    # launch first (hot.LAUNCH_FIRST): the caller compares the arrays' versions after the
+    # launch; the addresses stay before it (below): a tensor whose memory was freed in place
+    # (untyped_storage().resize_(0)) reads address 0 there, and no launch may read it
+    first = hot.LAUNCH_FIRST
 
     def run(arrays: tuple[Any, ...]) -> Any:
         if (
             box[0] is token
-            and (first or dp is None or tuple(map(dp, arrays)) == dps)
+            and (dp is None or tuple(map(dp, arrays)) == dps)
             and entry.use_graphs
             and not entry.volatile
             and entry._stager is None
@@ -333,31 +336,21 @@ def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | N
                         rc = fast[0](fast[1], cvp)
                         if rc:
                             driver.fail("cuGraphLaunch", rc)
-                        if not first or dp is None or tuple(map(dp, arrays)) == dps:
-                            entry.hot_calls += 1  # (a replay too: GpuEntry.replays)
-                            return t
-                        # launched first, and a tensor has moved since the memo (x.data = y):
-                        # the launch read its old storage, which its import still holds, into
-                        # t, which nobody holds; the general path imports it again and runs
-                        # after that launch on the stream
-                        entry._replays += 1
-                        t = None  # type: ignore[assignment]
-                        return entry(*arrays)
+                        entry.hot_calls += 1  # (a replay too: GpuEntry.replays)
+                        return t
                     break
             t = None  # type: ignore[assignment]  # (not held while _launch takes the kept outputs)
-            if not first or dp is None or tuple(map(dp, arrays)) == dps:
-                out = _launch(entry, in_ptrs, last if one else None)
-                if out is not None:
-                    return out
+            out = _launch(entry, in_ptrs, last if one else None)
+            if out is not None:
+                return out
         return entry(*arrays)
 
     def call(*arrays: Any) -> Any:
         return run(arrays)
 
     call.run = run  # type: ignore[attr-defined]  # (kinac.compile calls it with the tuple)
-    # launched before the addresses are compared (hot.LAUNCH_FIRST): the caller may compare
-    # the arrays' versions after it too, and check the forms of those that moved against
-    # these imports (kinac.compile's hot path)
+    # launched first (hot.LAUNCH_FIRST): the caller may compare the arrays' versions after the
+    # launch, and check the forms of those that moved against these imports (kinac.compile)
     call.launch_first = first  # type: ignore[attr-defined]
     call.ins = token[1]  # type: ignore[attr-defined]
     return call

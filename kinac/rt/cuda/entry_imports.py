@@ -70,6 +70,22 @@ def changed_forms_same(
     return True
 
 
+def storage_gap(t: Tensor) -> str | None:
+    """Why the torch storage ``t`` was imported from (its ``owner``, as
+    :func:`~kinac.rt.cuda.entry_hot.torch_import` sets it) does not hold ``t``'s elements, or
+    None. ``x.untyped_storage().resize_(0)`` (FSDP frees parameters so) frees a tensor's memory
+    in place: torch counts no change, the tensor keeps its shape and its ``data_ptr()`` reads 0;
+    imported as it stands, the kernels would read address 0 (a fault that ends the context)."""
+    st = t.owner
+    try:
+        base, size = int(st.data_ptr()), int(st.nbytes())
+    except (AttributeError, TypeError, RuntimeError):  # not a torch storage: nothing to read
+        return None
+    if t.numel and (t.ptr == 0 or t.ptr < base or t.ptr + t._span_bytes() > base + size):
+        return f"its storage holds {size} bytes, fewer than its shape needs"
+    return None
+
+
 def known(entry: GpuEntry, i: int, x: Any, ptr: int | None = None) -> Tensor | None:
     """The remembered import of ``x`` at position ``i``, if ``x`` is the array imported, still
     at that address (``ptr``: its ``data_ptr()`` when the caller read it already) and, where it
