@@ -99,3 +99,20 @@ def test_a_tensor_whose_memory_was_freed_in_place_is_refused(hot_fn: Any) -> Non
     with pytest.raises(KinaGpuError, match="`y` has no memory to read"):
         f(*ins)
     assert LAUNCHES[0] == before  # nothing launched, in either order
+
+
+def test_the_entry_called_directly_sees_a_transposed_tensor_in_both_orders(hot_fn: Any) -> None:
+    f, ins, first = hot_fn
+    entry = next(iter(f._entries.values()))
+    for _ in range(2):
+        entry(*ins)
+    before, hot_before = LAUNCHES[0], entry.hot_calls
+    ins[1].mul_(1.0)  # a data write: hot, one launch
+    entry(*ins)
+    assert (LAUNCHES[0], entry.hot_calls) == (before + 1, hot_before + 1)
+    ins[1].t_()
+    with pytest.raises(KinaGpuError, match="`y` is not contiguous"):
+        entry(*ins)
+    # launch first: one launch computed garbage into an output nobody holds, then the error
+    assert LAUNCHES[0] == before + 1 + (1 if first else 0)
+    assert entry.hot_calls == hot_before + 1

@@ -276,9 +276,17 @@ def hot_call(entry: GpuEntry, arrays: tuple[Any, ...]) -> Any:
     ids, _, in_ptrs, dp, dps, _ = last
     if tuple(map(id, arrays)) != ids or (dp is not None and tuple(map(dp, arrays)) != dps):
         return None
-    if not same_versions(last, arrays):
-        return None
-    return _launch(entry, in_ptrs)
+    if not hot.LAUNCH_FIRST:
+        return _launch(entry, in_ptrs) if same_versions(last, arrays) else None
+    # launch first (docs/call_path.md): the versions after the launch; a form changed in place
+    # at the same addresses made it compute garbage into outputs nobody holds, and the general
+    # path redoes the call after it on the stream (re-importing the array, or reporting it)
+    out = _launch(entry, in_ptrs)
+    if out is None or same_versions(last, arrays):
+        return out
+    entry.hot_calls -= 1
+    entry._replays += 1  # (a launch all the same)
+    return None
 
 
 def bind_hot(entry: GpuEntry, arrays: tuple[Any, ...]) -> Callable[..., Any] | None:
