@@ -7,6 +7,12 @@ a user calls it. Two timings per workload, wall clock on the host:
 * **per call (sync)**: each call followed by ``torch.cuda.synchronize()`` (latency of one call);
 * **pipelined**: ``n`` calls, one sync at the end, divided by ``n`` (throughput).
 
+The small rows (issue 14's latency goal) are timed in a steady state: after 1 s of calls of every
+candidate (:func:`warm_up`; the former first-measured figure is kept as ``kinac_cold_sync_ms``),
+and the first of them with kinac and eager timed before ``torch.compile`` first runs in the
+process (after it every Python call of the process costs more; kinac is timed again after it,
+``kinac_after_compile_sync_ms``). The table's note under the rows says which applied.
+
 Against, in the same process: PyTorch eager (the block written with SDPA, causal and GQA), and
 the best PyTorch: the same SDPA block under ``torch.compile(mode="reduce-overhead")`` (CUDA
 graphs). The ratio is against the better of the two PyTorch figures per column. Each result
