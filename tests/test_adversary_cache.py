@@ -229,3 +229,39 @@ def test_a_cache_deleted_while_a_session_had_it_closed(tmp_path: Path) -> None:
     live.close()
     ran, reused = _build(ws, cache)
     assert (ran, reused > 0) == (0, True)
+
+
+def test_a_value_store_locked_by_another_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the value store's write lock past the wait (a process stopped
+    with Ctrl-Z mid-commit, a hung NFS client): diskcache raises its own ``Timeout``, which is
+    no ``sqlite3.Error``, and the build ended in an internal error. Now the build finishes
+    and the cache is turned off for the process with one warning that says why."""
+    import sqlite3
+
+    from kinac.rules import cache_files
+
+    ws, cache = tmp_path / "ws", tmp_path / "cache"
+    ws.mkdir()
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f"))
+    _build(ws, cache)
+    monkeypatch.setattr(cache_files, "VALUE_STORE_WAIT_S", 0.2)
+    warnings: list[str] = []
+    sess = Session(ws, cache_dir=str(cache))
+    assert sess.store is not None
+    sess.store.warn = warnings.append
+    sess.build()
+    assert sess.store._values() is not None  # open before the other process takes its lock
+    holder = sqlite3.connect(cache / "blobs" / "cache.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the other process's write lock, held
+    try:
+        (ws / "a.kina").write_text(GOOD.format(m="a", f="f").replace("add", "mul"))
+        sess.invalidate_paths([ws / "a.kina"])
+        report = sess.build()
+        sess.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert report.error_count == 0
+    assert len(warnings) == 1 and "locked" in warnings[0], warnings

@@ -45,6 +45,12 @@ DEFAULT_SIZE_LIMIT = 2 * 1024**3
 # open, a write, a close) took twice the CPU of the same rows (1.4 vs 2.8 ms per edit's
 # values, reading them back 0.2 vs 0.34 ms). Values stored as files before stay readable.
 INLINE_VALUES = 4 * 1024**2
+# How long a write waits for another process's lock on the value store (diskcache's default)
+# before the cache is turned off for this process (diskcache.Timeout, see Store.save).
+VALUE_STORE_WAIT_S = 60.0
+# What a read or write of the value store raises when it fails (diskcache's Timeout is no
+# sqlite3.Error: a lock held past VALUE_STORE_WAIT_S was an internal error).
+VALUE_STORE_ERRORS = (sqlite3.Error, OSError, diskcache.Timeout)
 KEEP_GENERATIONS = 50
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS memo(qid TEXT PRIMARY KEY, name TEXT NOT NULL, rec BLOB NOT NULL,"
@@ -130,7 +136,8 @@ class CacheFiles:
         self._con: sqlite3.Connection | None = None
         self._blobs: diskcache.Cache | None = None
         self.base_gen: int | None = None  # the generation this process first read
-        self._ino: tuple[int, int] | None = None  # the index file's (device, inode)
+        self._ino: tuple[int, int] | None = None  # the open index file's (device, inode)
+        self._inst: object = None  # the index's own instance id (meta 'instance')
         self._swapped = False  # reopened another index than the one it had (see replaced)
 
     # ------------------------------------------------------------------ opening and damage
@@ -198,10 +205,10 @@ class CacheFiles:
             try:
                 self._con = _connect(path)
                 _opened(path, 1)
-                ino = _identity(path)
-                if self._ino is not None and ino != self._ino:  # not the index it had open
+                inst = self._con.execute("SELECT v FROM meta WHERE k = 'instance'").fetchone()
+                if self._inst is not None and inst != self._inst:  # not the index it had
                     self._swapped, self.base_gen = True, None
-                self._ino = ino
+                self._ino, self._inst = _identity(path), inst
                 if self.base_gen is None:
                     self.base_gen = _gen(self._con)
                 return self._con
@@ -241,6 +248,7 @@ class CacheFiles:
                 _check_header(path / "cache.db", settings=True)
                 self._blobs = diskcache.Cache(
                     str(path),
+                    timeout=VALUE_STORE_WAIT_S,
                     disk=SafeDisk,
                     eviction_policy="least-recently-stored",
                     size_limit=self.size_limit,
@@ -263,6 +271,11 @@ class CacheFiles:
         """A read or write failed: quarantine what is damaged, else turn the cache off."""
         if damage_kind(e) == "damaged":
             self.quarantine(self.directory / (INDEX if which == "index" else BLOBS), e)
+        elif isinstance(e, diskcache.Timeout):  # it says nothing itself
+            self._disable(
+                f"the value store {self.directory / BLOBS} stayed locked by another process "
+                f"for {VALUE_STORE_WAIT_S:g} s"
+            )
         else:
             self._disable(f"the cache at {self.directory} failed ({e})")
 
@@ -353,6 +366,10 @@ def _connect(path: Path) -> sqlite3.Connection:
             row = None
         if row is None:
             con.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+        if con.execute("SELECT 1 FROM meta WHERE k = 'instance'").fetchone() is None:
+            # which index this is, for CacheFiles.replaced: a file deleted and made again at
+            # the same name may get the same inode once no process holds the old one open
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", (os.urandom(8),))
     except BaseException:
         con.close()
         raise

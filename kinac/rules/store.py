@@ -28,6 +28,7 @@ from kinac.rules.cache_files import (
     DEFAULT_SIZE_LIMIT,
     FORMAT,
     INDEX,
+    VALUE_STORE_ERRORS,
     CacheFiles,
     _count,
     _gen,
@@ -271,7 +272,7 @@ class Store(CacheFiles):
                 with blobs.transact():
                     for fp, blob in self._pending.items():
                         blobs.set(fp, blob)
-            except (sqlite3.Error, OSError) as e:
+            except VALUE_STORE_ERRORS as e:
                 self._failed(e, "blobs")
         self._pending.clear()
         con = self._index()
@@ -342,7 +343,7 @@ class Store(CacheFiles):
             return _MISSING
         try:
             blob = blobs.get(fp, default=None)
-        except (sqlite3.Error, OSError) as e:
+        except VALUE_STORE_ERRORS as e:
             self._failed(e, "blobs")
             return _MISSING
         except CodecError as e:
@@ -366,7 +367,7 @@ class Store(CacheFiles):
         try:
             if self._blobs is not None:
                 self._blobs.delete(fp)
-        except (sqlite3.Error, OSError):
+        except VALUE_STORE_ERRORS:
             pass
 
 
