@@ -65,7 +65,7 @@ def test_other_inputs_or_graph_are_named_as_such(
     man = ws / "m.json"
     assert _run(ws, capsys, "--manifest", str(man))[0] == 0
     rc, out = _run(ws, capsys, "--manifest", str(man), "--seed", "5")
-    assert rc == 1 and "input 0 differs" in out, out
+    assert rc == 1 and "input 0 (x) differs" in out, out
     doc = json.loads(man.read_text())
     doc["graph_hash"] = "x"
     man.write_text(json.dumps(doc))

@@ -131,6 +131,7 @@ def record_host(
         "entry": lw.name,
         "target": "cpu",
         "graph_hash": graph_hash,
+        "input_names": [p.name for p in lw.params],
         "inputs": in_sums,
         "kernels": kernels,
         "outputs": out_sums,
@@ -187,6 +188,7 @@ def record_gpu(
         "entry": lw.name,
         "target": f"cuda:{entry.ordinal}",
         "graph_hash": graph_hash,
+        "input_names": [p.name for p in lw.params],
         "inputs": [_sha(a.tobytes()) for a in ins],
         "kernels": kernels,
         "outputs": [_sha(o.tobytes()) for o in outs],
@@ -209,15 +211,27 @@ def _within_tolerance(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def first_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """``None`` if ``new`` reproduces ``old``, else what differs first (a kernel by name)."""
     if old.get("version") != new.get("version"):
-        return f"the manifest is version {old.get('version')}, this kinac writes {new['version']}"
+        return f"the manifest is version {old.get('version')!r}, this kinac writes {new['version']}"
+    was, now = str(old.get("target", "?")), str(new.get("target", "?"))
+    if was.split(":")[0] != now.split(":")[0]:
+        return f"it was recorded on target {was}, this run is on {now}: record one per target"
+    if old.get("graph_hash") != new["graph_hash"] and old.get("entry") != new.get("entry"):
+        return (
+            f"it was recorded for `{old.get('entry')}`, this run is `{new.get('entry')}` "
+            "(another defn or workspace): record a new manifest for it"
+        )
     if old.get("graph_hash") != new["graph_hash"]:
         return (
             f"the graph changed (hash {old.get('graph_hash')} recorded, {new['graph_hash']} "
             "now): record a new manifest"
         )
-    for i, (a, b) in enumerate(zip(old.get("inputs", []), new["inputs"], strict=False)):
+    if len(old.get("inputs", [])) != len(new["inputs"]):
+        return f"{len(old.get('inputs', []))} inputs recorded, {len(new['inputs'])} now"
+    names = new.get("input_names") or []
+    for i, (a, b) in enumerate(zip(old.get("inputs", []), new["inputs"], strict=True)):
         if a != b:
-            return f"input {i} differs from the recorded run's (same --seed or --inputs?)"
+            name = f" ({names[i]})" if i < len(names) else ""
+            return f"input {i}{name} differs from the recorded run's (same --seed or --inputs?)"
     olds, news = old.get("kernels", []), new["kernels"]
     tolerated = False  # a kernel differed within its bound: later ones compare by sketch too
     for i, (a, b) in enumerate(zip(olds, news, strict=False)):
@@ -237,7 +251,9 @@ def first_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
             )
     if len(olds) != len(news):
         return f"{len(olds)} kernels recorded, {len(news)} now"
-    for i, (a, b) in enumerate(zip(old.get("outputs", []), new["outputs"], strict=False)):
+    if len(old.get("outputs", [])) != len(new["outputs"]):
+        return f"{len(old.get('outputs', []))} outputs recorded, {len(new['outputs'])} now"
+    for i, (a, b) in enumerate(zip(old.get("outputs", []), new["outputs"], strict=True)):
         if a != b and not tolerated:
             return f"output {i} differs (checksum {a} recorded, {b} now)"
     return None
@@ -251,7 +267,50 @@ def read_manifest(path: Path) -> dict[str, Any] | str:
         return f"cannot read {path} as a determinism manifest: {e}"
     if not isinstance(doc, dict) or "kernels" not in doc or "graph_hash" not in doc:
         return f"{path} is not a determinism manifest (no graph_hash / kernels)"
-    return doc
+    why = manifest_problem(doc)
+    return f"{path} is not a determinism manifest kinac wrote: {why}" if why else doc
+
+
+def manifest_problem(doc: dict[str, Any]) -> str | None:
+    """What in a (hand-edited or damaged) manifest is not as :func:`record_host` writes it,
+    or None: so a comparison never meets a field of the wrong type."""
+    version = doc.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        return f"its version is {version!r}, not a whole number"
+    for key in ("graph_hash", "entry", "target"):
+        if not isinstance(doc.get(key), str):
+            return f"its {key} is {_brief(doc.get(key))}, not text"
+    for key in ("inputs", "outputs"):
+        sums = doc.get(key)
+        if not isinstance(sums, list) or not all(isinstance(c, str) for c in sums):
+            return f"its {key} is {_brief(sums)}, not a list of checksums"
+    kernels = doc["kernels"]
+    if not isinstance(kernels, list):
+        return f"its kernels is {_brief(kernels)}, not a list"
+    for i, k in enumerate(kernels):
+        if not isinstance(k, dict):
+            return f"its kernel {i} is {_brief(k)}, not an object"
+        for key in ("sym", "kind", "impl", "dtype"):
+            if not isinstance(k.get(key), str):
+                return f"its kernel {i} has {key} {_brief(k.get(key))}, not text"
+        if not isinstance(k.get("shape"), list):
+            return f"its kernel {i} has shape {_brief(k.get('shape'))}, not a list"
+        if k.get("checksum") is not None and not isinstance(k["checksum"], str):
+            return f"its kernel {i} has checksum {_brief(k['checksum'])}, not text"
+        sketch = k.get("sketch")
+        if sketch is not None and not (
+            isinstance(sketch, dict)
+            and isinstance(sketch.get("l2"), int | float)
+            and isinstance(sketch.get("values"), list)
+            and all(isinstance(v, int | float) for v in sketch["values"])
+        ):
+            return f"its kernel {i} has a sketch that is not {{l2, values}} numbers"
+    return None
+
+
+def _brief(v: Any) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
