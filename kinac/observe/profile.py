@@ -9,16 +9,14 @@ timing (:meth:`kinac.rt.cuda.entry.GpuEntry.profile`, CUDA events around a CUDA 
 step, as ``benches/gpu.py`` uses) is reused, with NVTX ranges (optional ``nvtx`` package)
 around the entry and each kernel so ``nsys`` shows Kina names.
 
-The trace is the JSON Trace Event Format: ``X`` (complete) events with ``ts``/``dur`` in
-microseconds, one ``pid`` per run, one ``tid`` per host thread or CUDA stream, named by ``M``
-(metadata) events; Perfetto and ``chrome://tracing`` open it.
+The trace (the JSON Trace Event Format that Perfetto and ``chrome://tracing`` open) is built
+and written by :mod:`kinac.observe.trace`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import re
 import threading
 import time
@@ -27,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kinac.dtypes import ITEMSIZE
+from kinac.observe.trace import thread_names, write_trace_file, x_event
 
 MARK = "kinac_prof_mark"
 _MARK_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_int64)
@@ -74,7 +73,7 @@ class Profile:
         return {"traceEvents": self.events, "displayTimeUnit": "ms"}
 
     def write_trace(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.trace(), indent=1) + "\n")
+        write_trace_file(path, self.trace())
 
     def table(self) -> Any:
         """A ``rich`` table of every kernel, slowest share first in the entry's order."""
@@ -260,7 +259,7 @@ def profile_host(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
         timed(*arrays)
         t1 = time.perf_counter_ns()
         tid = tids.setdefault(threading.get_ident(), len(tids) + 1)
-        events.append(_x(f"{lw.name} #{call}", "entry", t0 - origin, t1 - t0, tid, {}))
+        events.append(x_event(f"{lw.name} #{call}", "entry", t0 - origin, t1 - t0, tid, {}))
         begins: dict[int, int] = {}
         for which, ns, _thread in rec.marks:
             i, end = divmod(which, 2)
@@ -271,8 +270,8 @@ def profile_host(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
             dur = ns - begins.pop(i, ns)
             per_step[i].append(dur / 1e6)
             args = {"kind": s.kind, "impl": s.impl, "shape": list(s.shape), "dtype": s.dtype}
-            events.append(_x(s.sym, "kernel", ns - dur - origin, dur, tid, args))
-    events += _thread_names(tids, "host thread")
+            events.append(x_event(s.sym, "kernel", ns - dur - origin, dur, tid, args))
+    events += thread_names(tids, "host thread")
     nbytes = _step_bytes(lw)
     timings = [
         KernelTime(s.sym, s.kind, s.impl, s.shape, s.dtype, _median(t), b, launch)
@@ -328,47 +327,17 @@ def profile_gpu(entry: Any, arrays: tuple[Any, ...], repeat: int) -> Profile:
     for s, ms in timed:
         launch = " ".join(f"{la.grid}x{la.block}" for la in s.launches) or s.impl
         args = {"kind": s.kind, "impl": s.impl, "launch": launch, "cuda_graph": True}
-        events.append(_x(s.sym, "kernel", int(at * 1e6), int(ms * 1e6), 1, args))
+        events.append(x_event(s.sym, "kernel", int(at * 1e6), int(ms * 1e6), 1, args))
         at += ms
         kernels.append(
             KernelTime(s.sym, s.kind, s.impl, s.shape, s.dtype, ms, s.bytes_moved, launch, True)
         )
-    events.insert(0, _x(lw.name, "entry", 0, int(at * 1e6), 1, {}))
-    events += _thread_names({stream: 1}, "cuda stream")
+    events.insert(0, x_event(lw.name, "entry", 0, int(at * 1e6), 1, {}))
+    events += thread_names({stream: 1}, "cuda stream")
     return _finish(Profile(lw.name, "cuda", repeat, kernels, events))
 
 
 # ---- shared -------------------------------------------------------------------------------------
-def _x(name: str, cat: str, ts_ns: int, dur_ns: int, tid: int, args: dict[str, Any]) -> dict:
-    return {
-        "name": name,
-        "cat": cat,
-        "ph": "X",
-        "ts": ts_ns / 1000,
-        "dur": dur_ns / 1000,
-        "pid": 1,
-        "tid": tid,
-        "args": args,
-    }
-
-
-def _thread_names(tids: dict[int, int], what: str) -> list[dict[str, Any]]:
-    meta: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "kinac"}}
-    ]
-    for ident, tid in tids.items():
-        meta.append(
-            {
-                "name": "thread_name",
-                "ph": "M",
-                "pid": 1,
-                "tid": tid,
-                "args": {"name": f"{what} {ident:#x}"},
-            }
-        )
-    return meta
-
-
 def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2] if xs else 0.0
 
@@ -399,6 +368,13 @@ def loaded_entry(fn: Any, arrays: tuple[Any, ...], dims: dict[str, int]) -> tupl
 
 def profile(fn: Any, *arrays: Any, repeat: int = 10, **dims: int) -> Profile:
     """``kinac.profile(kinac.compile(...), *arrays)``: run once to specialise, then profile."""
+    if not hasattr(fn, "_entries") or not hasattr(fn, "_split"):
+        raise TypeError(
+            f"kinac.profile takes a compiled defn (kinac.compile(path, name)), "
+            f"not {type(fn).__name__}"
+        )
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"kinac.profile: repeat must be an integer >= 1, got {repeat!r}")
     fn(*arrays, **dims)
     entry, given = loaded_entry(fn, arrays, dims)
     return profile_entry(entry, given, repeat)
