@@ -6,6 +6,8 @@ cut short are named, not passed as bit-identical."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +133,39 @@ def test_changed_input_file_names_the_input(
     np.savez(npz, x=arrays["x"], w1=arrays["w1"], w2=arrays["w2"])
     rc, out = _run(ws, capsys, "--inputs", str(npz), "--manifest", str(man))
     assert rc == 1 and "input 2 (w2) differs from the recorded run's" in out, out
+
+
+@pytest.mark.parametrize("cut", [0, 1, 200])
+def test_empty_or_truncated_manifest(
+    recorded: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str], cut: int
+) -> None:
+    ws, doc = recorded
+    path = ws / f"cut{cut}.json"
+    path.write_text(json.dumps(doc, indent=1)[:cut])
+    rc, out = _run(ws, capsys, "--manifest", str(path))
+    assert rc == 2 and "internal error" not in out, out
+    if cut == 0:
+        assert f"--manifest: {path} is empty (a run stopped while writing it?)" in out, out
+    else:
+        assert "not whole JSON" in out and "delete it to record a new one" in out, out
+
+
+def test_a_failed_manifest_write_leaves_no_partial_file(tmp_path: Path) -> None:
+    """A manifest written past a file-size limit (as a full disk would stop it) was left cut
+    short, and the next run then failed on it; now nothing is left."""
+    path = tmp_path / "m.json"
+    script = f"""
+import resource, signal
+from pathlib import Path
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+from kinac.observe.determinism import write_manifest
+try:
+    write_manifest(Path({str(path)!r}), {{"kernels": ["x" * 100] * 100}})
+except OSError as e:
+    print("refused", e.errno)
+"""
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True)
+    assert "refused" in run.stdout, run.stdout + run.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -262,9 +262,18 @@ def first_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
 def read_manifest(path: Path) -> dict[str, Any] | str:
     """The manifest at ``path``, or why it cannot be read (a usage problem, not a bug)."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
         return f"cannot read {path} as a determinism manifest: {e}"
+    if not text.strip():
+        return f"{path} is empty (a run stopped while writing it?): delete it to record a new one"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        return (
+            f"cannot read {path} as a determinism manifest: not whole JSON ({e}); "
+            "cut short or edited by hand? delete it to record a new one"
+        )
     if not isinstance(doc, dict) or "kernels" not in doc or "graph_hash" not in doc:
         return f"{path} is not a determinism manifest (no graph_hash / kernels)"
     why = manifest_problem(doc)
@@ -314,4 +323,7 @@ def _brief(v: Any) -> str:
 
 
 def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    """Written whole or not at all (as a trace is): never a manifest cut short."""
+    from kinac.observe.trace import write_trace_file
+
+    write_trace_file(path, manifest)

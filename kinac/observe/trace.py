@@ -68,7 +68,8 @@ def trace_target_problem(path: str | Path) -> str | None:
 
 def write_trace_file(path: str | Path, doc: dict[str, Any]) -> None:
     """Write ``doc`` to ``path`` whole or not at all: a failed write (a full disk) leaves any
-    earlier trace there as it was, never a truncated JSON file that Perfetto cannot open."""
+    earlier trace there as it was, never a truncated JSON file that Perfetto cannot open.
+    (The determinism gate writes its manifests through this too.)"""
     p = Path(path)
     p = p.resolve() if p.is_symlink() else p  # replace the file a link points at, not the link
     text = json.dumps(doc, indent=1) + "\n"
