@@ -169,3 +169,15 @@ except OSError as e:
     run = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True)
     assert "refused" in run.stdout, run.stdout + run.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_field_only_the_recorded_kernel_has_is_named(
+    recorded: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kernel field this kinac does not write (another version's, or added by hand) was
+    reported as 'is not the recorded one:  differ', naming nothing."""
+    ws, doc = recorded
+    kernels = [dict(k) for k in doc["kernels"]]
+    kernels[0]["vector_width"] = 8
+    rc, out = _against(ws, capsys, {**doc, "kernels": kernels}, "extra.json")
+    assert rc == 1 and "kernel 0 (" in out and "is not the recorded one: vector_width differ" in out

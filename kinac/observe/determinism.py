@@ -238,7 +238,8 @@ def first_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
         ident_a = {k: v for k, v in a.items() if k not in ("checksum", "sketch")}
         ident_b = {k: v for k, v in b.items() if k not in ("checksum", "sketch")}
         if ident_a != ident_b:
-            changed = sorted(k for k in ident_b if ident_a.get(k) != ident_b[k])
+            keys = ident_a.keys() | ident_b.keys()  # a field only one of them has, too
+            changed = sorted(k for k in keys if ident_a.get(k) != ident_b.get(k))
             return f"kernel {i} ({b['sym']}, {b['kind']}) is not the recorded one: {', '.join(changed)} differ"
         if a.get("checksum") != b.get("checksum"):
             if (b.get("stability") == "tolerance" or tolerated) and _within_tolerance(a, b):
