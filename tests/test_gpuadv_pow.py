@@ -38,7 +38,8 @@ def test_pow_special_cases_match_numpy_and_the_host(dt: str) -> None:
     graph = g.build(g.binary("pow", g.param("a", dt, a.shape), g.param("b", dt, b.shape)))
     got = _f64(run_emulated(graph, a, b)[0], dt)
     host = compile_graph(graph)(a, b)
-    want = _f64(_as(np.power(pairs[:, 0], pairs[:, 1]), dt), dt)  # rounded once
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = _f64(_as(np.power(pairs[:, 0], pairs[:, 1]), dt), dt)  # rounded once
     for w in (want, _f64(np.asarray(host), dt)):
         edge = ~np.isfinite(w) | (w == 0) | (np.abs(w) == 1)
         np.testing.assert_array_equal(got[edge], w[edge])  # NaN where NaN, 0, inf, 1 exact
