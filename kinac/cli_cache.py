@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,7 @@ def _no_cache_yet(action: str, directory: Path, size_limit: int) -> int:
 def cmd_cache(args: argparse.Namespace) -> int:
     from kinac import cli
     from kinac.rules import cache_admin
+    from kinac.rules.cache_files import ValueStoreTimeout
 
     absent = None
     if cli._SESSION_HOOK is None and not args.no_cache:
@@ -119,6 +121,16 @@ def cmd_cache(args: argparse.Namespace) -> int:
             print(f"cleared {store.directory}")
     except cache_admin.CacheUnusable as e:
         print(f"kinac: error: {e}", file=sys.stderr)
+        return EXIT_PROGRAM_ERRORS
+    except (sqlite3.Error, ValueStoreTimeout) as e:  # another process's lock, held past the wait
+        which = f"{store.directory / 'blobs'}" if isinstance(e, ValueStoreTimeout) else ""
+        print(
+            f"kinac: error: cache {args.action}: the cache at {store.directory} failed "
+            + (
+                f"(its value store {which} stayed locked by another process)" if which else f"({e})"
+            ),
+            file=sys.stderr,
+        )
         return EXIT_PROGRAM_ERRORS
     finally:
         store.close()

@@ -265,3 +265,33 @@ def test_a_value_store_locked_by_another_process(
         holder.close()
     assert report.error_count == 0
     assert len(warnings) == 1 and "locked" in warnings[0], warnings
+
+
+def test_cache_gc_while_another_process_holds_the_locks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kinac cache gc`` while another process holds the value store's or the index's write
+    lock past the wait: an internal error before (diskcache's ``Timeout``, SQLite's "database
+    is locked"); now one ``kinac: error:`` that says which file is locked, exit 1."""
+    import sqlite3
+
+    from kinac import cli
+    from kinac.rules import cache_files
+
+    ws, cache = tmp_path / "ws", tmp_path / "cache"
+    ws.mkdir()
+    (ws / "a.kina").write_text(GOOD.format(m="a", f="f"))
+    _build(ws, cache)
+    monkeypatch.setattr(cache_files, "VALUE_STORE_WAIT_S", 0.2)
+    monkeypatch.setattr(cache_files, "INDEX_WAIT_S", 0.2)
+    for locked in ("blobs/cache.db", "index.db"):
+        holder = sqlite3.connect(cache / locked, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            code = cli.main(["cache", "gc", str(ws), "--cache-dir", str(cache)])
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        err = capsys.readouterr().err
+        assert code == 1, err
+        assert "internal error" not in err and "locked" in err, err

@@ -48,9 +48,11 @@ INLINE_VALUES = 4 * 1024**2
 # How long a write waits for another process's lock on the value store (diskcache's default)
 # before the cache is turned off for this process (diskcache.Timeout, see Store.save).
 VALUE_STORE_WAIT_S = 60.0
+INDEX_WAIT_S = 30.0  # the same for the index (SQLite's busy timeout)
 # What a read or write of the value store raises when it fails (diskcache's Timeout is no
 # sqlite3.Error: a lock held past VALUE_STORE_WAIT_S was an internal error).
 VALUE_STORE_ERRORS = (sqlite3.Error, OSError, diskcache.Timeout)
+ValueStoreTimeout = diskcache.Timeout  # for callers that do not import diskcache themselves
 KEEP_GENERATIONS = 50
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS memo(qid TEXT PRIMARY KEY, name TEXT NOT NULL, rec BLOB NOT NULL,"
@@ -348,7 +350,9 @@ def _count(raw: object, what: str) -> int:
 def _connect(path: Path) -> sqlite3.Connection:
     """Open (or create) the index; raises on a file that is not a healthy kinac index."""
     _check_header(path)
-    con = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+    con = sqlite3.connect(
+        str(path), timeout=INDEX_WAIT_S, isolation_level=None, check_same_thread=False
+    )
     try:
         other = foreign_table(con)  # before anything is written to it (WAL mode included)
         if other is not None:
