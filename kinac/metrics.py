@@ -185,7 +185,29 @@ def parse(text: str) -> dict[str, float]:
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
-        head, _, value = line.rpartition(" ")
-        out.setdefault(head.split("{", 1)[0], float(value))
-        out[head] = float(value)
+        head, rest = _split_sample(line)
+        value = float(rest.split()[0])  # a timestamp may follow the value
+        out.setdefault(head.split("{", 1)[0], value)
+        out[head] = value
     return out
+
+
+def _split_sample(line: str) -> tuple[str, str]:
+    """``name{labels}`` and what follows it; a label value may hold spaces, braces and
+    escaped quotes."""
+    brace = line.find("{")
+    space = line.find(" ")
+    if brace < 0 or 0 <= space < brace:
+        return line[:space], line[space + 1 :]
+    quoted, escaped = False, False
+    for i in range(brace + 1, len(line)):
+        c = line[i]
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c == '"':
+            quoted = not quoted
+        elif c == "}" and not quoted:
+            return line[: i + 1], line[i + 1 :]
+    raise ValueError(f"not a Prometheus sample line: {line!r}")
