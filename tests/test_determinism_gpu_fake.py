@@ -63,6 +63,10 @@ class FakeDriver:
 
     cuMemcpyHtoD = cuMemcpyDtoH  # noqa: N815
 
+    def cuMemsetD8Async(self, dst: int, value: int, n: int, s: Any) -> tuple[int]:  # noqa: N802
+        ctypes.memset(dst, value, n)
+        return (0,)
+
     def cuMemcpyDtoHAsync(self, dst: int, src: int, n: int, s: Any) -> tuple[int]:  # noqa: N802
         ctypes.memmove(dst, src, n)
         return (0,)

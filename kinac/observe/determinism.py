@@ -10,7 +10,10 @@ whose output differs: the first place the computation diverged, not the last.
 
 Each kernel's output is read between steps through the profiling build of the entry
 (:func:`kinac.observe.profile.marked_entry`): an arena buffer is checksummed when its step
-ends (later steps reuse the arena), an entry output when the call returns.
+ends (later steps reuse the arena), an entry output when the call returns. The arena is
+zeroed before the recorded call (host and GPU): a kernel may leave bytes of its output
+unwritten (the causal attention product skips the blocks above the diagonal), and those
+would otherwise hold whatever the memory held, different from run to run.
 
 On the GPU (:func:`record_gpu`) the steps run eagerly one by one on the entry's stream and
 each step's output is copied back when it ends
@@ -108,6 +111,10 @@ def record_host(
     callback = MARK_PROTO(mark)
     marked, launches = marked_entry(entry, ctypes.cast(callback, ctypes.c_void_p).value or 0)
     arena_at.append(marked._scratch()[1])  # this thread's arena, where the steps write
+    # A kernel may leave part of its output unwritten (a causal product skips the blocks its
+    # mask hides, and nothing reads them): zeroed, so those bytes are the same in every run
+    # instead of whatever the fresh arena held.
+    ctypes.memset(arena_at[0], 0, lw.arena_bytes)
     in_sums = [_sha(np.ascontiguousarray(a).tobytes()) for a in arrays]
     out = marked(*arrays)
     outs = out if isinstance(out, tuple) else (out,)
@@ -173,6 +180,11 @@ def record_gpu(
 
     pushed = entry.device.enter()
     try:
+        if entry.arena and lw.arena_bytes:  # unwritten bytes the same in every run, as on the host
+            from kinac.rt.cuda import driver
+
+            zero = driver.api().cuMemsetD8Async(entry.arena, 0, lw.arena_bytes, entry.stream.cu)
+            driver.check("cuMemsetD8Async", zero)
         ins, outs = run_steps_reading(entry, arrays, after)
     finally:
         entry.device.leave(pushed)
