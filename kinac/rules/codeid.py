@@ -11,7 +11,13 @@ read from the import graph instead. For a query function it is:
   function: a lazy import runs when the function does), with the ``__init__`` of each package
   on the way, and ``importlib.import_module(...)`` calls: a literal argument names its module;
   any other argument makes every string constant of that file that names a kinac module count
-  (the lazy-export tables, for instance).
+  (the lazy-export tables, for instance);
+* a name is followed to where it is *defined*: ``from kinac.check import check_defn`` reaches
+  ``check/__init__``, which only re-exports it, and on to ``check/infer.py``'s function (with
+  its lazy imports); a name that is a submodule (``from pkg import sub``, ``a.b.c.f``) walks
+  on to it (``sub`` used whole, ``f`` in ``a.b.c``); a package used whole counts every name it
+  re-exports. A submodule imported by name and never used (``pipeline.py``'s registrations)
+  is imported for its side effects, not for a query's value: not followed.
 
 Imports are read with :mod:`ast`. Scanning all of kinac costs ~0.2 s, so each file's scan is
 cached by (mtime, ctime, size) in a table the store persists: a fresh process stats ~150 files and
@@ -31,6 +37,7 @@ from typing import Any
 KINAC_DIR = Path(__file__).resolve().parent.parent
 TOP = ""  # the unit of a file that runs when it is imported
 ALL = "*"  # every unit of a file (a module used as a whole)
+SCAN_VERSION = 2  # of the scan rules: a persisted scan by older rules is redone
 
 
 class FileScan:
@@ -54,13 +61,15 @@ class FileScan:
         self.aliases = aliases
 
     def to_doc(self) -> list[Any]:
-        return [self.digest, {u: [m, n] for u, (m, n) in self.units.items()}, self.aliases]
+        units = {u: [m, n] for u, (m, n) in self.units.items()}
+        return [SCAN_VERSION, self.digest, units, self.aliases]
 
     @classmethod
     def from_doc(cls, doc: Any) -> FileScan:
-        digest, units, aliases = doc
+        version, digest, units, aliases = doc  # a scan by other rules is rescanned
         if (
-            not isinstance(digest, str)
+            version != SCAN_VERSION
+            or not isinstance(digest, str)
             or not isinstance(units, dict)
             or not isinstance(aliases, dict)
         ):
@@ -166,10 +175,14 @@ class _Scanner(ast.NodeVisitor):
             self.aliases[a.asname or a.name] = [base, a.name]
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if isinstance(node.value, ast.Name):
-            self.uses[self.unit].add(f"{node.value.id}.{node.attr}")
+        chain, value = [node.attr], node.value
+        while isinstance(value, ast.Attribute):
+            chain.append(value.attr)
+            value = value.value
+        if isinstance(value, ast.Name):  # ``a.b.c``: resolved through submodules later
+            self.uses[self.unit].add(".".join([value.id, *reversed(chain)]))
         else:
-            self.generic_visit(node)
+            self.visit(value)
 
     def visit_Name(self, node: ast.Name) -> None:
         self.uses[self.unit].add(node.id)
@@ -226,7 +239,7 @@ class CodeIndex:
         self._table: dict[str, tuple[int, int, int, FileScan]] = {}
         self._fresh: dict[str, FileScan | None] = {}  # module -> scan checked in this process
         self._ids: dict[str, str] = {}  # "module:function" -> identity, valid for _stamp
-        self._denoted: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._edge_memo: dict[tuple[str, str], tuple[tuple[str, str], ...] | None] = {}
         self._stamp: str | None = None
         self._load_files: Callable[[], Any] | None = None
         self.ids_changed = False
@@ -327,33 +340,48 @@ class CodeIndex:
         modules: set[str] = set()
         todo: list[tuple[str, str]] = [(module, TOP), (module, function or TOP)]
         while todo:
-            mod, unit = todo.pop()
-            if (mod, unit) in seen or (mod, unit) in skipped:
+            node = todo.pop()
+            if node in seen or node in skipped:
                 continue
-            seen.add((mod, unit))
-            scan = self.scan(mod)
-            if scan is None:
-                continue
-            modules.add(mod)
-            todo.extend((p, TOP) for p in _parents(mod))
+            seen.add(node)
+            edges = self._edges(*node)
+            if edges is not None:
+                modules.add(node[0])
+                todo.extend(edges)
+        return sorted(modules)
+
+    def _edges(self, mod: str, unit: str) -> tuple[tuple[str, str], ...] | None:
+        """What running ``unit`` of ``mod`` may run next (None: not a kinac module), memoised:
+        the graph is the same for every closure, which only walks it."""
+        key = (mod, unit)
+        if key in self._edge_memo:
+            return self._edge_memo[key]
+        scan = self.scan(mod)
+        got: dict[tuple[str, str], None] | None = None
+        if scan is not None:
+            got = dict.fromkeys((p, TOP) for p in _parents(mod))
+            if unit == ALL and self._is_package(mod):  # used whole: any name it re-exports
+                for name in scan.aliases:
+                    got.update(dict.fromkeys(self._resolve(mod, scan, name)))
+            elif unit not in scan.units:  # a name it imports (a re-export): its definition
+                got.update(dict.fromkeys(self._resolve(mod, scan, unit)))
             for u in list(scan.units) if unit == ALL else [unit]:
                 mods, uses = scan.units.get(u, ([], []))
                 for m in mods:
-                    todo.append((m, TOP))
-                    todo.extend((p, TOP) for p in _parents(m))
+                    got[(m, TOP)] = None
+                    got.update(dict.fromkeys((p, TOP) for p in _parents(m)))
                 for name in uses:
-                    todo.extend(self._denotes(mod, scan, name))
-        return sorted(modules)
+                    got.update(dict.fromkeys(self._resolve(mod, scan, name)))
+        edges = self._edge_memo[key] = None if got is None else tuple(got)
+        return edges
 
-    def _denotes(self, mod: str, scan: FileScan, name: str) -> list[tuple[str, str]]:
-        """The units a name used in ``mod`` may run (memoised: every closure asks again)."""
-        got = self._denoted.get((mod, name))
-        if got is None:
-            got = self._denoted[(mod, name)] = self._resolve(mod, scan, name)
-        return got
+    def _is_package(self, module: str) -> bool:
+        path = module_file(module, self.root)
+        return path is not None and path.name == "__init__.py"
 
     def _resolve(self, mod: str, scan: FileScan, name: str) -> list[tuple[str, str]]:
-        base, _, attr = name.partition(".")
+        """The units a name used in ``mod`` may run: walked through aliases and submodules."""
+        base, *rest = name.split(".")
         if base in scan.units and base != TOP:
             return [(mod, base)]
         target = scan.aliases.get(base)
@@ -361,18 +389,15 @@ class CodeIndex:
             return []
         tmod, tname = target
         if tname is not None:
-            sub = f"{tmod}.{tname}"
-            if self.scan(sub) is None:
-                return [(tmod, tname)]
-            tmod = sub
-        if attr:  # module.attr: that function or class, or that submodule whole
+            rest.insert(0, tname)
+        got: list[tuple[str, str]] = []
+        for attr in rest:  # module.attr: a submodule (walked on), or that function or class
+            got.append((tmod, TOP))
             sub = f"{tmod}.{attr}"
-            return (
-                [(tmod, TOP), (sub, ALL)]
-                if self.scan(sub) is not None
-                else [(tmod, TOP), (tmod, attr)]
-            )
-        return [(tmod, ALL)]
+            if self.scan(sub) is None:
+                return [*got, (tmod, attr)]
+            tmod = sub
+        return [*got, (tmod, ALL)]
 
     def identity(
         self, module: str, function: str | None = None, skip: Iterable[tuple[str, str]] = ()
