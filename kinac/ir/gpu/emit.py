@@ -270,6 +270,24 @@ class Builder:
         self.void(f"br label %{done}")
         self.label(done)
 
+    def if_values(
+        self, cond: Val, body: Callable[[], list[Val]], otherwise: Sequence[Val]
+    ) -> list[Val]:
+        """``body()`` if ``cond`` else ``otherwise``, as phis: a rarely taken path costs a
+        branch, not its instructions (values made inside ``body`` must not be used after)."""
+        pre = self.block
+        then, done = self.new_label("then"), self.new_label("endif")
+        self.void(f"br i1 {cond.ref}, label %{then}, label %{done}")
+        self.label(then)
+        vals = body()
+        end = self.block
+        self.void(f"br label %{done}")
+        self.label(done)
+        return [
+            self.emit(f"phi {v.ty} [ {v.ref}, %{end} ], [ {o.ref}, %{pre} ]", v.ty)
+            for v, o in zip(vals, otherwise, strict=True)
+        ]
+
     def loop(
         self, n: Ix, ix: str, inits: Sequence[Val], body: Callable[[Val, list[Val]], list[Val]]
     ) -> list[Val]:

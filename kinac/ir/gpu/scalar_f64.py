@@ -19,8 +19,9 @@ registers are generated here from published algorithms (our own code):
   to use, copy, modify, and distribute this software is freely granted, provided that this
   notice is preserved"), coefficients below, without branches (each region is selected).
 - ``sin``/``cos``: ``k = round(x 2/pi)``, ``r = x - k pi/2`` with ``pi/2`` in three doubles
-  through FMAs (accurate while ``k pi/2``'s third part stays below r's ulp: ``|x| <~ 1e9``),
-  Taylor polynomials on ``[-pi/4, pi/4]`` to ``r^19``, and the quadrant ``k mod 4``.
+  through FMAs (accurate to about 2^53), past 2^50 a Payne-Hanek reduction
+  (:mod:`kinac.ir.gpu.scalar_f64_trig`, behind a branch), Taylor polynomials on
+  ``[-pi/4, pi/4]`` to ``r^19``, and the quadrant ``k mod 4``.
 
 Measured against numpy's f64 (``tests/test_gpu_f64.py``): within 1-2 ulp; the table is in
 ``docs/gpu.md``. No fast-math flags: the emulated kernels (``emu``) compute bit for bit what
@@ -299,11 +300,20 @@ class F64Math:
 
     # ---- sin, cos -----------------------------------------------------------------------------
     def sin_quadrant(self, x: Val, shift: int) -> Val:
-        """``sin(x + shift pi/2)`` (``shift`` 0: sin, 1: cos)."""
+        """``sin(x + shift pi/2)`` (``shift`` 0: sin, 1: cos); ``|x| >= 2^50`` is reduced by
+        :func:`kinac.ir.gpu.scalar_f64_trig.reduce_large` (``sin(1e18)`` was 2.4e24)."""
+        from kinac.ir.gpu.scalar_f64_trig import LARGE, reduce_large
+
         k = self.floor(self.fma(x, TWO_OVER_PI, 0.5))
         r = x
         for part in PIO2:
             r = self.fma(self.neg(k), part, r)
+        ax = self.fabs(x)
+        big = self.b.and1(self.cmp("oge", ax, LARGE), self.cmp("olt", ax, math.inf))
+        nl, rl = self.b.if_values(big, lambda: list(reduce_large(self, ax)), [self.v(0.0)] * 2)
+        minus = self.cmp("olt", x, 0.0)  # x = -(n pi/2 + r) = (-n) pi/2 + (-r)
+        k = self.sel(big, self.sel(minus, self.neg(nl), nl), k)
+        r = self.sel(big, self.sel(minus, self.neg(rl), rl), r)
         z = self.mul(r, r)
         s = self.fma(self.mul(r, z), self.poly(z, _SIN), r)
         hz = self.mul(z, 0.5)
