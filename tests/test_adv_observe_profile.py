@@ -18,6 +18,7 @@ from test_observe_profile import check_trace
 
 import kinac
 from kinac.cli import main
+from kinac.observe.profile import profile_call
 from kinac.observe.trace import trace_target_problem, write_trace_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,3 +111,16 @@ def test_sample_workspace_trace(tmp_path: Path, capsys: pytest.CaptureFixture[st
     check_trace(doc, steps[: len(steps) // 2], 2)
     shares = [float(c.rstrip("%")) for c in out.split() if c.endswith("%")]
     assert shares and abs(sum(shares) - 100.0) < 0.1 * len(shares)
+
+
+def test_a_dim_parameter_called_repeat(tmp_path: Path) -> None:
+    """``kinac profile`` on such a defn was an internal error ('got multiple values for
+    keyword argument repeat'); :func:`profile_call` takes the dims as a mapping."""
+    (tmp_path / "m.kina").write_text(
+        "(defn rep [(repeat : dim) (x : (tensor f32 [B]))] -> (tensor f32 [B]) (mul x repeat))\n"
+    )
+    fn = kinac.compile(str(tmp_path / "m.kina"), "rep", cache_dir=str(tmp_path / ".c"))
+    x = np.arange(4, dtype=np.float32)
+    prof = profile_call(fn, (x,), {"repeat": 3}, repeat=2)
+    assert prof.calls == 2 and len(prof.kernels) == 1
+    np.testing.assert_array_equal(np.asarray(fn(x, repeat=3)), 3 * x)

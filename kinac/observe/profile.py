@@ -368,6 +368,15 @@ def loaded_entry(fn: Any, arrays: tuple[Any, ...], dims: dict[str, int]) -> tupl
 
 def profile(fn: Any, *arrays: Any, repeat: int = 10, **dims: int) -> Profile:
     """``kinac.profile(kinac.compile(...), *arrays)``: run once to specialise, then profile."""
+    return profile_call(fn, arrays, dims, repeat)
+
+
+def profile_call(
+    fn: Any, arrays: tuple[Any, ...] | list[Any], dims: dict[str, int], repeat: int = 10
+) -> Profile:
+    """:func:`profile` with the dim arguments as a mapping, so a defn whose dim parameter is
+    called ``repeat`` can be profiled (``kinac profile`` calls this)."""
+    arrays = tuple(arrays)
     if not hasattr(fn, "_entries") or not hasattr(fn, "_split"):
         raise TypeError(
             f"kinac.profile takes a compiled defn (kinac.compile(path, name)), "
