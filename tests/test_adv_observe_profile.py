@@ -124,3 +124,40 @@ def test_a_dim_parameter_called_repeat(tmp_path: Path) -> None:
     prof = profile_call(fn, (x,), {"repeat": 3}, repeat=2)
     assert prof.calls == 2 and len(prof.kernels) == 1
     np.testing.assert_array_equal(np.asarray(fn(x, repeat=3)), 3 * x)
+
+
+def test_gpu_trace_without_a_gpu() -> None:
+    """:func:`profile_gpu`'s trace and table from an entry whose per-step device times are given
+    (what :meth:`GpuEntry.profile` returns): one named stream track, the kernels back to back
+    inside the entry's event, shares summing to 100 %, the launch shapes in the args."""
+    from types import SimpleNamespace
+
+    from kinac.artifacts.gpu import GpuLaunch, GpuStep
+    from kinac.observe.profile import profile_entry
+
+    la = GpuLaunch("k", 3, 128, ("param0",))
+    steps = [
+        GpuStep(f"k{i}_map", "map", "kernel", "f32", (4,), (), "out0", (la,), bytes_moved=32)
+        for i in range(5)
+    ]
+    times = [0.1, 0.2, 0.3, 0.7, 1e-4]
+    entry = SimpleNamespace(
+        lowered=SimpleNamespace(name="e", steps=steps),
+        capture_stream=object(),
+        stream=SimpleNamespace(cu=0x5A),
+        profile=lambda *arrays, reps: list(zip(steps, times, strict=True)),
+    )
+    prof = profile_entry(entry, (), repeat=3)
+    assert prof.target == "cuda" and abs(sum(k.share for k in prof.kernels) - 100.0) < 1e-9
+    doc = json.loads(json.dumps(prof.trace()))
+    events = doc["traceEvents"]
+    (call,) = [e for e in events if e.get("cat") == "entry"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert [k["name"] for k in kernels] == [s.sym for s in steps]
+    assert all(k["args"]["launch"] == "3x128" and k["args"]["cuda_graph"] for k in kernels)
+    for a, b in zip(kernels, kernels[1:], strict=False):
+        assert a["ts"] + a["dur"] <= b["ts"]  # back to back, never overlapping
+    assert kernels[-1]["ts"] + kernels[-1]["dur"] <= call["ts"] + call["dur"]
+    assert abs(sum(k["dur"] for k in kernels) - call["dur"]) <= 0.001 * len(kernels)
+    tracks = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert tracks == {1: "cuda stream 0x5a"} and {k["tid"] for k in kernels} == {1}
