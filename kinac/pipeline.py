@@ -237,18 +237,23 @@ def signature(db: Database, key: DefnKey) -> Signature | None:
 
 
 @query("scope", stage="read")
-def scope(db: Database, path: str) -> tuple[tuple[str, DefnKey], ...]:
-    """Names visible in a file: its own defns first, then those of the files it imports.
+def scope(db: Database, path: str) -> tuple[tuple[Any, ...], ...]:
+    """Names visible in a file, ``(name, DefnKey)``: its own defns first, then those of the
+    files it imports. A name that two imported files define (and this file does not) is
+    ambiguous: ``(name, DefnKey, DefnKey, ...)``, one key per file, and resolves to nothing
+    (K0210 at each use; docs/language.md, "Names and modules").
 
     Defns dropped for syntax errors still take their place (their signature is None), so a
     call of one resolves to it rather than to an import of the same name, or to nothing."""
-    seen: dict[str, DefnKey] = {}
     idx = file_index(db, path)
-    files = (path, *idx.imports)
-    for f, fi in ((f, idx if f == path else file_index(db, f)) for f in files):
-        for name in (*fi.defns, *fi.broken):
-            seen.setdefault(name, DefnKey(f, name))
-    return tuple(sorted(seen.items()))
+    own = set(idx.defns) | set(idx.broken)
+    seen: dict[str, list[DefnKey]] = {n: [DefnKey(path, n)] for n in (*idx.defns, *idx.broken)}
+    for f in idx.imports:
+        fi = file_index(db, f)
+        for name in dict.fromkeys((*fi.defns, *fi.broken)):
+            if name not in own:
+                seen.setdefault(name, []).append(DefnKey(f, name))
+    return tuple((name, *keys) for name, keys in sorted(seen.items()))
 
 
 # ---------------------------------------------------------------------------- checking
@@ -261,7 +266,7 @@ def resolve_name(db: Database, key: tuple[str, str]) -> DefnKey | None:
     from kinac.pipeline_support import first_by_name
 
     hit = first_by_name(scope(db, file), name, lambda item: item[0])
-    return hit[1] if hit is not None else None
+    return hit[1] if hit is not None and len(hit) == 2 else None  # ambiguous: none
 
 
 @query("solve", stage="check", tools=("z3-solver",))

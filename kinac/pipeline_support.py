@@ -296,7 +296,16 @@ class CheckEnv:
         return (DefnRef(ref.file, ref.name), sig) if sig is not None else None
 
     def visible(self, file: str) -> tuple[str, ...]:
-        return tuple(n for n, _ in self.q.scope(self.db, file))
+        return tuple(item[0] for item in self.q.scope(self.db, file))
+
+    def ambiguous(self, file: str, name: str) -> tuple[Any, ...]:
+        """The defns ``name`` may mean in ``file`` when two or more imports define it."""
+        from kinac.check import DefnRef
+
+        hit = first_by_name(self.q.scope(self.db, file), name, lambda item: item[0])
+        if hit is None or len(hit) == 2:
+            return ()
+        return tuple(DefnRef(k.file, k.name) for k in hit[1:])
 
     def is_broken(self, file: str, name: str) -> bool:
         ref = self.q.resolve_name(self.db, (file, name))

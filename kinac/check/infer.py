@@ -37,7 +37,7 @@ from kinac.check.typed_ir import (
     TPrim,
 )
 from kinac.check.types import ERR, SCALAR, WEAK_F, WEAK_I, SType
-from kinac.diag.model import Label
+from kinac.diag.model import Diagnostic, Label, NodeRef
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES
 
@@ -264,6 +264,25 @@ class _Checker:
         found = self.env.lookup(self.file, e.head)
         if found is not None:
             return self.defn_call(e, *found)
+        ambiguous = getattr(self.env, "ambiguous", None)  # an env without imports has none
+        refs = ambiguous(self.file, e.head) if ambiguous is not None else ()
+        if refs:
+            files = " and ".join(f"`{r.file}`" for r in refs)
+            secondary = tuple(Label(NodeRef(r.file, r.name, 0), "defined here") for r in refs)
+            self.diags.append(  # K0210 is name resolution's (the pipeline's scope), as K0201
+                Diagnostic(
+                    "K0210",
+                    "error",
+                    f"`{e.head}` is ambiguous: {files} "
+                    f"{'both' if len(refs) == 2 else 'all'} define it",
+                    self.label(e.head_nid, "defined by more than one import"),
+                    secondary,
+                    (),
+                    f"Kina has no qualified names: rename `{e.head}` in one of the files, or "
+                    "drop one of the imports (a defn of this file would shadow both)",
+                )
+            )
+            raise _Fail()
         if e.head in ("+", "*", "/"):
             raise self.err(
                 "K0208",
