@@ -203,6 +203,9 @@ class CompiledDefn:
 
         if target not in ("cpu", "cuda"):
             raise KinaUsageError(f"unknown target {target!r}: use 'cpu' or 'cuda'")
+        from kinac.api_options import check_options
+
+        check_options(gpu_options, target)
         self.target = target
         self.gpu_options = gpu_options  # target cuda: graphs=True, allow_tf32=False, max_graphs=8
         self.sess = Session(path, cache_dir=cache_dir, no_cache=no_cache)
@@ -733,7 +736,13 @@ def compile(
             f"path), got {_brief(path)}"
         )
     if mesh is not None:
+        import inspect
+
+        from kinac.api_options import check_options
         from kinac.api_sharded import ShardedDefn
 
+        own = ("self", "path", "name", "mesh", "target", "cache_dir", "no_cache")
+        takes = [k for k in inspect.signature(ShardedDefn.__init__).parameters if k not in own]
+        check_options(options, target, "kinac.compile(..., mesh=...)", takes, gpu=False)
         return ShardedDefn(path, name, mesh, target=target, **options)
     return CompiledDefn(path, name, target=target, **options)
