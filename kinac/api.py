@@ -96,6 +96,12 @@ def _arg_type(x: Any, name: str) -> Any:
 FAST_CACHE = 256  # distinct argument forms remembered per compiled defn
 
 
+class NotPicklableError(KinaUsageError, TypeError):
+    """``pickle.dumps`` (or ``copy.copy``) of a compiled defn: it holds loaded machine code, so
+    it cannot cross processes; the other process compiles it again (from the disk cache).
+    A ``TypeError``, as pickling a ``threading.Lock`` raises, and a :class:`KinaUsageError`."""
+
+
 def _brief(v: Any) -> str:
     """A value as a call error shows it: an array by its kind, dtype and shape, never dumped
     whole (a million-element repr buried the message)."""
@@ -207,6 +213,7 @@ class CompiledDefn:
 
         check_options(gpu_options, target)
         self.target = target
+        self.source = os.fspath(path)  # (what NotPicklableError says to compile again)
         self.gpu_options = gpu_options  # target cuda: graphs=True, allow_tf32=False, max_graphs=8
         self.sess = Session(path, cache_dir=cache_dir, no_cache=no_cache)
         try:
@@ -681,6 +688,19 @@ class CompiledDefn:
 
     def __repr__(self) -> str:
         return f"<kinac compiled {self.key.name} from {self.key.file} for {self.target}>"
+
+    def __reduce__(self) -> Any:
+        """Refused (pickle, copy, multiprocessing): loaded machine code, device memory and a
+        cache connection cannot be serialised; the default attempt failed deep inside with
+        "Can't pickle <function config_text ...>"."""
+        name = getattr(getattr(self, "key", None), "name", "?")
+        raise NotPicklableError(
+            f"a compiled function (`{name}`, kinac.compile) cannot be pickled or copied: it "
+            "holds loaded machine code. In the other process (a multiprocessing worker), "
+            f"compile it again: kinac.compile({getattr(self, 'source', '...')!r}, {name!r}, "
+            f"target={self.target!r}); the disk cache makes that cheap (nothing is rebuilt), "
+            "and pass the arrays, not the function"
+        )
 
 
 class CliDefn(CompiledDefn):
