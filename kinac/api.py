@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 import weakref
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -46,10 +47,24 @@ def _check_byte_order(x: Any, name: str) -> None:
         )
 
 
+def _refuse_masked(x: Any, name: str) -> None:
+    """A numpy masked array has a dtype and a shape, so it was taken as its ``.data`` and its
+    mask silently ignored (a masked mean came out over every element): kinac has no masks, so
+    the caller decides what the masked entries hold. (numpy.ma is loaded when one exists.)"""
+    ma = sys.modules.get("numpy.ma")
+    if ma is not None and isinstance(x, ma.MaskedArray):
+        raise KinaCallError(
+            f"argument `{name}` is a numpy masked array: kinac does not support masks (the "
+            f"mask would be ignored); pass {name}.filled(value) to give the masked entries a "
+            f"value, or {name}.data for the values underneath"
+        )
+
+
 def _arg_type(x: Any, name: str) -> Any:
     """The concrete Kina type (dtype, shape, device) of an argument, without copying it."""
     from kinac.tir.graph import TType
 
+    _refuse_masked(x, name)
     dt = getattr(x, "dtype", None)
     shape = getattr(x, "shape", None)
     if dt is None or shape is None:
