@@ -499,7 +499,10 @@ def entry_report(
         checked.sig, (k for k, _ in entry.dims), (k for k, _ in entry.dtypes)
     )
     if unknown:
-        return (entry_binding_error(entry, unknown),), ()
+        sig = checked.sig
+        at = [("dims", k) for k, _ in entry.dims if k not in (*sig.dim_vars, *sig.groups)]
+        at += [("dtypes", t) for t, _ in entry.dtypes if t not in sig.dtype_vars]
+        return (entry_binding_error(entry, unknown, at[0] if at else ()),), ()
     key = EntryKey(found[0].file, entry.defn, entry.dims, entry.dtypes, kind)
     spec = entry_graph(db, key)
     if spec.graph is None:
@@ -551,8 +554,14 @@ def build(db: Database, _: tuple[()]) -> BuildReport:
 def resolve_span(db: Database, loc: Span | NodeRef) -> Span | None:
     """Where a node is *now* (used only when rendering diagnostics)."""
     from kinac.pipeline_support import span_in
+    from kinac.pipeline_toml import CONFIG_FILE, toml_span
 
-    return loc if isinstance(loc, Span) else span_in(parse(db, loc.file), loc)
+    if isinstance(loc, Span):
+        return loc
+    if loc.file == CONFIG_FILE:  # a kina.toml entry's key, found in the text now
+        text = config_text(db, ())
+        return toml_span(text, loc) if isinstance(text, str) else None
+    return span_in(parse(db, loc.file), loc)
 
 
 def display_source(db: Database, path: str) -> str | None:

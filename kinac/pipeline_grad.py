@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kinac.diag.model import Diagnostic, Label, Span
+from kinac.diag.model import Diagnostic, Label
 from kinac.pipeline import (
     _internal_errors,
     entry_graph,
@@ -30,6 +30,7 @@ from kinac.pipeline import (
     host_target,
 )
 from kinac.pipeline_support import EntryKey
+from kinac.pipeline_toml import entry_ref
 from kinac.rules import Database, query
 from kinac.rules.codec import record
 from kinac.tir.graph import Graph
@@ -138,7 +139,7 @@ def grad_entry_error(entry: EntryConfig, problem: str) -> Diagnostic:
         "K0155",
         "error",
         f"entry `{entry.name}`: grad = {json.dumps(list(entry.grad))}: {problem}",
-        Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
+        Label(entry_ref(entry.name, "grad"), f"entry `{entry.name}`"),
         help="name float tensor parameters of a defn returning a scalar float (`-> f32`)",
     )
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinac.diag.model import Diagnostic, Label, NodeRef, Span
+from kinac.pipeline_toml import entry_ref
 from kinac.rules.codec import record
 
 if TYPE_CHECKING:
@@ -253,7 +254,7 @@ def entry_error(entry: Any, found: tuple[DefnKey, ...]) -> Diagnostic:
         f"entry `{entry.name}`: {what} named `{entry.defn}` "
         + (f"in `{entry.file}`" if entry.file else "in the workspace")
         + (f" ({files})" if files else ""),
-        Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
+        Label(entry_ref(entry.name, "defn"), f"entry `{entry.name}`"),
         help="set the entry's `defn` to an existing defn, and its `file` when two files define it",
     )
 
@@ -369,13 +370,14 @@ def unknown_bindings(sig: Any, dims: Iterable[str], dtypes: Iterable[str]) -> li
     return out
 
 
-def entry_binding_error(entry: Any, problems: list[str]) -> Diagnostic:
-    """K0152: a kina.toml entry names dims or dtype variables its defn does not have."""
+def entry_binding_error(entry: Any, problems: list[str], at: tuple[str, ...] = ()) -> Diagnostic:
+    """K0152: a kina.toml entry names dims or dtype variables its defn does not have (``at``:
+    the key of the first, ``("dims", "Q")``)."""
     return Diagnostic(
         "K0152",
         "error",
         f"entry `{entry.name}`: " + "; ".join(problems),
-        Label(Span("kina.toml", 1, 1, 1, 1, 0, 0), f"entry `{entry.name}`"),
+        Label(entry_ref(entry.name, *at), f"entry `{entry.name}`"),
         help="remove the name from the entry's dims/dtypes, or fix its spelling",
     )
 
