@@ -10,8 +10,9 @@ results from registers, and stores ``m, v, p``: 7 passes, one launch.
 
 Bitwise equal to the separate kernels: each part's body is read by its own
 :class:`~kinac.ir.gpu.read.BodyReader` with the same vector width as
-:meth:`~kinac.ir.gpu.kernels.KernelGen._map` chooses (a uniform divisor becomes a reciprocal
-multiply only for ``V > 1``, so the width is part of the arithmetic), and a part's read of an
+:meth:`~kinac.ir.gpu.kernels.KernelGen._map` chooses (``div`` is IEEE at every width since
+2026-12-02e, so the width no longer changes the arithmetic; it still fixes each thread's
+elements), and a part's read of an
 earlier part's result is that result rounded to its storage dtype, as the store and reload
 of the separate kernels would give. Every element is read and written by one thread, after it
 read it, so the in-place stores are safe.
