@@ -17,7 +17,13 @@ import weakref
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from kinac.errors import KinaCallError, KinaCompileError, KinaConfigError, KinaUsageError
+from kinac.errors import (
+    KinaCallError,
+    KinaCompileError,
+    KinaConfigError,
+    KinaError,
+    KinaUsageError,
+)
 from kinac.rt import hot as hot_mod
 from kinac.rt.hot import MISS  # a bound call's "not run: an array it checks changed form"
 
@@ -438,11 +444,17 @@ class CompiledDefn:
             where = memo[4]
             arrays = args if where is None else args[where]
             if memo[9]:  # launch first: the bound call compares addresses after its launch,
-                out = memo[3](arrays)  # and the torch versions are compared here after it
-                now = tuple(map(_VERSION, arrays))
-                if now == memo[7] or self._kept_forms(memo, arrays, now):
-                    self.hot_calls += 1
-                    return out
+                try:  # and the torch versions are compared here after it
+                    out = memo[3](arrays)
+                except KinaError:  # (see below)
+                    if not self._form_moved(memo, args, dims):
+                        raise
+                    out = MISS
+                if out is not MISS:
+                    now = tuple(map(_VERSION, arrays))
+                    if now == memo[7] or self._kept_forms(memo, arrays, now):
+                        self.hot_calls += 1
+                        return out
                 # an array changed form in place: that launch's output is nobody's (the
                 # entry's kept block); the fast or full path answers, after it on the stream
                 del out
@@ -454,7 +466,15 @@ class CompiledDefn:
                 if type(state) is _ITEMS
                 else state(arrays)
             ) == memo[7]:
-                out = memo[3](arrays) if memo[8] else memo[3](*arrays)
+                try:
+                    out = memo[3](arrays) if memo[8] else memo[3](*arrays)
+                except KinaError:
+                    # a torch tensor's ``.data`` swapped for another shape moves no version: the
+                    # entry's own check refused it (a KinaRuntimeError); the fast or full path
+                    # takes it like any new form (a KinaCallError naming it, or a new shape)
+                    if not self._form_moved(memo, args, dims):
+                        raise
+                    out = MISS
                 if out is not MISS:
                     self.hot_calls += 1
                     return out
@@ -473,7 +493,7 @@ class CompiledDefn:
         if hit is not None:
             self._fast_only += 1
             entry, where = hit
-            self._remember(args, dims, entry, where)
+            self._remember(args, dims, entry, where, fkey)
             if where is None:
                 return entry(*args)
             return entry(*[args[i] for i in where])
@@ -493,7 +513,12 @@ class CompiledDefn:
                 sync()
 
     def _remember(
-        self, args: tuple[Any, ...], dims: dict[str, Any], entry: Any, where: Any
+        self,
+        args: tuple[Any, ...],
+        dims: dict[str, Any],
+        entry: Any,
+        where: Any,
+        fkey: tuple[Any, ...] | None = None,
     ) -> None:
         """Make these arguments the hot path's, on the second fast call in a row with the same
         argument objects (so a caller passing a fresh array each time never pays for weak
@@ -563,8 +588,18 @@ class CompiledDefn:
         first = run is not None and state is None and getattr(call, "launch_first", False)
         box[0] = (
             ids, dict(dims), tuple(map(type, dims.values())), run or call, span, held, state, now,
-            run is not None, first, getattr(call, "ins", None) if first else None,
+            run is not None, first, getattr(call, "ins", None) if first else None, fkey,
         )  # fmt: skip
+
+    @staticmethod
+    def _form_moved(memo: tuple[Any, ...], args: tuple[Any, ...], dims: dict[str, Any]) -> bool:
+        """After a hot call raised: whether the arguments' form is no longer the one the memo
+        was made for (then the call is redone on the fast or full path), or it is (the error
+        is the call's own: a runtime check, raised as it is)."""
+        try:
+            return _fast_key(args, dims) != memo[11]
+        except (AttributeError, TypeError):
+            return True
 
     def _kept_forms(self, memo: tuple[Any, ...], arrays: Any, now: tuple[int, ...]) -> bool:
         """After a launched-first hot call whose arrays' versions moved: whether each array
