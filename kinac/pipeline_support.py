@@ -147,7 +147,9 @@ class BuildReport:
 
 
 def list_sources(root: Path) -> tuple[str, ...]:
-    """Every ``.kina`` file under ``root``, relative and sorted (hidden and cache dirs skipped).
+    """Every ``.kina`` file under ``root``, relative and sorted (hidden and cache dirs skipped,
+    and hidden files: an editor's lock or backup such as Emacs's ``.#a.kina``, often a dangling
+    symlink, is not a source).
 
     A folder below the root with its own ``kina.toml`` is a nested workspace, skipped with
     everything under it: its files belong to its own configuration (meshes, solver, entries,
@@ -160,7 +162,9 @@ def list_sources(root: Path) -> tuple[str, ...]:
             continue
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
         rel = Path(dirpath).relative_to(root)
-        out.extend((rel / f).as_posix() for f in filenames if f.endswith(".kina"))
+        out.extend(
+            (rel / f).as_posix() for f in filenames if f.endswith(".kina") and not f.startswith(".")
+        )
     return tuple(sorted(out))
 
 
@@ -178,7 +182,7 @@ def nested_workspaces(root: Path) -> dict[str, tuple[str, ...]]:
                     (Path(d).relative_to(root) / f).as_posix()
                     for d, dn, fs in os.walk(here)
                     for f in fs
-                    if f.endswith(".kina")
+                    if f.endswith(".kina") and not f.startswith(".")
                 )
             )
             dirnames[:] = []

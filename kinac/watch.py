@@ -134,10 +134,10 @@ def _relevant(sess: Any, path: Path) -> bool:
         return False
     if any(part.startswith(".") or part == "__pycache__" for part in rel.parts[:-1]):
         return False
+    if path.name.startswith(".") or path.name in SKIP_DIRS:  # an editor's .#a.kina lock too
+        return False
     if path.suffix == ".kina" or path.name == "kina.toml":
         return True
-    if path.name.startswith(".") or path.name in SKIP_DIRS:
-        return False
     if path.is_dir():
         return True
     return not os.path.lexists(path) and bool(sess.reads_folder(rel.as_posix()))
