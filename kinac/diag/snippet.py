@@ -8,23 +8,26 @@ rewrite the terminal. Here each character becomes what is shown (a tab four spac
 format or bidi character its ``\\u{..}`` escape) and each column its display column; a line
 too long for a terminal is cut to a window around its marks.
 
-Lines are split at ``\\n`` only, as the reader counts them (``str.splitlines`` also splits at
-form feeds, U+2028, lone CRs ...: the snippet then showed another line than the one named).
+Lines are split as the reader counts them (:mod:`kinac.reader.source`: ``\\n``, ``\\r\\n``, a
+lone ``\\r``); ``str.splitlines`` also splits at form feeds, U+2028 ...: the snippet then
+showed another line than the one named.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 TAB = "    "
 MAX_WIDTH = 160  # display columns of a shown line; longer ones are cut around their marks
 CONTEXT = 60  # columns kept left of the first mark when cutting
+_BREAK = re.compile("\r\n|\r|\n")  # kinac.reader.source's line breaks
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def source_lines(text: str) -> list[str]:
-    """``text`` split as the reader counts lines (``\\n``; a CRLF's CR dropped)."""
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    """``text`` split as the reader counts lines (``\\n``, ``\\r\\n``, a lone ``\\r``)."""
+    return _BREAK.split(text)
 
 
 def _shown(ch: str) -> tuple[str, int]:

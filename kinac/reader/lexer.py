@@ -28,10 +28,10 @@ _NAME = r"[^\W\d][\w-]*"
 _SYMCHARS = r"[\w+\-*/<>=!?%&|^~$.]"
 _SYMBOL = rf"(?![+-]?\.?[0-9])(?:[^\W\d]|[+\-*/<>=!?%&|^~$]){_SYMCHARS}*"
 _END = r"(?![^\s()\[\]\";\x00-\x1f\x7f])"  # the atom ends here
-_ANNOT_INNER = r"(?:[^()\";\n]|\([^()\";\n]*\))*+"  # one level of parens: one clear error
-_STR_BODY = r'(?:[^"\\\n]|\\[^\n])*'
+_ANNOT_INNER = r"(?:[^()\";\n\r]|\([^()\";\n\r]*\))*+"  # one level of parens: one clear error
+_STR_BODY = r'(?:[^"\\\n\r]|\\[^\n\r])*'
 _TOKEN = re.compile(
-    r"(?:[ \t\n\r\f\v]+|;[^\n]*)*+(?:"  # whitespace and comments, then one token or the end
+    r"(?:[ \t\n\r\f\v]+|;[^\n\r]*)*+(?:"  # whitespace and comments, then one token or the end
     + "|".join(
         (
             r"(?P<delim>[()\[\]])",
@@ -389,8 +389,9 @@ def tokenize(src: Source) -> tuple[list[Token], list[Diagnostic]]:
     Incremental per file in a process (an editor's save, ``kinac watch``, the server): the
     tokens of the lines before the first changed character are the previous tokenization's,
     and only the rest of the text is lexed again. That is exact because a token never spans
-    a line and no token class looks past the end of its line (strings, annotations and the
-    atom end before a ``\n``), so a line's tokens and diagnostics depend only on its text and
+    a line and no token class looks past the end of its line (strings, comments, annotations
+    and the atom end before a line break, ``\n`` or ``\r``), so a line's tokens and
+    diagnostics depend only on its text and
     its offset, both unchanged before the first edit (:func:`_reusable`)."""
     lx = _Lexer(src)
     pos = _reusable(src, lx)

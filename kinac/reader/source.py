@@ -11,7 +11,9 @@ Conventions (documented for the renderer):
   one-character token at column 5 has ``col == 5`` and ``end_col == 6``; an empty span (end of
   file) has equal start and end.
 - ``start``/``end`` are byte offsets into the UTF-8 encoding of the text (end exclusive).
-- Only ``\\n`` ends a line; a ``\\r`` before it is an ordinary character of its line.
+- A line ends at ``\\n``, ``\\r\\n`` (one break) or a lone ``\\r`` (old Mac line ends), as
+  editors count them (a file with lone CRs had every diagnostic on line 1, at a column past
+  the end of the line an editor shows). Form feeds, U+2028 and the like do not end lines.
 
 Lone surrogate code points (which ``str`` can hold but UTF-8 cannot encode, e.g. from
 ``bytes.decode(errors="surrogateescape")``) are replaced by U+FFFD up front: both take three
@@ -29,7 +31,7 @@ from kinac.diag.model import Span
 from kinac.rules.codec import fields_of
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_NEWLINE = re.compile("\n")
+_NEWLINE = re.compile("\r\n|\r|\n")
 
 
 def sanitize(text: str) -> str:
