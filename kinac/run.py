@@ -76,6 +76,36 @@ def _random_input(rng: Any, dtype: str, shape: tuple[int, ...], bound: int) -> A
     return rng.random(shape) < 0.5
 
 
+def _size(nbytes: int) -> str:
+    """A byte count as a person reads it (``7.28 TiB``)."""
+    size, unit = float(nbytes), "bytes"
+    for u in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, u
+    return f"{nbytes} bytes" if unit == "bytes" else f"{size:.2f} {unit}"
+
+
+def _random_or_oom(rng: Any, name: str, dtype: str, shape: tuple[int, ...], bound: int) -> Any:
+    """:func:`_random_input`, or a ``MemoryError`` (the CLI's "out of memory", exit 1) that
+    names the input, its dtype and its size: numpy's said "Unable to allocate 7.28 TiB for an
+    array with shape (...) and data type float64", the random draw's dtype, not the entry's."""
+    try:
+        return _random_input(rng, dtype, shape, bound)
+    except MemoryError:
+        from kinac.dtypes import ITEMSIZE
+
+        count = 1
+        for d in shape:
+            count *= d
+        each = ITEMSIZE.get(dtype, 1)
+        raise MemoryError(
+            f"the random input `{name}` is {dtype}{list(shape)}: {count} elements of {each} "
+            f"byte{'s' * (each != 1)}, {_size(count * each)}, more than the host can allocate "
+            "(the random values are drawn at 8 bytes each first); run with smaller --dims"
+        ) from None
+
+
 def _load_inputs(path: str, names: list[str]) -> list[Any]:
     """The arrays of an ``.npz`` (named after the parameters) or one ``.npy``, in ``names``
     order; a missing, extra or unreadable array is a usage error (never silently ignored)."""
@@ -339,7 +369,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], dict[str, Any], 
     else:
         rng = np.random.default_rng(args.seed)
         bound = min((d for _, t in params for d in t.shape), default=1)
-        arrays = [_random_input(rng, t.dtype, t.shape, bound) for _, t in params]
+        arrays = [_random_or_oom(rng, n, t.dtype, t.shape, bound) for n, t in params]
     call_dims = {k: v for k, v in dims.items() if k in fn.dim_params}
     from kinac.rules.codec import fingerprint
 
@@ -458,6 +488,16 @@ def _distributed(args: argparse.Namespace, fn: Any, target: str) -> Any:
     return ShardedDefn.wrap(fn, mesh, backend="nccl" if target == "cuda" else "tcp")
 
 
+_KINA_DTYPES = {  # numpy's dtype names -> Kina's, for the printed outputs
+    "float64": "f64",
+    "float32": "f32",
+    "float16": "f16",
+    "int64": "i64",
+    "int32": "i32",
+    "bool": "bool",
+}
+
+
 def run_entry(args: argparse.Namespace) -> int:
     """Build and run one entry; bad flags or inputs raise :class:`KinaUsageError` (exit 2),
     a program that does not build or a failed call raises another ``KinaError`` (exit 1)."""
@@ -496,7 +536,10 @@ def run_entry(args: argparse.Namespace) -> int:
     raw = out if isinstance(out, tuple) else (out,)
     bf16 = [getattr(o.dtype, "name", str(o.dtype)) in ("uint16", "bfloat16") for o in raw]
     outs = tuple(_to_host(o) for o in raw)
-    labels = ["bf16" if b else str(o.dtype) for b, o in zip(bf16, outs, strict=True)]
+    labels = [  # Kina's spelling, as the inputs are printed (f32, not float32)
+        "bf16" if b else _KINA_DTYPES.get(str(o.dtype), str(o.dtype))
+        for b, o in zip(bf16, outs, strict=True)
+    ]
     outs = tuple(_widen_bf16(o) for o in outs)
     print(f"{args.entry}: {fn.key.name} from {fn.key.file}, target {target}")
     for n, t in params:

@@ -315,7 +315,7 @@ def test_run_with_seed_and_with_npz_inputs(
         "run", str(ws), "mlp", "--seed", "3", "--repeat", "2", "--save", str(tmp_path / "out.npz")
     )
     assert p.returncode == 0, p.stderr
-    assert "out 0" in p.stdout and "float32[4, 128, 256]" in p.stdout and "median" in p.stdout
+    assert "out 0      f32[4, 128, 256]" in p.stdout and "median" in p.stdout
     r = np.random.default_rng(0)
     arrays = {
         "x": r.standard_normal((4, 128, 256), dtype=np.float32),

@@ -38,7 +38,7 @@ def ws(tmp_path: Path) -> Path:
 def test_dims_and_dtypes_come_from_the_arrays(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out = _run(ws, capsys, "lin", "--inputs", str(ws / "in.npz"))
     assert rc == 0, out
-    assert "in  x      f64[2, 3, 4]" in out and "out 0      float64[2, 3, 5]" in out
+    assert "in  x      f64[2, 3, 4]" in out and "out 0      f64[2, 3, 5]" in out
     assert "mean +4" in out  # ones of K = 4 summed
 
 
@@ -62,4 +62,4 @@ def test_a_dim_parameter_still_needs_dims(ws: Path, capsys: pytest.CaptureFixtur
     assert "`M` has no value: pass --dims M=..." in out  # N comes from x, so is not asked for
     rc, out = _run(ws, capsys, "rep", "--inputs", str(ws / "r.npz"), "--dims", "M=2")
     assert rc == 0, out
-    assert "out 0      float32[2, 3]" in out
+    assert "out 0      f32[2, 3]" in out

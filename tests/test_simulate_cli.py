@@ -81,7 +81,7 @@ def test_a_plain_defn_with_dims(ws: Path, capsys: pytest.CaptureFixture[str]) ->
         ["run", str(ws), "f", "--no-cache", "--repeat", "1", "--dims", "N=4,D=2,F=4", "--simulate"]
     )
     out = capsys.readouterr().out
-    assert code == 0 and "out 0      float32[4, 2]" in out and "1 all-reduce over tp" in out
+    assert code == 0 and "out 0      f32[4, 2]" in out and "1 all-reduce over tp" in out
 
 
 @pytest.mark.parametrize(
