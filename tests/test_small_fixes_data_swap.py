@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,3 +71,43 @@ def test_a_runtime_error_of_the_same_form_is_still_raised_as_it_is(tmp_path: Pat
     i[1] = 9  # a data write: same form, and the entry's gather check fails
     with pytest.raises(kinac.KinaRuntimeError, match="gather index 9"):
         fn(t, i)
+
+
+class _LaunchFirst:
+    """A GPU entry's bound-call protocol (:func:`kinac.rt.cuda.entry_hot.bind_hot`: ``run``
+    taking the arrays as one tuple, launched first, versions compared after) around a real
+    host entry; like the GPU's, a call whose addresses moved falls back to the entry's general
+    call, which refuses the new shape with the runtime's error (``KinaGpuError`` there)."""
+
+    def __init__(self, entry: Any) -> None:
+        self.entry = entry
+
+    def __call__(self, *arrays: Any) -> Any:
+        return self.entry(*arrays)
+
+    def hot_path(self, arrays: tuple[Any, ...]) -> Any:
+        def run(xs: tuple[Any, ...]) -> Any:
+            return self.entry(*xs)
+
+        def call(*xs: Any) -> Any:
+            return run(xs)
+
+        call.run = run  # type: ignore[attr-defined]
+        call.launch_first = True  # type: ignore[attr-defined]
+        call.ins = None  # type: ignore[attr-defined]
+        return call
+
+
+def test_the_launch_first_hot_path_redoes_a_swapped_call_too(dense_file: Path) -> None:
+    fn = kinac.compile(dense_file, "dense", no_cache=True)
+    x, w, b = torch.ones(2, 3), torch.ones(3, 4), torch.zeros(4)
+    fn(x, w, b)
+    ((key, (entry, where)),) = fn._fast.items()
+    fn._fast[key] = (_LaunchFirst(entry), where)
+    _hot(fn, x, w, b)
+    assert fn._memo[0] is not None and fn._memo[0][9]  # the launch-first branch
+    x.data = torch.ones(5, 7)
+    with pytest.raises(kinac.KinaCallError, match=r"shape \[3, 4\].*`x` says K = 7"):
+        fn(x, w, b)
+    x.data = torch.full((5, 3), 2.0)
+    np.testing.assert_array_equal(np.asarray(fn(x, w, b)), np.full((5, 4), 6, np.float32))
