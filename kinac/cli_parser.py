@@ -290,6 +290,25 @@ def build_parser() -> argparse.ArgumentParser:
         'carry "rank"); by default only rank 0 does, the others print errors only',
     )
     p.add_argument("--save", metavar="FILE", help="save the trained weights to a .npz file")
+    p.add_argument(
+        "--metrics-port",
+        type=_port(0),
+        metavar="N",
+        help="serve Prometheus metrics (step time, tokens/s, loss, ...) on 127.0.0.1:N while "
+        "training (0: any free port)",
+    )
+    p.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="record the step's graph hash, the first step's kernels, every loss and the final "
+        "weights; compare with --manifest, or with a second run",
+    )
+    p.add_argument(
+        "--manifest",
+        metavar="FILE",
+        help="training determinism manifest: written if FILE does not exist, else compared "
+        "against (implies --deterministic)",
+    )
     _add_common(p)
 
     p = sub.add_parser(

@@ -10,6 +10,7 @@ arena), and the rule engine's query events. :func:`serve` exposes them on 127.0.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,45 @@ class RunMetrics:
         yield from _alloc_samples(self.entry, lab)
         yield from _pinned_samples(self.entry, lab)
         yield from _query_samples(self.db)
+
+
+@dataclass
+class TrainMetrics(RunMetrics):
+    """:class:`RunMetrics` of a training run (``kinac train --metrics-port N``): a call is a
+    step (the loss-and-gradient call and the optimizer's update), ``entry`` the loss-and-gradient
+    entry (its pools and graphs), plus the ``kinac_train_*`` gauges. A step's update and a
+    scrape hold one lock (once a step, not per kernel), so a scrape never sees half a step."""
+
+    step_entries: tuple[Any, ...] = ()  # the optimizer's entries: their kernels count too
+    last: tuple[int, float, float, float] = (0, 0.0, 0.0, 0.0)  # steps, loss, ms, tokens/s
+    _later: tuple[int, float] = (0, 0.0)  # tokens and seconds of the steps after the first
+    _lock: Any = field(default_factory=threading.Lock)
+
+    def observe_step(self, seconds: float, tokens: int, loss: float) -> None:
+        """One completed step: ``tokens`` seen in ``seconds`` (device work included)."""
+        with self._lock:
+            self._observe_step(seconds, tokens, loss)
+
+    def _observe_step(self, seconds: float, tokens: int, loss: float) -> None:
+        self.observe_call(seconds)
+        self.launches += sum(launches_per_call(e) for e in self.step_entries)
+        steps = self.last[0] + 1
+        if steps > 1:  # the first step compiles: its rate is not the training's
+            self._later = (self._later[0] + tokens, self._later[1] + seconds)
+        toks, secs = self._later if steps > 1 else (tokens, seconds)
+        self.last = (steps, loss, seconds * 1000.0, toks / secs if secs > 0 else 0.0)
+
+    def samples(self) -> Iterator[tuple[str, str, str, float, dict[str, str]]]:
+        with self._lock:
+            run = list(super().samples())
+            steps, loss, ms, tps = self.last
+        lab = {"entry": self.entry_name, "target": self.target}
+        yield from run
+        yield "train_steps", "counter", "training steps completed", steps, lab
+        yield "train_step_time_ms", "gauge", "wall time of the last step (ms)", ms, lab
+        yield "train_tokens_per_s", "gauge", "tokens per second of the steps after the first " \
+            "(the first step's own until a second ends)", tps, lab  # fmt: skip
+        yield "train_loss", "gauge", "loss of the last step (unscaled)", loss, lab
 
 
 def launches_per_call(entry: Any) -> int:

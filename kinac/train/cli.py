@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """The ``train`` command (see :mod:`kinac.cli_parser` for its flags)."""
     from pathlib import Path
 
-    from kinac.train.trainer import StepResult, Trainer
+    from kinac.train.trainer import StepResult
 
     if not Path(args.path).is_dir():
         print(f"kinac: error: {args.path} is not a workspace directory", file=sys.stderr)
@@ -47,8 +47,38 @@ def run(args: argparse.Namespace) -> int:
     all_ranks = bool(getattr(args, "all_ranks", False))
     quiet = rank not in (None, 0) and not all_ranks  # a launch: rank 0 speaks for the others
     tag = {"rank": rank} if all_ranks and rank is not None else {}
+    if getattr(args, "manifest", None):
+        args.deterministic = True  # --manifest alone asks for the gate too
+    _refuse_sharded_gate(args, rank)
     t0 = time.perf_counter()
-    trainer = Trainer(
+    trainer = _trainer(args)
+    recorder = _recorder(args, trainer)
+    server = _metrics_server(args, trainer) if rank in (None, 0) else None  # rank 0 serves
+    results: list[StepResult] = []
+    try:
+        results = _train(args, trainer, quiet, tag)
+    finally:
+        if server is not None:
+            server.close()
+    total = time.perf_counter() - t0
+    done = _summary(trainer, results, total)
+    if quiet:
+        pass
+    elif args.json:
+        _json_line({**done, **tag})
+    else:
+        print(_summary_line(args.entry, trainer, done, f"rank {rank}: " if tag else ""))
+    if recorder is not None:
+        _gate(args, trainer, recorder)
+    if save is not None and rank in (None, 0):  # every rank holds the same weights: one file
+        _save(trainer, str(save), say=not args.json)  # --json: stdout holds JSON lines only
+    return EXIT_OK
+
+
+def _trainer(args: argparse.Namespace) -> Any:
+    from kinac.train.trainer import Trainer
+
+    return Trainer(
         args.path,
         args.entry,
         lr=args.lr,
@@ -62,7 +92,71 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir,
         no_cache=args.no_cache,
     )
-    results: list[StepResult] = []
+
+
+def _refuse_sharded_gate(args: argparse.Namespace, rank: int | None) -> None:
+    """``--deterministic`` records one process's step: refused with ``--simulate`` and under
+    ``kinac launch`` before anything is built (docs/training.md)."""
+    if not getattr(args, "deterministic", False):
+        return
+    where = (
+        "--simulate" if args.simulate is not None else "kinac launch" if rank is not None else ""
+    )
+    if where:
+        raise KinaUsageError(
+            f"--deterministic/--manifest records a single-device training step and does not "
+            f"combine with {where}: record a run without it"
+        )
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    return {"seed": args.seed, "lr": args.lr, "optimizer": args.optimizer,
+            "weight_decay": args.weight_decay, "loss_scale": args.loss_scale}  # fmt: skip
+
+
+def _recorder(args: argparse.Namespace, trainer: Any) -> Any:
+    if not getattr(args, "deterministic", False):
+        return None
+    from kinac.train.observe import Recorder, check_manifest
+
+    if args.manifest:
+        check_manifest(args.manifest)  # a damaged one fails before training, not after
+    rec = Recorder(_config(args))
+    rec.install(trainer)
+    return rec
+
+
+def _gate(args: argparse.Namespace, trainer: Any, recorder: Any) -> None:
+    """Compare the recorded run with ``--manifest`` or a second run; say so on stderr with
+    ``--json`` (stdout holds JSON lines only)."""
+    from kinac.train.observe import gate
+
+    def again() -> dict[str, Any]:
+        second = _trainer(args)
+        rec = _recorder(args, second)
+        list(second.steps(args.steps))
+        return rec.manifest(second)  # type: ignore[no-any-return]
+
+    text = gate(recorder.manifest(trainer), args.manifest, again)
+    print(text, file=sys.stderr if args.json else sys.stdout)
+
+
+def _metrics_server(args: argparse.Namespace, trainer: Any) -> Any:
+    """``--metrics-port``: the server (else None), its address said first: a ``{"event":
+    "metrics"}`` line with ``--json``."""
+    port = getattr(args, "metrics_port", None)
+    if port is None:
+        return None
+    server = trainer.serve_metrics(port)
+    if args.json:
+        _json_line({"event": "metrics", "url": server.url})
+    else:
+        print(f"metrics: {server.url} while training", flush=True)
+    return server
+
+
+def _train(args: argparse.Namespace, trainer: Any, quiet: bool, tag: dict[str, Any]) -> list[Any]:
+    results: list[Any] = []
     if quiet:
         results = list(trainer.steps(args.steps))
     elif args.json:
@@ -83,17 +177,7 @@ def run(args: argparse.Namespace) -> int:
             _json_line({**r.as_json(), **tag})
     else:
         results = _with_progress(trainer, args.steps, sys.stderr.isatty())
-    total = time.perf_counter() - t0
-    done = _summary(trainer, results, total)
-    if quiet:
-        pass
-    elif args.json:
-        _json_line({**done, **tag})
-    else:
-        print(_summary_line(args.entry, trainer, done, f"rank {rank}: " if tag else ""))
-    if save is not None and rank in (None, 0):  # every rank holds the same weights: one file
-        _save(trainer, str(save), say=not args.json)  # --json: stdout holds JSON lines only
-    return EXIT_OK
+    return results
 
 
 def _save_path(text: str) -> Any:

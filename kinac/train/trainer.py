@@ -172,6 +172,10 @@ class Trainer:
         self._outs: tuple[Any, ...] | None = None  # donated loss-and-gradient buffers (host)
         self._entry: Any = None
         self.allocations_per_step: list[int] = []
+        # kinac.train.observe's hooks: each observer sees every step's result; first_call sees
+        # the loss-and-gradient entry and its arguments just before its first call
+        self.observers: list[Callable[[Trainer, StepResult], None]] = []
+        self.first_call: Callable[[Any, tuple[Any, ...]], None] | None = None
 
     @property
     def n_weights(self) -> int:
@@ -212,6 +216,9 @@ class Trainer:
                 self._outs = grads_into(lw.outputs, self._entry.wrt, self.opt)
             if self.target == "cuda":  # its bounds check waits for the loss read (step())
                 self._entry.entry.defer_checks()
+        if self.first_call is not None:  # --deterministic: the first call, kernel by kernel
+            hook, self.first_call = self.first_call, None
+            hook(self._entry.entry, args)
         if self._outs is None:
             return self._entry(*args)  # type: ignore[no-any-return]
         outs = self._entry.entry(*args, out=self._outs)  # host or GPU: into the given buffers
@@ -249,9 +256,20 @@ class Trainer:
         dt = time.perf_counter() - t0
         self.allocations_per_step.append(OUTPUT_STATS.allocations + OUTPUT_STATS.scratch - before)
         self.step_count += 1
-        return StepResult(
+        result = StepResult(
             self.step_count, value, b * s, dt, not finite, scale if self.info.amp else None
         )
+        for observe in self.observers:
+            observe(self, result)
+        return result
+
+    def serve_metrics(self, port: int = 0) -> Any:
+        """Prometheus metrics of this trainer's steps on ``http://127.0.0.1:port/metrics``
+        (0: a free port; ``.url``) until the returned server's ``close()``
+        (``kinac train --metrics-port``; names in ``docs/observability.md``)."""
+        from kinac.train.observe import serve_metrics
+
+        return serve_metrics(self, port)
 
     def steps(self, n: int) -> Iterator[StepResult]:
         """``n`` steps, one result each as it completes."""
