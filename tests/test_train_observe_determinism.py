@@ -174,3 +174,29 @@ def test_simulate_is_refused(ws: Path, capsys: pytest.CaptureFixture[str]) -> No
     err = capsys.readouterr().err
     assert "--deterministic/--manifest records a single-device training step" in err
     assert "does not combine with --simulate" in err
+
+
+def test_a_launched_rank_is_refused(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert main(_cmd(ws, "--manifest", str(ws / "never.json"))) == 2
+    assert "does not combine with kinac launch" in capsys.readouterr().err
+    assert not (ws / "never.json").exists()
+
+
+def test_another_optimizer_is_a_changed_step_graph(ws: Path) -> None:
+    a, b = _record(ws), _record(ws, optimizer="sgd")
+    b["train"]["config"] = a["train"]["config"]  # as if --optimizer were not recorded
+    why = train_difference(a, b) or ""
+    assert why.startswith("the graph changed (hash "), why
+
+
+def test_an_option_left_at_its_default_is_said_so(ws: Path) -> None:
+    a = _record(ws)
+    b = json.loads(json.dumps(a))
+    a["train"]["config"]["loss_scale"], b["train"]["config"]["loss_scale"] = None, "1024"
+    assert train_difference(a, b) == (
+        "it was recorded with no --loss-scale (its default), this run has --loss-scale 1024"
+    )

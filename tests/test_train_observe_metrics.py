@@ -135,3 +135,16 @@ def test_port_in_use_is_a_usage_error(ws: Path, capsys: pytest.CaptureFixture[st
     assert rc == 2
     err = capsys.readouterr().err
     assert f"kinac: error: --metrics-port: cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_simulated_step_has_train_metrics_and_no_entry_pools(ws: Path) -> None:
+    tr = Trainer(str(ws), "tiny", simulate=2, cache_dir=str(ws / ".c"))
+    server = tr.serve_metrics(0)
+    try:
+        results = list(tr.steps(2))
+        m = parse(_scrape(server.url))
+    finally:
+        server.close()
+    assert m["kinac_train_steps_total"] == 2
+    assert m["kinac_train_loss"] == results[-1].loss
+    assert "kinac_alloc_reserved_bytes" not in m  # a sharded step has no one entry: absent

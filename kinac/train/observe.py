@@ -148,6 +148,11 @@ def train_problem(doc: dict[str, Any]) -> str | None:
     return None
 
 
+def _shown(flag: str, value: Any) -> str:
+    """``--seed 1``, or ``no --loss-scale`` for an option left at its default."""
+    return f"no {flag} (its default)" if value is None else f"{flag} {value}"
+
+
 def train_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """``None`` if training run ``new`` reproduces ``old``, else what differs first: an
     option, then (as ``kinac run``) the graph, the first batch and first weights, the first
@@ -159,10 +164,13 @@ def train_difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     was, now = old["train"]["config"], new["train"]["config"]
     for key, flag in CONFIG_FLAGS.items():
         if was.get(key) != now.get(key):
-            return f"it was recorded with {flag} {was.get(key)}, this run has {flag} {now.get(key)}"
+            old_v, new_v = (_shown(flag, c.get(key)) for c in (was, now))
+            return f"it was recorded with {old_v}, this run has {new_v}"
     why = first_difference(old, new)
+    if why is not None and old.get("graph_hash") == new["graph_hash"] and "target" not in why:
+        return f"step 1: {why}"  # the first batch or weights, or a kernel of the first step
     if why is not None:
-        return f"step 1: {why}"
+        return why  # another target, defn or step graph: not a step's
     a, b = old["train"]["losses"], new["train"]["losses"]
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
