@@ -86,10 +86,10 @@ def main() -> int:
 
     cases = [
         ("pinned_empty x, DMA first (staging_direct)", buf, True, True),
-        ("pinned_empty x, before (staging_hot._steady)", buf, False, True),
+        ("pinned_empty x, before (staging_hot.steady_call)", buf, False, True),
         ("pin_memory() torch x, DMA first, pinnedness cached", tx, True, True),
         ("pin_memory() torch x, DMA first, is_pinned() each call", tx, True, False),
-        ("pin_memory() torch x, before (_steady, is_pinned() each call)", tx, False, False),
+        ("pin_memory() torch x, before (steady_call, is_pinned() each call)", tx, False, False),
     ]
     for _, xx, early, cache in cases:  # warm: both turns recorded, direct graphs built
         st.early_dma, st.pin_cache = early, cache

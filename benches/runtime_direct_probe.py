@@ -9,7 +9,7 @@ pipelined us per call, rounds interleaved, medians of the rounds:
 * ``dev``: a device ``x`` (the reference of every ratio);
 * ``numpy``: a numpy ``x`` (staged through the turn's pinned block);
 * ``pe``: ``x`` in a ``pinned_empty`` array (DMA'd where it is, the call waits for it), with the
-  early DMA (``staging_direct``) and without (``stager.early_dma = False``: ``_steady``);
+  early DMA (``staging_direct``) and without (``stager.early_dma = False``: ``steady_call``);
 * ``pe_calls``: the early DMA as driver calls (``stager.direct_by_calls``) instead of the copy
   graph;
 * ``pt``: ``x`` a ``pin_memory()`` torch CPU tensor, early DMA and pinnedness cached, early DMA

@@ -70,7 +70,7 @@ def test_pinned_empty_blocks_come_from_the_pool_and_go_back(
     del a
     gc.collect()
     assert pool.memory_stats()["allocated_bytes.all.current"] == 4096  # the view keeps it
-    assert float(v.sum()) == 25.0 and not pinned._handed
+    assert float(v.sum()) == 25.0 and not pinned.HANDED
     del v
     gc.collect()
     assert pool.memory_stats()["allocated_bytes.all.current"] == 0

@@ -207,7 +207,7 @@ class PinnedBuffer:
 # handed out, while they live (the reference's callback drops the entry before the id can name
 # another object). Only the array object itself is found here, not its views: a view is an
 # ordinary host array to the stager (copied, still correct).
-_handed: dict[int, tuple[Any, int, int]] = {}
+HANDED: dict[int, tuple[Any, int, int]] = {}
 
 
 def pinned_empty(shape: tuple[int, ...] | int, dtype: Any = "float32") -> Any:
@@ -229,11 +229,11 @@ def pinned_empty(shape: tuple[int, ...] | int, dtype: Any = "float32") -> Any:
     key = id(arr)
 
     def gone(_: Any, key: int = key) -> None:
-        _handed.pop(key, None)
+        HANDED.pop(key, None)
 
     import weakref
 
-    _handed[key] = (weakref.ref(arr, gone), buf.ptr, buf.nbytes)
+    HANDED[key] = (weakref.ref(arr, gone), buf.ptr, buf.nbytes)
     return arr
 
 
@@ -256,7 +256,7 @@ class _Owner:
 def handed_out(array: Any) -> tuple[int, int]:
     """``(address, nbytes)`` of ``array`` if it is an array :func:`pinned_empty` returned (the
     object itself, alive), else ``(0, 0)``."""
-    hit = _handed.get(id(array))
+    hit = HANDED.get(id(array))
     if hit is None or hit[0]() is not array:
         return 0, 0
     return hit[1], hit[2]

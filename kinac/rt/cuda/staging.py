@@ -201,7 +201,7 @@ class HostStager:
         env = os.environ.get("KINAC_STAGING_DIRECT_FLAG")
         self.direct_flag = env != "0" if env else DIRECT_FLAG  # see COPY_FLAG, DIRECT_FLAG
         # 2026-12-02e (docs/runtime.md, "Host-input calls from page-locked memory"): a caller's
-        # pinned array's DMA queued first in the bound call (staging_direct; off: _steady, the
+        # pinned array's DMA queued first in the bound call (staging_direct; off: steady_call, the
         # path before), as driver calls rather than the copy graph (the H200 measured them
         # 2-4% faster a call on two hosts), and a torch tensor's pinnedness remembered per
         # storage (pinned.torch_pinned: off, the H200 measured is_pinned() no slower)

@@ -4,12 +4,12 @@
 Why a bound call: ``kinac.compile``'s memo has already checked that a call's arrays are the very
 objects of a recent call, unchanged in place, so a staged entry's call can skip the entry's
 layers (``__call__``, ``_call``, ``hot_call``) and that identity check (2026-12-02c round 2).
-Per turn it then repeats what the last call of that turn did, as :func:`_steady
-<kinac.rt.cuda.staging_hot._steady>` recorded it, while everything that call depended on still
+Per turn it then repeats what the last call of that turn did, as :func:`steady_call
+<kinac.rt.cuda.staging_hot.steady_call>` recorded it, while everything that call depended on still
 holds: a numpy ``x`` copied into the turn's block (:func:`_turn_call`), or a caller's pinned
 array (``pinned_empty``, ``pin_memory()``) read where it is with its DMA queued before any other
 work of the call (:func:`~kinac.rt.cuda.staging_direct.direct_call`, 2026-12-02e). Anything
-else is :func:`_steady`, or the entry's own call.
+else is :func:`steady_call`, or the entry's own call.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 from kinac.rt import hot
 from kinac.rt.cuda import staging_direct
 from kinac.rt.cuda.entry_hot import _RC, FREE_O, FREE_T, kept_lists
-from kinac.rt.cuda.pinned import _handed
+from kinac.rt.cuda.pinned import HANDED
 from kinac.rt.cuda.staging import SLOTS
 from kinac.rt.cuda.staging_hot import (
     Memo,
-    _compute_by_calls,
-    _done,
-    _driver_calls,
-    _refused,
-    _steady,
+    compute_by_calls,
+    finish_call,
+    note_refused,
+    queue_by_driver_calls,
+    steady_call,
 )
 from kinac.rt.cuda.tensor import Tensor
 from kinac.rt.hot import MISS
@@ -57,12 +57,12 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
     get, ref, cur, mine = entry._ctx_get, entry._ctx_ref, entry._ctx_cur, entry._ctx_mine
     bound = [m0]
     # the common case, one numpy input and one output, per turn as the last call of that turn
-    # ran it (:func:`_steady` records it in ``turns``): see :func:`_turn_call`
+    # ran it (:func:`steady_call` records it in ``turns``): see :func:`_turn_call`
     kept = kept_lists(entry)
     one = len(m0.host) == 1 and len(kept) == 1 and hot.LEAN
     turns: list[Any] = [None] * SLOTS if one else []
     # a caller's pinned array per turn as the last call of that turn read it (recorded by
-    # _steady, repeated by staging_direct.direct_call: its DMA queued first)
+    # steady_call, repeated by staging_direct.direct_call: its DMA queued first)
     direct: list[Any] = [None] * SLOTS if one else []
     kept0 = kept[0] if turns else []
     xi, p0 = m0.host[0]
@@ -112,7 +112,7 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
             if (
                 tc is not None
                 and type(x) is nd
-                and id(x) not in _handed  # (not a caller's pinned array: DMA'd where it is)
+                and id(x) not in HANDED  # (not a caller's pinned array: DMA'd where it is)
                 and x.shape == shape
                 and (x.dtype is dtype or x.dtype == dtype)
                 and m.plans[tc[0]] is tc[1]
@@ -125,8 +125,8 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
                         if t.ptr == tc[2]:
                             return _turn_call(st, entry, m, tc, arrays, t)
                         break
-                t = None  # type: ignore[assignment]  # (not held while _steady takes it)
-            out = _steady(st, entry, m, arrays, turns, direct)
+                t = None  # type: ignore[assignment]  # (not held while steady_call takes it)
+            out = steady_call(st, entry, m, arrays, turns, direct)
             if out is not None:
                 return out
         return plain(arrays)
@@ -151,7 +151,7 @@ def _forms(pos: tuple[int, ...], arrays: tuple[Any, ...]) -> tuple[Any, ...] | N
 def _turn_call(
     st: HostStager, entry: Any, m: Memo, tc: tuple[Any, ...], arrays: tuple[Any, ...], out: Tensor
 ) -> Any:
-    """:func:`_steady`'s common case as the last call of this turn ran it (``tc``, recorded
+    """:func:`steady_call`'s common case as the last call of this turn ran it (``tc``, recorded
     there: the plan, the output's address, the captured graph), its checks made by the bound
     call: the host's wait for the turn's last DMAs (none when its flag is set), the numpy input
     copied into the turn's pinned block, the copy graph and the compute wrapper launched."""
@@ -167,14 +167,14 @@ def _turn_call(
         st.flags[fi] = 0
     rc = cp.launch(cp.exec, st.cs_arg)
     if rc:  # nothing queued: this call (and the next ones) by driver calls
-        _refused(st, "the copy graph", rc)
-        _driver_calls(st, entry, m, arrays, j, turn, fast)
-        return _done(st, entry, m, [out])
+        note_refused(st, "the copy graph", rc)
+        queue_by_driver_calls(st, entry, m, arrays, j, turn, fast)
+        return finish_call(st, entry, m, [out])
     turn.copy_pending, turn.flagged = True, flagged
     rc = cw.launch(cw.exec, m.stream)
     if rc:
-        _refused(st, "the compute wrapper", rc)
-        _compute_by_calls(st, entry, m, turn, fast)
+        note_refused(st, "the compute wrapper", rc)
+        compute_by_calls(st, entry, m, turn, fast)
         st.graph_calls -= 1  # (turn_calls counts it as one)
     turn.read_pending = True
     st.turn = (j + 1) % SLOTS

@@ -5,7 +5,7 @@ Why: a call fed an array the caller filled in page-locked memory (``pinned_empty
 (the caller may refill the array then). So a loop of such calls runs at the DMA plus the host
 work of the call that is not overlapped by it: the H200 measured the MLP's 0.5 MiB ``x`` at
 1.23-1.28x of device input on a slow host (DMA 18.3 us, ~19 us of host work a call), where
-:func:`~kinac.rt.cuda.staging_hot._steady` queued the DMA only after the argument checks, the
+:func:`~kinac.rt.cuda.staging_hot.steady_call` queued the DMA only after the argument checks, the
 output tensor, the graph lookup and the plan. Here the bound call
 (:mod:`~kinac.rt.cuda.staging_bound`) repeats a turn as the last call of that turn ran it: after
 the checks that must precede it (the array is the caller's pinned array at the recorded address,
@@ -13,9 +13,9 @@ of the parameter's form; the turn's graphs alive), the copy graph is launched fi
 output tensor, the compute wrapper's launch and the statistics run while the DMA does; the call
 then waits for *copied* and returns. Anything that does not hold (another address, the output
 held by the caller, a graph gone) after the DMA was queued: the call waits for that DMA and
-takes :func:`_steady`, which queues it again (same bytes, same slot: correct, rare).
+takes :func:`steady_call`, which queues it again (same bytes, same slot: correct, rare).
 
-``KINAC_STAGING_EARLY_DMA=0`` (or ``stager.early_dma = False``) keeps :func:`_steady` for these
+``KINAC_STAGING_EARLY_DMA=0`` (or ``stager.early_dma = False``) keeps :func:`steady_call` for these
 calls: the bench's same-process A/B.
 """
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import hot_key, outputs, take
-from kinac.rt.cuda.pinned import _handed, torch_pinned
+from kinac.rt.cuda.pinned import HANDED, torch_pinned
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def reads(st: HostStager, m: Memo, x: Any, p: Param, src: int) -> bool:
     if p.nbytes < st.direct_min:
         return False
     if type(x) is m.nd:
-        h = _handed.get(id(x))
+        h = HANDED.get(id(x))
         return (
             h is not None
             and h[1] == src
@@ -82,7 +82,7 @@ def direct_call(
     wrapper and the statistics, then the wait for the DMA. The output is another than the
     record's when the caller holds that one (or a DLPack consumer still does): that output's
     captured graph is looked up after the DMA was queued, and recorded in ``direct`` for this
-    turn. None when the record no longer holds (the DMA, if queued, waited for: ``_steady``
+    turn. None when the record no longer holds (the DMA, if queued, waited for: ``steady_call``
     queues it again: a graph not captured yet at these addresses, a graph gone); :data:`MOVED`
     when a device array moved in place (the DMA waited for: the entry's own path)."""
     j, plan, graph, fast, t, cp, cw, _, optr, src_arg = dc
@@ -102,7 +102,7 @@ def direct_call(
         if flagged:
             st.flags[j * FLAG_STRIDE] = 0
         if cp.launch(cp.exec, st.cs_arg):
-            return None  # nothing queued: _steady tries again and falls back to driver calls
+            return None  # nothing queued: steady_call tries again and falls back to driver calls
     t.copy_pending, t.flagged = True, flagged
     # from here on the DMA runs: what the call still does overlaps it
     if m.dp is not None and tuple(map(m.dp, m.get(arrays))) != m.dps:
@@ -118,10 +118,10 @@ def direct_call(
         direct[j] = (j, plan, graph, fast, t, cp, cw, dc[7], out.ptr, src_arg)
     rc = cw.launch(cw.exec, m.stream)
     if rc:
-        from kinac.rt.cuda.staging_hot import _compute_by_calls, _refused
+        from kinac.rt.cuda.staging_hot import compute_by_calls, note_refused
 
-        _refused(st, "the compute wrapper", rc)
-        _compute_by_calls(st, entry, m, t, fast)
+        note_refused(st, "the compute wrapper", rc)
+        compute_by_calls(st, entry, m, t, fast)
         st.graph_calls -= 1  # (turn_calls counts it as one)
     t.read_pending = True
     st.turn = (j + 1) % SLOTS
@@ -139,7 +139,7 @@ def direct_call(
 def _other_output(st: HostStager, entry: Any, m: Memo, j: int) -> tuple[Any, ...] | None:
     """``(output, plan, captured graph, its fast launch, compute wrapper)`` for this turn and
     the output the entry hands out now (:func:`~kinac.rt.cuda.entry_hot.outputs`), as
-    ``_steady`` finds them; None where the graph is not captured at these addresses yet (the
+    ``steady_call`` finds them; None where the graph is not captured at these addresses yet (the
     entry's path captures it) or a wrapper could not be built."""
     outs = outputs(entry)
     if len(outs) != 1:

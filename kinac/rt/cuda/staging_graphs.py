@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver
-from kinac.rt.cuda.pinned import PinnedBuffer, _handed, default_pool, handed_out, torch_pinned
+from kinac.rt.cuda.pinned import HANDED, PinnedBuffer, default_pool, handed_out, torch_pinned
 from kinac.rt.cuda.staging import DMA_PIECE_MIN, FLAG_STRIDE, SLOTS
 
 if TYPE_CHECKING:
@@ -339,7 +339,7 @@ def fill(
     ``pinned_empty`` array, a ``pin_memory()`` tensor), DMA'd from where it is. None when every
     argument went to its block (the plan's copy graph reads them); else each argument's
     source address (the caller's, or the block's), for :func:`direct_copy`."""
-    handed, least = _handed, st.direct_min
+    handed, least = HANDED, st.direct_min
     direct: list[int] | None = None
     for k, (i, p, fn, dst, j) in enumerate(fills):
         a = arrays[i]

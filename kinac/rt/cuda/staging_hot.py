@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import hot_key, outputs
 from kinac.rt.cuda.entry_support import DL_NAMES, _dense
-from kinac.rt.cuda.pinned import _handed
+from kinac.rt.cuda.pinned import HANDED
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS, Param
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
@@ -181,10 +181,10 @@ def hot_call(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Any:
     if tuple(map(id, devs)) != m.ids or (m.dp is not None and tuple(map(m.dp, devs)) != m.dps):
         st.memo[0] = None  # other arguments: the next call builds the memo again
         return None
-    return _steady(st, entry, m, arrays)
+    return steady_call(st, entry, m, arrays)
 
 
-def _steady(
+def steady_call(
     st: HostStager,
     entry: Any,
     m: Memo,
@@ -234,7 +234,7 @@ def _steady(
         if plan is None or plan[0] is not graph:
             plan = m.plans[j] = staging_graphs.plan(st, m.host, j, graph)
         fills = plan[3]
-        if len(fills) == 1 and type(a := arrays[fills[0][0]]) is nd and id(a) not in _handed:
+        if len(fills) == 1 and type(a := arrays[fills[0][0]]) is nd and id(a) not in HANDED:
             f = fills[0]  # one numpy input, not a caller's pinned array: its copy, inline
             f[2](f[3], arrays[f[0]])
             srcs: tuple[int, ...] | None = None
@@ -252,11 +252,11 @@ def _steady(
             if not rc:
                 t.copy_pending, t.flagged = True, flagged
                 if not st.compute_wrapper:  # the bench's switch: the compute by driver calls
-                    _compute_by_calls(st, entry, m, t, fast)
+                    compute_by_calls(st, entry, m, t, fast)
                     st.hybrid_calls += 1
                 elif rc := cw.launch(cw.exec, m.stream):  # (the copies are queued)
-                    _refused(st, "the compute wrapper", rc)
-                    _compute_by_calls(st, entry, m, t, fast)
+                    note_refused(st, "the compute wrapper", rc)
+                    compute_by_calls(st, entry, m, t, fast)
                 else:
                     st.graph_calls += 1
                     if turns and srcs is None and len(outs) == 1:  # the bound call's record
@@ -277,13 +277,13 @@ def _steady(
                     t.copy_pending = t.flagged = False
                     blocks = [f[1].host[f[4]].ptr for f in plan[3]]
                     st.direct += sum(a != b for a, b in zip(srcs, blocks, strict=True))
-                return _done(st, entry, m, outs)
-            _refused(st, "the copy graph", rc)  # nothing queued: this call by driver calls
-    _driver_calls(st, entry, m, arrays, j, t, fast)
-    return _done(st, entry, m, outs)
+                return finish_call(st, entry, m, outs)
+            note_refused(st, "the copy graph", rc)  # nothing queued: this call by driver calls
+    queue_by_driver_calls(st, entry, m, arrays, j, t, fast)
+    return finish_call(st, entry, m, outs)
 
 
-def _compute_by_calls(st: HostStager, entry: Any, m: Memo, t: Any, fast: Any) -> None:
+def compute_by_calls(st: HostStager, entry: Any, m: Memo, t: Any, fast: Any) -> None:
     """The compute wrapper's work as driver calls: the wait for *copied*, the captured graph's
     launch, *consumed*."""
     c = st.calls
@@ -293,7 +293,7 @@ def _compute_by_calls(st: HostStager, entry: Any, m: Memo, t: Any, fast: Any) ->
         driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc)
 
 
-def _refused(st: HostStager, what: str, rc: int) -> None:
+def note_refused(st: HostStager, what: str, rc: int) -> None:
     """A launch the driver refused: the stager keeps to driver calls from now on (the reason in
     ``graph_error``, and a warning once), rather than failing every call."""
     import warnings
@@ -303,7 +303,7 @@ def _refused(st: HostStager, what: str, rc: int) -> None:
     warnings.warn(f"host-input staging: {st.graph_error}; using driver calls", stacklevel=4)
 
 
-def _driver_calls(
+def queue_by_driver_calls(
     st: HostStager, entry: Any, m: Memo, arrays: tuple[Any, ...], j: int, t: Any, fast: Any
 ) -> None:
     """The steady state without graphs (or a caller's pinned array among the arguments: DMA'd
@@ -336,7 +336,7 @@ def _driver_calls(
         driver.fail("cuStreamWaitEvent/cuGraphLaunch/cuEventRecord", rc or rc2)
 
 
-def _done(st: HostStager, entry: Any, m: Memo, outs: list[Tensor]) -> Any:
+def finish_call(st: HostStager, entry: Any, m: Memo, outs: list[Tensor]) -> Any:
     st.copies += len(m.host)
     st.bytes += m.nbytes
     st.hot_calls += 1
