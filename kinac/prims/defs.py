@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from kinac.prims.elementwise import define
+from kinac.prims.rare import rare
 from kinac.prims.scalar import (
     S,
     approx_div,
@@ -121,16 +122,19 @@ define(
 # sin and cos in generated f32 code: k = round(x 2/pi), r = x - k pi/2 with pi/2 in three f32
 # parts through FMAs (Cody-Waite; the first step is exact and the parts sum to pi/2 within
 # 1e-23, so r keeps ~1 ulp), then Cephes' minimax polynomials on [-pi/4, pi/4] and the quadrant
-# k mod 4. Within 2 ulp for |x| <= 1e6, near multiples of pi/2 included (tests/test_prims_math);
-# beyond ~4e6 the rounding of x 2/pi breaks the reduction (no Payne-Hanek), so large arguments
-# (RoPE angles are position x frequency, well below that) lose accuracy.
+# k mod 4. Within 2 ulp for |x| <= 1e6, near multiples of pi/2 included (tests/test_prims_math).
+# Beyond, the rounding of x 2/pi breaks that reduction (sin(1e9) was 13.3), so on a stage that
+# can branch (the GPU) |x| > 1e6 and inf take a rarely taken path, the f64 sin rounded to f32
+# (Payne-Hanek past 2^50: exact to the largest float); the ordinary range pays a compare and a
+# branch. The host cannot branch in its vectorised loops and keeps the |x| <= 1e6 limit
+# (kinac.prims.rare; docs/gpu-precision.md, "sin and cos of large arguments").
 _PIO2 = (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15)  # sum: pi/2 to 1e-23
 _SIN_P = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
 _COS_P = (2.443315711809948e-05, -1.388731625493765e-03, 4.166664568298827e-02)
 
 
 def _sin_quadrant_f32(x: S, shift: int) -> S:
-    """``sin(x + shift pi/2)`` (``shift`` 0: sin, 1: cos)."""
+    """``sin(x + shift pi/2)`` (``shift`` 0: sin, 1: cos) for ``|x| <= 1e6``."""
     k = floor(x * 0.6366197466850281 + 0.5)
     r = fma(-k, _PIO2[0], x)
     r = fma(-k, _PIO2[1], r)
@@ -144,21 +148,33 @@ def _sin_quadrant_f32(x: S, shift: int) -> S:
     return where(q >= 2, -v, v)
 
 
+_LARGE = 1e6  # past this the f32 reduction above loses accuracy
+
+
+def _sin_f32(x: S) -> S:
+    s = rare(fabs(x) > _LARGE, lambda: libm("sin", x), _sin_quadrant_f32(x, 0))
+    return where(eq(x, 0), x, s)  # sin(-0) = -0 (the polynomial gives +0)
+
+
+def _cos_f32(x: S) -> S:
+    return rare(fabs(x) > _LARGE, lambda: libm("cos", x), _sin_quadrant_f32(x, 1))
+
+
 define(
     "sin",
     "float",
     lambda x: libm("sin", x),
     "expensive",
-    kernel_f32=lambda x: _sin_quadrant_f32(x, 0),
-    doc="sine (generated f32 code: within 2 ulp for |x| <= 1e6)",
+    kernel_f32=_sin_f32,
+    doc="sine (generated f32 code: within 2 ulp for |x| <= 1e6; on the GPU for every x)",
 )
 define(
     "cos",
     "float",
     lambda x: libm("cos", x),
     "expensive",
-    kernel_f32=lambda x: _sin_quadrant_f32(x, 1),
-    doc="cosine (generated f32 code: within 2 ulp for |x| <= 1e6)",
+    kernel_f32=_cos_f32,
+    doc="cosine (generated f32 code: within 2 ulp for |x| <= 1e6; on the GPU for every x)",
 )
 
 # ---- binary ----------------------------------------------------------------------------------

@@ -6,11 +6,13 @@ registers of the *compute* type (``float`` for f16/bf16, ``i1`` for bool), so ea
 dispatches on its operand's type. ``exp``/``log``/``tanh``/``erf``/``pow`` are the careful
 functions of :class:`~kinac.ir.gpu.scalar.Scalars` (f32) and
 :class:`~kinac.ir.gpu.scalar_f64.F64Math` (f64, which also generates the ``libm`` functions
-``log1p``, ``sin``, ``cos``: no libdevice is linked); ``approx_div`` is the GPU's 2-ulp division.
+``log1p``, ``sin``, ``cos``: no libdevice is linked; f32 ``sin``/``cos`` past 1e6 widen to
+it, behind a branch: ``rare``); ``approx_div`` is the GPU's 2-ulp division.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kinac.ir.gpu.emit import Val
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 _INT_TYPES = ("i1", "i32", "i64")
+_F32_VIA_F64 = ("sin", "cos")  # f32 libm calls computed by F64Math and rounded to f32
 
 
 def _is_int(v: Val) -> bool:
@@ -138,7 +141,17 @@ class GpuAlgebra:
     def select(self, c: Val, a: Val, b: Val) -> Val:
         return self.b.select(c, a, b)
 
+    def rare(self, cond: Val, slow: Callable[[], Val], usual: Val) -> Val:
+        """``slow()`` behind a branch (:func:`kinac.prims.rare.rare`): the ordinary case costs
+        a compare and a branch, not the slow path's instructions."""
+        return self.b.if_values(cond, lambda: [slow()], [usual])[0]
+
     def libm(self, name: str, a: Val) -> Val:
+        if a.ty == "float" and name in _F32_VIA_F64:  # f32 sin/cos past 1e6: f64, rounded
+            w = self.sc.op(f"fpext float {a.ref} to double", "double")
+            r64 = self.sc.f64.libm(name, w)
+            assert r64 is not None
+            return self.sc.op(f"fptrunc double {r64.ref} to float", "float")
         r = self.sc.f64.libm(name, a) if a.ty == "double" else None
         if r is None:  # f32 code uses the primitive's kernel_f32; a new libm name needs F64Math
             raise NotImplementedError(
