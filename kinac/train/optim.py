@@ -397,7 +397,8 @@ class AdamW(Optimizer):
         self.fused = (self.mode == "inplace" and target == "cuda") if fused is None else fused
         if self.fused and (self.mode != "inplace" or target != "cuda"):
             raise KinaUsageError("the fused AdamW step updates GPU buffers in place")
-        self._options = options
+        # the compile options only (donate is the optimizer's own: kinac.compile refuses it)
+        self._options = {k: v for k, v in options.items() if k != "donate"}
         self._fused: dict[str, Any] = {}
         self._hyper_dev: dict[str, tuple[Any, ...]] = {}
         self.fused_calls = 0
