@@ -97,18 +97,25 @@ class _B:
 
 
 def _exp(b: _B, x: SSAValue) -> SSAValue:
-    lo, hi = b.f(-87.0), b.f(88.7)
+    # below -104 the result rounds to 0 (exp(-103.97) is half the least subnormal); past 88.75
+    # to inf (ln of the largest float is 88.7228: the product below overflows on its own)
+    lo, hi = b.f(-104.0), b.f(88.75)
     xc = b._add(arith.MinimumfOp(b._add(arith.MaximumfOp(x, lo)), hi))
     n = b._add(math.FloorOp(b.fma(xc, b.f(1.44269504088896341), b.f(0.5))))
     r = b.fma(n, b.f(-0.693359375), xc)
     r = b.fma(n, b.f(2.12194440e-4), r)
     p = b.poly(r, _EXP_P)
     y = b.add(b.fma(p, b.mul(r, r), r), b.f(1.0))
-    # 2**(n-1) without a float-to-int conversion (which LLVM scalarises): the low bits of
-    # n + 2**23 + 126 are n + 126, the biased exponent of 2**(n-1)
-    biased = b.cast(arith.BitcastOp, b.add(n, b.f(8388734.0)), i32)
+    # y 2^n as y 2^(m-1) 2^(n-m+1): 2^(m-1) without a float-to-int conversion (which LLVM
+    # scalarises): the low bits of m + 2^23 + 126 are m + 126, its biased exponent. m = n, or
+    # n + 64 when 2^(n-1) is below the normal range (n < -125: a subnormal result, down to
+    # n = -150): then the last product rounds y 2^(n+63), a normal float, once into the
+    # subnormals (it was flushed to 0: exp(-100) is 3.8e-44)
+    tiny = b.cmp(n, b.f(-125.0), "olt")
+    m = b.add(n, b.sel(tiny, b.f(64.0), b.f(0.0)))
+    biased = b.cast(arith.BitcastOp, b.add(m, b.f(8388734.0)), i32)
     scale = b.cast(arith.BitcastOp, b.iop(arith.ShLIOp, biased, b.i(23)), f32)
-    y = b.mul(b.mul(y, scale), b.f(2.0))
+    y = b.mul(b.mul(y, scale), b.sel(tiny, b.f(2.0**-63), b.f(2.0)))
     y = b.sel(b.cmp(x, lo, "olt"), b.f(0.0), y)
     return b.sel(b.cmp(x, hi, "ogt"), b.f(pymath.inf), y)
 

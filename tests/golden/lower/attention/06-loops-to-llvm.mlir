@@ -291,8 +291,8 @@ builtin.module {
     llvm.return
   }
   llvm.func internal @kinac_expf(%232: f32) -> f32 {
-    %233 = llvm.mlir.constant(-8.700000e+01 : f32) : f32
-    %234 = llvm.mlir.constant(8.870000e+01 : f32) : f32
+    %233 = llvm.mlir.constant(-1.040000e+02 : f32) : f32
+    %234 = llvm.mlir.constant(8.875000e+01 : f32) : f32
     %235 = llvm.call_intrinsic "llvm.maximum.f32"(%232, %233) : (f32, f32) -> f32
     %236 = llvm.call_intrinsic "llvm.minimum.f32"(%235, %234) : (f32, f32) -> f32
     %237 = llvm.mlir.constant(1.44269502 : f32) : f32
@@ -318,22 +318,30 @@ builtin.module {
     %257 = llvm.call_intrinsic "llvm.fma.f32"(%255, %256, %244) : (f32, f32, f32) -> f32
     %258 = llvm.mlir.constant(1.000000e+00 : f32) : f32
     %259 = llvm.fadd %257, %258 : f32
-    %260 = llvm.mlir.constant(0x4B00007E : f32) : f32
-    %261 = llvm.fadd %240, %260 : f32
-    %262 = llvm.bitcast %261 : f32 to i32
-    %263 = llvm.mlir.constant(23 : i32) : i32
-    %264 = llvm.shl %262, %263 : i32
-    %265 = llvm.bitcast %264 : i32 to f32
-    %266 = llvm.fmul %259, %265 : f32
-    %267 = llvm.mlir.constant(2.000000e+00 : f32) : f32
-    %268 = llvm.fmul %266, %267 : f32
-    %269 = llvm.fcmp "olt" %232, %233 : f32
-    %270 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %271 = llvm.select %269, %270, %268 : i1, f32
-    %272 = llvm.fcmp "ogt" %232, %234 : f32
-    %273 = llvm.mlir.constant(0x7f800000 : f32) : f32
-    %274 = llvm.select %272, %273, %271 : i1, f32
-    llvm.return %274 : f32
+    %260 = llvm.mlir.constant(-1.250000e+02 : f32) : f32
+    %261 = llvm.fcmp "olt" %240, %260 : f32
+    %262 = llvm.mlir.constant(6.400000e+01 : f32) : f32
+    %263 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %264 = llvm.select %261, %262, %263 : i1, f32
+    %265 = llvm.fadd %240, %264 : f32
+    %266 = llvm.mlir.constant(0x4B00007E : f32) : f32
+    %267 = llvm.fadd %265, %266 : f32
+    %268 = llvm.bitcast %267 : f32 to i32
+    %269 = llvm.mlir.constant(23 : i32) : i32
+    %270 = llvm.shl %268, %269 : i32
+    %271 = llvm.bitcast %270 : i32 to f32
+    %272 = llvm.fmul %259, %271 : f32
+    %273 = llvm.mlir.constant(1.08420217e-19 : f32) : f32
+    %274 = llvm.mlir.constant(2.000000e+00 : f32) : f32
+    %275 = llvm.select %261, %273, %274 : i1, f32
+    %276 = llvm.fmul %272, %275 : f32
+    %277 = llvm.fcmp "olt" %232, %233 : f32
+    %278 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %279 = llvm.select %277, %278, %276 : i1, f32
+    %280 = llvm.fcmp "ogt" %232, %234 : f32
+    %281 = llvm.mlir.constant(0x7f800000 : f32) : f32
+    %282 = llvm.select %280, %281, %279 : i1, f32
+    llvm.return %282 : f32
   }
   llvm.func @kinac_sgemm(i32, i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
 }

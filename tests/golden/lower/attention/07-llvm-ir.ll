@@ -230,8 +230,8 @@ define internal void @"k7_matmul"(ptr noalias %".1", ptr noalias %".2", ptr noal
 define internal float @"kinac_expf"(float %".1") nounwind
 {
 .3:
-  %".4" = call float @"llvm.maximum.f32"(float %".1", float 0xc055c00000000000)
-  %".5" = call float @"llvm.minimum.f32"(float %".4", float 0x40562cccc0000000)
+  %".4" = call float @"llvm.maximum.f32"(float %".1", float 0xc05a000000000000)
+  %".5" = call float @"llvm.minimum.f32"(float %".4", float 0x4056300000000000)
   %".6" = call float @"llvm.fma.f32"(float %".5", float 0x3ff7154760000000, float 0x3fe0000000000000)
   %".7" = call float @"llvm.floor.f32"(float %".6")
   %".8" = call float @"llvm.fma.f32"(float %".7", float 0xbfe6300000000000, float %".5")
@@ -244,17 +244,21 @@ define internal float @"kinac_expf"(float %".1") nounwind
   %".15" = fmul float %".9", %".9"
   %".16" = call float @"llvm.fma.f32"(float %".14", float %".15", float %".9")
   %".17" = fadd float %".16", 0x3ff0000000000000
-  %".18" = fadd float %".7", 0x4160000fc0000000
-  %".19" = bitcast float %".18" to i32
-  %".20" = shl i32 %".19", 23
-  %".21" = bitcast i32 %".20" to float
-  %".22" = fmul float %".17", %".21"
-  %".23" = fmul float %".22", 0x4000000000000000
-  %".24" = fcmp olt float %".1", 0xc055c00000000000
-  %".25" = select  i1 %".24", float              0x0, float %".23"
-  %".26" = fcmp ogt float %".1", 0x40562cccc0000000
-  %".27" = select  i1 %".26", float 0x7ff0000000000000, float %".25"
-  ret float %".27"
+  %".18" = fcmp olt float %".7", 0xc05f400000000000
+  %".19" = select  i1 %".18", float 0x4050000000000000, float              0x0
+  %".20" = fadd float %".7", %".19"
+  %".21" = fadd float %".20", 0x4160000fc0000000
+  %".22" = bitcast float %".21" to i32
+  %".23" = shl i32 %".22", 23
+  %".24" = bitcast i32 %".23" to float
+  %".25" = fmul float %".17", %".24"
+  %".26" = select  i1 %".18", float 0x3c00000000000000, float 0x4000000000000000
+  %".27" = fmul float %".25", %".26"
+  %".28" = fcmp olt float %".1", 0xc05a000000000000
+  %".29" = select  i1 %".28", float              0x0, float %".27"
+  %".30" = fcmp ogt float %".1", 0x4056300000000000
+  %".31" = select  i1 %".30", float 0x7ff0000000000000, float %".29"
+  ret float %".31"
 }
 
 declare void @"kinac_sgemm"(i32 %".1", i32 %".2", i32 %".3", i64 %".4", i64 %".5", i64 %".6", float %".7", ptr %".8", i64 %".9", ptr %".10", i64 %".11", float %".12", ptr %".13", i64 %".14")

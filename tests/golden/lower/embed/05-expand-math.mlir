@@ -211,8 +211,8 @@ builtin.module {
     func.return
   }
   func.func private @kinac_expf(%0: f32) -> f32 {
-    %1 = arith.constant -8.700000e+01 : f32
-    %2 = arith.constant 8.870000e+01 : f32
+    %1 = arith.constant -1.040000e+02 : f32
+    %2 = arith.constant 8.875000e+01 : f32
     %3 = arith.maximumf %0, %1 : f32
     %4 = arith.minimumf %3, %2 : f32
     %5 = arith.constant 1.44269502 : f32
@@ -238,21 +238,29 @@ builtin.module {
     %25 = math.fma %23, %24, %12 : f32
     %26 = arith.constant 1.000000e+00 : f32
     %27 = arith.addf %25, %26 : f32
-    %28 = arith.constant 0x4B00007E : f32
-    %29 = arith.addf %8, %28 : f32
-    %30 = arith.bitcast %29 : f32 to i32
-    %31 = arith.constant 23 : i32
-    %32 = arith.shli %30, %31 : i32
-    %33 = arith.bitcast %32 : i32 to f32
-    %34 = arith.mulf %27, %33 : f32
-    %35 = arith.constant 2.000000e+00 : f32
-    %36 = arith.mulf %34, %35 : f32
-    %37 = arith.cmpf olt, %0, %1 : f32
-    %38 = arith.constant 0.000000e+00 : f32
-    %39 = arith.select %37, %38, %36 : f32
-    %40 = arith.cmpf ogt, %0, %2 : f32
-    %41 = arith.constant 0x7f800000 : f32
-    %42 = arith.select %40, %41, %39 : f32
-    func.return %42 : f32
+    %28 = arith.constant -1.250000e+02 : f32
+    %29 = arith.cmpf olt, %8, %28 : f32
+    %30 = arith.constant 6.400000e+01 : f32
+    %31 = arith.constant 0.000000e+00 : f32
+    %32 = arith.select %29, %30, %31 : f32
+    %33 = arith.addf %8, %32 : f32
+    %34 = arith.constant 0x4B00007E : f32
+    %35 = arith.addf %33, %34 : f32
+    %36 = arith.bitcast %35 : f32 to i32
+    %37 = arith.constant 23 : i32
+    %38 = arith.shli %36, %37 : i32
+    %39 = arith.bitcast %38 : i32 to f32
+    %40 = arith.mulf %27, %39 : f32
+    %41 = arith.constant 1.08420217e-19 : f32
+    %42 = arith.constant 2.000000e+00 : f32
+    %43 = arith.select %29, %41, %42 : f32
+    %44 = arith.mulf %40, %43 : f32
+    %45 = arith.cmpf olt, %0, %1 : f32
+    %46 = arith.constant 0.000000e+00 : f32
+    %47 = arith.select %45, %46, %44 : f32
+    %48 = arith.cmpf ogt, %0, %2 : f32
+    %49 = arith.constant 0x7f800000 : f32
+    %50 = arith.select %48, %49, %47 : f32
+    func.return %50 : f32
   }
 }

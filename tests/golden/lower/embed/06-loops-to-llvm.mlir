@@ -330,8 +330,8 @@ builtin.module {
     llvm.return
   }
   llvm.func internal @kinac_expf(%238: f32) -> f32 {
-    %239 = llvm.mlir.constant(-8.700000e+01 : f32) : f32
-    %240 = llvm.mlir.constant(8.870000e+01 : f32) : f32
+    %239 = llvm.mlir.constant(-1.040000e+02 : f32) : f32
+    %240 = llvm.mlir.constant(8.875000e+01 : f32) : f32
     %241 = llvm.call_intrinsic "llvm.maximum.f32"(%238, %239) : (f32, f32) -> f32
     %242 = llvm.call_intrinsic "llvm.minimum.f32"(%241, %240) : (f32, f32) -> f32
     %243 = llvm.mlir.constant(1.44269502 : f32) : f32
@@ -357,21 +357,29 @@ builtin.module {
     %263 = llvm.call_intrinsic "llvm.fma.f32"(%261, %262, %250) : (f32, f32, f32) -> f32
     %264 = llvm.mlir.constant(1.000000e+00 : f32) : f32
     %265 = llvm.fadd %263, %264 : f32
-    %266 = llvm.mlir.constant(0x4B00007E : f32) : f32
-    %267 = llvm.fadd %246, %266 : f32
-    %268 = llvm.bitcast %267 : f32 to i32
-    %269 = llvm.mlir.constant(23 : i32) : i32
-    %270 = llvm.shl %268, %269 : i32
-    %271 = llvm.bitcast %270 : i32 to f32
-    %272 = llvm.fmul %265, %271 : f32
-    %273 = llvm.mlir.constant(2.000000e+00 : f32) : f32
-    %274 = llvm.fmul %272, %273 : f32
-    %275 = llvm.fcmp "olt" %238, %239 : f32
-    %276 = llvm.mlir.constant(0.000000e+00 : f32) : f32
-    %277 = llvm.select %275, %276, %274 : i1, f32
-    %278 = llvm.fcmp "ogt" %238, %240 : f32
-    %279 = llvm.mlir.constant(0x7f800000 : f32) : f32
-    %280 = llvm.select %278, %279, %277 : i1, f32
-    llvm.return %280 : f32
+    %266 = llvm.mlir.constant(-1.250000e+02 : f32) : f32
+    %267 = llvm.fcmp "olt" %246, %266 : f32
+    %268 = llvm.mlir.constant(6.400000e+01 : f32) : f32
+    %269 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %270 = llvm.select %267, %268, %269 : i1, f32
+    %271 = llvm.fadd %246, %270 : f32
+    %272 = llvm.mlir.constant(0x4B00007E : f32) : f32
+    %273 = llvm.fadd %271, %272 : f32
+    %274 = llvm.bitcast %273 : f32 to i32
+    %275 = llvm.mlir.constant(23 : i32) : i32
+    %276 = llvm.shl %274, %275 : i32
+    %277 = llvm.bitcast %276 : i32 to f32
+    %278 = llvm.fmul %265, %277 : f32
+    %279 = llvm.mlir.constant(1.08420217e-19 : f32) : f32
+    %280 = llvm.mlir.constant(2.000000e+00 : f32) : f32
+    %281 = llvm.select %267, %279, %280 : i1, f32
+    %282 = llvm.fmul %278, %281 : f32
+    %283 = llvm.fcmp "olt" %238, %239 : f32
+    %284 = llvm.mlir.constant(0.000000e+00 : f32) : f32
+    %285 = llvm.select %283, %284, %282 : i1, f32
+    %286 = llvm.fcmp "ogt" %238, %240 : f32
+    %287 = llvm.mlir.constant(0x7f800000 : f32) : f32
+    %288 = llvm.select %286, %287, %285 : i1, f32
+    llvm.return %288 : f32
   }
 }
