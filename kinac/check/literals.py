@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kinac.check import dims as D
 from kinac.check.formula import Rel
 from kinac.check.typed_ir import TCall, TConst, TDim, TExpr, TLocal, TPrim
+from kinac.dtypes import FLOAT_DTYPES, ITEMSIZE
 from kinac.prims.elementwise import names
 from kinac.reader import ast
 from kinac.tir.graph import DTYPES
@@ -45,10 +46,13 @@ def fits(value: int | float | bool, dtype: str) -> bool:
     return limit is None or abs(value) < limit
 
 
+_FLOATS_BY_WIDTH = tuple(sorted(FLOAT_DTYPES, key=lambda d: (ITEMSIZE[d], d != "f16")))
+
+
 def _wider(value: int | float | bool, dtype: str) -> str:
     """The narrowest dtype of ``dtype``'s kind wider than it that holds ``value`` (f16 -> f32
     for 1e6, not f64 as before; bool -> i32 for 2)."""
-    order = ("bool", "i32", "i64") if dtype in _INT_RANGE else ("f16", "bf16", "f32", "f64")
+    order = ("bool", "i32", "i64") if dtype in _INT_RANGE else _FLOATS_BY_WIDTH
     later = order[order.index(dtype) + 1 :] if dtype in order else order
     return next((d for d in later if fits(value, d) and d != "bf16"), order[-1])
 
