@@ -2,12 +2,12 @@
 
 The generated f32 code reduced ``x mod pi/2`` in f32 (``kinac/prims/defs.py``), within 2 ulp for
 ``|x| <= 1e6`` only: ``sin(3e7)`` was 5e-4 off, ``sin(1e9) = 13.3``, ``sin(1e10) = -2.5e16``.
-On the GPU, ``|x| > 1e6`` now takes a rarely taken branch, the f64 ``sin`` rounded to f32
-(``kinac.prims.rare``; helper H's Payne-Hanek past 2^50), checked here against numpy's f64
-result rounded to f32 over the whole f32 range, the hard cases included, in the emulator and
-through ``ptxas``. ``sin(-0)`` was ``+0`` on the host and the GPU. The host keeps the
-``|x| <= 1e6`` limit (a branch stops its vectoriser: ``docs/gpu-precision.md``), so its part
-here is the ordinary range and the zeros.
+``|x| > 1e6`` now takes a rarely taken path, the f64 ``sin`` rounded to f32
+(``kinac.prims.rare``): on the GPU a branch (helper H's Payne-Hanek past 2^50), on the host a
+versioned loop (``kinac/ir/host/rare_loops.py``: the vectorised loop, then, only if some
+argument was large, the loop again with libm behind a branch). Checked against numpy's f64
+result rounded to f32 over the whole f32 range, the hard cases included, on the host, in the
+GPU emulator and through ``ptxas``. ``sin(-0)`` was ``+0`` on both.
 """
 
 from __future__ import annotations
@@ -96,9 +96,43 @@ def test_sin_of_minus_zero_is_minus_zero_on_host_and_gpu() -> None:
 
 @pytest.mark.parametrize("op", ["sin", "cos"])
 def test_host_ordinary_range_unchanged_within_2_ulp(op: str) -> None:
-    """Up to 1e6 (the host's range), near multiples of pi/2, subnormals and zeros included."""
+    """Up to 1e6 (the fast path), near multiples of pi/2, subnormals and zeros included."""
     rng = np.random.default_rng(5)
     k = rng.integers(-600000, 600000, 2000)
     x = np.concatenate([rng.uniform(-1e6, 1e6, 2000), k * (np.pi / 2), [1e-45, -1e-40, 0.0]])
     x = x.astype(np.float32)
     _assert_within_2_ulp(op, x, run(_unary(op, x.size), x)[0])
+
+
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_host_f32_every_finite_argument_within_2_ulp(op: str) -> None:
+    x = _inputs(6 if op == "sin" else 7)
+    _assert_within_2_ulp(op, x, run(_unary(op, x.size), x)[0])
+    x = np.array([np.inf, -np.inf, np.nan], np.float32)
+    assert np.isnan(run(_unary(op, 3), x)[0]).all()
+
+
+def test_host_fused_and_reduced_large_arguments() -> None:
+    """The versioned loop inside a fusion (``sin(x) * y`` over 2-D), and carrying a reduction
+    (``sum(cos(x))`` over rows): the redo starts from the same accumulators."""
+    rng = np.random.default_rng(8)
+    x = rng.uniform(-100, 100, (6, 50)).astype(np.float32)
+    x[2, 7], x[5, 49] = 1e10, -3e30
+    y = rng.uniform(-2, 2, (6, 50)).astype(np.float32)
+    g = GraphBuilder("fused_sin_6x50")
+    xs, ys = g.param("x", "f32", (6, 50)), g.param("y", "f32", (6, 50))
+    prod = g.binary("mul", g.unary("sin", xs), ys)
+    got = run(g.build(prod), x, y)[0]
+    want = (np.sin(x.astype(np.float64)) * y).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    g = GraphBuilder("sum_cos_6x50")
+    total = g.reduce("reduce_sum", g.unary("cos", g.param("x", "f32", (6, 50))), 1)
+    got = run(g.build(total), x)[0]
+    np.testing.assert_allclose(got, np.cos(x.astype(np.float64)).sum(1), rtol=0, atol=1e-4)
+
+
+def test_host_bf16_large_arguments() -> None:
+    x = f32_to_bf16(np.array([1e9, 1e10, -3e7, 1e30, 3.3e38, 0.5, -0.0], np.float32))
+    got = bf16_to_f32(run(_unary("sin", 7, "bf16"), x)[0]).astype(np.float64)
+    want = np.sin(bf16_to_f32(x).astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=2.0**-7, atol=2.0**-9)

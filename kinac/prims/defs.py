@@ -123,11 +123,11 @@ define(
 # parts through FMAs (Cody-Waite; the first step is exact and the parts sum to pi/2 within
 # 1e-23, so r keeps ~1 ulp), then Cephes' minimax polynomials on [-pi/4, pi/4] and the quadrant
 # k mod 4. Within 2 ulp for |x| <= 1e6, near multiples of pi/2 included (tests/test_prims_math).
-# Beyond, the rounding of x 2/pi breaks that reduction (sin(1e9) was 13.3), so on a stage that
-# can branch (the GPU) |x| > 1e6 and inf take a rarely taken path, the f64 sin rounded to f32
-# (Payne-Hanek past 2^50: exact to the largest float); the ordinary range pays a compare and a
-# branch. The host cannot branch in its vectorised loops and keeps the |x| <= 1e6 limit
-# (kinac.prims.rare; docs/gpu-precision.md, "sin and cos of large arguments").
+# Beyond, the rounding of x 2/pi breaks that reduction (sin(1e9) was 13.3), so |x| > 1e6 and
+# inf take a rarely taken path, the f64 sin rounded to f32 (exact to the largest float: glibc on
+# the host, Payne-Hanek past 2^50 on the GPU); the ordinary range pays a compare and a branch
+# (GPU) or an or-reduction of the compare (host: a versioned loop). kinac.prims.rare;
+# docs/gpu-precision.md, "f32 sin/cos of large arguments".
 _PIO2 = (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15)  # sum: pi/2 to 1e-23
 _SIN_P = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
 _COS_P = (2.443315711809948e-05, -1.388731625493765e-03, 4.166664568298827e-02)
@@ -166,7 +166,7 @@ define(
     lambda x: libm("sin", x),
     "expensive",
     kernel_f32=_sin_f32,
-    doc="sine (generated f32 code: within 2 ulp for |x| <= 1e6; on the GPU for every x)",
+    doc="sine (generated f32 code: within 2 ulp for every finite x)",
 )
 define(
     "cos",
@@ -174,7 +174,7 @@ define(
     lambda x: libm("cos", x),
     "expensive",
     kernel_f32=_cos_f32,
-    doc="cosine (generated f32 code: within 2 ulp for |x| <= 1e6; on the GPU for every x)",
+    doc="cosine (generated f32 code: within 2 ulp for every finite x)",
 )
 
 # ---- binary ----------------------------------------------------------------------------------

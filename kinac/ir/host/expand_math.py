@@ -8,7 +8,8 @@ that LLVM inlines and vectorises. The algorithms are the classic Cephes ones (``
 PyTorch's own vectorised ``erf``), checked against numpy in
 ``tests/test_lower_math.py``; edge cases (``exp(-inf) = 0``, ``log(0) = -inf``, NaN in, NaN out)
 are handled with selects. xDSL's own ``expand-math-to-polynomials`` is a Taylor expansion without
-range reduction, too inaccurate for this. f64 stays with libm (scalar calls).
+range reduction, too inaccurate for this. f64 stays with libm (scalar calls). A rare f32 libm
+path (``kinac.prims.rare``) versions its loop first (:mod:`kinac.ir.host.rare_loops`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f32, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+
+from kinac.ir.host.rare_loops import version_rare_loops
 
 _EXP_P: tuple[float, ...] = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2)
 _EXP_P += (1.6666665459e-1, 5.0000001201e-1)
@@ -186,6 +189,7 @@ class ExpandMath(ModulePass):
     name = "expand-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        version_rare_loops(op)
         needed: set[str] = set()
         for o in list(op.walk()):
             entry = _FUNCS.get(type(o))
