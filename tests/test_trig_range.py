@@ -136,3 +136,29 @@ def test_host_bf16_large_arguments() -> None:
     got = bf16_to_f32(run(_unary("sin", 7, "bf16"), x)[0]).astype(np.float64)
     want = np.sin(bf16_to_f32(x).astype(np.float64))
     np.testing.assert_allclose(got, want, rtol=2.0**-7, atol=2.0**-9)
+
+
+def test_gpu_fused_and_reduced_large_arguments() -> None:
+    """The branch inside a row reduction (``sum(cos(x))``, ``max(sin(x) + cos(x))``) and a
+    fusion (``sin(x) * y``): the values made in the branch stay inside it (ptxas too)."""
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-100, 100, (6, 300)).astype(np.float32)
+    x[2, 7], x[5, 299] = 1e10, -3e30
+    y = rng.uniform(-2, 2, (6, 300)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    g = GraphBuilder("gpu_sum_cos")
+    graph = g.build(g.reduce("reduce_sum", g.unary("cos", g.param("x", "f32", (6, 300))), 1))
+    np.testing.assert_allclose(run_emulated(graph, x)[0], np.cos(x64).sum(1), rtol=0, atol=1e-4)
+    assert_ptxas_accepts(graph)
+    g = GraphBuilder("gpu_max_sin_cos")
+    xs = g.param("x", "f32", (6, 300))
+    graph = g.build(
+        g.reduce("reduce_max", g.binary("add", g.unary("sin", xs), g.unary("cos", xs)), 1)
+    )
+    want = (np.sin(x64) + np.cos(x64)).max(1)
+    np.testing.assert_allclose(run_emulated(graph, x)[0], want, rtol=0, atol=1e-6)
+    g = GraphBuilder("gpu_sin_mul")
+    xs, ys = g.param("x", "f32", (6, 300)), g.param("y", "f32", (6, 300))
+    graph = g.build(g.binary("mul", g.unary("sin", xs), ys))
+    np.testing.assert_allclose(run_emulated(graph, x, y)[0], np.sin(x64) * y, rtol=1e-6, atol=1e-6)
+    assert_ptxas_accepts(graph)
