@@ -149,8 +149,7 @@ class GpuAlgebra:
     def libm(self, name: str, a: Val) -> Val:
         if a.ty == "float" and name in _F32_VIA_F64:  # f32 sin/cos past 1e6: f64, rounded
             w = self.sc.op(f"fpext float {a.ref} to double", "double")
-            r64 = self.sc.f64.libm(name, w)
-            assert r64 is not None
+            r64 = self.sc.f64.sin_quadrant(w, 0 if name == "sin" else 1, f32_arg=True)
             return self.sc.op(f"fptrunc double {r64.ref} to float", "float")
         r = self.sc.f64.libm(name, a) if a.ty == "double" else None
         if r is None:  # f32 code uses the primitive's kernel_f32; a new libm name needs F64Math

@@ -299,10 +299,16 @@ class F64Math:
         return self.keep_nan(x, self.sel(self.cmp("olt", ax, 0.84375), small, r))
 
     # ---- sin, cos -----------------------------------------------------------------------------
-    def sin_quadrant(self, x: Val, shift: int) -> Val:
+    def sin_quadrant(self, x: Val, shift: int, f32_arg: bool = False) -> Val:
         """``sin(x + shift pi/2)`` (``shift`` 0: sin, 1: cos); ``|x| >= 2^50`` is reduced by
-        :func:`kinac.ir.gpu.scalar_f64_trig.reduce_large` (``sin(1e18)`` was 2.4e24)."""
+        :func:`kinac.ir.gpu.scalar_f64_trig.reduce_large` (``sin(1e18)`` was 2.4e24), or, for
+        an ``x`` that is an f32 value (``f32_arg``), by the lighter
+        :func:`kinac.ir.gpu.scalar_f32_trig.reduce_large_f32`."""
+        from kinac.ir.gpu.scalar_f32_trig import reduce_large_f32
         from kinac.ir.gpu.scalar_f64_trig import LARGE, reduce_large
+
+        if f32_arg:
+            reduce_large = reduce_large_f32
 
         k = self.floor(self.fma(x, TWO_OVER_PI, 0.5))
         r = x
