@@ -284,7 +284,16 @@ def value_and_grad_sharded(
     **options: Any,
 ) -> ShardedValueAndGrad:
     """What ``kinac.value_and_grad(..., mesh=...)`` returns (``layouts=`` from Python: see
-    :class:`MeshValueAndGrad`)."""
+    :class:`MeshValueAndGrad`). An unknown option is a usage error naming it (it was Python's
+    bare ``TypeError``), as ``kinac.compile(..., mesh=...)``'s."""
+    import inspect
+
+    from kinac.api_options import check_options
+
+    own = ("self", "path", "name", "wrt", "mesh", "target", "layouts", "cache_dir", "no_cache")
+    cls = MeshValueAndGrad if layouts is not None else ShardedValueAndGrad
+    takes = [k for k in inspect.signature(cls.__init__).parameters if k not in own]
+    check_options(options, target, "kinac.value_and_grad(..., mesh=...)", takes, gpu=False)
     if layouts is not None:
         if target != "cpu":
             raise KinaUsageError("a sharded gradient runs on the threaded simulator: target='cpu'")
