@@ -61,7 +61,7 @@ def install_fake_cuda(tmp: Path) -> bool:
     from kinac.rt.cuda import device, pinned
     from kinac.rt.cuda import entry as E
     from kinac.rt.cuda import graph as G
-    from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+    from kinac.rt.cuda.entry_support import DL_NAMES, array_nbytes
     from kinac.rt.cuda.pinned import PinnedPool
     from kinac.rt.cuda.tensor import DTYPES, contiguous_strides
 
@@ -78,7 +78,7 @@ def install_fake_cuda(tmp: Path) -> bool:
     def load(lowered: Any, ptx: str, **_: Any) -> Any:
         e = E.GpuEntry.__new__(E.GpuEntry)
         e.lowered, e.ordinal, e.pinned, e.resource = lowered, 0, True, res
-        e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+        e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], array_nbytes(o.dtype, o.shape),
                          contiguous_strides(o.shape)) for o in lowered.outputs]  # fmt: skip
         e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
         e.stream = e.capture_stream = device.Stream.wrap(0)

@@ -138,9 +138,9 @@ def idle_span_us(torch: Any, call: Callable[[], Any]) -> float:
 
 
 def libcuda(name: str) -> Any:
-    from kinac.rt.cuda.kernel_graph import _fn
+    from kinac.rt.cuda.kernel_graph import libcuda_fn
 
-    return _fn(name)
+    return libcuda_fn(name)
 
 
 def graph_edges(graph: Any) -> str:

@@ -44,7 +44,7 @@ class _Graph:
 def driverless(ins: list[Any]) -> Callable[..., Any]:
     """A ``load_gpu_entry`` that builds the entry without a driver, importing ``ins``."""
     from kinac.rt.cuda import entry as E
-    from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+    from kinac.rt.cuda.entry_support import DL_NAMES, array_nbytes
     from kinac.rt.cuda.pool import PoolResource
     from kinac.rt.cuda.resources import VirtualResource
     from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
@@ -53,7 +53,7 @@ def driverless(ins: list[Any]) -> Callable[..., Any]:
         e = E.GpuEntry.__new__(E.GpuEntry)
         e.lowered, e.ordinal, e.pinned = lowered, 0, True
         e.resource = PoolResource(VirtualResource())
-        e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+        e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], array_nbytes(o.dtype, o.shape),
                          contiguous_strides(o.shape)) for o in lowered.outputs]  # fmt: skip
         e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
         stream = type("S", (), {"cu": 0, "handle": 0, "cvp": None, "synchronize": lambda s: None})()

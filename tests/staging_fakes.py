@@ -51,7 +51,7 @@ def mul_entry(res: Any) -> Any:
     from kinac.artifacts.host import BufferSpec
     from kinac.rt.cuda import device
     from kinac.rt.cuda.entry import GpuEntry
-    from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+    from kinac.rt.cuda.entry_support import DL_NAMES, array_nbytes
     from kinac.rt.cuda.tensor import DTYPES, contiguous_strides
 
     params = (BufferSpec("x", "f32", X), BufferSpec("w", "f32", W))
@@ -59,7 +59,7 @@ def mul_entry(res: Any) -> Any:
     lw = GpuLoweredEntry("mul", "", params, outs, ("cpu", "cuda:0"), ("cuda:0",), 0, 0, (), ())
     e = GpuEntry.__new__(GpuEntry)
     e.lowered, e.ordinal, e.pinned, e.resource = lw, 0, True, res
-    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], array_nbytes(o.dtype, o.shape),
                      contiguous_strides(o.shape)) for o in outs]  # fmt: skip
     e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
     e.stream = device.Stream.wrap(0)

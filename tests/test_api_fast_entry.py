@@ -15,7 +15,7 @@ from typing import Any
 from kinac.artifacts.gpu import GpuLoweredEntry
 from kinac.artifacts.host import BufferSpec
 from kinac.rt.cuda.entry import GpuEntry
-from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+from kinac.rt.cuda.entry_support import DL_NAMES, array_nbytes
 from kinac.rt.cuda.pool import PoolResource
 from kinac.rt.cuda.resources import VirtualResource
 from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
@@ -34,7 +34,7 @@ def _entry() -> Any:
     e = GpuEntry.__new__(GpuEntry)  # no driver: only what prepare and _call read
     e.lowered, e.ordinal, e.pinned = lw, 0, True
     e.resource = PoolResource(VirtualResource())
-    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], array_nbytes(o.dtype, o.shape),
                      contiguous_strides(o.shape)) for o in outs]  # fmt: skip
     e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], False, 8, 0
     e.stream = type("S", (), {"cu": 0, "handle": 0})()
@@ -49,7 +49,7 @@ def _imported(e: Any, arrays: list[Array]) -> None:
     """Record each array's import as a CUDA array's is (:meth:`GpuEntry._remember`)."""
     res = VirtualResource()
     for i, (a, s) in enumerate(zip(arrays, SHAPES, strict=False)):
-        t = Tensor(res.allocate(_nbytes("f32", s)), s, "float32", device=(KDL_CUDA, 0))
+        t = Tensor(res.allocate(array_nbytes("f32", s)), s, "float32", device=(KDL_CUDA, 0))
         e._remember(i, a, t)
 
 

@@ -17,7 +17,7 @@ from kinac.artifacts.gpu import GpuLoweredEntry
 from kinac.artifacts.host import BufferSpec
 from kinac.rt.cuda import graph as graph_mod
 from kinac.rt.cuda.entry import GpuEntry
-from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+from kinac.rt.cuda.entry_support import DL_NAMES, array_nbytes
 from kinac.rt.cuda.pool import PoolResource
 from kinac.rt.cuda.resources import VirtualResource
 from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
@@ -63,7 +63,7 @@ def _entry() -> Any:
     e = GpuEntry.__new__(GpuEntry)
     e.lowered, e.ordinal, e.pinned = lw, 0, True
     e.resource = PoolResource(VirtualResource())
-    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], array_nbytes(o.dtype, o.shape),
                      contiguous_strides(o.shape)) for o in outs]  # fmt: skip
     e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
     e.stream = type("S", (), {"cu": 0, "handle": 0, "cvp": None, "synchronize": lambda s: None})()
@@ -85,7 +85,7 @@ def _import(e: Any, arrays: list[Array], res: VirtualResource) -> None:
 
 
 def _arrays(res: VirtualResource) -> list[Array]:
-    return [Array(res.allocate(_nbytes("f32", s))) for s in SHAPES]
+    return [Array(res.allocate(array_nbytes("f32", s))) for s in SHAPES]
 
 
 def test_the_same_arrays_replay_with_one_launch_and_the_dropped_outputs_block(
@@ -163,7 +163,7 @@ def test_a_tensor_moved_in_place_is_imported_again(log: list[Any]) -> None:
         e(*arrays)
     hot = e.hot_calls
     assert hot == 2
-    arrays[1].ptr = res.allocate(_nbytes("f32", SHAPES[1]))  # torch's set_ / resize_
+    arrays[1].ptr = res.allocate(array_nbytes("f32", SHAPES[1]))  # torch's set_ / resize_
     seen: list[int] = []
     e._input = lambda x, i: seen.append(i) or Tensor(x.ptr, SHAPES[i], "float32")  # type: ignore[func-returns-value]
     ins, _, ptrs = e.prepare(*arrays)
@@ -184,7 +184,7 @@ def test_bind_hot_skips_the_checks_only_while_the_memo_is_the_bound_one(log: lis
     e._last_box[0] = None  # the memo went (an argument died): a plain call, never the bound one
     call(*arrays)
     assert e.hot_calls == 2 and e._last_box[0] is not None  # the general path made a new memo
-    arrays[1].ptr = res.allocate(_nbytes("f32", SHAPES[1]))  # moved: only a full check sees it
+    arrays[1].ptr = res.allocate(array_nbytes("f32", SHAPES[1]))  # moved: only a full check sees it
     e._input = lambda x, i: Tensor(x.ptr, SHAPES[i], "float32")
     call(*arrays)
     assert e.hot_calls == 2 and log[-1] == "replay"  # the general path, which re-imported it
@@ -255,7 +255,7 @@ def test_the_bound_call_checks_addresses(log: list[Any]) -> None:
     call = e.hot_path(tuple(arrays))
     call(*arrays)
     assert e.hot_calls == 1
-    arrays[0].ptr = res.allocate(_nbytes("f32", SHAPES[0]))
+    arrays[0].ptr = res.allocate(array_nbytes("f32", SHAPES[0]))
     e._input = lambda x, i: Tensor(x.ptr, SHAPES[i], "float32")
     call(*arrays)
     assert e.hot_calls == 1 and log[-1] == "replay"  # the general path, at the new address

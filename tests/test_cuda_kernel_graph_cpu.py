@@ -72,7 +72,7 @@ class FakeDriver:
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
     pytest.importorskip("cuda.bindings")  # driver.fail names errors through the bindings
     f = FakeDriver()
-    monkeypatch.setattr(kernel_graph, "_fn", f.fn)
+    monkeypatch.setattr(kernel_graph, "libcuda_fn", f.fn)
     monkeypatch.setattr(module.driver, "pydll_launch", f.pydll_launch)
     return f
 

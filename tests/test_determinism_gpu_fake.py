@@ -22,7 +22,7 @@ from kinac.artifacts.host import BufferSpec
 from kinac.observe.determinism import first_difference, gpu_launch_key, record_gpu
 from kinac.rt.cuda import driver
 from kinac.rt.cuda.entry import GpuEntry
-from kinac.rt.cuda.entry_support import DL_NAMES, _nbytes
+from kinac.rt.cuda.entry_support import DL_NAMES, array_nbytes
 from kinac.rt.cuda.stats import Tracker
 from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
 
@@ -92,7 +92,7 @@ def _entry() -> Any:
     e.lowered, e.ordinal, e.pinned = lw, 0, True
     e.resource = HostResource()
     e.device = SimpleNamespace(enter=lambda: False, leave=lambda pushed: None, arch="sm_90")  # type: ignore[assignment]
-    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], array_nbytes(o.dtype, o.shape),
                      contiguous_strides(o.shape)) for o in outs]  # fmt: skip
     e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
     e.stream = SimpleNamespace(cu=0, handle=0, synchronize=lambda: None)  # type: ignore[assignment]

@@ -29,7 +29,7 @@ from kinac.artifacts.host import BufferSpec
 from kinac.rt.cuda import driver, graph
 from kinac.rt.cuda.entry import GpuEntry
 from kinac.rt.cuda.entry_into import call_into, inplace_safe
-from kinac.rt.cuda.entry_support import DL_NAMES, KinaGpuError, _nbytes
+from kinac.rt.cuda.entry_support import DL_NAMES, KinaGpuError, array_nbytes
 from kinac.rt.cuda.tensor import DTYPES, KDL_CUDA, Tensor, contiguous_strides
 from kinac.train import Trainer
 from kinac.train.flat import ALIGN, layout
@@ -107,7 +107,7 @@ def _map_entry(steps: tuple[GpuStep, ...] | None = None) -> GpuEntry:
     e.lowered, e.ordinal, e.pinned = lw, 0, True
     e.resource = HostResource()
     e.device = SimpleNamespace(enter=lambda: False, leave=lambda pushed: None)  # type: ignore[assignment]
-    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], array_nbytes(o.dtype, o.shape),
                      contiguous_strides(o.shape)) for o in outs]  # fmt: skip
     e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
     e.stream = e.capture_stream = SimpleNamespace(cu=0, handle=0, synchronize=lambda: None)  # type: ignore[assignment]

@@ -26,7 +26,7 @@ from train_support import CACHE, DECODER
 from kinac.artifacts.gpu import GpuLaunch, GpuLoweredEntry, GpuStep
 from kinac.rt.cuda import driver, graph
 from kinac.rt.cuda.entry import GpuEntry
-from kinac.rt.cuda.entry_support import DL_NAMES, NP_NAMES, _nbytes
+from kinac.rt.cuda.entry_support import DL_NAMES, NP_NAMES, array_nbytes
 from kinac.rt.cuda.tensor import DTYPES, contiguous_strides
 from kinac.train import Trainer
 from kinac.train import flat as flat_mod
@@ -62,7 +62,7 @@ class Graph:
 
 
 def _array(ptr: int, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    n = _nbytes(dtype, shape)
+    n = array_nbytes(dtype, shape)
     buf = (ctypes.c_uint8 * max(n, 1)).from_address(ptr)
     return np.frombuffer(buf, np.uint8)[:n].view(NP_NAMES[dtype]).reshape(shape)  # type: ignore[call-overload]
 
@@ -84,7 +84,7 @@ def gpu_twin(host: Any) -> GpuEntry:
     e = GpuEntry.__new__(GpuEntry)
     e.lowered, e.ordinal, e.pinned, e.resource = lw, 0, False, RES
     e.device = SimpleNamespace(enter=lambda: False, leave=lambda pushed: None)  # type: ignore[assignment]
-    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], _nbytes(o.dtype, o.shape),
+    e._out_specs = [(o.shape, DTYPES[DL_NAMES[o.dtype]], array_nbytes(o.dtype, o.shape),
                      contiguous_strides(o.shape)) for o in lw.outputs]  # fmt: skip
     e._host_outputs, e.use_graphs, e.max_graphs, e.status = [], True, 8, 0
     e.stream = e.capture_stream = SimpleNamespace(cu=0, handle=0, synchronize=lambda: None)  # type: ignore[assignment]

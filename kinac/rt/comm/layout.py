@@ -32,7 +32,8 @@ def _mesh(mesh: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
     return tuple(int(s) for s in mesh.shape), tuple(str(a) for a in mesh.axes)
 
 
-def _coords(mesh: Any, rank: int) -> dict[str, int]:
+def mesh_coords(mesh: Any, rank: int) -> dict[str, int]:
+    """``rank``'s coordinate along each mesh axis (ranks in row-major order over the mesh)."""
     shape, axes = _mesh(mesh)
     return dict(zip(axes, (int(c) for c in np.unravel_index(rank, shape)), strict=True))
 
@@ -64,9 +65,9 @@ def local_shape(shape: Sequence[int], layout: Any, mesh: Any) -> tuple[int, ...]
     return tuple(out)
 
 
-def _index(layout: Any, mesh: Any, rank: int, shape: tuple[int, ...]) -> tuple[slice, ...]:
+def shard_slices(layout: Any, mesh: Any, rank: int, shape: tuple[int, ...]) -> tuple[slice, ...]:
     """The slice of a global tensor of ``shape`` that ``rank`` holds."""
-    coord, size = _coords(mesh, rank), _sizes(mesh)
+    coord, size = mesh_coords(mesh, rank), _sizes(mesh)
     out = []
     for d, axs in enumerate(layout.dims):
         n, k = 1, 0
@@ -84,9 +85,9 @@ def shard_global(array: np.ndarray, layout: Any, mesh: Any, rank: int) -> np.nda
     local = local_shape(array.shape, layout, mesh)
     if isinstance(local, str):
         raise KinaRuntimeError(f"cannot shard a {list(array.shape)} array: {local}")
-    part = np.ascontiguousarray(array[_index(layout, mesh, rank, tuple(array.shape))])
+    part = np.ascontiguousarray(array[shard_slices(layout, mesh, rank, tuple(array.shape))])
     part = part.reshape(local)  # ascontiguousarray makes a rank-0 value [1]
-    coord = _coords(mesh, rank)
+    coord = mesh_coords(mesh, rank)
     if any(coord[a] for a in layout.partial):
         part = np.zeros_like(part)
     return part
@@ -113,8 +114,8 @@ def assemble(
             raise KinaRuntimeError(
                 f"rank {r} holds {loc.dtype}{list(loc.shape)}, rank 0 {first.dtype}{list(first.shape)}"
             )
-        coord = _coords(mesh, r)
-        idx = _index(layout, mesh, r, gshape)
+        coord = mesh_coords(mesh, r)
+        idx = shard_slices(layout, mesh, r, gshape)
         key = tuple((s.start, s.stop) for s in idx)
         if any(coord[a] for a in replicated):
             if check:

@@ -146,7 +146,7 @@ class ProgramGraph:
         ops: Any,
         glob: Sequence[np.ndarray],
     ) -> None:
-        from kinac.rt.comm.layout import _coords, _index, shard_global
+        from kinac.rt.comm.layout import mesh_coords, shard_global, shard_slices
 
         self.program, self.segments, self.comm, self.ops = program, tuple(segments), comm, ops
         mesh, me = program.mesh, comm.global_rank
@@ -158,8 +158,8 @@ class ProgramGraph:
         # value), or None when this rank holds zeros (a partial share not at coordinate 0)
         self.slices: list[tuple[tuple[slice, ...], tuple[int, ...] | None] | None] = []
         for a, part, (_, _, lay) in zip(glob, local, program.params, strict=True):
-            idx = _index(lay, mesh, me, tuple(np.shape(a)))
-            zero = any(_coords(mesh, me)[ax] for ax in lay.partial)
+            idx = shard_slices(lay, mesh, me, tuple(np.shape(a)))
+            zero = any(mesh_coords(mesh, me)[ax] for ax in lay.partial)
             sliced = np.asarray(a)[idx].shape
             self.slices.append(
                 None if zero else (idx, None if sliced == part.shape else part.shape)
@@ -419,7 +419,7 @@ def _places(
     """Where each rank's share of an output of local ``shape`` goes in the global output
     (replicas: the rank at coordinate 0 of the axes that do not split it), as
     :func:`~kinac.rt.comm.layout.assemble` places them; None for a partial output (summed)."""
-    from kinac.rt.comm.layout import _coords, _index, splits
+    from kinac.rt.comm.layout import mesh_coords, shard_slices, splits
 
     if layout.partial:
         return None
@@ -428,8 +428,8 @@ def _places(
     replicated = [a for a in mesh.axes if a not in split]
     where = []
     for r in range(math.prod(mesh.shape)):
-        if not any(_coords(mesh, r)[a] for a in replicated):
-            where.append((r, _index(layout, mesh, r, gshape)))
+        if not any(mesh_coords(mesh, r)[a] for a in replicated):
+            where.append((r, shard_slices(layout, mesh, r, gshape)))
     return gshape, where
 
 

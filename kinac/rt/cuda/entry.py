@@ -44,8 +44,8 @@ from kinac.rt.cuda.entry_support import (
     VOLATILE,
     KinaGpuError,
     Seq,
-    _dense,
-    _nbytes,
+    array_nbytes,
+    is_dense,
     placement,
     profile_steps,
 )
@@ -129,7 +129,7 @@ class GpuEntry:
             (
                 o.shape,
                 DTYPES[DL_NAMES[o.dtype]],
-                _nbytes(o.dtype, o.shape),
+                array_nbytes(o.dtype, o.shape),
                 contiguous_strides(o.shape),
             )
             for o in lowered.outputs
@@ -162,9 +162,9 @@ class GpuEntry:
         self.captures = 0
         self.replays = 0  # calls run by a graph replay (metrics: graph hit rate)
         self.hot_calls = 0  # calls that took :meth:`_hot_call` (tests observe this)
-        from kinac.rt.cuda.kernel_graph import _fn
+        from kinac.rt.cuda.kernel_graph import libcuda_fn
 
-        self._ctx_get = _fn("cuCtxGetCurrent")
+        self._ctx_get = libcuda_fn("cuCtxGetCurrent")
         self._ctx_cur = ctypes.c_void_p()
         self._ctx_ref = ctypes.byref(self._ctx_cur)
         self._ctx_mine = self.device.context_handle
@@ -241,7 +241,7 @@ class GpuEntry:
                 f"{self.lowered.name}: argument `{spec.name}` is {t.dtype.name}{list(t.shape)}, "
                 f"expected {DL_NAMES[spec.dtype]}{list(spec.shape)}"
             )
-        if not _dense(t):
+        if not is_dense(t):
             raise KinaGpuError(f"argument `{spec.name}` is not contiguous: pass x.contiguous()")
         if t.ptr % 16:
             return t.clone(self.resource)
@@ -286,7 +286,7 @@ class GpuEntry:
         p = self._stage.get(pos)
         if p is None:
             specs = (*self.lowered.params, *self.lowered.outputs)
-            p = self._stage[pos] = self._alloc(_nbytes(specs[pos].dtype, specs[pos].shape))
+            p = self._stage[pos] = self._alloc(array_nbytes(specs[pos].dtype, specs[pos].shape))
         return p
 
     def _bind(self, key: tuple[int, ...]) -> tuple[Seq, list[Seq]]:
@@ -525,7 +525,7 @@ class GpuEntry:
         for pos in sorted(self.volatile):
             if (pos < n) != inputs or key[pos]:
                 continue
-            nb = _nbytes(specs[pos].dtype, specs[pos].shape)
+            nb = array_nbytes(specs[pos].dtype, specs[pos].shape)
             src, dst = (ptrs[pos], self._stage[pos]) if inputs else (self._stage[pos], ptrs[pos])
             driver.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(dst, src, nb, self.stream.cu))
 
@@ -536,9 +536,9 @@ class GpuEntry:
         through PyDLL); ``torch.cuda.synchronize()`` waits for the whole device instead."""
         f = self._sync_fn
         if f is None:
-            from kinac.rt.cuda.kernel_graph import _fn
+            from kinac.rt.cuda.kernel_graph import libcuda_fn
 
-            f = self._sync_fn = _fn("cuStreamSynchronize")
+            f = self._sync_fn = libcuda_fn("cuStreamSynchronize")
         get = self._ctx_get  # the legacy stream is the current context's: the entry's GPU's
         if get is not None and not get(self._ctx_ref) and self._ctx_cur.value == self._ctx_mine:
             rc = f(self.stream.cvp)

@@ -24,7 +24,7 @@ from typing import Any
 
 from kinac.artifacts.gpu import GpuLoweredEntry
 from kinac.errors import KinaCallError
-from kinac.rt.cuda.entry_support import DL_NAMES, KinaGpuError, _dense, _nbytes
+from kinac.rt.cuda.entry_support import DL_NAMES, KinaGpuError, array_nbytes, is_dense
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
 
 
@@ -70,7 +70,7 @@ def _given(entry: Any, x: Any, j: int) -> Tensor:
             f"{lw.name}: out[{j}] is {t.dtype.name}{list(t.shape)}, expected "
             f"{DL_NAMES[spec.dtype]}{list(spec.shape)}"
         )
-    if not _dense(t) or t.ptr % 16 or t.readonly:
+    if not is_dense(t) or t.ptr % 16 or t.readonly:
         raise KinaGpuError(f"{lw.name}: out[{j}] must be contiguous, writeable, 16-byte aligned")
     return t
 
@@ -78,8 +78,8 @@ def _given(entry: Any, x: Any, j: int) -> Tensor:
 def _aliases(lowered: GpuLoweredEntry, ins: list[Tensor], outs: list[Tensor]) -> dict[int, int]:
     """``{output: input}`` for outputs that are exactly an input's buffer; any other overlap
     of an output with an input or another output is an error."""
-    n_in = [_nbytes(p.dtype, p.shape) for p in lowered.params]
-    n_out = [_nbytes(o.dtype, o.shape) for o in lowered.outputs]
+    n_in = [array_nbytes(p.dtype, p.shape) for p in lowered.params]
+    n_out = [array_nbytes(o.dtype, o.shape) for o in lowered.outputs]
     found: dict[int, int] = {}
     for j, o in enumerate(outs):
         for i, t in enumerate(ins):
@@ -188,7 +188,7 @@ def copy_device(dst: Tensor, src: Any) -> None:
         dst.copy_from_host(src)
         return
     t = src if isinstance(src, Tensor) else Tensor.from_dlpack(src, stream=0)
-    if t.nbytes != dst.nbytes or not (_dense(t) and _dense(dst)):
+    if t.nbytes != dst.nbytes or not (is_dense(t) and is_dense(dst)):
         raise KinaGpuError(f"copy of {t.nbytes} bytes into a {dst.nbytes}-byte buffer")
     d = driver.api()
     driver.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(dst.ptr, t.ptr, t.nbytes, 0))

@@ -23,7 +23,8 @@ VOLATILE = 3  # distinct addresses after which an argument is staged instead of 
 Seq = Callable[[Any], None]
 
 
-def _nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+def array_nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    """The bytes of a dense ``dtype`` array of ``shape``."""
     return ITEMSIZE[dtype] * math.prod(shape)
 
 
@@ -51,7 +52,7 @@ def placement(lowered: GpuLoweredEntry) -> int:
     return gpus[0] if gpus else 0
 
 
-def _dense(t: Tensor) -> bool:
+def is_dense(t: Tensor) -> bool:
     """Row-major without gaps (the strides of size-1 dims do not matter)."""
     expect = 1
     for n, st in reversed(list(zip(t.shape, t.strides, strict=True))):

@@ -77,9 +77,9 @@ class CapturedGraph:
         """Prepare :attr:`fast_launch`: libcuda's ``cuGraphLaunch`` through ``ctypes.PyDLL``
         with the executable graph as a pre-built ``c_void_p`` (the bindings' call costs ~1 us
         of Python per replay: argument conversion and a result tuple; this one ~0.2 us)."""
-        from kinac.rt.cuda.kernel_graph import _fn
+        from kinac.rt.cuda.kernel_graph import libcuda_fn
 
-        self.fast_launch = (_fn("cuGraphLaunch"), ctypes.c_void_p(int(self._exec)))
+        self.fast_launch = (libcuda_fn("cuGraphLaunch"), ctypes.c_void_p(int(self._exec)))
 
     def _abort_capture(self) -> None:
         """End a capture that went wrong, so the stream is usable again; drop the graph."""

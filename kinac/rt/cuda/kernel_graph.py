@@ -65,7 +65,7 @@ _fns: dict[str, Any] = {}
 _V2 = ("cuGraphAddKernelNode", "cuGraphExecKernelNodeSetParams")
 
 
-def _fn(name: str) -> Any:
+def libcuda_fn(name: str) -> Any:
     """libcuda's ``name`` (its ``_v2`` symbol where cuda.h maps to one), through PyDLL."""
     f = _fns.get(name)
     if f is None:
@@ -85,8 +85,8 @@ def _destroy(exec_handle: int, graph_handle: int) -> None:
     """Release an executable graph and its graph (finaliser: errors are ignored, since the
     context may already be gone)."""
     try:
-        _fn("cuGraphExecDestroy")(_vp(exec_handle))
-        _fn("cuGraphDestroy")(_vp(graph_handle))
+        libcuda_fn("cuGraphExecDestroy")(_vp(exec_handle))
+        libcuda_fn("cuGraphDestroy")(_vp(graph_handle))
     except Exception:  # noqa: BLE001 - never raise from a finaliser
         pass
 
@@ -94,7 +94,7 @@ def _destroy(exec_handle: int, graph_handle: int) -> None:
 def stream_is_capturing() -> Any:
     """libcuda's ``cuStreamIsCapturing(stream, &status)`` through PyDLL: returns the CUresult
     and writes the capture status (0: not capturing) through the pointer."""
-    return _fn("cuStreamIsCapturing")
+    return libcuda_fn("cuStreamIsCapturing")
 
 
 class KernelGraph:
@@ -130,20 +130,20 @@ class KernelGraph:
         self._p = KernelNodeParams(func, *grid, *block, shared, params, None, None, None)
         self._pref = ctypes.byref(self._p)
         g, node, ex = _vp(), _vp(), _vp()
-        _check("cuGraphCreate", _fn("cuGraphCreate")(ctypes.byref(g), _u(0)))
+        _check("cuGraphCreate", libcuda_fn("cuGraphCreate")(ctypes.byref(g), _u(0)))
         try:
-            add = _fn("cuGraphAddKernelNode")
+            add = libcuda_fn("cuGraphAddKernelNode")
             _check(
                 "cuGraphAddKernelNode",
                 add(ctypes.byref(node), g, None, ctypes.c_size_t(0), self._pref),
             )
-            inst = _fn("cuGraphInstantiateWithFlags")
+            inst = libcuda_fn("cuGraphInstantiateWithFlags")
             _check(
                 "cuGraphInstantiateWithFlags",
                 inst(ctypes.byref(ex), g, ctypes.c_ulonglong(0)),
             )
         except BaseException:
-            _fn("cuGraphDestroy")(g)
+            libcuda_fn("cuGraphDestroy")(g)
             raise
         self.graph, self.node, self.exec = (
             int(g.value or 0),
@@ -151,8 +151,8 @@ class KernelGraph:
             int(ex.value or 0),
         )
         self._ex, self._nd = ex, node
-        self._set = _fn("cuGraphExecKernelNodeSetParams")
-        self._launch = _fn("cuGraphLaunch")
+        self._set = libcuda_fn("cuGraphExecKernelNodeSetParams")
+        self._launch = libcuda_fn("cuGraphLaunch")
         self._fin = weakref.finalize(self, _destroy, self.exec, self.graph)
         self._fin.atexit = False  # at exit the driver may already be torn down
 
@@ -240,7 +240,7 @@ def pdl_call(
     an entry's graph this kernel's launch overlaps the end of the previous kernel. Only for
     kernels whose PTX waits before any memory access (:func:`kinac.rt.cuda.module.waiting_kernels`):
     the :class:`~kinac.rt.cuda.module.Launch` refuses others."""
-    f = _fn("cuLaunchKernelEx")
+    f = libcuda_fn("cuLaunchKernelEx")
     attr = LaunchAttribute(PROGRAMMATIC_STREAM_SERIALIZATION, 0)
     attr.value[0] = 1  # programmaticStreamSerializationAllowed (an int at the union's start)
     cfg = LaunchConfig(*grid, *block, shared, None, ctypes.addressof(attr), 1)

@@ -14,12 +14,13 @@ else is :func:`steady_call`, or the entry's own call.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kinac.rt import hot
 from kinac.rt.cuda import staging_direct
-from kinac.rt.cuda.entry_hot import _RC, FREE_O, FREE_T, kept_lists
+from kinac.rt.cuda.entry_hot import FREE_O, FREE_T, kept_lists
 from kinac.rt.cuda.pinned import HANDED
 from kinac.rt.cuda.staging import SLOTS
 from kinac.rt.cuda.staging_hot import (
@@ -67,7 +68,7 @@ def bind(st: HostStager, entry: Any, arrays: tuple[Any, ...]) -> Callable[..., A
     kept0 = kept[0] if turns else []
     xi, p0 = m0.host[0]
     shape, dtype, nd = p0.shape, p0.dtype, m0.nd
-    free_t, free_o, rc_of = FREE_T, FREE_O, _RC
+    free_t, free_o, rc_of = FREE_T, FREE_O, sys.getrefcount  # read as entry_hot.take reads them
 
     forms0 = _forms(hostpos, arrays)
 

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import hot_key, outputs
-from kinac.rt.cuda.entry_support import DL_NAMES, _dense
+from kinac.rt.cuda.entry_support import DL_NAMES, is_dense
 from kinac.rt.cuda.pinned import HANDED
 from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS, Param
 from kinac.rt.cuda.tensor import KDL_CUDA, Tensor
@@ -98,7 +98,7 @@ def _usable(entry: Any, i: int, t: Tensor) -> bool:
         t.device == (KDL_CUDA, entry.ordinal)
         and t.dtype.name == DL_NAMES[spec.dtype]
         and t.shape == spec.shape
-        and _dense(t)
+        and is_dense(t)
         and t.ptr % 16 == 0
     )
 
