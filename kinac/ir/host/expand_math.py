@@ -25,6 +25,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from kinac.ir.host.rare_loops import version_rare_loops
+from kinac.ir.host.scalar_algebra import libm_declarations
 
 _EXP_P: tuple[float, ...] = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2)
 _EXP_P += (1.6666665459e-1, 5.0000001201e-1)
@@ -190,6 +191,7 @@ class ExpandMath(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         version_rare_loops(op)
+        libm_declarations(op)  # a rare path dropped (its loop cannot re-run): its call is gone
         needed: set[str] = set()
         for o in list(op.walk()):
             entry = _FUNCS.get(type(o))

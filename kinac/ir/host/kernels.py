@@ -35,6 +35,7 @@ from kinac.ir.host.kina_to_loops import kernel_func, launch_shape
 from kinac.ir.host.llvm_to_text import module_to_llvm_ir
 from kinac.ir.host.loops_to_llvm import LoopsToLLVM
 from kinac.ir.host.pipeline import KINA_PASSES
+from kinac.ir.host.scalar_algebra import libm_declarations
 from kinac.ir.host.stitch import LoweredPiece, PieceKernel, kernel_symbol, stitch
 from kinac.ir.kernel_structure import kernel_structure
 from kinac.ir.kernel_text import CANONICAL_NAME as CANONICAL_NAME
@@ -119,6 +120,7 @@ def lower_kernel(kernel: HostKernel, reuse: bool = True) -> KernelCode:
     k.properties["sym"] = StringAttr(kernel.symbol)
     kf = kernel_func(k, kernel.status_step, launch_shape(k) is not None, visibility=None)
     m = ModuleOp([kf])
+    libm_declarations(m)
     ctx = Context()
     ExpandMath().apply(ctx, m)
     LoopsToLLVM().apply(ctx, m)

@@ -42,6 +42,7 @@ from kinac.ir.dialects.kina import dtype_name, shape_of
 from kinac.ir.host.kernel_loops import KernelLowering, parallel_extent
 from kinac.ir.host.loopgen import INDEX, Emitter
 from kinac.ir.host.scalar import storage_type
+from kinac.ir.host.scalar_algebra import libm_declarations
 from kinac.ir.host.stitch import ALIGN, STATUS_SLOTS, first_fit
 
 PAR_MIN_ELEMENTS = 1 << 15  # smaller kernels run whole: a task costs about a microsecond
@@ -215,7 +216,8 @@ def lower_entry(fn: func.FuncOp, declare_only: bool = False) -> tuple[list[Opera
 
 
 class KinaToLoops(ModulePass):
-    """Replace each fused entry by its buffer-level entry and kernel functions."""
+    """Replace each fused entry by its buffer-level entry and kernel functions (and declare
+    the libm functions they call)."""
 
     name = "kina-to-loops"
 
@@ -228,3 +230,4 @@ class KinaToLoops(ModulePass):
             f.detach()
             f.erase(safe_erase=False)
         op.body.block.add_ops(new)
+        libm_declarations(op)

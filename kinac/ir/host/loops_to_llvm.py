@@ -9,8 +9,10 @@ and ``memref.load`` an ``inbounds`` GEP plus a load, float ops keep their fast-m
 ops without an ``llvm`` dialect op become intrinsic calls (``llvm.maximum``, ``llvm.smax``,
 ``llvm.fptosi.sat``). ``kbuf.gemm`` becomes a call of ``kinac_sgemm``/``kinac_dgemm`` (CBLAS
 ``?gemm`` with 64-bit integers, bound by the runtime to numpy's OpenBLAS), f64 ``tanh``/``erf``
-calls of libm. Each entry gets an exported wrapper ``kinac_call_NAME(ptr argv)`` so the runtime
-calls every entry through one C signature.
+calls of libm; the module's libm declarations (``kinac.libm``, made by the pass that made the
+calls) join those externals, each declared once, after the functions, in name order. Each
+entry gets an exported wrapper ``kinac_call_NAME(ptr argv)`` so the runtime calls every entry
+through one C signature.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 
 from kinac.ir.dialects.kbuf import GemmOp, LaunchOp
+from kinac.ir.host.scalar_algebra import LIBM
 from kinac.ir.host.stitch import task_name, wrapper_name
 
 PTR = llvm.LLVMPointerType()
@@ -209,9 +212,8 @@ class _FuncConverter:
         elif isinstance(op, func.CallOp):
             rt = llvm_type(op.results[0].type) if op.results else None
             args = [self.v(x) for x in op.operands]
-            if "kinac.libm" in op.attributes and rt is not None:  # a C math library function
-                arg_types = [llvm_type(x.type) for x in op.operands]
-                self.externals[op.callee.string_value()] = llvm.LLVMFunctionType(arg_types, rt)
+            if LIBM in op.attributes:  # a C math library function: declared in the module
+                assert op.callee.string_value() in self.externals, "libm call not declared"
             res = self.emit(llvm.CallOp(op.callee.string_value(), *args, return_type=rt))
         elif isinstance(op, func.ReturnOp):
             res = self.emit(llvm.ReturnOp(self.v(op.operands[0]) if op.operands else None))
@@ -335,6 +337,15 @@ class LoopsToLLVM(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ConvertScfToCf().apply(ctx, op)
         externals: dict[str, llvm.LLVMFunctionType] = {}
+        for f in list(op.ops):  # libm declarations join the externals declared at the end
+            if isinstance(f, func.FuncOp) and LIBM in f.attributes:
+                ft = f.function_type
+                ret = llvm_type(ft.outputs.data[0]) if ft.outputs.data else llvm.LLVMVoidType()
+                externals[f.sym_name.data] = llvm.LLVMFunctionType(
+                    [llvm_type(t) for t in ft.inputs.data], ret
+                )
+                f.detach()
+                f.erase()
         new: list[Operation] = []
         for f in list(op.ops):
             assert isinstance(f, func.FuncOp)

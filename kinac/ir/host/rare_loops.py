@@ -19,6 +19,8 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i1
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 
+from kinac.ir.host.scalar_algebra import LIBM
+
 
 def _only_use(v: SSAValue) -> Operation | None:
     uses = list(v.uses)
@@ -32,7 +34,7 @@ def _chain(sel: arith.SelectOp) -> list[Operation] | None:
     if not isinstance(trunc, arith.TruncFOp) or _only_use(trunc.results[0]) is not sel:
         return None
     call = trunc.operands[0].owner
-    if not isinstance(call, func.CallOp) or "kinac.libm" not in call.attributes:
+    if not isinstance(call, func.CallOp) or LIBM not in call.attributes:
         return None
     if _only_use(call.results[0]) is not trunc or call.parent is not sel.parent:
         return None
@@ -84,7 +86,7 @@ def _can_redo(loop: scf.ForOp) -> bool:
     reads = {_root(o.memref) for o in loop.walk() if isinstance(o, memref.LoadOp)}
     writes = {_root(o.memref) for o in loop.walk() if isinstance(o, memref.StoreOp)}
     calls_ok = all(
-        "kinac.libm" in o.attributes or o.callee.string_value().startswith("kinac_")
+        LIBM in o.attributes or o.callee.string_value().startswith("kinac_")
         for o in loop.walk()
         if isinstance(o, func.CallOp)
     )

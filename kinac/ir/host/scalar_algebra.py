@@ -5,7 +5,8 @@ primitive's formula from :mod:`kinac.prims.defs` over this :class:`HostAlgebra`.
 registers of the *compute* type (``f32`` for f16/bf16, ``i1`` for bool), so each operation
 dispatches on its operand's type. Float adds, multiplies and divides may contract into FMAs;
 f32 ``exp``/``log``/``tanh``/``erf`` stay ``math`` ops that the ``expand-math`` pass replaces
-by its careful vectorisable implementations; f64 ones (and ``libm``) are libm calls.
+by its careful vectorisable implementations; f64 ones (and ``libm``) are libm calls, each
+declared in its module by :func:`libm_declarations` (so the module verifies after every pass).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, func, math
-from xdsl.dialects.builtin import Float64Type, IntegerType, StringAttr, f32, f64
+from xdsl.dialects.builtin import Float64Type, IntegerType, ModuleOp, StringAttr, f32, f64
 from xdsl.ir import Attribute, SSAValue
 
 if TYPE_CHECKING:
     from kinac.ir.host.scalar import Scalars
 
+LIBM = "kinac.libm"  # marks a libm call (its value: the function) and the function's declaration
 _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 
 
@@ -151,7 +153,7 @@ class HostAlgebra:
 
         def make() -> func.CallOp:
             call = func.CallOp(name, [x], [f64])
-            call.attributes["kinac.libm"] = StringAttr(name)
+            call.attributes[LIBM] = StringAttr(name)
             return call
 
         r = self.em.pure(f"libm.{name}", make, [x])
@@ -199,3 +201,29 @@ class HostAlgebra:
             ),
         )
         return self.select(self._op("cmpi", arith.CmpiOp, [b, zero], "sge"), pos, neg)
+
+
+def libm_declarations(module: ModuleOp) -> None:
+    """Make ``module``'s libm declarations its libm calls: a ``func.func private @name``
+    (marked :data:`LIBM`, appended in name order) for each function called and not yet
+    declared, none left for a function no longer called (a pass erased its calls).
+
+    Why: a ``func.call`` must name a function of its module to verify; ``loops-to-llvm``
+    turns each declaration into the LLVM ``declare`` of the external it links against.
+    """
+    calls: dict[str, func.CallOp] = {}
+    decls: dict[str, func.FuncOp] = {}
+    for o in module.walk():
+        if isinstance(o, func.CallOp) and LIBM in o.attributes:
+            calls.setdefault(o.callee.string_value(), o)
+        elif isinstance(o, func.FuncOp) and LIBM in o.attributes:
+            decls[o.sym_name.data] = o
+    for name, d in decls.items():
+        if name not in calls:
+            d.detach()
+            d.erase()
+    for name in sorted(calls.keys() - decls.keys()):
+        call = calls[name]
+        d = func.FuncOp.external(name, list(call.arguments.types), list(call.result_types))
+        d.attributes[LIBM] = StringAttr(name)
+        module.body.block.add_op(d)
