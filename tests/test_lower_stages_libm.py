@@ -19,12 +19,19 @@ from pathlib import Path
 
 import goldens
 import pytest
+from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, f64
 from xdsl.ir import Block, Region
 
 from kinac.ir import lower_graph, lower_stages
+from kinac.ir.from_graph import graph_to_module
+from kinac.ir.host.expand_math import ExpandMath
 from kinac.ir.host.kernels import lower_kernel, split_graph
+from kinac.ir.host.kina_to_loops import KinaToLoops
+from kinac.ir.host.llvm_to_text import module_to_llvm_ir
+from kinac.ir.host.loops_to_llvm import LoopsToLLVM
+from kinac.ir.host.pipeline import KINA_PASSES, print_ir
 from kinac.ir.host.scalar_algebra import LIBM, libm_declarations
 from kinac.ir.testing import GraphBuilder
 from kinac.tir.graph import Graph
@@ -126,6 +133,26 @@ def test_declarations_follow_the_calls() -> None:
         m.verify()
     decl = list(m.ops)[-1]
     assert isinstance(decl, func.FuncOp) and LIBM in decl.attributes and not decl.body.blocks
+
+
+def test_expand_math_drops_the_declaration_of_a_dropped_rare_path() -> None:
+    """A rare path's loop that reads the buffer it writes cannot run twice, so ``expand-math``
+    drops the call (``kinac/ir/host/rare_loops.py``): its declaration goes too, and the LLVM IR
+    declares no ``sin`` (an in-place kernel: its input buffer made its output)."""
+    m = graph_to_module(_unary("sin", "f32"))
+    ctx = Context()
+    for p in (*KINA_PASSES, KinaToLoops):
+        p().apply(ctx, m)
+    kernel = next(o for o in m.ops if isinstance(o, func.FuncOp) and o.sym_name.data == "k0_map")
+    out, x = kernel.body.block.args[:2]
+    x.replace_all_uses_with(out)
+    assert _libm_decls(print_ir(m)) == ["sin"]
+    ExpandMath().apply(ctx, m)
+    m.verify()
+    text = print_ir(m)
+    assert not _libm_decls(text) and not _called(text) and "@sin(" not in text
+    LoopsToLLVM().apply(ctx, m)
+    assert not [n for n in _DECLARE.findall(module_to_llvm_ir(m)) if not n.startswith("llvm.")]
 
 
 def _stage_file(i: int, stage: str) -> str:
