@@ -43,7 +43,7 @@ class _Forgetful(dict):  # type: ignore[type-arg]
 
 def _check(src: str, memo: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     if not memo:
-        checker_init, prover_init = infer._Checker.__init__, oblig.Prover.__init__
+        checker_init, prover_init = infer.Checker.__init__, oblig.Prover.__init__
 
         def no_calls(self: Any, *a: Any) -> None:
             checker_init(self, *a)
@@ -53,7 +53,7 @@ def _check(src: str, memo: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
             prover_init(self, *a, **k)
             self._decided = _Forgetful()
 
-        monkeypatch.setattr(infer._Checker, "__init__", no_calls)
+        monkeypatch.setattr(infer.Checker, "__init__", no_calls)
         monkeypatch.setattr(oblig.Prover, "__init__", no_rels)
     try:
         env = InMemoryEnv.from_sources({"a.kina": src})
@@ -109,13 +109,13 @@ def test_deferred_obligations_are_deferred_at_every_identical_call(
 
     def checked(memo: bool) -> Any:
         if not memo:
-            checker_init = infer._Checker.__init__
+            checker_init = infer.Checker.__init__
 
             def no_calls(self: Any, *a: Any) -> None:
                 checker_init(self, *a)
                 self.instantiated = _Forgetful()
 
-            monkeypatch.setattr(infer._Checker, "__init__", no_calls)
+            monkeypatch.setattr(infer.Checker, "__init__", no_calls)
         try:
             env = InMemoryEnv.from_sources({"a.kina": LIMIT_TWICE})
             env.on_unknown = "runtime-check"

@@ -110,25 +110,6 @@ KNOWN: dict[str, tuple[str, frozenset[str]]] = {
         },
     ),
     **_debt(
-        OWNED_ELSEWHERE + " (checker: infer.py and specialise.py were split into helpers)",
-        {
-            "kinac.check.infer._Checker": (
-                "kinac.check.callsite",
-                "kinac.check.declared",
-                "kinac.check.literals",
-                "kinac.check.rulectx",
-            ),
-            "kinac.check.infer._Fail": (
-                "kinac.check.callsite",
-                "kinac.check.declared",
-                "kinac.check.rulectx",
-            ),
-            "kinac.check.specialise._Abort": ("kinac.check.spec_calls",),
-            "kinac.check.specialise._Emitter": ("kinac.check.spec_calls",),
-            "kinac.shard.propagate._State": ("kinac.shard.plan",),
-        },
-    ),
-    **_debt(
         OWNED_ELSEWHERE + " (CLI and server: cli_output.py was cut out of cli.py)",
         {
             f"kinac.cli_output._{n}": ("kinac.cli",)

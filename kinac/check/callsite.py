@@ -13,8 +13,7 @@ from typing import Any
 from kinac.check import dims as D
 from kinac.check.calls import instantiate as instantiate  # re-exported: tests patch it here
 from kinac.check.formula import Rel
-from kinac.check.infer import _Checker
-from kinac.check.infer import _Fail as Fail
+from kinac.check.infer import Checker, CheckFail
 from kinac.check.sig import DefnRef, analyse
 from kinac.check.typed_ir import TCall, TExpr
 from kinac.check.types import SShape, SType
@@ -22,7 +21,7 @@ from kinac.diag.model import Diagnostic, Label, NodeRef
 from kinac.reader import ast
 
 
-def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) -> TExpr:
+def check_call(ck: Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) -> TExpr:
     """Check ``e``, a call of the defn ``ref``, against its signature ``sig_ast``."""
     seen = ck.instantiated.get(ref)
     if seen is not None and seen[0] is sig_ast:
@@ -42,7 +41,7 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
                 (Label(first.primary.loc, "the signature's first error"),),
             )
         )
-        raise Fail()
+        raise CheckFail()
     cref = NodeRef(ref.file, ref.name, 0)
     if len(e.args) != len(callee.params) or e.kwargs:
         names = " ".join(p.name for p in callee.params)
@@ -75,10 +74,10 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
                 t = ck.expr(a)
                 texprs.append(t)
                 args.append(t.type)
-        except Fail:
+        except CheckFail:
             failed = True
     if failed:
-        raise Fail()
+        raise CheckFail()
     key = (ref, e.head, tuple(args))
     hit = ck.instantiated.get(key)
     if hit is not None and hit[0] is callee:
@@ -104,7 +103,7 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
         )
         ck.err(iss.code, iss.message, nid, iss.help, sec)
     if b.issues:
-        raise Fail()
+        raise CheckFail()
     ok = True
     for n in b.needs:
         if ck.prover.proved_before(n.rel):  # an identical call site proved it: no labels
@@ -124,7 +123,7 @@ def check_call(ck: _Checker, e: ast.Call, ref: DefnRef, sig_ast: ast.Signature) 
             sec = (Label(NodeRef(ref.file, ref.name, callee.where[n.where][0]), "required here"),)
         ok = ck.require(n.rel, n.code, n.what, nid, sec, _call_help(n.rel)) and ok
     if not ok or b.result is None:
-        raise Fail()
+        raise CheckFail()
     r = b.result
     shape = SShape(r.shape.group, tuple(ck.tidy(d) for d in r.shape.dims))
     inst, rtype = b.inst(), SType(r.dtype, shape, r.device, r.shards)

@@ -15,14 +15,14 @@ from kinac.check.types import WEAK_I, SType, fmt_type
 from kinac.diag.model import Label
 
 if TYPE_CHECKING:
-    from kinac.check.infer import _Checker
+    from kinac.check.infer import Checker
 
 
 def match_declared(
-    ck: _Checker, want: SType, got: SType, nid: int, what: str, secondary: tuple[Label, ...]
+    ck: Checker, want: SType, got: SType, nid: int, what: str, secondary: tuple[Label, ...]
 ) -> None:
     """``got`` must be provably ``want``; raises the checker's failure after a diagnostic."""
-    from kinac.check.infer import _Fail
+    from kinac.check.infer import CheckFail
 
     if got.is_weak and (got.shape.dims or got.shape.group is not None):
         # a weak `where`: its literals take the declared dtype if they can, else f32
@@ -91,4 +91,4 @@ def match_declared(
                 and ok
             )
     if not ok:
-        raise _Fail()
+        raise CheckFail()

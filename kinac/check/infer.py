@@ -42,16 +42,16 @@ from kinac.reader import ast
 from kinac.tir.graph import DTYPES
 
 
-class _Fail(Exception):
+class CheckFail(Exception):
     """An expression failed; its diagnostic is recorded (or it depends on one that is)."""
 
 
 def check_defn(file: str, defn: ast.Defn, env: CheckEnv) -> CheckedDefn:
     """Type-check ``defn`` of ``file`` (its callees by signature only)."""
-    return _Checker(file, defn, env).run()
+    return Checker(file, defn, env).run()
 
 
-class _Checker:
+class Checker:
     def __init__(self, file: str, defn: ast.Defn, env: CheckEnv) -> None:
         self.file, self.defn, self.env = file, defn, env
         self.name = defn.name
@@ -92,9 +92,9 @@ class _Checker:
         help: str | None = None,
         secondary: tuple[Label, ...] = (),
         label: str = "",
-    ) -> _Fail:
+    ) -> CheckFail:
         self.diags.append(error(code, msg, self.label(nid, label), secondary, help=help))
-        return _Fail()
+        return CheckFail()
 
     def run(self) -> CheckedDefn:
         body: TExpr | None = None
@@ -118,7 +118,7 @@ class _Checker:
                         f"the declared result has {what}",
                         self.defn.signature.ret.nid,
                     )
-            except _Fail:
+            except CheckFail:
                 body = None
         if any(d.is_error for d in self.diags):
             body = None
@@ -157,7 +157,7 @@ class _Checker:
         if ent is not None:
             kind, _nid, t, idx = ent
             if t.is_err:
-                raise _Fail()
+                raise CheckFail()
             if kind == "param":
                 return TParam(e.nid, e.name, idx, t)
             return TLocal(e.nid, e.name, t)
@@ -193,7 +193,7 @@ class _Checker:
                 if isinstance(v, TConst | TDim):  # judged where it meets a dtype
                     self.weak_locals[b.name] = v
                 binds.append(TBind(b.nid, b.name, v))
-            except _Fail:
+            except CheckFail:
                 failed = True
                 self.scope[b.name] = ("local", b.nid, SType(ERR, SCALAR), -1)
         try:
@@ -201,7 +201,7 @@ class _Checker:
         finally:
             self.scope, self.weak_locals = saved, saved_weak
         if failed:
-            raise _Fail()
+            raise CheckFail()
         return TLet(e.nid, tuple(binds), body, body.type)
 
     def the(self, e: ast.The) -> TExpr:
@@ -218,7 +218,7 @@ class _Checker:
         for r in conv.div_rels:
             self.require(r, "K0410", "exact division in the ascribed type", e.type.nid)
         if conv.diags:
-            raise _Fail()
+            raise CheckFail()
         if inner.type.is_weak:
             check_fit(self, inner, want.dtype)
         self.match(
@@ -282,7 +282,7 @@ class _Checker:
                     "drop one of the imports (a defn of this file would shadow both)",
                 )
             )
-            raise _Fail()
+            raise CheckFail()
         if e.head in ("+", "*", "/"):
             raise self.err(
                 "K0208",
@@ -291,7 +291,7 @@ class _Checker:
                 help="use add/mul/div for tensors; dim arithmetic goes inside shapes",
             )
         if self.env.is_broken(self.file, e.head):
-            raise _Fail()  # the callee's own syntax error is reported; no cascade here
+            raise CheckFail()  # the callee's own syntax error is reported; no cascade here
         cands = list(PRIMS) + list(self.env.visible(self.file))
         raise self.err(
             "K0202",
@@ -334,7 +334,7 @@ class _Checker:
         try:
             v = f()
         except Bad:
-            raise _Fail() from None
+            raise CheckFail() from None
         for r, nid in self.st.divs[n0:]:
             self.require(
                 r,

@@ -21,7 +21,7 @@ from kinac.reader import ast
 from kinac.tir.graph import DTYPES
 
 if TYPE_CHECKING:
-    from kinac.check.infer import _Checker
+    from kinac.check.infer import Checker
 
 # The smallest magnitude that rounds to infinity (round to nearest even): max + half an ulp.
 _FLOAT_OVERFLOW = {
@@ -80,7 +80,7 @@ def range_text(dtype: str) -> str:
 # ---------------------------------------------------------------- in the checker
 
 
-def check_fit(ck: _Checker, e: TExpr, dtype: str) -> None:
+def check_fit(ck: Checker, e: TExpr, dtype: str) -> None:
     """``e`` (a literal or a dim used as a value) meets ``dtype``: a literal must fit (K0604),
     a dim gets the obligation that it fits (K0605). Dtype variables are judged when they are
     known (specialisation), other weak expressions where their folded value is materialised."""
@@ -126,7 +126,7 @@ MEET_ALL = names("arith") + names("compare")
 """The binary primitives whose operands all meet one dtype (from their definitions)."""
 
 
-def check_prim_literals(ck: _Checker, t: TPrim, call: ast.Call) -> None:
+def check_prim_literals(ck: Checker, t: TPrim, call: ast.Call) -> None:
     """The literals among a checked primitive's operands (and ``full``'s value) fit the dtype
     they take."""
     if t.op == "full":
@@ -150,7 +150,7 @@ def check_prim_literals(ck: _Checker, t: TPrim, call: ast.Call) -> None:
                     check_fit(ck, a, strong)
 
 
-def check_call_literals(ck: _Checker, t: TCall, sig_ast: ast.Signature) -> None:
+def check_call_literals(ck: Checker, t: TCall, sig_ast: ast.Signature) -> None:
     """Literals passed to a defn fit the parameter's dtype (a dtype variable as bound)."""
     inst = dict(t.inst.dtypes)
     params = [p for p in sig_ast.params if not p.is_dim and p.type is not None]

@@ -20,7 +20,7 @@ from kinac.diag.model import Label
 from kinac.reader import ast
 
 if TYPE_CHECKING:
-    from kinac.check.infer import _Checker
+    from kinac.check.infer import Checker
 
 
 class _RC:
@@ -28,7 +28,7 @@ class _RC:
 
     def __init__(
         self,
-        ck: _Checker,
+        ck: Checker,
         call: ast.Call,
         texprs: list[TExpr],
         exprs: list[ast.Expr],
@@ -107,9 +107,9 @@ class _RC:
         self.extra[key] = value
 
 
-def read_prim(ck: _Checker, p: Prim, e: ast.Call) -> TExpr:
+def read_prim(ck: Checker, p: Prim, e: ast.Call) -> TExpr:
     """Check ``e``, a call of primitive ``p``."""
-    from kinac.check.infer import _Fail
+    from kinac.check.infer import CheckFail
 
     specs = list(p.args)
     pos = list(e.args)
@@ -164,11 +164,11 @@ def read_prim(ck: _Checker, p: Prim, e: ast.Call) -> TExpr:
                     try:
                         texprs.append(ck.expr(it))
                         exprs.append(it)
-                    except _Fail:
+                    except CheckFail:
                         failed = True
             else:
                 vals[name] = _static(ck, kind, a)
-        except _Fail:
+        except CheckFail:
             failed = True
     kw_nids: dict[str, int] = {}
     known = {k: (kind, d) for k, kind, d in p.kwargs}
@@ -190,7 +190,7 @@ def read_prim(ck: _Checker, p: Prim, e: ast.Call) -> TExpr:
         kw_nids[k.key] = k.nid
         try:
             vals[k.key] = _static(ck, known[k.key][0], k.value)
-        except _Fail:
+        except CheckFail:
             failed = True
     for key, (_kind, d) in known.items():
         if key not in kw_nids:
@@ -200,19 +200,19 @@ def read_prim(ck: _Checker, p: Prim, e: ast.Call) -> TExpr:
                 )
             vals[key] = d
     if failed:
-        raise _Fail()
+        raise CheckFail()
     rc = _RC(ck, e, texprs, exprs, kw_nids)
     types = [x.type for x in texprs]
     if p.family != "elementwise":  # a weak `where` meets a reduction, a view, …: it is f32
         types = [settle_weak(t) for t in types]
     rt = p.rule(rc, Args(types, vals))
     if rt is None:
-        raise _Fail()
+        raise CheckFail()
     vals.update(rc.extra)
     return TPrim(e.nid, p.op, tuple(texprs), tuple(sorted(vals.items())), rt)
 
 
-def _static(ck: _Checker, kind: str, a: ast.Expr) -> Any:
+def _static(ck: Checker, kind: str, a: ast.Expr) -> Any:
     st = ck.st
     if kind == "dtype":
         return ck.static(lambda: st.dtype(a))

@@ -46,9 +46,9 @@ class CallFragment:
 def specialise_call(key: CallKey, env: object) -> CallFragment | None:
     """The fragment of ``key``'s call, or None when its value is not a tensor node (a weak
     scalar or a weak ``where``: the caller inlines it)."""
-    from kinac.check.specialise import _Abort, _Emitter
+    from kinac.check.specialise import SpecAbort, SpecEmitter
 
-    em = _Emitter(env, key.device)  # type: ignore[arg-type]
+    em = SpecEmitter(env, key.device)  # type: ignore[arg-type]
     em.cache_calls = False  # its own calls are inlined: one query per call of the entry
     args: list[int | object] = []
     for t in key.args:
@@ -58,7 +58,7 @@ def specialise_call(key: CallKey, env: object) -> CallFragment | None:
     try:
         body, ctx = em.enter(key.callee, args, dict(key.dims), groups, dict(key.dtypes), ())  # type: ignore[arg-type]
         out = em.run(body, ctx)
-    except _Abort as a:
+    except SpecAbort as a:
         return CallFragment((), 0, a.diag)
     if not isinstance(out, int):
         return None

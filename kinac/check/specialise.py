@@ -53,7 +53,7 @@ class Specialised:
     calls: tuple[tuple[int, int], ...] = ()
 
 
-class _Abort(Exception):
+class SpecAbort(Exception):
     def __init__(self, diag: Diagnostic) -> None:
         self.diag = diag
 
@@ -109,7 +109,7 @@ def specialise(
         diags.append(late)
     if diags:
         return Specialised(None, key_dims, key_dt, tuple(diags))
-    em = _Emitter(env, default_device)
+    em = SpecEmitter(env, default_device)
     params: list[tuple[str, TType]] = []
     args: list[Val] = []
     for p in cd.sig.params:
@@ -119,7 +119,7 @@ def specialise(
         try:
             em.runnable(t.device, ref, p.nid, f"the parameter `{p.name}`")
             em.small_enough(t, ref, p.nid, f"the parameter `{p.name}`")
-        except _Abort as a:
+        except SpecAbort as a:
             return Specialised(None, key_dims, key_dt, (a.diag,))
         pair, node = _param(p.name, t, len(params))
         params.append(pair)
@@ -130,9 +130,9 @@ def specialise(
         ret_dt = em.dtype(cd.sig.ret.dtype, dict(dtypes))
         ret_dt = ret_dt if ret_dt in FLOAT_DTYPES or ret_dt in ("i32", "i64", "bool") else "f32"
         if isinstance(out, _Weak) and not fits(out.value, ret_dt):
-            raise _Abort(_misfit(out.value, ret_dt, ref, cd.body.nid if cd.body else 0))
+            raise SpecAbort(_misfit(out.value, ret_dt, ref, cd.body.nid if cd.body else 0))
         idx = em.materialise(out, ret_dt, default_device)
-    except _Abort as a:
+    except SpecAbort as a:
         return Specialised(None, key_dims, key_dt, (a.diag,))
     full: dict[str, DimValue] = dict(denv)
     full.update(groups)
@@ -194,7 +194,7 @@ def _own_group(v: Any, e: TPrim) -> Any:
     return v if group is None else SShape(group, v.dims)
 
 
-class _Emitter:
+class SpecEmitter:
     def __init__(self, env: SpecEnv, default_device: str) -> None:
         self.env, self.default = env, default_device
         self.nodes: list[Node] = []
@@ -242,10 +242,10 @@ class _Emitter:
     ) -> tuple[TExpr, _Ctx]:
         """The body to inline for a call of ``ref`` and its context."""
         if ref in stack:
-            raise _Abort(error("K0204", f"`{ref.name}` is recursive", at(ref.file, ref.name, 0)))
+            raise SpecAbort(error("K0204", f"`{ref.name}` is recursive", at(ref.file, ref.name, 0)))
         cd = self.env.checked(ref)
         if not cd.ok or cd.body is None:
-            raise _Abort(
+            raise SpecAbort(
                 error("K0802", f"`{ref.name}` does not type-check", at(ref.file, ref.name, 0))
             )
         return cd.body, _Ctx(ref, args, denv, groups, dts, (*stack, ref), {})
@@ -338,7 +338,7 @@ class _Emitter:
         if frag is None:
             return None
         if frag.diagnostic is not None:
-            raise _Abort(frag.diagnostic)
+            raise SpecAbort(frag.diagnostic)
         k, off = len(args), len(self.nodes) - len(args)
         self.nodes.extend(_spliced(frag, args, off))
         return args[frag.result] if frag.result < k else frag.result + off
@@ -360,7 +360,7 @@ class _Emitter:
         if bad is None:
             bad = check_deferred(cd, denv, (call_site(c.ref, e.nid, e.callee.name, denv),))
         if bad is not None:
-            raise _Abort(bad)
+            raise SpecAbort(bad)
 
     def prim(self, e: TPrim, c: _Ctx, args: list[Val], meets: str | None = None) -> Val:
         """The node of ``e`` over ``args``; ``meets``: the dtype a weak ``where`` is built at."""
@@ -401,11 +401,11 @@ class _Emitter:
         for a in [*args, _Weak(vals["value"], False)] if e.op == "full" else args:
             dt = vals.get("dtype", ctx_dt) if e.op == "full" else ctx_dt
             if isinstance(a, _Weak) and not isinstance(a.value, bool) and not fits(a.value, dt):
-                raise _Abort(_misfit(a.value, dt, c.ref, e.nid))
+                raise SpecAbort(_misfit(a.value, dt, c.ref, e.nid))
         idx = [self.materialise(a, ctx_dt, dev) for a in args]
         devs = {self.nodes[i].type.device for i in idx}
         if len(devs) > 1 and e.op not in ("to_device", "to_host"):
-            raise _Abort(
+            raise SpecAbort(
                 error(
                     "K0803",
                     f"`{e.op}` mixes placements at specialisation: {' and '.join(sorted(devs))}",
@@ -428,7 +428,7 @@ class _Emitter:
         if e.op == "iota" and t.shape:  # it counts to dim - 1 along the axis
             n = t.shape[gattrs["axis"]] - 1
             if not fits(n, t.dtype):
-                raise _Abort(_misfit(n, t.dtype, c.ref, e.nid, code="K0605"))
+                raise SpecAbort(_misfit(n, t.dtype, c.ref, e.nid, code="K0605"))
         want = self.shape(e.type.shape, c.denv, c.groups)  # weak scalars: (), a weak `where`: c's
         if t.shape != want:
             raise AssertionError(f"internal: {e.op} concrete shape {t.shape} != symbolic {want}")
@@ -449,12 +449,12 @@ class _Emitter:
         than as an overflow in lowering or a numpy error when allocating."""
         diag = too_large(t, what, ref.file, ref.name, nid)
         if diag is not None:
-            raise _Abort(diag)
+            raise SpecAbort(diag)
 
     def runnable(self, dev: str, ref: DefnRef, nid: int, what: str) -> None:
         """A host build (default ``cpu``) runs no GPU placement: K0803, not a lowering crash."""
         if self.default == "cpu" and dev.startswith("cuda"):
-            raise _Abort(
+            raise SpecAbort(
                 error(
                     "K0803",
                     f"{what} is placed on {dev}, but this build targets the host (cpu)",

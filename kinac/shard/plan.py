@@ -18,12 +18,12 @@ from kinac.shard.model import Collective, TensorLayout, Use
 from kinac.shard.result import Result, plan_result
 
 if TYPE_CHECKING:
-    from kinac.shard.propagate import _State
+    from kinac.shard.propagate import PropagationState
     from kinac.tir.graph import Graph
 
 
 def _factor_axes(
-    st: _State, i: int, layout: list[tuple[tuple[str, ...], ...]]
+    st: PropagationState, i: int, layout: list[tuple[tuple[str, ...], ...]]
 ) -> tuple[dict[int, tuple[str, ...]], set[str]]:
     """Each factor's axes at op ``i``: the result's for factors it has, else (reduction
     factors) the first operand's split dim that may carry them; and the *scattered* axes,
@@ -78,7 +78,7 @@ def _keeps_partial(op: str, partial_args: list[bool], dtype: str) -> bool:
 
 
 def plan(
-    st: _State,
+    st: PropagationState,
     pinned_partial: dict[int, tuple[str, ...]],
     diags: list[Diagnostic] | None = None,
     results: Sequence[Result | None] = (),
@@ -244,7 +244,7 @@ def _tensor(g: Graph, i: int) -> str:
     return f"`{g.params[i][0]}`" if i < len(g.params) else f"the result of `{g.nodes[i].op}`"
 
 
-def _reduction_cause(st: _State, i: int, of: OpFactors, red: list[int]) -> Label | None:
+def _reduction_cause(st: PropagationState, i: int, of: OpFactors, red: list[int]) -> Label | None:
     """The annotation behind the split reduction factor (what made the result partial),
     preferring a pinned operand's."""
     best: Label | None = None

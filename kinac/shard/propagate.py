@@ -41,7 +41,7 @@ class _Dim:
     pinned: bool
 
 
-class _State:
+class PropagationState:
     """Per node, per dim: a known layout or None (open)."""
 
     def __init__(self, graph: Graph, sizes: Mapping[str, int]) -> None:
@@ -68,7 +68,7 @@ class _State:
         return size % n == 0
 
 
-def _step(st: _State, i: int, diags: list[Diagnostic]) -> bool:
+def _step(st: PropagationState, i: int, diags: list[Diagnostic]) -> bool:
     """One op: derive factor axes from known dims, write them into open dims."""
     node, of = st.graph.nodes[i], st.facts[i]
     members = [(a, dims) for a, dims in zip(node.args, of.operands, strict=True)]
@@ -112,7 +112,7 @@ def _step(st: _State, i: int, diags: list[Diagnostic]) -> bool:
     return changed
 
 
-def _conflict(st: _State, a: _Dim, b: _Dim, ta: int, tb: int, op: str) -> Diagnostic:
+def _conflict(st: PropagationState, a: _Dim, b: _Dim, ta: int, tb: int, op: str) -> Diagnostic:
     """K0704: two pinned layouts give one factor of ``op`` different mesh axes."""
     na, nb = _describe(st.graph, ta), _describe(st.graph, tb)
     xa, xb = _axes(a.axes), _axes(b.axes)
@@ -133,7 +133,7 @@ def _axes(axes: tuple[str, ...]) -> str:
 
 
 def _redistribution(
-    st: _State, keep: tuple[_Dim, int], lose: tuple[_Dim, int], op: str
+    st: PropagationState, keep: tuple[_Dim, int], lose: tuple[_Dim, int], op: str
 ) -> Diagnostic:
     """A note (K0705): two layouts meet at ``op``, one of them inferred; the cost model keeps
     the layout of the larger tensor and the other is redistributed (planned in plan.py)."""
@@ -180,7 +180,7 @@ def propagate(
     diags = list(diagnostics)
     if mesh is None:  # nothing is sharded: the compact plan (ShardPlan.layout_of derives)
         return ShardPlan(None, (), (), (), tuple(diags))
-    st = _State(graph, dict(zip(mesh.axes, mesh.shape, strict=True)))
+    st = PropagationState(graph, dict(zip(mesh.axes, mesh.shape, strict=True)))
     st.explicit = {p for p in pinned if p >= len(graph.params)}  # written reshards
     partial: dict[int, tuple[str, ...]] = {}
     for p, pin in pinned.items():
