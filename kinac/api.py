@@ -10,13 +10,12 @@ equation it breaks.
 
 from __future__ import annotations
 
-import operator
 import os
-import sys
 import weakref
-from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from kinac.api_hot import ITEMS, VERSION, fast_key, read_state, state_reader
+from kinac.api_types import arg_type, brief, check_byte_order, python_help
 from kinac.errors import (
     KinaCallError,
     KinaCompileError,
@@ -27,93 +26,6 @@ from kinac.errors import (
 from kinac.rt import hot as hot_mod
 from kinac.rt.hot import MISS  # a bound call's "not run: an array it checks changed form"
 
-_DTYPES = {
-    "float64": "f64",
-    "float32": "f32",
-    "float16": "f16",
-    "bfloat16": "bf16",
-    "int64": "i64",
-    "int32": "i32",
-    "bool": "bool",
-}
-
-
-_BYTE_ORDER = {">": "big-endian", "<": "little-endian"}
-
-
-def _check_byte_order(x: Any, name: str) -> None:
-    """A numpy array in the other byte order ('>f4' here) has a Kina dtype but cannot be run
-    as is (the host runtime refused it with "dtype >f4, expected f32"): a call error that
-    says what to pass. Sharded calls slice and convert their arguments, so they accept it."""
-    dt: Any = getattr(x, "dtype", None)
-    if getattr(dt, "isnative", True) is False:
-        raise KinaCallError(
-            f"argument `{name}` is {_BYTE_ORDER.get(dt.byteorder, 'non-native')} ({dt.str}); "
-            f"kinac takes native byte order: pass {name}.astype({dt.newbyteorder('=').name!r})"
-        )
-
-
-def _refuse_masked(x: Any, name: str) -> None:
-    """A numpy masked array has a dtype and a shape, so it was taken as its ``.data`` and its
-    mask silently ignored (a masked mean came out over every element): kinac has no masks, so
-    the caller decides what the masked entries hold. (numpy.ma is loaded when one exists.)"""
-    ma = sys.modules.get("numpy.ma")
-    if ma is not None and isinstance(x, ma.MaskedArray):
-        raise KinaCallError(
-            f"argument `{name}` is a numpy masked array: kinac does not support masks (the "
-            f"mask would be ignored); pass {name}.filled(value) to give the masked entries a "
-            f"value, or {name}.data for the values underneath"
-        )
-
-
-def _arg_type(x: Any, name: str) -> Any:
-    """The concrete Kina type (dtype, shape, device) of an argument, without copying it."""
-    from kinac.tir.graph import TType
-
-    _refuse_masked(x, name)
-    dt = getattr(x, "dtype", None)
-    shape = getattr(x, "shape", None)
-    if dt is None or shape is None:
-        raise KinaCallError(
-            f"argument `{name}` must be an array (numpy, torch or any DLPack "
-            f"producer), got {type(x).__name__}"
-        )
-    name_attr = getattr(dt, "name", None)  # numpy's and kinac's own runtime tensors' dtypes
-    dname = name_attr if isinstance(name_attr, str) else str(dt).removeprefix("torch.")
-    # a host bf16 array (kinac.rt.host.Bf16Array: uint16 storage, bf16 values) says so itself
-    kina = getattr(x, "kina_dtype", None) or _DTYPES.get(dname)
-    if kina is None:
-        hint = (
-            " (bf16 bit patterns: wrap them with kinac.rt.host.bf16_array, or pass a torch "
-            "bfloat16 tensor)"
-            if dname == "uint16"
-            else ""
-        )
-        raise KinaCallError(
-            f"argument `{name}` has dtype {dname}, which Kina does not have "
-            f"(f64 f32 f16 bf16 i64 i32 bool){hint}"
-        )
-    device = "cpu"
-    if hasattr(x, "__dlpack_device__"):
-        try:
-            kind, index = x.__dlpack_device__()
-        except (ValueError, RuntimeError, TypeError, BufferError) as e:  # a torch meta tensor
-            where = getattr(getattr(x, "device", None), "type", None)
-            raise KinaCallError(
-                f"argument `{name}` "
-                + (f"is a {where} tensor" if where else "cannot be shared through DLPack")
-                + f" ({e}); kinac takes CPU and CUDA arrays that hold data"
-            ) from None
-        if int(kind) == 2:
-            device = f"cuda:{int(index)}"
-        elif int(kind) not in (1, 3):
-            raise KinaCallError(
-                f"argument `{name}` lives on DLPack device type {int(kind)}; kinac "
-                f"takes CPU and CUDA arrays"
-            )
-    return TType(kina, tuple(int(d) for d in shape), device)
-
-
 FAST_CACHE = 256  # distinct argument forms remembered per compiled defn
 
 
@@ -121,93 +33,6 @@ class NotPicklableError(KinaUsageError, TypeError):
     """``pickle.dumps`` (or ``copy.copy``) of a compiled defn: it holds loaded machine code, so
     it cannot cross processes; the other process compiles it again (from the disk cache).
     A ``TypeError``, as pickling a ``threading.Lock`` raises, and a :class:`KinaUsageError`."""
-
-
-def _brief(v: Any) -> str:
-    """A value as a call error shows it: an array by its kind, dtype and shape, never dumped
-    whole (a million-element repr buried the message)."""
-    shape = getattr(v, "shape", None)
-    if shape is not None:
-        return f"{type(v).__name__} of dtype {getattr(v, 'dtype', '?')} and shape {tuple(shape)}"
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _device(a: Any) -> Any:
-    """Where an array without ``.device`` lives, as :func:`_arg_type` decides it."""
-    dl = getattr(a, "__dlpack_device__", None)
-    return tuple(dl()) if dl is not None else None
-
-
-_VERSION = operator.attrgetter("_version")
-_SHAPE_DTYPE = operator.attrgetter("shape", "dtype")
-
-
-def _state_reader(
-    arrays: Sequence[Any], skip: Collection[int] = ()
-) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
-    """How the hot path reads what the arrays at these positions may change in place: a torch
-    tensor's ``_version``, any other array's shape and dtype, each position by its own kind;
-    none of the positions in ``skip`` (the entry's bound call checks their form itself and
-    answers :data:`MISS` when it changed)."""
-    pos = [i for i in range(len(arrays)) if i not in skip]
-    if len(pos) < len(arrays):
-        if not pos:
-            return lambda xs: ()
-        get = operator.itemgetter(*pos) if len(pos) > 1 else (lambda xs: (xs[pos[0]],))
-        if len(pos) > 1 and all(hasattr(arrays[i], "_version") for i in pos):
-            # torch tensors besides the vouched arrays (a staged x and its weights): the hot
-            # path reads their versions inline through this getter (kinac.compile's __call__)
-            return get  # type: ignore[return-value]
-        inner = _state_reader([arrays[i] for i in pos])
-        return lambda xs: inner(get(xs))
-    if all(hasattr(a, "_version") for a in arrays):
-
-        def versions(xs: Sequence[Any]) -> tuple[Any, ...]:
-            return tuple(map(_VERSION, xs))
-
-        return versions
-    getters = tuple(_VERSION if hasattr(a, "_version") else _SHAPE_DTYPE for a in arrays)
-    if _VERSION not in getters:
-        return lambda xs: tuple(map(_SHAPE_DTYPE, xs))
-    vpos = [i for i, g in enumerate(getters) if g is _VERSION]
-    spos = [i for i, g in enumerate(getters) if g is not _VERSION]
-    if len(vpos) > 1 and len(spos) == 1:  # (a numpy x among torch tensors, the usual mix)
-        vget, j = operator.itemgetter(*vpos), spos[0]
-        return lambda xs: (*map(_VERSION, vget(xs)), _SHAPE_DTYPE(xs[j]))
-    return lambda xs: tuple(map(operator.call, getters, xs))
-
-
-_ITEMS = operator.itemgetter
-
-
-def _read_state(state: Any, arrays: Sequence[Any]) -> tuple[Any, ...]:
-    """What the hot path compares, read by the memo's ``state``: None, every array's torch
-    version; an itemgetter, the versions of the arrays it picks; else ``state(arrays)``."""
-    if state is None:
-        return tuple(map(_VERSION, arrays))
-    if type(state) is _ITEMS:
-        return tuple(map(_VERSION, state(arrays)))
-    return state(arrays)  # type: ignore[no-any-return]
-
-
-def _fast_key(args: tuple[Any, ...], dims: dict[str, Any]) -> tuple[Any, ...]:
-    """The form of a call's arguments (AttributeError when an argument has no cheap form: then
-    the call takes the full path, which reports whatever is wrong).
-
-    An array contributes ``(type, dtype, shape, device)``, a positional dim ``(int, value)``;
-    keyword dims add ``(name, type, value)`` each, so ``True`` is never taken for ``1``."""
-    try:
-        key = tuple(
-            [(int, a) if type(a) is int else (type(a), a.dtype, a.shape, a.device) for a in args]
-        )
-    except AttributeError:  # no .device (numpy before 2.0, other DLPack producers)
-        key = tuple(
-            [(int, a) if type(a) is int else (type(a), a.dtype, a.shape, _device(a)) for a in args]
-        )
-    if dims:
-        return (key, tuple([(k, type(v), v) for k, v in dims.items()]))
-    return (key,)
 
 
 class CompiledDefn:
@@ -383,7 +208,7 @@ class CompiledDefn:
                 )
             if not isinstance(v, int) or isinstance(v, bool):
                 raise KinaCallError(
-                    f"the dim parameter `{k}` must be a positive int, got {_brief(v)}"
+                    f"the dim parameter `{k}` must be a positive int, got {brief(v)}"
                 )
         n_dims_positional = len(args) - len(self.tensor_params)
         i = 0
@@ -403,7 +228,7 @@ class CompiledDefn:
                 n_dims_positional -= 1
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                     raise KinaCallError(
-                        f"the dim parameter `{p.name}` must be a positive int, got {_brief(v)}"
+                        f"the dim parameter `{p.name}` must be a positive int, got {brief(v)}"
                     )
                 dim_args[p.name] = v
             else:
@@ -451,7 +276,7 @@ class CompiledDefn:
                         raise
                     out = MISS
                 if out is not MISS:
-                    now = tuple(map(_VERSION, arrays))
+                    now = tuple(map(VERSION, arrays))
                     if now == memo[7] or self._kept_forms(memo, arrays, now):
                         self.hot_calls += 1
                         return out
@@ -460,10 +285,10 @@ class CompiledDefn:
                 del out
                 self._memo[0] = None
             elif (
-                tuple(map(_VERSION, arrays))
+                tuple(map(VERSION, arrays))
                 if (state := memo[6]) is None
-                else tuple(map(_VERSION, state(arrays)))
-                if type(state) is _ITEMS
+                else tuple(map(VERSION, state(arrays)))
+                if type(state) is ITEMS
                 else state(arrays)
             ) == memo[7]:
                 try:
@@ -486,7 +311,7 @@ class CompiledDefn:
         # too. Anything new, or wrong, goes down the full path, which checks and reports it.
         fkey: tuple[Any, ...] | None
         try:
-            fkey = _fast_key(args, dims)
+            fkey = fast_key(args, dims)
             hit = self._fast.get(fkey)
         except (AttributeError, TypeError):  # no .dtype/.device, or unhashable parts
             fkey, hit = None, None
@@ -541,7 +366,7 @@ class CompiledDefn:
             # (rebuilding would cost weak references on every call of that pattern)
             if tuple(map(type, dims.values())) == memo[2]:
                 arrays = args if memo[4] is None else args[memo[4]]
-                box[0] = (*memo[:7], _read_state(memo[6], arrays), *memo[8:])
+                box[0] = (*memo[:7], read_state(memo[6], arrays), *memo[8:])
             return
         if ids != self._memo_next:
             self._memo_next = ids  # seen once: memoise if the next call repeats it
@@ -575,11 +400,11 @@ class CompiledDefn:
         # checks the form of some arrays itself (host arrays it stages): not read here
         hot = getattr(entry, "hot_path", None)
         call = (hot(tuple(arrays)) if hot is not None else None) or entry
-        state: Any = _state_reader(arrays, getattr(call, "vouched", ()) if hot_mod.LEAN else ())
+        state: Any = state_reader(arrays, getattr(call, "vouched", ()) if hot_mod.LEAN else ())
         if getattr(state, "__name__", "") == "versions":  # all torch tensors: read inline
             state = None
         try:
-            now = _read_state(state, arrays)
+            now = read_state(state, arrays)
         except AttributeError:
             return
         run = getattr(call, "run", None) if hot_mod.LEAN else None  # (the arrays as one tuple)
@@ -597,7 +422,7 @@ class CompiledDefn:
         was made for (then the call is redone on the fast or full path), or it is (the error
         is the call's own: a runtime check, raised as it is)."""
         try:
-            return _fast_key(args, dims) != memo[11]
+            return fast_key(args, dims) != memo[11]
         except (AttributeError, TypeError):
             return True
 
@@ -623,9 +448,9 @@ class CompiledDefn:
         and every diagnostic of a plain call, without running anything."""
         self.slow_calls += 1
         arrays, dim_args, where = self._split_indexed(args, dims)
-        types = tuple(_arg_type(a, n) for a, n in zip(arrays, self.tensor_params, strict=True))
+        types = tuple(arg_type(a, n) for a, n in zip(arrays, self.tensor_params, strict=True))
         for a, n in zip(arrays, self.tensor_params, strict=True):
-            _check_byte_order(a, n)
+            check_byte_order(a, n)
         skey = (types, tuple(sorted(dim_args.items())))
         entry = self._entries.get(skey)
         if entry is None:
@@ -688,7 +513,7 @@ class CompiledDefn:
             tensors = [p for p in self.signature.params if not p.is_dim]
             raise KinaCallError(
                 majority_blame(tensors, types, dim_args)
-                or self._render([_python_help(d) for d in bound])
+                or self._render([python_help(d) for d in bound])
             )
         return bound
 
@@ -760,34 +585,6 @@ class CliDefn(CompiledDefn):
     RUN_DEFN_HINT = "run one with --dims"
 
 
-_CONVERT = {  # kina dtype -> (numpy, torch) spelling, for call-side help
-    "f64": ("np.float64", "torch.float64"),
-    "f32": ("np.float32", "torch.float32"),
-    "f16": ("np.float16", "torch.float16"),
-    "bf16": ("kinac.rt.host.bf16_array", "torch.bfloat16"),
-    "i64": ("np.int64", "torch.int64"),
-    "i32": ("np.int32", "torch.int32"),
-    "bool": ("np.bool_", "torch.bool"),
-}
-
-
-def _python_help(d: Any) -> Any:
-    """A binder diagnostic as a Python caller reads it: the checker's help says to
-    ``(cast … :to f32)`` in Kina, but the argument is an array at this call, so the help
-    says how to convert it (numpy, torch)."""
-    import dataclasses
-    import re
-
-    m = re.search(r"\(cast … :to (\w+)\)", d.help or "")
-    if m is None or m.group(1) not in _CONVERT:
-        return d
-    np_name, torch_name = _CONVERT[m.group(1)]
-    how = f"{np_name}(a)" if m.group(1) == "bf16" else f"a.astype({np_name})"  # numpy has no bf16
-    return dataclasses.replace(
-        d, help=f"convert the array before the call: numpy {how}, torch t.to({torch_name})"
-    )
-
-
 def compile(
     path: str | os.PathLike[str], name: str, target: str = "cpu", mesh: Any = None, **options: Any
 ) -> Any:  # noqa: A001
@@ -798,12 +595,12 @@ def compile(
     if not isinstance(name, str) or not name:
         raise KinaUsageError(
             "kinac.compile(path, name): name is the name of a defn or kina.toml entry (a "
-            f"non-empty str), got {_brief(name)}"
+            f"non-empty str), got {brief(name)}"
         )
     if not isinstance(path, (str, os.PathLike)):
         raise KinaUsageError(
             "kinac.compile(path, name): path is a workspace directory or .kina file (a str or "
-            f"path), got {_brief(path)}"
+            f"path), got {brief(path)}"
         )
     if mesh is not None:
         import inspect

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kinac.api_sharded import DEFAULT_TIMEOUT_S, ShardedDefn, _shape_text, check_divisible
+from kinac.api_sharded import DEFAULT_TIMEOUT_S, ShardedDefn, check_divisible, shape_text
 from kinac.api_sharded_types import ArgTypes
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 
@@ -120,9 +120,9 @@ class ShardedValueAndGrad(ShardedDefn):
         errors = [d for d in plan.diagnostics if d.is_error]
         if errors:  # said against the resized mesh, which the source does not show
             raise KinaCompileError(
-                f"on mesh `{name}` resized to {_shape_text(shape)}:\n" + self.inner._render(errors)
+                f"on mesh `{name}` resized to {shape_text(shape)}:\n" + self.inner._render(errors)
             )
-        check_divisible(graph, plan, f"mesh `{name}` resized to {_shape_text(shape)}")
+        check_divisible(graph, plan, f"mesh `{name}` resized to {shape_text(shape)}")
 
         def span_of(label: Any) -> str:
             span = pipeline.resolve_span(db, label.loc) if label is not None else None
@@ -265,7 +265,7 @@ class MeshValueAndGrad(ShardedValueAndGrad):
             errors = [d for d in plan.diagnostics if d.is_error]
             if errors:
                 raise KinaCompileError(self.inner._render(errors))
-            check_divisible(graph, plan, f"mesh `{m.name}` ({_shape_text(tuple(m.shape))})")
+            check_divisible(graph, plan, f"mesh `{m.name}` ({shape_text(tuple(m.shape))})")
             program = self._bucketed(device_program(graph, plan, lambda _: "", outs))
             segments = pipeline_shard.host_segments(db, program)
         finally:

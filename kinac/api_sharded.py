@@ -82,12 +82,13 @@ def parse_mesh(mesh: Any) -> str | tuple[int, ...] | None:
         total *= s
     if total > MAX_DEVICES:
         raise KinaUsageError(
-            f"a mesh of {_shape_text(shape)} has {total} devices, more than {MAX_DEVICES:,}"
+            f"a mesh of {shape_text(shape)} has {total} devices, more than {MAX_DEVICES:,}"
         )
     return shape
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
+def shape_text(shape: tuple[int, ...]) -> str:
+    """A mesh shape as messages write it (``2x4``)."""
     return "x".join(map(str, shape))
 
 
@@ -144,7 +145,7 @@ class ShardedDefn:
             if total > MAX_SIMULATED:
                 raise KinaUsageError(
                     f"the simulator runs one thread per device: {total} devices "
-                    f"({_shape_text(self.request)}) is more than {MAX_SIMULATED}"
+                    f"({shape_text(self.request)}) is more than {MAX_SIMULATED}"
                 )
         self.inner = compiled or CompiledDefn(
             path, name, target=target, cache_dir=cache_dir, no_cache=no_cache
@@ -220,7 +221,7 @@ class ShardedDefn:
                 )
             if own is not None and own.name != req:
                 raise KinaUsageError(
-                    f"{defn} is sharded over mesh `{own.name}` ({_shape_text(own.shape)}), "
+                    f"{defn} is sharded over mesh `{own.name}` ({shape_text(own.shape)}), "
                     f"not `{req}`: its annotations name the mesh it runs on"
                 )
         elif req is None and own is None and not deferred:
@@ -232,9 +233,9 @@ class ShardedDefn:
         elif isinstance(req, tuple) and own is not None and len(req) != len(own.shape):
             raise KinaUsageError(
                 f"{defn} is sharded over the {len(own.shape)}-D mesh `{own.name}` "
-                f"({_shape_text(own.shape)}, axes {' '.join(own.axes)}); a mesh of "
-                f"{_shape_text(req)} has {len(req)} dim{'s' * (len(req) > 1)}: give "
-                f"{len(own.shape)} size{'s' * (len(own.shape) > 1)}, e.g. {_shape_text(own.shape)}"
+                f"({shape_text(own.shape)}, axes {' '.join(own.axes)}); a mesh of "
+                f"{shape_text(req)} has {len(req)} dim{'s' * (len(req) > 1)}: give "
+                f"{len(own.shape)} size{'s' * (len(own.shape) > 1)}, e.g. {shape_text(own.shape)}"
             )
 
     def _settle_plan(self, mesh_name: str | None) -> Any:
@@ -403,11 +404,11 @@ class ShardedDefn:
         errors = [d for d in plan.diagnostics if d.is_error]
         if errors:  # said against the resized mesh, which the source does not show
             raise KinaCompileError(
-                f"on mesh `{name}` resized to {_shape_text(shape)} (the source declares "
-                f"{_shape_text(next(m.shape for m in self._meshes() if m.name == name))}):\n"
+                f"on mesh `{name}` resized to {shape_text(shape)} (the source declares "
+                f"{shape_text(next(m.shape for m in self._meshes() if m.name == name))}):\n"
                 + self.inner._render(errors)
             )
-        check_divisible(graph, plan, f"mesh `{name}` resized to {_shape_text(shape)}")
+        check_divisible(graph, plan, f"mesh `{name}` resized to {shape_text(shape)}")
 
         def span_of(label: Label | None) -> str:
             span = pipeline.resolve_span(db, label.loc) if label is not None else None

@@ -115,11 +115,11 @@ def _bind_inputs(
     ``kinac.compile`` takes them from its arguments, so ``--dims`` is needed only for what the
     arrays do not determine (dim parameters, dims only a ``where`` clause or the result
     names). Arrays that disagree with each other are a call error naming the dissenters."""
-    from kinac.api import _arg_type
+    from kinac.api_types import arg_type
     from kinac.check import bind_call_types
 
     missing = [p.name for p in fn.signature.params if p.is_dim and p.name not in given_dims]
-    types = tuple(_arg_type(a, n) for a, n in zip(arrays, fn.tensor_params, strict=True))
+    types = tuple(arg_type(a, n) for a, n in zip(arrays, fn.tensor_params, strict=True))
     if missing:
         # The dim parameters come from --dims only, and _require_flags asks for them; what the
         # arrays fix whatever the missing ones are (the same at two placeholders) is not asked.
@@ -373,7 +373,7 @@ def run_entry(args: argparse.Namespace) -> int:
     import numpy as np
 
     target = args.target or "cpu"
-    save = _save_path(args.save) if args.save else None  # before the run: a bad path fails fast
+    save = save_path(args.save) if args.save else None  # before the run: a bad path fails fast
     manifest = getattr(args, "manifest", None)
     if manifest is not None:
         _check_manifest_path(manifest)  # before the run, as --save
@@ -440,7 +440,7 @@ def run_entry(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _save_path(text: str) -> Path:
+def save_path(text: str) -> Path:
     """Where ``--save`` writes: numpy adds ``.npz`` to a name without it (``out.txt`` becomes
     ``out.txt.npz``, a directory ``/tmp`` became ``/tmp.npz`` beside it), so the name is
     decided here, said when written, and a directory refused before anything runs."""

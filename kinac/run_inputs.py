@@ -24,7 +24,7 @@ class _Bf16Name:
 class Bf16Bits:
     """A bf16 array for the API: numpy has no bf16, so ``kinac run`` holds bf16 values as
     ``uint16`` bit patterns (the host runtime's convention) and hands them over with a dtype
-    named ``bfloat16`` (typed bf16 by :func:`kinac.api._arg_type`) through DLPack."""
+    named ``bfloat16`` (typed bf16 by :func:`kinac.api_types.arg_type`) through DLPack."""
 
     dtype = _Bf16Name()
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from kinac.api import _arg_type
+from kinac.api_types import arg_type
 from kinac.rt.cuda.tensor import Tensor
 
 
@@ -25,13 +25,13 @@ from kinac.rt.cuda.tensor import Tensor
 def test_kinac_runtime_tensor_binds_like_numpy(np_dtype: str, kina: str) -> None:
     a = np.zeros((2, 3), dtype=np_dtype)
     t = Tensor.host(a)
-    assert _arg_type(t, "x") == _arg_type(a, "x")
-    assert _arg_type(t, "x").dtype == kina
-    assert _arg_type(torch.from_numpy(a), "x") == _arg_type(a, "x")
+    assert arg_type(t, "x") == arg_type(a, "x")
+    assert arg_type(t, "x").dtype == kina
+    assert arg_type(torch.from_numpy(a), "x") == arg_type(a, "x")
 
 
 def test_bf16_runtime_tensor_and_torch_agree() -> None:
     t = Tensor.host(np.zeros((4,), dtype=np.uint16))
     t.dtype = type(t.dtype)("bfloat16", 4, 16)  # a bf16 view of the same bits
-    assert _arg_type(t, "x").dtype == "bf16"
-    assert _arg_type(torch.zeros(4, dtype=torch.bfloat16), "x").dtype == "bf16"
+    assert arg_type(t, "x").dtype == "bf16"
+    assert arg_type(torch.zeros(4, dtype=torch.bfloat16), "x").dtype == "bf16"

@@ -127,10 +127,10 @@ def test_mixed_numpy_and_torch_arguments_read_each_by_its_kind(src: Path) -> Non
     its version counter (its shape is not read on the hot path: ~0.5 us per tensor), the
     array's by its shape and dtype; either change leaves the hot path."""
     torch = pytest.importorskip("torch")
-    from kinac.api import _state_reader
+    from kinac.api_hot import state_reader
 
     x, y = torch.randn(4, 4), np.random.default_rng(5).standard_normal(4).astype(np.float32)
-    assert _state_reader((x, y))((x, y)) == (x._version, (y.shape, y.dtype))
+    assert state_reader((x, y))((x, y)) == (x._version, (y.shape, y.dtype))
     f = kinac.compile(src, "g", no_cache=True)
     _hot(f, x, y)
     hot = f.hot_calls

@@ -97,19 +97,6 @@ def _debt(reason: str, names: dict[str, tuple[str, ...]]) -> dict[str, tuple[str
 OWNED_ELSEWHERE = "predates this test, in files another area owns: to be renamed by its owner"
 KNOWN: dict[str, tuple[str, frozenset[str]]] = {
     **_debt(
-        OWNED_ELSEWHERE + " (API)",
-        {
-            "kinac.api._arg_type": (
-                "kinac.api_sharded_types",
-                "kinac.observe.profile",
-                "kinac.run",
-            ),
-            "kinac.api_sharded._shape_text": ("kinac.api_grad_sharded",),
-            "kinac.run._save_path": ("kinac.train.cli",),
-            "kinac.observe.determinism._brief": ("kinac.train.observe",),
-        },
-    ),
-    **_debt(
         OWNED_ELSEWHERE + " (CLI and server: cli_output.py was cut out of cli.py)",
         {
             f"kinac.cli_output._{n}": ("kinac.cli",)

@@ -1,5 +1,5 @@
 """The sharded call's argument types, remembered by form (kinac/api_sharded_types.py): every
-answer equals ``kinac.api._arg_type``'s for the same argument, whatever was asked before at
+answer equals ``kinac.api_types.arg_type``'s for the same argument, whatever was asked before at
 the same call site (another shape, dtype, device, Python type, a host bf16 array), arguments
 it refuses are refused every time, and a sharded entry called with another shape runs that
 shape's program."""
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from kinac.api import _arg_type
 from kinac.api_sharded_types import ArgTypes
+from kinac.api_types import arg_type
 from kinac.errors import KinaCallError
 from kinac.rt.host import bf16_array
 
@@ -57,14 +57,14 @@ def forms() -> list[Any]:
 
 def test_remembered_types_equal_the_uncached_ones_in_any_order() -> None:
     """Every form of a list, in three random orders at one call site (the same ``ArgTypes``),
-    twice each: each answer equals ``_arg_type``'s for that argument."""
+    twice each: each answer equals ``arg_type``'s for that argument."""
     rng = np.random.default_rng(11)
     cached = ArgTypes()
     items = forms()
     for _ in range(3):
         for i in [*rng.permutation(len(items)), *rng.permutation(len(items))]:
             x = items[i]
-            assert cached([x], ["x"]) == (_arg_type(x, "x"),), (i, x)
+            assert cached([x], ["x"]) == (arg_type(x, "x"),), (i, x)
     assert cached([items[10]], ["x"])[0].device == "cuda:0"
     assert cached([items[11]], ["x"])[0].device == "cuda:1"
 
@@ -82,4 +82,4 @@ def test_refused_arguments_are_refused_every_time() -> None:
         for _ in range(2):
             with pytest.raises(KinaCallError, match=says):
                 cached([good, bad], ["a", "b"])
-        assert cached([good], ["a"]) == (_arg_type(good, "a"),)
+        assert cached([good], ["a"]) == (arg_type(good, "a"),)

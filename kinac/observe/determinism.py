@@ -301,24 +301,24 @@ def manifest_problem(doc: dict[str, Any]) -> str | None:
         return f"its version is {version!r}, not a whole number"
     for key in ("graph_hash", "entry", "target"):
         if not isinstance(doc.get(key), str):
-            return f"its {key} is {_brief(doc.get(key))}, not text"
+            return f"its {key} is {json_brief(doc.get(key))}, not text"
     for key in ("inputs", "outputs"):
         sums = doc.get(key)
         if not isinstance(sums, list) or not all(isinstance(c, str) for c in sums):
-            return f"its {key} is {_brief(sums)}, not a list of checksums"
+            return f"its {key} is {json_brief(sums)}, not a list of checksums"
     kernels = doc["kernels"]
     if not isinstance(kernels, list):
-        return f"its kernels is {_brief(kernels)}, not a list"
+        return f"its kernels is {json_brief(kernels)}, not a list"
     for i, k in enumerate(kernels):
         if not isinstance(k, dict):
-            return f"its kernel {i} is {_brief(k)}, not an object"
+            return f"its kernel {i} is {json_brief(k)}, not an object"
         for key in ("sym", "kind", "impl", "dtype"):
             if not isinstance(k.get(key), str):
-                return f"its kernel {i} has {key} {_brief(k.get(key))}, not text"
+                return f"its kernel {i} has {key} {json_brief(k.get(key))}, not text"
         if not isinstance(k.get("shape"), list):
-            return f"its kernel {i} has shape {_brief(k.get('shape'))}, not a list"
+            return f"its kernel {i} has shape {json_brief(k.get('shape'))}, not a list"
         if k.get("checksum") is not None and not isinstance(k["checksum"], str):
-            return f"its kernel {i} has checksum {_brief(k['checksum'])}, not text"
+            return f"its kernel {i} has checksum {json_brief(k['checksum'])}, not text"
         sketch = k.get("sketch")
         if sketch is not None and not (
             isinstance(sketch, dict)
@@ -330,7 +330,9 @@ def manifest_problem(doc: dict[str, Any]) -> str | None:
     return None
 
 
-def _brief(v: Any) -> str:
+def json_brief(v: Any) -> str:
+    """A value as a manifest check shows it: its JSON, cut to 40 characters (also used by
+    :mod:`kinac.train.observe` for the train part of a manifest)."""
     text = json.dumps(v)
     return text if len(text) <= 40 else text[:37] + "..."
 

@@ -359,10 +359,10 @@ def profile_entry(entry: Any, arrays: tuple[Any, ...], repeat: int = 10) -> Prof
 def loaded_entry(fn: Any, arrays: tuple[Any, ...], dims: dict[str, int]) -> tuple[Any, tuple]:
     """The runtime entry a :class:`kinac.api.CompiledDefn` runs for these arguments (it must
     have been called with them once), and the arrays it takes."""
-    from kinac.api import _arg_type
+    from kinac.api_types import arg_type
 
     given, dim_args = fn._split(arrays, dims)
-    types = tuple(_arg_type(a, n) for a, n in zip(given, fn.tensor_params, strict=True))
+    types = tuple(arg_type(a, n) for a, n in zip(given, fn.tensor_params, strict=True))
     return fn._entries[(types, tuple(sorted(dim_args.items())))], tuple(given)
 
 

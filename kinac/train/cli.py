@@ -182,8 +182,8 @@ def _train(args: argparse.Namespace, trainer: Any, quiet: bool, tag: dict[str, A
 
 def _save_path(text: str) -> Any:
     """Where ``--save`` writes, decided before training as ``kinac run --save`` decides it
-    (:func:`kinac.run._save_path`: a directory refused, ``.npz`` added to another name)."""
-    from kinac.run import _save_path as decide
+    (:func:`kinac.run.save_path`: a directory refused, ``.npz`` added to another name)."""
+    from kinac.run import save_path as decide
 
     return decide(text)
 

@@ -131,20 +131,20 @@ class Recorder:
 
 def train_problem(doc: dict[str, Any]) -> str | None:
     """What in a manifest's ``train`` part is not as :class:`Recorder` writes it, or None."""
-    from kinac.observe.determinism import _brief
+    from kinac.observe.determinism import json_brief
 
     part = doc.get("train")
     if part is None:
         return "it records a `kinac run`, not a training run: give another --manifest file"
     if not isinstance(part, dict):
-        return f"its train is {_brief(part)}, not an object"
+        return f"its train is {json_brief(part)}, not an object"
     losses, weights = part.get("losses"), part.get("weights")
     if not isinstance(losses, list) or not all(isinstance(x, str) for x in losses):
-        return f"its train.losses is {_brief(losses)}, not a list of hex floats"
+        return f"its train.losses is {json_brief(losses)}, not a list of hex floats"
     if not isinstance(weights, dict) or not all(isinstance(x, str) for x in weights.values()):
-        return f"its train.weights is {_brief(weights)}, not an object of checksums"
+        return f"its train.weights is {json_brief(weights)}, not an object of checksums"
     if not isinstance(part.get("config"), dict):
-        return f"its train.config is {_brief(part.get('config'))}, not an object"
+        return f"its train.config is {json_brief(part.get('config'))}, not an object"
     return None
 
 
