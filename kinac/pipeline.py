@@ -387,7 +387,7 @@ def shard_propagate(db: Database, key: EntryKey) -> Any:
 WRAPPER_OPT = 0  # LLVM -O level of an entry's wrapper (kernels: -O3)
 
 
-def _internal_errors(key: EntryKey, stage: str) -> Any:
+def entry_internal_errors(key: EntryKey, stage: str) -> Any:
     """The one channel for a lowering or codegen failure on a checked program: an internal
     compiler error naming the entry, the stage and the kernel (:mod:`kinac.ice`)."""
     from kinac.ice import entry_label, internal_errors
@@ -412,7 +412,7 @@ def lowered(db: Database, key: EntryKey) -> Any:
     spec = entry_graph(db, key)
     if spec.graph is None:
         return None
-    with _internal_errors(key, "host lowering"):
+    with entry_internal_errors(key, "host lowering"):
         pieces = cut(spec.graph, spec.calls)
         distinct, which = distinct_graphs(pieces)  # 32 layers: 2 distinct
         fused = [host_piece(db, g) for g in distinct]
@@ -465,7 +465,7 @@ def object_code(db: Database, key: EntryKey) -> tuple[bytes, ...] | None:
     lo = lowered(db, key)
     if lo is None:
         return None
-    with _internal_errors(key, "host code generation (LLVM)"):
+    with entry_internal_errors(key, "host code generation (LLVM)"):
         # the wrapper only computes buffer addresses and calls kernels: -O0 runs it as fast
         # and compiles in a fraction of -O3's time (hundreds of calls at L=32)
         wrapper = compile_object(lo.llvm_ir, host_target(db, ()), WRAPPER_OPT)

@@ -60,9 +60,9 @@ def lower_graph(
     from kinac.ice import in_kernel
     from kinac.ir.gpu.stitch import assemble_entry, gpu_cut, stitch_gpu
     from kinac.ir.pieces import distinct_graphs
-    from kinac.pipeline import _internal_errors
+    from kinac.pipeline import entry_internal_errors
 
-    with _internal_errors(key, stage):
+    with entry_internal_errors(key, stage):
         pieces = gpu_cut(graph, calls)
         distinct, which = distinct_graphs(pieces)
         fused = [gpu_piece(db, g) for g in distinct]
@@ -128,14 +128,14 @@ def link_lowered(db: Database, lo: Any, key: EntryKey, stage: str) -> str:
     from kinac.codegen.ptx import link_ptx
     from kinac.ice import in_kernel
     from kinac.ir.gpu.attention_lower import entry_arch
-    from kinac.pipeline import _internal_errors, target
+    from kinac.pipeline import entry_internal_errors, target
 
     arch = entry_arch(lo.kernels, target(db, ()).arch)  # sm_90 -> sm_90a with fused attention
     first: dict[str, str] = {}  # each function's first step, which an error names
     for s in lo.steps:
         for ln in s.launches:
             first.setdefault(ln.function, s.sym)
-    with _internal_errors(key, stage):
+    with entry_internal_errors(key, stage):
         parts = []
         for k in lo.kernels:
             step = first.get(k.symbol) or first.get(f"{k.symbol}_0") or k.symbol  # concat parts

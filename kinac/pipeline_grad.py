@@ -23,8 +23,8 @@ from typing import Any
 
 from kinac.diag.model import Diagnostic, Label
 from kinac.pipeline import (
-    _internal_errors,
     entry_graph,
+    entry_internal_errors,
     host_kernel_llvm,
     host_kernel_object,
     host_target,
@@ -63,7 +63,7 @@ def grad_graph(db: Database, key: GradKey) -> GradSpec:
         check_request(spec.graph, wrt)
     except GradError as e:
         return GradSpec(None, tuple(spec.diagnostics), str(e))
-    with _internal_errors(entry, "differentiation"):
+    with entry_internal_errors(entry, "differentiation"):
         return GradSpec(value_and_grad(spec.graph, wrt), tuple(spec.diagnostics))
 
 
@@ -79,7 +79,7 @@ def grad_lowered(db: Database, key: GradKey) -> Any:
     spec = grad_graph(db, key)
     if spec.graph is None:
         return None
-    with _internal_errors(key[0], "host lowering of the gradient"):
+    with entry_internal_errors(key[0], "host lowering of the gradient"):
         lo = split_graph(spec.graph)
         calls = set(lo.library_calls)
         for step, k in zip(lo.steps, lo.kernels, strict=True):
@@ -97,7 +97,7 @@ def grad_object_code(db: Database, key: GradKey) -> tuple[bytes, ...] | None:
     lo = grad_lowered(db, key)
     if lo is None:
         return None
-    with _internal_errors(key[0], "host code generation of the gradient (LLVM)"):
+    with entry_internal_errors(key[0], "host code generation of the gradient (LLVM)"):
         objects = [compile_object(lo.llvm_ir, host_target(db, ()))]
         for step, k in zip(lo.steps, lo.kernels, strict=True):
             with in_kernel(step.sym):

@@ -53,7 +53,7 @@ def grad_shard_propagate(db: Database, key: GradKey) -> GradShardPlan | None:
     if spec.graph is None or sig is None:
         return None
     meshes = CheckEnv(db).meshes(entry.file)
-    with pipeline._internal_errors(entry, "sharding the gradient"):
+    with pipeline.entry_internal_errors(entry, "sharding the gradient"):
         graph, plan, outs = plan_gradient_entry(spec.graph, wrt, sig, meshes, entry.file)
     return GradShardPlan(plan, outs, None if graph is spec.graph else graph)
 
@@ -85,7 +85,7 @@ def grad_device_program(db: Database, key: GradKey) -> DeviceProgram | None:
     def span_of(label: Label | None) -> str:
         return spans.get(label.loc, "") if label is not None else ""
 
-    with pipeline._internal_errors(key[0], "sharded lowering of the gradient"):
+    with pipeline.entry_internal_errors(key[0], "sharded lowering of the gradient"):
         return build(gp.graph or spec.graph, plan, span_of, gp.outputs)
 
 

@@ -57,7 +57,7 @@ def device_program(db: Database, key: EntryKey) -> DeviceProgram | None:
     def span_of(label: Label | None) -> str:
         return spans.get(label.loc, "") if label is not None else ""
 
-    with pipeline._internal_errors(key, "sharded lowering (per-device program)"):
+    with pipeline.entry_internal_errors(key, "sharded lowering (per-device program)"):
         return build(spec.graph, plan, span_of)
 
 

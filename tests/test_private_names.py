@@ -111,17 +111,6 @@ KNOWN: dict[str, tuple[str, frozenset[str]]] = {
         },
     ),
     **_debt(
-        OWNED_ELSEWHERE + " (pipeline, owned by the lead)",
-        {
-            "kinac.pipeline._internal_errors": (
-                "kinac.pipeline_gpu",
-                "kinac.pipeline_grad",
-                "kinac.pipeline_grad_shard",
-                "kinac.pipeline_shard",
-            ),
-        },
-    ),
-    **_debt(
         OWNED_ELSEWHERE + " (query engine and cache)",
         {
             "kinac.rules.cache_files._SCHEMA": ("kinac.rules.store",),
@@ -132,46 +121,6 @@ KNOWN: dict[str, tuple[str, frozenset[str]]] = {
             "kinac.rules.memo._locked": ("kinac.rules.engine",),
             "kinac.rules.query._REGISTRY": ("kinac.rules.summaries",),
             "kinac.rules.store._recorded": ("kinac.rules.cache_admin",),
-        },
-    ),
-    **_debt(
-        OWNED_ELSEWHERE + " (IR and codegen: the kina dialect's attribute helpers, split kernels)",
-        {
-            "kinac.ir.dialects.kina._int": (
-                "kinac.ir.dialects.kina_struct",
-                "kinac.ir.gpu.attention",
-                "kinac.ir.gpu.fuse_rows",
-                "kinac.ir.gpu.kernels",
-                "kinac.ir.gpu.read",
-                "kinac.ir.gpu.small_gemm",
-                "kinac.ir.gpu.split_reduce",
-                "kinac.ir.host.causal",
-                "kinac.ir.host.kernel_loops",
-                "kinac.ir.host.row_fuse",
-                "kinac.ir.views",
-            ),
-            "kinac.ir.dialects.kina._ints": (
-                "kinac.ir.dialects.kina_struct",
-                "kinac.ir.gpu.attention",
-                "kinac.ir.gpu.read",
-                "kinac.ir.host.gemm_out",
-                "kinac.ir.host.kernel_loops",
-                "kinac.ir.views",
-            ),
-            "kinac.ir.gpu.attention_kernel._Emitter": (
-                "kinac.ir.gpu.attention_lean",
-                "kinac.ir.gpu.attention_overlap",
-                "kinac.ir.gpu.small_gemm_kernel",
-            ),
-            "kinac.ir.gpu.attention_kernel._Fn": (
-                "kinac.ir.gpu.attention_lean",
-                "kinac.ir.gpu.small_gemm_kernel",
-                "kinac.ir.gpu.small_gemm_prologue",
-            ),
-            "kinac.ir.gpu.attention_kernel._decls": ("kinac.ir.gpu.small_gemm_kernel",),
-            "kinac.ir.gpu.scalar_f64_trig._mod4": ("kinac.ir.gpu.scalar_f32_trig",),
-            "kinac.ir.gpu.scalar_f64_trig._scale": ("kinac.ir.gpu.scalar_f32_trig",),
-            "kinac.codegen.llvm._LLVM": ("kinac.codegen.ptx",),
         },
     ),
 }

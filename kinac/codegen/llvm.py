@@ -17,7 +17,7 @@ from kinac.codegen.target import TargetSpec
 
 _INIT = threading.Lock()
 _READY: set[str] = set()
-_LLVM = threading.RLock()  # llvmlite shares one LLVM context: one thread in it at a time
+LLVM_LOCK = threading.RLock()  # llvmlite shares one LLVM context: one thread in it at a time
 
 
 def binding(targets: str = "native") -> Any:
@@ -118,14 +118,14 @@ def optimize_ir(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> Any:
 
 def compile_object(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> bytes:
     """Object code (ELF bytes) for ``llvm_ir`` on ``target`` after ``-O<opt_level>``."""
-    with _LLVM:
+    with LLVM_LOCK:
         mod, tm = optimize_ir(llvm_ir, target, opt_level)
         return bytes(tm.emit_object(mod))
 
 
 def assembly(llvm_ir: str, target: TargetSpec, opt_level: int = 3) -> str:
     """The optimised machine assembly (for inspection: is this loop vectorised?)."""
-    with _LLVM:
+    with LLVM_LOCK:
         mod, tm = optimize_ir(llvm_ir, target, opt_level)
         return str(tm.emit_assembly(mod))
 
@@ -150,7 +150,7 @@ def jit_load(
     """
     objects = (object_code,) if isinstance(object_code, bytes) else object_code
     llvm = _llvm()
-    with _LLVM:
+    with LLVM_LOCK:
         for name, addr in symbols.items():
             llvm.add_symbol(name, addr)
         tm = _machine(host_target(), 3)

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from kinac.codegen.llvm import _LLVM, binding
+from kinac.codegen.llvm import LLVM_LOCK, binding
 from kinac.codegen.target import NVPTX_TRIPLE
 
 PTX_ISA = {"sm_80": "+ptx70", "sm_86": "+ptx71", "sm_89": "+ptx78", "sm_90": "+ptx80",
@@ -96,7 +96,7 @@ def _naming_the_kernel(llvm_ir: str) -> Iterator[None]:
 
 def compile_ptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
     """PTX text for ``llvm_ir`` (``nvptx64-nvidia-cuda``) on ``arch``."""
-    with _LLVM:  # one thread at a time in LLVM (and in the shared target machine)
+    with LLVM_LOCK:  # one thread at a time in LLVM (and in the shared target machine)
         mod, tm = optimize_nvptx(llvm_ir, arch, opt_level)
         return str(tm.emit_assembly(mod))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from xdsl.ir import BlockArgument, SSAValue
 
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, _ints, shape_of
+from kinac.ir.dialects.kina import int_prop, ints_prop, shape_of
 from kinac.ir.layout import Layout
 
 VIEWS = (
@@ -26,15 +26,15 @@ def apply_view(op: st.ViewOp, lay: Layout) -> Layout | None:
     """The layout of ``op``'s result given its input's layout (``None``: not a layout)."""
     out = shape_of(op.result.type)
     if isinstance(op, st.TransposeOp):
-        return lay.transpose(_ints(op, "perm"))
+        return lay.transpose(ints_prop(op, "perm"))
     if isinstance(op, st.ReshapeOp):
         return lay.reshape(out)
     if isinstance(op, st.BroadcastToOp):
         return lay.broadcast_to(out)
     if isinstance(op, st.SliceOp):
-        return lay.slice(_int(op, "axis"), _int(op, "start"), _int(op, "stop"))
+        return lay.slice(int_prop(op, "axis"), int_prop(op, "start"), int_prop(op, "stop"))
     if isinstance(op, st.RepeatInterleaveOp):
-        return lay.repeat_interleave(_int(op, "axis"), _int(op, "repeats"))
+        return lay.repeat_interleave(int_prop(op, "axis"), int_prop(op, "repeats"))
     if isinstance(op, st.ToDeviceOp):
         return lay
     raise AssertionError(op.name)

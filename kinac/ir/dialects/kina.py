@@ -89,13 +89,15 @@ def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _int(op: IRDLOperation, name: str) -> int:
+def int_prop(op: IRDLOperation, name: str) -> int:
+    """The integer property ``name`` of a kina op (axis, keepdims, start, ...)."""
     a = op.properties[name]
     assert isinstance(a, IntegerAttr)
     return a.value.data
 
 
-def _ints(op: IRDLOperation, name: str) -> tuple[int, ...]:
+def ints_prop(op: IRDLOperation, name: str) -> tuple[int, ...]:
+    """The integer-array property ``name`` of a kina op (a transpose's perm, ...)."""
     a = op.properties[name]
     assert isinstance(a, DenseArrayBase)
     return tuple(int(v) for v in a.get_values())

@@ -29,7 +29,7 @@ from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from kinac.ir.dialects import kina as el
-from kinac.ir.dialects.kina import KinaOp, _int, _ints, broadcast, dtype_name, shape_of
+from kinac.ir.dialects.kina import KinaOp, broadcast, dtype_name, int_prop, ints_prop, shape_of
 
 
 class CreationOp(KinaOp):
@@ -68,7 +68,7 @@ class IotaOp(CreationOp):
     axis = prop_def(IntegerAttr)
 
     def verify_(self) -> None:
-        if not 0 <= _int(self, "axis") < len(self.out_shape()):
+        if not 0 <= int_prop(self, "axis") < len(self.out_shape()):
             raise VerifyException("kina.iota: axis out of range")
 
 
@@ -84,10 +84,10 @@ class ReduceOp(KinaOp):
 
     def verify_(self) -> None:
         shape = list(shape_of(self.x.type))
-        ax = _int(self, "axis")
+        ax = int_prop(self, "axis")
         if not 0 <= ax < len(shape):
             raise VerifyException(f"{self.name}: axis {ax} out of range")
-        if _int(self, "keepdims"):
+        if int_prop(self, "keepdims"):
             shape[ax] = 1
         else:
             del shape[ax]
@@ -175,7 +175,7 @@ class TransposeOp(ViewOp):
 
     def verify_(self) -> None:
         self._check_dtype()
-        perm, shape = _ints(self, "perm"), shape_of(self.x.type)
+        perm, shape = ints_prop(self, "perm"), shape_of(self.x.type)
         if sorted(perm) != list(range(len(shape))):
             raise VerifyException(f"kina.transpose: {list(perm)} is not a permutation")
         if tuple(shape[p] for p in perm) != self.out_shape():
@@ -218,7 +218,7 @@ class SliceOp(ViewOp):
     def verify_(self) -> None:
         self._check_dtype()
         shape = list(shape_of(self.x.type))
-        ax, s, e = _int(self, "axis"), _int(self, "start"), _int(self, "stop")
+        ax, s, e = int_prop(self, "axis"), int_prop(self, "start"), int_prop(self, "stop")
         if not (0 <= ax < len(shape) and 0 <= s < e <= shape[ax]):
             raise VerifyException(f"kina.slice: bad range {s}:{e} on axis {ax}")
         shape[ax] = e - s
@@ -237,7 +237,7 @@ class RepeatInterleaveOp(ViewOp):
     def verify_(self) -> None:
         self._check_dtype()
         shape = list(shape_of(self.x.type))
-        shape[_int(self, "axis")] *= _int(self, "repeats")
+        shape[int_prop(self, "axis")] *= int_prop(self, "repeats")
         if tuple(shape) != self.out_shape():
             raise VerifyException("kina.repeat_interleave: result shape does not match")
 
@@ -267,7 +267,7 @@ class ConcatOp(KinaOp):
     assembly_format = "$xs attr-dict `:` type($xs) `->` type($result)"
 
     def verify_(self) -> None:
-        ax = _int(self, "axis")
+        ax = int_prop(self, "axis")
         shapes = [list(shape_of(x.type)) for x in self.xs]
         total = sum(s[ax] for s in shapes)
         for s in shapes:
@@ -311,7 +311,7 @@ class SoftmaxOp(KinaOp):
     assembly_format = "$x attr-dict `:` type($x)"
 
     def verify_(self) -> None:
-        if not 0 <= _int(self, "axis") < len(self.out_shape()):
+        if not 0 <= int_prop(self, "axis") < len(self.out_shape()):
             raise VerifyException("kina.softmax: axis out of range")
         if dtype_name(self.x.type) not in el.FLOATS:
             raise VerifyException("kina.softmax takes a float tensor")

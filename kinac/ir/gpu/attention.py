@@ -43,7 +43,7 @@ from xdsl.passes import ModulePass
 from kinac.dtypes import FLOAT_DTYPES
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
+from kinac.ir.dialects.kina import dtype_name, int_prop, ints_prop, shape_of
 from kinac.ir.gpu.attention_params import MASK_DTYPES, AttnParams, AttnTiles, check_params
 from kinac.ir.gpu.fuse_rows import merge_kernels, only_user
 from kinac.ir.gpu.gemm import find_matmul
@@ -131,7 +131,7 @@ def _iota_role(v: SSAValue, rank: int) -> str | None:
     if not isinstance(op, st.IotaOp):
         return None
     shape = shape_of(v.type)
-    ax = _int(op, "axis")
+    ax = int_prop(op, "axis")
     dt = dtype_name(v.type)
     if shape[ax] < 2 or shape[ax] > _EXACT_IOTA.get(dt, shape[ax]) or dt == "bool":
         return None
@@ -329,7 +329,7 @@ def output_layout(out: SSAValue, result: SSAValue) -> Layout | None:
         return None
     if any(not isinstance(o, st.ReshapeOp) for o in chain[1:]):
         return None  # reshapes of a contiguous buffer keep its row-major order
-    perm = tuple(_ints(chain[0], "perm"))
+    perm = tuple(ints_prop(chain[0], "perm"))
     inv = tuple(perm.index(i) for i in range(len(perm)))
     return Layout.contiguous(shape_of(chain[0].result.type)).transpose(inv)
 
@@ -347,7 +347,7 @@ def attention_params(
     :func:`output_layout`).
     """
     qs, ks, ss, vs = (shape_of(v.type) for v in (mm1.lhs, mm1.rhs, sm.x, mm2.rhs))
-    if mm2.lhs is not probs or _int(sm, "axis") != len(ss) - 1 or len(qs) not in (3, 4):
+    if mm2.lhs is not probs or int_prop(sm, "axis") != len(ss) - 1 or len(qs) not in (3, 4):
         return None
     if not (len(qs) == len(ks) == len(vs) == len(ss)):
         return None

@@ -63,7 +63,7 @@ def kernel_name(p: AttnParams) -> str:
     return f"attn_{p.dtype}_d{p.head_dim}_m{p.block_m}n{p.block_n}{stg}{mma}_{h}"
 
 
-class _Fn:
+class StraightLineIr:
     """Straight-line IR text with fresh SSA names."""
 
     def __init__(self) -> None:
@@ -83,7 +83,7 @@ class _Fn:
         self.lines.append(f"{name}:")
 
 
-def _decls(p: AttnParams) -> list[str]:
+def attn_decls(p: AttnParams) -> list[str]:
     op = "<2 x half>" if p.dtype == "f16" else "i32"
     mma = "llvm.nvvm.mma.m16n8k16.row.col." + ("f32.f32" if p.dtype == "f16" else "bf16")
     f4 = "{float, float, float, float}"
@@ -110,13 +110,13 @@ def _decls(p: AttnParams) -> list[str]:
     ]
 
 
-class _Emitter:
+class AttnEmitter:
     """Emits one kernel for one :class:`AttnParams`."""
 
     def __init__(self, p: AttnParams, name: str | None = None) -> None:
         self.p = p
         self.name = name or kernel_name(p)
-        self.f = _Fn()
+        self.f = StraightLineIr()
         self.d = p.head_dim
         self.nt = 32 * p.warps
         self.row_bytes = 2 * p.head_dim
@@ -998,7 +998,7 @@ def kernel_ir(p: AttnParams, name: str | None = None) -> tuple[tuple[str, ...], 
     """``p``'s kernel as (declarations, body): the body holds its shared-memory symbol and its
     function (``name``, else :func:`kernel_name`), so several kernels share a module
     (:func:`kinac.ir.gpu.kernel_split.kernel_module`)."""
-    return tuple(_decls(p)), _Emitter(p, name).emit()
+    return tuple(attn_decls(p)), AttnEmitter(p, name).emit()
 
 
 def attention_llvm_ir(params: tuple[AttnParams, ...]) -> str:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kinac.ir.gpu.attention_kernel import _Emitter, _Fn
+    from kinac.ir.gpu.attention_kernel import AttnEmitter, StraightLineIr
 
 # the running max moves only past this growth (log2 units): P <= 2^LAZY_LOG2
 LAZY_LOG2 = "8.0"
@@ -43,7 +43,7 @@ def tree(xs: list[str], op: Callable[[str, str], str]) -> str:
     return xs[0]
 
 
-def neg_scaled_max_and_alpha(f: _Fn, mn: str, m_old: str, c: str) -> tuple[str, str]:
+def neg_scaled_max_and_alpha(f: StraightLineIr, mn: str, m_old: str, c: str) -> tuple[str, str]:
     """The tail of an online-softmax step, shared by the plain and the lazy softmax: the row's
     negated scaled max ``-(mn * c)`` (0 while every key of the row so far was masked, ``mn``
     -inf: else each masked score's ``fma`` would be -inf + inf, NaN) and the factor ``alpha = exp2(m_old * c - mn * c)`` that
@@ -57,7 +57,7 @@ def neg_scaled_max_and_alpha(f: _Fn, mn: str, m_old: str, c: str) -> tuple[str, 
     return nms, f.v(f"call float @llvm.nvvm.ex2.approx.ftz.f32(float {ao})")
 
 
-def lazy_online(e: _Emitter, s: list[list[str]], c: str) -> tuple[list[list[str]], list[str]]:
+def lazy_online(e: AttnEmitter, s: list[list[str]], c: str) -> tuple[list[list[str]], list[str]]:
     """The online softmax of one key tile's (masked) scores ``s`` with ``c`` the scale times
     log2 e: running max and sum stored; returns (P, each row's factor for O, exactly 1.0 where
     the row's max did not move)."""
@@ -94,7 +94,7 @@ def lazy_online(e: _Emitter, s: list[list[str]], c: str) -> tuple[list[list[str]
     return pv, alphas
 
 
-def rescale_if_moved(e: _Emitter, o: list[str], alphas: list[str]) -> None:
+def rescale_if_moved(e: AttnEmitter, o: list[str], alphas: list[str]) -> None:
     """Store ``O`` (``o``, as loaded from the state) times its row factors only when some
     thread of the warp has a factor other than 1 (a warp-uniform branch)."""
     f = e.f

@@ -27,10 +27,10 @@ from kinac.ir.gpu.attention_lean import rescale_if_moved
 from kinac.ir.gpu.attention_wgmma import asm_void
 
 if TYPE_CHECKING:
-    from kinac.ir.gpu.attention_kernel import _Emitter
+    from kinac.ir.gpu.attention_kernel import AttnEmitter
 
 
-def _turn(e: _Emitter, issue: Callable[[], None]) -> None:
+def _turn(e: AttnEmitter, issue: Callable[[], None]) -> None:
     """With ``pingpong``: wait for this warpgroup's turn, run ``issue`` (a callable that emits
     wgmmas), hand the turn over; else just ``issue``."""
     if not e.p.pingpong:
@@ -42,7 +42,7 @@ def _turn(e: _Emitter, issue: Callable[[], None]) -> None:
     e.nb("arrive", e.f.v(f"sub i32 2, {wg}"))
 
 
-def _load_p(e: _Emitter) -> list[list[str]]:
+def _load_p(e: AttnEmitter) -> list[list[str]]:
     """P's packed A fragments (four registers per 16 keys) from the loop-carried state."""
     f, p = e.f, e.p
     n = p.block_n // 4
@@ -54,7 +54,7 @@ def _load_p(e: _Emitter) -> list[list[str]]:
     return [regs[4 * i : 4 * i + 4] for i in range(p.block_n // 16)]
 
 
-def _pack_p(e: _Emitter, pv: list[list[str]]) -> list[str]:
+def _pack_p(e: AttnEmitter, pv: list[list[str]]) -> list[str]:
     """P packed to 16 bits (the A fragments of ``O += P V``), as i32."""
     regs = []
     for kb2 in range(e.p.block_n // 16):
@@ -63,7 +63,7 @@ def _pack_p(e: _Emitter, pv: list[list[str]]) -> list[str]:
     return [e.as_i32(x) for x in regs]
 
 
-def _store_p(e: _Emitter, regs: list[str]) -> None:
+def _store_p(e: AttnEmitter, regs: list[str]) -> None:
     """Keep packed P for the next step's ``P V``. Packed after that step's wait: the
     loop-carried registers are the ones the running ``P V`` reads, and ptxas serialises every
     wgmma of the kernel (C7513) when they are written before it is done (also through the
@@ -75,7 +75,7 @@ def _store_p(e: _Emitter, regs: list[str]) -> None:
         f.do(f"store i32 {x}, ptr {ptr}")
 
 
-def _issue_pv(e: _Emitter, vb: str, pa: list[list[str]], o: list[str]) -> list[str]:
+def _issue_pv(e: AttnEmitter, vb: str, pa: list[list[str]], o: list[str]) -> list[str]:
     """Issue (and commit, not wait for) ``O += P V`` of the V tile at ``vb``."""
     f, p = e.f, e.p
     f.do(asm_void("fence"))
@@ -86,7 +86,7 @@ def _issue_pv(e: _Emitter, vb: str, pa: list[list[str]], o: list[str]) -> list[s
     return o
 
 
-def _wait_full(e: _Emitter, t: str, kind: str = "full", fence: bool = True) -> None:
+def _wait_full(e: AttnEmitter, t: str, kind: str = "full", fence: bool = True) -> None:
     """Wait for key tile ``t``'s "full" phase (its K and V landed; split: ``kind`` "full" for
     K, "fullv" for V); ``fence``: then the proxy fence (one after the last of back-to-back
     waits covers every tile they waited for)."""
@@ -98,13 +98,13 @@ def _wait_full(e: _Emitter, t: str, kind: str = "full", fence: bool = True) -> N
         f.do(asm_void("proxy"))
 
 
-def _arrive_empty(e: _Emitter, t: str, kind: str = "empty") -> None:
+def _arrive_empty(e: AttnEmitter, t: str, kind: str = "empty") -> None:
     st = e.f.v(f"urem i32 {t}, {e.p.stages}")
     e.mb("arrive", f"ptr addrspace(3) {e.bar(kind, st)}")
 
 
-def _prefetch(e: _Emitter, lab: str, t: str, ntot: str) -> None:
-    """If ``t < ntot``: key tile ``t`` into its stage (:meth:`_Emitter.stage_load`)."""
+def _prefetch(e: AttnEmitter, lab: str, t: str, ntot: str) -> None:
+    """If ``t < ntot``: key tile ``t`` into its stage (:meth:`AttnEmitter.stage_load`)."""
     e.stage_load(t, e.f.v(f"icmp slt i32 {t}, {ntot}"), lab, f"{lab}_pfc")
 
 
@@ -112,7 +112,7 @@ def _quads(acc: list[str]) -> list[list[str]]:
     return [acc[4 * i : 4 * i + 4] for i in range(len(acc) // 4)]
 
 
-def _step(e: _Emitter, lab: str, j: str, ntot: str, masked: bool) -> None:
+def _step(e: AttnEmitter, lab: str, j: str, ntot: str, masked: bool) -> None:
     """Step ``j``: tile ``j + 2`` loads; tile ``j + 1``'s scores and tile ``j``'s ``P V``
     issued together; tile ``j + 1``'s softmax under ``P V``; ``O`` rescaled after its wait."""
     f = e.f
@@ -147,7 +147,7 @@ def _step(e: _Emitter, lab: str, j: str, ntot: str, masked: bool) -> None:
     _rescale_if_needed(e, lab, o, alphas)
 
 
-def _rescale_if_needed(e: _Emitter, lab: str, o: list[str], alphas: list[str]) -> None:
+def _rescale_if_needed(e: AttnEmitter, lab: str, o: list[str], alphas: list[str]) -> None:
     """``O *= alpha`` only where a row's max moved (FA3/FA4): the factor is exactly 1 when
     ``m_new == m_old``, so skipping it changes no bit; the branch is taken per thread."""
     if e.p.lazy:  # warp-uniform, factors exactly 1 unless the max moved (attention_lean)
@@ -164,7 +164,7 @@ def _rescale_if_needed(e: _Emitter, lab: str, o: list[str], alphas: list[str]) -
     f.label(f"{lab}_rsc")
 
 
-def _loop(e: _Emitter, lab: str, start: str, pred: str, stop: str, ntot: str,
+def _loop(e: AttnEmitter, lab: str, start: str, pred: str, stop: str, ntot: str,
           masked: bool, nxt: str) -> str:  # fmt: skip
     """``for j in [start, stop)`` of :func:`_step`; returns the header's ``j`` (its value on
     exit)."""
@@ -183,7 +183,7 @@ def _loop(e: _Emitter, lab: str, start: str, pred: str, stop: str, ntot: str,
     return j
 
 
-def overlap_main(e: _Emitter, ntot: str, nfull: str) -> None:
+def overlap_main(e: AttnEmitter, ntot: str, nfull: str) -> None:
     """Everything between the prologue (Q and tile 0 landed, tile 0's "full" arrival made, the
     barriers set up) and the epilogue: see the module doc."""
     f, p = e.f, e.p

@@ -24,7 +24,7 @@ from xdsl.rewriter import Rewriter
 from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, dtype_name, shape_of
+from kinac.ir.dialects.kina import dtype_name, int_prop, shape_of
 from kinac.ir.fuse_kernels import copy_op
 from kinac.ir.gpu.plan import row_config, vector_width
 
@@ -87,12 +87,12 @@ def row_shape(k: st.KernelOp) -> tuple[int, ...] | None:
     op = root.owner
     if k.kind.data == "row":
         return shape_of(root.type)
-    if isinstance(op, st.ReduceOp) and _int(op, "keepdims"):
+    if isinstance(op, st.ReduceOp) and int_prop(op, "keepdims"):
         xs = shape_of(op.x.type)
-        return xs if xs and _int(op, "axis") == len(xs) - 1 else None
+        return xs if xs and int_prop(op, "axis") == len(xs) - 1 else None
     if isinstance(op, st.SoftmaxOp):
         xs = shape_of(op.x.type)
-        return xs if _int(op, "axis") == len(xs) - 1 else None
+        return xs if int_prop(op, "axis") == len(xs) - 1 else None
     return None
 
 

@@ -29,7 +29,7 @@ from xdsl.ir import SSAValue
 
 from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, dtype_name, shape_of
+from kinac.ir.dialects.kina import dtype_name, int_prop, shape_of
 from kinac.ir.gpu.emit import Builder, Ix, Val
 from kinac.ir.gpu.kernels_gather import gather_kernel, scatter_add_kernel
 from kinac.ir.gpu.plan import (
@@ -169,7 +169,7 @@ class KernelGen:
         op = self.root.owner
         if not shape:
             return None
-        if isinstance(op, st.ReduceOp | st.SoftmaxOp) and _int(op, "axis") != len(shape) - 1:
+        if isinstance(op, st.ReduceOp | st.SoftmaxOp) and int_prop(op, "axis") != len(shape) - 1:
             return None
         vec = vector_width(shape[-1], ITEMSIZE[dtype_name(src.type)])
         return row_config(shape[-1], vec, math.prod(shape[:-1]))
@@ -219,7 +219,7 @@ class KernelGen:
         op = self.root.owner
         if not isinstance(op, st.ReduceOp | st.SoftmaxOp):
             raise NotImplementedError(f"{self.k.sym.data}: rows too long for a fused row kernel")
-        xs, ax = shape_of(op.x.type), _int(op, "axis")
+        xs, ax = shape_of(op.x.type), int_prop(op, "axis")
         n, dt = xs[ax], dtype_name(op.x.type)
         rest = tuple(d for i, d in enumerate(xs) if i != ax)
         inner_last = ax != len(xs) - 1
@@ -250,7 +250,7 @@ class KernelGen:
             accs = fold(kind, lambda i: r.read(op.x, i, lax))
             if kind == "mean":
                 accs = [sc.binary("div", a, sc.count(n, dt), dt) for a in accs]
-            keep = _int(op, "keepdims")
+            keep = int_prop(op, "keepdims")
             oidx = [*pos[:ax], 0, *pos[ax:]] if keep else pos
             off = r.linear(oidx, cstrides(shape_of(op.result.type)))
             b.if_then(ok, lambda: r.store(out, off, accs, odt))
@@ -277,7 +277,7 @@ class KernelGen:
 
     # ---- concat, integer matmul (gather, scatter_add: kinac/ir/gpu/kernels_gather.py) ---------
     def _concat_part(self, op: st.ConcatOp, i: int, name: str) -> KernelFn:
-        ax = _int(op, "axis")
+        ax = int_prop(op, "axis")
         full = shape_of(op.result.type)
         x = op.xs[i]
         xs = shape_of(x.type)

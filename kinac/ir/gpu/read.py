@@ -29,7 +29,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from kinac.dtypes import ITEMSIZE
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
+from kinac.ir.dialects.kina import dtype_name, int_prop, ints_prop, shape_of
 from kinac.ir.gpu.emit import Builder, Ix, Val
 from kinac.ir.gpu.scalar import STORAGE, Scalars
 from kinac.ir.layout import Layout, cstrides
@@ -156,7 +156,7 @@ class BodyReader:
             assert isinstance(val, IntegerAttr) or hasattr(val, "value")
             return self.uniform(sc.c(val.value.data, dt))  # type: ignore[union-attr]
         if isinstance(op, st.IotaOp):
-            ax = _int(op, "axis")
+            ax = int_prop(op, "axis")
             if ax == lax:
                 return [sc.index_to(self.b.ival(self.b.iadd(idx[ax], j, self.ix), self.ix), dt)
                         for j in range(self.vec)]  # fmt: skip
@@ -179,20 +179,20 @@ class BodyReader:
         src = shape_of(op.x.type)
         if isinstance(op, st.TransposeOp):
             res: list[Ix] = [0] * len(idx)
-            for i, p in enumerate(_ints(op, "perm")):
+            for i, p in enumerate(ints_prop(op, "perm")):
                 res[p] = idx[i]
             return res
         if isinstance(op, st.BroadcastToOp):
             return bcast(idx, None, src)[0]
         if isinstance(op, st.SliceOp):
             res = list(idx)
-            ax = _int(op, "axis")
-            res[ax] = b.iadd(res[ax], _int(op, "start"), ix)
+            ax = int_prop(op, "axis")
+            res[ax] = b.iadd(res[ax], int_prop(op, "start"), ix)
             return res
         if isinstance(op, st.RepeatInterleaveOp):
             res = list(idx)
-            ax = _int(op, "axis")
-            res[ax] = b.idiv(res[ax], _int(op, "repeats"), ix)
+            ax = int_prop(op, "axis")
+            res[ax] = b.idiv(res[ax], int_prop(op, "repeats"), ix)
             return res
         if isinstance(op, st.ReshapeOp):
             flat = self.linear(idx, cstrides(shape_of(op.result.type)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kinac.ir.gpu.emit import Val
-from kinac.ir.gpu.scalar_f64_trig import _mod4, _scale, two_over_pi_chunks
+from kinac.ir.gpu.scalar_f64_trig import mod4, pow2_normal, two_over_pi_chunks
 
 if TYPE_CHECKING:
     from kinac.ir.gpu.scalar_f64 import F64Math
@@ -47,16 +47,16 @@ def reduce_large_f32(m: F64Math, ax: Val) -> tuple[Val, Val]:
         for k in range(1, FIRSTS):
             c = m.sel(hits[k], table[k + j], c)
         s = sc.op(f"sub i64 {s0.ref}, {24 * j}", "i64")
-        term = _mod4(m, m.mul(m.mul(mant, c), _scale(m, s)))
+        term = mod4(m, m.mul(m.mul(mant, c), pow2_normal(m, s)))
         total = m.add(acc, term)  # TwoSum: acc + comp is the exact running sum
         back = m.sub(total, acc)
         err = m.add(m.sub(acc, m.sub(total, back)), m.sub(term, back))
         acc, comp = total, m.add(comp, err)
-    acc = _mod4(m, acc)
+    acc = mod4(m, acc)
     n = m.floor(m.add(acc, 0.5))
     f = m.add(m.sub(acc, n), comp)
     n2 = m.floor(m.add(f, 0.5))
     f = m.sub(f, n2)  # in [-1/2, 1/2]
-    n = _mod4(m, m.add(n, n2))
+    n = mod4(m, m.add(n, n2))
     pio2_hi, pio2_lo = 1.5707963267948966, 6.123233995736766e-17
     return n, m.fma(f, pio2_hi, m.mul(f, pio2_lo))

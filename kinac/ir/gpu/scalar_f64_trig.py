@@ -47,12 +47,12 @@ def two_over_pi_chunks(n: int = 48) -> tuple[float, ...]:
     return tuple(float((v >> (bits - 24 * (i + 1))) & 0xFFFFFF) for i in range(n))
 
 
-def _mod4(m: F64Math, t: Val) -> Val:
+def mod4(m: F64Math, t: Val) -> Val:
     """``t mod 4`` for ``t >= 0`` (exact)."""
     return m.sub(t, m.mul(m.floor(m.mul(t, 0.25)), 4.0))
 
 
-def _scale(m: F64Math, s: Val) -> Val:
+def pow2_normal(m: F64Math, s: Val) -> Val:
     """``2^s`` for an i64 ``s`` in the normal range."""
     e = m.sc.op(f"add i64 {s.ref}, 1023", "i64")
     e = m.sc.op(f"shl i64 {e.ref}, 52", "i64")
@@ -84,18 +84,18 @@ def reduce_large(m: F64Math, ax: Val) -> tuple[Val, Val]:
         for k in range(1, len(hits)):
             c = m.sel(hits[k], table[k + j], c)
         s = sc.op(f"sub i64 {s0.ref}, {24 * j}", "i64")
-        hi = _mod4(m, m.mul(m.mul(mh, c), _scale(m, sc.op(f"add i64 {s.ref}, 26", "i64"))))
-        lo = _mod4(m, m.mul(m.mul(ml, c), _scale(m, s)))
+        hi = mod4(m, m.mul(m.mul(mh, c), pow2_normal(m, sc.op(f"add i64 {s.ref}, 26", "i64"))))
+        lo = mod4(m, m.mul(m.mul(ml, c), pow2_normal(m, s)))
         for term in (hi, lo):  # TwoSum: acc + comp is the exact running sum
             total = m.add(acc, term)
             back = m.sub(total, acc)
             err = m.add(m.sub(acc, m.sub(total, back)), m.sub(term, back))
             acc, comp = total, m.add(comp, err)
-    acc = _mod4(m, acc)
+    acc = mod4(m, acc)
     n = m.floor(m.add(acc, 0.5))
     f = m.add(m.sub(acc, n), comp)
     n2 = m.floor(m.add(f, 0.5))
     f = m.sub(f, n2)  # in [-1/2, 1/2]
-    n = _mod4(m, m.add(n, n2))
+    n = mod4(m, m.add(n, n2))
     pio2_hi, pio2_lo = 1.5707963267948966, 6.123233995736766e-17
     return n, m.fma(f, pio2_hi, m.mul(f, pio2_lo))

@@ -37,7 +37,7 @@ from xdsl.rewriter import Rewriter
 from kinac.artifacts.gpu import GpuKernel
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, dtype_name, shape_of
+from kinac.ir.dialects.kina import dtype_name, int_prop, shape_of
 from kinac.ir.fuse_kernels import copy_op
 from kinac.ir.gpu.small_gemm_kernel import SmallGemmParams
 from kinac.ir.gpu.small_gemm_rule import choose, enabled
@@ -115,7 +115,7 @@ def rms_norm(k: st.KernelOp) -> tuple[SSAValue, SSAValue, float] | None:
     xs = shape_of(x.type)
     if _arg_input(k, x) is None or mean.operands[0] is not sq.results[0] or not xs:
         return None
-    if _int(mean, "axis") != len(xs) - 1 or not _int(mean, "keepdims"):
+    if int_prop(mean, "axis") != len(xs) - 1 or not int_prop(mean, "keepdims"):
         return None
     eps_v = add.operands[1] if add.operands[0] is mean.results[0] else add.operands[0]
     eps = scalar_value(eps_v)

@@ -34,7 +34,7 @@ import hashlib
 from collections.abc import Callable
 
 from kinac.artifacts.gpu import GpuKernel, GpuKernelCode, GpuLaunch
-from kinac.ir.gpu.attention_kernel import _decls, _Emitter, _Fn
+from kinac.ir.gpu.attention_kernel import AttnEmitter, StraightLineIr, attn_decls
 from kinac.ir.gpu.emit import float_literal, pdl_prologue
 from kinac.ir.gpu.small_gemm_prologue import PrologueMixin
 from kinac.rules.codec import decode, record
@@ -141,7 +141,7 @@ def grid(p: SmallGemmParams) -> tuple[int, int, int]:
     return (p.n_out // BLOCK_N, p.m // p.block_m, 1)
 
 
-class _GemmEmitter(_Emitter, PrologueMixin):
+class _GemmEmitter(AttnEmitter, PrologueMixin):
     """The attention emitter's tile helpers over this kernel's own shared-memory tiles
     (``row_bytes`` is set to the tile's row before each swizzled address); the norm and the
     prefetches before the PDL wait are :class:`PrologueMixin`'s."""
@@ -149,7 +149,7 @@ class _GemmEmitter(_Emitter, PrologueMixin):
     def __init__(self, p: SmallGemmParams, name: str) -> None:  # noqa: D107 (no super: other params)
         self.gp = p
         self.name = name
-        self.f = _Fn()
+        self.f = StraightLineIr()
         self.nt = p.threads
         self.opty = "<2 x half>" if p.dtype == "f16" else "i32"
         self.vecty = "<2 x half>" if p.dtype == "f16" else "<2 x bfloat>"
@@ -505,7 +505,7 @@ def declarations(p: SmallGemmParams) -> tuple[str, ...]:
     extra: tuple[str, ...] = ("declare float @llvm.sqrt.f32(float)",)
     if p.prefetch:
         extra += ("declare void @llvm.nvvm.prefetch.global.L2.evict.last(ptr addrspace(1))",)
-    return tuple(dict.fromkeys([*_decls(p), *extra, *pdl]))  # type: ignore[arg-type]
+    return tuple(dict.fromkeys([*attn_decls(p), *extra, *pdl]))  # type: ignore[arg-type]
 
 
 def kernel_ir(p: SmallGemmParams, name: str | None = None) -> tuple[tuple[str, ...], str]:

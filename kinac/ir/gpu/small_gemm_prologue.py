@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kinac.ir.gpu.emit import float_literal
 
 if TYPE_CHECKING:
-    from kinac.ir.gpu.attention_kernel import _Fn
+    from kinac.ir.gpu.attention_kernel import StraightLineIr
     from kinac.ir.gpu.small_gemm_kernel import SmallGemmParams
 
 
@@ -24,7 +24,7 @@ class PrologueMixin:
     helpers declared here for the type checker)."""
 
     if TYPE_CHECKING:
-        f: _Fn
+        f: StraightLineIr
         gp: SmallGemmParams
         tid: str
         nt: int

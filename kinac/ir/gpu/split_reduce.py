@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 from kinac.dtypes import FLOAT_DTYPES, ITEMSIZE
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, dtype_name, shape_of, tensor_type
+from kinac.ir.dialects.kina import dtype_name, int_prop, shape_of, tensor_type
 from kinac.ir.gpu.plan import reduction_split
 
 NARROW = ("bf16", "f16")
@@ -50,7 +50,7 @@ def _reduce(cls: type[st.ReduceOp], x: SSAValue, axis: int, keep: int, dt: str) 
 
 def split_one(op: st.ReduceOp) -> list[st.ReduceOp]:
     """Rewrite ``op`` into two stages if it needs it; returns the new reductions."""
-    shape, axis, dt = shape_of(op.x.type), _int(op, "axis"), dtype_name(op.x.type)
+    shape, axis, dt = shape_of(op.x.type), int_prop(op, "axis"), dtype_name(op.x.type)
     if isinstance(op, st.ReduceMeanOp) and dt not in FLOAT_DTYPES:
         return []
     q = reduction_split(shape, axis, ITEMSIZE[dt])
@@ -69,7 +69,7 @@ def split_one(op: st.ReduceOp) -> list[st.ReduceOp]:
     split = (*shape[:axis], p, q, *shape[axis + 1 :])
     view = st.ReshapeOp.create(operands=[x], result_types=[tensor_type(acc, split)])
     first = _reduce(cls, view.results[0], axis + 1, 0, acc)
-    second = _reduce(cls, first.results[0], axis, _int(op, "keepdims"), acc)
+    second = _reduce(cls, first.results[0], axis, int_prop(op, "keepdims"), acc)
     new += [view, first, second]
     out: SSAValue = second.results[0]
     if acc != dt:

@@ -37,7 +37,7 @@ from xdsl.ir import BlockArgument, SSAValue
 
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, shape_of
+from kinac.ir.dialects.kina import int_prop, shape_of
 from kinac.ir.fuse_kernels import FuseKernels
 from kinac.ir.host.causal_blocks import causal_rows
 from kinac.ir.host.gemm_out import fold_output_views
@@ -53,7 +53,7 @@ def causal_softmax_kernel(k: st.KernelOp) -> st.SoftmaxOp | None:
     op = k.yielded().owner
     if k.kind.data != "softmax" or not isinstance(op, st.SoftmaxOp):
         return None
-    return op if causal_rows(op, shape_of(op.x.type), _int(op, "axis")) else None
+    return op if causal_rows(op, shape_of(op.x.type), int_prop(op, "axis")) else None
 
 
 def _only_softmax_reads(v: SSAValue, softmax: st.SoftmaxOp) -> bool:

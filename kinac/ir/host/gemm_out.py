@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _ints, shape_of
+from kinac.ir.dialects.kina import ints_prop, shape_of
 from kinac.ir.fuse_kernels import copy_op
 from kinac.ir.layout import cstrides
 from kinac.ir.views import view_base
@@ -45,7 +45,7 @@ def output_strides(result: SSAValue, root: SSAValue) -> tuple[int, ...] | None:
                 return None  # a reshape of a non-contiguous layout
             strides = tuple(cstrides(shape_of(src.type)))
         else:
-            perm = _ints(op, "perm")
+            perm = ints_prop(op, "perm")
             back = [0] * len(perm)
             for i, p in enumerate(perm):
                 back[p] = strides[i]

@@ -34,7 +34,7 @@ from kinac.artifacts.host import GATHER_OOB
 from kinac.ir.dialects import kina as el
 from kinac.ir.dialects import kina_struct as st
 from kinac.ir.dialects.kbuf import GemmOp
-from kinac.ir.dialects.kina import _int, _ints, dtype_name, shape_of
+from kinac.ir.dialects.kina import dtype_name, int_prop, ints_prop, shape_of
 from kinac.ir.host.causal_blocks import CAUSAL_STEP, causal_roles, causal_rows, gemm_blocks
 from kinac.ir.host.gemm_out import gemm_output
 from kinac.ir.host.loopgen import INDEX, Emitter, Ix
@@ -87,7 +87,7 @@ def parallel_extent(k: st.KernelOp) -> int | None:
     elif kind in ("softmax", "reduce"):
         op = root.owner
         assert isinstance(op, st.SoftmaxOp | st.ReduceOp)
-        xs, ax = shape_of(op.x.type), _int(op, "axis")
+        xs, ax = shape_of(op.x.type), int_prop(op, "axis")
         if kind == "reduce" and math.prod(xs[ax + 1 :]) != 1:
             return None
         dims = [n for d, n in enumerate(xs) if d != ax]
@@ -199,7 +199,7 @@ class KernelLowering:
             assert isinstance(val, IntegerAttr) or hasattr(val, "value")
             return sc.c(val.value.data, dt)  # type: ignore[union-attr]
         if isinstance(op, st.IotaOp):
-            return sc.index_to(idx[_int(op, "axis")], dt)
+            return sc.index_to(idx[int_prop(op, "axis")], dt)
         raise NotImplementedError(f"{op.name} cannot be recomputed inside a kernel")
 
     def view_index(self, op: st.ViewOp, idx: list[Ix]) -> list[Ix]:
@@ -208,20 +208,20 @@ class KernelLowering:
         src = shape_of(op.x.type)
         if isinstance(op, st.TransposeOp):
             res: list[Ix] = [0] * len(idx)
-            for i, p in enumerate(_ints(op, "perm")):
+            for i, p in enumerate(ints_prop(op, "perm")):
                 res[p] = idx[i]
             return res
         if isinstance(op, st.BroadcastToOp):
             return bcast_index(idx, src)
         if isinstance(op, st.SliceOp):
             res = list(idx)
-            ax = _int(op, "axis")
-            res[ax] = em.iadd(res[ax], _int(op, "start"))
+            ax = int_prop(op, "axis")
+            res[ax] = em.iadd(res[ax], int_prop(op, "start"))
             return res
         if isinstance(op, st.RepeatInterleaveOp):
             res = list(idx)
-            ax = _int(op, "axis")
-            res[ax] = em.idiv(res[ax], _int(op, "repeats"))
+            ax = int_prop(op, "axis")
+            res[ax] = em.idiv(res[ax], int_prop(op, "repeats"))
             return res
         if isinstance(op, st.ReshapeOp):
             flat = em.linear(idx, cstrides(shape_of(op.result.type)))
@@ -273,8 +273,8 @@ class KernelLowering:
     def _reduce(self, op: st.ReduceOp) -> None:
         em, sc = self.em, self.sc
         kind = op.name.removeprefix("kina.reduce_")
-        xs, ax, keep = shape_of(op.x.type), _int(op, "axis"), _int(op, "keepdims")
-        dt, n = dtype_name(op.x.type), shape_of(op.x.type)[_int(op, "axis")]
+        xs, ax, keep = shape_of(op.x.type), int_prop(op, "axis"), int_prop(op, "keepdims")
+        dt, n = dtype_name(op.x.type), shape_of(op.x.type)[int_prop(op, "axis")]
 
         def out_idx(xidx: Sequence[Ix]) -> list[Ix]:
             return [0 if d == ax else i for d, i in enumerate(xidx) if keep or d != ax]
@@ -310,7 +310,7 @@ class KernelLowering:
 
     def _softmax(self, op: st.SoftmaxOp) -> None:
         em, sc = self.em, self.sc
-        xs, ax, dt = shape_of(op.x.type), _int(op, "axis"), dtype_name(op.x.type)
+        xs, ax, dt = shape_of(op.x.type), int_prop(op, "axis"), dtype_name(op.x.type)
         strides = cstrides(xs)
         outer = [em.loop_nest([s])[0] if d != ax else 0 for d, s in enumerate(xs)]
 
@@ -409,7 +409,7 @@ class KernelLowering:
         em.close_nest(bivs)
 
     def _concat(self, op: st.ConcatOp) -> None:
-        ax, start = _int(op, "axis"), 0
+        ax, start = int_prop(op, "axis"), 0
         for x in op.xs:
             xs = shape_of(x.type)
             ivs = self.em.loop_nest(xs)

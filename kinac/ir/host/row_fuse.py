@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from kinac.ir.dialects import kina_struct as st
-from kinac.ir.dialects.kina import _int, shape_of
+from kinac.ir.dialects.kina import int_prop, shape_of
 from kinac.ir.fuse_kernels import copy_op
 from kinac.ir.views import VIEWS
 
@@ -31,7 +31,7 @@ def row_reduction(k: st.KernelOp) -> st.ReduceOp | None:
     if k.kind.data != "reduce" or not isinstance(op, st.ReduceOp):
         return None
     xs = shape_of(op.x.type)
-    if _int(op, "axis") != len(xs) - 1 or not _int(op, "keepdims"):
+    if int_prop(op, "axis") != len(xs) - 1 or not int_prop(op, "keepdims"):
         return None
     return op
 
