@@ -15,11 +15,12 @@ import weakref
 from typing import Any
 
 from kinac.api_hot import ITEMS, VERSION, fast_key, read_state, state_reader
+from kinac.api_resolve import locate, render
+from kinac.api_split import split_call
 from kinac.api_types import arg_type, brief, check_byte_order, python_help
 from kinac.errors import (
     KinaCallError,
     KinaCompileError,
-    KinaConfigError,
     KinaError,
     KinaUsageError,
 )
@@ -72,40 +73,10 @@ class CompiledDefn:
         from kinac import pipeline
 
         db = self.sess.db
-        errors = self.sess.config_errors()
-        if errors:
-            raise KinaConfigError("\n".join(errors))
-        cfg = pipeline.config(db, ()).config
-        entry = next((e for e in cfg.entries if e.name == name), None) if cfg else None
+        entry, self.key = locate(self.sess, path, name, self.RUN_DEFN_HINT)
         self.fixed = entry
         self.fixed_by = f"entry `{name}`"  # what fixed the dims, as messages name it
         self.fixed_what = "the entry"
-        defn_name = entry.defn if entry is not None else name
-        found = pipeline.find_defn(db, (defn_name, entry.file if entry else None))
-        if not found:
-            # the defn may be in a file that does not read (not UTF-8, syntax errors): say that
-            unread_by_file = {
-                f: errs
-                for f in pipeline.source_files(db, ())
-                if (errs := [d for d in pipeline.parse_diagnostics(db, f) if d.is_error])
-            }
-            if unread_by_file:
-                unread = [d for errs in unread_by_file.values() for d in errs]
-                raise KinaCompileError(
-                    self._render(unread)
-                    + "\n"
-                    + self._not_in_readable_files(name, defn_name, entry, path, cfg, unread_by_file)
-                )
-            if entry is None:
-                raise KinaUsageError(self._unknown_name(name, path, cfg))
-        if len(found) != 1:
-            where = (
-                "no defn"
-                if not found
-                else "several defns (" + ", ".join(k.file for k in found) + ")"
-            )
-            raise KinaCompileError(f"{where} named `{defn_name}` in {path}")
-        self.key = found[0]
         report = pipeline.file_report(db, self.key.file)
         self.sess.db.commit()
         errs = [d for d in report.diagnostics if d.is_error]
@@ -139,48 +110,9 @@ class CompiledDefn:
         counters; the hot path counts one of them only)."""
         return self._fast_only + self.hot_calls
 
-    def _not_in_readable_files(
-        self, name: str, defn_name: str, entry: Any, path: Any, cfg: Any, unread: dict[str, Any]
-    ) -> str:
-        """After the diagnostics of files that do not read: the defn may be in one of them, so
-        say that, never "no entry named X (did you mean X?)" about an entry that exists."""
-        files = ", ".join(sorted(unread))
-        has = "has" if len(unread) == 1 else "have"
-        where = f"{files} {has} errors (above) and may define it: fix them and run again"
-        if entry is not None:
-            return (
-                f"entry `{name}` runs defn `{defn_name}`, which no file that reads defines; {where}"
-            )
-        return self._unknown_name(name, path, cfg) + f"\n  {where}"
-
-    def _unknown_name(self, name: str, path: Any, cfg: Any) -> str:
-        """A name that is neither an entry nor a defn: what there is, and the closest match."""
-        from kinac import pipeline
-        from kinac.pipeline_support import did_you_mean
-
-        db = self.sess.db
-        entries = [e.name for e in cfg.entries] if cfg is not None else []
-        defns = list(
-            dict.fromkeys(
-                n for f in pipeline.source_files(db, ()) for n in pipeline.file_index(db, f).defns
-            )
-        )
-        lines = [
-            f"no entry or defn named `{name}` in {path}"
-            + did_you_mean(name, [c for c in (*entries, *defns) if c != name])
-        ]
-        lines.append(f"  entries (kina.toml): {', '.join(entries) if entries else 'none'}")
-        if defns:
-            lines.append(
-                f"  defns ({self.RUN_DEFN_HINT}): "
-                f"{', '.join(defns[:20])}{' ...' if len(defns) > 20 else ''}"
-            )
-        return "\n".join(lines)
-
     def _render(self, diags: list[Any]) -> str:
-        from kinac.diag.render import plain_text
-
-        return plain_text(diags, self.sess.resolve, self.sess.source_of).rstrip()
+        """Diagnostics as this defn's errors show them (:func:`kinac.api_resolve.render`)."""
+        return render(self.sess, diags)
 
     def _split(
         self, args: tuple[Any, ...], dims: dict[str, int]
@@ -192,69 +124,9 @@ class CompiledDefn:
     def _split_indexed(
         self, args: tuple[Any, ...], dims: dict[str, int]
     ) -> tuple[list[Any], dict[str, int], tuple[int, ...]]:
-        """:meth:`_split`, and the positions in ``args`` of the arrays (the fast path passes
-        ``args`` at those positions straight to the entry on later calls)."""
-        arrays: list[Any] = []
-        where: list[int] = []
-        dim_args = dict(dims)
-        for k, v in dims.items():  # bool and float are not dims (True would bind 1)
-            if k in self.tensor_params:
-                raise KinaCallError(self._array_by_keyword(k))
-            if k not in self.dim_params:  # the binder would ignore it: N=5 beside a [4] array
-                raise KinaCallError(
-                    f"`{self.key.name}` has no dim parameter `{k}` (dim parameters: "
-                    f"{', '.join(self.dim_params) or 'none'}; other dims are bound from the "
-                    "arrays' shapes)"
-                )
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise KinaCallError(
-                    f"the dim parameter `{k}` must be a positive int, got {brief(v)}"
-                )
-        n_dims_positional = len(args) - len(self.tensor_params)
-        i = 0
-        for p in self.signature.params:
-            if p.is_dim:
-                if p.name in dim_args:
-                    continue
-                if n_dims_positional <= 0:
-                    raise KinaCallError(
-                        f"`{self.key.name}` needs the dim parameter `{p.name}` "
-                        f"(pass it positionally, in declared order, or as {p.name}=...)"
-                    )
-                if i >= len(args):
-                    break
-                v = args[i]
-                i += 1
-                n_dims_positional -= 1
-                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                    raise KinaCallError(
-                        f"the dim parameter `{p.name}` must be a positive int, got {brief(v)}"
-                    )
-                dim_args[p.name] = v
-            else:
-                if i >= len(args):
-                    raise KinaCallError(
-                        f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
-                        f"({', '.join(self.tensor_params)}), got {len(arrays)}"
-                    )
-                arrays.append(args[i])
-                where.append(i)
-                i += 1
-        if i < len(args):
-            raise KinaCallError(
-                f"`{self.key.name}` takes {len(self.tensor_params)} arrays "
-                f"({', '.join(self.tensor_params)}), got {len(arrays) + len(args) - i}"
-            )
-        return arrays, dim_args, tuple(where)
-
-    def _array_by_keyword(self, k: str) -> str:
-        """An array passed by keyword: arrays are positional (the hot and fast paths key calls
-        by position), so say so, never "the dim parameter must be a positive int"."""
-        return (
-            f"`{k}` is an array parameter of `{self.key.name}`: pass arrays positionally, in "
-            f"declared order ({self.key.name}({', '.join(self.tensor_params)})); keywords name "
-            "dims only"
-        )
+        """:meth:`_split`, and the positions in ``args`` of the arrays
+        (:func:`kinac.api_split.split_call`)."""
+        return split_call(self.key.name, self.signature.params, args, dims)
 
     def __call__(self, *args: Any, **dims: int) -> Any:
         # Hot path: the very arguments of a recent call again (the same array objects, alive,
