@@ -21,15 +21,15 @@ from typing import Any
 
 from kinac.cli_cache import cmd_cache  # noqa: F401 - dispatched by name (``cmd_<command>``)
 from kinac.cli_output import (
-    _config_ok,
-    _jsonable,
-    _print_diags,
-    _progress,
-    _summary,
-    _types_json,
-    _types_text,
-    _why_text,
+    Progress,
+    config_ok,
+    jsonable,
     plural,
+    print_diags,
+    summary,
+    types_json,
+    types_text,
+    why_text,
 )
 from kinac.cli_parser import (  # noqa: F401 - DESCRIPTION re-exported
     DESCRIPTION,
@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             e, debug=getattr(args, "debug", False) or os.environ.get("KINAC_DEBUG") == "1"
         )
     finally:
-        while _OPEN_SESSIONS:  # in-process callers must not keep the cache's files open
-            _OPEN_SESSIONS.pop().close()
+        while OPEN_SESSIONS:  # in-process callers must not keep the cache's files open
+            OPEN_SESSIONS.pop().close()
 
 
 def _internal_error(e: BaseException, debug: bool) -> int:
@@ -107,10 +107,10 @@ def _internal_error(e: BaseException, debug: bool) -> int:
     return EXIT_INTERNAL
 
 
-_OPEN_SESSIONS: list[Any] = []  # opened by this call of ``main``, closed when it returns
+OPEN_SESSIONS: list[Any] = []  # opened by this call of ``main``, closed when it returns
 
 
-_SESSION_HOOK: Any = None  # set by kinac.server while it runs a request: its resident session
+SESSION_HOOK: Any = None  # set by kinac.server while it runs a request: its resident session
 
 
 def _command_words(args: argparse.Namespace) -> str:
@@ -122,9 +122,9 @@ def _command_words(args: argparse.Namespace) -> str:
     return " ".join(words)
 
 
-def _session(args: argparse.Namespace) -> Any:
-    if _SESSION_HOOK is not None:
-        resident = _SESSION_HOOK(args)
+def open_session(args: argparse.Namespace) -> Any:
+    if SESSION_HOOK is not None:
+        resident = SESSION_HOOK(args)
         if resident is not None:
             return resident
     from kinac.session import Session
@@ -136,13 +136,13 @@ def _session(args: argparse.Namespace) -> Any:
         target=getattr(args, "target", None),
         command=_command_words(args),
     )
-    _OPEN_SESSIONS.append(sess)
+    OPEN_SESSIONS.append(sess)
     return sess
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    sess = _session(args)
-    if not _config_ok(
+    sess = open_session(args)
+    if not config_ok(
         sess,
         as_list=args.format == "json" and not args.types,
         json_doc={"types": []} if args.format == "json" and args.types else None,
@@ -157,26 +157,26 @@ def cmd_check(args: argparse.Namespace) -> int:
         # without --types the document stays a list of diagnostics (its documented shape)
         print(
             json.dumps(
-                {"diagnostics": found, "types": _types_json(sess, report)} if args.types else found,
+                {"diagnostics": found, "types": types_json(sess, report)} if args.types else found,
                 indent=2,
             )
         )
     else:
-        _print_diags(sess, diags, args.color)
+        print_diags(sess, diags, args.color)
         if args.types:
-            print(_types_text(sess, report))
+            print(types_text(sess, report))
         sources = [f for f in report.files if f.file != "kina.toml"]
-        print(f"checked {plural(len(sources), 'file')}: {_summary(diags)}", file=sys.stderr)
+        print(f"checked {plural(len(sources), 'file')}: {summary(diags)}", file=sys.stderr)
     return EXIT_PROGRAM_ERRORS if any(d.severity == "error" for d in diags) else EXIT_OK
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    sess = _session(args)
+    sess = open_session(args)
     t0 = time.perf_counter()
     empty = {"queries_executed": 0, "queries_reused": 0, "executed": [], "artifacts": []}
-    if not _config_ok(sess, json_doc=empty if args.json else None):
+    if not config_ok(sess, json_doc=empty if args.json else None):
         return EXIT_USAGE
-    with _progress(sess, enabled=not args.json and sys.stderr.isatty()):
+    with Progress(sess, enabled=not args.json and sys.stderr.isatty()):
         report = sess.build()
     seconds = time.perf_counter() - t0
     diags = sess.diagnostics(report)
@@ -189,7 +189,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             "queries_executed": len(executed),
             "queries_reused": len(ev.reused_events),
             "executed": [
-                {"query": e.query, "stage": e.stage, "key": _jsonable(e.key)} for e in executed
+                {"query": e.query, "stage": e.stage, "key": jsonable(e.key)} for e in executed
             ],
             "diagnostics": [to_json(d, sess.resolve) for d in diags],
             "artifacts": [
@@ -203,10 +203,10 @@ def cmd_build(args: argparse.Namespace) -> int:
             ]
         print(json.dumps(doc, indent=2))
     else:
-        _print_diags(sess, diags, args.color)
+        print_diags(sess, diags, args.color)
         if args.why:
             print(
-                _why_text(
+                why_text(
                     [ev.chain(e.qid, sess.db.describe) for e in executed], len(ev.reused_events)
                 )
             )
@@ -216,7 +216,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         sources = [f for f in report.files if f.file != "kina.toml"]
         print(
             f"built {plural(len(sources), 'file')}, {plural(len(report.artifacts), 'artifact')}: "
-            f"{_summary(diags)} ({plural(len(executed), 'query', 'queries')} run, "
+            f"{summary(diags)} ({plural(len(executed), 'query', 'queries')} run, "
             f"{len(ev.reused_events)} reused, {seconds * 1000:.0f} ms)",
             file=sys.stderr,
         )
@@ -258,7 +258,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from kinac.watch import watch
 
     off = os.environ.get("KINAC_SERVER", "").strip().lower() in ("0", "off", "no", "false")
-    return watch(_session(args), serve=not (args.no_server or off or args.no_cache))
+    return watch(open_session(args), serve=not (args.no_server or off or args.no_cache))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

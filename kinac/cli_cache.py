@@ -74,11 +74,11 @@ def cmd_cache(args: argparse.Namespace) -> int:
     from kinac.rules.cache_files import ValueStoreTimeout
 
     absent = None
-    if cli._SESSION_HOOK is None and not args.no_cache:
+    if cli.SESSION_HOOK is None and not args.no_cache:
         absent = _absent_cache(args.path, args.cache_dir)
     if absent is not None:
         return _no_cache_yet(args.action, *absent)
-    sess = cli._session(args)
+    sess = cli.open_session(args)
     store = sess.store
     if store is None:
         print("kinac: error: --no-cache leaves no cache to act on", file=sys.stderr)

@@ -14,7 +14,7 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else many or word + 's'}"
 
 
-def _config_ok(sess: Any, json_doc: dict[str, Any] | None = None, as_list: bool = False) -> bool:
+def config_ok(sess: Any, json_doc: dict[str, Any] | None = None, as_list: bool = False) -> bool:
     """Print kina.toml's errors (text on stderr; with ``--json``/``--format json`` also a JSON
     document on stdout, so a tool reading stdout sees why); False when there are any."""
     res = sess.config_result()
@@ -121,7 +121,7 @@ def _config_error_json(sess: Any, e: Any) -> dict[str, Any]:
     }
 
 
-def _print_diags(sess: Any, diags: list[Any], color: str = "auto") -> None:
+def print_diags(sess: Any, diags: list[Any], color: str = "auto") -> None:
     if not diags:
         return
     from kinac.diag.render import print_diagnostics, use_color
@@ -129,7 +129,7 @@ def _print_diags(sess: Any, diags: list[Any], color: str = "auto") -> None:
     print_diagnostics(diags, sess.resolve, sess.source_of, color=use_color(color))
 
 
-def _summary(diags: list[Any]) -> str:
+def summary(diags: list[Any]) -> str:
     errors = sum(1 for d in diags if d.severity == "error")
     warnings = sum(1 for d in diags if d.severity == "warning")
     if not errors and not warnings:
@@ -149,7 +149,7 @@ def _checked_defns(sess: Any, report: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def _types_text(sess: Any, report: Any) -> str:
+def types_text(sess: Any, report: Any) -> str:
     """``check --types``: every defn's let bindings with their inferred types."""
     from kinac.check import format_types
 
@@ -158,7 +158,7 @@ def _types_text(sess: Any, report: Any) -> str:
     )
 
 
-def _types_json(sess: Any, report: Any) -> list[dict[str, Any]]:
+def types_json(sess: Any, report: Any) -> list[dict[str, Any]]:
     """``check --types --format json``: per defn, its let bindings (name, type, nesting depth)
     and result type, read from the same text ``--types`` prints (one source of truth)."""
     from kinac.check import format_types
@@ -186,7 +186,7 @@ def _types_json(sess: Any, report: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _why_text(chains: list[list[str]], reused: int) -> str:
+def why_text(chains: list[list[str]], reused: int) -> str:
     """``build --why`` as text: per changed input, the queries it re-ran, each with the one
     dependency that made it re-run (the full chains, which repeat each other, are in --json)."""
     if not chains:
@@ -205,20 +205,20 @@ def _why_text(chains: list[list[str]], reused: int) -> str:
     return "\n".join(out)
 
 
-def _jsonable(key: Any) -> Any:
-    from kinac.rules.codec import _to_plain
+def jsonable(key: Any) -> Any:
+    from kinac.rules.codec import to_plain
 
-    return _to_plain(key)
+    return to_plain(key)
 
 
-class _progress:
+class Progress:
     """A rich status line while a long build runs in a terminal."""
 
     def __init__(self, sess: Any, enabled: bool) -> None:
         self.sess, self.enabled = sess, enabled
         self.status: Any = None
 
-    def __enter__(self) -> _progress:
+    def __enter__(self) -> Progress:
         if self.enabled:
             from rich.console import Console
 

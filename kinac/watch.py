@@ -18,7 +18,7 @@ DEBOUNCE_MS = 50
 
 
 def _rebuild(sess: Any) -> None:
-    from kinac.cli_output import _print_diags, _summary
+    from kinac.cli_output import print_diags, summary
 
     sess.db.events.clear()
     t0 = time.perf_counter()
@@ -32,12 +32,12 @@ def _rebuild(sess: Any) -> None:
     diags = sess.diagnostics(report)
     if sys.stdout.isatty():
         print("\x1b[2J\x1b[H", end="")
-    _print_diags(sess, diags)
+    print_diags(sess, diags)
     ev = sess.db.events
     from kinac.cli_output import plural
 
     print(
-        f"[{time.strftime('%H:%M:%S')}] {_summary(diags)}: "
+        f"[{time.strftime('%H:%M:%S')}] {summary(diags)}: "
         f"{plural(len(ev.executed_events), 'query', 'queries')} run, "
         f"{len(ev.reused_events)} reused, {ms:.0f} ms. Watching {sess.ws.root} (Ctrl-C to stop)",
         flush=True,

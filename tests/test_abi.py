@@ -92,7 +92,7 @@ def cache_format() -> str:
     a schema change that keeps the same marker is an incompatible change."""
     from kinac.rules import codec, store
 
-    digest = hashlib.sha256("\n".join(store._SCHEMA).encode()).hexdigest()[:16]
+    digest = hashlib.sha256("\n".join(store.SCHEMA).encode()).hexdigest()[:16]
     return (
         f"store.FORMAT {store.FORMAT.decode()}\nindex schema {digest}\n"
         f"codec.CODEC_VERSION {codec.CODEC_VERSION}\n"

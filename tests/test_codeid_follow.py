@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from kinac.rules.codeid import KINAC_DIR, CodeIndex, FileScan
-from kinac.rules.query import _REGISTRY
+from kinac.rules.query import REGISTRY
 
-QUERY_SKIP = [(q.fn.__module__, q.fn.__name__) for q in _REGISTRY.values()]
+QUERY_SKIP = [(q.fn.__module__, q.fn.__name__) for q in REGISTRY.values()]
 CALLSITE_HELP = "pass arguments in declared order, dim parameters included"
 
 

@@ -95,35 +95,7 @@ def _debt(reason: str, names: dict[str, tuple[str, ...]]) -> dict[str, tuple[str
 
 # "module._name" -> (why it is still allowed, the modules that use it)
 OWNED_ELSEWHERE = "predates this test, in files another area owns: to be renamed by its owner"
-KNOWN: dict[str, tuple[str, frozenset[str]]] = {
-    **_debt(
-        OWNED_ELSEWHERE + " (CLI and server: cli_output.py was cut out of cli.py)",
-        {
-            f"kinac.cli_output._{n}": ("kinac.cli",)
-            for n in ("config_ok", "jsonable", "progress", "types_json", "types_text", "why_text")
-        }
-        | {
-            "kinac.cli_output._print_diags": ("kinac.cli", "kinac.watch"),
-            "kinac.cli_output._summary": ("kinac.cli", "kinac.watch"),
-            "kinac.cli._session": ("kinac.cli_cache",),
-            "kinac.cli._SESSION_HOOK": ("kinac.cli_cache", "kinac.server.serve"),
-            "kinac.cli._OPEN_SESSIONS": ("kinac.server.serve",),
-        },
-    ),
-    **_debt(
-        OWNED_ELSEWHERE + " (query engine and cache)",
-        {
-            "kinac.rules.cache_files._SCHEMA": ("kinac.rules.store",),
-            "kinac.rules.cache_files._count": ("kinac.rules.store",),
-            "kinac.rules.cache_files._gen": ("kinac.rules.cache_admin", "kinac.rules.store"),
-            "kinac.rules.codec._to_plain": ("kinac.cli_output",),
-            "kinac.rules.memo._Frame": ("kinac.rules.engine",),
-            "kinac.rules.memo._locked": ("kinac.rules.engine",),
-            "kinac.rules.query._REGISTRY": ("kinac.rules.summaries",),
-            "kinac.rules.store._recorded": ("kinac.rules.cache_admin",),
-        },
-    ),
-}
+KNOWN: dict[str, tuple[str, frozenset[str]]] = {}
 
 
 def test_no_module_uses_another_modules_private_names() -> None:

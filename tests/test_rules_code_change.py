@@ -18,7 +18,7 @@ import pytest
 
 import kinac.rules.codeid as codeid
 from kinac.rules.codeid import KINAC_DIR, CodeIndex
-from kinac.rules.query import _REGISTRY
+from kinac.rules.query import REGISTRY
 from kinac.session import Session
 
 WS = Path(__file__).resolve().parent.parent / "workspaces" / "mlp"
@@ -39,7 +39,7 @@ def fresh_build(monkeypatch: pytest.MonkeyPatch, ws: Path, src: Path) -> set[str
     """A build as a new process with kinac's sources at ``src`` would run it: the names of the
     queries it executed."""
     monkeypatch.setattr(codeid, "CODE", CodeIndex(root=src))
-    for q in _REGISTRY.values():
+    for q in REGISTRY.values():
         monkeypatch.setattr(q, "_salt", None)  # a new process computes every salt again
     sess = Session(ws, cache_dir=str(ws.parent / "cache"))
     try:
@@ -87,7 +87,7 @@ def test_tool_versions_are_read_without_importlib_metadata() -> None:
 
     from kinac.rules.query import _dist_info_version
 
-    tools = {t for q in _REGISTRY.values() for t in q.tools} | {"msgpack", "diskcache"}
+    tools = {t for q in REGISTRY.values() for t in q.tools} | {"msgpack", "diskcache"}
     assert {"z3-solver", "xdsl", "llvmlite"} <= tools
     for tool in sorted(tools):
         assert _dist_info_version(tool) == metadata.version(tool), tool

@@ -12,9 +12,9 @@ import pytest
 
 import kinac.pipeline as pipeline
 from kinac.rules.codeid import KINAC_DIR, CodeIndex
-from kinac.rules.query import _REGISTRY, Query
+from kinac.rules.query import REGISTRY, Query
 
-QUERY_SKIP = [(q.fn.__module__, q.fn.__name__) for q in _REGISTRY.values()]
+QUERY_SKIP = [(q.fn.__module__, q.fn.__name__) for q in REGISTRY.values()]
 
 
 def _identity(index: CodeIndex, q: Query[object, object]) -> str:

@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from kinac.rules.cache_files import _gen, store_folder
+from kinac.rules.cache_files import read_generation, store_folder
 from kinac.rules.codec import CodecError, digest
 from kinac.rules.disk import Damaged, index_is_foreign
 from kinac.rules.store import (
@@ -20,8 +20,8 @@ from kinac.rules.store import (
     INDEX,
     KEEP_GENERATIONS,
     Store,
-    _recorded,
     forward_edges,
+    recorded_edge_count,
     unseal,
 )
 
@@ -61,7 +61,7 @@ def stats(store: Store) -> dict[str, Any]:
         by_query = dict(
             con.execute("SELECT name, COUNT(*) FROM memo GROUP BY name ORDER BY name").fetchall()
         )
-        gen = _gen(con)
+        gen = read_generation(con)
         n_values, value_bytes = len(blobs), blobs.volume()
     except (sqlite3.Error, Damaged) as e:
         store._failed(e, "index")
@@ -92,7 +92,7 @@ def verify(store: Store) -> dict[str, Any]:
             if result != [("ok",)]:
                 raise sqlite3.DatabaseError(f"database disk image is malformed: {result[0][0]}")
             if which == "index":
-                _gen(con)
+                read_generation(con)
         except (sqlite3.Error, Damaged) as e:
             store._failed(e, which)
             con, blobs = _ready(store)
@@ -107,7 +107,7 @@ def verify(store: Store) -> dict[str, Any]:
     missing = len(set(forward_edges(rows)) - set(con.execute("SELECT dep, qid FROM rdep")))
     recorded = con.execute("SELECT v FROM meta WHERE k = 'rdep_n'").fetchone()
     counted = con.execute("SELECT COUNT(*) FROM rdep").fetchone()[0]
-    if missing or (rows and _recorded(recorded[0] if recorded else None) != counted):
+    if missing or (rows and recorded_edge_count(recorded[0] if recorded else None) != counted):
         store.rebuild_reverse_edges()
     ok = bad = 0
     for fp in list(blobs.iterkeys()):
@@ -134,7 +134,7 @@ def gc(store: Store, keep_generations: int = KEEP_GENERATIONS) -> dict[str, int]
     quarantined copies of damaged files."""
     con, blobs = _ready(store)
     try:
-        gen = _gen(con)
+        gen = read_generation(con)
     except Damaged as e:
         store._failed(e, "index")
         con, blobs = _ready(store)

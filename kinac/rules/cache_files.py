@@ -54,7 +54,7 @@ INDEX_WAIT_S = 30.0  # the same for the index (SQLite's busy timeout)
 VALUE_STORE_ERRORS = (sqlite3.Error, OSError, diskcache.Timeout)
 ValueStoreTimeout = diskcache.Timeout  # for callers that do not import diskcache themselves
 KEEP_GENERATIONS = 50
-_SCHEMA = (
+SCHEMA = (
     "CREATE TABLE IF NOT EXISTS memo(qid TEXT PRIMARY KEY, name TEXT NOT NULL, rec BLOB NOT NULL,"
     " gen INTEGER NOT NULL) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS root(qid TEXT PRIMARY KEY, rec BLOB NOT NULL) WITHOUT ROWID",
@@ -212,7 +212,7 @@ class CacheFiles:
                     self._swapped, self.base_gen = True, None
                 self._ino, self._inst = _identity(path), inst
                 if self.base_gen is None:
-                    self.base_gen = _gen(self._con)
+                    self.base_gen = read_generation(self._con)
                 return self._con
             except Foreign as e:
                 self._disable(
@@ -332,14 +332,14 @@ def _identity(path: Path) -> tuple[int, int] | None:
 MAX_GEN = 2**62  # a generation is stored as an SQLite INTEGER (64-bit) in every memo row
 
 
-def _gen(con: sqlite3.Connection) -> int:
+def read_generation(con: sqlite3.Connection) -> int:
     """The generation counter; :class:`Damaged` if it is not a count (a hand-edited or damaged
     index: quarantined and started afresh, never an internal error)."""
     row = con.execute("SELECT v FROM meta WHERE k = 'gen'").fetchone()
-    return _count(row[0], "generation counter") if row is not None else 0
+    return read_count(row[0], "generation counter") if row is not None else 0
 
 
-def _count(raw: object, what: str) -> int:
+def read_count(raw: object, what: str) -> int:
     """A non-negative count stored as decimal text (bytes or str), else :class:`Damaged`."""
     text = raw.decode("ascii", "replace") if isinstance(raw, bytes) else str(raw)
     if len(text) > 19 or not (text.isascii() and text.isdigit()) or int(text) >= MAX_GEN:
@@ -359,13 +359,13 @@ def _connect(path: Path) -> sqlite3.Connection:
             raise Foreign(f"an SQLite database of another program, with a table {other!r}")
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
-        for stmt in _SCHEMA:
+        for stmt in SCHEMA:
             con.execute(stmt)
         row = con.execute("SELECT v FROM meta WHERE k = 'format'").fetchone()
         if row is not None and row[0] != FORMAT:  # an older kinac's index: start it afresh
             for table in ("memo", "root", "meta", "rdep"):
                 con.execute(f"DROP TABLE IF EXISTS {table}")
-            for stmt in _SCHEMA:
+            for stmt in SCHEMA:
                 con.execute(stmt)
             row = None
         if row is None:

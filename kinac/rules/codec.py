@@ -96,6 +96,11 @@ def _to_plain(v: Any) -> Any:
     raise TypeError(f"value of type {t.__name__} is not canonically encodable")
 
 
+# the public name of the plain-JSON form (``kinac check --json`` prints query keys with it);
+# ``_to_plain`` stays: this file is a shared contract, changed additively only
+to_plain = _to_plain
+
+
 def _record_class(tag: str) -> type | None:
     """The class registered for ``tag``, importing its module first if it is not loaded yet.
 

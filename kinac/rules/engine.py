@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from kinac.rules import summaries
 from kinac.rules.codec import CodecError, decode, digest, encode, fingerprint, pack
 from kinac.rules.events import EventLog
-from kinac.rules.memo import CycleError, Memo, _Frame, _locked, restage
+from kinac.rules.memo import CycleError, Frame, Memo, locked, restage
 from kinac.rules.query import MISSING as _MISSING
 from kinac.rules.query import Query, lookup
 
@@ -56,7 +56,7 @@ class Database:
         self._memos: dict[str, Memo] = {}
         # qid -> (query, key, value, fingerprint) of each input read in this revision
         self._inputs: dict[str, tuple[Query[Any, Any], Any, Any, str]] = {}
-        self._stack: list[_Frame] = []
+        self._stack: list[Frame] = []
         self._active: set[str] = set()
         self._snapshot: dict[str, Any] | None = None
         self._input_defs: dict[str, tuple[Query[Any, Any], Any]] = {}  # survives invalidation
@@ -109,7 +109,7 @@ class Database:
         if self._stack:
             self._stack[-1].volatile = True
 
-    @_locked
+    @locked
     def invalidate(self, inputs: Iterable[tuple[Query[Any, Any], Any]] | None = None) -> None:
         """Tell the engine the world changed: these inputs (or all, with ``None``) must be re-read.
 
@@ -123,7 +123,7 @@ class Database:
         self.rev += 1
         self._by_summary.clear()
 
-    @_locked
+    @locked
     def commit(self) -> None:
         """Write what this process computed to the store (no-op without one)."""
         if self.store is None:
@@ -150,7 +150,7 @@ class Database:
         for m in dirty.values():
             m.dirty = False
 
-    @_locked
+    @locked
     def adopt_values(self, other: Database) -> int:
         """Take the values ``other`` computed, by fingerprint, as values this database would
         otherwise load from its store: a memo whose fingerprint is one of them gets that object
@@ -163,7 +163,7 @@ class Database:
                 self._known_values.setdefault(m.fp, m.value)
         return len(self._known_values)
 
-    @_locked
+    @locked
     def close(self) -> None:
         """Release the store's files (a later ``get`` or ``commit`` opens them again); callers
         that run in-process (the CLI's ``main``, ``kinac.compile``) close after each build."""
@@ -303,7 +303,7 @@ class Database:
         if qid in self._active:
             raise CycleError(f"query cycle through {q.name}")
         self._active.add(qid)
-        frame = _Frame(qid)
+        frame = Frame(qid)
         self._stack.append(frame)
         t0 = time.perf_counter()
         try:

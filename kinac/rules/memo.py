@@ -37,7 +37,7 @@ class Memo:
 
 
 @dataclass(slots=True)
-class _Frame:
+class Frame:
     qid: str
     deps: list[tuple[str, str]] = field(default_factory=list)
     volatile: bool = False
@@ -52,7 +52,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _locked(fn: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+def locked(fn: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
     """Run a public method of the engine's ``Database`` under its re-entrant lock."""
 
     @functools.wraps(fn)

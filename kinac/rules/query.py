@@ -28,7 +28,7 @@ from kinac.rules.codec import CODEC_VERSION, digest, encode
 K = TypeVar("K")
 V = TypeVar("V")
 
-_REGISTRY: dict[str, Query[Any, Any]] = {}
+REGISTRY: dict[str, Query[Any, Any]] = {}
 MISSING: Any = object()  # "no value": distinct from every legitimate value, None included
 _KINAC_DIR = Path(__file__).resolve().parent.parent
 
@@ -98,7 +98,7 @@ def code_identity(q: Query[Any, Any]) -> str:
     (:mod:`kinac.rules.codeid`); other queries it calls are its dependencies, not its code."""
     from kinac.rules.codeid import CODE
 
-    skip = [(r.fn.__module__, r.fn.__name__) for r in _REGISTRY.values()]
+    skip = [(r.fn.__module__, r.fn.__name__) for r in REGISTRY.values()]
     return CODE.identity(q.fn.__module__, q.fn.__name__, skip)
 
 
@@ -154,10 +154,10 @@ class Query(Generic[K, V]):
 
 
 def _register(q: Query[Any, Any]) -> None:
-    prev = _REGISTRY.get(q.name)
+    prev = REGISTRY.get(q.name)
     if prev is not None and prev.fn.__qualname__ != q.fn.__qualname__:
         raise ValueError(f"query name {q.name!r} registered twice")
-    _REGISTRY[q.name] = q
+    REGISTRY[q.name] = q
 
 
 def query(
@@ -203,4 +203,4 @@ def input_query(
 
 def lookup(name: str) -> Query[Any, Any] | None:
     """The registered query called ``name`` (used to re-run a dependency named in the cache)."""
-    return _REGISTRY.get(name)
+    return REGISTRY.get(name)

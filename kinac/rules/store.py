@@ -23,15 +23,15 @@ import sqlite3
 from typing import Any
 
 from kinac.rules.cache_files import (
-    _SCHEMA,
     BLOBS,
     DEFAULT_SIZE_LIMIT,
     FORMAT,
     INDEX,
+    SCHEMA,
     VALUE_STORE_ERRORS,
     CacheFiles,
-    _count,
-    _gen,
+    read_count,
+    read_generation,
 )
 from kinac.rules.codec import CodecError, digest, unpack
 from kinac.rules.disk import Damaged, SafeDisk, check_header, damage_kind, seal, unseal
@@ -42,7 +42,7 @@ __all__ = [
     "DEFAULT_SIZE_LIMIT",
     "FORMAT",
     "INDEX",
-    "_SCHEMA",
+    "SCHEMA",
     "Damaged",
     "SafeDisk",
     "Store",
@@ -70,13 +70,13 @@ _RDEP_BEFORE = (  # what a commit needs to keep the count: the count, and whethe
 )
 
 
-def _recorded(raw: object) -> int | None:
+def recorded_edge_count(raw: object) -> int | None:
     """The recorded reverse-edge count, or None if missing or not a count (then the table
     is rebuilt before it is trusted, not the index quarantined: it is derived data)."""
     if raw is None:
         return None
     try:
-        return _count(raw, "reverse-edge count")
+        return read_count(raw, "reverse-edge count")
     except Damaged:
         return None
 
@@ -164,7 +164,7 @@ class Store(CacheFiles):
         is rebuilt from the memo records (one warning). One COUNT, on edit builds only: a no-op
         build never reads the reverse edges."""
         have, want, any_memo = con.execute(_RDEP_CHECK).fetchone()
-        expected = _recorded(want)
+        expected = recorded_edge_count(want)
         if have == expected or (want is None and have == 0 and not any_memo):
             return True
         n = self.rebuild_reverse_edges()
@@ -205,7 +205,7 @@ class Store(CacheFiles):
     def current_gen(self) -> int | None:
         con = self._index()
         try:
-            return _gen(con) if con is not None else None
+            return read_generation(con) if con is not None else None
         except (sqlite3.Error, Damaged) as e:
             self._failed(e, "index")
             return None
@@ -281,7 +281,7 @@ class Store(CacheFiles):
         try:
             con.execute("BEGIN IMMEDIATE")
             try:
-                gen = _gen(con)
+                gen = read_generation(con)
                 if gen != self.base_gen:  # another process committed since we read: our
                     roots = None  # summaries may describe traces it replaced, so keep theirs
                 gen += 1
@@ -303,7 +303,7 @@ class Store(CacheFiles):
                 # the count the edges are checked against (_reverse_edges_consistent): kept
                 # up to date, started on a fresh index, and never re-derived from a table that
                 # lost its count (counting it would bless the damage: the next edit rebuilds)
-                recorded = _recorded(was)
+                recorded = recorded_edge_count(was)
                 fresh = was is None and not had_memos and not had_edges
                 n_edges = (recorded + added) if recorded is not None else added if fresh else None
                 con.executemany(

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kinac.rules.codec import CodecError, decode, encode
-from kinac.rules.query import _REGISTRY, lookup
+from kinac.rules.query import REGISTRY, lookup
 
 if TYPE_CHECKING:
     from kinac.rules.engine import Database, Memo
@@ -176,7 +176,7 @@ def _enter_cone(db: Database, root: str, changed: list[str], inputs: Inputs) -> 
     that transitively read one, from the index's reverse edges) is unchanged: the walk skips
     it without loading it. Only the cone's records are read (one query)."""
     assert db.store is not None
-    if any(not q.persist and not q.is_input for q in _REGISTRY.values()):
+    if any(not q.persist and not q.is_input for q in REGISTRY.values()):
         return  # unstored memos have no reverse edges: the cone could miss them
     cone = db.store.load_cone(changed)
     if cone is None:

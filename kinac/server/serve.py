@@ -225,16 +225,16 @@ class Server:
         out, err = Stream(send, "o", bool(req["tty"][0])), Stream(send, "e", bool(req["tty"][1]))
         try:
             with request_context(req, out, err):
-                cli._SESSION_HOOK = self.session_for
-                outer = cli._OPEN_SESSIONS[:]  # `kinac watch`'s own: main closes what it lists
-                cli._OPEN_SESSIONS.clear()
+                cli.SESSION_HOOK = self.session_for
+                outer = cli.OPEN_SESSIONS[:]  # `kinac watch`'s own: main closes what it lists
+                cli.OPEN_SESSIONS.clear()
                 try:
                     return int(cli.main(list(req["argv"])))
                 except SystemExit as e:  # argparse's usage errors
                     return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
                 finally:
-                    cli._SESSION_HOOK = None
-                    cli._OPEN_SESSIONS[:] = outer
+                    cli.SESSION_HOOK = None
+                    cli.OPEN_SESSIONS[:] = outer
         finally:
             done.set()
             beater.join()
