@@ -5,7 +5,7 @@ Why: specialisation inlines every call into the entry's graph, so an edit to one
 its callee, its dims, groups and dtypes, its arguments' types and the default device: that is
 its :class:`CallKey`, and :func:`specialise_call` gives the nodes the call adds, numbered
 relative to its arguments (:class:`CallFragment`). The pipeline caches it as a query
-(``specialise_call``), and :mod:`kinac.check.specialise` splices the fragment in place of
+(``specialise_call``), and :mod:`kinac.check.spec_emit` splices the fragment in place of
 inlining: the same nodes, in the same order, as inlining would have added, so the entry's
 graph is unchanged, but identical layers are specialised once and an edit to the entry's own
 body re-specialises none of its callees.
@@ -46,7 +46,7 @@ class CallFragment:
 def specialise_call(key: CallKey, env: object) -> CallFragment | None:
     """The fragment of ``key``'s call, or None when its value is not a tensor node (a weak
     scalar or a weak ``where``: the caller inlines it)."""
-    from kinac.check.specialise import SpecAbort, SpecEmitter
+    from kinac.check.spec_emit import SpecAbort, SpecEmitter
 
     em = SpecEmitter(env, key.device)  # type: ignore[arg-type]
     em.cache_calls = False  # its own calls are inlined: one query per call of the entry
