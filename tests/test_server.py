@@ -435,7 +435,7 @@ def test_kinac_server_auto_starts_one_for_the_next_build(tmp_path: Path) -> None
 def test_the_start_up_warm_build_leaves_the_cache_alone(tmp_path: Path) -> None:
     """``kinac serve`` builds its workspace once at start to warm the process (not the cache):
     the build succeeds, and no cache directory is created or written."""
-    from kinac.server.serve import warm_workspace
+    from kinac.server.warm import warm_workspace
     from kinac.session import Session
 
     (tmp_path / "m.kina").write_text(
@@ -456,7 +456,7 @@ def test_the_served_session_takes_the_start_up_builds_values(tmp_path: Path) -> 
     re-runs one defn's check and the entry reads every unchanged value it needs (signatures,
     specialised calls, pieces, kernels) from them, the cache's copies neither read nor
     decoded, and builds what a session without them builds."""
-    from kinac.server.serve import warm_workspace
+    from kinac.server.warm import warm_workspace
     from kinac.session import Session
 
     ws = scaling.make_workspace(tmp_path, 2)

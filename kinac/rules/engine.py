@@ -157,7 +157,7 @@ class Database:
         (same fingerprint, same value: the fingerprint is the digest of its encoding, or of a
         trace that determines it), neither read nor decoded, and shares its parts with
         ``other``'s values by identity. ``kinac serve`` adopts the values of the build it makes
-        at start without the cache (kinac.server.serve.warm_workspace). How many were taken."""
+        at start without the cache (kinac.server.warm.warm_workspace). How many were taken."""
         for m in other._memos.values():
             if m.value is not _MISSING and not m.volatile:
                 self._known_values.setdefault(m.fp, m.value)
