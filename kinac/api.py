@@ -14,6 +14,7 @@ import os
 import weakref
 from typing import Any
 
+from kinac.api_build import build_entry, check_devices, check_fixed_dims, check_fixed_shapes
 from kinac.api_hot import ITEMS, VERSION, fast_key, read_state, state_reader
 from kinac.api_resolve import locate, render
 from kinac.api_split import split_call
@@ -330,48 +331,6 @@ class CompiledDefn:
             self._entries[skey] = entry
         return entry, arrays, where
 
-    def _check_devices(self, types: tuple[Any, ...]) -> None:
-        """Arrays for unannotated parameters must be where the entry runs (host arrays are
-        copied in for a GPU target); annotated ones are checked against their annotation."""
-        for name, placed, t in zip(self.tensor_params, self.placed, types, strict=True):
-            if placed or t.device in (self.default_device, "cpu"):
-                continue
-            if self.target == "cpu":
-                raise KinaCallError(
-                    f"argument `{name}` lives on {t.device} but `{self.key.name}` is compiled "
-                    f"for the CPU: pass a host array (.cpu()) or compile with target='cuda'"
-                )
-            raise KinaCallError(
-                f"argument `{name}` lives on {t.device}, but unannotated parameters run on "
-                f"{self.default_device} (kina.toml target.device): move it there, or "
-                f"annotate the parameter with @cuda(N)"
-            )
-
-    def _check_fixed_shapes(self, types: tuple[Any, ...]) -> None:
-        """For a kina.toml entry (or ``kinac run --dims``), compare each argument with the
-        shape the fixed dims give its parameter before binding dims from the arguments, so the
-        argument that disagrees is the one named (:mod:`kinac.call_shapes`)."""
-        if self.fixed is None:
-            return
-        from kinac import pipeline
-        from kinac.call_shapes import fixed_shape_problems
-
-        key = pipeline.EntryKey(
-            self.key.file, self.key.name, self.fixed.dims, self.fixed.dtypes, self.target
-        )
-        spec = pipeline.entry_graph(self.sess.db, key)
-        if spec.graph is None:
-            return  # the entry does not build: reported with its own diagnostics below
-        tensors = [p for p in self.signature.params if not p.is_dim]
-        problems = fixed_shape_problems(
-            tensors, spec.graph.params, types, self.fixed_by, self.fixed_what
-        )
-        if problems:
-            fixed_dims = ", ".join(f"{k} = {v}" for k, v in self.fixed.dims)
-            raise KinaCallError(
-                "\n".join(problems) + f"\n  ({self.fixed_by} is built for {fixed_dims})"
-            )
-
     def _bind(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
         """The dims and dtype variables the argument types fix (``kinac run --inputs`` binds
         through here too). Arguments that disagree are a :class:`KinaCallError` naming the ones
@@ -390,48 +349,11 @@ class CompiledDefn:
         return bound
 
     def _specialise(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
-        from kinac import pipeline
-
-        self._check_devices(types)
-        self._check_fixed_shapes(types)
+        check_devices(self, types)
+        check_fixed_shapes(self, types)
         bound = self._bind(types, dim_args)
-        if self.fixed is not None:
-            want = dict(self.fixed.dims)
-            got = dict(bound.dims)
-            bad = {k: (v, got.get(k)) for k, v in want.items() if got.get(k) != v}
-            if bad:
-                detail = ", ".join(
-                    f"{k} = {g} but {self.fixed_what} fixes {k} = {w}" for k, (w, g) in bad.items()
-                )
-                raise KinaCallError(f"{self.fixed_by} is built for fixed dims: {detail}")
-        key = pipeline.EntryKey(self.key.file, self.key.name, bound.dims, bound.dtypes, self.target)
-        db = self.sess.db
-        code: Any
-        artifact: Any  # PTX text for cuda, object code bytes for the host
-        try:
-            spec = pipeline.entry_graph(db, key)
-            if spec.graph is None:
-                raise KinaCallError(self._render(list(spec.diagnostics)))
-            if self.target == "cuda":
-                try:
-                    code, artifact = pipeline.gpu_lowered(db, key), pipeline.ptx(db, key)
-                except NotImplementedError as e:
-                    raise KinaCompileError(
-                        f"the CUDA back end cannot compile this entry: {e}"
-                    ) from None
-            else:
-                code, artifact = pipeline.lowered(db, key), pipeline.object_code(db, key)
-        finally:
-            db.commit()  # whatever was built is kept, even when a later step fails
-            db.close()  # and the cache's files are not held until the next shape
-        assert code is not None and artifact is not None
-        if self.target == "cuda":
-            from kinac.rt.cuda.entry import load_gpu_entry
-
-            return load_gpu_entry(code, artifact, **self.gpu_options)
-        from kinac.rt.host import load_entry
-
-        return load_entry(code, artifact)
+        check_fixed_dims(self, bound)
+        return build_entry(self, bound)
 
     def __repr__(self) -> str:
         return f"<kinac compiled {self.key.name} from {self.key.file} for {self.target}>"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kinac.api import CompiledDefn
+from kinac.api_build import check_devices, check_fixed_dims, check_fixed_shapes
 from kinac.dtypes import FLOAT_DTYPES
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 
@@ -97,17 +98,10 @@ class ValueAndGrad(CompiledDefn):
     def _specialise(self, types: tuple[Any, ...], dim_args: dict[str, int]) -> Any:
         from kinac import pipeline, pipeline_grad
 
-        self._check_devices(types)
-        self._check_fixed_shapes(types)
+        check_devices(self, types)
+        check_fixed_shapes(self, types)
         bound = self._bind(types, dim_args)
-        if self.fixed is not None:
-            got = dict(bound.dims)
-            bad = {k: (v, got.get(k)) for k, v in self.fixed.dims if got.get(k) != v}
-            if bad:
-                detail = ", ".join(
-                    f"{k} = {g} but {self.fixed_what} fixes {k} = {w}" for k, (w, g) in bad.items()
-                )
-                raise KinaCallError(f"{self.fixed_by} is built for fixed dims: {detail}")
+        check_fixed_dims(self, bound)
         entry = pipeline.EntryKey(
             self.key.file, self.key.name, bound.dims, bound.dtypes, self.target
         )

@@ -29,6 +29,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from kinac.api_build import check_devices, check_fixed_dims, check_fixed_shapes
 from kinac.api_sharded_types import ArgTypes
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 
@@ -253,18 +254,10 @@ class ShardedDefn:
         from kinac import pipeline
 
         inner = self.inner
-        inner._check_devices(types)
-        inner._check_fixed_shapes(types)
+        check_devices(inner, types)
+        check_fixed_shapes(inner, types)
         bound = inner._bind(types, dim_args)
-        if inner.fixed is not None:
-            want, got = dict(inner.fixed.dims), dict(bound.dims)
-            bad = [
-                f"{k} = {got.get(k)} but {inner.fixed_what} fixes {k} = {v}"
-                for k, v in want.items()
-                if got.get(k) != v
-            ]
-            if bad:
-                raise KinaCallError(f"{inner.fixed_by} is built for fixed dims: {', '.join(bad)}")
+        check_fixed_dims(inner, bound)
         return pipeline.EntryKey(
             self.key.file, self.key.name, bound.dims, bound.dtypes, self.target
         )
