@@ -15,7 +15,7 @@ import weakref
 from typing import Any
 
 from kinac.api_build import build_entry, check_devices, check_fixed_dims, check_fixed_shapes
-from kinac.api_hot import ITEMS, VERSION, fast_key, read_state, state_reader
+from kinac.api_hot import ITEMS, VERSION, fast_key, form_moved, read_state, state_reader
 from kinac.api_resolve import locate, render
 from kinac.api_split import split_call
 from kinac.api_types import arg_type, brief, check_byte_order, python_help
@@ -145,7 +145,7 @@ class CompiledDefn:
                 try:  # and the torch versions are compared here after it
                     out = memo[3](arrays)
                 except KinaError:  # (see below)
-                    if not self._form_moved(memo, args, dims):
+                    if not form_moved(memo, args, dims):
                         raise
                     out = MISS
                 if out is not MISS:
@@ -170,7 +170,7 @@ class CompiledDefn:
                     # a torch tensor's ``.data`` swapped for another shape moves no version: the
                     # entry's own check refused it (a KinaRuntimeError); the fast or full path
                     # takes it like any new form (a KinaCallError naming it, or a new shape)
-                    if not self._form_moved(memo, args, dims):
+                    if not form_moved(memo, args, dims):
                         raise
                     out = MISS
                 if out is not MISS:
@@ -288,16 +288,6 @@ class CompiledDefn:
             ids, dict(dims), tuple(map(type, dims.values())), run or call, span, held, state, now,
             run is not None, first, getattr(call, "ins", None) if first else None, fkey,
         )  # fmt: skip
-
-    @staticmethod
-    def _form_moved(memo: tuple[Any, ...], args: tuple[Any, ...], dims: dict[str, Any]) -> bool:
-        """After a hot call raised: whether the arguments' form is no longer the one the memo
-        was made for (then the call is redone on the fast or full path), or it is (the error
-        is the call's own: a runtime check, raised as it is)."""
-        try:
-            return fast_key(args, dims) != memo[11]
-        except (AttributeError, TypeError):
-            return True
 
     def _kept_forms(self, memo: tuple[Any, ...], arrays: Any, now: tuple[int, ...]) -> bool:
         """After a launched-first hot call whose arrays' versions moved: whether each array

@@ -83,3 +83,13 @@ def fast_key(args: tuple[Any, ...], dims: dict[str, Any]) -> tuple[Any, ...]:
     if dims:
         return (key, tuple([(k, type(v), v) for k, v in dims.items()]))
     return (key,)
+
+
+def form_moved(memo: tuple[Any, ...], args: tuple[Any, ...], dims: dict[str, Any]) -> bool:
+    """After a hot call raised: whether the arguments' form is no longer the one the memo
+    was made for (then the call is redone on the fast or full path), or it is (the error
+    is the call's own: a runtime check, raised as it is)."""
+    try:
+        return fast_key(args, dims) != memo[11]
+    except (AttributeError, TypeError):
+        return True
