@@ -1,4 +1,4 @@
-"""The cached calls an entry splices are remembered (``kinac.check.spec_emit._spliced``): an
+"""The cached calls an entry splices are remembered (``kinac.check.spec_calls.spliced_nodes``): an
 edit that re-specialises the entry reuses the nodes of every call it did not change (same
 fragment at the same place), and the graph stays node for node the clean build's."""
 

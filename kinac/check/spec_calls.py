@@ -13,6 +13,8 @@ body re-specialises none of its callees.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kinac.check.sig import DefnRef
 from kinac.diag.model import Diagnostic
 from kinac.rules.codec import record
@@ -63,3 +65,30 @@ def specialise_call(key: CallKey, env: object) -> CallFragment | None:
     if not isinstance(out, int):
         return None
     return CallFragment(tuple(em.nodes[len(key.args) :]), out, None)
+
+
+# The nodes a cached call became, by the fragment's identity, the call's argument nodes and
+# the offset of its first node. Why: an edit of one layer re-specialises the whole entry, but
+# every other call takes the same fragment (the query's value, kept by the session) at the
+# same place, so its nodes are the same records: reused, not rebuilt (L=32: 32 calls of ~60
+# nodes each). The memo holds each fragment, so its id is not reused while remembered.
+_SPLICED: dict[tuple[int, tuple[int, ...], int], tuple[Any, tuple[Node, ...]]] = {}
+SPLICED_LIMIT = 1024  # calls; then the memo starts over (a few entries' worth)
+
+
+def spliced_nodes(frag: Any, args: list[int], off: int) -> tuple[Node, ...]:
+    """``frag``'s nodes with its inputs renumbered to ``args`` and its own nodes moved by
+    ``off`` (remembered: see ``_SPLICED``), for :class:`kinac.check.spec_emit.SpecEmitter`."""
+    key = (id(frag), tuple(args), off)
+    hit = _SPLICED.get(key)
+    if hit is not None and hit[0] is frag:
+        return hit[1]
+    k = len(args)
+    out = tuple(
+        Node(n.op, tuple(args[x] if x < k else x + off for x in n.args), n.attrs, n.type)
+        for n in frag.nodes
+    )
+    if len(_SPLICED) >= SPLICED_LIMIT:
+        _SPLICED.clear()
+    _SPLICED[key] = (frag, out)
+    return out

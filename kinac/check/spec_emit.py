@@ -63,33 +63,6 @@ for _ps in PRIMS.values():
         _BY_OP.setdefault(_p.op, _p)
 
 
-# The nodes a cached call became, by the fragment's identity, the call's argument nodes and
-# the offset of its first node. Why: an edit of one layer re-specialises the whole entry, but
-# every other call takes the same fragment (the query's value, kept by the session) at the
-# same place, so its nodes are the same records: reused, not rebuilt (L=32: 32 calls of ~60
-# nodes each). The memo holds each fragment, so its id is not reused while remembered.
-_SPLICED: dict[tuple[int, tuple[int, ...], int], tuple[Any, tuple[Node, ...]]] = {}
-SPLICED_LIMIT = 1024  # calls; then the memo starts over (a few entries' worth)
-
-
-def _spliced(frag: Any, args: list[int], off: int) -> tuple[Node, ...]:
-    """``frag``'s nodes with its inputs renumbered to ``args`` and its own nodes moved by
-    ``off`` (remembered: see ``_SPLICED``)."""
-    key = (id(frag), tuple(args), off)
-    hit = _SPLICED.get(key)
-    if hit is not None and hit[0] is frag:
-        return hit[1]
-    k = len(args)
-    out = tuple(
-        Node(n.op, tuple(args[x] if x < k else x + off for x in n.args), n.attrs, n.type)
-        for n in frag.nodes
-    )
-    if len(_SPLICED) >= SPLICED_LIMIT:
-        _SPLICED.clear()
-    _SPLICED[key] = (frag, out)
-    return out
-
-
 def _own_group(v: Any, e: TPrim) -> Any:
     """A target shape's ``...`` (``reshape``, ``broadcast-to``) names the operand's own
     leading group, which the checker accepted whatever the operand calls it: a parameter's
@@ -231,7 +204,7 @@ class SpecEmitter:
         cached = getattr(self.env, "specialised_call", None)
         if cached is None or not self.cache_calls:
             return None
-        from kinac.check.spec_calls import CallKey
+        from kinac.check.spec_calls import CallKey, spliced_nodes
 
         key = CallKey(
             callee,
@@ -247,7 +220,7 @@ class SpecEmitter:
         if frag.diagnostic is not None:
             raise SpecAbort(frag.diagnostic)
         k, off = len(args), len(self.nodes) - len(args)
-        self.nodes.extend(_spliced(frag, args, off))
+        self.nodes.extend(spliced_nodes(frag, args, off))
         return args[frag.result] if frag.result < k else frag.result + off
 
     def check_call(

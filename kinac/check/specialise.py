@@ -17,7 +17,8 @@ from kinac.check.deferred import check_deferred
 from kinac.check.literals import fits
 from kinac.check.protocol import SpecEnv
 from kinac.check.sig import DefnRef
-from kinac.check.spec_emit import SPLICED_LIMIT, SpecAbort, SpecEmitter, Val, Weak, misfit
+from kinac.check.spec_calls import SPLICED_LIMIT
+from kinac.check.spec_emit import SpecAbort, SpecEmitter, Val, Weak, misfit
 from kinac.diag.model import Diagnostic
 from kinac.rules.codec import record
 from kinac.tir.graph import FLOAT_DTYPES, Graph, Node, TType, make_node
