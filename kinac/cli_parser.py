@@ -10,6 +10,16 @@ import argparse
 import sys
 from typing import Any
 
+from kinac.cli_flags import (
+    add_common_flags,
+    add_debug_flag,
+    add_metrics_flags,
+    add_no_server_flag,
+    add_run_inputs,
+    int_at_least,
+    port_number,
+)
+
 DESCRIPTION = """\
 kinac compiles Kina, a shape-typed tensor language, for the CPU and NVIDIA GPUs.
 Every stage is an incremental query cached on disk: rebuilds redo only what changed.
@@ -29,101 +39,6 @@ exit codes: 0 clean, 1 errors in the program, 2 usage or configuration errors,
             3 internal error (a kinac bug; --debug or KINAC_DEBUG=1 shows its traceback)
 colour: --color always|never, else NO_COLOR=1 turns it off and FORCE_COLOR=1 on
 """
-
-
-def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--cache-dir",
-        metavar="DIR",
-        help="cache directory (default: $KINAC_CACHE_DIR, kina.toml's workspace.cache_dir, "
-        "or WORKSPACE/.kinac-cache)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache")
-    _add_debug(p)
-
-
-def _add_no_server(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--no-server",
-        action="store_true",
-        help="build in this process even if a build server (kinac serve) runs (also "
-        "KINAC_SERVER=0)",
-    )
-
-
-def _add_debug(p: argparse.ArgumentParser) -> None:
-    # SUPPRESS: a subcommand's --debug must not reset the top-level one to False
-    p.add_argument(
-        "--debug",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="on an internal error, print its traceback (also KINAC_DEBUG=1)",
-    )
-
-
-def _count(least: int) -> Any:
-    """An argparse type: an int >= ``least`` (argparse turns the ValueError into exit 2)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
-        return value
-
-    parse.__name__ = f"int >= {least}"
-    return parse
-
-
-def _port(least: int) -> Any:
-    """An argparse type: a TCP port, ``least``..65535 (0: the system picks a free one). Checked
-    here, not by ``bind()`` (an OverflowError, an internal error) or by each launched rank."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-        if not least <= value <= 65535:
-            raise argparse.ArgumentTypeError(f"a TCP port is {least}-65535, got {value}")
-        return value
-
-    parse.__name__ = f"port {least}-65535"
-    return parse
-
-
-def _add_run_inputs(p: argparse.ArgumentParser) -> None:
-    """What ``run`` and ``profile`` share: the entry and its inputs."""
-    p.add_argument("path", help="workspace directory or .kina file")
-    p.add_argument("entry", help="entry name from kina.toml (or a defn name with --dims)")
-    p.add_argument(
-        "--seed", type=_count(0), default=0, help="seed of the random inputs (>= 0, default 0)"
-    )
-    p.add_argument(
-        "--inputs",
-        metavar="FILE",
-        help=".npz (arrays named after the parameters) or .npy (one input)",
-    )
-    p.add_argument(
-        "--dims", metavar="K=V,...", help="concrete dims for a defn that is not a kina.toml entry"
-    )
-    p.add_argument(
-        "--dtypes",
-        metavar="T=f32,...",
-        help="dtype variables for a defn that is not a kina.toml entry",
-    )
-    p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
-
-
-def _add_metrics_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--metrics-port",
-        type=_port(0),
-        metavar="N",
-        help="serve Prometheus metrics on 127.0.0.1:N while the runs repeat (0: any free port)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--types", action="store_true", help="also print the inferred type of every let binding"
     )
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
-    _add_common(p)
-    _add_no_server(p)
+    add_common_flags(p)
+    add_no_server_flag(p)
 
     p = sub.add_parser(
         "build",
@@ -185,8 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--target", choices=["cpu", "cuda"], help="override kina.toml's target.kind")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
-    _add_common(p)
-    _add_no_server(p)
+    add_common_flags(p)
+    add_no_server_flag(p)
 
     p = sub.add_parser(
         "run",
@@ -194,10 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build an entry point and run it on random inputs (from --seed) or on "
         "arrays from a .npz/.npy file; print a summary of the outputs and the time.",
     )
-    _add_run_inputs(p)
+    add_run_inputs(p)
     p.add_argument(
         "--repeat",
-        type=_count(1),
+        type=int_at_least(1),
         default=10,
         help="timed repetitions after the first call (>= 1, default 10)",
     )
@@ -221,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(kinac launch -n N, torchrun or SLURM: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); "
         "MESH as for --simulate (default: WORLD_SIZE devices). Rank 0 prints the global outputs",
     )
-    _add_metrics_flags(p)
+    add_metrics_flags(p)
     p.add_argument(
         "--deterministic",
         action="store_true",
@@ -234,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="determinism manifest: written if FILE does not exist, else compared against; "
         "names the first kernel whose output differs",
     )
-    _add_common(p)
+    add_common_flags(p)
 
     p = sub.add_parser(
         "profile",
@@ -243,10 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         "a table of every kernel: time, share, bytes, GB/s; --trace writes a Chrome/Perfetto "
         "trace (open it in ui.perfetto.dev or chrome://tracing).",
     )
-    _add_run_inputs(p)
-    p.add_argument("--repeat", type=_count(1), default=10, help="profiled calls (>= 1, default 10)")
+    add_run_inputs(p)
+    p.add_argument(
+        "--repeat", type=int_at_least(1), default=10, help="profiled calls (>= 1, default 10)"
+    )
     p.add_argument("--trace", metavar="FILE", help="write a Trace Event Format JSON file")
-    _add_common(p)
+    add_common_flags(p)
 
     p = sub.add_parser(
         "train",
@@ -257,9 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("path", help="workspace directory")
     p.add_argument("entry", help="entry name from kina.toml (e.g. decoder_1m)")
-    p.add_argument("--steps", type=_count(1), default=20, help="training steps (default 20)")
+    p.add_argument("--steps", type=int_at_least(1), default=20, help="training steps (default 20)")
     p.add_argument("--lr", type=float, default=3e-3, help="learning rate (default 3e-3)")
-    p.add_argument("--seed", type=_count(0), default=0, help="seed of weights and data (default 0)")
+    p.add_argument(
+        "--seed", type=int_at_least(0), default=0, help="seed of weights and data (default 0)"
+    )
     p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
     p.add_argument("--weight-decay", type=float, default=0.0, help="(default 0)")
     p.add_argument(
@@ -270,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=["cpu", "cuda"], help="where to train (default cpu)")
     p.add_argument(
         "--simulate",
-        type=_count(1),
+        type=int_at_least(1),
         metavar="N",
         help="data-parallel on N simulated devices (threads): each computes the gradients of "
         "B/N sequences, then they are all-reduced",
@@ -292,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save", metavar="FILE", help="save the trained weights to a .npz file")
     p.add_argument(
         "--metrics-port",
-        type=_port(0),
+        type=port_number(0),
         metavar="N",
         help="serve Prometheus metrics (step time, tokens/s, loss, ...) on 127.0.0.1:N while "
         "training (0: any free port)",
@@ -309,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="training determinism manifest: written if FILE does not exist, else compared "
         "against (implies --deterministic)",
     )
-    _add_common(p)
+    add_common_flags(p)
 
     p = sub.add_parser(
         "launch",
@@ -319,9 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
         "kinac launch -n 2 -- kinac run WS ENTRY --distributed. The first rank that fails is "
         "named and the others stopped.",
     )
-    p.add_argument("-n", "--nproc", type=_count(1), required=True, help="number of ranks")
+    p.add_argument("-n", "--nproc", type=int_at_least(1), required=True, help="number of ranks")
     p.add_argument(
-        "--master-port", type=_port(1), metavar="PORT", help="rendezvous port (default: free)"
+        "--master-port", type=port_number(1), metavar="PORT", help="rendezvous port (default: free)"
     )
     p.add_argument(
         "--timeout",
@@ -331,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(KINAC_DIST_TIMEOUT; default 60)",
     )
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
-    _add_debug(p)
+    add_debug_flag(p)
 
     p = sub.add_parser(
         "watch",
@@ -340,8 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the diagnostics. Ctrl-C exits.",
     )
     p.add_argument("path", nargs="?", default=".")
-    _add_common(p)
-    _add_no_server(p)
+    add_common_flags(p)
+    add_no_server_flag(p)
 
     p = sub.add_parser(
         "serve",
@@ -363,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="exit after S seconds without a request (default 900)",
     )
-    _add_debug(p)
+    add_debug_flag(p)
 
     p = sub.add_parser(
         "cache",
@@ -373,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("action", choices=["stats", "gc", "verify", "clear"])
     p.add_argument("path", nargs="?", default=".", help="workspace whose cache to use (default: .)")
-    _add_common(p)
+    add_common_flags(p)
 
     p = sub.add_parser(
         "explain",
@@ -381,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the long explanation of a diagnostic code, e.g. kinac explain K0203.",
     )
     p.add_argument("code")
-    _add_debug(p)
+    add_debug_flag(p)
     return parser
 
 
