@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kinac.api_sharded import DEFAULT_TIMEOUT_S, ShardedDefn, check_divisible, shape_text
+from kinac.api_mesh import DEFAULT_TIMEOUT_S, check_divisible, shape_text
+from kinac.api_sharded import ShardedDefn
 from kinac.api_sharded_types import ArgTypes
 from kinac.errors import KinaCallError, KinaCompileError, KinaUsageError
 

@@ -255,7 +255,7 @@ def test_missing_nccl4py_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_backend_choice_from_the_launch() -> None:
-    from kinac.api_sharded import choose_backend
+    from kinac.api_mesh import choose_backend
 
     assert choose_backend("cpu", {}) == "simulator"
     assert choose_backend("cuda", {}) == "simulator"

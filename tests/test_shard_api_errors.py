@@ -44,7 +44,7 @@ def test_bad_meshes_and_layouts(tmp_path: Path, mesh: Any, layouts: Any, said: s
 
 def test_mesh_requests_take_numpy_integers() -> None:
     """``mesh=np.int64(4)`` (a count computed with numpy) is a count, not 'got int64'."""
-    from kinac.api_sharded import parse_mesh
+    from kinac.api_mesh import parse_mesh
 
     assert parse_mesh(np.int64(4)) == (4,) and parse_mesh([np.int32(2), 2]) == (2, 2)
     assert parse_mesh("2x2") == (2, 2) and parse_mesh("tp") == "tp" and parse_mesh("") is None
