@@ -23,7 +23,7 @@ from kinac.workspace.model import (
 DTYPE_NAMES = DTYPES  # the Literal below must spell them out for pydantic
 # The cache's size limit in bytes must be a SQLite INTEGER (signed 64-bit).
 MAX_CACHE_MB = (2**63 - 1) // 2**20
-# As many devices as a mesh may have anywhere (kinac.api_sharded.MAX_DEVICES, `--simulate`).
+# As many devices as a mesh may have anywhere (kinac.api_mesh.MAX_DEVICES, `--simulate`).
 MAX_MESH_DEVICES = 1 << 20
 
 
