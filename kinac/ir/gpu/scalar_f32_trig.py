@@ -16,7 +16,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kinac.ir.gpu.emit import Val
-from kinac.ir.gpu.scalar_f64_trig import mod4, pow2_normal, two_over_pi_chunks
+from kinac.ir.gpu.scalar_f64_trig import (
+    mod4,
+    pow2_normal,
+    quadrant_and_rest,
+    two_over_pi_chunks,
+    two_sum_add,
+)
 
 if TYPE_CHECKING:
     from kinac.ir.gpu.scalar_f64 import F64Math
@@ -48,15 +54,5 @@ def reduce_large_f32(m: F64Math, ax: Val) -> tuple[Val, Val]:
             c = m.sel(hits[k], table[k + j], c)
         s = sc.op(f"sub i64 {s0.ref}, {24 * j}", "i64")
         term = mod4(m, m.mul(m.mul(mant, c), pow2_normal(m, s)))
-        total = m.add(acc, term)  # TwoSum: acc + comp is the exact running sum
-        back = m.sub(total, acc)
-        err = m.add(m.sub(acc, m.sub(total, back)), m.sub(term, back))
-        acc, comp = total, m.add(comp, err)
-    acc = mod4(m, acc)
-    n = m.floor(m.add(acc, 0.5))
-    f = m.add(m.sub(acc, n), comp)
-    n2 = m.floor(m.add(f, 0.5))
-    f = m.sub(f, n2)  # in [-1/2, 1/2]
-    n = mod4(m, m.add(n, n2))
-    pio2_hi, pio2_lo = 1.5707963267948966, 6.123233995736766e-17
-    return n, m.fma(f, pio2_hi, m.mul(f, pio2_lo))
+        acc, comp = two_sum_add(m, acc, comp, term)
+    return quadrant_and_rest(m, acc, comp)

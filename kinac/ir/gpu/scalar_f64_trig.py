@@ -86,11 +86,23 @@ def reduce_large(m: F64Math, ax: Val) -> tuple[Val, Val]:
         s = sc.op(f"sub i64 {s0.ref}, {24 * j}", "i64")
         hi = mod4(m, m.mul(m.mul(mh, c), pow2_normal(m, sc.op(f"add i64 {s.ref}, 26", "i64"))))
         lo = mod4(m, m.mul(m.mul(ml, c), pow2_normal(m, s)))
-        for term in (hi, lo):  # TwoSum: acc + comp is the exact running sum
-            total = m.add(acc, term)
-            back = m.sub(total, acc)
-            err = m.add(m.sub(acc, m.sub(total, back)), m.sub(term, back))
-            acc, comp = total, m.add(comp, err)
+        for term in (hi, lo):
+            acc, comp = two_sum_add(m, acc, comp, term)
+    return quadrant_and_rest(m, acc, comp)
+
+
+def two_sum_add(m: F64Math, acc: Val, comp: Val, term: Val) -> tuple[Val, Val]:
+    """``term`` added to the running sum ``acc + comp`` (TwoSum: the pair stays the exact sum)."""
+    total = m.add(acc, term)
+    back = m.sub(total, acc)
+    err = m.add(m.sub(acc, m.sub(total, back)), m.sub(term, back))
+    return total, m.add(comp, err)
+
+
+def quadrant_and_rest(m: F64Math, acc: Val, comp: Val) -> tuple[Val, Val]:
+    """From ``x 2/pi`` mod 4 as the exact pair ``acc + comp``: the quadrant ``n`` (0..3) and the
+    remainder ``r`` in ``[-pi/4, pi/4]`` (``x = n pi/2 + r``), shared by the f64 and f32
+    large-argument reductions."""
     acc = mod4(m, acc)
     n = m.floor(m.add(acc, 0.5))
     f = m.add(m.sub(acc, n), comp)
