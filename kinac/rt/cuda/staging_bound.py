@@ -25,8 +25,8 @@ from kinac.rt.cuda.pinned import HANDED
 from kinac.rt.cuda.staging import SLOTS
 from kinac.rt.cuda.staging_hot import (
     Memo,
-    compute_by_calls,
     finish_call,
+    launch_compute,
     note_refused,
     queue_by_driver_calls,
     steady_call,
@@ -172,14 +172,5 @@ def _turn_call(
         queue_by_driver_calls(st, entry, m, arrays, j, turn, fast)
         return finish_call(st, entry, m, [out])
     turn.copy_pending, turn.flagged = True, flagged
-    rc = cw.launch(cw.exec, m.stream)
-    if rc:
-        note_refused(st, "the compute wrapper", rc)
-        compute_by_calls(st, entry, m, turn, fast)
-        st.graph_calls -= 1  # (turn_calls counts it as one)
-    turn.read_pending = True
-    st.turn = (j + 1) % SLOTS
-    st.turn_calls += 1  # (a hot call, a graph call, one host array staged: HostStager)
-    st.turn_bytes += m.nbytes
-    entry.hot_calls += 1  # (a replay too: GpuEntry.replays counts it)
+    launch_compute(st, entry, m, turn, fast, cw, j)
     return out

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from kinac.rt.cuda import driver, staging_graphs
 from kinac.rt.cuda.entry_hot import hot_key, outputs, take
 from kinac.rt.cuda.pinned import HANDED, torch_pinned
-from kinac.rt.cuda.staging import FLAG_STRIDE, SLOTS
+from kinac.rt.cuda.staging import FLAG_STRIDE
+from kinac.rt.cuda.staging_hot import launch_compute
 
 if TYPE_CHECKING:
     from kinac.rt.cuda.staging import HostStager, Param
@@ -116,19 +117,8 @@ def direct_call(
             return None
         out, plan, graph, fast, cw = found
         direct[j] = (j, plan, graph, fast, t, cp, cw, dc[7], out.ptr, src_arg)
-    rc = cw.launch(cw.exec, m.stream)
-    if rc:
-        from kinac.rt.cuda.staging_hot import compute_by_calls, note_refused
-
-        note_refused(st, "the compute wrapper", rc)
-        compute_by_calls(st, entry, m, t, fast)
-        st.graph_calls -= 1  # (turn_calls counts it as one)
-    t.read_pending = True
-    st.turn = (j + 1) % SLOTS
-    st.turn_calls += 1  # (a hot call, a graph call, one host array staged: HostStager)
-    st.turn_bytes += m.nbytes
+    launch_compute(st, entry, m, t, fast, cw, j)
     st.direct += 1
-    entry.hot_calls += 1  # (a replay too: GpuEntry.replays counts it)
     host_outputs = entry._host_outputs
     _wait(st, t, flagged)  # the caller may refill its array once the call returns
     if host_outputs:

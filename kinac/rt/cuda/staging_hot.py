@@ -283,6 +283,24 @@ def steady_call(
     return finish_call(st, entry, m, outs)
 
 
+def launch_compute(
+    st: HostStager, entry: Any, m: Memo, turn: Any, fast: Any, cw: Any, j: int
+) -> None:
+    """A staged call's end, shared by the bound call and the DMA-first call: turn ``j``'s
+    compute wrapper launched on the entry's stream (its work as driver calls where the driver
+    refuses the graph), the turn marked to be read, the next turn chosen, the call counted."""
+    rc = cw.launch(cw.exec, m.stream)
+    if rc:
+        note_refused(st, "the compute wrapper", rc)
+        compute_by_calls(st, entry, m, turn, fast)
+        st.graph_calls -= 1  # (turn_calls counts it as one)
+    turn.read_pending = True
+    st.turn = (j + 1) % SLOTS
+    st.turn_calls += 1  # (a hot call, a graph call, one host array staged: HostStager)
+    st.turn_bytes += m.nbytes
+    entry.hot_calls += 1  # (a replay too: GpuEntry.replays counts it)
+
+
 def compute_by_calls(st: HostStager, entry: Any, m: Memo, t: Any, fast: Any) -> None:
     """The compute wrapper's work as driver calls: the wait for *copied*, the captured graph's
     launch, *consumed*."""
